@@ -1,0 +1,64 @@
+# Switchyard — two commands: `make run` and `make test`.
+GO      ?= go
+BIN     := build/bin
+WASM    := build/wasm
+TESTWASM := build/testdata
+GUEST   := GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared
+GUEST_LD := -s -w
+GUEST_SRC := $(shell find abi sdk plugins -name '*.go' -o -name '*.json') go.mod go.sum Makefile
+
+.PHONY: all build wasm gateway run test vet gotest clients bench clean
+
+all: build
+
+build: wasm gateway
+
+## Wasm modules: every folder under plugins/ with a manifest.json.
+PLUGINS := $(patsubst plugins/%/manifest.json,%,$(wildcard plugins/*/manifest.json))
+wasm: $(foreach p,$(PLUGINS),$(WASM)/$(p).wasm $(WASM)/$(p).json) $(TESTWASM)/openai-variant.wasm $(TESTWASM)/failing.wasm
+
+$(WASM)/%.wasm: $(GUEST_SRC)
+	@mkdir -p $(WASM)
+	$(GUEST) -ldflags "$(GUEST_LD)" -o $@ ./plugins/$*
+
+$(WASM)/%.json: plugins/%/manifest.json
+	@mkdir -p $(WASM)
+	cp $< $@
+
+# A second build of the OpenAI adapter that stamps a different build id: the
+# tests swap it in to prove translation really runs inside the module.
+$(TESTWASM)/openai-variant.wasm: $(GUEST_SRC)
+	@mkdir -p $(TESTWASM)
+	$(GUEST) -ldflags "$(GUEST_LD) -X main.build=openai/variant" -o $@ ./plugins/openai
+
+$(TESTWASM)/failing.wasm: $(GUEST_SRC) host/wasm/testdata/failing/main.go
+	@mkdir -p $(TESTWASM)
+	$(GUEST) -ldflags "$(GUEST_LD)" -o $@ ./host/wasm/testdata/failing
+
+gateway:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -o $(BIN)/switchyard ./cmd/switchyard
+
+run: build
+	$(BIN)/switchyard
+
+test: build vet clients gotest
+
+vet:
+	@test -z "$$(gofmt -l abi sdk host cmd plugins examples)" || (gofmt -l abi sdk host cmd plugins examples; echo "gofmt needed"; exit 1)
+	$(GO) vet ./...
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/...
+
+# The npm `openai` client's dependencies, for the client tests.
+clients:
+	cd examples/clients/node && npm ci --no-audit --no-fund --loglevel=error
+
+gotest:
+	$(GO) test -race -count=1 ./...
+
+bench: build
+	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/... 
+	$(GO) run ./cmd/loadbench
+
+clean:
+	rm -rf build

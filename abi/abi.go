@@ -1,0 +1,152 @@
+// Package abi is the contract between the Switchyard host and its WebAssembly
+// modules, ABI version 1. It is imported by both sides (the host in host/wasm,
+// guests through sdk/), so it depends on nothing but the standard library.
+//
+// The full contract, with the memory protocol and every hook's fields, is in
+// docs/abi.md. In short: the guest exports
+//
+//	switchyard_abi_v1()                    marker; its presence declares ABI 1
+//	sy_input(size i32) -> ptr i32          a guest buffer of at least size bytes
+//	sy_handle(hook i32, size i32) -> i64   run a hook on the input; (ptr<<32)|len of the output
+//
+// and the host copies one frame in and one frame out per call.
+package abi
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Version is the ABI version this host implements.
+const Version = 1
+
+// Export names.
+const (
+	ExportMarker = "switchyard_abi_v1"
+	ExportPrefix = "switchyard_abi_v" // any marker; the suffix is the version
+	ExportInput  = "sy_input"
+	ExportHandle = "sy_handle"
+	ExportMemory = "memory"
+	// ExportInit is what Go (wasip1 c-shared) and other reactor-style guests
+	// export to run their runtime and package initialisers.
+	ExportInit = "_initialize"
+)
+
+// ImportModule is the module name of the host functions a guest may import.
+const ImportModule = "switchyard"
+
+// Host functions, importable under ImportModule only when the manifest grants them.
+const (
+	HostLog = "log" // log(level i32, ptr i32, len i32)
+)
+
+// Hook identifies what a call asks the module to do.
+type Hook uint32
+
+const (
+	HookChatRequest     Hook = 1 // in: ctx, body           out: method, path, headers, body
+	HookChatResponse    Hook = 2 // in: ctx, body           out: body
+	HookChatStreamEvent Hook = 3 // in: ctx, event data     out: zero or more chunk bodies
+	HookEmbedRequest    Hook = 4 // in: ctx, body           out: method, path, headers, body
+	HookEmbedResponse   Hook = 5 // in: ctx, body           out: body
+	HookError           Hook = 6 // in: ctx, status, body   out: status, message
+
+	// Request-pipeline plugin hooks (docs/abi.md section 3.2).
+	HookPreRequest   Hook = 7 // in: ctx, request body   out: action, body, summary
+	HookPostResponse Hook = 8 // in: ctx, result body    out: action, body, summary
+	HookPostChunk    Hook = 9 // in: ctx, chunk          out: action, zero or more chunks
+)
+
+// Plugin actions, the first output field of the pipeline hooks.
+const (
+	ActionContinue = "continue" // go on; a non-empty body field replaces the body
+	ActionRespond  = "respond"  // answer now with body (a complete chat result); no upstream call
+	ActionBlock    = "block"    // refuse: body is {"code":403,"message":…,"metadata":{…}}
+)
+
+var hookNames = map[Hook]string{
+	HookChatRequest:     "chat_request",
+	HookChatResponse:    "chat_response",
+	HookChatStreamEvent: "chat_stream_event",
+	HookEmbedRequest:    "embed_request",
+	HookEmbedResponse:   "embed_response",
+	HookError:           "error",
+	HookPreRequest:      "pre_request",
+	HookPostResponse:    "post_response",
+	HookPostChunk:       "post_chunk",
+}
+
+func (h Hook) String() string {
+	if n, ok := hookNames[h]; ok {
+		return n
+	}
+	return "unknown"
+}
+
+// HookByName returns the hook with the manifest name, or false.
+func HookByName(name string) (Hook, bool) {
+	for h, n := range hookNames {
+		if n == name {
+			return h, true
+		}
+	}
+	return 0, false
+}
+
+// Output status, the first byte of every output.
+const (
+	StatusOK    byte = 0 // fields follow
+	StatusError byte = 1 // the rest is a UTF-8 message; the hook failed
+)
+
+// APIKeyPlaceholder is what an adapter writes where the upstream secret goes
+// (in a header value or the query string). The host substitutes the secret
+// after the module has returned, so modules never see provider keys.
+const APIKeyPlaceholder = "${API_KEY}"
+
+// ErrFrame reports a malformed frame.
+var ErrFrame = errors.New("abi: malformed frame")
+
+// A frame is a sequence of fields, each a little-endian uint32 length and
+// that many bytes. It is the only encoding that crosses the boundary: cheap to
+// write and to read without allocation in any language.
+
+// FrameSize is the encoded size of fields.
+func FrameSize(fields ...[]byte) int {
+	n := 0
+	for _, f := range fields {
+		n += 4 + len(f)
+	}
+	return n
+}
+
+// AppendField appends one field to dst.
+func AppendField(dst, field []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(field)))
+	return append(dst, field...)
+}
+
+// AppendFieldString appends one string field to dst.
+func AppendFieldString(dst []byte, field string) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(field)))
+	return append(dst, field...)
+}
+
+// Fields splits a frame into dst (reused, so decoding allocates nothing when
+// dst has capacity). The fields alias frame.
+func Fields(dst [][]byte, frame []byte) ([][]byte, error) {
+	dst = dst[:0]
+	for len(frame) > 0 {
+		if len(frame) < 4 {
+			return dst, ErrFrame
+		}
+		n := binary.LittleEndian.Uint32(frame)
+		frame = frame[4:]
+		if uint64(n) > uint64(len(frame)) {
+			return dst, ErrFrame
+		}
+		dst = append(dst, frame[:n:n])
+		frame = frame[n:]
+	}
+	return dst, nil
+}

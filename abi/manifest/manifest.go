@@ -1,0 +1,182 @@
+// Package manifest is the declaration that travels with every Wasm module:
+// what it is, which ABI it speaks, which hooks it implements, and what the
+// host grants it. A module sees only what its manifest grants.
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/switchyard/switchyard/abi"
+)
+
+// Kinds of module.
+const (
+	KindAdapter = "adapter" // translates between the unified format and a provider's wire format
+	KindPlugin  = "plugin"  // runs in the request pipeline
+)
+
+// Runtimes a module can be run by.
+const (
+	RuntimeNative = "native" // Switchyard ABI (see docs/abi.md)
+	RuntimeExtism = "extism" // a module built with an Extism PDK
+)
+
+// Manifest describes a module. JSON is its wire and storage format.
+type Manifest struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	ABI     int    `json:"abi"`
+	Kind    string `json:"kind"`
+	Runtime string `json:"runtime,omitempty"` // default native
+	// Description is for people listing modules.
+	Description string   `json:"description,omitempty"`
+	Hooks       []string `json:"hooks"`
+	// Passthrough names hooks whose input is already the output (an
+	// OpenAI-compatible upstream's responses are already unified), so the
+	// host skips the call entirely.
+	Passthrough  []string        `json:"passthrough,omitempty"`
+	Grants       Grants          `json:"grants"`
+	Limits       Limits          `json:"limits"`
+	ConfigSchema json.RawMessage `json:"config_schema,omitempty"`
+}
+
+// Grants is everything beyond pure computation a module may do.
+type Grants struct {
+	// HostFunctions the module may import from the "switchyard" module.
+	HostFunctions []string `json:"host_functions,omitempty"`
+	// HTTPDomains the module may reach through the host's outbound call.
+	HTTPDomains []string `json:"http_domains,omitempty"`
+}
+
+// Limits bound a module's resources.
+type Limits struct {
+	// MemoryPages caps linear memory in 64 KiB pages. Standard Go guests need
+	// at least 128 (see shared/design/wasm-measurements.md).
+	MemoryPages uint32 `json:"memory_pages,omitempty"`
+	// TimeoutMS bounds one call. 0 means the module is trusted not to spin
+	// and runs without preemption checks, which are costly in tight loops.
+	TimeoutMS int `json:"timeout_ms,omitempty"`
+	// PoolSize caps live instances (concurrent calls) of the module.
+	PoolSize int `json:"pool_size,omitempty"`
+}
+
+// Defaults applied by Parse.
+const (
+	DefaultMemoryPages = 256 // 16 MiB
+	MaxMemoryPages     = 65536
+	DefaultPoolSize    = 16
+	MaxPoolSize        = 1024
+	MaxTimeoutMS       = 60_000
+)
+
+var (
+	nameRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	versionRe = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
+)
+
+// Parse decodes and validates a manifest. Unknown fields are an error, so a
+// typo in a grant is not silently ignored.
+func Parse(data []byte) (*Manifest, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("manifest: trailing data after the JSON object")
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Validate checks the manifest and fills defaults.
+func (m *Manifest) Validate() error {
+	if !nameRe.MatchString(m.Name) {
+		return fmt.Errorf("manifest: name %q must be 1-64 lowercase letters, digits, '.', '_' or '-'", m.Name)
+	}
+	if !versionRe.MatchString(m.Version) {
+		return fmt.Errorf("manifest %s: version %q is not semantic (MAJOR.MINOR.PATCH)", m.Name, m.Version)
+	}
+	if m.ABI != abi.Version {
+		return fmt.Errorf("manifest %s: ABI version %d is not supported by this host (supports %d)", m.Name, m.ABI, abi.Version)
+	}
+	switch m.Kind {
+	case KindAdapter, KindPlugin:
+	default:
+		return fmt.Errorf("manifest %s: kind %q must be %q or %q", m.Name, m.Kind, KindAdapter, KindPlugin)
+	}
+	switch m.Runtime {
+	case "":
+		m.Runtime = RuntimeNative
+	case RuntimeNative, RuntimeExtism:
+	default:
+		return fmt.Errorf("manifest %s: runtime %q must be %q or %q", m.Name, m.Runtime, RuntimeNative, RuntimeExtism)
+	}
+	if len(m.Hooks) == 0 {
+		return fmt.Errorf("manifest %s: hooks: at least one hook is required", m.Name)
+	}
+	declared := map[string]bool{}
+	for _, h := range m.Hooks {
+		if _, ok := abi.HookByName(h); !ok {
+			return fmt.Errorf("manifest %s: hooks: unknown hook %q", m.Name, h)
+		}
+		if declared[h] {
+			return fmt.Errorf("manifest %s: hooks: %q listed twice", m.Name, h)
+		}
+		declared[h] = true
+	}
+	for _, h := range m.Passthrough {
+		if !declared[h] {
+			return fmt.Errorf("manifest %s: passthrough: %q is not among the declared hooks", m.Name, h)
+		}
+	}
+	for _, f := range m.Grants.HostFunctions {
+		if f != abi.HostLog {
+			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q", m.Name, f)
+		}
+	}
+	l := &m.Limits
+	if l.MemoryPages == 0 {
+		l.MemoryPages = DefaultMemoryPages
+	}
+	if l.MemoryPages > MaxMemoryPages {
+		return fmt.Errorf("manifest %s: limits.memory_pages %d exceeds %d", m.Name, l.MemoryPages, MaxMemoryPages)
+	}
+	if l.TimeoutMS < 0 || l.TimeoutMS > MaxTimeoutMS {
+		return fmt.Errorf("manifest %s: limits.timeout_ms must be 0..%d", m.Name, MaxTimeoutMS)
+	}
+	if l.PoolSize == 0 {
+		l.PoolSize = DefaultPoolSize
+	}
+	if l.PoolSize < 0 || l.PoolSize > MaxPoolSize {
+		return fmt.Errorf("manifest %s: limits.pool_size must be 1..%d", m.Name, MaxPoolSize)
+	}
+	if len(m.ConfigSchema) > 0 && !json.Valid(m.ConfigSchema) {
+		return fmt.Errorf("manifest %s: config_schema is not valid JSON", m.Name)
+	}
+	return nil
+}
+
+// Has reports whether the module declares hook.
+func (m *Manifest) Has(h abi.Hook) bool { return contains(m.Hooks, h.String()) }
+
+// IsPassthrough reports whether the host may skip calling hook.
+func (m *Manifest) IsPassthrough(h abi.Hook) bool { return contains(m.Passthrough, h.String()) }
+
+// Grants reports whether the module may import host function f.
+func (m *Manifest) GrantsHostFunction(f string) bool { return contains(m.Grants.HostFunctions, f) }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

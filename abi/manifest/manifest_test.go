@@ -1,0 +1,81 @@
+package manifest
+
+import (
+	"strings"
+	"testing"
+)
+
+const good = `{"name":"openai","version":"1.0.0","abi":1,"kind":"adapter","hooks":["chat_request","error"],"passthrough":["error"],"grants":{"host_functions":["log"]},"limits":{"memory_pages":128,"timeout_ms":50,"pool_size":4}}`
+
+func TestParse(t *testing.T) {
+	m, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Runtime != RuntimeNative || m.Limits.PoolSize != 4 || !m.GrantsHostFunction("log") {
+		t.Fatalf("parsed %+v", m)
+	}
+	d, err := Parse([]byte(`{"name":"x","version":"0.1.0","abi":1,"kind":"plugin","hooks":["chat_request"],"grants":{},"limits":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Limits.MemoryPages != DefaultMemoryPages || d.Limits.PoolSize != DefaultPoolSize || d.Limits.TimeoutMS != 0 {
+		t.Fatalf("defaults not applied: %+v", d.Limits)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	cases := []struct{ name, edit, want string }{
+		{"not json", `{`, "manifest"},
+		{"unknown field", strings.Replace(good, `"abi":1`, `"abi":1,"grant":{}`, 1), "unknown field"},
+		{"abi version", strings.Replace(good, `"abi":1`, `"abi":2`, 1), "ABI version 2 is not supported"},
+		{"bad name", strings.Replace(good, `"openai"`, `"Open AI"`, 1), "name"},
+		{"bad version", strings.Replace(good, `"1.0.0"`, `"v1"`, 1), "semantic"},
+		{"bad kind", strings.Replace(good, `"adapter"`, `"filter"`, 1), "kind"},
+		{"bad runtime", strings.Replace(good, `"kind"`, `"runtime":"wasmer","kind"`, 1), "runtime"},
+		{"no hooks", strings.Replace(good, `["chat_request","error"]`, `[]`, 1), "at least one hook"},
+		{"unknown hook", strings.Replace(good, `"chat_request",`, `"chat_requests",`, 1), "unknown hook"},
+		{"duplicate hook", strings.Replace(good, `"chat_request","error"`, `"error","error"`, 1), "twice"},
+		{"passthrough not declared", strings.Replace(good, `"passthrough":["error"]`, `"passthrough":["chat_response"]`, 1), "passthrough"},
+		{"unknown grant", strings.Replace(good, `["log"]`, `["fs"]`, 1), "unknown host function"},
+		{"memory too big", strings.Replace(good, `"memory_pages":128`, `"memory_pages":70000`, 1), "memory_pages"},
+		{"timeout negative", strings.Replace(good, `"timeout_ms":50`, `"timeout_ms":-1`, 1), "timeout_ms"},
+		{"pool negative", strings.Replace(good, `"pool_size":4`, `"pool_size":-4`, 1), "pool_size"},
+		{"trailing data", good + `{}`, "trailing"},
+		{"bad schema", strings.Replace(good, `"limits"`, `"config_schema":"x","limits"`, 1), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.edit))
+			if err == nil {
+				if tc.want == "" {
+					return // a JSON string is valid JSON for a schema slot
+				}
+				t.Fatalf("accepted %s", tc.edit)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte(`{"name":"a","version":"1.0.0","abi":1,"kind":"plugin","hooks":["error"]}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Parse(data)
+		if err != nil {
+			return
+		}
+		// Whatever is accepted is fully valid and defaulted.
+		if m.ABI != 1 || len(m.Hooks) == 0 || m.Limits.PoolSize < 1 || m.Limits.MemoryPages < 1 || m.Runtime == "" {
+			t.Fatalf("accepted an invalid manifest: %+v", m)
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("revalidation failed: %v", err)
+		}
+	})
+}

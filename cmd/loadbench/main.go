@@ -1,0 +1,173 @@
+// Command loadbench measures what the gateway adds to a request: it runs a
+// real gateway (host/gatewaytest) in front of a zero-latency fake upstream on
+// loopback and times the same requests sent to the upstream directly and
+// through the gateway. It reports p50/p99 added latency, requests per second
+// and memory, for JSON and streaming chat at 1 KB and 10 KB bodies.
+//
+// Both paths share this process and its two cores, so absolute figures are
+// this machine's; the difference between the paths is the gateway's cost.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchyard/switchyard/host/gatewaytest"
+)
+
+func main() {
+	n := flag.Int("n", 2000, "sequential requests per scenario (latency)")
+	conc := flag.Int("c", 16, "concurrent clients for the throughput run")
+	dur := flag.Duration("d", 3*time.Second, "duration of each throughput run")
+	flag.Parse()
+
+	g, err := gatewaytest.Start(gatewaytest.Options{Providers: []string{"bench"}, Quiet: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadbench:", err)
+		os.Exit(1)
+	}
+	defer g.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxIdleConns: 256}}
+	upstream := g.UpstreamURL["bench"]
+
+	fmt.Printf("Switchyard load benchmark — %s, GOMAXPROCS=%d, %d sequential requests per scenario, %d clients × %s for throughput\n\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), *n, *conc, *dur)
+	fmt.Printf("%-22s %10s %10s %10s %10s %12s %12s %10s\n", "scenario", "direct p50", "gw p50", "added p50", "added p99", "direct rps", "gateway rps", "gw/direct")
+	for _, sc := range []struct {
+		name   string
+		size   int
+		stream bool
+	}{
+		{"chat json 1KB", 1 << 10, false},
+		{"chat json 10KB", 10 << 10, false},
+		{"chat stream 1KB", 1 << 10, true},
+		{"chat stream 10KB", 10 << 10, true},
+	} {
+		gwBody := body("test/chat", sc.size, sc.stream)
+		upBody := body("echo", sc.size, sc.stream)
+		gw := func() error { return do(client, g.URL+"/chat/completions", g.Key, gwBody) }
+		direct := func() error { return do(client, upstream+"/chat/completions", "", upBody) }
+		// Warm both paths: connections, instance pools, caches.
+		for i := 0; i < 200; i++ {
+			must(gw())
+			must(direct())
+		}
+		d := latencies(*n, direct)
+		w := latencies(*n, gw)
+		drps := throughput(*conc, *dur, direct)
+		wrps := throughput(*conc, *dur, gw)
+		fmt.Printf("%-22s %10s %10s %10s %10s %12.0f %12.0f %9.0f%%\n", sc.name,
+			fmtDur(pct(d, 50)), fmtDur(pct(w, 50)), fmtDur(pct(w, 50)-pct(d, 50)), fmtDur(pct(w, 99)-pct(d, 99)),
+			drps, wrps, 100*wrps/drps)
+	}
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	fmt.Printf("\nmemory (gateway, fake upstream and load generator in one process): heap in use %.1f MiB, Go runtime total %.1f MiB, %s\n",
+		float64(ms.HeapInuse)/(1<<20), float64(ms.Sys)/(1<<20), rss())
+	fmt.Println("added = gateway latency − direct latency for the same request to the same upstream (model is renamed by the adapter).")
+}
+
+// body is a chat request of about size bytes.
+func body(model string, size int, stream bool) []byte {
+	pad := size - 160
+	if pad < 1 {
+		pad = 1
+	}
+	return []byte(fmt.Sprintf(`{"model":%q,"stream":%t,"temperature":0.7,"messages":[{"role":"system","content":%q},{"role":"user","content":"Say hello."}]}`,
+		model, stream, strings.Repeat("lorem ipsum ", pad/12+1)[:pad]))
+}
+
+func do(c *http.Client, url, key string, b []byte) error {
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s: status %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+func latencies(n int, f func() error) []time.Duration {
+	out := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t := time.Now()
+		must(f())
+		out = append(out, time.Since(t))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func throughput(conc int, d time.Duration, f func() error) float64 {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	stop := time.Now().Add(d)
+	start := time.Now()
+	for i := 0; i < conc; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := 0
+			for time.Now().Before(stop) {
+				must(f())
+				k++
+			}
+			mu.Lock()
+			total += k
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return float64(total) / time.Since(start).Seconds()
+}
+
+func pct(s []time.Duration, p int) time.Duration { return s[(len(s)-1)*p/100] }
+
+func fmtDur(d time.Duration) string {
+	if d < time.Millisecond && d > -time.Millisecond {
+		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
+	}
+	return fmt.Sprintf("%.2fms", float64(d)/1e6)
+}
+
+func rss() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "RSS unknown"
+	}
+	var parts []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") || strings.HasPrefix(l, "VmHWM:") {
+			parts = append(parts, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadbench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,344 @@
+// Command syctl administers a Switchyard store file directly: accounts,
+// keys, credits and generation records. It opens the bbolt file, so run it
+// while the gateway is stopped (bbolt allows one process at a time); against
+// a running gateway use the HTTP management API (docs/api.md) instead.
+//
+//	syctl -db PATH account create -name NAME
+//	syctl -db PATH account list
+//	syctl -db PATH key create -account ID -name NAME [-management] [-limit USD] [-reset daily|weekly|monthly] [-expires RFC3339]
+//	syctl -db PATH key list [-account ID] [-all]
+//	syctl -db PATH key show|disable|enable|delete HASH
+//	syctl -db PATH credits topup -account ID -amount USD [-note TEXT]
+//	syctl -db PATH credits show -account ID
+//	syctl -db PATH generation show ID
+//	syctl -db PATH audit
+//
+// -db defaults to $SWITCHYARD_DB. Opening the ledger runs crash recovery.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/store"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+const usage = `usage: syctl [-db PATH] [-json] COMMAND ...
+
+commands:
+  account create -name NAME
+  account list
+  key create -account ID -name NAME [-management] [-limit USD] [-reset daily|weekly|monthly] [-expires RFC3339]
+  key list [-account ID] [-all]
+  key show|disable|enable|delete HASH
+  credits topup -account ID -amount USD [-note TEXT]
+  credits show -account ID
+  generation show ID
+  audit
+
+-db defaults to $SWITCHYARD_DB. Run syctl while the gateway is stopped.
+`
+
+// errUsage makes run print the usage and exit 2.
+var errUsage = errors.New("usage")
+
+type cli struct {
+	out    io.Writer
+	asJSON bool
+	ks     *keys.Store
+	l      *billing.Ledger
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("syctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	dbPath := fs.String("db", os.Getenv("SWITCHYARD_DB"), "path of the bbolt store file")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if *dbPath == "" {
+		fmt.Fprintln(stderr, "syctl: -db (or SWITCHYARD_DB) is required")
+		return 2
+	}
+	db, err := store.Open(*dbPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "syctl:", err)
+		return 1
+	}
+	defer db.Close()
+	ks, err := keys.Open(db)
+	if err != nil {
+		fmt.Fprintln(stderr, "syctl:", err)
+		return 1
+	}
+	l, err := billing.Open(db, billing.Options{})
+	if err != nil {
+		fmt.Fprintln(stderr, "syctl:", err)
+		return 1
+	}
+	defer l.Close()
+	c := &cli{out: stdout, asJSON: *asJSON, ks: ks, l: l}
+	if err := c.dispatch(rest, stderr); err != nil {
+		if errors.Is(err, errUsage) {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		fmt.Fprintln(stderr, "syctl:", err)
+		return 1
+	}
+	return 0
+}
+
+func (c *cli) dispatch(args []string, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errUsage
+	}
+	if args[0] == "audit" {
+		return c.audit()
+	}
+	if len(args) < 2 {
+		return errUsage
+	}
+	cmd, rest := args[0]+" "+args[1], args[2:]
+	fs := flag.NewFlagSet("syctl "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	switch cmd {
+	case "account create":
+		name := fs.String("name", "", "account name")
+		if err := parse(fs, rest, 0); err != nil {
+			return err
+		}
+		if strings.TrimSpace(*name) == "" {
+			return errors.New("account create: -name is required")
+		}
+		a, err := c.ks.CreateAccount(*name)
+		if err != nil {
+			return err
+		}
+		return c.print(a, func(w io.Writer) { fmt.Fprintln(w, a.ID) })
+	case "account list":
+		if err := parse(fs, rest, 0); err != nil {
+			return err
+		}
+		as, err := c.ks.Accounts()
+		if err != nil {
+			return err
+		}
+		type row struct {
+			*keys.Account
+			Balance   billing.Nanos `json:"balance"`
+			Available billing.Nanos `json:"available"`
+		}
+		rows := make([]row, len(as))
+		for i, a := range as {
+			b := c.l.Balance(a.ID)
+			rows[i] = row{a, b.Balance, b.Available}
+		}
+		return c.print(rows, func(w io.Writer) {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tBALANCE\tCREATED")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Balance, r.Created.Format(time.RFC3339))
+			}
+			tw.Flush()
+		})
+	case "key create":
+		acct := fs.String("account", "", "account id")
+		name := fs.String("name", "", "key name")
+		mgmt := fs.Bool("management", false, "create a management key")
+		limit := fs.String("limit", "", "credit limit in dollars (default: none)")
+		reset := fs.String("reset", "", "limit reset period: daily, weekly or monthly (default: none)")
+		expires := fs.String("expires", "", "expiry, RFC 3339 (default: never)")
+		if err := parse(fs, rest, 0); err != nil {
+			return err
+		}
+		if *acct == "" || *name == "" {
+			return errors.New("key create: -account and -name are required")
+		}
+		if _, err := c.ks.Account(*acct); err != nil {
+			return fmt.Errorf("key create: no account %q", *acct)
+		}
+		o := keys.Options{Name: *name, Management: *mgmt, LimitReset: *reset}
+		if *limit != "" {
+			n, err := billing.ParseUSD(*limit)
+			if err != nil || n < 0 {
+				return fmt.Errorf("key create: -limit %q is not a non-negative dollar amount", *limit)
+			}
+			v := int64(n)
+			o.Limit = &v
+		}
+		if *expires != "" {
+			t, err := time.Parse(time.RFC3339, *expires)
+			if err != nil {
+				return fmt.Errorf("key create: -expires: %v", err)
+			}
+			o.Expires = t
+		}
+		secret, k, err := c.ks.Create(*acct, o)
+		if err != nil {
+			return err
+		}
+		return c.print(map[string]any{"key": secret, "data": k}, func(w io.Writer) {
+			fmt.Fprintf(w, "%s\nhash %s (the secret above is shown only once)\n", secret, k.Hash)
+		})
+	case "key list":
+		acct := fs.String("account", "", "only this account's keys")
+		all := fs.Bool("all", false, "include disabled keys")
+		if err := parse(fs, rest, 0); err != nil {
+			return err
+		}
+		ks, err := c.ks.List(*acct, *all)
+		if err != nil {
+			return err
+		}
+		return c.print(ks, func(w io.Writer) {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "HASH\tNAME\tACCOUNT\tMGMT\tDISABLED\tLIMIT\tRESET\tUSAGE")
+			for _, k := range ks {
+				lim := "-"
+				if k.Limit != nil {
+					lim = billing.Nanos(*k.Limit).String()
+				}
+				reset := k.LimitReset
+				if reset == "" {
+					reset = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%t\t%s\t%s\t%s\n", k.Hash, k.Name, k.AccountID, k.Management,
+					k.Disabled, lim, reset, c.l.KeyUsage(k).Total)
+			}
+			tw.Flush()
+		})
+	case "key show", "key disable", "key enable", "key delete":
+		if err := parse(fs, rest, 1); err != nil {
+			return err
+		}
+		hash := fs.Arg(0)
+		var k *keys.Key
+		var err error
+		switch args[1] {
+		case "show":
+			k, err = c.ks.Get(hash)
+		case "disable", "enable":
+			k, err = c.ks.SetDisabled(hash, args[1] == "disable")
+		case "delete":
+			if err = c.ks.Delete(hash); err == nil {
+				return c.print(map[string]any{"hash": hash, "deleted": true}, func(w io.Writer) { fmt.Fprintln(w, "deleted", hash) })
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+		u := c.l.KeyUsage(k)
+		return c.print(map[string]any{"data": k, "usage": u.Total}, func(w io.Writer) {
+			fmt.Fprintf(w, "%s %q account=%s management=%t disabled=%t usage=%s\n", k.Hash, k.Name, k.AccountID, k.Management, k.Disabled, u.Total)
+		})
+	case "credits topup":
+		acct := fs.String("account", "", "account id")
+		amount := fs.String("amount", "", "dollars to add")
+		note := fs.String("note", "syctl top-up", "note recorded with the top-up")
+		if err := parse(fs, rest, 0); err != nil {
+			return err
+		}
+		if _, err := c.ks.Account(*acct); err != nil {
+			return fmt.Errorf("credits topup: no account %q", *acct)
+		}
+		n, err := billing.ParseUSD(*amount)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("credits topup: -amount %q is not a positive dollar amount", *amount)
+		}
+		b, err := c.l.TopUp(*acct, n, *note)
+		if err != nil {
+			return err
+		}
+		return c.printBalance(*acct, b)
+	case "credits show":
+		acct := fs.String("account", "", "account id")
+		if err := parse(fs, rest, 0); err != nil {
+			return err
+		}
+		if _, err := c.ks.Account(*acct); err != nil {
+			return fmt.Errorf("credits show: no account %q", *acct)
+		}
+		return c.printBalance(*acct, c.l.Balance(*acct))
+	case "generation show":
+		if err := parse(fs, rest, 1); err != nil {
+			return err
+		}
+		g, err := c.l.Generation(fs.Arg(0))
+		if err != nil {
+			return fmt.Errorf("generation show: %w", err)
+		}
+		return c.print(g, func(w io.Writer) {
+			fmt.Fprintf(w, "%s %s via %s: %s, %d+%d tokens, charged %s\n", g.ID, g.Model, g.Provider, g.Status,
+				g.Usage.PromptTokens, g.Usage.CompletionTokens, g.Charged)
+		})
+	}
+	return errUsage
+}
+
+// parse parses flags and requires exactly positional positional arguments.
+func parse(fs *flag.FlagSet, args []string, positional int) error {
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() != positional {
+		return errUsage
+	}
+	return nil
+}
+
+func (c *cli) printBalance(acct string, b billing.Balance) error {
+	v := map[string]any{"account": acct, "total_credits": b.Credits, "total_usage": b.Usage, "balance": b.Balance, "reserved": b.Held, "available": b.Available}
+	return c.print(v, func(w io.Writer) {
+		fmt.Fprintf(w, "%s credits=%s usage=%s balance=%s reserved=%s\n", acct, b.Credits, b.Usage, b.Balance, b.Held)
+	})
+}
+
+func (c *cli) audit() error {
+	problems, err := c.l.Audit()
+	if err != nil {
+		return err
+	}
+	if err := c.print(map[string]any{"ok": len(problems) == 0, "problems": problems}, func(w io.Writer) {
+		for _, p := range problems {
+			fmt.Fprintln(w, p)
+		}
+		if len(problems) == 0 {
+			fmt.Fprintln(w, "ledger consistent")
+		}
+	}); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("audit: %d problems", len(problems))
+	}
+	return nil
+}
+
+func (c *cli) print(v any, text func(io.Writer)) error {
+	if c.asJSON {
+		e := json.NewEncoder(c.out)
+		e.SetIndent("", "  ")
+		return e.Encode(v)
+	}
+	text(c.out)
+	return nil
+}

@@ -1,0 +1,432 @@
+// Package admin serves the key-management, credits and generation
+// endpoints under /api/v1 (documented in docs/api.md). The caller's auth
+// middleware has already resolved the bearer key and stored it as
+// c.Locals("key") (*keys.Key); management operations additionally need a
+// management key. Every operation is confined to the caller's account.
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/keys"
+)
+
+// LocalsKey is the fiber locals name under which the auth middleware stores
+// the caller's *keys.Key.
+const LocalsKey = "key"
+
+type handlers struct {
+	ks *keys.Store
+	l  *billing.Ledger
+}
+
+// Register mounts the endpoints on r, the /api/v1 group.
+func Register(r fiber.Router, ks *keys.Store, l *billing.Ledger) {
+	h := &handlers{ks: ks, l: l}
+	r.Get("/key", h.currentKey)
+	r.Get("/keys", h.management(h.listKeys))
+	r.Post("/keys", h.management(h.createKey))
+	r.Get("/keys/:hash", h.management(h.getKey))
+	r.Patch("/keys/:hash", h.management(h.updateKey))
+	r.Delete("/keys/:hash", h.management(h.deleteKey))
+	r.Get("/credits", h.getCredits)
+	r.Post("/credits", h.management(h.addCredits))
+	r.Get("/generation", h.getGeneration)
+}
+
+// Fail writes the spec's error envelope {"error":{"code":status,"message":msg}}.
+func Fail(c *fiber.Ctx, status int, msg string) error {
+	return c.Status(status).JSON(fiber.Map{"error": fiber.Map{"code": status, "message": msg}})
+}
+
+func caller(c *fiber.Ctx) *keys.Key {
+	k, _ := c.Locals(LocalsKey).(*keys.Key)
+	return k
+}
+
+// management wraps a handler that needs a management key.
+func (h *handlers) management(next fiber.Handler) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		k := caller(c)
+		if k == nil {
+			return Fail(c, http.StatusUnauthorized, "Missing Authentication header")
+		}
+		if !k.Management {
+			return Fail(c, http.StatusForbidden, "Only management keys can perform this operation")
+		}
+		return next(c)
+	}
+}
+
+// keyView is a key as the API shows it. Amounts are dollars.
+type keyView struct {
+	Hash              string         `json:"hash"`
+	Name              string         `json:"name"`
+	Label             string         `json:"label"`
+	Disabled          bool           `json:"disabled"`
+	IsManagementKey   bool           `json:"is_management_key"`
+	Limit             *billing.Nanos `json:"limit"`
+	LimitRemaining    *billing.Nanos `json:"limit_remaining"`
+	LimitReset        *string        `json:"limit_reset"`
+	Usage             billing.Nanos  `json:"usage"`
+	UsageDaily        billing.Nanos  `json:"usage_daily"`
+	UsageWeekly       billing.Nanos  `json:"usage_weekly"`
+	UsageMonthly      billing.Nanos  `json:"usage_monthly"`
+	UsageInLimitReset billing.Nanos  `json:"usage_in_limit_period"`
+	Reserved          billing.Nanos  `json:"reserved"`
+	CreatedAt         time.Time      `json:"created_at"`
+	UpdatedAt         *time.Time     `json:"updated_at"`
+	ExpiresAt         *time.Time     `json:"expires_at"`
+}
+
+func (h *handlers) view(k *keys.Key) keyView {
+	u := h.l.KeyUsage(k)
+	v := keyView{
+		Hash: k.Hash, Name: k.Name, Label: k.Label, Disabled: k.Disabled, IsManagementKey: k.Management,
+		LimitRemaining: u.Remaining, Usage: u.Total, UsageDaily: u.Daily, UsageWeekly: u.Weekly,
+		UsageMonthly: u.Monthly, UsageInLimitReset: u.InPeriod, Reserved: u.Held, CreatedAt: k.Created,
+	}
+	if k.Limit != nil {
+		l := billing.Nanos(*k.Limit)
+		v.Limit = &l
+	}
+	if k.LimitReset != keys.ResetNone {
+		r := k.LimitReset
+		v.LimitReset = &r
+	}
+	if !k.Updated.IsZero() {
+		t := k.Updated
+		v.UpdatedAt = &t
+	}
+	if !k.Expires.IsZero() {
+		t := k.Expires
+		v.ExpiresAt = &t
+	}
+	return v
+}
+
+// GET /key: the calling key's own limit and usage; any key.
+func (h *handlers) currentKey(c *fiber.Ctx) error {
+	k := caller(c)
+	if k == nil {
+		return Fail(c, http.StatusUnauthorized, "Missing Authentication header")
+	}
+	return c.JSON(fiber.Map{"data": h.view(k)})
+}
+
+// GET /keys?offset=&limit=&include_disabled=
+func (h *handlers) listKeys(c *fiber.Ctx) error {
+	offset, err := queryInt(c, "offset", 0)
+	if err != nil {
+		return Fail(c, http.StatusBadRequest, err.Error())
+	}
+	limit, err := queryInt(c, "limit", 100)
+	if err != nil || limit < 1 || limit > 1000 {
+		return Fail(c, http.StatusBadRequest, "limit: must be an integer from 1 to 1000")
+	}
+	inc := false
+	if s := c.Query("include_disabled"); s != "" {
+		if inc, err = strconv.ParseBool(s); err != nil {
+			return Fail(c, http.StatusBadRequest, "include_disabled: must be true or false")
+		}
+	}
+	ks, err := h.ks.List(caller(c).AccountID, inc)
+	if err != nil {
+		return Fail(c, http.StatusInternalServerError, "internal server error")
+	}
+	out := make([]keyView, 0, limit)
+	for i := offset; i < len(ks) && len(out) < limit; i++ {
+		out = append(out, h.view(ks[i]))
+	}
+	return c.JSON(fiber.Map{"data": out})
+}
+
+func queryInt(c *fiber.Ctx, name string, def int) (int, error) {
+	s := c.Query(name)
+	if s == "" {
+		return def, nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 {
+		return 0, errors.New(name + ": must be a non-negative integer")
+	}
+	return v, nil
+}
+
+// keyFields is the parsed body of POST and PATCH /keys. A field is set when
+// present in the body; null clears limit, limit_reset and expires_at.
+type keyFields struct {
+	name       *string
+	disabled   *bool
+	management *bool
+	limitSet   bool
+	limit      *int64
+	resetSet   bool
+	reset      string
+	expiresSet bool
+	expires    time.Time
+}
+
+// parseKeyFields reads a JSON object with only the allowed fields; the
+// error message names the offending field.
+func parseKeyFields(body []byte, allowed ...string) (*keyFields, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return nil, errors.New("body must be a JSON object")
+	}
+	f := &keyFields{}
+	for name, v := range raw {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == name
+		}
+		if !ok {
+			return nil, errors.New(name + ": unknown field")
+		}
+		null := string(v) == "null"
+		switch name {
+		case "name":
+			var s string
+			if json.Unmarshal(v, &s) != nil || strings.TrimSpace(s) == "" || len(s) > 256 {
+				return nil, errors.New("name: must be a non-empty string of at most 256 characters")
+			}
+			f.name = &s
+		case "disabled", "management":
+			var b bool
+			if json.Unmarshal(v, &b) != nil {
+				return nil, errors.New(name + ": must be a boolean")
+			}
+			if name == "disabled" {
+				f.disabled = &b
+			} else {
+				f.management = &b
+			}
+		case "limit":
+			f.limitSet = true
+			if null {
+				continue
+			}
+			n, err := parseAmount(v)
+			if err != nil || n < 0 {
+				return nil, errors.New("limit: must be a non-negative number of dollars or null")
+			}
+			l := int64(n)
+			f.limit = &l
+		case "limit_reset":
+			f.resetSet = true
+			if null {
+				continue
+			}
+			var s string
+			if json.Unmarshal(v, &s) != nil || (s != keys.ResetDaily && s != keys.ResetWeekly && s != keys.ResetMonthly) {
+				return nil, errors.New("limit_reset: must be daily, weekly, monthly or null")
+			}
+			f.reset = s
+		case "expires_at":
+			f.expiresSet = true
+			if null {
+				continue
+			}
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return nil, errors.New("expires_at: must be an RFC 3339 date-time string or null")
+			}
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return nil, errors.New("expires_at: must be an RFC 3339 date-time string or null")
+			}
+			if !t.After(time.Now()) {
+				return nil, errors.New("expires_at: must be in the future")
+			}
+			f.expires = t.UTC()
+		}
+	}
+	return f, nil
+}
+
+// parseAmount reads a JSON number of dollars exactly (no float64 detour).
+func parseAmount(v json.RawMessage) (billing.Nanos, error) {
+	s := strings.TrimSpace(string(v))
+	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return 0, errors.New("not a number")
+	}
+	return billing.ParseUSD(s)
+}
+
+// POST /keys {name, limit?, limit_reset?, expires_at?, management?}
+func (h *handlers) createKey(c *fiber.Ctx) error {
+	f, err := parseKeyFields(c.Body(), "name", "limit", "limit_reset", "expires_at", "management")
+	if err != nil {
+		return Fail(c, http.StatusBadRequest, err.Error())
+	}
+	if f.name == nil {
+		return Fail(c, http.StatusBadRequest, "name: required")
+	}
+	o := keys.Options{Name: *f.name, Limit: f.limit, LimitReset: f.reset, Expires: f.expires}
+	if f.management != nil {
+		o.Management = *f.management
+	}
+	secret, k, err := h.ks.Create(caller(c).AccountID, o)
+	if err != nil {
+		if errors.Is(err, keys.ErrInvalidOptions) {
+			return Fail(c, http.StatusBadRequest, err.Error())
+		}
+		return Fail(c, http.StatusInternalServerError, "internal server error")
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{"data": h.view(k), "key": secret})
+}
+
+// lookup returns the key named by :hash if it belongs to the caller's
+// account; another account's key is reported exactly like a missing one.
+func (h *handlers) lookup(c *fiber.Ctx) (*keys.Key, error) {
+	hash := c.Params("hash")
+	k, err := h.ks.Get(hash)
+	if err != nil || k.AccountID != caller(c).AccountID {
+		return nil, Fail(c, http.StatusNotFound, "Key not found: no key with hash "+strconv.Quote(hash))
+	}
+	return k, nil
+}
+
+// GET /keys/:hash
+func (h *handlers) getKey(c *fiber.Ctx) error {
+	k, err := h.lookup(c)
+	if k == nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"data": h.view(k)})
+}
+
+// PATCH /keys/:hash {name?, disabled?, limit?, limit_reset?, expires_at?}
+func (h *handlers) updateKey(c *fiber.Ctx) error {
+	f, err := parseKeyFields(c.Body(), "name", "disabled", "limit", "limit_reset", "expires_at")
+	if err != nil {
+		return Fail(c, http.StatusBadRequest, err.Error())
+	}
+	k, ferr := h.lookup(c)
+	if k == nil {
+		return ferr
+	}
+	k, err = h.ks.Update(k.Hash, func(k *keys.Key) error {
+		if f.name != nil {
+			k.Name = *f.name
+		}
+		if f.disabled != nil {
+			k.Disabled = *f.disabled
+		}
+		if f.limitSet {
+			k.Limit = f.limit
+		}
+		if f.resetSet {
+			k.LimitReset = f.reset
+		}
+		if f.expiresSet {
+			k.Expires = f.expires
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, keys.ErrNotFound):
+		return Fail(c, http.StatusNotFound, "Key not found: no key with hash "+strconv.Quote(c.Params("hash")))
+	case errors.Is(err, keys.ErrInvalidOptions):
+		return Fail(c, http.StatusBadRequest, err.Error())
+	case err != nil:
+		return Fail(c, http.StatusInternalServerError, "internal server error")
+	}
+	return c.JSON(fiber.Map{"data": h.view(k)})
+}
+
+// DELETE /keys/:hash
+func (h *handlers) deleteKey(c *fiber.Ctx) error {
+	k, ferr := h.lookup(c)
+	if k == nil {
+		return ferr
+	}
+	if err := h.ks.Delete(k.Hash); err != nil {
+		if errors.Is(err, keys.ErrNotFound) {
+			return Fail(c, http.StatusNotFound, "Key not found: no key with hash "+strconv.Quote(k.Hash))
+		}
+		return Fail(c, http.StatusInternalServerError, "internal server error")
+	}
+	return c.JSON(fiber.Map{"data": fiber.Map{"hash": k.Hash, "deleted": true}})
+}
+
+type creditsView struct {
+	TotalCredits billing.Nanos `json:"total_credits"`
+	TotalUsage   billing.Nanos `json:"total_usage"`
+	Balance      billing.Nanos `json:"balance"`
+	Reserved     billing.Nanos `json:"reserved"`
+	Available    billing.Nanos `json:"available"`
+}
+
+func creditsOf(b billing.Balance) fiber.Map {
+	return fiber.Map{"data": creditsView{b.Credits, b.Usage, b.Balance, b.Held, b.Available}}
+}
+
+// GET /credits: the caller's account; any key.
+func (h *handlers) getCredits(c *fiber.Ctx) error {
+	k := caller(c)
+	if k == nil {
+		return Fail(c, http.StatusUnauthorized, "Missing Authentication header")
+	}
+	return c.JSON(creditsOf(h.l.Balance(k.AccountID)))
+}
+
+// POST /credits {amount, note?}: adds credits to the caller's account.
+func (h *handlers) addCredits(c *fiber.Ctx) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(c.Body(), &raw); err != nil || raw == nil {
+		return Fail(c, http.StatusBadRequest, "body must be a JSON object")
+	}
+	var note string
+	for name, v := range raw {
+		switch name {
+		case "amount":
+		case "note":
+			if json.Unmarshal(v, &note) != nil || len(note) > 256 {
+				return Fail(c, http.StatusBadRequest, "note: must be a string of at most 256 characters")
+			}
+		default:
+			return Fail(c, http.StatusBadRequest, name+": unknown field")
+		}
+	}
+	v, ok := raw["amount"]
+	if !ok {
+		return Fail(c, http.StatusBadRequest, "amount: required")
+	}
+	amount, err := parseAmount(v)
+	if err != nil || amount <= 0 || amount > 1_000_000*billing.NanosPerUSD {
+		return Fail(c, http.StatusBadRequest, "amount: must be a number of dollars greater than 0 and at most 1000000")
+	}
+	b, err := h.l.TopUp(caller(c).AccountID, amount, note)
+	if err != nil {
+		return Fail(c, http.StatusInternalServerError, "internal server error")
+	}
+	return c.JSON(creditsOf(b))
+}
+
+// GET /generation?id=
+func (h *handlers) getGeneration(c *fiber.Ctx) error {
+	k := caller(c)
+	if k == nil {
+		return Fail(c, http.StatusUnauthorized, "Missing Authentication header")
+	}
+	id := c.Query("id")
+	if id == "" {
+		return Fail(c, http.StatusBadRequest, "id: required")
+	}
+	g, err := h.l.Generation(id)
+	if err != nil || g.AccountID != k.AccountID {
+		if err != nil && !errors.Is(err, billing.ErrNotFound) {
+			return Fail(c, http.StatusInternalServerError, "internal server error")
+		}
+		return Fail(c, http.StatusNotFound, "Generation not found: no generation with id "+strconv.Quote(id))
+	}
+	return c.JSON(fiber.Map{"data": g})
+}

@@ -1,0 +1,57 @@
+// Package apierr is the error type every layer of the gateway returns to a
+// caller. An error carries its HTTP status from where it is born, so the
+// server never has to guess a status from a message.
+package apierr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error is rendered as the spec's envelope (section 7):
+// {"error":{"code":<status>,"message":...,"metadata":{...}}}.
+type Error struct {
+	Status   int            // HTTP status, equal to error.code in the body
+	Message  string         // what a person can act on; never contains secrets
+	Metadata map[string]any // optional error.metadata
+	// Retryable marks upstream failures after which another endpoint may be
+	// tried (5xx, 429, 529, timeouts, connection errors).
+	Retryable bool
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Status, e.Message) }
+
+// New builds an error with a formatted message.
+func New(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest is the 400 every validator returns; field names the offending
+// request field so the caller can fix it.
+func BadRequest(field, format string, args ...any) *Error {
+	msg := fmt.Sprintf(format, args...)
+	if field != "" {
+		msg = field + ": " + msg
+	}
+	return &Error{Status: http.StatusBadRequest, Message: msg}
+}
+
+// From converts any error to *Error; unknown errors become a 500 whose message
+// does not echo internals.
+func From(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Status: http.StatusInternalServerError, Message: "internal server error"}
+}
+
+// Statuses of section 7 that net/http has no constant for.
+const (
+	StatusEdgeTimeout = 524 // provider request timed out
+	StatusOverloaded  = 529 // provider temporarily overloaded
+)

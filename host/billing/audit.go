@@ -1,0 +1,113 @@
+package billing
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Audit recomputes every balance from the durable records, in one read
+// transaction: an account's credits must equal the sum of its top-ups, its
+// usage the sum of the amounts charged in its generation records, and its
+// balance credits minus usage; a key's total usage must equal the sum
+// charged in its generation records. It returns one line per discrepancy
+// (none when the ledger is consistent). Open holds are not part of any
+// balance and are not checked.
+func (l *Ledger) Audit() ([]string, error) {
+	credits := map[string]Nanos{}
+	charged := map[string]Nanos{}
+	byKey := map[string]Nanos{}
+	var problems []string
+	err := l.db.View(func(tx *bolt.Tx) error {
+		err := tx.Bucket(bucketCredits).ForEach(func(_, v []byte) error {
+			var c creditRec
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			credits[c.Account] += c.Amount
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = tx.Bucket(bucketGenerations).ForEach(func(_, v []byte) error {
+			var g Generation
+			if err := json.Unmarshal(v, &g); err != nil {
+				return err
+			}
+			charged[g.AccountID] += g.Charged
+			byKey[g.KeyHash] += g.Charged
+			if g.Charged < 0 || g.Uncollected < 0 || g.Charged+g.Uncollected != g.Cost.Total+g.FailedCost {
+				problems = append(problems, fmt.Sprintf("generation %s: charged %s + uncollected %s != cost %s + failed %s",
+					g.ID, g.Charged, g.Uncollected, g.Cost.Total, g.FailedCost))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		err = tx.Bucket(bucketAccounts).ForEach(func(k, v []byte) error {
+			var r accountRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			id := string(k)
+			seen[id] = true
+			if r.Credits != credits[id] {
+				problems = append(problems, fmt.Sprintf("account %s: credits %s, top-ups sum to %s", id, r.Credits, credits[id]))
+			}
+			if r.Usage != charged[id] {
+				problems = append(problems, fmt.Sprintf("account %s: usage %s, generations charge %s", id, r.Usage, charged[id]))
+			}
+			if r.Balance != r.Credits-r.Usage {
+				problems = append(problems, fmt.Sprintf("account %s: balance %s != credits %s - usage %s", id, r.Balance, r.Credits, r.Usage))
+			}
+			if r.Balance < 0 {
+				problems = append(problems, fmt.Sprintf("account %s: balance %s is negative", id, r.Balance))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for id, n := range charged {
+			if !seen[id] && n != 0 {
+				problems = append(problems, fmt.Sprintf("account %s: no account record but generations charge %s", id, n))
+			}
+		}
+		kb := tx.Bucket(bucketKeys)
+		for hash, n := range byKey {
+			var u keyUsage
+			if v := kb.Get([]byte(hash)); v != nil {
+				if err := json.Unmarshal(v, &u); err != nil {
+					return err
+				}
+			}
+			if u.Total != n {
+				problems = append(problems, fmt.Sprintf("key %s: usage %s, generations charge %s", hash, u.Total, n))
+			}
+		}
+		return nil
+	})
+	sort.Strings(problems)
+	return problems, err
+}
+
+// OpenHolds returns the number of reservations not yet settled.
+func (l *Ledger) OpenHolds() int {
+	n := 0
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.RLock()
+		for _, a := range s.accounts {
+			a.mu.Lock()
+			n += len(a.open)
+			a.mu.Unlock()
+		}
+		s.mu.RUnlock()
+	}
+	return n
+}

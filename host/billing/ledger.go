@@ -1,0 +1,537 @@
+// Package billing is the credits ledger: account balances, key usage
+// against limits, reservations (holds) taken before an upstream call and
+// settled after it, and the generation record every request leaves.
+//
+// Balances and holds are authoritative in memory (one mutex per account,
+// accounts sharded by id) so Reserve never waits on the disk; bbolt is the
+// durable copy, written by one group-committing writer. The crash-
+// consistency argument is in docs/billing.md.
+package billing
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"hash/maphash"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/keys"
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	bucketAccounts    = []byte("billing_accounts")    // account id → accountRec
+	bucketKeys        = []byte("billing_keys")        // key hash → keyRec
+	bucketHolds       = []byte("billing_holds")       // generation id → holdRec (open reservations)
+	bucketGenerations = []byte("billing_generations") // generation id → Generation
+	bucketCredits     = []byte("billing_credits")     // account id/time/seq → creditRec (top-up log)
+)
+
+// Generation statuses.
+const (
+	StatusSuccess     = "success"     // the upstream answered
+	StatusError       = "error"       // every attempt failed
+	StatusCancelled   = "cancelled"   // the client went away (abandoned stream)
+	StatusInterrupted = "interrupted" // the gateway stopped before settling; settled by recovery
+	StatusExpired     = "expired"     // never settled by its handler; settled by the janitor
+)
+
+// Errors.
+var (
+	ErrClosed   = errors.New("billing: ledger closed")
+	ErrNotFound = errors.New("billing: not found")
+)
+
+// Options tune a Ledger; the zero value is usable.
+type Options struct {
+	// RequestDeadline bounds a request's life. A hold that outlives it by a
+	// further RequestDeadline without being settled is settled by the
+	// janitor (status expired); a hold found on disk at start is settled by
+	// recovery once it is older than RequestDeadline (status interrupted).
+	// Default 10 minutes.
+	RequestDeadline time.Duration
+	// JanitorInterval is how often unsettled holds are looked for; default
+	// RequestDeadline/4, at least 1 ms and at most one minute.
+	JanitorInterval time.Duration
+	// Now is the clock (UTC); tests set it.
+	Now func() time.Time
+	// Logf reports background write failures; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+const numShards = 64
+
+// Ledger is safe for concurrent use.
+type Ledger struct {
+	db     *bolt.DB
+	opts   Options
+	seed   maphash.Seed
+	shards [numShards]shard
+	w      *writer
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed atomic.Bool
+	seq    atomic.Uint64
+}
+
+type shard struct {
+	mu       sync.RWMutex
+	accounts map[string]*account
+}
+
+// account is the in-memory state of one account and its keys; mu guards
+// everything in it and in its keyStates and open reservations.
+type account struct {
+	mu      sync.Mutex
+	id      string
+	balance Nanos // credits - usage, settled
+	credits Nanos // total ever added
+	usage   Nanos // total ever charged
+	held    Nanos // sum of open holds
+	keys    map[string]*keyState
+	open    map[string]*Reservation
+}
+
+type keyState struct {
+	hash  string
+	held  Nanos
+	usage keyUsage
+}
+
+// keyUsage is persisted as is in billing_keys.
+type keyUsage struct {
+	Account string `json:"account"`
+	Total   Nanos  `json:"total"`
+	Day     period `json:"day"`
+	Week    period `json:"week"`
+	Month   period `json:"month"`
+}
+
+type accountRec struct {
+	Balance Nanos `json:"balance"`
+	Credits Nanos `json:"credits"`
+	Usage   Nanos `json:"usage"`
+}
+
+type creditRec struct {
+	Account string    `json:"account"`
+	Amount  Nanos     `json:"amount"`
+	Note    string    `json:"note,omitempty"`
+	Time    time.Time `json:"time"`
+}
+
+// Open loads the ledger from db (creating its buckets), runs crash recovery
+// and starts the writer and the janitor. Close it before closing db.
+func Open(db *bolt.DB, opts Options) (*Ledger, error) {
+	if opts.RequestDeadline <= 0 {
+		opts.RequestDeadline = 10 * time.Minute
+	}
+	if opts.JanitorInterval <= 0 {
+		opts.JanitorInterval = max(min(opts.RequestDeadline/4, time.Minute), time.Millisecond)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	l := &Ledger{db: db, opts: opts, seed: maphash.MakeSeed(), stop: make(chan struct{})}
+	for i := range l.shards {
+		l.shards[i].accounts = map[string]*account{}
+	}
+	holds, err := l.load()
+	if err != nil {
+		return nil, err
+	}
+	l.w = newWriter(db, opts.Logf)
+	if err := l.recover(holds); err != nil {
+		l.w.close()
+		return nil, err
+	}
+	l.wg.Add(1)
+	go l.janitor()
+	return l, nil
+}
+
+// Close stops the janitor and commits every queued write. Reservations
+// still open stay on disk as holds and are settled by recovery on the next
+// Open. It does not close the bbolt file.
+func (l *Ledger) Close() error {
+	if l.closed.Swap(true) {
+		return nil
+	}
+	close(l.stop)
+	l.wg.Wait()
+	l.w.close()
+	return nil
+}
+
+// Sync waits until every write queued so far (including the background
+// writes of holds and checkpoints) is durable.
+func (l *Ledger) Sync() error { return l.w.sync() }
+
+func (l *Ledger) now() time.Time { return l.opts.Now().UTC() }
+
+// load creates the buckets and reads balances and key usage into memory; it
+// returns the holds found on disk.
+func (l *Ledger) load() ([]holdRec, error) {
+	var holds []holdRec
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketHolds, bucketGenerations, bucketCredits} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		err := tx.Bucket(bucketAccounts).ForEach(func(k, v []byte) error {
+			var r accountRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			a := l.account(string(k))
+			a.balance, a.credits, a.usage = r.Balance, r.Credits, r.Usage
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = tx.Bucket(bucketKeys).ForEach(func(k, v []byte) error {
+			var u keyUsage
+			if err := json.Unmarshal(v, &u); err != nil {
+				return err
+			}
+			l.account(u.Account).key(string(k)).usage = u
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketHolds).ForEach(func(_, v []byte) error {
+			var h holdRec
+			if err := json.Unmarshal(v, &h); err != nil {
+				return err
+			}
+			holds = append(holds, h)
+			return nil
+		})
+	})
+	return holds, err
+}
+
+// account returns the in-memory state of id, creating an empty one.
+func (l *Ledger) account(id string) *account {
+	s := &l.shards[maphash.String(l.seed, id)%numShards]
+	s.mu.RLock()
+	a := s.accounts[id]
+	s.mu.RUnlock()
+	if a != nil {
+		return a
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a = s.accounts[id]; a == nil {
+		a = &account{id: id, keys: map[string]*keyState{}, open: map[string]*Reservation{}}
+		s.accounts[id] = a
+	}
+	return a
+}
+
+// key returns the state of a key of a; a.mu must be held (or a not yet shared).
+func (a *account) key(hash string) *keyState {
+	k := a.keys[hash]
+	if k == nil {
+		k = &keyState{hash: hash, usage: keyUsage{Account: a.id}}
+		a.keys[hash] = k
+	}
+	return k
+}
+
+// Balance is an account's credits as the API reports them.
+type Balance struct {
+	Credits   Nanos // total ever added
+	Usage     Nanos // total ever charged
+	Balance   Nanos // Credits - Usage
+	Held      Nanos // reserved by requests in flight
+	Available Nanos // Balance - Held: what a new request can reserve
+}
+
+// Balance returns the account's current balance.
+func (l *Ledger) Balance(accountID string) Balance {
+	a := l.account(accountID)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return Balance{Credits: a.credits, Usage: a.usage, Balance: a.balance, Held: a.held, Available: a.balance - a.held}
+}
+
+// KeyUsage is a key's spending as the API reports it.
+type KeyUsage struct {
+	Total, Daily, Weekly, Monthly Nanos
+	Held                          Nanos
+	// InPeriod is the usage counted against the limit: the counter of the
+	// key's reset period, or Total without one.
+	InPeriod Nanos
+	// Remaining is Limit - InPeriod - Held (never below 0), nil without a limit.
+	Remaining *Nanos
+}
+
+// KeyUsage returns the spending of k as of now.
+func (l *Ledger) KeyUsage(k *keys.Key) KeyUsage {
+	a := l.account(k.AccountID)
+	now := l.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ks := a.keys[k.Hash]
+	if ks == nil {
+		ks = &keyState{}
+	}
+	u := KeyUsage{
+		Total: ks.usage.Total, Held: ks.held,
+		Daily:   ks.usage.Day.at(keys.ResetDaily, now),
+		Weekly:  ks.usage.Week.at(keys.ResetWeekly, now),
+		Monthly: ks.usage.Month.at(keys.ResetMonthly, now),
+	}
+	u.InPeriod = ks.usage.inPeriod(k.LimitReset, now)
+	if k.Limit != nil {
+		r := max(Nanos(*k.Limit)-u.InPeriod-u.Held, 0)
+		u.Remaining = &r
+	}
+	return u
+}
+
+// TopUp adds amount (> 0) to an account's credits. It returns once the
+// credit is durable; only then can requests spend it.
+func (l *Ledger) TopUp(accountID string, amount Nanos, note string) (Balance, error) {
+	if amount <= 0 {
+		return Balance{}, errors.New("billing: a top-up must be positive")
+	}
+	if accountID == "" {
+		return Balance{}, errors.New("billing: no account")
+	}
+	now := l.now()
+	seq := l.seq.Add(1)
+	err := l.w.do(func(tx *bolt.Tx) error {
+		if err := updateAccount(tx, accountID, func(r *accountRec) {
+			r.Credits = addSat(r.Credits, amount)
+			r.Balance = addSat(r.Balance, amount)
+		}); err != nil {
+			return err
+		}
+		v, _ := json.Marshal(creditRec{Account: accountID, Amount: amount, Note: note, Time: now})
+		k := accountID + "/" + strconv.FormatInt(now.UnixNano(), 10) + "/" + strconv.FormatUint(seq, 10)
+		return tx.Bucket(bucketCredits).Put([]byte(k), v)
+	})
+	if err != nil {
+		return Balance{}, err
+	}
+	a := l.account(accountID)
+	a.mu.Lock()
+	a.credits = addSat(a.credits, amount)
+	a.balance = addSat(a.balance, amount)
+	a.mu.Unlock()
+	return l.Balance(accountID), nil
+}
+
+func updateAccount(tx *bolt.Tx, id string, fn func(*accountRec)) error {
+	b := tx.Bucket(bucketAccounts)
+	var r accountRec
+	if v := b.Get([]byte(id)); v != nil {
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+	}
+	fn(&r)
+	v, err := json.Marshal(&r)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(id), v)
+}
+
+// Generation returns the record of a settled request, or ErrNotFound.
+func (l *Ledger) Generation(id string) (*Generation, error) {
+	var g *Generation
+	err := l.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketGenerations).Get([]byte(id))
+		if v == nil {
+			return ErrNotFound
+		}
+		g = new(Generation)
+		return json.Unmarshal(v, g)
+	})
+	return g, err
+}
+
+// Generations calls fn for every generation record of the account (all
+// accounts when accountID is empty) until fn returns false. It reads one
+// consistent snapshot.
+func (l *Ledger) Generations(accountID string, fn func(*Generation) bool) error {
+	stop := errors.New("stop")
+	err := l.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketGenerations).ForEach(func(_, v []byte) error {
+			g := new(Generation)
+			if err := json.Unmarshal(v, g); err != nil {
+				return err
+			}
+			if accountID != "" && g.AccountID != accountID {
+				return nil
+			}
+			if !fn(g) {
+				return stop
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, stop) {
+		return nil
+	}
+	return err
+}
+
+// NewID returns a fresh generation id ("gen-" + time + random), the form
+// Reserve uses when none is given.
+func NewID() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return "gen-" + strconv.FormatInt(time.Now().Unix(), 10) + "-" + hex.EncodeToString(b[:])
+}
+
+// Request describes what is about to be sent upstream, for the hold.
+type Request struct {
+	// ID is the generation id, which is also the completion id the client
+	// sees; NewID() when empty. It must be unique.
+	ID       string
+	Model    string // model id as requested (<vendor>/<model>)
+	Provider string // provider slug of the first endpoint tried
+	Price    catalog.Price
+	// PromptTokens bounds the prompt (tokenize.EstimatePrompt).
+	PromptTokens int64
+	// MaxOutputTokens is the most the upstream may generate: the request's
+	// max_completion_tokens/max_tokens, else the endpoint's MaxOutput.
+	MaxOutputTokens int64
+	// ContextLength, when > 0, caps PromptTokens and MaxOutputTokens: the
+	// upstream accepts no more, so the hold never exceeds the real worst
+	// case (pass the endpoint's ContextLength).
+	ContextLength int64
+	Images        int64 // images billed per image
+	Streamed      bool
+}
+
+// Reserve holds the worst-case cost of req against the key's account and
+// limit. It refuses with 402 when the account's available balance or the
+// key's remaining limit cannot cover the hold; the message says which and by
+// how much. It does not wait on the disk: the hold is written in the
+// background (its absence after a crash is harmless, see docs/billing.md).
+// Every successful Reserve must be followed by Settle.
+func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error) {
+	if l.closed.Load() {
+		return nil, apierr.New(http.StatusServiceUnavailable, "the gateway is shutting down")
+	}
+	if req.ID == "" {
+		req.ID = NewID()
+	}
+	if c := req.ContextLength; c > 0 {
+		req.PromptTokens, req.MaxOutputTokens = min(req.PromptTokens, c), min(req.MaxOutputTokens, c)
+	}
+	rates := RatesOf(req.Price)
+	hold := rates.WorstCase(req.PromptTokens, req.MaxOutputTokens, req.Images)
+	now := l.now()
+	r := &Reservation{
+		l: l, ID: req.ID, keyHash: k.Hash, keyName: k.Name, limit: k.Limit, reset: k.LimitReset,
+		model: req.Model, provider: req.Provider, streamed: req.Streamed, created: now,
+		promptEst: req.PromptTokens, maxOut: req.MaxOutputTokens, images: req.Images, rates: rates,
+	}
+	a := l.account(k.AccountID)
+	r.acct = a
+	a.mu.Lock()
+	if _, dup := a.open[r.ID]; dup {
+		a.mu.Unlock()
+		return nil, apierr.New(http.StatusConflict, "generation id %q is already in use", r.ID)
+	}
+	ks := a.key(k.Hash)
+	r.key = ks
+	if e := l.fits(a, ks, r, hold, now); e != nil {
+		a.mu.Unlock()
+		return nil, e
+	}
+	r.hold = hold
+	a.held += hold
+	ks.held += hold
+	a.open[r.ID] = r
+	rec := r.record()
+	a.mu.Unlock()
+	l.w.async(rec.put)
+	return r, nil
+}
+
+// fits checks that amount more can be held; a.mu is held.
+func (l *Ledger) fits(a *account, ks *keyState, r *Reservation, amount Nanos, now time.Time) *apierr.Error {
+	if avail := a.balance - a.held; amount > avail {
+		e := apierr.New(http.StatusPaymentRequired,
+			"Insufficient credits: this request needs up to %s but the account has %s available (short by %s). Add credits to continue.",
+			amount, max(avail, 0), amount-max(avail, 0))
+		e.Metadata = map[string]any{"reason": "insufficient_credits", "required": amount, "available": max(avail, 0), "shortfall": amount - max(avail, 0)}
+		return e
+	}
+	if r.limit != nil {
+		limit := Nanos(*r.limit)
+		remaining := max(limit-ks.usage.inPeriod(r.reset, now)-ks.held, 0)
+		if amount > remaining {
+			per := "total"
+			if r.reset != keys.ResetNone {
+				per = r.reset
+			}
+			e := apierr.New(http.StatusPaymentRequired,
+				"Key limit exceeded: this request needs up to %s but key %q has %s left of its %s %s limit (short by %s).",
+				amount, r.keyName, remaining, limit, per, amount-remaining)
+			e.Metadata = map[string]any{"reason": "key_limit_exceeded", "required": amount, "available": remaining, "shortfall": amount - remaining, "limit": limit, "limit_reset": r.reset}
+			return e
+		}
+	}
+	return nil
+}
+
+// janitor settles reservations that nobody settled in time.
+func (l *Ledger) janitor() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.opts.JanitorInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.expire(l.now())
+		}
+	}
+}
+
+// expire settles every open reservation whose expiry has passed.
+func (l *Ledger) expire(now time.Time) {
+	var due []*Reservation
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.RLock()
+		for _, a := range s.accounts {
+			a.mu.Lock()
+			for _, r := range a.open {
+				if !now.Before(r.expiry()) {
+					due = append(due, r)
+				}
+			}
+			a.mu.Unlock()
+		}
+		s.mu.RUnlock()
+	}
+	for _, r := range due {
+		status := StatusExpired
+		if r.recovered {
+			status = StatusInterrupted
+		}
+		if _, err := r.settle(Outcome{Status: status, Usage: r.checkpointUsage(), Error: "not settled before the request deadline"}, true); err != nil && l.opts.Logf != nil {
+			l.opts.Logf("billing: settling expired reservation %s: %v", r.ID, err)
+		}
+	}
+}

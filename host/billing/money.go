@@ -1,0 +1,130 @@
+package billing
+
+import (
+	"errors"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+)
+
+// Nanos is an amount of money in nano-dollars (1e-9 USD). Every balance,
+// hold, limit and charge is an integer number of nanos: sums are exact and
+// the order in which charges are added never changes a total. The int64
+// range is ±9.2 billion dollars.
+type Nanos int64
+
+// NanosPerUSD is the number of nanos in one US dollar.
+const NanosPerUSD Nanos = 1_000_000_000
+
+// USD renders n as an exact decimal number of dollars with no trailing
+// zeros ("0.0042", "12.5", "0"); it is used both for JSON numbers and for
+// messages.
+func (n Nanos) USD() string {
+	neg := n < 0
+	u := uint64(n)
+	if neg {
+		u = uint64(-n) // MinInt64 wraps to itself, which is the right magnitude as uint64
+	}
+	whole := u / uint64(NanosPerUSD)
+	frac := u % uint64(NanosPerUSD)
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	b.WriteString(strconv.FormatUint(whole, 10))
+	if frac != 0 {
+		f := strconv.FormatUint(frac, 10)
+		b.WriteByte('.')
+		b.WriteString(strings.Repeat("0", 9-len(f)))
+		b.WriteString(strings.TrimRight(f, "0"))
+	}
+	return b.String()
+}
+
+// String is "$" + USD(), for messages and logs.
+func (n Nanos) String() string {
+	if n < 0 {
+		return "-$" + (-n).USD()
+	}
+	return "$" + n.USD()
+}
+
+// MarshalJSON writes the amount as a JSON number of dollars, exactly.
+func (n Nanos) MarshalJSON() ([]byte, error) { return []byte(n.USD()), nil }
+
+// UnmarshalJSON reads a JSON number of dollars (see ParseUSD).
+func (n *Nanos) UnmarshalJSON(b []byte) error {
+	v, err := ParseUSD(string(b))
+	if err != nil {
+		return err
+	}
+	*n = v
+	return nil
+}
+
+var (
+	errNotNumber = errors.New("not a decimal number")
+	errRange     = errors.New("amount out of range")
+)
+
+var nanosPerUSDRat = new(big.Rat).SetInt64(int64(NanosPerUSD))
+
+// ParseUSD converts a decimal dollar amount ("10", "0.25", "1e-3") to nanos
+// without going through float64: the text is read as an exact rational and
+// rounded half away from zero to the nearest nano.
+func ParseUSD(s string) (Nanos, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > 64 || strings.ContainsAny(s, "/_") {
+		return 0, errNotNumber
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return 0, errNotNumber
+	}
+	r.Mul(r, nanosPerUSDRat)
+	num, den := new(big.Int).Set(r.Num()), r.Denom()
+	neg := num.Sign() < 0
+	num.Abs(num)
+	q, m := new(big.Int).QuoRem(num, den, new(big.Int))
+	if m.Lsh(m, 1).Cmp(den) >= 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() {
+		return 0, errRange
+	}
+	v := q.Int64()
+	if neg {
+		v = -v
+	}
+	return Nanos(v), nil
+}
+
+// FromUSD converts a float dollar amount (a catalog price) to nanos,
+// rounding half away from zero. Only configuration goes through it; amounts
+// a client sends are parsed with ParseUSD.
+func FromUSD(usd float64) Nanos {
+	return Nanos(clampRound(usd * float64(NanosPerUSD)))
+}
+
+func clampRound(f float64) int64 {
+	switch {
+	case math.IsNaN(f) || f <= 0:
+		return 0
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return int64(math.Round(f))
+}
+
+// addSat adds without wrapping around.
+func addSat(a, b Nanos) Nanos {
+	s := a + b
+	if (b > 0 && s < a) || (b < 0 && s > a) {
+		if b > 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return s
+}

@@ -1,0 +1,400 @@
+package billing
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/catalog"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Reservation is the hold of one request, from Reserve to Settle. Its
+// methods are safe for concurrent use (a stream's reader and its
+// cancellation path may both settle; the first wins).
+type Reservation struct {
+	l       *Ledger
+	acct    *account
+	key     *keyState
+	ID      string // generation id = completion id
+	keyHash string
+	keyName string
+	limit   *int64
+	reset   string
+	created time.Time
+	// recovered marks a hold found on disk at start: its handler is gone.
+	recovered bool
+	promptEst int64
+	maxOut    int64
+	images    int64
+	streamed  bool
+
+	firstToken atomic.Int64 // unix nanos of the first token, 0 until then
+
+	settleMu sync.Mutex // serialises Settle; held across the durable write
+	result   *Generation
+
+	// Guarded by acct.mu.
+	hold       Nanos
+	rates      Rates
+	model      string
+	provider   string
+	failedN    int
+	failedCost Cost
+	checkpoint Usage
+	done       bool
+}
+
+// Outcome is how a request ended, for Settle.
+type Outcome struct {
+	// Status is one of the Status constants; empty means StatusSuccess.
+	Status string
+	// Usage is what the upstream reported for the attempt that served the
+	// request (the final attempt), or what the gateway counted when it
+	// reported none (set Usage.Estimated). For a stream the client
+	// abandoned, the usage of what was generated so far.
+	Usage        Usage
+	FinishReason string
+	// Provider overrides the provider slug recorded (normally set by
+	// Reserve and Retarget).
+	Provider string
+	// Latency is the time from receiving the request to its end; zero means
+	// the time since Reserve.
+	Latency time.Duration
+	// Error is a short description of the failure, for StatusError.
+	Error string
+}
+
+// Generation is the record every reserved request leaves, keyed by its id.
+type Generation struct {
+	ID           string    `json:"id"`
+	AccountID    string    `json:"account_id"`
+	KeyHash      string    `json:"key_hash"`
+	Model        string    `json:"model"`
+	Provider     string    `json:"provider_name"`
+	Status       string    `json:"status"`
+	FinishReason string    `json:"finish_reason,omitempty"`
+	Streamed     bool      `json:"streamed"`
+	Usage        Usage     `json:"usage"`
+	Cost         Cost      `json:"cost"` // of the final attempt
+	Attempts     int       `json:"attempts"`
+	FailedCost   Nanos     `json:"failed_attempts_cost"` // billed failed attempts
+	Charged      Nanos     `json:"total_cost"`           // debited: Cost.Total + FailedCost, capped (see Uncollected)
+	Uncollected  Nanos     `json:"uncollected"`          // cost beyond the hold the account or key could not cover
+	Held         Nanos     `json:"held"`                 // the hold at settlement
+	LatencyMs    int64     `json:"latency_ms"`
+	TTFTMs       int64     `json:"time_to_first_token_ms,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	SettledAt    time.Time `json:"settled_at"`
+}
+
+// holdRec is an open reservation on disk.
+type holdRec struct {
+	ID        string    `json:"id"`
+	Account   string    `json:"account"`
+	Key       string    `json:"key"`
+	KeyName   string    `json:"key_name"`
+	Limit     *int64    `json:"limit,omitempty"`
+	Reset     string    `json:"reset,omitempty"`
+	Model     string    `json:"model"`
+	Provider  string    `json:"provider"`
+	Streamed  bool      `json:"streamed,omitempty"`
+	Hold      Nanos     `json:"hold"`
+	Rates     Rates     `json:"rates"`
+	Created   time.Time `json:"created"`
+	FailedN   int       `json:"failed_n,omitempty"`
+	Failed    Cost      `json:"failed"`
+	Usage     Usage     `json:"usage"` // last checkpoint of the current attempt
+	PromptEst int64     `json:"prompt_est"`
+	MaxOut    int64     `json:"max_out"`
+}
+
+// record snapshots r for disk; acct.mu is held.
+func (r *Reservation) record() *holdRec {
+	return &holdRec{
+		ID: r.ID, Account: r.acct.id, Key: r.keyHash, KeyName: r.keyName, Limit: r.limit, Reset: r.reset,
+		Model: r.model, Provider: r.provider, Streamed: r.streamed, Hold: r.hold, Rates: r.rates, Created: r.created,
+		FailedN: r.failedN, Failed: r.failedCost, Usage: r.checkpoint, PromptEst: r.promptEst, MaxOut: r.maxOut,
+	}
+}
+
+// put writes the hold unless the request is already settled (a settlement
+// committed first makes the hold obsolete).
+func (h *holdRec) put(tx *bolt.Tx) error {
+	if tx.Bucket(bucketGenerations).Get([]byte(h.ID)) != nil {
+		return nil
+	}
+	v, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketHolds).Put([]byte(h.ID), v)
+}
+
+// Hold is the amount currently held.
+func (r *Reservation) Hold() Nanos {
+	r.acct.mu.Lock()
+	defer r.acct.mu.Unlock()
+	return r.hold
+}
+
+func (r *Reservation) expiry() time.Time {
+	d := r.l.opts.RequestDeadline
+	if r.recovered {
+		return r.created.Add(d)
+	}
+	return r.created.Add(2 * d)
+}
+
+func (r *Reservation) checkpointUsage() Usage {
+	r.acct.mu.Lock()
+	defer r.acct.mu.Unlock()
+	return r.checkpoint
+}
+
+// FirstToken records the time to first token; only the first call counts.
+func (r *Reservation) FirstToken() {
+	r.firstToken.CompareAndSwap(0, r.l.opts.Now().UnixNano())
+}
+
+// Retarget moves the hold to another endpoint before a fallback attempt:
+// the new hold is what failed attempts already cost plus the worst case at
+// the new price. It refuses with 402 (and keeps the old hold) when the
+// increase does not fit.
+func (r *Reservation) Retarget(provider string, p catalog.Price) *apierr.Error {
+	rates := RatesOf(p)
+	a := r.acct
+	a.mu.Lock()
+	if r.done {
+		a.mu.Unlock()
+		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID)
+	}
+	hold := addSat(r.failedCost.Total, rates.WorstCase(r.promptEst, r.maxOut, r.images))
+	if delta := hold - r.hold; delta > 0 {
+		if e := r.l.fits(a, r.key, r, delta, r.l.now()); e != nil {
+			a.mu.Unlock()
+			return e
+		}
+	}
+	a.held += hold - r.hold
+	r.key.held += hold - r.hold
+	r.hold, r.rates, r.provider = hold, rates, provider
+	r.checkpoint = Usage{}
+	rec := r.record()
+	a.mu.Unlock()
+	r.l.w.async(rec.put)
+	return nil
+}
+
+// AddFailedAttempt records an attempt that failed; when the provider bills
+// failed attempts, u is what it billed and its cost at the current price is
+// added to the charge. Call it before Retarget to the next endpoint.
+func (r *Reservation) AddFailedAttempt(u Usage) {
+	a := r.acct
+	a.mu.Lock()
+	if r.done {
+		a.mu.Unlock()
+		return
+	}
+	r.failedN++
+	r.failedCost = r.failedCost.Add(r.rates.Compute(u))
+	r.checkpoint = Usage{}
+	rec := r.record()
+	a.mu.Unlock()
+	r.l.w.async(rec.put)
+}
+
+// Checkpoint records the usage of the current attempt so far (a long
+// stream) without charging it. If the gateway dies before Settle, recovery
+// charges the last checkpoint instead of nothing. It does not wait on disk.
+func (r *Reservation) Checkpoint(u Usage) {
+	a := r.acct
+	a.mu.Lock()
+	if r.done {
+		a.mu.Unlock()
+		return
+	}
+	r.checkpoint = u
+	rec := r.record()
+	a.mu.Unlock()
+	r.l.w.async(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketHolds).Get([]byte(rec.ID)) == nil {
+			return nil // settled already
+		}
+		return rec.put(tx)
+	})
+}
+
+// Settle charges the actual cost and writes the generation record; it
+// returns once both are durable. The cost is the final attempt's usage at
+// the current endpoint's price plus billed failed attempts. A cost above the
+// hold is charged as far as the account's available balance and the key's
+// remaining limit allow, the rest is recorded as Uncollected: neither ever
+// goes below zero.
+//
+// Settle is idempotent: once it has succeeded, further calls return the
+// same record and charge nothing. If it fails (the disk write failed) the
+// charge is undone in memory, the hold is released and the reservation
+// stays open; calling Settle again retries.
+func (r *Reservation) Settle(o Outcome) (*Generation, error) { return r.settle(o, false) }
+
+func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
+	r.settleMu.Lock()
+	defer r.settleMu.Unlock()
+	if r.result != nil {
+		return r.result, nil
+	}
+	l, a := r.l, r.acct
+	now := l.now()
+	if o.Status == "" {
+		o.Status = StatusSuccess
+	}
+	if o.Latency <= 0 {
+		o.Latency = now.Sub(r.created)
+	}
+	a.mu.Lock()
+	if r.done { // settled by the expiry path while Settle waited
+		a.mu.Unlock()
+		return r.result, nil
+	}
+	ks := r.key
+	cost := r.rates.Compute(o.Usage)
+	total := addSat(cost.Total, r.failedCost.Total)
+	charge := total
+	if charge > r.hold {
+		extra := charge - r.hold
+		extra = min(extra, max(a.balance-a.held, 0))
+		if r.limit != nil {
+			extra = min(extra, max(Nanos(*r.limit)-ks.usage.inPeriod(r.reset, now)-ks.held, 0))
+		}
+		charge = r.hold + extra
+	}
+	g := &Generation{
+		ID: r.ID, AccountID: a.id, KeyHash: r.keyHash, Model: r.model, Provider: r.provider,
+		Status: o.Status, FinishReason: o.FinishReason, Streamed: r.streamed, Usage: o.Usage, Cost: cost,
+		Attempts: r.failedN + 1, FailedCost: r.failedCost.Total, Charged: charge, Uncollected: total - charge,
+		Held: r.hold, LatencyMs: o.Latency.Milliseconds(), Error: o.Error, CreatedAt: r.created, SettledAt: now,
+	}
+	if o.Provider != "" {
+		g.Provider = o.Provider
+	}
+	if ft := r.firstToken.Load(); ft != 0 {
+		g.TTFTMs = (ft - r.created.UnixNano()) / int64(time.Millisecond)
+	}
+	hold := r.hold
+	a.held -= hold
+	ks.held -= hold
+	r.hold = 0
+	a.charge(ks, charge, now)
+	r.done = true
+	delete(a.open, r.ID)
+	a.mu.Unlock()
+
+	err := l.w.do(func(tx *bolt.Tx) error { return commitSettlement(tx, g) })
+	if err != nil {
+		// Not durable: undo the charge and reopen with nothing held, so a
+		// retry charges from the available balance and never overdraws.
+		a.mu.Lock()
+		a.charge(ks, -charge, now)
+		r.done = false
+		a.open[r.ID] = r
+		a.mu.Unlock()
+		return nil, err
+	}
+	r.result = g
+	return g, nil
+}
+
+// charge debits amount (negative: credits back) at time t; a.mu is held.
+func (a *account) charge(ks *keyState, amount Nanos, t time.Time) {
+	a.balance -= amount
+	a.usage += amount
+	ks.usage.add(amount, t)
+}
+
+// commitSettlement is the one transaction that moves money: it debits the
+// account and the key, deletes the hold and writes the generation record,
+// all or nothing. A record already present means it was committed before,
+// and nothing happens.
+func commitSettlement(tx *bolt.Tx, g *Generation) error {
+	gens := tx.Bucket(bucketGenerations)
+	if gens.Get([]byte(g.ID)) != nil {
+		return nil
+	}
+	if err := updateAccount(tx, g.AccountID, func(r *accountRec) {
+		r.Balance -= g.Charged
+		r.Usage += g.Charged
+	}); err != nil {
+		return err
+	}
+	kb := tx.Bucket(bucketKeys)
+	ku := keyUsage{Account: g.AccountID}
+	if v := kb.Get([]byte(g.KeyHash)); v != nil {
+		if err := json.Unmarshal(v, &ku); err != nil {
+			return err
+		}
+	}
+	ku.add(g.Charged, g.SettledAt)
+	kv, err := json.Marshal(&ku)
+	if err != nil {
+		return err
+	}
+	if err := kb.Put([]byte(g.KeyHash), kv); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketHolds).Delete([]byte(g.ID)); err != nil {
+		return err
+	}
+	gv, err := json.Marshal(g)
+	if err != nil {
+		return err
+	}
+	return gens.Put([]byte(g.ID), gv)
+}
+
+// recover turns the holds found on disk into open reservations again (so
+// their amounts stay held) and settles at once those older than the
+// request deadline; the janitor settles the rest when they reach it. A hold
+// whose generation record exists was settled already and is dropped.
+func (l *Ledger) recover(holds []holdRec) error {
+	now := l.now()
+	var stale []string
+	for i := range holds {
+		h := &holds[i]
+		if _, err := l.Generation(h.ID); err == nil {
+			stale = append(stale, h.ID)
+			continue
+		}
+		a := l.account(h.Account)
+		r := &Reservation{
+			l: l, acct: a, ID: h.ID, keyHash: h.Key, keyName: h.KeyName, limit: h.Limit, reset: h.Reset,
+			created: h.Created, recovered: true, promptEst: h.PromptEst, maxOut: h.MaxOut, streamed: h.Streamed,
+			hold: h.Hold, rates: h.Rates, model: h.Model, provider: h.Provider, failedN: h.FailedN,
+			failedCost: h.Failed, checkpoint: h.Usage,
+		}
+		a.mu.Lock()
+		r.key = a.key(h.Key)
+		a.held += r.hold
+		r.key.held += r.hold
+		a.open[r.ID] = r
+		a.mu.Unlock()
+	}
+	if len(stale) > 0 {
+		if err := l.w.do(func(tx *bolt.Tx) error {
+			for _, id := range stale {
+				if err := tx.Bucket(bucketHolds).Delete([]byte(id)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	l.expire(now)
+	return nil
+}

@@ -1,0 +1,136 @@
+package billing
+
+import (
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// writer is the ledger's single bbolt writer. Operations are queued in
+// order and committed in groups: while one transaction is being fsynced,
+// the next operations accumulate and share the following commit. Order is
+// FIFO, so a reservation is always written before its checkpoint and its
+// settlement.
+//
+// An operation must be a pure function of the transaction's state (it
+// applies deltas, never copies of memory), because it runs again in a
+// transaction of its own when the group it was in fails.
+type writer struct {
+	db     *bolt.DB
+	logf   func(string, ...any)
+	mu     sync.Mutex
+	closed bool
+	queue  []op
+	spare  []op
+	wake   chan struct{}
+	quit   chan struct{}
+	exited chan struct{}
+}
+
+type op struct {
+	fn   func(*bolt.Tx) error
+	done chan error // nil: nobody waits (the write's absence is harmless)
+}
+
+func newWriter(db *bolt.DB, logf func(string, ...any)) *writer {
+	w := &writer{db: db, logf: logf, wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+func (w *writer) submit(o op) bool {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return false
+	}
+	w.queue = append(w.queue, o)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// do queues fn and waits until it is committed (durable) or has failed.
+func (w *writer) do(fn func(*bolt.Tx) error) error {
+	done := make(chan error, 1)
+	if !w.submit(op{fn: fn, done: done}) {
+		return ErrClosed
+	}
+	return <-done
+}
+
+// async queues fn without waiting.
+func (w *writer) async(fn func(*bolt.Tx) error) { w.submit(op{fn: fn}) }
+
+// sync waits until everything queued before it is committed.
+func (w *writer) sync() error { return w.do(func(*bolt.Tx) error { return nil }) }
+
+func (w *writer) loop() {
+	defer close(w.exited)
+	for {
+		select {
+		case <-w.wake:
+		case <-w.quit:
+			w.mu.Lock()
+			w.closed = true
+			w.mu.Unlock()
+			for w.flush() {
+			}
+			return
+		}
+		w.flush()
+	}
+}
+
+// flush commits what is queued and reports whether there was anything.
+func (w *writer) flush() bool {
+	w.mu.Lock()
+	// Two buffers alternate: the queue being filled and the batch being
+	// committed; spare is handed over once so they never share an array.
+	batch := w.queue
+	w.queue, w.spare = w.spare[:0], nil
+	w.mu.Unlock()
+	if len(batch) == 0 {
+		return false
+	}
+	err := w.db.Update(func(tx *bolt.Tx) error {
+		for _, o := range batch {
+			if err := o.fn(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		for _, o := range batch {
+			if o.done != nil {
+				o.done <- nil
+			}
+		}
+	} else {
+		// One operation (or the commit) failed and the group was rolled
+		// back: run each alone so one failure does not fail the others.
+		for _, o := range batch {
+			e := w.db.Update(o.fn)
+			if o.done != nil {
+				o.done <- e
+			} else if e != nil && w.logf != nil {
+				w.logf("billing: background write failed: %v", e)
+			}
+		}
+	}
+	clear(batch)
+	w.mu.Lock()
+	w.spare = batch[:0]
+	w.mu.Unlock()
+	return true
+}
+
+// close commits everything queued and stops the writer.
+func (w *writer) close() {
+	close(w.quit)
+	<-w.exited
+}

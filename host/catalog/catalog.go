@@ -1,0 +1,102 @@
+// Package catalog holds what the gateway knows about models, the providers
+// that serve them and the endpoints (model × provider) a request can be routed
+// to. It is built once from configuration and then only read, so it is safe
+// for concurrent use without locks; live health lives elsewhere (host/route).
+package catalog
+
+import "sort"
+
+// Kind says which operation a model serves.
+type Kind string
+
+const (
+	KindChat      Kind = "chat"
+	KindEmbedding Kind = "embedding"
+)
+
+// Price is in US dollars, per million tokens for Prompt/Completion/
+// CacheRead/Reasoning, per request for Request, per image for Image and per
+// audio unit for Audio — the units of provider.max_price in the spec.
+type Price struct {
+	Prompt     float64 `yaml:"prompt" json:"prompt"`
+	Completion float64 `yaml:"completion" json:"completion"`
+	CacheRead  float64 `yaml:"cache_read" json:"cache_read"`
+	Reasoning  float64 `yaml:"reasoning" json:"reasoning"`
+	Request    float64 `yaml:"request" json:"request"`
+	Image      float64 `yaml:"image" json:"image"`
+	Audio      float64 `yaml:"audio" json:"audio"`
+}
+
+// Provider is an upstream service reached through one adapter module.
+type Provider struct {
+	Slug    string // e.g. "openai", "demo"
+	Name    string // display name
+	BaseURL string // e.g. https://api.openai.com/v1, no trailing slash
+	Adapter string // name of the adapter module that speaks its wire format
+	// APIKey is the upstream secret. It never leaves the host: adapters emit
+	// the placeholder ${API_KEY} and the host substitutes it (see docs/abi.md).
+	APIKey string
+	// DataCollection is "allow" when the provider may retain or train on
+	// prompts, "deny" when it does not.
+	DataCollection string
+	ZDR            bool   // zero data retention
+	Region         string // where requests are served, e.g. "us"
+	Demo           bool   // the built-in offline demo upstream
+}
+
+// Endpoint is one model served by one provider.
+type Endpoint struct {
+	Model         *Model
+	Provider      *Provider
+	UpstreamModel string // model name on the provider's API
+	Price         Price
+	ContextLength int
+	MaxOutput     int
+	Quantization  string // e.g. "fp16", "fp8", "int4"; empty when unknown
+	// Supported lists the optional request parameters (spec 2.1 field names)
+	// the endpoint understands; others are dropped or, with
+	// provider.require_parameters, make the endpoint ineligible.
+	Supported map[string]bool
+}
+
+// Model is a <vendor>/<model_name> identifier and the endpoints that serve it.
+type Model struct {
+	ID              string
+	Name            string
+	Kind            Kind
+	ContextLength   int
+	Distillable     bool     // the author allows text distillation
+	InputModalities []string // "text", "image"
+	Endpoints       []*Endpoint
+}
+
+// Catalog is the immutable set of models and providers.
+type Catalog struct {
+	Models    map[string]*Model
+	Providers map[string]*Provider
+}
+
+// Model returns the model with id, or nil.
+func (c *Catalog) Model(id string) *Model { return c.Models[id] }
+
+// ModelsOfKind lists models of one kind sorted by id, for listing endpoints.
+func (c *Catalog) ModelsOfKind(k Kind) []*Model {
+	out := make([]*Model, 0, len(c.Models))
+	for _, m := range c.Models {
+		if m.Kind == k {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// AcceptsImages reports whether the model takes image input.
+func (m *Model) AcceptsImages() bool {
+	for _, x := range m.InputModalities {
+		if x == "image" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,276 @@
+// Package config reads the gateway's configuration: one YAML file (or the
+// embedded default) plus environment overrides, turned into a catalog.
+package config
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/switchyard/switchyard/host/catalog"
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// Default returns the embedded default configuration.
+func Default() []byte { return defaultYAML }
+
+// Config is the file format. Durations are Go duration strings ("30s").
+type Config struct {
+	Listen       string `yaml:"listen"`
+	DataDir      string `yaml:"data_dir"`
+	BootstrapKey string `yaml:"bootstrap_key"`
+	// Demo starts the offline demo upstream and points provider "demo" at it.
+	Demo bool `yaml:"demo"`
+	// ModulesDir holds built modules: <name>.wasm beside <name>.json manifests
+	// (make build writes build/wasm). They seed the module store at start.
+	ModulesDir   string   `yaml:"modules_dir"`
+	MaxBodyBytes int      `yaml:"max_body_bytes"`
+	Timeouts     Timeouts `yaml:"timeouts"`
+	// KeepAlive is the interval of SSE comments while an upstream is silent.
+	KeepAlive Duration   `yaml:"keep_alive"`
+	Providers []Provider `yaml:"providers"`
+	Models    []Model    `yaml:"models"`
+}
+
+// Timeouts bound upstream calls.
+type Timeouts struct {
+	// Attempt bounds one upstream attempt up to its response headers (and,
+	// for non-streaming calls, its whole body). A timed-out attempt is a 524
+	// and the next endpoint is tried.
+	Attempt Duration `yaml:"attempt"`
+	// Request bounds the whole request including fallbacks and streaming; past
+	// it the caller gets a 408.
+	Request Duration `yaml:"request"`
+}
+
+// Duration is a time.Duration read from a string.
+type Duration time.Duration
+
+// UnmarshalYAML parses "30s"-style durations.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Provider is an upstream service.
+type Provider struct {
+	Slug      string `yaml:"slug"`
+	Name      string `yaml:"name"`
+	BaseURL   string `yaml:"base_url"`
+	Adapter   string `yaml:"adapter"`
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Optional means the provider is used only when its key is set; a
+	// provider without api_key_env (a local server) is always on.
+	DataCollection      string   `yaml:"data_collection"`
+	ZDR                 bool     `yaml:"zdr"`
+	Region              string   `yaml:"region"`
+	SupportedParameters []string `yaml:"supported_parameters"`
+}
+
+// Model is a model and the endpoints serving it.
+type Model struct {
+	ID              string     `yaml:"id"`
+	Name            string     `yaml:"name"`
+	Kind            string     `yaml:"kind"`
+	ContextLength   int        `yaml:"context_length"`
+	Distillable     bool       `yaml:"distillable"`
+	InputModalities []string   `yaml:"input_modalities"`
+	Endpoints       []Endpoint `yaml:"endpoints"`
+}
+
+// Endpoint is one provider's offer of a model.
+type Endpoint struct {
+	Provider            string        `yaml:"provider"`
+	UpstreamModel       string        `yaml:"upstream_model"`
+	Price               catalog.Price `yaml:"price"`
+	ContextLength       int           `yaml:"context_length"`
+	MaxOutput           int           `yaml:"max_output"`
+	Quantization        string        `yaml:"quantization"`
+	SupportedParameters []string      `yaml:"supported_parameters"`
+}
+
+// DefaultSupported are the optional chat parameters an OpenAI-compatible
+// endpoint understands when its configuration does not say otherwise.
+var DefaultSupported = []string{
+	"temperature", "top_p", "frequency_penalty", "presence_penalty", "logit_bias", "logprobs",
+	"top_logprobs", "max_completion_tokens", "max_tokens", "seed", "stop", "response_format",
+	"tools", "tool_choice", "parallel_tool_calls", "reasoning", "reasoning_effort", "modalities",
+	"user", "service_tier", "metadata",
+}
+
+// Parse decodes YAML, rejecting unknown fields so typos surface.
+func Parse(data []byte) (*Config, error) {
+	c := &Config{}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c.fillDefaults()
+	return c, nil
+}
+
+// Load reads path, or the embedded default when path is empty, then applies
+// environment overrides (SWITCHYARD_LISTEN, SWITCHYARD_DATA_DIR,
+// SWITCHYARD_BOOTSTRAP_KEY, SWITCHYARD_DEMO, SWITCHYARD_MODULES_DIR).
+func Load(path string) (*Config, error) {
+	data := defaultYAML
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		data = b
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	if v := os.Getenv("SWITCHYARD_LISTEN"); v != "" {
+		c.Listen = v
+	}
+	if v := os.Getenv("SWITCHYARD_DATA_DIR"); v != "" {
+		c.DataDir = v
+	}
+	if v := os.Getenv("SWITCHYARD_BOOTSTRAP_KEY"); v != "" {
+		c.BootstrapKey = v
+	}
+	if v := os.Getenv("SWITCHYARD_MODULES_DIR"); v != "" {
+		c.ModulesDir = v
+	}
+	switch os.Getenv("SWITCHYARD_DEMO") {
+	case "0", "false":
+		c.Demo = false
+	case "1", "true":
+		c.Demo = true
+	}
+	return c, nil
+}
+
+func (c *Config) fillDefaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "./data"
+	}
+	if c.ModulesDir == "" {
+		c.ModulesDir = "./build/wasm"
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 10 << 20
+	}
+	if c.Timeouts.Attempt == 0 {
+		c.Timeouts.Attempt = Duration(60 * time.Second)
+	}
+	if c.Timeouts.Request == 0 {
+		c.Timeouts.Request = Duration(10 * time.Minute)
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = Duration(15 * time.Second)
+	}
+}
+
+// Catalog builds the catalog. demoURL is the base URL of the running demo
+// upstream ("" when it is off, which drops provider demo). getenv reads
+// provider keys; providers whose key variable is unset are left out, and so
+// are models left with no endpoint.
+func (c *Config) Catalog(demoURL string, getenv func(string) string) (*catalog.Catalog, error) {
+	cat := &catalog.Catalog{Models: map[string]*catalog.Model{}, Providers: map[string]*catalog.Provider{}}
+	supported := map[string][]string{}
+	for _, p := range c.Providers {
+		if p.Slug == "" || p.Adapter == "" {
+			return nil, fmt.Errorf("config: provider %q needs slug and adapter", p.Slug)
+		}
+		if _, dup := cat.Providers[p.Slug]; dup {
+			return nil, fmt.Errorf("config: provider %q defined twice", p.Slug)
+		}
+		prov := &catalog.Provider{
+			Slug: p.Slug, Name: p.Name, BaseURL: strings.TrimRight(p.BaseURL, "/"), Adapter: p.Adapter,
+			DataCollection: p.DataCollection, ZDR: p.ZDR, Region: p.Region,
+		}
+		if prov.DataCollection == "" {
+			prov.DataCollection = "allow"
+		}
+		if p.Slug == "demo" {
+			if demoURL == "" {
+				continue
+			}
+			prov.BaseURL, prov.Demo = demoURL, true
+		}
+		if p.APIKeyEnv != "" {
+			prov.APIKey = getenv(p.APIKeyEnv)
+			if prov.APIKey == "" {
+				continue
+			}
+		}
+		if prov.BaseURL == "" {
+			return nil, fmt.Errorf("config: provider %q needs base_url", p.Slug)
+		}
+		cat.Providers[p.Slug] = prov
+		supported[p.Slug] = p.SupportedParameters
+	}
+	for _, m := range c.Models {
+		if !strings.Contains(m.ID, "/") {
+			return nil, fmt.Errorf("config: model id %q must be <vendor>/<model_name>", m.ID)
+		}
+		if _, dup := cat.Models[m.ID]; dup {
+			return nil, fmt.Errorf("config: model %q defined twice", m.ID)
+		}
+		kind := catalog.Kind(m.Kind)
+		if kind == "" {
+			kind = catalog.KindChat
+		}
+		if kind != catalog.KindChat && kind != catalog.KindEmbedding {
+			return nil, fmt.Errorf("config: model %q: kind %q must be chat or embedding", m.ID, m.Kind)
+		}
+		mod := &catalog.Model{
+			ID: m.ID, Name: m.Name, Kind: kind, ContextLength: m.ContextLength,
+			Distillable: m.Distillable, InputModalities: m.InputModalities,
+		}
+		if len(mod.InputModalities) == 0 {
+			mod.InputModalities = []string{"text"}
+		}
+		for _, e := range m.Endpoints {
+			prov, ok := cat.Providers[e.Provider]
+			if !ok {
+				continue // provider unknown or switched off
+			}
+			params := e.SupportedParameters
+			if params == nil {
+				params = supported[e.Provider]
+			}
+			if params == nil {
+				params = DefaultSupported
+			}
+			ep := &catalog.Endpoint{
+				Model: mod, Provider: prov, UpstreamModel: e.UpstreamModel, Price: e.Price,
+				ContextLength: e.ContextLength, MaxOutput: e.MaxOutput, Quantization: e.Quantization,
+				Supported: map[string]bool{},
+			}
+			if ep.UpstreamModel == "" {
+				ep.UpstreamModel = m.ID[strings.IndexByte(m.ID, '/')+1:]
+			}
+			if ep.ContextLength == 0 {
+				ep.ContextLength = m.ContextLength
+			}
+			for _, p := range params {
+				ep.Supported[p] = true
+			}
+			mod.Endpoints = append(mod.Endpoints, ep)
+		}
+		if len(mod.Endpoints) > 0 {
+			cat.Models[m.ID] = mod
+		}
+	}
+	return cat, nil
+}

@@ -1,0 +1,337 @@
+// Package demo is an upstream that speaks OpenAI's wire format: chat
+// completions (JSON and SSE), embeddings and model listing, with OpenAI's
+// error bodies. The gateway starts it on loopback so a fresh install answers
+// a curl with no network and no key; tests run it as their fake provider and
+// inject faults (status codes, delays, cut streams) through Faults.
+//
+// It is clearly a demo: every answer says so.
+package demo
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Faults change the server's behaviour for tests. The zero value is healthy.
+type Faults struct {
+	Status     int           // answer every request with this HTTP status and an OpenAI error body
+	ErrorBody  string        // body to send with Status (default: OpenAI-shaped error)
+	Delay      time.Duration // wait before the response headers
+	ChunkDelay time.Duration // wait between stream chunks
+	CutAfter   int           // close the stream after this many chunks (no [DONE])
+	NoUsage    bool          // omit usage, as some compatible servers do
+	Reply      string        // fixed reply text instead of the echo
+}
+
+// Request is what the server received, for tests to inspect.
+type Request struct {
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// Server is the demo upstream. It is an http.Handler.
+type Server struct {
+	mu     sync.Mutex
+	faults Faults
+	last   Request
+	count  atomic.Int64
+	// cancelled counts streams whose client went away mid-stream.
+	cancelled atomic.Int64
+}
+
+// Cancelled is the number of streams abandoned by their client.
+func (s *Server) Cancelled() int64 { return s.cancelled.Load() }
+
+// New returns a healthy server.
+func New() *Server { return &Server{} }
+
+// SetFaults replaces the fault settings.
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	s.faults = f
+	s.mu.Unlock()
+}
+
+// Last returns the last request received.
+func (s *Server) Last() Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// Count is the number of requests received.
+func (s *Server) Count() int64 { return s.count.Load() }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.count.Add(1)
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	s.mu.Lock()
+	f := s.faults
+	s.last = Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	s.mu.Unlock()
+
+	if f.Delay > 0 {
+		select {
+		case <-time.After(f.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if f.Status != 0 && f.Status != http.StatusOK {
+		b := f.ErrorBody
+		if b == "" {
+			b = errorBody(fmt.Sprintf("demo fault: status %d", f.Status), "server_error", "")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.Status)
+		_, _ = io.WriteString(w, b)
+		return
+	}
+	path := strings.TrimPrefix(r.URL.Path, "/v1")
+	switch {
+	case r.Method == http.MethodPost && path == "/chat/completions":
+		s.chat(w, r, body, f)
+	case r.Method == http.MethodPost && path == "/embeddings":
+		s.embeddings(w, body)
+	case r.Method == http.MethodGet && path == "/models":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"echo","object":"model","created":1700000000,"owned_by":"switchyard-demo"},{"id":"embed","object":"model","created":1700000000,"owned_by":"switchyard-demo"}]}`)
+	default:
+		writeError(w, http.StatusNotFound, "Unknown request URL: "+r.Method+" "+r.URL.Path, "invalid_request_error", "unknown_url")
+	}
+}
+
+func errorBody(msg, typ, code string) string {
+	c := "null"
+	if code != "" {
+		c = fmt.Sprintf("%q", code)
+	}
+	b, _ := json.Marshal(msg)
+	return fmt.Sprintf(`{"error":{"message":%s,"type":%q,"param":null,"code":%s}}`, b, typ, c)
+}
+
+func writeError(w http.ResponseWriter, status int, msg, typ, code string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, errorBody(msg, typ, code))
+}
+
+type chatReq struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	MaxTokens     *int `json:"max_tokens"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// words is a crude token count: the demo has no tokenizer, and says so by
+// being a demo.
+func words(s string) int { return len(strings.Fields(s)) }
+
+func text(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Faults) {
+	var req chatReq
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request.", "invalid_request_error", "")
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "[] is too short - 'messages'", "invalid_request_error", "")
+		return
+	}
+	if req.Model != "echo" && req.Model != "" && !strings.HasPrefix(req.Model, "echo") {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model), "invalid_request_error", "model_not_found")
+		return
+	}
+	prompt := 0
+	lastUser := ""
+	for _, m := range req.Messages {
+		t := text(m.Content)
+		prompt += words(t) + 3
+		if m.Role == "user" {
+			lastUser = t
+		}
+	}
+	reply := f.Reply
+	if reply == "" {
+		reply = "This is the Switchyard demo provider (offline, no model behind it). You said: " + lastUser
+	}
+	toks := strings.SplitAfter(reply, " ")
+	finish := "stop"
+	if req.MaxTokens != nil && *req.MaxTokens < len(toks) {
+		toks, finish = toks[:*req.MaxTokens], "length"
+	}
+	completion := len(toks)
+	id := "chatcmpl-demo" + fmt.Sprint(time.Now().UnixNano())
+	created := time.Now().Unix()
+	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, completion, prompt+completion)
+	if !req.Stream {
+		content, _ := json.Marshal(strings.Join(toks, ""))
+		w.Header().Set("Content-Type", "application/json")
+		u := `,"usage":` + usage
+		if f.NoUsage {
+			u = ""
+		}
+		fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","created":%d,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%s,"refusal":null},"logprobs":null,"finish_reason":%q}]%s,"system_fingerprint":"fp_demo"}`,
+			id, created, req.Model, content, finish, u)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	n := 0
+	ctx := r.Context()
+	send := func(data string) bool {
+		if f.CutAfter > 0 && n >= f.CutAfter {
+			return false
+		}
+		n++
+		fmt.Fprintf(w, "data: %s\n\n", data)
+		if fl != nil {
+			fl.Flush()
+		}
+		if f.ChunkDelay > 0 {
+			select {
+			case <-time.After(f.ChunkDelay):
+			case <-ctx.Done():
+				s.cancelled.Add(1)
+				return false
+			}
+		}
+		return true
+	}
+	head := fmt.Sprintf(`{"id":%q,"object":"chat.completion.chunk","created":%d,"model":%q,"system_fingerprint":"fp_demo","choices":`, id, created, req.Model)
+	if !send(head + `[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`) {
+		return
+	}
+	for _, t := range toks {
+		c, _ := json.Marshal(t)
+		if !send(head + `[{"index":0,"delta":{"content":` + string(c) + `},"logprobs":null,"finish_reason":null}]}`) {
+			return
+		}
+	}
+	if !send(head + `[{"index":0,"delta":{},"logprobs":null,"finish_reason":"` + finish + `"}]}`) {
+		return
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && !f.NoUsage {
+		if !send(head + `[],"usage":` + usage + `}`) {
+			return
+		}
+	}
+	send("[DONE]")
+}
+
+type embedReq struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	EncodingFormat string          `json:"encoding_format"`
+	Dimensions     int             `json:"dimensions"`
+}
+
+func (s *Server) embeddings(w http.ResponseWriter, body []byte) {
+	var req embedReq
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request.", "invalid_request_error", "")
+		return
+	}
+	var inputs []string
+	var one string
+	var raw []json.RawMessage
+	switch {
+	case json.Unmarshal(req.Input, &one) == nil:
+		inputs = []string{one}
+	case json.Unmarshal(req.Input, &raw) == nil && len(raw) > 0:
+		for _, r := range raw {
+			inputs = append(inputs, string(r)) // a string or a multimodal item: its JSON is hashed
+		}
+	default:
+		writeError(w, http.StatusBadRequest, "'input' is a required property", "invalid_request_error", "")
+		return
+	}
+	dim := req.Dimensions
+	if dim <= 0 {
+		dim = 16
+	}
+	type item struct {
+		Object    string `json:"object"`
+		Index     int    `json:"index"`
+		Embedding any    `json:"embedding"`
+	}
+	out := struct {
+		Object string `json:"object"`
+		Data   []item `json:"data"`
+		Model  string `json:"model"`
+		Usage  struct {
+			PromptTokens int `json:"prompt_tokens"`
+			TotalTokens  int `json:"total_tokens"`
+		} `json:"usage"`
+	}{Object: "list", Model: req.Model}
+	for i, in := range inputs {
+		v := Vector(in, dim)
+		var e any = v
+		if req.EncodingFormat == "base64" {
+			b := make([]byte, 4*len(v))
+			for j, x := range v {
+				binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(x))
+			}
+			e = base64.StdEncoding.EncodeToString(b)
+		}
+		out.Data = append(out.Data, item{Object: "embedding", Index: i, Embedding: e})
+		out.Usage.PromptTokens += words(in) + 1
+	}
+	out.Usage.TotalTokens = out.Usage.PromptTokens
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// Vector is the demo's deterministic unit-length embedding of s.
+func Vector(s string, dim int) []float32 {
+	v := make([]float32, dim)
+	var norm float64
+	for i := range v {
+		h := sha256.Sum256([]byte(fmt.Sprintf("%d:%s", i, s)))
+		x := float64(binary.LittleEndian.Uint32(h[:]))/float64(math.MaxUint32)*2 - 1
+		v[i] = float32(x)
+		norm += x * x
+	}
+	norm = math.Sqrt(norm)
+	for i := range v {
+		v[i] = float32(float64(v[i]) / norm)
+	}
+	return v
+}

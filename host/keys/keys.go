@@ -1,0 +1,456 @@
+// Package keys stores accounts and API keys in bbolt. Secrets are never
+// stored: a key is found by the SHA-256 of its secret (API keys are 256-bit
+// random, so a fast hash is the right tool, not a password hash) and the
+// stored digest is compared in constant time.
+package keys
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	bucketKeys     = []byte("keys")     // sha256(secret) → Key JSON
+	bucketAccounts = []byte("accounts") // account id → Account JSON
+)
+
+// Prefix starts every secret so a leaked key is recognisable by scanners.
+const Prefix = "sk-sy-v1-"
+
+// Account owns keys and credits.
+type Account struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+}
+
+// Limit reset periods. Usage counted against a limit rolls over at UTC
+// boundaries: midnight, Monday midnight, the first of the month.
+const (
+	ResetNone    = ""
+	ResetDaily   = "daily"
+	ResetWeekly  = "weekly"
+	ResetMonthly = "monthly"
+)
+
+// ValidReset reports whether s is one of the reset periods.
+func ValidReset(s string) bool {
+	switch s {
+	case ResetNone, ResetDaily, ResetWeekly, ResetMonthly:
+		return true
+	}
+	return false
+}
+
+// Key is an API key record; the secret itself is not in it. Records are
+// shared through the cache: never modify one, Update stores a new copy.
+// The usage counters live in the billing ledger, next to the balances they
+// are settled with.
+type Key struct {
+	Hash       string    `json:"hash"`  // hex sha256 of the secret
+	Label      string    `json:"label"` // first characters of the secret, for display
+	Name       string    `json:"name"`
+	AccountID  string    `json:"account_id"`
+	Management bool      `json:"management"`
+	Disabled   bool      `json:"disabled"`
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated,omitzero"`
+	Expires    time.Time `json:"expires,omitzero"`
+	// Limit is the most the key may spend per LimitReset period (over its
+	// lifetime when LimitReset is ResetNone), in nano-dollars; nil means no
+	// limit beyond the account's credits.
+	Limit      *int64 `json:"limit,omitempty"`
+	LimitReset string `json:"limit_reset,omitempty"`
+}
+
+// Options are the settable fields of a new key.
+type Options struct {
+	Name       string
+	Secret     string // empty: a fresh random secret
+	Management bool
+	Limit      *int64 // nano-dollars; nil: no limit
+	LimitReset string
+	Expires    time.Time // zero: never
+}
+
+// Store is safe for concurrent use. Authenticate is on every request's path,
+// so records are cached in memory; every write replaces or drops the cached
+// record after it commits.
+type Store struct {
+	db    *bolt.DB
+	mu    sync.RWMutex
+	cache map[string]*Key
+	// epoch counts writes. A cache miss reads bbolt without the lock and
+	// only caches what it read if no write happened meanwhile, so a record
+	// read just before an update can never be cached after it.
+	epoch uint64
+}
+
+// Errors the management operations return; compare with errors.Is.
+var (
+	ErrNotFound       = errors.New("keys: no such key")
+	ErrNoAccount      = errors.New("keys: no such account")
+	ErrInvalidOptions = errors.New("keys: invalid key options")
+)
+
+// Open creates the buckets if needed.
+func Open(db *bolt.DB) (*Store, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketKeys, bucketAccounts} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, cache: map[string]*Key{}}, nil
+}
+
+func digest(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
+
+// HashOf returns the hash under which the key with this secret is stored.
+func HashOf(secret string) string {
+	d := digest(secret)
+	return hex.EncodeToString(d[:])
+}
+
+// Authenticate resolves a bearer secret to its key. Failures are 401 with a
+// message that never echoes the secret.
+func (s *Store) Authenticate(secret string) (*Key, *apierr.Error) {
+	if secret == "" {
+		return nil, apierr.New(http.StatusUnauthorized, "Missing Authentication header")
+	}
+	d := digest(secret)
+	h := hex.EncodeToString(d[:])
+	k := s.cached(h)
+	if k == nil {
+		return nil, apierr.New(http.StatusUnauthorized, "Invalid API key: no key matches the supplied credential")
+	}
+	stored, err := hex.DecodeString(k.Hash)
+	if err != nil || subtle.ConstantTimeCompare(stored, d[:]) != 1 {
+		return nil, apierr.New(http.StatusUnauthorized, "Invalid API key: no key matches the supplied credential")
+	}
+	if k.Disabled {
+		return nil, apierr.New(http.StatusUnauthorized, "API key %q is disabled", k.Name)
+	}
+	if !k.Expires.IsZero() && time.Now().After(k.Expires) {
+		return nil, apierr.New(http.StatusUnauthorized, "API key %q expired at %s", k.Name, k.Expires.UTC().Format(time.RFC3339))
+	}
+	return k, nil
+}
+
+// cached returns the record for hash from the cache, loading it on a miss;
+// nil when there is none.
+func (s *Store) cached(h string) *Key {
+	s.mu.RLock()
+	k, ok := s.cache[h]
+	epoch := s.epoch
+	s.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k, _ = s.load(h)
+	if k != nil {
+		s.mu.Lock()
+		if s.epoch == epoch {
+			s.cache[h] = k
+		}
+		s.mu.Unlock()
+	}
+	return k
+}
+
+func (s *Store) load(h string) (*Key, error) {
+	var k *Key
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketKeys).Get([]byte(h))
+		if v == nil {
+			return ErrNotFound
+		}
+		var rec Key
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		k = &rec
+		return nil
+	})
+	return k, err
+}
+
+// invalidate records a committed write of hash: the cache holds rec (nil
+// drops the entry) and concurrent misses will not cache what they read.
+func (s *Store) invalidate(h string, rec *Key) {
+	s.mu.Lock()
+	s.epoch++
+	if rec != nil {
+		s.cache[h] = rec
+	} else {
+		delete(s.cache, h)
+	}
+	s.mu.Unlock()
+}
+
+// NewSecret returns a fresh random secret.
+func NewSecret() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // the OS random source failing is not recoverable
+	}
+	return Prefix + hex.EncodeToString(b[:])
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// CreateAccount stores a new account.
+func (s *Store) CreateAccount(name string) (*Account, error) {
+	a := &Account{ID: "acct_" + newID(), Name: name, Created: time.Now().UTC()}
+	v, _ := json.Marshal(a)
+	return a, s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketAccounts).Put([]byte(a.ID), v)
+	})
+}
+
+// Account returns the account with id, or ErrNoAccount.
+func (s *Store) Account(id string) (*Account, error) {
+	var a *Account
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketAccounts).Get([]byte(id))
+		if v == nil {
+			return ErrNoAccount
+		}
+		a = new(Account)
+		return json.Unmarshal(v, a)
+	})
+	return a, err
+}
+
+// Accounts lists every account ordered by id.
+func (s *Store) Accounts() ([]*Account, error) {
+	var out []*Account
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketAccounts).ForEach(func(_, v []byte) error {
+			a := new(Account)
+			if err := json.Unmarshal(v, a); err != nil {
+				return err
+			}
+			out = append(out, a)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// CreateKey stores a key for the account with the given secret (a fresh one
+// when secret is empty) and returns the secret, the only time it is visible.
+func (s *Store) CreateKey(accountID, name, secret string, management bool) (string, *Key, error) {
+	return s.Create(accountID, Options{Name: name, Secret: secret, Management: management})
+}
+
+// Create stores a key with the given options for the account and returns
+// its secret, the only time it is visible.
+func (s *Store) Create(accountID string, o Options) (string, *Key, error) {
+	secret := o.Secret
+	if secret == "" {
+		secret = NewSecret()
+	}
+	if len(secret) < 20 {
+		return "", nil, errors.New("keys: a secret must be at least 20 characters")
+	}
+	if err := validate(o.Name, o.Limit, o.LimitReset); err != nil {
+		return "", nil, err
+	}
+	d := digest(secret)
+	k := &Key{
+		Hash: hex.EncodeToString(d[:]), Label: label(secret), Name: o.Name, AccountID: accountID,
+		Management: o.Management, Created: time.Now().UTC(), Limit: o.Limit, LimitReset: o.LimitReset,
+	}
+	if !o.Expires.IsZero() {
+		k.Expires = o.Expires.UTC()
+	}
+	v, _ := json.Marshal(k)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketAccounts).Get([]byte(accountID)) == nil {
+			return fmt.Errorf("%w: %s", ErrNoAccount, accountID)
+		}
+		if tx.Bucket(bucketKeys).Get([]byte(k.Hash)) != nil {
+			return errors.New("keys: a key with this secret already exists")
+		}
+		return tx.Bucket(bucketKeys).Put([]byte(k.Hash), v)
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	s.invalidate(k.Hash, k)
+	return secret, k, nil
+}
+
+func validate(name string, limit *int64, reset string) error {
+	if strings.TrimSpace(name) == "" || len(name) > 256 {
+		return fmt.Errorf("%w: name must be 1 to 256 characters", ErrInvalidOptions)
+	}
+	if limit != nil && *limit < 0 {
+		return fmt.Errorf("%w: limit must not be negative", ErrInvalidOptions)
+	}
+	if !ValidReset(reset) {
+		return fmt.Errorf("%w: limit_reset must be daily, weekly, monthly or empty", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// Get returns the key stored under hash, or ErrNotFound.
+func (s *Store) Get(hash string) (*Key, error) {
+	if k := s.cached(hash); k != nil {
+		return k, nil
+	}
+	return nil, ErrNotFound
+}
+
+// List returns the keys of an account (every key when accountID is empty)
+// ordered by creation time; disabled keys only with includeDisabled.
+func (s *Store) List(accountID string, includeDisabled bool) ([]*Key, error) {
+	var out []*Key
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketKeys).ForEach(func(_, v []byte) error {
+			k := new(Key)
+			if err := json.Unmarshal(v, k); err != nil {
+				return err
+			}
+			if (accountID == "" || k.AccountID == accountID) && (includeDisabled || !k.Disabled) {
+				out = append(out, k)
+			}
+			return nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.Before(out[j].Created)
+		}
+		return out[i].Hash < out[j].Hash
+	})
+	return out, err
+}
+
+// Update applies fn to a copy of the key stored under hash and stores the
+// result; the cache sees the new record as soon as it is committed. fn may
+// change Name, Disabled, Limit, LimitReset and Expires; the other fields are
+// kept. An error from fn aborts the update and is returned as is.
+func (s *Store) Update(hash string, fn func(*Key) error) (*Key, error) {
+	var out *Key
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		v := b.Get([]byte(hash))
+		if v == nil {
+			return ErrNotFound
+		}
+		var old, k Key
+		if err := json.Unmarshal(v, &old); err != nil {
+			return err
+		}
+		k = old
+		if old.Limit != nil {
+			l := *old.Limit
+			k.Limit = &l
+		}
+		if err := fn(&k); err != nil {
+			return err
+		}
+		if err := validate(k.Name, k.Limit, k.LimitReset); err != nil {
+			return err
+		}
+		k.Hash, k.Label, k.AccountID, k.Management, k.Created = old.Hash, old.Label, old.AccountID, old.Management, old.Created
+		k.Updated = time.Now().UTC()
+		if !k.Expires.IsZero() {
+			k.Expires = k.Expires.UTC()
+		}
+		nv, err := json.Marshal(&k)
+		if err != nil {
+			return err
+		}
+		out = &k
+		return b.Put([]byte(hash), nv)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.invalidate(hash, out)
+	return out, nil
+}
+
+// SetDisabled disables or re-enables a key.
+func (s *Store) SetDisabled(hash string, disabled bool) (*Key, error) {
+	return s.Update(hash, func(k *Key) error { k.Disabled = disabled; return nil })
+}
+
+// Delete removes the key stored under hash, or returns ErrNotFound. The key
+// stops authenticating as soon as Delete returns.
+func (s *Store) Delete(hash string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		if b.Get([]byte(hash)) == nil {
+			return ErrNotFound
+		}
+		return b.Delete([]byte(hash))
+	})
+	if err == nil {
+		s.invalidate(hash, nil)
+	}
+	return err
+}
+
+func label(secret string) string {
+	if len(secret) <= len(Prefix)+4 {
+		return Prefix + "..."
+	}
+	return secret[:len(Prefix)+4] + "..." + secret[len(secret)-3:]
+}
+
+// Count returns the number of stored keys.
+func (s *Store) Count() int {
+	n := 0
+	_ = s.db.View(func(tx *bolt.Tx) error { n = tx.Bucket(bucketKeys).Stats().KeyN; return nil })
+	return n
+}
+
+// Bootstrap makes sure a management key exists. With secret set (from the
+// environment) that key is ensured; otherwise a key is generated only when
+// the store has none, and its secret is returned so the caller can print it
+// once. created reports whether anything was written. A stored key with
+// that secret that an operator disabled (or let expire) is left as it is.
+func (s *Store) Bootstrap(secret string) (string, bool, error) {
+	if secret != "" {
+		if _, err := s.Get(HashOf(secret)); err == nil {
+			return secret, false, nil
+		}
+		if !strings.HasPrefix(secret, "sk-") {
+			return "", false, errors.New("keys: bootstrap key must start with sk-")
+		}
+	} else if s.Count() > 0 {
+		return "", false, nil
+	}
+	a, err := s.CreateAccount("default")
+	if err != nil {
+		return "", false, err
+	}
+	secret, _, err = s.CreateKey(a.ID, "bootstrap", secret, true)
+	return secret, err == nil, err
+}

@@ -1,0 +1,94 @@
+package route
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/switchyard/switchyard/host/catalog"
+)
+
+// Metadata builds the service_metadata object of spec 2.2 for a response
+// served by selected on the attempt-th attempt (1-based). requested is the
+// model the caller asked for. pipeline is an empty list the caller appends
+// stage objects to; selected may be nil when no attempt succeeded.
+func (p *Plan) Metadata(requested string, selected *catalog.Endpoint, attempt int) map[string]any {
+	avail := make([]map[string]any, 0, len(p.Available))
+	for _, ep := range p.Available {
+		if ep == nil || ep.Provider == nil {
+			continue // a broken catalog entry, never routed to
+		}
+		avail = append(avail, map[string]any{
+			"model":    p.modelOf(ep),
+			"provider": providerSlug(ep),
+			"selected": ep == selected,
+		})
+	}
+	region := ""
+	if selected != nil && selected.Provider != nil {
+		region = selected.Provider.Region
+	}
+	return map[string]any{
+		"attempt":   attempt,
+		"endpoints": map[string]any{"available": avail, "total": len(avail)},
+		"is_byok":   false,
+		"pipeline":  []any{},
+		"region":    region,
+		"requested": requested,
+		"strategy":  p.Strategy,
+		"summary":   p.Summary(requested, selected, attempt),
+	}
+}
+
+// Summary is the one-line, human-readable description of a routing
+// decision, e.g. "openai/gpt-4o via openai (load-balance, attempt 1 of 3)".
+func (p *Plan) Summary(requested string, selected *catalog.Endpoint, attempt int) string {
+	var b strings.Builder
+	if selected == nil {
+		b.WriteString(requested)
+		b.WriteString(": no endpoint succeeded (")
+		b.WriteString(p.Strategy)
+		b.WriteString(", ")
+		b.WriteString(strconv.Itoa(len(p.Attempts)))
+		b.WriteString(" attempts)")
+		return b.String()
+	}
+	model := p.modelOf(selected)
+	b.WriteString(model)
+	b.WriteString(" via ")
+	b.WriteString(providerSlug(selected))
+	b.WriteString(" (")
+	if model != requested {
+		b.WriteString("fallback from ")
+		b.WriteString(requested)
+		b.WriteString(", ")
+	}
+	b.WriteString(p.Strategy)
+	b.WriteString(", attempt ")
+	b.WriteString(strconv.Itoa(attempt))
+	b.WriteString(" of ")
+	b.WriteString(strconv.Itoa(len(p.Attempts)))
+	b.WriteString(")")
+	return b.String()
+}
+
+// modelOf finds the id of the requested model ep belongs to.
+func (p *Plan) modelOf(ep *catalog.Endpoint) string {
+	for _, m := range p.models {
+		for _, e := range m.Endpoints {
+			if e == ep {
+				return m.ID
+			}
+		}
+	}
+	if ep.Model != nil {
+		return ep.Model.ID
+	}
+	return ""
+}
+
+func providerSlug(ep *catalog.Endpoint) string {
+	if ep.Provider == nil {
+		return ""
+	}
+	return ep.Provider.Slug
+}

@@ -1,0 +1,810 @@
+// Package route is the routing engine: given a request's models and provider
+// preferences it plans which endpoints (model × provider) to try and in which
+// order, keeps live health statistics per endpoint from the outcomes the
+// caller reports, and pins sessions to endpoints (sticky routing).
+//
+// A Router is built once per catalog and is safe for concurrent use. The hot
+// path (Plan) takes no global lock: health is read with atomic loads, sticky
+// sessions live in sharded maps, and scratch space is pooled.
+//
+// The algorithm is documented for users in docs/routing.md.
+package route
+
+import (
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/catalog"
+)
+
+// Options tune a Router. The zero value gives the documented defaults.
+type Options struct {
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Rand is the source of randomness for load balancing; nil means the
+	// runtime's concurrent-safe generator. A given source is used under a
+	// mutex, so a seeded one (rand.NewPCG) makes plans deterministic.
+	Rand rand.Source
+
+	// SessionTTL is how long a sticky session lives after it was last
+	// pinned or used; default 1h.
+	SessionTTL time.Duration
+	// MaxSessions bounds the sticky-session map; the least recently used
+	// session is evicted beyond it. Default 100,000.
+	MaxSessions int
+
+	// Window is the span of the live statistics (at most the last 128
+	// outcomes per endpoint are kept); default 5m.
+	Window time.Duration
+	// OutageFailures consecutive failures put an endpoint in an outage;
+	// default 3.
+	OutageFailures int
+	// OutageErrorRate: an error rate strictly above it over the window, with
+	// at least OutageMinSamples outcomes, also puts an endpoint in an
+	// outage. Defaults 0.5 and 10.
+	OutageErrorRate  float64
+	OutageMinSamples int
+	// CoolDown is how long an endpoint in an outage is skipped before it is
+	// tried again; it doubles (up to 16×) each time the endpoint fails again
+	// right after a cool-down. Default 30s.
+	CoolDown time.Duration
+
+	// Inherit carries live health and sticky sessions over from the router
+	// of a previous catalog (hot reload). Endpoints are matched by model id
+	// and provider slug. Health state is shared, so reports of requests
+	// still in flight on the old router keep counting; sessions are copied
+	// once.
+	Inherit *Router
+}
+
+func (o *Options) defaults() {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = time.Hour
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 100_000
+	}
+	if o.Window <= 0 {
+		o.Window = 5 * time.Minute
+	}
+	if o.OutageFailures <= 0 {
+		o.OutageFailures = 3
+	}
+	if o.OutageErrorRate <= 0 || o.OutageErrorRate >= 1 {
+		o.OutageErrorRate = 0.5
+	}
+	if o.OutageMinSamples <= 0 {
+		o.OutageMinSamples = 10
+	}
+	if o.CoolDown <= 0 {
+		o.CoolDown = 30 * time.Second
+	}
+}
+
+// Router plans routes over one immutable catalog.
+type Router struct {
+	cat      *catalog.Catalog
+	opts     Options
+	models   map[string]*modelState
+	health   map[*catalog.Endpoint]*health
+	sessions *sessions
+
+	randMu sync.Mutex // guards opts.Rand
+	pool   sync.Pool  // *scratch
+}
+
+// modelState is a model with the health of its endpoints, index for index.
+type modelState struct {
+	m      *catalog.Model
+	health []*health
+}
+
+// New builds a router for c. c must not change afterwards.
+func New(c *catalog.Catalog, opts Options) *Router {
+	opts.defaults()
+	old := opts.Inherit
+	opts.Inherit = nil
+	r := &Router{
+		cat:      c,
+		opts:     opts,
+		models:   make(map[string]*modelState, len(c.Models)),
+		health:   make(map[*catalog.Endpoint]*health),
+		sessions: newSessions(int64(opts.SessionTTL), opts.MaxSessions),
+	}
+	r.pool.New = func() any { return &scratch{cands: make([]cand, 0, 32), order: make([]*cand, 0, 32)} }
+
+	var oldHealth map[string]*health
+	var oldKeys map[*catalog.Endpoint]string
+	if old != nil {
+		oldHealth = make(map[string]*health, len(old.health))
+		oldKeys = make(map[*catalog.Endpoint]string, len(old.health))
+		for id, st := range old.models {
+			for i, ep := range st.m.Endpoints {
+				if ep != nil && ep.Provider != nil {
+					k := id + "\x00" + ep.Provider.Slug
+					oldHealth[k] = st.health[i]
+					oldKeys[ep] = k
+				}
+			}
+		}
+	}
+	byKey := make(map[string]*catalog.Endpoint)
+	for id, m := range c.Models {
+		if m == nil {
+			continue
+		}
+		st := &modelState{m: m, health: make([]*health, len(m.Endpoints))}
+		for i, ep := range m.Endpoints {
+			h := &health{}
+			if ep != nil && ep.Provider != nil && old != nil {
+				k := id + "\x00" + ep.Provider.Slug
+				byKey[k] = ep
+				if oh := oldHealth[k]; oh != nil {
+					h = oh
+				}
+			}
+			st.health[i] = h
+			if ep != nil {
+				r.health[ep] = h
+			}
+		}
+		r.models[id] = st
+	}
+	if old != nil {
+		old.sessions.each(func(id string, ep *catalog.Endpoint, last int64) {
+			if nep := byKey[oldKeys[ep]]; nep != nil {
+				r.sessions.put(id, nep, last)
+			}
+		})
+	}
+	return r
+}
+
+// Catalog returns the catalog the router plans over.
+func (r *Router) Catalog() *catalog.Catalog { return r.cat }
+
+// Request is what Plan needs to know about one request.
+type Request struct {
+	// Kind is the operation; "" means chat.
+	Kind catalog.Kind
+	// Models: the primary model first, then the fallbacks of `models`.
+	// Duplicates are ignored.
+	Models []string
+	Prefs  Preferences
+	// AccountOnly and AccountIgnore are the account-wide provider lists.
+	// Ignore lists are merged by union; only lists by intersection (an
+	// endpoint must be allowed by both when both are given), so a request
+	// can narrow the account's allowed providers but never widen them.
+	AccountOnly, AccountIgnore []string
+	// Params are the optional request parameters present in the body (spec
+	// field names, e.g. "tools", "top_k").
+	Params []string
+	// SessionID is the sticky routing key; "" for none.
+	SessionID string
+	// PromptTokens and MaxOutputTokens are estimates (0 = unknown) used for
+	// the context-length check.
+	PromptTokens, MaxOutputTokens int
+}
+
+// Plan is the outcome of routing one request.
+type Plan struct {
+	// Attempts are the endpoints to try, in order. With
+	// allow_fallbacks=false it holds only the first.
+	Attempts []*catalog.Endpoint
+	// Strategy names how the first attempt was chosen: "order",
+	// "sort:price", "sort:throughput", "sort:latency", "load-balance" or
+	// "sticky".
+	Strategy string
+	// Available lists every endpoint of the requested models, eligible or
+	// not, for metadata. It may share memory with the catalog: read only.
+	Available []*catalog.Endpoint
+	// Dropped lists, per attempt, the request parameters the endpoint does
+	// not support; the caller removes them from that upstream body. Nil
+	// when nothing is dropped (always with require_parameters).
+	Dropped map[*catalog.Endpoint][]string
+
+	models []*catalog.Model // the requested models, deduplicated
+	inline [1]*catalog.Model
+	buf    [16]*catalog.Endpoint // backs Attempts when they fit
+}
+
+// cand is one eligible endpoint while a plan is being ordered.
+type cand struct {
+	ep      *catalog.Endpoint
+	h       *health
+	model   int32 // index in the plan's models
+	group   int32 // ranking partition: the model index, or 0 with partition none
+	down    bool  // in an outage cool-down: tried last
+	miss    bool  // misses a preferred latency/throughput threshold
+	unknown bool  // no live data for the sort key
+	rank    int64 // down, group, miss and unknown packed for compare
+	key     float64
+	tie     float64
+	w       float64 // load-balancing weight
+}
+
+type scratch struct {
+	cands []cand
+	order []*cand // sorted view of cands; pointers keep swaps cheap
+}
+
+// Plan routes a request. Errors: 400 without a model, 404 for an unknown
+// model, a model of the wrong kind, or when no endpoint satisfies the
+// preferences (the message names the preferences that eliminated them).
+func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
+	if len(req.Models) == 0 {
+		return nil, apierr.BadRequest("model", "is required")
+	}
+	kind := req.Kind
+	if kind == "" {
+		kind = catalog.KindChat
+	}
+	plan := &Plan{}
+	ms := plan.inline[:0]
+	if len(req.Models) > len(plan.inline) {
+		ms = make([]*catalog.Model, 0, len(req.Models))
+	}
+	var states [4]*modelState
+	sts := states[:0]
+	for _, id := range req.Models {
+		st := r.models[id]
+		if st == nil {
+			return nil, apierr.New(http.StatusNotFound, "model %s does not exist", clip(id))
+		}
+		if st.m.Kind != kind {
+			what := "a chat"
+			if kind == catalog.KindEmbedding {
+				what = "an embedding"
+			}
+			return nil, apierr.New(http.StatusNotFound, "%s is not %s model", id, what)
+		}
+		if !slices.Contains(sts, st) {
+			sts = append(sts, st)
+			ms = append(ms, st.m)
+		}
+	}
+	plan.models = ms
+	if len(ms) == 1 {
+		plan.Available = ms[0].Endpoints
+	} else {
+		n := 0
+		for _, m := range ms {
+			n += len(m.Endpoints)
+		}
+		plan.Available = make([]*catalog.Endpoint, 0, n)
+		for _, m := range ms {
+			plan.Available = append(plan.Available, m.Endpoints...)
+		}
+	}
+
+	now := r.opts.Now().UnixNano()
+	sc := r.pool.Get().(*scratch)
+	defer r.putScratch(sc)
+	p := &req.Prefs
+	none := p.partitionNone()
+
+	var rejected [nConstraints]int
+	for mi, st := range sts {
+		for ei, ep := range st.m.Endpoints {
+			if ep == nil || ep.Provider == nil {
+				continue
+			}
+			if bits := check(st.m, ep, &req); bits != 0 {
+				for ; bits != 0; bits &= bits - 1 {
+					rejected[trailingZeros(bits)]++
+				}
+				continue
+			}
+			c := cand{ep: ep, h: st.health[ei], model: int32(mi)}
+			if !none {
+				c.group = int32(mi)
+			}
+			c.down = c.h.down(now)
+			sc.cands = append(sc.cands, c)
+		}
+	}
+	cands := sc.cands
+	if len(cands) == 0 {
+		return nil, noEndpoint(ms, &req, &rejected)
+	}
+
+	thresholds := !p.PreferredMaxLatency.IsZero() || !p.PreferredMinThroughput.IsZero()
+	switch {
+	case len(p.Order) > 0:
+		plan.Strategy = "order"
+		for i := range cands {
+			cands[i].key = float64(orderIndex(cands[i].ep.Provider, p.Order))
+		}
+	case p.Sort != SortNone:
+		plan.Strategy = sortStrategy[p.Sort]
+		for i := range cands {
+			c := &cands[i]
+			price := blended(c.ep)
+			if p.Sort == SortPrice {
+				c.key, c.tie = price, c.ep.Price.Request
+			} else {
+				c.tie = price
+			}
+			if p.Sort == SortPrice && !thresholds {
+				continue
+			}
+			st := c.h.stats(now, &r.opts)
+			c.miss = thresholds && misses(&st.Stats, p)
+			switch p.Sort {
+			case SortThroughput:
+				c.key, c.unknown = -st.Throughput.P50, st.Throughput.P50 == 0
+			case SortLatency:
+				c.key, c.unknown = st.Latency.P50, st.Latency.P50 == 0
+			}
+		}
+	default:
+		plan.Strategy = "load-balance"
+		for lo := 0; lo < len(cands); {
+			hi := lo + 1
+			for hi < len(cands) && cands[hi].group == cands[lo].group {
+				hi++
+			}
+			r.balance(cands[lo:hi], now, thresholds, p)
+			lo = hi
+		}
+	}
+	order := sc.order[:0]
+	for i := range cands {
+		c := &cands[i]
+		c.rank = int64(c.group) << 3
+		if c.down {
+			c.rank |= 1 << 40
+		}
+		if c.miss {
+			c.rank |= 2
+		}
+		if c.unknown {
+			c.rank |= 1
+		}
+		order = append(order, c)
+	}
+	sc.order = order
+	slices.SortStableFunc(order, compare)
+
+	if req.SessionID != "" && plan.Strategy == "load-balance" {
+		if ep := r.sessions.get(req.SessionID, now); ep != nil && promote(order, ep) {
+			r.sessions.touch(req.SessionID, ep, now)
+			if order[0].ep == ep {
+				plan.Strategy = "sticky"
+			}
+		}
+	}
+
+	n := len(cands)
+	if p.NoFallbacks {
+		n = 1
+	}
+	if n <= len(plan.buf) {
+		plan.Attempts = plan.buf[:n]
+	} else {
+		plan.Attempts = make([]*catalog.Endpoint, n)
+	}
+	for i := range n {
+		plan.Attempts[i] = order[i].ep
+	}
+	if !p.RequireParameters && len(req.Params) > 0 {
+		for _, ep := range plan.Attempts {
+			if miss := unsupported(ep, req.Params); miss != nil {
+				if plan.Dropped == nil {
+					plan.Dropped = make(map[*catalog.Endpoint][]string)
+				}
+				plan.Dropped[ep] = miss
+			}
+		}
+	}
+	return plan, nil
+}
+
+func (r *Router) putScratch(sc *scratch) {
+	if cap(sc.cands) > 4096 {
+		return // do not keep huge buffers around
+	}
+	clear(sc.cands)
+	clear(sc.order)
+	sc.cands, sc.order = sc.cands[:0], sc.order[:0]
+	r.pool.Put(sc)
+}
+
+var sortStrategy = map[SortBy]string{SortPrice: "sort:price", SortThroughput: "sort:throughput", SortLatency: "sort:latency"}
+
+// compare orders candidates by rank (healthy before down, then partition,
+// then those meeting the preferred thresholds, then those with live data for
+// the sort key), then key and tie-breaker. The sort is stable, so the catalog
+// order decides last.
+func compare(a, b *cand) int {
+	switch {
+	case a.rank != b.rank:
+		if a.rank < b.rank {
+			return -1
+		}
+		return 1
+	case a.key != b.key:
+		if a.key < b.key {
+			return -1
+		}
+		return 1
+	case a.tie != b.tie:
+		if a.tie < b.tie {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// balance assigns load-balancing keys to one partition: weights ∝ 1/price²
+// (blended price; free endpoints get the largest weight of the partition),
+// one endpoint drawn at random by weight among the best tier (healthy and
+// meeting the thresholds, else healthy), the others after it by weight.
+func (r *Router) balance(cs []cand, now int64, thresholds bool, p *Preferences) {
+	maxW := 0.0
+	for i := range cs {
+		c := &cs[i]
+		if thresholds && !c.down {
+			c.miss = misses(&c.h.stats(now, &r.opts).Stats, p)
+		}
+		c.w = Weight(c.ep)
+		maxW = max(maxW, c.w)
+	}
+	if maxW == 0 || math.IsInf(maxW, 1) {
+		maxW = 1
+	}
+	var sums [2]float64 // tier 0: healthy and meeting thresholds; tier 1: healthy
+	for i := range cs {
+		c := &cs[i]
+		if c.w == 0 || math.IsInf(c.w, 1) {
+			c.w = maxW
+		}
+		c.key = -c.w
+		if !c.down {
+			sums[1] += c.w
+			if !c.miss {
+				sums[0] += c.w
+			}
+		}
+	}
+	tier := 0
+	if sums[0] == 0 {
+		tier = 1
+	}
+	if sums[tier] == 0 {
+		return // everything is down: weight order only
+	}
+	u := r.float() * sums[tier]
+	pick := -1
+	for i := range cs {
+		c := &cs[i]
+		if c.down || (tier == 0 && c.miss) {
+			continue
+		}
+		pick = i
+		if u < c.w {
+			break
+		}
+		u -= c.w
+	}
+	cs[pick].key = math.Inf(-1)
+}
+
+// promote moves the pinned endpoint to the head of its partition if it is
+// an eligible, healthy candidate.
+func promote(cs []*cand, ep *catalog.Endpoint) bool {
+	for i := range cs {
+		if cs[i].ep != ep {
+			continue
+		}
+		if cs[i].down {
+			return false
+		}
+		j := i
+		for j > 0 && cs[j-1].group == cs[i].group && !cs[j-1].down {
+			j--
+		}
+		c := cs[i]
+		copy(cs[j+1:i+1], cs[j:i])
+		cs[j] = c
+		return true
+	}
+	return false
+}
+
+func (r *Router) float() float64 {
+	if r.opts.Rand == nil {
+		return rand.Float64()
+	}
+	r.randMu.Lock()
+	x := r.opts.Rand.Uint64()
+	r.randMu.Unlock()
+	return float64(x>>11) / (1 << 53)
+}
+
+// Blended is the price used to compare endpoints: (3·prompt + completion)/4
+// USD per million tokens, i.e. the cost of a million tokens at a 3:1
+// input:output mix, typical of chat traffic. For embeddings (no completion
+// price) it is proportional to the prompt price.
+func Blended(ep *catalog.Endpoint) float64 { return blended(ep) }
+
+func blended(ep *catalog.Endpoint) float64 {
+	return (3*max(ep.Price.Prompt, 0) + max(ep.Price.Completion, 0)) / 4
+}
+
+// Weight is the load-balancing weight of an endpoint before normalisation:
+// 1/Blended². It is 0 for a free endpoint, which the balancer raises to the
+// largest weight among the endpoints it is compared with.
+func Weight(ep *catalog.Endpoint) float64 {
+	b := blended(ep)
+	if !(b > 0) || math.IsInf(b, 1) { // free, or a NaN/Inf price in the configuration
+		return 0
+	}
+	return 1 / (b * b)
+}
+
+// misses reports whether live statistics miss a preferred threshold. Missing
+// data never misses.
+func misses(s *Stats, p *Preferences) bool {
+	l, t := &p.PreferredMaxLatency, &p.PreferredMinThroughput
+	over := func(stat, th float64) bool { return th > 0 && stat > 0 && stat > th }
+	under := func(stat, th float64) bool { return th > 0 && stat > 0 && stat < th }
+	return over(s.Latency.P50, l.P50) || over(s.Latency.P75, l.P75) ||
+		over(s.Latency.P90, l.P90) || over(s.Latency.P99, l.P99) ||
+		under(s.Throughput.P50, t.P50) || under(s.Throughput.P75, t.P75) ||
+		under(s.Throughput.P90, t.P90) || under(s.Throughput.P99, t.P99)
+}
+
+// Report records the outcome of one attempt on ep. Endpoints not in the
+// router's catalog are ignored.
+func (r *Router) Report(ep *catalog.Endpoint, o Outcome) {
+	if h := r.health[ep]; h != nil {
+		h.report(r.opts.Now().UnixNano(), o, &r.opts)
+	}
+}
+
+// Stats returns the live statistics of ep (zero for an unknown endpoint).
+func (r *Router) Stats(ep *catalog.Endpoint) Stats {
+	h := r.health[ep]
+	if h == nil {
+		return Stats{}
+	}
+	return h.stats(r.opts.Now().UnixNano(), &r.opts).Stats
+}
+
+// Stick pins sessionID to ep, typically after a successful attempt. Later
+// load-balanced plans of the session try ep first while it stays eligible
+// and healthy.
+func (r *Router) Stick(sessionID string, ep *catalog.Endpoint) {
+	if sessionID == "" || r.health[ep] == nil {
+		return
+	}
+	r.sessions.put(sessionID, ep, r.opts.Now().UnixNano())
+}
+
+// Constraints that can eliminate an endpoint, in the order error messages
+// name them.
+const (
+	cOnly = iota
+	cAccountOnly
+	cIgnore
+	cAccountIgnore
+	cOrder
+	cZDR
+	cDataCollection
+	cDistillable
+	cQuantizations
+	cRequireParameters
+	cPricePrompt
+	cPriceCompletion
+	cPriceRequest
+	cPriceImage
+	cPriceAudio
+	cContext
+	cMaxOutput
+	nConstraints
+)
+
+func trailingZeros(x uint32) int {
+	n := 0
+	for x&1 == 0 {
+		x >>= 1
+		n++
+	}
+	return n
+}
+
+// check returns the set of constraints ep fails.
+func check(m *catalog.Model, ep *catalog.Endpoint, req *Request) uint32 {
+	p := &req.Prefs
+	pv := ep.Provider
+	var bits uint32
+	if len(p.Only) > 0 && !inList(pv, p.Only) {
+		bits |= 1 << cOnly
+	}
+	if len(req.AccountOnly) > 0 && !inList(pv, req.AccountOnly) {
+		bits |= 1 << cAccountOnly
+	}
+	if inList(pv, p.Ignore) {
+		bits |= 1 << cIgnore
+	}
+	if inList(pv, req.AccountIgnore) {
+		bits |= 1 << cAccountIgnore
+	}
+	if len(p.Order) > 0 && !inList(pv, p.Order) {
+		bits |= 1 << cOrder
+	}
+	if p.ZDR && !pv.ZDR {
+		bits |= 1 << cZDR
+	}
+	if p.DenyDataCollection() && pv.DataCollection != "deny" {
+		bits |= 1 << cDataCollection
+	}
+	if p.EnforceDistillableText && !m.Distillable {
+		bits |= 1 << cDistillable
+	}
+	if len(p.Quantizations) > 0 {
+		q := ep.Quantization
+		if q == "" {
+			q = "unknown"
+		}
+		if !slices.ContainsFunc(p.Quantizations, func(s string) bool { return strings.EqualFold(s, q) }) {
+			bits |= 1 << cQuantizations
+		}
+	}
+	if p.RequireParameters {
+		for _, k := range req.Params {
+			if !ep.Supported[k] {
+				bits |= 1 << cRequireParameters
+				break
+			}
+		}
+	}
+	mp := &p.MaxPrice
+	if mp.Prompt != nil && ep.Price.Prompt > *mp.Prompt {
+		bits |= 1 << cPricePrompt
+	}
+	if mp.Completion != nil && ep.Price.Completion > *mp.Completion {
+		bits |= 1 << cPriceCompletion
+	}
+	if mp.Request != nil && ep.Price.Request > *mp.Request {
+		bits |= 1 << cPriceRequest
+	}
+	if mp.Image != nil && ep.Price.Image > *mp.Image {
+		bits |= 1 << cPriceImage
+	}
+	if mp.Audio != nil && ep.Price.Audio > *mp.Audio {
+		bits |= 1 << cPriceAudio
+	}
+	ctx := ep.ContextLength
+	if ctx <= 0 {
+		ctx = m.ContextLength
+	}
+	if need := max(req.PromptTokens, 0) + max(req.MaxOutputTokens, 0); need > 0 && ctx > 0 && need > ctx {
+		bits |= 1 << cContext
+	}
+	if req.MaxOutputTokens > 0 && ep.MaxOutput > 0 && req.MaxOutputTokens > ep.MaxOutput {
+		bits |= 1 << cMaxOutput
+	}
+	return bits
+}
+
+// inList reports whether the provider's slug or display name is in list
+// (case-insensitive).
+func inList(pv *catalog.Provider, list []string) bool {
+	return orderIndex(pv, list) >= 0
+}
+
+func orderIndex(pv *catalog.Provider, list []string) int {
+	for i, s := range list {
+		if strings.EqualFold(s, pv.Slug) || (pv.Name != "" && strings.EqualFold(s, pv.Name)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// unsupported lists the params ep does not support, or nil.
+func unsupported(ep *catalog.Endpoint, params []string) []string {
+	var out []string
+	for _, k := range params {
+		if !ep.Supported[k] && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// noEndpoint builds the 404 naming the preferences that eliminated every
+// endpoint of the requested models.
+func noEndpoint(ms []*catalog.Model, req *Request, rejected *[nConstraints]int) *apierr.Error {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	var why []string
+	by := map[string]any{}
+	for c := range nConstraints {
+		if rejected[c] == 0 {
+			continue
+		}
+		name, desc := describe(c, req)
+		why = append(why, desc)
+		by[name] = rejected[c]
+	}
+	var msg string
+	if len(why) == 0 {
+		msg = "no endpoint is available for " + strings.Join(ids, ", ")
+	} else {
+		msg = "no endpoint for " + strings.Join(ids, ", ") + " satisfies " + joinAnd(why)
+	}
+	e := apierr.New(http.StatusNotFound, "%s", msg)
+	e.Metadata = map[string]any{"models": ids, "rejected_by": by}
+	return e
+}
+
+func joinAnd(xs []string) string {
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+func list(xs []string) string { return "[" + strings.Join(xs, ", ") + "]" }
+
+func num(f *float64) string { return strconv.FormatFloat(*f, 'f', -1, 64) }
+
+// describe names a constraint (metadata key) and renders it with the value
+// the request gave.
+func describe(c int, req *Request) (name, desc string) {
+	p := &req.Prefs
+	switch c {
+	case cOnly:
+		return "provider.only", "provider.only=" + list(p.Only)
+	case cAccountOnly:
+		return "account.only", "the account's allowed providers " + list(req.AccountOnly)
+	case cIgnore:
+		return "provider.ignore", "provider.ignore=" + list(p.Ignore)
+	case cAccountIgnore:
+		return "account.ignore", "the account's ignored providers " + list(req.AccountIgnore)
+	case cOrder:
+		return "provider.order", "provider.order=" + list(p.Order)
+	case cZDR:
+		return "provider.zdr", "provider.zdr=true"
+	case cDataCollection:
+		return "provider.data_collection", "provider.data_collection=deny"
+	case cDistillable:
+		return "provider.enforce_distillable_text", "provider.enforce_distillable_text=true"
+	case cQuantizations:
+		return "provider.quantizations", "provider.quantizations=" + list(p.Quantizations)
+	case cRequireParameters:
+		return "provider.require_parameters", "provider.require_parameters=true with " + list(req.Params)
+	case cPricePrompt:
+		return "provider.max_price.prompt", "provider.max_price.prompt=" + num(p.MaxPrice.Prompt)
+	case cPriceCompletion:
+		return "provider.max_price.completion", "provider.max_price.completion=" + num(p.MaxPrice.Completion)
+	case cPriceRequest:
+		return "provider.max_price.request", "provider.max_price.request=" + num(p.MaxPrice.Request)
+	case cPriceImage:
+		return "provider.max_price.image", "provider.max_price.image=" + num(p.MaxPrice.Image)
+	case cPriceAudio:
+		return "provider.max_price.audio", "provider.max_price.audio=" + num(p.MaxPrice.Audio)
+	case cContext:
+		return "context_length", "a context length of " + strconv.Itoa(req.PromptTokens+req.MaxOutputTokens) +
+			" tokens (" + strconv.Itoa(req.PromptTokens) + " prompt + " + strconv.Itoa(req.MaxOutputTokens) + " max output)"
+	case cMaxOutput:
+		return "max_output_tokens", "max output tokens " + strconv.Itoa(req.MaxOutputTokens)
+	}
+	return "unknown", "unknown"
+}

@@ -1,0 +1,472 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/sse"
+	"github.com/switchyard/switchyard/host/validate"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// routingParams are the optional chat parameters that count for
+// provider.require_parameters and are dropped for endpoints that do not
+// support them.
+var routingParams = map[string]bool{
+	"temperature": true, "top_p": true, "top_k": true, "min_p": true, "top_a": true,
+	"frequency_penalty": true, "presence_penalty": true, "repetition_penalty": true,
+	"logit_bias": true, "logprobs": true, "top_logprobs": true, "max_completion_tokens": true,
+	"max_tokens": true, "seed": true, "stop": true, "response_format": true, "tools": true,
+	"tool_choice": true, "parallel_tool_calls": true, "reasoning": true, "reasoning_effort": true,
+	"modalities": true, "service_tier": true,
+}
+
+// chatRequest is what the host reads from a validated body.
+type chatRequest struct {
+	body      []byte
+	models    []string // primary first
+	stream    bool
+	sessionID string
+	echo      bool
+	params    []string
+	maxOut    int
+	prompt    int // estimated prompt tokens
+	meta      bool
+	key       *keys.Key
+	prefs     route.Preferences
+}
+
+func parseChat(c *fiber.Ctx, body []byte) (*chatRequest, *apierr.Error) {
+	r := &chatRequest{body: body, meta: metadataRequested(c), key: c.Locals(localsKey).(*keys.Key)}
+	seen := map[string]bool{}
+	add := func(m string) {
+		if m != "" && !seen[m] {
+			seen[m] = true
+			r.models = append(r.models, m)
+		}
+	}
+	var provider, routeField gjson.Result
+	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+		switch key := k.Str; {
+		case key == "model":
+			add(v.Str)
+		case key == "stream":
+			r.stream = v.Bool()
+		case key == "session_id":
+			r.sessionID = v.Str
+		case key == "debug":
+			r.echo = v.Get("echo_upstream_body").Bool()
+		case key == "provider":
+			provider = v
+		case key == "route":
+			routeField = v
+		case key == "max_completion_tokens" || key == "max_tokens":
+			if n := int(v.Int()); n > r.maxOut {
+				r.maxOut = n
+			}
+			if v.Type != gjson.Null {
+				r.params = append(r.params, key)
+			}
+		case key == "messages":
+			r.prompt = estimateTokens(len(v.Raw))
+		case routingParams[key] && v.Type != gjson.Null:
+			r.params = append(r.params, key)
+		}
+		return true
+	})
+	gjson.GetBytes(body, "models").ForEach(func(_, v gjson.Result) bool { add(v.Str); return true })
+	if r.sessionID == "" {
+		r.sessionID = c.Get("X-Session-Id")
+		if len([]rune(r.sessionID)) > 256 {
+			return nil, apierr.BadRequest("x-session-id", "at most 256 characters")
+		}
+	}
+	prefs, err := route.ParsePreferences(provider, routeField)
+	if err != nil {
+		return nil, err
+	}
+	r.prefs = prefs
+	return r, nil
+}
+
+// metadataRequested reads X-Service-Metadata (or the deprecated
+// X-Service-Experimental-Metadata).
+func metadataRequested(c *fiber.Ctx) bool {
+	v := c.Get("X-Service-Metadata")
+	if v == "" {
+		v = c.Get("X-Service-Experimental-Metadata")
+	}
+	return v == "enabled"
+}
+
+// estimateTokens is a size-based estimate used for routing and reservations
+// before a tokenizer has run; four bytes a token is the usual rule of thumb
+// for English text in JSON.
+func estimateTokens(n int) int { return (n + 3) / 4 }
+
+func newGenerationID() string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	out := make([]byte, 4, 28)
+	copy(out, "gen-")
+	for _, x := range b {
+		out = append(out, alphabet[int(x)%len(alphabet)])
+	}
+	return string(out)
+}
+
+func (s *Server) chat(c *fiber.Ctx) error {
+	// fasthttp reuses the request buffer once the handler returns, and a
+	// stream outlives the handler.
+	body := append([]byte(nil), c.Body()...)
+	if len(body) == 0 {
+		return apierr.BadRequest("", "request body is empty; send a JSON chat request")
+	}
+	if err := validate.Chat(body); err != nil {
+		return err
+	}
+	req, aerr := parseChat(c, body)
+	if aerr != nil {
+		return aerr
+	}
+	plan, aerr := s.Router.Plan(route.Request{
+		Kind: catalog.KindChat, Models: req.models, Prefs: req.prefs, Params: req.params,
+		SessionID: req.sessionID, PromptTokens: req.prompt, MaxOutputTokens: req.maxOut,
+	})
+	if aerr != nil {
+		return writeError(c, aerr, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.Config.Timeouts.Request))
+	genID := newGenerationID()
+
+	var call *upstreamCall
+	var last *apierr.Error
+	attempt := 0
+	for _, ep := range plan.Attempts {
+		attempt++
+		start := time.Now()
+		u, err := s.send(ctx, ep, abi.HookChatRequest, body, req.stream, plan.Dropped[ep])
+		if err == nil {
+			call = u
+			break
+		}
+		s.report(ep, false, err.Status, time.Since(start), 0)
+		last = err
+		if !err.Retryable || !req.prefs.AllowFallbacks() {
+			break
+		}
+	}
+	if call == nil {
+		cancel()
+		if last == nil {
+			last = apierr.New(http.StatusServiceUnavailable, "no provider is available for %s", req.models[0])
+		}
+		var meta map[string]any
+		if req.meta {
+			meta = plan.Metadata(req.models[0], nil, attempt)
+		}
+		return writeError(c, last, meta)
+	}
+	var meta map[string]any
+	if req.meta {
+		meta = plan.Metadata(req.models[0], call.ep, attempt)
+	}
+	if req.sessionID != "" {
+		s.Router.Stick(req.sessionID, call.ep)
+	}
+	if req.stream {
+		call.headersReceived()
+		st := &stream{s: s, call: call, req: req, genID: genID, meta: meta, ctx: ctx, cancel: cancel}
+		c.Set(fiber.HeaderContentType, "text/event-stream")
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+		c.Set("X-Accel-Buffering", "no")
+		c.Set("X-Generation-Id", genID)
+		c.Status(http.StatusOK)
+		c.Context().SetBodyStreamWriter(st.run)
+		return nil
+	}
+	defer cancel()
+	defer call.close()
+	raw, err := io.ReadAll(io.LimitReader(call.resp.Body, 64<<20))
+	call.headersReceived()
+	if err != nil {
+		e := s.transportError(ctx, call, err)
+		s.report(call.ep, false, e.Status, time.Since(call.started), 0)
+		return writeError(c, e, meta)
+	}
+	if !call.mod.Manifest.IsPassthrough(abi.HookChatResponse) {
+		out, err := call.mod.Call(ctx, abi.HookChatResponse, adapterCtx(call.ep, false, nil), raw)
+		if err != nil {
+			return writeError(c, apierr.From(err), meta)
+		}
+		raw = out.Field(0)
+	}
+	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
+		s.report(call.ep, false, http.StatusBadGateway, time.Since(call.started), 0)
+		return writeError(c, &apierr.Error{Status: http.StatusBadGateway,
+			Message: "provider " + call.ep.Provider.Slug + " returned a response that is not a chat completion"}, meta)
+	}
+	raw = normalizeCompletion(raw, genID, call.ep, "chat.completion")
+	if !gjson.GetBytes(raw, "usage").IsObject() {
+		completion := 0
+		gjson.GetBytes(raw, "choices.#.message.content").ForEach(func(_, v gjson.Result) bool {
+			completion += estimateTokens(len(v.Str))
+			return true
+		})
+		raw = setUsage(raw, req.prompt, completion)
+	}
+	usage := gjson.GetBytes(raw, "usage")
+	s.report(call.ep, true, http.StatusOK, time.Since(call.started), int(usage.Get("completion_tokens").Int()))
+	if meta != nil {
+		b, _ := jsonMarshal(meta)
+		raw, _ = sjson.SetRawBytes(raw, "service_metadata", b)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	c.Set("X-Generation-Id", genID)
+	return c.Send(raw)
+}
+
+// normalizeCompletion makes an upstream result the gateway's: our id (the
+// generation id), the catalog model id, the serving provider, and the keys
+// the spec requires even when the upstream left them out.
+func normalizeCompletion(raw []byte, genID string, ep *catalog.Endpoint, object string) []byte {
+	raw, _ = sjson.SetBytes(raw, "id", genID)
+	raw, _ = sjson.SetBytes(raw, "model", ep.Model.ID)
+	raw, _ = sjson.SetBytes(raw, "object", object)
+	raw, _ = sjson.SetBytes(raw, "provider", ep.Provider.Slug)
+	if !gjson.GetBytes(raw, "created").Exists() {
+		raw, _ = sjson.SetBytes(raw, "created", time.Now().Unix())
+	}
+	if !gjson.GetBytes(raw, "system_fingerprint").Exists() {
+		raw, _ = sjson.SetRawBytes(raw, "system_fingerprint", []byte("null"))
+	}
+	return raw
+}
+
+func setUsage(raw []byte, prompt, completion int) []byte {
+	u := `{"prompt_tokens":` + strconv.Itoa(prompt) + `,"completion_tokens":` + strconv.Itoa(completion) +
+		`,"total_tokens":` + strconv.Itoa(prompt+completion) + `,"estimated":true}`
+	raw, _ = sjson.SetRawBytes(raw, "usage", []byte(u))
+	return raw
+}
+
+func (s *Server) report(ep *catalog.Endpoint, ok bool, status int, d time.Duration, outTokens int) {
+	s.Router.Report(ep, route.Outcome{Success: ok, Status: status, TTFT: d, Duration: d, OutputTokens: outTokens})
+}
+
+// stream pumps one upstream SSE response to the client.
+type stream struct {
+	s      *Server
+	call   *upstreamCall
+	req    *chatRequest
+	genID  string
+	meta   map[string]any
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+type sseItem struct {
+	data []byte
+	err  error
+}
+
+const keepAliveComment = ": SWITCHYARD PROCESSING\n\n"
+
+func (st *stream) run(w *bufio.Writer) {
+	defer st.cancel()
+	defer st.call.close()
+	s, call := st.s, st.call
+	items := make(chan sseItem, 32)
+	go func() {
+		defer close(items)
+		r := sse.NewReader(call.resp.Body, 16<<20)
+		for {
+			ev, err := r.Next()
+			it := sseItem{err: err}
+			if err == nil {
+				it.data = append([]byte(nil), ev.Data...)
+			}
+			select {
+			case items <- it:
+			case <-st.ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	keep := time.NewTicker(time.Duration(s.Config.KeepAlive))
+	defer keep.Stop()
+
+	write := func(chunk []byte) bool {
+		_, _ = w.WriteString("data: ")
+		_, _ = w.Write(chunk)
+		_, _ = w.WriteString("\n\n")
+		return w.Flush() == nil
+	}
+	head := chunkHead(st.genID, call.ep)
+	if st.req.echo {
+		dbg, _ := sjson.SetRawBytes([]byte(head+`[],"debug":{}}`), "debug.echo_upstream_body", validJSONOr(call.sentBody))
+		if !write(dbg) {
+			return
+		}
+	}
+	var held []byte // the chunk carrying usage: held so the final chunk can carry metadata
+	sawUsage, contentSent, finished := false, false, false
+	completion := 0
+	var ttft time.Duration
+	flushHeld := func() bool {
+		if held == nil {
+			return true
+		}
+		h := held
+		held = nil
+		return write(h)
+	}
+	fail := func(e *apierr.Error) {
+		_ = flushHeld()
+		b, _ := sjson.SetRawBytes([]byte(head+`[{"index":0,"delta":{},"finish_reason":"error"}]}`), "error", errorObject(e))
+		_ = write(b)
+		s.report(call.ep, false, e.Status, time.Since(call.started), completion)
+	}
+loop:
+	for {
+		select {
+		case it, ok := <-items:
+			if !ok {
+				break loop
+			}
+			if it.err != nil {
+				if errors.Is(it.err, io.EOF) {
+					if !finished {
+						fail(&apierr.Error{Status: http.StatusBadGateway, Message: "provider " + call.ep.Provider.Slug + " ended the stream before it was complete"})
+						_ = write([]byte("[DONE]"))
+						return
+					}
+					break loop
+				}
+				e := s.transportError(st.ctx, call, it.err)
+				if e.Status == 499 {
+					return // the client is gone
+				}
+				fail(e)
+				_ = write([]byte("[DONE]"))
+				return
+			}
+			if string(it.data) == "[DONE]" {
+				finished = true
+				break loop
+			}
+			chunks := [][]byte{it.data}
+			if !call.mod.Manifest.IsPassthrough(abi.HookChatStreamEvent) {
+				out, err := call.mod.Call(st.ctx, abi.HookChatStreamEvent, adapterCtx(call.ep, true, nil), it.data)
+				if err != nil {
+					fail(apierr.From(err))
+					_ = write([]byte("[DONE]"))
+					return
+				}
+				chunks = out.Fields
+			}
+			for _, ch := range chunks {
+				if !gjson.ValidBytes(ch) {
+					continue
+				}
+				if gjson.GetBytes(ch, "error").Exists() {
+					// A provider error inside the stream, OpenAI style.
+					msg := gjson.GetBytes(ch, "error.message").Str
+					fail(&apierr.Error{Status: http.StatusBadGateway, Message: s.scrub(call.ep, "provider "+call.ep.Provider.Slug+": "+msg)})
+					_ = write([]byte("[DONE]"))
+					return
+				}
+				ch = normalizeChunk(ch, st.genID, call.ep)
+				for _, c := range gjson.GetBytes(ch, "choices").Array() {
+					if t := c.Get("delta.content").Str; t != "" {
+						if !contentSent {
+							ttft = time.Since(call.started)
+						}
+						contentSent = true
+						completion += estimateTokens(len(t))
+					}
+					if c.Get("finish_reason").Type == gjson.String {
+						finished = true
+					}
+				}
+				if !flushHeld() {
+					return
+				}
+				if gjson.GetBytes(ch, "usage").IsObject() {
+					sawUsage, held = true, ch
+					continue
+				}
+				if !write(ch) {
+					return // client gone: the deferred cancel stops the upstream
+				}
+			}
+		case <-keep.C:
+			if _, err := w.WriteString(keepAliveComment); err != nil || w.Flush() != nil {
+				return
+			}
+		case <-st.ctx.Done():
+			fail(&apierr.Error{Status: http.StatusRequestTimeout, Message: "request exceeded the gateway's time limit of " + time.Duration(s.Config.Timeouts.Request).String()})
+			_ = write([]byte("[DONE]"))
+			return
+		}
+	}
+	final := held
+	if !sawUsage {
+		final = setUsage([]byte(head+`[]}`), st.req.prompt, completion)
+	}
+	if st.meta != nil {
+		b, _ := jsonMarshal(st.meta)
+		final, _ = sjson.SetRawBytes(final, "service_metadata", b)
+	}
+	_ = write(final)
+	_ = write([]byte("[DONE]"))
+	if ttft == 0 {
+		ttft = time.Since(call.started)
+	}
+	s.Router.Report(call.ep, route.Outcome{Success: true, Status: 200, TTFT: ttft, Duration: time.Since(call.started),
+		OutputTokens: int(gjson.GetBytes(final, "usage.completion_tokens").Int())})
+}
+
+// chunkHead is the start of a gateway-made chunk, open at "choices":.
+func chunkHead(genID string, ep *catalog.Endpoint) string {
+	return `{"id":` + strconv.Quote(genID) + `,"object":"chat.completion.chunk","created":` +
+		strconv.FormatInt(time.Now().Unix(), 10) + `,"model":` + strconv.Quote(ep.Model.ID) +
+		`,"provider":` + strconv.Quote(ep.Provider.Slug) + `,"choices":`
+}
+
+func normalizeChunk(ch []byte, genID string, ep *catalog.Endpoint) []byte {
+	ch, _ = sjson.SetBytes(ch, "id", genID)
+	ch, _ = sjson.SetBytes(ch, "model", ep.Model.ID)
+	ch, _ = sjson.SetBytes(ch, "provider", ep.Provider.Slug)
+	return ch
+}
+
+func errorObject(e *apierr.Error) []byte {
+	b, _ := jsonMarshal(errorBody{Code: e.Status, Message: e.Message, Metadata: e.Metadata})
+	return b
+}
+
+func validJSONOr(b []byte) []byte {
+	if gjson.ValidBytes(b) {
+		return b
+	}
+	q, _ := jsonMarshal(string(b))
+	return q
+}

@@ -1,0 +1,146 @@
+// Package server is the gateway's HTTP front: fiber routes, authentication,
+// and the request flow request → auth → validate → route → adapter →
+// upstream → adapter → response. It owns all network I/O; modules only
+// transform bytes.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/route"
+)
+
+// Deps are what the server runs on; main wires them.
+type Deps struct {
+	Config  *config.Config
+	Catalog *catalog.Catalog
+	Keys    *keys.Store
+	Modules *modules.Registry
+	Router  *route.Router
+	Log     *slog.Logger
+	// Client reaches upstreams; nil means a tuned default.
+	Client *http.Client
+	// Extra registers more routes on the authenticated /api/v1 group
+	// (key management, credits, generations).
+	Extra func(api fiber.Router)
+}
+
+// Server is one gateway instance.
+type Server struct {
+	Deps
+	app *fiber.App
+}
+
+// localsKey is where the auth middleware leaves the caller's *keys.Key.
+const localsKey = "key"
+
+// New builds the fiber app and its routes.
+func New(d Deps) *Server {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Client == nil {
+		d.Client = &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}}
+	}
+	s := &Server{Deps: d}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "switchyard",
+		BodyLimit:             d.Config.MaxBodyBytes,
+		DisableStartupMessage: true,
+		ErrorHandler:          s.errorHandler,
+		ReadTimeout:           2 * time.Minute,
+		IdleTimeout:           2 * time.Minute,
+		// Streams can run for minutes; writes are bounded by the request
+		// deadline instead.
+		WriteTimeout: 0,
+	})
+	s.app.Get("/health", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	api := s.app.Group("/api/v1", s.authenticate)
+	api.Post("/chat/completions", s.chat)
+	api.Post("/embeddings", s.embeddings)
+	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
+	api.Get("/models", s.listModels(""))
+	if d.Extra != nil {
+		d.Extra(api)
+	}
+	return s
+}
+
+// App exposes the fiber app (tests use its Test method for unit checks;
+// integration tests listen on loopback).
+func (s *Server) App() *fiber.App { return s.app }
+
+// Listen serves on addr until Shutdown.
+func (s *Server) Listen(addr string) error { return s.app.Listen(addr) }
+
+// Serve serves on an existing listener until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+
+// Shutdown stops accepting connections and waits for requests in flight,
+// streams included, up to ctx's deadline.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.app.ShutdownWithContext(ctx)
+}
+
+// authenticate resolves the bearer key (spec section 5).
+func (s *Server) authenticate(c *fiber.Ctx) error {
+	h := c.Get(fiber.HeaderAuthorization)
+	if strings.TrimSpace(h) == "" {
+		return apierr.New(http.StatusUnauthorized, "Missing Authentication header")
+	}
+	scheme, secret, _ := strings.Cut(strings.TrimSpace(h), " ")
+	if strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(secret) == "" {
+		return apierr.New(http.StatusUnauthorized, "Missing Authentication header: the Bearer token is empty")
+	}
+	if !strings.EqualFold(scheme, "Bearer") {
+		return apierr.New(http.StatusUnauthorized, "Authorization header must be of the form 'Bearer <API key>'")
+	}
+	k, err := s.Keys.Authenticate(strings.TrimSpace(secret))
+	if err != nil {
+		return err
+	}
+	c.Locals(localsKey, k)
+	return c.Next()
+}
+
+// errorHandler renders every error as the spec's envelope (section 7).
+func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	var e *apierr.Error
+	if fe, ok := err.(*fiber.Error); ok {
+		e = &apierr.Error{Status: fe.Code, Message: fe.Message}
+		switch fe.Code {
+		case http.StatusRequestEntityTooLarge:
+			e.Message = "request body exceeds the gateway's limit of " + humanBytes(s.Config.MaxBodyBytes)
+		case http.StatusNotFound:
+			e.Message = "no route for " + c.Method() + " " + c.Path()
+		case http.StatusMethodNotAllowed:
+			e.Message = "method " + c.Method() + " is not allowed on " + c.Path()
+		}
+	} else {
+		e = apierr.From(err)
+		if e.Status >= 500 && e.Message == "internal server error" {
+			s.Log.Error("unhandled error", "path", c.Path(), "err", err)
+		}
+	}
+	return writeError(c, e, nil)
+}

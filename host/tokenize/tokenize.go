@@ -1,0 +1,296 @@
+// Package tokenize counts tokens offline with OpenAI's BPE vocabularies
+// (cl100k_base and o200k_base through github.com/pkoukk/tiktoken-go; the
+// vocabulary files are embedded in the binary by tiktoken-go-loader, so
+// nothing is downloaded at run time).
+//
+// Two kinds of figure, for two moments of a request:
+//
+//   - EstimatePrompt is for the hold before the upstream call. It must cost
+//     microseconds, so it does not run the tokenizer (which runs at about
+//     3-4 MB/s, ~1 ms for a 4 KB prompt); it bounds the count by the text's
+//     size instead (see EstimatePrompt).
+//   - CountChatPrompt, CountEmbeddingInput and Count run the real tokenizer.
+//     They are for billing when the upstream reports no usage, after the
+//     response, where a millisecond does not delay the call.
+//
+// Vocabularies are loaded on first use (≈150 ms for cl100k, ≈300 ms for
+// o200k); call Warm at start-up to pay that before the first request.
+package tokenize
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+
+	tiktoken "github.com/pkoukk/tiktoken-go"
+	loader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/tidwall/gjson"
+)
+
+// Encoding names.
+const (
+	CL100K = "cl100k_base"
+	O200K  = "o200k_base"
+)
+
+// Chat framing, from OpenAI's published counting method for its chat
+// models: every message costs 3 tokens beyond its content, a name 1 more,
+// and the reply is primed with 3.
+const (
+	tokensPerMessage = 3
+	tokensPerName    = 1
+	tokensReplyStart = 3
+	// ImageTokens is what an input image adds to a counted prompt when the
+	// upstream reports no usage: the fixed base cost of one image at OpenAI's
+	// low detail. Images are also counted separately, for per-image prices.
+	ImageTokens = 85
+)
+
+func init() {
+	// The loader reads the embedded vocabulary files instead of fetching
+	// them, and this is the only tiktoken user in the binary.
+	tiktoken.SetBpeLoader(loader.NewOfflineLoader())
+}
+
+type lazy struct {
+	once sync.Once
+	enc  *tiktoken.Tiktoken
+	err  error
+}
+
+var encodings = map[string]*lazy{CL100K: {}, O200K: {}}
+
+// Encoder counts tokens of one vocabulary; safe for concurrent use.
+type Encoder struct {
+	name string
+	enc  *tiktoken.Tiktoken
+}
+
+// Get returns the encoder of a vocabulary, loading it on first use.
+func Get(name string) (*Encoder, error) {
+	l, ok := encodings[name]
+	if !ok {
+		name, l = CL100K, encodings[CL100K]
+	}
+	l.once.Do(func() { l.enc, l.err = tiktoken.GetEncoding(name) })
+	if l.err != nil {
+		return nil, l.err
+	}
+	return &Encoder{name: name, enc: l.enc}, nil
+}
+
+// Warm loads both vocabularies.
+func Warm() error {
+	for name := range encodings {
+		if _, err := Get(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EncodingFor picks the vocabulary for a model id ("openai/gpt-4o" or
+// "gpt-4o"): o200k_base for OpenAI's models since GPT-4o (gpt-4o, gpt-4.1,
+// gpt-5, o1, o3, o4, chatgpt-4o), cl100k_base for everything else — older
+// OpenAI models, OpenAI's embeddings, and other vendors' models, whose own
+// tokenizers are not available offline and usually produce counts closer to
+// cl100k's than to o200k's.
+func EncodingFor(model string) string {
+	if i := strings.LastIndexByte(model, '/'); i >= 0 {
+		model = model[i+1:]
+	}
+	for _, p := range []string{"gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o", "o1", "o3", "o4", "gpt-oss"} {
+		if strings.HasPrefix(model, p) {
+			return O200K
+		}
+	}
+	return CL100K
+}
+
+// ForModel returns the encoder for a model id (see EncodingFor).
+func ForModel(model string) (*Encoder, error) { return Get(EncodingFor(model)) }
+
+// Name is the vocabulary's name.
+func (e *Encoder) Name() string { return e.name }
+
+// Count returns the number of tokens of text. Special-token markers in the
+// text ("<|endoftext|>") are counted as ordinary text, as an API does for
+// user content.
+func (e *Encoder) Count(text string) int {
+	if text == "" {
+		return 0
+	}
+	return len(e.enc.EncodeOrdinary(text))
+}
+
+// Count counts text with the model's encoder.
+func Count(model, text string) (int64, error) {
+	e, err := ForModel(model)
+	if err != nil {
+		return 0, err
+	}
+	return int64(e.Count(text)), nil
+}
+
+// CountChatPrompt counts the prompt tokens of a chat request body and its
+// input images: message contents (strings and text parts), roles, names,
+// tool calls, the tool definitions' JSON and a JSON response schema, with
+// the chat framing above and ImageTokens per image part.
+func CountChatPrompt(model string, body []byte) (tokens, images int64, err error) {
+	e, err := ForModel(model)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, images := walkChat(body, func(r gjson.Result) int { return e.Count(r.String()) })
+	return n + images*ImageTokens, images, nil
+}
+
+// CountEmbeddingInput counts the tokens of an embedding request's input
+// (a string, an array of strings, token arrays, or multimodal items) and its
+// images.
+func CountEmbeddingInput(model string, body []byte) (tokens, images int64, err error) {
+	e, err := ForModel(model)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, images := walkEmbedding(body, func(r gjson.Result) int { return e.Count(r.String()) })
+	return n + images*ImageTokens, images, nil
+}
+
+// ImageTokensBound is what EstimatePrompt allows per input image: about the
+// most a large high-detail image costs at the major vendors.
+const ImageTokensBound = 1600
+
+// EstimatePrompt is the prompt figure for a hold, from a chat or embedding
+// request body, in microseconds: one gjson pass, no tokenizer. It is an
+// upper bound, not a guess: every token of a byte-level BPE vocabulary
+// (OpenAI's, Llama 3's, ...) or of a SentencePiece vocabulary with byte
+// fallback covers at least one byte of UTF-8, so a text has at most as many
+// tokens as bytes; the JSON-escaped length used here is longer still. The
+// chat framing is added as in CountChatPrompt (roles count as bytes too,
+// which covers other vendors' longer message templates), and
+// ImageTokensBound per image. Real counts are 2 to 4.5 times smaller, so
+// pass the endpoint's context length in billing.Request.ContextLength: the
+// hold is capped there, which is the true worst case for a long prompt.
+//
+// For speed, a chat body that never mentions an image counts as its whole
+// raw JSON (keys, punctuation and the other fields included: a few hundred
+// bytes more than its texts) plus the framing for each "role" key, found
+// with bytes.Count — about 100 ns for 4 KB. Only a body that mentions an
+// image is walked part by part (about 2 ns a byte), so an image's base64
+// data is not taken for text.
+func EstimatePrompt(body []byte) (tokens, images int64) {
+	size := func(r gjson.Result) int { return len(r.Raw) }
+	if !bytes.Contains(body, []byte(`"messages"`)) {
+		tokens, images = walkEmbedding(body, size)
+		return tokens + images*ImageTokensBound, images
+	}
+	if !bytes.Contains(body, []byte("image")) {
+		roles := bytes.Count(body, []byte(`"role"`))
+		return int64(len(body)) + int64(roles)*(tokensPerMessage+tokensPerName) + tokensReplyStart, 0
+	}
+	tokens, images = walkChat(body, size)
+	return tokens + images*ImageTokensBound, images
+}
+
+// walkChat sums count over the countable parts of a chat request, with the
+// framing, in one pass over the body.
+func walkChat(body []byte, count func(gjson.Result) int) (tokens, images int64) {
+	n := 0
+	messages := 0
+	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "messages":
+			v.ForEach(func(_, m gjson.Result) bool {
+				messages++
+				n += tokensPerMessage
+				m.ForEach(func(f, fv gjson.Result) bool {
+					switch f.Str {
+					case "role":
+						n += count(fv)
+					case "name":
+						n += tokensPerName + count(fv)
+					case "content":
+						n += walkContent(fv, count, &images)
+					case "reasoning":
+						if fv.Type == gjson.String {
+							n += count(fv)
+						}
+					case "tool_calls":
+						fv.ForEach(func(_, tc gjson.Result) bool {
+							n += count(tc.Get("function.name")) + count(tc.Get("function.arguments"))
+							return true
+						})
+					}
+					return true
+				})
+				return true
+			})
+		case "tools":
+			if v.IsArray() {
+				n += count(gjson.Result{Type: gjson.String, Str: v.Raw, Raw: v.Raw})
+			}
+		case "response_format":
+			if js := v.Get("json_schema"); js.Exists() {
+				n += count(gjson.Result{Type: gjson.String, Str: js.Raw, Raw: js.Raw})
+			}
+		}
+		return true
+	})
+	if messages > 0 {
+		n += tokensReplyStart
+	}
+	return int64(n), images
+}
+
+// walkContent counts a content value: a string or an array of parts.
+func walkContent(c gjson.Result, count func(gjson.Result) int, images *int64) int {
+	if c.Type == gjson.String {
+		return count(c)
+	}
+	n := 0
+	c.ForEach(func(_, p gjson.Result) bool {
+		var text gjson.Result
+		isImage := false
+		p.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "type":
+				isImage = v.Str == "image_url" || v.Str == "input_image"
+			case "text":
+				text = v
+			}
+			return true
+		})
+		if isImage {
+			*images++
+		} else if text.Type == gjson.String {
+			n += count(text)
+		}
+		return true
+	})
+	return n
+}
+
+// walkEmbedding counts an embedding request's input.
+func walkEmbedding(body []byte, count func(gjson.Result) int) (tokens, images int64) {
+	n := 0
+	item := func(v gjson.Result) {
+		switch {
+		case v.Type == gjson.String:
+			n += count(v)
+		case v.Type == gjson.Number:
+			n++ // one token id of a token array
+		case v.IsArray(): // an array of token ids
+			v.ForEach(func(_, _ gjson.Result) bool { n++; return true })
+		case v.IsObject():
+			n += walkContent(v.Get("content"), count, &images)
+		}
+	}
+	in := gjson.GetBytes(body, "input")
+	if in.IsArray() {
+		in.ForEach(func(_, v gjson.Result) bool { item(v); return true })
+	} else {
+		item(in)
+	}
+	return int64(n), images
+}

@@ -1,0 +1,266 @@
+// Package wasm runs Switchyard modules (ABI v1, docs/abi.md) on wazero.
+//
+// An Engine owns the wazero runtimes and the on-disk compilation cache. Load
+// compiles a module once, checks its exports and imports against its
+// manifest, and creates its first instance up front so a bad module fails at
+// load, not on the first request. A Module keeps a pool of instances: calls
+// never instantiate on the hot path, and an instance that trapped or timed
+// out is discarded instead of returned.
+package wasm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Engine compiles and instantiates modules. It is safe for concurrent use.
+type Engine struct {
+	cacheDir string
+	log      *slog.Logger
+
+	mu       sync.Mutex // guards runtimes and serialises compilation
+	runtimes map[runtimeKey]*runtime
+	closed   bool
+}
+
+// Runtimes differ in what is a runtime-wide setting in wazero: the memory
+// cap and whether calls can be interrupted. Preemption makes tight guest
+// loops 20-40× slower (wazero#2466), so modules that declare no time limit
+// run on a runtime without it.
+type runtimeKey struct {
+	pages   uint32
+	guarded bool
+}
+
+type runtime struct {
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
+}
+
+// NewEngine creates an engine. cacheDir holds compiled code so a restart
+// does not recompile (empty: compile in memory only).
+func NewEngine(cacheDir string, log *slog.Logger) *Engine {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Engine{cacheDir: cacheDir, log: log, runtimes: map[runtimeKey]*runtime{}}
+}
+
+func (e *Engine) runtimeFor(ctx context.Context, k runtimeKey) (*runtime, error) {
+	if r, ok := e.runtimes[k]; ok {
+		return r, nil
+	}
+	cfg := wazero.NewRuntimeConfigCompiler().
+		WithMemoryLimitPages(k.pages).
+		WithCloseOnContextDone(k.guarded)
+	r := &runtime{}
+	if e.cacheDir != "" {
+		dir := filepath.Join(e.cacheDir, fmt.Sprintf("p%d-g%t", k.pages, k.guarded))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("wasm: compilation cache: %w", err)
+		}
+		c, err := wazero.NewCompilationCacheWithDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm: compilation cache: %w", err)
+		}
+		r.cache = c
+		cfg = cfg.WithCompilationCache(c)
+	}
+	r.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
+		return nil, fmt.Errorf("wasm: wasi: %w", err)
+	}
+	if err := e.instantiateHost(ctx, r.rt); err != nil {
+		return nil, err
+	}
+	e.runtimes[k] = r
+	return r, nil
+}
+
+// instantiateHost defines the "switchyard" host module. Every function is
+// defined for every module; grants are enforced at load by refusing modules
+// that import what their manifest does not grant.
+func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
+	_, err := rt.NewHostModuleBuilder(abi.ImportModule).
+		NewFunctionBuilder().
+		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
+			const max = 4096 // a module cannot flood the log
+			if n > max {
+				n = max
+			}
+			b, ok := m.Memory().Read(ptr, n)
+			if !ok {
+				return
+			}
+			lv := slog.LevelInfo
+			switch level {
+			case 0:
+				lv = slog.LevelDebug
+			case 2:
+				lv = slog.LevelWarn
+			case 3:
+				lv = slog.LevelError
+			}
+			e.log.Log(ctx, lv, string(b), "module", moduleTag(m.Name()))
+		}).
+		Export(abi.HostLog).
+		Instantiate(ctx)
+	if err != nil {
+		return fmt.Errorf("wasm: host module: %w", err)
+	}
+	return nil
+}
+
+// moduleTag strips the instance counter from an instance name.
+func moduleTag(instance string) string {
+	if i := strings.LastIndexByte(instance, '#'); i > 0 {
+		return instance[:i]
+	}
+	return instance
+}
+
+// Close releases every runtime. Modules loaded by the engine stop working.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	for k, r := range e.runtimes {
+		_ = r.rt.Close(ctx)
+		if r.cache != nil {
+			_ = r.cache.Close(ctx)
+		}
+		delete(e.runtimes, k)
+	}
+	return nil
+}
+
+// LoadError says why a module was refused.
+type LoadError struct {
+	Module string
+	Reason string
+}
+
+func (e *LoadError) Error() string { return "module " + e.Module + " refused: " + e.Reason }
+
+// Load compiles wasm for the manifest m, validates it against ABI v1 and the
+// grants, and instantiates its first instance.
+func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*Module, error) {
+	id := m.Name + "@" + m.Version
+	refuse := func(format string, args ...any) (*Module, error) {
+		return nil, &LoadError{Module: id, Reason: fmt.Sprintf(format, args...)}
+	}
+	if m.Runtime != manifest.RuntimeNative {
+		return refuse("runtime %q is not supported by this host yet", m.Runtime)
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return refuse("engine is closed")
+	}
+	r, err := e.runtimeFor(ctx, runtimeKey{pages: m.Limits.MemoryPages, guarded: m.Limits.TimeoutMS > 0})
+	if err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	// Compiling under the lock: two loads of the same module would both do
+	// the full (slow) work otherwise.
+	compiled, err := r.rt.CompileModule(ctx, wasm)
+	e.mu.Unlock()
+	if err != nil {
+		return refuse("does not compile: %v", err)
+	}
+	if err := checkExports(compiled); err != nil {
+		_ = compiled.Close(ctx)
+		return refuse("%v", err)
+	}
+	if err := checkImports(compiled, m); err != nil {
+		_ = compiled.Close(ctx)
+		return refuse("%v", err)
+	}
+	mod := &Module{
+		Manifest: m, ID: id, rt: r.rt, compiled: compiled,
+		pool: make(chan *instance, m.Limits.PoolSize),
+	}
+	first, err := mod.instantiate(ctx)
+	if err != nil {
+		_ = compiled.Close(ctx)
+		return refuse("does not instantiate: %v", err)
+	}
+	mod.live = 1
+	mod.pool <- first
+	return mod, nil
+}
+
+func checkExports(c wazero.CompiledModule) error {
+	fns := c.ExportedFunctions()
+	if _, ok := fns[abi.ExportMarker]; !ok {
+		for name := range fns {
+			if v, ok := strings.CutPrefix(name, abi.ExportPrefix); ok {
+				return fmt.Errorf("ABI version %s is not supported by this host (supports %d)", v, abi.Version)
+			}
+		}
+		return fmt.Errorf("not a Switchyard ABI module: missing export %s", abi.ExportMarker)
+	}
+	want := map[string][2][]api.ValueType{
+		abi.ExportInput:  {{api.ValueTypeI32}, {api.ValueTypeI32}},
+		abi.ExportHandle: {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
+	}
+	for name, sig := range want {
+		f, ok := fns[name]
+		if !ok {
+			return fmt.Errorf("missing export %s", name)
+		}
+		if !sameTypes(f.ParamTypes(), sig[0]) || !sameTypes(f.ResultTypes(), sig[1]) {
+			return fmt.Errorf("export %s has signature %v -> %v, want %v -> %v", name, f.ParamTypes(), f.ResultTypes(), sig[0], sig[1])
+		}
+	}
+	if _, ok := c.ExportedMemories()[abi.ExportMemory]; !ok {
+		return fmt.Errorf("missing export %s", abi.ExportMemory)
+	}
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func checkImports(c wazero.CompiledModule, m *manifest.Manifest) error {
+	for _, f := range c.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		switch mod {
+		case wasi_snapshot_preview1.ModuleName:
+			// Sandboxed by the module config: no files, no env, no real clock.
+		case abi.ImportModule:
+			if name != abi.HostLog {
+				return fmt.Errorf("imports unknown host function %s.%s", mod, name)
+			}
+			if !m.GrantsHostFunction(name) {
+				return fmt.Errorf("imports host function %s.%s which its manifest does not grant", mod, name)
+			}
+		case "extism:host/env":
+			return fmt.Errorf("is an Extism module (imports %s); set \"runtime\": \"extism\" in its manifest", mod)
+		default:
+			return fmt.Errorf("imports %s.%s, which this host does not provide", mod, name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package wasm
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Module is a loaded module and its instance pool.
+type Module struct {
+	Manifest *manifest.Manifest
+	ID       string // name@version
+
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	pool     chan *instance
+	seq      atomic.Uint64
+
+	mu     sync.Mutex
+	live   int // instances alive (pooled or in use)
+	closed bool
+	calls  sync.WaitGroup
+	refs   refcount
+}
+
+type instance struct {
+	mod    api.Module
+	input  api.Function
+	handle api.Function
+	mem    api.Memory
+	stack  [2]uint64
+}
+
+func (m *Module) instantiate(ctx context.Context) (*instance, error) {
+	name := fmt.Sprintf("%s#%d", m.ID, m.seq.Add(1))
+	// No file system, environment, arguments or real clocks: a module only
+	// computes. wazero's defaults for clocks and randomness are fake and
+	// deterministic, which also makes modules reproducible.
+	cfg := wazero.NewModuleConfig().
+		WithName(name).
+		WithStartFunctions(abi.ExportInit)
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &instance{
+		mod:    mod,
+		input:  mod.ExportedFunction(abi.ExportInput),
+		handle: mod.ExportedFunction(abi.ExportHandle),
+		mem:    mod.Memory(),
+	}, nil
+}
+
+// get takes an instance from the pool, creating one when the pool is empty
+// and the module is under its cap, else waiting for one to be returned.
+func (m *Module) get(ctx context.Context) (*instance, error) {
+	select {
+	case in := <-m.pool:
+		return in, nil
+	default:
+	}
+	m.mu.Lock()
+	if m.live < m.Manifest.Limits.PoolSize {
+		m.live++
+		m.mu.Unlock()
+		in, err := m.instantiate(context.Background())
+		if err != nil {
+			m.mu.Lock()
+			m.live--
+			m.mu.Unlock()
+			return nil, err
+		}
+		return in, nil
+	}
+	m.mu.Unlock()
+	select {
+	case in := <-m.pool:
+		return in, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (m *Module) put(in *instance) {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		m.discard(in)
+		return
+	}
+	m.pool <- in // never blocks: at most PoolSize instances exist
+}
+
+func (m *Module) discard(in *instance) {
+	_ = in.mod.Close(context.Background())
+	m.mu.Lock()
+	m.live--
+	m.mu.Unlock()
+}
+
+// Close waits for calls in flight, then frees the instances and the compiled
+// code. Calls after Close fail.
+func (m *Module) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	m.calls.Wait()
+	for {
+		select {
+		case in := <-m.pool:
+			m.discard(in)
+		default:
+			return m.compiled.Close(ctx)
+		}
+	}
+}
+
+// Live reports the number of live instances, for metrics and tests.
+func (m *Module) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live
+}
+
+// Output is what a hook returned.
+type Output struct {
+	Fields [][]byte // copies, owned by the caller
+}
+
+// Field returns field i or nil.
+func (o *Output) Field(i int) []byte {
+	if i < 0 || i >= len(o.Fields) {
+		return nil
+	}
+	return o.Fields[i]
+}
+
+// Call runs hook with the input fields. Failures come back as *apierr.Error
+// with status 502: the module is part of the path to the provider, and a
+// broken one is a bad gateway for this request only.
+func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Output, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, m.fail(hook, "module was unloaded")
+	}
+	m.calls.Add(1)
+	m.mu.Unlock()
+	defer m.calls.Done()
+
+	if t := m.Manifest.Limits.TimeoutMS; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Millisecond)
+		defer cancel()
+	}
+	in, err := m.get(ctx)
+	if err != nil {
+		return nil, m.fail(hook, "no instance available: "+err.Error())
+	}
+	out, err := in.call(ctx, hook, fields)
+	if err != nil {
+		// A trapped or interrupted instance may hold broken state.
+		m.discard(in)
+		if ctx.Err() != nil && m.Manifest.Limits.TimeoutMS > 0 {
+			return nil, m.fail(hook, fmt.Sprintf("exceeded its time limit of %d ms", m.Manifest.Limits.TimeoutMS))
+		}
+		return nil, m.fail(hook, "trapped: "+err.Error())
+	}
+	m.put(in)
+	if len(out) == 0 {
+		return nil, m.fail(hook, "returned no output")
+	}
+	if out[0] == abi.StatusError {
+		return nil, m.fail(hook, string(out[1:]))
+	}
+	if out[0] != abi.StatusOK {
+		return nil, m.fail(hook, fmt.Sprintf("returned unknown status %d", out[0]))
+	}
+	fs, err := abi.Fields(make([][]byte, 0, 4), out[1:])
+	if err != nil {
+		return nil, m.fail(hook, "returned a malformed frame")
+	}
+	return &Output{Fields: fs}, nil
+}
+
+func (m *Module) fail(hook abi.Hook, msg string) *apierr.Error {
+	return &apierr.Error{
+		Status:  http.StatusBadGateway,
+		Message: fmt.Sprintf("module %s failed in %s: %s", m.ID, hook, msg),
+	}
+}
+
+var errOutOfRange = errors.New("output outside module memory")
+
+// call copies the frame into the guest in one pass, runs the hook and copies
+// the output out (guest buffers are reused by the next call).
+func (in *instance) call(ctx context.Context, hook abi.Hook, fields [][]byte) ([]byte, error) {
+	size := abi.FrameSize(fields...)
+	in.stack[0] = uint64(size)
+	if err := in.input.CallWithStack(ctx, in.stack[:]); err != nil {
+		return nil, err
+	}
+	ptr := uint32(in.stack[0])
+	var hdr [4]byte
+	for _, f := range fields {
+		binary.LittleEndian.PutUint32(hdr[:], uint32(len(f)))
+		if !in.mem.Write(ptr, hdr[:]) || !in.mem.Write(ptr+4, f) {
+			return nil, errors.New("input buffer outside module memory")
+		}
+		ptr += 4 + uint32(len(f))
+	}
+	in.stack[0], in.stack[1] = uint64(hook), uint64(size)
+	if err := in.handle.CallWithStack(ctx, in.stack[:]); err != nil {
+		return nil, err
+	}
+	r := in.stack[0]
+	view, ok := in.mem.Read(uint32(r>>32), uint32(r))
+	if !ok {
+		return nil, errOutOfRange
+	}
+	return append([]byte(nil), view...), nil
+}

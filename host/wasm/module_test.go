@@ -1,0 +1,91 @@
+package wasm_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/wasm"
+	"github.com/tidwall/gjson"
+)
+
+// loadOpenAI loads the adapter that `make build` produced.
+func loadOpenAI(t testing.TB) *wasm.Module {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	bin, err := os.ReadFile(filepath.Join(root, "build", "wasm", "openai.wasm"))
+	if err != nil {
+		t.Fatalf("read adapter (run `make build` first): %v", err)
+	}
+	mf, err := os.ReadFile(filepath.Join(root, "plugins", "openai", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Parse(mf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), nil)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	mod, err := e.Load(context.Background(), m, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod
+}
+
+func TestOpenAIChatRequest(t *testing.T) {
+	mod := loadOpenAI(t)
+	body := `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}],"stream":true,"provider":{"sort":"price"},"top_k":3,"temperature":0.5,"reasoning":{"effort":"low"},"session_id":"s1"}`
+	out, err := mod.Call(context.Background(), abi.HookChatRequest, []byte(`{"model":"gpt-4o-2024","drop":["top_k"]}`), []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Field(0)); got != "POST" {
+		t.Fatalf("method %q", got)
+	}
+	if got := string(out.Field(1)); got != "/chat/completions" {
+		t.Fatalf("path %q", got)
+	}
+	if h := string(out.Field(2)); !strings.Contains(h, "Authorization: Bearer "+abi.APIKeyPlaceholder) {
+		t.Fatalf("headers %q lack the key placeholder", h)
+	}
+	up := out.Field(3)
+	if !gjson.ValidBytes(up) {
+		t.Fatalf("invalid upstream body %s", up)
+	}
+	checks := map[string]string{
+		"model":                        "gpt-4o-2024",
+		"temperature":                  "0.5",
+		"reasoning_effort":             "low",
+		"stream_options.include_usage": "true",
+		"messages.0.content":           "hi",
+	}
+	for path, want := range checks {
+		if got := gjson.GetBytes(up, path).String(); got != want {
+			t.Errorf("%s = %q, want %q (body %s)", path, got, want, up)
+		}
+	}
+	for _, gone := range []string{"provider", "top_k", "session_id", "reasoning"} {
+		if gjson.GetBytes(up, gone).Exists() {
+			t.Errorf("%s should be dropped: %s", gone, up)
+		}
+	}
+}
+
+func BenchmarkChatRequest1KB(b *testing.B) {
+	mod := loadOpenAI(b)
+	body := `{"model":"openai/gpt-4o","messages":[{"role":"system","content":"` + strings.Repeat("x", 900) + `"},{"role":"user","content":"hi"}],"temperature":0.5}`
+	ctx := []byte(`{"model":"gpt-4o","drop":[]}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := mod.Call(context.Background(), abi.HookChatRequest, ctx, []byte(body)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,220 @@
+//go:build wasip1
+
+// Command openai is the adapter for OpenAI and every OpenAI-compatible server
+// (vLLM, Ollama's /v1, llama.cpp server, Together, Groq, DeepInfra, …).
+// The unified format is OpenAI's, so the work is mostly subtraction: drop
+// what the upstream does not understand, name the upstream model, ask for
+// usage in streams, and turn upstream errors into the gateway's statuses.
+package main
+
+import (
+	"strconv"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/sdk"
+	"github.com/tidwall/gjson"
+)
+
+// build is stamped into a request header so operators (and the tests that
+// swap module builds) can see which build translated a request. Override
+// with -ldflags "-X main.build=…".
+var build = "openai/1.0.0"
+
+func main() {}
+
+func init() {
+	sdk.Handle(abi.HookChatRequest, chatRequest)
+	sdk.Handle(abi.HookChatResponse, passBody)
+	sdk.Handle(abi.HookChatStreamEvent, passBody)
+	sdk.Handle(abi.HookEmbedRequest, embedRequest)
+	sdk.Handle(abi.HookEmbedResponse, passBody)
+	sdk.Handle(abi.HookError, mapError)
+}
+
+// chatParams are the request fields an OpenAI-compatible chat API accepts.
+// Everything else (gateway-only fields such as provider, plugins, models,
+// session_id, debug) is dropped; the host additionally names, in ctx.drop,
+// the optional parameters this endpoint does not support.
+var chatParams = map[string]bool{
+	"messages": true, "stream": true, "temperature": true, "top_p": true, "top_k": true, "min_p": true,
+	"repetition_penalty": true, "frequency_penalty": true, "presence_penalty": true,
+	"logit_bias": true, "logprobs": true, "top_logprobs": true, "max_completion_tokens": true,
+	"max_tokens": true, "seed": true, "stop": true, "response_format": true, "tools": true,
+	"tool_choice": true, "parallel_tool_calls": true, "reasoning_effort": true, "modalities": true,
+	"user": true, "service_tier": true, "metadata": true, "n": true, "audio": true,
+	"prediction": true, "web_search_options": true, "verbosity": true, "prompt_cache_key": true,
+	"safety_identifier": true, "functions": true, "function_call": true, "store": true,
+}
+
+func headers(out *sdk.Out) {
+	out.FieldString("Authorization: Bearer " + abi.APIKeyPlaceholder + "\nContent-Type: application/json\nX-Switchyard-Adapter: " + build + "\n")
+}
+
+func dropped(ctx []byte, key string) bool {
+	drop := sdk.Get(ctx, "drop")
+	found := false
+	drop.ForEach(func(_, v gjson.Result) bool {
+		found = v.Str == key
+		return !found
+	})
+	return found
+}
+
+func chatRequest(in *sdk.In, out *sdk.Out) error {
+	ctx, body := in.Field(0), in.Field(1)
+	stream := sdk.Get(body, "stream").Bool()
+	out.FieldString("POST")
+	out.FieldString("/chat/completions")
+	headers(out)
+	out.Open()
+	out.Byte('{')
+	out.MemberString("model", sdk.Get(ctx, "model").Str)
+	var effort gjson.Result
+	hasEffort := false
+	sdk.Members(body, func(key string, v gjson.Result) bool {
+		switch {
+		case key == "model" || key == "stream_options":
+		case key == "reasoning":
+			effort = v.Get("effort")
+		case !chatParams[key] || dropped(ctx, key):
+		default:
+			if key == "reasoning_effort" {
+				hasEffort = true
+			}
+			out.Member(key, v.Raw)
+		}
+		return true
+	})
+	// The unified request carries reasoning.effort; OpenAI's chat API takes
+	// the flat reasoning_effort.
+	if !hasEffort && effort.Type == gjson.String && !dropped(ctx, "reasoning_effort") {
+		out.Member("reasoning_effort", effort.Raw)
+	}
+	if stream {
+		// Usage arrives in a last chunk only when asked for; the gateway
+		// always reports full usage (spec 2.1 stream_options).
+		out.Member("stream_options", `{"include_usage":true}`)
+	}
+	out.Byte('}')
+	out.Close()
+	return nil
+}
+
+func embedRequest(in *sdk.In, out *sdk.Out) error {
+	ctx, body := in.Field(0), in.Field(1)
+	out.FieldString("POST")
+	out.FieldString("/embeddings")
+	headers(out)
+	out.Open()
+	out.Byte('{')
+	out.MemberString("model", sdk.Get(ctx, "model").Str)
+	sdk.Members(body, func(key string, v gjson.Result) bool {
+		switch key {
+		case "input":
+			writeInput(out, v)
+		case "dimensions", "user":
+			out.Member(key, v.Raw)
+		}
+		return true
+	})
+	// The host converts to base64 itself when the client asked for it, so
+	// every upstream is asked for floats.
+	out.Member("encoding_format", `"float"`)
+	out.Byte('}')
+	out.Close()
+	return nil
+}
+
+// writeInput passes strings through and flattens multimodal items that hold
+// only text into strings, which every OpenAI-compatible server accepts. Items
+// with images are passed as they are, for servers that embed images.
+func writeInput(out *sdk.Out, v gjson.Result) {
+	if !v.IsArray() || !onlyText(v) {
+		out.Member("input", v.Raw)
+		return
+	}
+	out.Member("input", "[")
+	first := true
+	v.ForEach(func(_, item gjson.Result) bool {
+		if !first {
+			out.Byte(',')
+		}
+		first = false
+		if item.Type == gjson.String {
+			out.WriteString(item.Raw)
+			return true
+		}
+		// Join the text parts of one item with a newline: one item, one vector.
+		var joined []byte
+		item.Get("content").ForEach(func(_, p gjson.Result) bool {
+			if len(joined) > 0 {
+				joined = append(joined, '\n')
+			}
+			joined = append(joined, p.Get("text").Str...)
+			return true
+		})
+		out.Write(sdk.AppendJSONString(nil, string(joined)))
+		return true
+	})
+	out.Byte(']')
+}
+
+
+func onlyText(items gjson.Result) bool {
+	ok := true
+	items.ForEach(func(_, item gjson.Result) bool {
+		if item.IsObject() {
+			item.Get("content").ForEach(func(_, p gjson.Result) bool {
+				ok = p.Get("type").Str == "text"
+				return ok
+			})
+		}
+		return ok
+	})
+	return ok
+}
+
+func passBody(in *sdk.In, out *sdk.Out) error {
+	out.Field(in.Field(1))
+	return nil
+}
+
+// mapError turns an upstream error into a gateway status and a message.
+// Upstream authentication failures are the gateway operator's problem, and
+// OpenAI's 401 message quotes part of the key, so its text is never passed on.
+func mapError(in *sdk.In, out *sdk.Out) error {
+	status, _ := strconv.Atoi(in.String(1))
+	body := in.Field(2)
+	msg := sdk.Get(body, "error.message").Str
+	if msg == "" {
+		msg = sdk.Get(body, "message").Str
+	}
+	if msg == "" && len(body) > 0 && len(body) < 300 && !gjson.ValidBytes(body) {
+		msg = string(body)
+	}
+	code := status
+	switch {
+	case status == 401 || status == 403:
+		code, msg = 502, "the provider rejected the gateway's credentials"
+	case status == 404:
+		code = 502
+		if msg == "" {
+			msg = "the provider does not serve this model"
+		}
+	case status == 408 || status == 504 || status == 524:
+		code = 524
+	case status == 400 || status == 413 || status == 422 || status == 429 || status == 503 || status == 529:
+	case status >= 500:
+		code = 502
+	case status >= 400:
+		code = 400
+	default:
+		code = 502
+	}
+	if msg == "" {
+		msg = "upstream returned status " + strconv.Itoa(status)
+	}
+	out.FieldString(strconv.Itoa(code))
+	out.FieldString(msg)
+	return nil
+}

@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/admin"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/keys"
@@ -24,6 +27,7 @@ import (
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/switchyard/switchyard/host/wasm"
 )
 
@@ -54,9 +58,28 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	ledger, err := billing.Open(db, billing.Options{
+		RequestDeadline: time.Duration(cfg.Timeouts.Request),
+		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },
+	})
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
+	go func() { _ = tokenize.Warm() }()
 	secret, created, err := ks.Bootstrap(cfg.BootstrapKey)
 	if err != nil {
 		return err
+	}
+	if created && cfg.BootstrapCredits > 0 {
+		k, aerr := ks.Authenticate(secret)
+		if aerr != nil {
+			return aerr
+		}
+		if _, err := ledger.TopUp(k.AccountID, billing.FromUSD(cfg.BootstrapCredits), "bootstrap credits"); err != nil {
+			return err
+		}
+		log.Info("bootstrap account funded", "usd", cfg.BootstrapCredits)
 	}
 	if created && cfg.BootstrapKey == "" {
 		// Shown once, on the terminal and in a 0600 file, never in the log.
@@ -103,8 +126,9 @@ func run() error {
 	defer reg.Close()
 
 	srv := server.New(server.Deps{
-		Config: cfg, Catalog: cat, Keys: ks, Modules: reg, Log: log,
+		Config: cfg, Catalog: cat, Keys: ks, Modules: reg, Log: log, Ledger: ledger,
 		Router: route.New(cat, route.Options{}),
+		Extra:  func(api fiber.Router) { admin.Register(api, ks, ledger) },
 	})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Listen(cfg.Listen) }()

@@ -24,6 +24,9 @@ type Config struct {
 	Listen       string `yaml:"listen"`
 	DataDir      string `yaml:"data_dir"`
 	BootstrapKey string `yaml:"bootstrap_key"`
+	// BootstrapCredits (USD) funds the bootstrap account once, when it is
+	// created, so a fresh install can make requests.
+	BootstrapCredits float64 `yaml:"bootstrap_credits"`
 	// Demo starts the offline demo upstream and points provider "demo" at it.
 	Demo bool `yaml:"demo"`
 	// ModulesDir holds built modules: <name>.wasm beside <name>.json manifests

@@ -19,6 +19,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/admin"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/keys"
@@ -47,6 +50,8 @@ type Options struct {
 	Quiet bool
 	// Env is what the gateway reads for provider API key variables.
 	Env map[string]string
+	// Credits funds the test account, in USD (default 1000; negative: none).
+	Credits float64
 }
 
 // Gateway is a running test gateway.
@@ -57,6 +62,8 @@ type Gateway struct {
 	UpstreamURL map[string]string
 	Modules     *modules.Registry
 	Keys        *keys.Store
+	Ledger      *billing.Ledger
+	AccountID   string
 	DB          *bolt.DB
 	Server      *server.Server
 	Config      *config.Config
@@ -154,6 +161,25 @@ func Start(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.Keys = ks
+	ledger, err := billing.Open(db, billing.Options{RequestDeadline: time.Duration(cfg.Timeouts.Request)})
+	if err != nil {
+		return nil, err
+	}
+	g.Ledger = ledger
+	g.closers = append(g.closers, func() { ledger.Close() })
+	if opts.Credits == 0 {
+		opts.Credits = 1000
+	}
+	if opts.Credits > 0 {
+		k, aerr := ks.Authenticate(Key)
+		if aerr != nil {
+			return nil, aerr
+		}
+		g.AccountID = k.AccountID
+		if _, err := ledger.TopUp(k.AccountID, billing.FromUSD(opts.Credits), "test credits"); err != nil {
+			return nil, err
+		}
+	}
 	// One compilation cache for every test gateway: compiling a Go guest
 	// takes about half a second, loading it from the cache milliseconds.
 	engine := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), log)
@@ -168,7 +194,8 @@ func Start(opts Options) (*Gateway, error) {
 	g.Modules = reg
 	g.closers = append(g.closers, reg.Close)
 	srv := server.New(server.Deps{Config: cfg, Catalog: cat, Keys: ks, Modules: reg, Log: log,
-		Router: route.New(cat, route.Options{})})
+		Ledger: ledger, Router: route.New(cat, route.Options{}),
+		Extra: func(api fiber.Router) { admin.Register(api, ks, ledger) }})
 	g.Server = srv
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -8,11 +8,13 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/route"
@@ -150,13 +152,23 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if aerr != nil {
 		return writeError(c, aerr, nil)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.Config.Timeouts.Request))
 	genID := newGenerationID()
+	res, aerr := s.reserve(req.key, genID, plan.Attempts[0], body, req.maxOut, req.stream)
+	if aerr != nil {
+		return aerr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.Config.Timeouts.Request))
 
 	var call *upstreamCall
 	var last *apierr.Error
 	attempt := 0
-	for _, ep := range plan.Attempts {
+	for i, ep := range plan.Attempts {
+		if i > 0 {
+			if err := res.Retarget(ep.Provider.Slug, ep.Price); err != nil {
+				last = err
+				break
+			}
+		}
 		attempt++
 		start := time.Now()
 		u, err := s.send(ctx, ep, abi.HookChatRequest, body, req.stream, plan.Dropped[ep])
@@ -164,6 +176,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 			call = u
 			break
 		}
+		res.AddFailedAttempt(billing.Usage{})
 		s.report(ep, false, err.Status, time.Since(start), 0)
 		last = err
 		if !err.Retryable || !req.prefs.AllowFallbacks() {
@@ -172,6 +185,11 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	}
 	if call == nil {
 		cancel()
+		msg := "no attempt was made"
+		if last != nil {
+			msg = last.Message
+		}
+		_, _ = res.Settle(billing.Outcome{Status: billing.StatusError, Error: msg})
 		if last == nil {
 			last = apierr.New(http.StatusServiceUnavailable, "no provider is available for %s", req.models[0])
 		}
@@ -190,7 +208,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	}
 	if req.stream {
 		call.headersReceived()
-		st := &stream{s: s, call: call, req: req, genID: genID, meta: meta, ctx: ctx, cancel: cancel}
+		st := &stream{s: s, call: call, req: req, genID: genID, meta: meta, ctx: ctx, cancel: cancel, res: res}
 		c.Set(fiber.HeaderContentType, "text/event-stream")
 		c.Set(fiber.HeaderCacheControl, "no-cache")
 		c.Set("X-Accel-Buffering", "no")
@@ -203,34 +221,36 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	defer call.close()
 	raw, err := io.ReadAll(io.LimitReader(call.resp.Body, 64<<20))
 	call.headersReceived()
-	if err != nil {
-		e := s.transportError(ctx, call, err)
+	fail := func(e *apierr.Error) error {
 		s.report(call.ep, false, e.Status, time.Since(call.started), 0)
+		_, _ = res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message})
 		return writeError(c, e, meta)
+	}
+	if err != nil {
+		return fail(s.transportError(ctx, call, err))
 	}
 	if !call.mod.Manifest.IsPassthrough(abi.HookChatResponse) {
 		out, err := call.mod.Call(ctx, abi.HookChatResponse, adapterCtx(call.ep, false, nil), raw)
 		if err != nil {
-			return writeError(c, apierr.From(err), meta)
+			return fail(apierr.From(err))
 		}
 		raw = out.Field(0)
 	}
 	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
-		s.report(call.ep, false, http.StatusBadGateway, time.Since(call.started), 0)
-		return writeError(c, &apierr.Error{Status: http.StatusBadGateway,
-			Message: "provider " + call.ep.Provider.Slug + " returned a response that is not a chat completion"}, meta)
+		return fail(&apierr.Error{Status: http.StatusBadGateway,
+			Message: "provider " + call.ep.Provider.Slug + " returned a response that is not a chat completion"})
 	}
 	raw = normalizeCompletion(raw, genID, call.ep, "chat.completion")
-	if !gjson.GetBytes(raw, "usage").IsObject() {
-		completion := 0
-		gjson.GetBytes(raw, "choices.#.message.content").ForEach(func(_, v gjson.Result) bool {
-			completion += estimateTokens(len(v.Str))
-			return true
-		})
-		raw = setUsage(raw, req.prompt, completion)
+	usage, ok := billing.ParseUsage(raw)
+	if !ok {
+		usage = countChat(call.ep.Model.ID, body, completionText(raw))
 	}
-	usage := gjson.GetBytes(raw, "usage")
-	s.report(call.ep, true, http.StatusOK, time.Since(call.started), int(usage.Get("completion_tokens").Int()))
+	usage.Requests = 1
+	raw, aerr = settleOK(res, raw, usage, gjson.GetBytes(raw, "choices.0.finish_reason").Str)
+	if aerr != nil {
+		return writeError(c, aerr, meta)
+	}
+	s.report(call.ep, true, http.StatusOK, time.Since(call.started), int(usage.CompletionTokens))
 	if meta != nil {
 		b, _ := jsonMarshal(meta)
 		raw, _ = sjson.SetRawBytes(raw, "service_metadata", b)
@@ -257,13 +277,6 @@ func normalizeCompletion(raw []byte, genID string, ep *catalog.Endpoint, object 
 	return raw
 }
 
-func setUsage(raw []byte, prompt, completion int) []byte {
-	u := `{"prompt_tokens":` + strconv.Itoa(prompt) + `,"completion_tokens":` + strconv.Itoa(completion) +
-		`,"total_tokens":` + strconv.Itoa(prompt+completion) + `,"estimated":true}`
-	raw, _ = sjson.SetRawBytes(raw, "usage", []byte(u))
-	return raw
-}
-
 func (s *Server) report(ep *catalog.Endpoint, ok bool, status int, d time.Duration, outTokens int) {
 	s.Router.Report(ep, route.Outcome{Success: ok, Status: status, TTFT: d, Duration: d, OutputTokens: outTokens})
 }
@@ -277,6 +290,8 @@ type stream struct {
 	meta   map[string]any
 	ctx    context.Context
 	cancel context.CancelFunc
+	res    *billing.Reservation
+	text   strings.Builder // completion so far, for counting when usage is missing
 }
 
 type sseItem struct {
@@ -289,6 +304,12 @@ const keepAliveComment = ": SWITCHYARD PROCESSING\n\n"
 func (st *stream) run(w *bufio.Writer) {
 	defer st.cancel()
 	defer st.call.close()
+	// Whatever way the stream ends, what was generated is charged once. A
+	// client that went away pays for what was produced until then.
+	defer func() {
+		_, _ = st.res.Settle(billing.Outcome{Status: billing.StatusCancelled,
+			Usage: countChat(st.call.ep.Model.ID, st.req.body, st.text.String())})
+	}()
 	s, call := st.s, st.call
 	items := make(chan sseItem, 32)
 	go func() {
@@ -328,6 +349,7 @@ func (st *stream) run(w *bufio.Writer) {
 	}
 	var held []byte // the chunk carrying usage: held so the final chunk can carry metadata
 	sawUsage, contentSent, finished := false, false, false
+	finish := ""
 	completion := 0
 	var ttft time.Duration
 	flushHeld := func() bool {
@@ -342,6 +364,7 @@ func (st *stream) run(w *bufio.Writer) {
 		_ = flushHeld()
 		b, _ := sjson.SetRawBytes([]byte(head+`[{"index":0,"delta":{},"finish_reason":"error"}]}`), "error", errorObject(e))
 		_ = write(b)
+		_, _ = st.res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message})
 		s.report(call.ep, false, e.Status, time.Since(call.started), completion)
 	}
 loop:
@@ -398,12 +421,14 @@ loop:
 					if t := c.Get("delta.content").Str; t != "" {
 						if !contentSent {
 							ttft = time.Since(call.started)
+							st.res.FirstToken()
 						}
 						contentSent = true
 						completion += estimateTokens(len(t))
+						st.text.WriteString(t)
 					}
-					if c.Get("finish_reason").Type == gjson.String {
-						finished = true
+					if fr := c.Get("finish_reason"); fr.Type == gjson.String {
+						finished, finish = true, fr.Str
 					}
 				}
 				if !flushHeld() {
@@ -428,8 +453,17 @@ loop:
 		}
 	}
 	final := held
-	if !sawUsage {
-		final = setUsage([]byte(head+`[]}`), st.req.prompt, completion)
+	usage, ok := billing.ParseUsage(final)
+	if !sawUsage || !ok {
+		final = []byte(head + `[]}`)
+		usage = countChat(call.ep.Model.ID, st.req.body, st.text.String())
+	}
+	usage.Requests = 1
+	final, aerr := settleOK(st.res, final, usage, finish)
+	if aerr != nil {
+		fail(aerr)
+		_ = write([]byte("[DONE]"))
+		return
 	}
 	if st.meta != nil {
 		b, _ := jsonMarshal(st.meta)
@@ -441,7 +475,7 @@ loop:
 		ttft = time.Since(call.started)
 	}
 	s.Router.Report(call.ep, route.Outcome{Success: true, Status: 200, TTFT: ttft, Duration: time.Since(call.started),
-		OutputTokens: int(gjson.GetBytes(final, "usage.completion_tokens").Int())})
+		OutputTokens: int(usage.CompletionTokens)})
 }
 
 // chunkHead is the start of a gateway-made chunk, open at "choices":.

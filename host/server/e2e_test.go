@@ -94,11 +94,11 @@ func TestChatCompletion(t *testing.T) {
 		t.Errorf("id %q is not a generation id", body.Get("id").Str)
 	}
 	for path, want := range map[string]string{
-		"object":                    "chat.completion",
-		"model":                     "test/chat",
-		"choices.0.message.role":    "assistant",
-		"choices.0.finish_reason":   "stop",
-		"choices.0.index":           "0",
+		"object":                  "chat.completion",
+		"model":                   "test/chat",
+		"choices.0.message.role":  "assistant",
+		"choices.0.finish_reason": "stop",
+		"choices.0.index":         "0",
 	} {
 		if got := body.Get(path).String(); got != want {
 			t.Errorf("%s = %q, want %q", path, got, want)

@@ -12,8 +12,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -44,10 +47,21 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 		return aerr
 	}
 	meta := metadataRequested(c)
+	key := c.Locals(localsKey).(*keys.Key)
+	res, aerr := s.reserve(key, newGenerationID(), plan.Attempts[0], body, 0, false)
+	if aerr != nil {
+		return aerr
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.Config.Timeouts.Request))
 	defer cancel()
 	var last *apierr.Error
 	for i, ep := range plan.Attempts {
+		if i > 0 {
+			if err := res.Retarget(ep.Provider.Slug, ep.Price); err != nil {
+				last = err
+				break
+			}
+		}
 		start := time.Now()
 		call, err := s.send(ctx, ep, abi.HookEmbedRequest, body, false, nil)
 		if err == nil {
@@ -59,6 +73,15 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 			}
 			call.close()
 			if err == nil {
+				usage, ok := billing.ParseUsage(raw)
+				if !ok || usage.Estimated {
+					usage = billing.Usage{Estimated: true}
+					usage.PromptTokens, usage.Images, _ = tokenize.CountEmbeddingInput(ep.Model.ID, body)
+				}
+				usage.Requests = 1
+				raw, err = settleOK(res, raw, usage, "")
+			}
+			if err == nil {
 				s.report(ep, true, http.StatusOK, time.Since(start), 0)
 				if meta {
 					b, _ := jsonMarshal(plan.Metadata(model, ep, i+1))
@@ -68,6 +91,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 				return c.Send(raw)
 			}
 		}
+		res.AddFailedAttempt(billing.Usage{})
 		s.report(ep, false, err.Status, time.Since(start), 0)
 		last = err
 		if !err.Retryable || !prefs.AllowFallbacks() {
@@ -77,6 +101,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	if last == nil {
 		last = apierr.New(http.StatusServiceUnavailable, "no provider is available for %s", model)
 	}
+	_, _ = res.Settle(billing.Outcome{Status: billing.StatusError, Error: last.Message})
 	return last
 }
 
@@ -147,9 +172,6 @@ func (s *Server) finishEmbeddings(ctx context.Context, call *upstreamCall, raw, 
 	out, _ = sjson.SetBytes(out, "provider", call.ep.Provider.Slug)
 	if u := gjson.GetBytes(raw, "usage"); u.IsObject() {
 		out, _ = sjson.SetRawBytes(out, "usage", []byte(u.Raw))
-	} else {
-		p := estimateTokens(len(input.Raw))
-		out, _ = sjson.SetRawBytes(out, "usage", []byte(`{"prompt_tokens":`+itoa(p)+`,"total_tokens":`+itoa(p)+`,"estimated":true}`))
 	}
 	return out, nil
 }

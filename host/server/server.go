@@ -14,6 +14,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/keys"
@@ -28,6 +29,7 @@ type Deps struct {
 	Keys    *keys.Store
 	Modules *modules.Registry
 	Router  *route.Router
+	Ledger  *billing.Ledger
 	Log     *slog.Logger
 	// Client reaches upstreams; nil means a tuned default.
 	Client *http.Client

@@ -18,7 +18,9 @@ import (
 // check validates one value at path.
 type check func(path string, v gjson.Result) *apierr.Error
 
-func bad(path, format string, args ...any) *apierr.Error { return apierr.BadRequest(path, format, args...) }
+func bad(path, format string, args ...any) *apierr.Error {
+	return apierr.BadRequest(path, format, args...)
+}
 
 func isNull(v gjson.Result) bool { return v.Type == gjson.Null }
 

@@ -175,4 +175,3 @@ func multimodalItem(p string, v gjson.Result) *apierr.Error {
 		}),
 	}, "content")(p, v)
 }
-

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/route"
 	"github.com/tidwall/gjson"
 )
 
@@ -115,7 +116,8 @@ func Embeddings(body []byte) *apierr.Error {
 	if !root.Get("input").Exists() {
 		return bad("input", "required: a string, an array of strings, or an array of multimodal items")
 	}
-	return nil
+	_, err = route.ParsePreferences(root.Get("provider"), gjson.Result{})
+	return err
 }
 
 func embeddingInput(p string, v gjson.Result) *apierr.Error {

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -28,7 +29,14 @@ func main() {
 	n := flag.Int("n", 2000, "sequential requests per scenario (latency)")
 	conc := flag.Int("c", 16, "concurrent clients for the throughput run")
 	dur := flag.Duration("d", 3*time.Second, "duration of each throughput run")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the gateway scenarios to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		must(err)
+		must(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 
 	g, err := gatewaytest.Start(gatewaytest.Options{Providers: []string{"bench"}, Quiet: true})
 	if err != nil {

@@ -60,6 +60,7 @@ func run() error {
 	}
 	ledger, err := billing.Open(db, billing.Options{
 		RequestDeadline: time.Duration(cfg.Timeouts.Request),
+		AsyncSettle:     !cfg.DurableSettle,
 		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },
 	})
 	if err != nil {

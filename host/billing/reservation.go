@@ -242,6 +242,14 @@ func (r *Reservation) Checkpoint(u Usage) {
 // stays open; calling Settle again retries.
 func (r *Reservation) Settle(o Outcome) (*Generation, error) { return r.settle(o, false) }
 
+// Settled reports whether the reservation has been settled (a later Settle
+// is a no-op), so callers can skip computing an outcome nobody will use.
+func (r *Reservation) Settled() bool {
+	r.settleMu.Lock()
+	defer r.settleMu.Unlock()
+	return r.result != nil
+}
+
 func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	r.settleMu.Lock()
 	defer r.settleMu.Unlock()
@@ -294,6 +302,13 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	delete(a.open, r.ID)
 	a.mu.Unlock()
 
+	if l.opts.AsyncSettle {
+		// Acknowledge from memory; the group-committing writer makes it
+		// durable within one commit (see Options.AsyncSettle).
+		l.w.async(func(tx *bolt.Tx) error { return commitSettlement(tx, g) })
+		r.result = g
+		return g, nil
+	}
 	err := l.w.do(func(tx *bolt.Tx) error { return commitSettlement(tx, g) })
 	if err != nil {
 		// Not durable: undo the charge and reopen with nothing held, so a

@@ -27,6 +27,10 @@ type Config struct {
 	// BootstrapCredits (USD) funds the bootstrap account once, when it is
 	// created, so a fresh install can make requests.
 	BootstrapCredits float64 `yaml:"bootstrap_credits"`
+	// DurableSettle makes every response wait until its charge is fsynced.
+	// Off, charges are acknowledged from memory and group-committed within
+	// about a millisecond (docs/billing.md has the trade-off and figures).
+	DurableSettle bool `yaml:"durable_settle"`
 	// Demo starts the offline demo upstream and points provider "demo" at it.
 	Demo bool `yaml:"demo"`
 	// ModulesDir holds built modules: <name>.wasm beside <name>.json manifests

@@ -161,7 +161,7 @@ func Start(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.Keys = ks
-	ledger, err := billing.Open(db, billing.Options{RequestDeadline: time.Duration(cfg.Timeouts.Request)})
+	ledger, err := billing.Open(db, billing.Options{RequestDeadline: time.Duration(cfg.Timeouts.Request), AsyncSettle: !cfg.DurableSettle})
 	if err != nil {
 		return nil, err
 	}

@@ -307,8 +307,10 @@ func (st *stream) run(w *bufio.Writer) {
 	// Whatever way the stream ends, what was generated is charged once. A
 	// client that went away pays for what was produced until then.
 	defer func() {
-		_, _ = st.res.Settle(billing.Outcome{Status: billing.StatusCancelled,
-			Usage: countChat(st.call.ep.Model.ID, st.req.body, st.text.String())})
+		if !st.res.Settled() {
+			_, _ = st.res.Settle(billing.Outcome{Status: billing.StatusCancelled,
+				Usage: countChat(st.call.ep.Model.ID, st.req.body, st.text.String())})
+		}
 	}()
 	s, call := st.s, st.call
 	items := make(chan sseItem, 32)

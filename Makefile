@@ -15,7 +15,7 @@ build: wasm gateway
 
 ## Wasm modules: every folder under plugins/ with a manifest.json.
 PLUGINS := $(patsubst plugins/%/manifest.json,%,$(wildcard plugins/*/manifest.json))
-wasm: $(foreach p,$(PLUGINS),$(WASM)/$(p).wasm $(WASM)/$(p).json) $(TESTWASM)/openai-variant.wasm $(TESTWASM)/failing.wasm
+wasm: $(foreach p,$(PLUGINS),$(WASM)/$(p).wasm $(WASM)/$(p).json) $(TESTWASM)/openai-variant.wasm $(TESTWASM)/failing.wasm $(TESTWASM)/testplugin.wasm
 
 $(WASM)/%.wasm: $(GUEST_SRC)
 	@mkdir -p $(WASM)
@@ -34,6 +34,10 @@ $(TESTWASM)/openai-variant.wasm: $(GUEST_SRC)
 $(TESTWASM)/failing.wasm: $(GUEST_SRC) host/wasm/testdata/failing/main.go
 	@mkdir -p $(TESTWASM)
 	$(GUEST) -ldflags "$(GUEST_LD)" -o $@ ./host/wasm/testdata/failing
+
+$(TESTWASM)/testplugin.wasm: $(GUEST_SRC) host/pipeline/testdata/testplugin/main.go
+	@mkdir -p $(TESTWASM)
+	$(GUEST) -ldflags "$(GUEST_LD)" -o $@ ./host/pipeline/testdata/testplugin
 
 gateway:
 	@mkdir -p $(BIN)

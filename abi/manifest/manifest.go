@@ -123,8 +123,12 @@ func (m *Manifest) Validate() error {
 	}
 	declared := map[string]bool{}
 	for _, h := range m.Hooks {
-		if _, ok := abi.HookByName(h); !ok {
+		hook, ok := abi.HookByName(h)
+		if !ok {
 			return fmt.Errorf("manifest %s: hooks: unknown hook %q", m.Name, h)
+		}
+		if plugin := hook >= abi.HookPreRequest; plugin != (m.Kind == KindPlugin) {
+			return fmt.Errorf("manifest %s: hooks: %q is not a hook of kind %s", m.Name, h, m.Kind)
 		}
 		if declared[h] {
 			return fmt.Errorf("manifest %s: hooks: %q listed twice", m.Name, h)

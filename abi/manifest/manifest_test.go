@@ -15,7 +15,7 @@ func TestParse(t *testing.T) {
 	if m.Runtime != RuntimeNative || m.Limits.PoolSize != 4 || !m.GrantsHostFunction("log") {
 		t.Fatalf("parsed %+v", m)
 	}
-	d, err := Parse([]byte(`{"name":"x","version":"0.1.0","abi":1,"kind":"plugin","hooks":["chat_request"],"grants":{},"limits":{}}`))
+	d, err := Parse([]byte(`{"name":"x","version":"0.1.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{},"limits":{}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +37,7 @@ func TestParseRejects(t *testing.T) {
 		{"unknown hook", strings.Replace(good, `"chat_request",`, `"chat_requests",`, 1), "unknown hook"},
 		{"duplicate hook", strings.Replace(good, `"chat_request","error"`, `"error","error"`, 1), "twice"},
 		{"passthrough not declared", strings.Replace(good, `"passthrough":["error"]`, `"passthrough":["chat_response"]`, 1), "passthrough"},
+		{"plugin hook on an adapter", strings.Replace(good, `"chat_request",`, `"pre_request",`, 1), "not a hook of kind adapter"},
 		{"unknown grant", strings.Replace(good, `["log"]`, `["fs"]`, 1), "unknown host function"},
 		{"memory too big", strings.Replace(good, `"memory_pages":128`, `"memory_pages":70000`, 1), "memory_pages"},
 		{"timeout negative", strings.Replace(good, `"timeout_ms":50`, `"timeout_ms":-1`, 1), "timeout_ms"},
@@ -62,7 +63,7 @@ func TestParseRejects(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
-	f.Add([]byte(`{"name":"a","version":"1.0.0","abi":1,"kind":"plugin","hooks":["error"]}`))
+	f.Add([]byte(`{"name":"a","version":"1.0.0","abi":1,"kind":"plugin","hooks":["post_chunk"]}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -72,11 +72,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	operator := ks.BootstrapAccount()
 	if created && cfg.BootstrapCredits > 0 {
 		k, aerr := ks.Authenticate(secret)
 		if aerr != nil {
 			return aerr
 		}
+		operator = k.AccountID
 		if _, err := ledger.TopUp(k.AccountID, billing.FromUSD(cfg.BootstrapCredits), "bootstrap credits"); err != nil {
 			return err
 		}
@@ -127,7 +129,7 @@ func run() error {
 	defer reg.Close()
 
 	srv := server.New(server.Deps{
-		Config: cfg, Catalog: cat, Keys: ks, Modules: reg, Log: log, Ledger: ledger,
+		Config: cfg, Catalog: cat, Keys: ks, Modules: reg, Log: log, Ledger: ledger, Operator: operator,
 		Router: route.New(cat, route.Options{}),
 		Extra:  func(api fiber.Router) { admin.Register(api, ks, ledger) },
 	})

@@ -48,6 +48,17 @@ type Server struct {
 	count  atomic.Int64
 	// cancelled counts streams whose client went away mid-stream.
 	cancelled atomic.Int64
+	// adapters maps a chat's last user message to the adapter build that
+	// sent it (header X-Switchyard-Adapter), for hot-swap tests.
+	adapters map[string]string
+}
+
+// AdapterFor returns the adapter build that sent the chat whose last user
+// message was text.
+func (s *Server) AdapterFor(text string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.adapters[text]
 }
 
 // Cancelled is the number of streams abandoned by their client.
@@ -186,6 +197,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 			lastUser = t
 		}
 	}
+	s.mu.Lock()
+	if s.adapters == nil || len(s.adapters) > 100000 {
+		s.adapters = map[string]string{}
+	}
+	s.adapters[lastUser] = r.Header.Get("X-Switchyard-Adapter")
+	s.mu.Unlock()
 	reply := f.Reply
 	if reply == "" {
 		reply = "This is the Switchyard demo provider (offline, no model behind it). You said: " + lastUser

@@ -170,12 +170,12 @@ func Start(opts Options) (*Gateway, error) {
 	if opts.Credits == 0 {
 		opts.Credits = 1000
 	}
+	k, aerr := ks.Authenticate(Key)
+	if aerr != nil {
+		return nil, aerr
+	}
+	g.AccountID = k.AccountID
 	if opts.Credits > 0 {
-		k, aerr := ks.Authenticate(Key)
-		if aerr != nil {
-			return nil, aerr
-		}
-		g.AccountID = k.AccountID
 		if _, err := ledger.TopUp(k.AccountID, billing.FromUSD(opts.Credits), "test credits"); err != nil {
 			return nil, err
 		}
@@ -194,7 +194,7 @@ func Start(opts Options) (*Gateway, error) {
 	g.Modules = reg
 	g.closers = append(g.closers, reg.Close)
 	srv := server.New(server.Deps{Config: cfg, Catalog: cat, Keys: ks, Modules: reg, Log: log,
-		Ledger: ledger, Router: route.New(cat, route.Options{}),
+		Ledger: ledger, Router: route.New(cat, route.Options{}), Operator: g.AccountID,
 		Extra: func(api fiber.Router) { admin.Register(api, ks, ledger) }})
 	g.Server = srv
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

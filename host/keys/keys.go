@@ -454,3 +454,19 @@ func (s *Store) Bootstrap(secret string) (string, bool, error) {
 	secret, _, err = s.CreateKey(a.ID, "bootstrap", secret, true)
 	return secret, err == nil, err
 }
+
+// BootstrapAccount is the id of the account Bootstrap created (the
+// operator's), or "" when there is none. It is the oldest account.
+func (s *Store) BootstrapAccount() string {
+	accts, err := s.Accounts()
+	if err != nil || len(accts) == 0 {
+		return ""
+	}
+	oldest := accts[0]
+	for _, a := range accts[1:] {
+		if a.Created.Before(oldest.Created) {
+			oldest = a
+		}
+	}
+	return oldest.ID
+}

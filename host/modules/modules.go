@@ -30,7 +30,18 @@ var (
 	bucketBinaries  = []byte("module_binaries")  // name@version → wasm
 	bucketManifests = []byte("module_manifests") // name@version → Record JSON
 	bucketActive    = []byte("module_active")    // name → version
+	bucketDefaults  = []byte("module_defaults")  // scoped plugin name → "1": runs on every request of its scope
 )
+
+// Scoped is the registry name of module name installed for one account
+// (scope = account id); the empty scope is the gateway-wide one. A plugin
+// installed in an account's scope runs only for that account's keys.
+func Scoped(scope, name string) string {
+	if scope == "" {
+		return name
+	}
+	return scope + "/" + name
+}
 
 // Record is what is stored beside a binary.
 type Record struct {
@@ -54,8 +65,9 @@ type Registry struct {
 	engine *wasm.Engine
 	log    *slog.Logger
 
-	mu     sync.Mutex // serialises activations
-	active atomic.Pointer[map[string]*wasm.Module]
+	mu       sync.Mutex // serialises activations
+	active   atomic.Pointer[map[string]*wasm.Module]
+	defaults atomic.Pointer[map[string][]string] // scope → default-on plugin names
 }
 
 // Open creates the buckets.
@@ -64,7 +76,7 @@ func Open(db *bolt.DB, engine *wasm.Engine, log *slog.Logger) (*Registry, error)
 		log = slog.Default()
 	}
 	err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketBinaries, bucketManifests, bucketActive} {
+		for _, b := range [][]byte{bucketBinaries, bucketManifests, bucketActive, bucketDefaults} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -77,7 +89,50 @@ func Open(db *bolt.DB, engine *wasm.Engine, log *slog.Logger) (*Registry, error)
 	r := &Registry{db: db, engine: engine, log: log}
 	empty := map[string]*wasm.Module{}
 	r.active.Store(&empty)
+	r.loadDefaults()
 	return r, nil
+}
+
+func (r *Registry) loadDefaults() {
+	d := map[string][]string{}
+	_ = r.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDefaults).ForEach(func(k, _ []byte) error {
+			scope, name := "", string(k)
+			if i := strings.LastIndexByte(name, '/'); i >= 0 {
+				scope, name = name[:i], name[i+1:]
+			}
+			d[scope] = append(d[scope], name)
+			return nil
+		})
+	})
+	r.defaults.Store(&d)
+}
+
+// SetDefault makes plugin scopedName run on every request of its scope
+// (unless the request disables it), or stops that.
+func (r *Registry) SetDefault(scopedName string, on bool) error {
+	err := r.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketDefaults)
+		if on {
+			return b.Put([]byte(scopedName), []byte("1"))
+		}
+		return b.Delete([]byte(scopedName))
+	})
+	if err == nil {
+		r.loadDefaults()
+	}
+	return err
+}
+
+// Defaults lists the default-on plugins for a request of account: the
+// gateway-wide ones, then the account's own.
+func (r *Registry) Defaults(account string) []string {
+	d := *r.defaults.Load()
+	out := append([]string(nil), d[""]...)
+	if account != "" {
+		out = append(out, d[account]...)
+	}
+	return out
 }
 
 // Acquire returns the active version of module name, pinned until release
@@ -100,8 +155,15 @@ func (r *Registry) Acquire(name string) (*wasm.Module, func()) {
 
 func key(name, version string) []byte { return []byte(name + "@" + version) }
 
-// Publish stores a version after proving it loads. It does not activate it.
+// Publish stores a gateway-wide version after proving it loads. It does
+// not activate it.
 func (r *Registry) Publish(ctx context.Context, manifestJSON, bin []byte, source string) (*manifest.Manifest, error) {
+	return r.PublishScoped(ctx, "", manifestJSON, bin, source)
+}
+
+// PublishScoped is Publish into a scope (an account id, or "" for the
+// gateway). The module is stored as Scoped(scope, manifest name).
+func (r *Registry) PublishScoped(ctx context.Context, scope string, manifestJSON, bin []byte, source string) (*manifest.Manifest, error) {
 	m, err := manifest.Parse(manifestJSON)
 	if err != nil {
 		return nil, err
@@ -114,7 +176,7 @@ func (r *Registry) Publish(ctx context.Context, manifestJSON, bin []byte, source
 	sum := sha256.Sum256(bin)
 	rec, _ := json.Marshal(Record{Manifest: manifestJSON, SHA256: hex.EncodeToString(sum[:]), Size: len(bin), Published: time.Now().UTC(), Source: source})
 	err = r.db.Update(func(tx *bolt.Tx) error {
-		k := key(m.Name, m.Version)
+		k := key(Scoped(scope, m.Name), m.Version)
 		if err := tx.Bucket(bucketBinaries).Put(k, bin); err != nil {
 			return err
 		}
@@ -125,6 +187,7 @@ func (r *Registry) Publish(ctx context.Context, manifestJSON, bin []byte, source
 
 // Activate makes version the active one for name.
 func (r *Registry) Activate(ctx context.Context, name, version string) error {
+	name = strings.Clone(name) // kept as a map key; callers' strings may alias reused buffers
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var rec Record
@@ -257,8 +320,13 @@ func (r *Registry) storedSHA(name, version string) string {
 	return rec.SHA256
 }
 
-// List returns every stored version.
-func (r *Registry) List() []Info {
+// List returns the stored versions visible from scope: the gateway's and,
+// for an account, its own (all of them for the empty scope).
+func (r *Registry) List(scope string) []Info {
+	prefix := scope + "/"
+	if scope == "" {
+		prefix = ""
+	}
 	var out []Info
 	_ = r.db.View(func(tx *bolt.Tx) error {
 		act := tx.Bucket(bucketActive)
@@ -268,6 +336,9 @@ func (r *Registry) List() []Info {
 				return nil
 			}
 			name, version, _ := strings.Cut(string(k), "@")
+			if strings.Contains(name, "/") && !strings.HasPrefix(name, prefix) {
+				return nil // another account's module
+			}
 			out = append(out, Info{
 				Name: name, Version: version, SHA256: rec.SHA256, Source: rec.Source,
 				Published: rec.Published, Active: string(act.Get([]byte(name))) == version,

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/validate"
@@ -91,7 +93,7 @@ func parseChat(c *fiber.Ctx, body []byte) (*chatRequest, *apierr.Error) {
 	})
 	gjson.GetBytes(body, "models").ForEach(func(_, v gjson.Result) bool { add(v.Str); return true })
 	if r.sessionID == "" {
-		r.sessionID = c.Get("X-Session-Id")
+		r.sessionID = strings.Clone(c.Get("X-Session-Id")) // kept by the sticky-session map
 		if len([]rune(r.sessionID)) > 256 {
 			return nil, apierr.BadRequest("x-session-id", "at most 256 characters")
 		}
@@ -145,6 +147,39 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.Config.Timeouts.Request))
+	pl, aerr := s.Pipeline.Build(req.key.AccountID, req.models[0], gjson.GetBytes(body, "plugins"))
+	if aerr != nil {
+		cancel()
+		return aerr
+	}
+	streaming := false // once the stream runs, it owns pl and cancel
+	defer func() {
+		if !streaming {
+			pl.Release()
+			cancel()
+		}
+	}()
+	genID := newGenerationID()
+	if !pl.Empty() {
+		pre, aerr := pl.Pre(ctx, body)
+		if aerr != nil {
+			return writeError(c, aerr, pipelineMeta(req, pl))
+		}
+		if pre.Respond != nil {
+			return s.respondFromPlugin(c, req, pl, genID, pre.Respond)
+		}
+		if !bytes.Equal(pre.Body, body) {
+			if err := validate.Chat(pre.Body); err != nil {
+				return writeError(c, &apierr.Error{Status: http.StatusBadGateway,
+					Message: "a plugin produced an invalid request: " + err.Message}, pipelineMeta(req, pl))
+			}
+			body = pre.Body
+			if req, aerr = parseChat(c, body); aerr != nil {
+				return aerr
+			}
+		}
+	}
 	plan, aerr := s.Router.Plan(route.Request{
 		Kind: catalog.KindChat, Models: req.models, Prefs: req.prefs, Params: req.params,
 		SessionID: req.sessionID, PromptTokens: req.prompt, MaxOutputTokens: req.maxOut,
@@ -152,12 +187,10 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if aerr != nil {
 		return writeError(c, aerr, nil)
 	}
-	genID := newGenerationID()
 	res, aerr := s.reserve(req.key, genID, plan.Attempts[0], body, req.maxOut, req.stream)
 	if aerr != nil {
 		return aerr
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.Config.Timeouts.Request))
 
 	var call *upstreamCall
 	var last *apierr.Error
@@ -184,7 +217,6 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		}
 	}
 	if call == nil {
-		cancel()
 		msg := "no attempt was made"
 		if last != nil {
 			msg = last.Message
@@ -196,6 +228,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		var meta map[string]any
 		if req.meta {
 			meta = plan.Metadata(req.models[0], nil, attempt)
+			meta["pipeline"] = pl.Stages
 		}
 		return writeError(c, last, meta)
 	}
@@ -208,7 +241,8 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	}
 	if req.stream {
 		call.headersReceived()
-		st := &stream{s: s, call: call, req: req, genID: genID, meta: meta, ctx: ctx, cancel: cancel, res: res}
+		st := &stream{s: s, call: call, req: req, genID: genID, meta: meta, ctx: ctx, cancel: cancel, res: res, pl: pl}
+		streaming = true
 		c.Set(fiber.HeaderContentType, "text/event-stream")
 		c.Set(fiber.HeaderCacheControl, "no-cache")
 		c.Set("X-Accel-Buffering", "no")
@@ -217,7 +251,6 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		c.Context().SetBodyStreamWriter(st.run)
 		return nil
 	}
-	defer cancel()
 	defer call.close()
 	raw, err := io.ReadAll(io.LimitReader(call.resp.Body, 64<<20))
 	call.headersReceived()
@@ -246,7 +279,24 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		usage = countChat(call.ep.Model.ID, body, completionText(raw))
 	}
 	usage.Requests = 1
-	raw, aerr = settleOK(res, raw, usage, gjson.GetBytes(raw, "choices.0.finish_reason").Str)
+	finish := gjson.GetBytes(raw, "choices.0.finish_reason").Str
+	var postErr *apierr.Error
+	if !pl.Empty() {
+		// The generation happened whatever a post plugin decides: it is
+		// charged either way.
+		if edited, err := pl.Post(ctx, raw); err != nil {
+			postErr = err
+		} else {
+			raw = edited
+		}
+		if meta != nil {
+			meta["pipeline"] = pl.Stages
+		}
+	}
+	raw, aerr = settleOK(res, raw, usage, finish)
+	if aerr == nil {
+		aerr = postErr
+	}
 	if aerr != nil {
 		return writeError(c, aerr, meta)
 	}
@@ -291,6 +341,7 @@ type stream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	res    *billing.Reservation
+	pl     *pipeline.Pipeline
 	text   strings.Builder // completion so far, for counting when usage is missing
 }
 
@@ -302,6 +353,7 @@ type sseItem struct {
 const keepAliveComment = ": SWITCHYARD PROCESSING\n\n"
 
 func (st *stream) run(w *bufio.Writer) {
+	defer st.pl.Release()
 	defer st.cancel()
 	defer st.call.close()
 	// Whatever way the stream ends, what was generated is charged once. A
@@ -419,6 +471,8 @@ loop:
 					return
 				}
 				ch = normalizeChunk(ch, st.genID, call.ep)
+				// Billing and health count what the upstream generated,
+				// before plugins edit it.
 				for _, c := range gjson.GetBytes(ch, "choices").Array() {
 					if t := c.Get("delta.content").Str; t != "" {
 						if !contentSent {
@@ -440,8 +494,19 @@ loop:
 					sawUsage, held = true, ch
 					continue
 				}
-				if !write(ch) {
-					return // client gone: the deferred cancel stops the upstream
+				out := [][]byte{ch}
+				if st.pl.HasChunkHooks() {
+					var err *apierr.Error
+					if out, err = st.pl.Chunk(st.ctx, ch); err != nil {
+						fail(err)
+						_ = write([]byte("[DONE]"))
+						return
+					}
+				}
+				for _, o := range out {
+					if !write(o) {
+						return // client gone: the deferred cancel stops the upstream
+					}
 				}
 			}
 		case <-keep.C:
@@ -468,6 +533,9 @@ loop:
 		return
 	}
 	if st.meta != nil {
+		if !st.pl.Empty() {
+			st.meta["pipeline"] = st.pl.Stages
+		}
 		b, _ := jsonMarshal(st.meta)
 		final, _ = sjson.SetRawBytes(final, "service_metadata", b)
 	}
@@ -505,4 +573,69 @@ func validJSONOr(b []byte) []byte {
 	}
 	q, _ := jsonMarshal(string(b))
 	return q
+}
+
+// pipelineMeta is the service_metadata of a request stopped by a plugin
+// before routing.
+func pipelineMeta(req *chatRequest, pl *pipeline.Pipeline) map[string]any {
+	if !req.meta {
+		return nil
+	}
+	return map[string]any{"requested": req.models[0], "pipeline": pl.Stages, "attempt": 0,
+		"strategy": "plugin", "summary": "answered by the plugin pipeline before routing", "is_byok": false}
+}
+
+func bytesEqual(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || string(a) == string(b))
+}
+
+// respondFromPlugin answers with the chat result a pre_request plugin
+// produced. Nothing went upstream, so nothing is charged. A streaming
+// request gets the result as a stream.
+func (s *Server) respondFromPlugin(c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, genID string, result []byte) error {
+	model := req.models[0]
+	result, _ = sjson.SetBytes(result, "id", genID)
+	result, _ = sjson.SetBytes(result, "model", model)
+	result, _ = sjson.SetBytes(result, "object", "chat.completion")
+	if !gjson.GetBytes(result, "created").Exists() {
+		result, _ = sjson.SetBytes(result, "created", time.Now().Unix())
+	}
+	if !gjson.GetBytes(result, "system_fingerprint").Exists() {
+		result, _ = sjson.SetRawBytes(result, "system_fingerprint", []byte("null"))
+	}
+	if !gjson.GetBytes(result, "usage").IsObject() {
+		result, _ = sjson.SetRawBytes(result, "usage", []byte(`{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"cost":0}`))
+	}
+	if m := pipelineMeta(req, pl); m != nil {
+		b, _ := jsonMarshal(m)
+		result, _ = sjson.SetRawBytes(result, "service_metadata", b)
+	}
+	c.Set("X-Generation-Id", genID)
+	if !req.stream {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(result)
+	}
+	head := `{"id":` + strconv.Quote(genID) + `,"object":"chat.completion.chunk","created":` +
+		strconv.FormatInt(time.Now().Unix(), 10) + `,"model":` + strconv.Quote(model) + `,"choices":`
+	var out []byte
+	gjson.GetBytes(result, "choices").ForEach(func(_, ch gjson.Result) bool {
+		idx := ch.Get("index").Int()
+		delta, _ := sjson.SetRawBytes([]byte(`{"role":"assistant"}`), "content", []byte(ch.Get("message.content").Raw))
+		chunk := head + `[{"index":` + strconv.FormatInt(idx, 10) + `,"delta":` + string(delta) + `,"finish_reason":null}]}`
+		out = append(out, "data: "+chunk+"\n\n"...)
+		fr := ch.Get("finish_reason").Raw
+		if fr == "" {
+			fr = `"stop"`
+		}
+		out = append(out, "data: "+head+`[{"index":`+strconv.FormatInt(idx, 10)+`,"delta":{},"finish_reason":`+fr+`}]}`+"\n\n"...)
+		return true
+	})
+	final := head + `[],"usage":` + gjson.GetBytes(result, "usage").Raw
+	if sm := gjson.GetBytes(result, "service_metadata"); sm.Exists() {
+		final += `,"service_metadata":` + sm.Raw
+	}
+	out = append(out, "data: "+final+"}\n\ndata: [DONE]\n\n"...)
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	return c.Send(out)
 }

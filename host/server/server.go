@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/route"
 )
 
@@ -30,7 +31,12 @@ type Deps struct {
 	Modules *modules.Registry
 	Router  *route.Router
 	Ledger  *billing.Ledger
-	Log     *slog.Logger
+	// Operator is the account whose management keys may manage
+	// gateway-wide modules (the bootstrap account).
+	Operator string
+	// Pipeline runs request plugins; nil means one over Modules.
+	Pipeline *pipeline.Runner
+	Log      *slog.Logger
 	// Client reaches upstreams; nil means a tuned default.
 	Client *http.Client
 	// Extra registers more routes on the authenticated /api/v1 group
@@ -64,6 +70,9 @@ func New(d Deps) *Server {
 			ExpectContinueTimeout: time.Second,
 		}}
 	}
+	if d.Pipeline == nil {
+		d.Pipeline = &pipeline.Runner{Modules: d.Modules}
+	}
 	s := &Server{Deps: d}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "switchyard",
@@ -82,6 +91,7 @@ func New(d Deps) *Server {
 	api.Post("/embeddings", s.embeddings)
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
 	api.Get("/models", s.listModels(""))
+	s.registerModuleAPI(api)
 	if d.Extra != nil {
 		d.Extra(api)
 	}

@@ -64,7 +64,13 @@ func plugin(p string, v gjson.Result) *apierr.Error {
 	}
 	known, ok := pluginFields[id.Str]
 	if !ok {
-		return bad(p+".id", "unknown plugin %q", id.Str)
+		// A third-party or account plugin: whether it is installed, and its
+		// options, are checked against its manifest's config_schema when the
+		// pipeline is built.
+		if e := v.Get("enabled"); e.Exists() {
+			return boolean(p+".enabled", e)
+		}
+		return nil
 	}
 	var err *apierr.Error
 	v.ForEach(func(k, val gjson.Result) bool {

@@ -180,7 +180,7 @@ func TestChatRejects(t *testing.T) {
 		{"sort value", base + `,"provider":{"sort":"cheapest"}}`, "provider.sort"},
 		{"sort partition", base + `,"provider":{"sort":{"by":"price","partition":"all"}}}`, "provider.sort.partition"},
 		// plugins (2.3 and section 8)
-		{"unknown plugin", base + `,"plugins":[{"id":"telepathy"}]}`, "plugins[0].id: unknown plugin \"telepathy\""},
+		{"third-party plugin enabled type", base + `,"plugins":[{"id":"telepathy","enabled":1}]}`, "plugins[0].enabled"},
 		{"plugin without id", base + `,"plugins":[{"enabled":true}]}`, "plugins[0].id: required"},
 		{"plugin enabled type", base + `,"plugins":[{"id":"web","enabled":"no"}]}`, "plugins[0].enabled"},
 		{"moderation has no enabled", base + `,"plugins":[{"id":"moderation","enabled":false}]}`, "plugins[0].enabled: unknown option"},

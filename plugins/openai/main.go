@@ -159,7 +159,6 @@ func writeInput(out *sdk.Out, v gjson.Result) {
 	out.Byte(']')
 }
 
-
 func onlyText(items gjson.Result) bool {
 	ok := true
 	items.ForEach(func(_, item gjson.Result) bool {

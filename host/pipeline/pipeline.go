@@ -1,0 +1,366 @@
+// Package pipeline runs request plugins around routing: pre_request hooks
+// see and may edit the unified request, answer it or block it; post_response
+// and post_chunk hooks see and may edit the result and each stream chunk.
+// Which plugins run is decided per request: the gateway's and the account's
+// default-on plugins, plus those the request's `plugins` array names, minus
+// those it disables with "enabled": false (spec 2.3).
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/wasm"
+	"github.com/tidwall/gjson"
+)
+
+// Runner builds per-request pipelines from the module registry.
+type Runner struct {
+	Modules *modules.Registry
+	schemas sync.Map // *wasm.Module → *jsonschema.Schema (nil: no schema)
+}
+
+type stage struct {
+	mod     *wasm.Module
+	release func()
+	name    string
+	index   int    // position in the request's plugins array, -1 for a default
+	ctx     []byte // the ctx field every hook of this stage gets
+}
+
+// Pipeline is the plugins of one request, pinned to the versions that were
+// active when it was built. Release it when the request ends.
+type Pipeline struct {
+	stages []*stage
+	// Stages are the service_metadata.pipeline entries, in order of running.
+	Stages []map[string]any
+}
+
+// Empty reports whether no plugin runs.
+func (p *Pipeline) Empty() bool { return p == nil || len(p.stages) == 0 }
+
+// Release unpins the module versions.
+func (p *Pipeline) Release() {
+	if p == nil {
+		return
+	}
+	for _, s := range p.stages {
+		s.release()
+	}
+	p.stages = nil
+}
+
+// Build resolves the plugins for a request of account: defaults first (the
+// gateway's, then the account's), then the request's list in its order.
+func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, *apierr.Error) {
+	p := &Pipeline{}
+	disabled := map[string]bool{}
+	type want struct {
+		id    string
+		index int
+		item  string
+	}
+	var listed []want
+	i := 0
+	plugins.ForEach(func(_, item gjson.Result) bool {
+		id := item.Get("id").Str
+		if e := item.Get("enabled"); e.Exists() && !e.Bool() {
+			disabled[id] = true
+		} else {
+			listed = append(listed, want{id: id, index: i, item: item.Raw})
+		}
+		i++
+		return true
+	})
+	seen := map[string]bool{}
+	add := func(id string, index int, item string) *apierr.Error {
+		if seen[id] {
+			return nil
+		}
+		mod, release, scoped := r.acquire(account, id)
+		if mod == nil {
+			if index < 0 {
+				return nil // a default that was deactivated since
+			}
+			return apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "unknown plugin %q: no such plugin is installed for this account", id)
+		}
+		if mod.Manifest.Kind != manifest.KindPlugin {
+			release()
+			return apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "%q is not a plugin", id)
+		}
+		if err := r.checkConfig(mod, index, id, item); err != nil {
+			release()
+			return err
+		}
+		seen[id] = true
+		if item == "" {
+			item = `{"id":` + strconv.Quote(id) + `}`
+		}
+		ctx := []byte(`{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped) + `}`)
+		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx})
+		return nil
+	}
+	for _, id := range r.Modules.Defaults(account) {
+		if disabled[id] {
+			continue
+		}
+		item := ""
+		for _, w := range listed {
+			if w.id == id {
+				item = w.item
+			}
+		}
+		if err := add(id, -1, item); err != nil {
+			p.Release()
+			return nil, err
+		}
+	}
+	for _, w := range listed {
+		if err := add(w.id, w.index, w.item); err != nil {
+			p.Release()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// acquire finds plugin id in the account's scope first, then globally.
+func (r *Runner) acquire(account, id string) (*wasm.Module, func(), string) {
+	if account != "" {
+		if m, rel := r.Modules.Acquire(modules.Scoped(account, id)); m != nil {
+			return m, rel, "account"
+		}
+	}
+	m, rel := r.Modules.Acquire(id)
+	return m, rel, "global"
+}
+
+// checkConfig validates a plugins[] item against the manifest's
+// config_schema, so a bad option is a 400 naming the plugin and the field.
+func (r *Runner) checkConfig(mod *wasm.Module, index int, id, item string) *apierr.Error {
+	if item == "" || len(mod.Manifest.ConfigSchema) == 0 {
+		return nil
+	}
+	sch, err := r.schema(mod)
+	if err != nil {
+		return &apierr.Error{Status: http.StatusBadGateway, Message: "plugin " + id + " has an invalid config_schema: " + err.Error()}
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(item))
+	if err != nil {
+		return apierr.BadRequest(fmt.Sprintf("plugins[%d]", index), "not valid JSON")
+	}
+	if err := sch.Validate(inst); err != nil {
+		field, msg := describe(err)
+		path := fmt.Sprintf("plugins[%d]", index)
+		if field != "" {
+			path += "." + field
+		}
+		return apierr.BadRequest(path, "invalid option of plugin %s: %s", id, msg)
+	}
+	return nil
+}
+
+func (r *Runner) schema(mod *wasm.Module) (*jsonschema.Schema, error) {
+	if s, ok := r.schemas.Load(mod); ok {
+		return s.(*jsonschema.Schema), nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(mod.Manifest.ConfigSchema))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("config.json", doc); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile("config.json")
+	if err != nil {
+		return nil, err
+	}
+	r.schemas.Store(mod, s)
+	return s, nil
+}
+
+// describe finds the deepest cause of a validation error: its field path and
+// its message.
+func describe(err error) (string, string) {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return "", err.Error()
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	msg := ve.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return strings.Join(ve.InstanceLocation, "."), msg
+}
+
+// Result of a pre_request run.
+type Result struct {
+	Body    []byte // the request after the plugins (same slice when unchanged)
+	Respond []byte // non-nil: answer with this chat result, no upstream call
+}
+
+// Pre runs the pre_request hooks in order.
+func (p *Pipeline) Pre(ctx context.Context, body []byte) (Result, *apierr.Error) {
+	res := Result{Body: body}
+	for _, s := range p.stages {
+		if !s.mod.Manifest.Has(abi.HookPreRequest) {
+			continue
+		}
+		out, err := s.mod.Call(ctx, abi.HookPreRequest, s.ctx, res.Body)
+		if err != nil {
+			return res, apierr.From(err)
+		}
+		action, b := string(out.Field(0)), out.Field(1)
+		p.record(s, "pre_request", action, out.Field(2))
+		switch action {
+		case abi.ActionContinue:
+			if len(b) > 0 {
+				if !gjson.ValidBytes(b) || !gjson.ParseBytes(b).IsObject() {
+					return res, s.fail("pre_request", "returned a request that is not a JSON object")
+				}
+				res.Body = b
+			}
+		case abi.ActionRespond:
+			if !gjson.ValidBytes(b) || !gjson.GetBytes(b, "choices").IsArray() {
+				return res, s.fail("pre_request", "responded with something that is not a chat result")
+			}
+			res.Respond = b
+			return res, nil
+		case abi.ActionBlock:
+			return res, s.block(b, p.Stages)
+		default:
+			return res, s.fail("pre_request", fmt.Sprintf("returned unknown action %q", action))
+		}
+	}
+	return res, nil
+}
+
+// Post runs the post_response hooks on a complete result.
+func (p *Pipeline) Post(ctx context.Context, result []byte) ([]byte, *apierr.Error) {
+	for _, s := range p.stages {
+		if !s.mod.Manifest.Has(abi.HookPostResponse) {
+			continue
+		}
+		out, err := s.mod.Call(ctx, abi.HookPostResponse, s.ctx, result)
+		if err != nil {
+			return nil, apierr.From(err)
+		}
+		action, b := string(out.Field(0)), out.Field(1)
+		p.record(s, "post_response", action, out.Field(2))
+		switch action {
+		case abi.ActionContinue:
+			if len(b) > 0 {
+				if !gjson.ValidBytes(b) {
+					return nil, s.fail("post_response", "returned a result that is not JSON")
+				}
+				result = b
+			}
+		case abi.ActionBlock:
+			return nil, s.block(b, p.Stages)
+		default:
+			return nil, s.fail("post_response", fmt.Sprintf("returned unknown action %q", action))
+		}
+	}
+	return result, nil
+}
+
+// HasChunkHooks reports whether any stage edits stream chunks.
+func (p *Pipeline) HasChunkHooks() bool {
+	for _, s := range p.stages {
+		if s.mod.Manifest.Has(abi.HookPostChunk) {
+			return true
+		}
+	}
+	return false
+}
+
+// Chunk runs the post_chunk hooks on one chunk; each may turn it into zero
+// or more chunks.
+func (p *Pipeline) Chunk(ctx context.Context, chunk []byte) ([][]byte, *apierr.Error) {
+	chunks := [][]byte{chunk}
+	for _, s := range p.stages {
+		if !s.mod.Manifest.Has(abi.HookPostChunk) {
+			continue
+		}
+		var next [][]byte
+		for _, c := range chunks {
+			out, err := s.mod.Call(ctx, abi.HookPostChunk, s.ctx, c)
+			if err != nil {
+				return nil, apierr.From(err)
+			}
+			switch string(out.Field(0)) {
+			case abi.ActionContinue:
+				next = append(next, out.Fields[1:]...)
+			case abi.ActionBlock:
+				return nil, s.block(out.Field(1), p.Stages)
+			default:
+				return nil, s.fail("post_chunk", fmt.Sprintf("returned unknown action %q", out.Field(0)))
+			}
+		}
+		chunks = next
+	}
+	return chunks, nil
+}
+
+// record adds a service_metadata.pipeline entry. A plugin may describe
+// itself with a summary object ({"type","summary","data",…}); the host sets
+// name and hook.
+func (p *Pipeline) record(s *stage, hook, action string, summary []byte) {
+	e := map[string]any{}
+	if len(summary) > 0 && gjson.ValidBytes(summary) {
+		_ = json.Unmarshal(summary, &e)
+	}
+	if e == nil {
+		e = map[string]any{}
+	}
+	if _, ok := e["type"]; !ok {
+		e["type"] = "plugin"
+	}
+	e["name"] = s.name
+	e["hook"] = hook
+	e["action"] = action
+	e["module"] = s.mod.ID
+	p.Stages = append(p.Stages, e)
+}
+
+func (s *stage) fail(hook, msg string) *apierr.Error {
+	return &apierr.Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("plugin %s (%s) %s in %s", s.name, s.mod.ID, msg, hook)}
+}
+
+// block turns a plugin's block body into the error the caller gets: 403
+// unless the plugin chose another 4xx, with its metadata (e.g. the patterns
+// a guardrail matched).
+func (s *stage) block(b []byte, stages []map[string]any) *apierr.Error {
+	e := &apierr.Error{Status: http.StatusForbidden, Message: "request blocked by plugin " + s.name}
+	if gjson.ValidBytes(b) {
+		if c := int(gjson.GetBytes(b, "code").Int()); c >= 400 && c < 500 {
+			e.Status = c
+		}
+		if m := gjson.GetBytes(b, "message").Str; m != "" {
+			e.Message = m
+		}
+		if md := gjson.GetBytes(b, "metadata"); md.IsObject() {
+			_ = json.Unmarshal([]byte(md.Raw), &e.Metadata)
+		}
+	}
+	if e.Metadata == nil {
+		e.Metadata = map[string]any{}
+	}
+	e.Metadata["plugin"] = s.name
+	return e
+}

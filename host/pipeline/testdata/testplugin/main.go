@@ -1,0 +1,91 @@
+//go:build wasip1
+
+// Command testplugin is a plugin whose behaviour the request chooses
+// (config "mode"), so tests can drive every pipeline path through a real
+// module: rewrite, respond, block, trap, spin, and chunk editing.
+package main
+
+import (
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/sdk"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+func main() {}
+
+func init() {
+	sdk.Handle(abi.HookPreRequest, pre)
+	sdk.Handle(abi.HookPostResponse, post)
+	sdk.Handle(abi.HookPostChunk, chunk)
+}
+
+func mode(in *sdk.In) string { return sdk.Get(in.Field(0), "config.mode").Str }
+
+var sink int
+
+func pre(in *sdk.In, out *sdk.Out) error {
+	body := in.Field(1)
+	switch mode(in) {
+	case "rewrite":
+		// Prefix the last user message, as a prompt-injection shield might.
+		n := len(gjson.GetBytes(body, "messages").Array())
+		b, _ := sjson.SetBytes(append([]byte(nil), body...), "messages."+itoa(n-1)+".content", "[checked] "+gjson.GetBytes(body, "messages."+itoa(n-1)+".content").Str)
+		out.FieldString(abi.ActionContinue)
+		out.Field(b)
+		out.FieldString(`{"type":"plugin","summary":"rewrote the last message"}`)
+	case "respond":
+		out.FieldString(abi.ActionRespond)
+		out.FieldString(`{"choices":[{"index":0,"message":{"role":"assistant","content":"answered by testplugin"},"finish_reason":"stop"}]}`)
+		out.FieldString(`{"type":"plugin","summary":"answered from cache"}`)
+	case "block":
+		out.FieldString(abi.ActionBlock)
+		out.FieldString(`{"code":403,"message":"blocked by testplugin: forbidden topic","metadata":{"patterns":["forbidden"]}}`)
+		out.FieldString(`{"type":"guardrail","summary":"matched 1 pattern","data":{"action":"block","detected":true,"patterns":["forbidden"]}}`)
+	case "trap":
+		var p *int
+		sink = *p // nil dereference: a Wasm trap
+	case "spin":
+		for {
+			sink++
+		}
+	default:
+		out.FieldString(abi.ActionContinue)
+		out.Field(nil)
+		out.Field(nil)
+	}
+	return nil
+}
+
+func post(in *sdk.In, out *sdk.Out) error {
+	out.FieldString(abi.ActionContinue)
+	if mode(in) == "shout" {
+		b, _ := sjson.SetBytes(append([]byte(nil), in.Field(1)...), "choices.0.message.content", "SHOUTED")
+		out.Field(b)
+	} else {
+		out.Field(nil)
+	}
+	out.Field(nil)
+	return nil
+}
+
+func chunk(in *sdk.In, out *sdk.Out) error {
+	out.FieldString(abi.ActionContinue)
+	c := in.Field(1)
+	if mode(in) == "shout" {
+		if t := gjson.GetBytes(c, "choices.0.delta.content"); t.Type == gjson.String && t.Str != "" {
+			b, _ := sjson.SetBytes(append([]byte(nil), c...), "choices.0.delta.content", "X")
+			out.Field(b)
+			return nil
+		}
+	}
+	out.Field(c)
+	return nil
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}

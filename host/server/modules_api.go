@@ -1,0 +1,215 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/modules"
+)
+
+// The module API publishes, activates, rolls back and lists Wasm modules
+// (docs/api.md). Management keys only. A key publishes into its account's
+// scope — plugins there run only for that account's keys — and keys of the
+// operator account (the bootstrap account) may also manage the gateway-wide
+// scope, where adapters live.
+func (s *Server) registerModuleAPI(api fiber.Router) {
+	g := api.Group("/modules", s.managementOnly)
+	g.Get("/", s.listModules)
+	g.Post("/", s.publishModule)
+	g.Post("/:name/activate", s.activateModule)
+	g.Post("/:name/rollback", s.rollbackModule)
+	g.Put("/:name/default", s.defaultModule)
+}
+
+func (s *Server) managementOnly(c *fiber.Ctx) error {
+	if k, _ := c.Locals(localsKey).(*keys.Key); k == nil || !k.Management {
+		return apierr.New(http.StatusForbidden, "Only management keys can perform this operation")
+	}
+	return c.Next()
+}
+
+// scopeOf maps the API's scope ("account", default, or "global") to a
+// registry scope, refusing the global scope to other accounts.
+func (s *Server) scopeOf(c *fiber.Ctx, scope string) (string, *apierr.Error) {
+	k := c.Locals(localsKey).(*keys.Key)
+	switch scope {
+	case "", "account":
+		return k.AccountID, nil
+	case "global":
+		if k.AccountID != s.Operator {
+			return "", apierr.New(http.StatusForbidden, "only the operator account can manage gateway-wide modules")
+		}
+		return "", nil
+	}
+	return "", apierr.BadRequest("scope", "must be account or global, got %q", scope)
+}
+
+type moduleView struct {
+	Name      string    `json:"name"`
+	Version   string    `json:"version"`
+	Scope     string    `json:"scope"`
+	SHA256    string    `json:"sha256"`
+	Active    bool      `json:"active"`
+	Default   bool      `json:"default"`
+	Source    string    `json:"source"`
+	Published time.Time `json:"published_at"`
+}
+
+func (s *Server) listModules(c *fiber.Ctx) error {
+	k := c.Locals(localsKey).(*keys.Key)
+	defaults := map[string]bool{}
+	for _, n := range s.Modules.Defaults("") {
+		defaults[n] = true
+	}
+	for _, n := range s.Modules.Defaults(k.AccountID) {
+		defaults[modules.Scoped(k.AccountID, n)] = true
+	}
+	out := []moduleView{}
+	for _, m := range s.Modules.List(k.AccountID) {
+		v := moduleView{Name: m.Name, Version: m.Version, Scope: "global", SHA256: m.SHA256, Active: m.Active,
+			Default: defaults[m.Name], Source: m.Source, Published: m.Published}
+		if n, ok := strings.CutPrefix(m.Name, k.AccountID+"/"); ok {
+			v.Name, v.Scope = n, "account"
+		}
+		out = append(out, v)
+	}
+	return c.JSON(fiber.Map{"data": out})
+}
+
+func (s *Server) publishModule(c *fiber.Ctx) error {
+	var req struct {
+		Manifest json.RawMessage `json:"manifest"`
+		Wasm     string          `json:"wasm"`
+		Scope    string          `json:"scope"`
+		Activate bool            `json:"activate"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(c.Body())))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return apierr.BadRequest("", "body must be {\"manifest\": {…}, \"wasm\": \"<base64>\", \"scope\": \"account\"|\"global\", \"activate\": bool}: %v", err)
+	}
+	if len(req.Manifest) == 0 {
+		return apierr.BadRequest("manifest", "required")
+	}
+	bin, err := base64.StdEncoding.DecodeString(req.Wasm)
+	if err != nil || len(bin) == 0 {
+		return apierr.BadRequest("wasm", "required: the module binary, base64-encoded")
+	}
+	scope, aerr := s.scopeOf(c, req.Scope)
+	if aerr != nil {
+		return aerr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := s.Modules.PublishScoped(ctx, scope, req.Manifest, bin, "api")
+	if err != nil {
+		// A manifest that does not parse or a module that does not load is
+		// the caller's to fix; the active version is untouched.
+		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
+	}
+	if req.Activate {
+		if err := s.Modules.Activate(ctx, modules.Scoped(scope, m.Name), m.Version); err != nil {
+			return apierr.New(http.StatusUnprocessableEntity, "%v", err)
+		}
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{"data": fiber.Map{"name": m.Name, "version": m.Version, "active": req.Activate}})
+}
+
+type scopeBody struct {
+	Version string `json:"version"`
+	Scope   string `json:"scope"`
+	Enabled *bool  `json:"enabled"`
+}
+
+func (s *Server) parseScopeBody(c *fiber.Ctx) (scopeBody, string, *apierr.Error) {
+	var b scopeBody
+	if len(c.Body()) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(c.Body())))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&b); err != nil {
+			return b, "", apierr.BadRequest("", "invalid JSON body: %v", err)
+		}
+	}
+	scope, err := s.scopeOf(c, b.Scope)
+	return b, scope, err
+}
+
+func (s *Server) activateModule(c *fiber.Ctx) error {
+	b, scope, aerr := s.parseScopeBody(c)
+	if aerr != nil {
+		return aerr
+	}
+	if b.Version == "" {
+		return apierr.BadRequest("version", "required")
+	}
+	return s.activate(c, modules.Scoped(scope, moduleParam(c)), b.Version)
+}
+
+func (s *Server) activate(c *fiber.Ctx, scoped, version string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Modules.Activate(ctx, scoped, version); err != nil {
+		if strings.Contains(err.Error(), "not published") {
+			return apierr.New(http.StatusNotFound, "%v", err)
+		}
+		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
+	}
+	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "version": version, "active": true}})
+}
+
+// rollbackModule activates the version published before the active one.
+func (s *Server) rollbackModule(c *fiber.Ctx) error {
+	_, scope, aerr := s.parseScopeBody(c)
+	if aerr != nil {
+		return aerr
+	}
+	scoped := modules.Scoped(scope, moduleParam(c))
+	var versions []modules.Info
+	active := -1
+	for _, m := range s.Modules.List(scope) {
+		if m.Name == scoped {
+			versions = append(versions, m)
+		}
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i].Published.Before(versions[j].Published) })
+	for i, v := range versions {
+		if v.Active {
+			active = i
+		}
+	}
+	if active <= 0 {
+		return apierr.New(http.StatusConflict, "module %s has no earlier version to roll back to", moduleParam(c))
+	}
+	return s.activate(c, scoped, versions[active-1].Version)
+}
+
+func (s *Server) defaultModule(c *fiber.Ctx) error {
+	b, scope, aerr := s.parseScopeBody(c)
+	if aerr != nil {
+		return aerr
+	}
+	if b.Enabled == nil {
+		return apierr.BadRequest("enabled", "required: true to run the plugin on every request of its scope")
+	}
+	scoped := modules.Scoped(scope, moduleParam(c))
+	if s.Modules.ActiveVersion(scoped) == "" {
+		return apierr.New(http.StatusNotFound, "no active module %s in this scope", moduleParam(c))
+	}
+	if err := s.Modules.SetDefault(scoped, *b.Enabled); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "default": *b.Enabled}})
+}
+
+// moduleParam copies the :name parameter: fiber's values alias the request
+// buffer, which is reused once the handler returns, and the registry keeps
+// the name.
+func moduleParam(c *fiber.Ctx) string { return strings.Clone(c.Params("name")) }

@@ -38,6 +38,27 @@ const ImportModule = "switchyard"
 // Host functions, importable under ImportModule only when the manifest grants them.
 const (
 	HostLog = "log" // log(level i32, ptr i32, len i32)
+	// HostHTTPRequest makes an outbound HTTP call through the host:
+	// http_request(ptr i32, len i32) -> i64 takes a frame [method, url,
+	// headers, body] and returns the size of the response frame [status,
+	// headers, body], or a negative code (see HTTPDenied) whose message is
+	// the response. The guest reads it with http_response(ptr i32, limit i32)
+	// -> i32, which copies at most limit bytes and returns the full size, so
+	// a guest whose buffer was too small asks again.
+	HostHTTPRequest  = "http_request"
+	HostHTTPResponse = "http_response"
+)
+
+// Grant names of manifest grants.host_functions.
+const (
+	GrantLog  = "log"
+	GrantHTTP = "http" // http_request and http_response, to grants.http_domains only
+)
+
+// http_request failure codes.
+const (
+	HTTPDenied int64 = -1 // the URL's host is not granted, or resolves to a private address
+	HTTPFailed int64 = -2 // the call failed (connection, timeout, size)
 )
 
 // Hook identifies what a call asks the module to do.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/switchyard/switchyard/abi"
 )
@@ -141,8 +142,13 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	for _, f := range m.Grants.HostFunctions {
-		if f != abi.HostLog {
-			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q", m.Name, f)
+		if f != abi.GrantLog && f != abi.GrantHTTP {
+			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q (log, http)", m.Name, f)
+		}
+	}
+	for _, d := range m.Grants.HTTPDomains {
+		if d == "" || strings.ContainsAny(d, "/:@ ") || strings.Count(d, "*") > 1 || (strings.Contains(d, "*") && !strings.HasPrefix(d, "*.")) {
+			return fmt.Errorf("manifest %s: grants.http_domains: %q must be a host name or *.domain", m.Name, d)
 		}
 	}
 	l := &m.Limits
@@ -173,8 +179,27 @@ func (m *Manifest) Has(h abi.Hook) bool { return contains(m.Hooks, h.String()) }
 // IsPassthrough reports whether the host may skip calling hook.
 func (m *Manifest) IsPassthrough(h abi.Hook) bool { return contains(m.Passthrough, h.String()) }
 
-// Grants reports whether the module may import host function f.
-func (m *Manifest) GrantsHostFunction(f string) bool { return contains(m.Grants.HostFunctions, f) }
+// GrantsHostFunction reports whether the module may import host function f
+// (an import name such as "http_request", or a grant name).
+func (m *Manifest) GrantsHostFunction(f string) bool {
+	if f == abi.HostHTTPRequest || f == abi.HostHTTPResponse {
+		f = abi.GrantHTTP
+	}
+	return contains(m.Grants.HostFunctions, f)
+}
+
+// GrantsDomain reports whether host is among grants.http_domains
+// ("*.example.com" matches its subdomains, not example.com itself).
+func (m *Manifest) GrantsDomain(host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, d := range m.Grants.HTTPDomains {
+		d = strings.ToLower(d)
+		if d == host || (strings.HasPrefix(d, "*.") && strings.HasSuffix(host, d[1:])) {
+			return true
+		}
+	}
+	return false
+}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

@@ -52,6 +52,9 @@ type Options struct {
 	Env map[string]string
 	// Credits funds the test account, in USD (default 1000; negative: none).
 	Credits float64
+	// AllowPrivateNetworks lets plugins granted http reach loopback (the
+	// fake servers); off, the SSRF guard is what tests see.
+	AllowPrivateNetworks bool
 }
 
 // Gateway is a running test gateway.
@@ -183,6 +186,7 @@ func Start(opts Options) (*Gateway, error) {
 	// One compilation cache for every test gateway: compiling a Go guest
 	// takes about half a second, loading it from the cache milliseconds.
 	engine := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), log)
+	engine.AllowPrivateNetworks = opts.AllowPrivateNetworks
 	g.closers = append(g.closers, func() { engine.Close(context.Background()) })
 	reg, err := modules.Open(db, engine, log)
 	if err != nil {

@@ -313,3 +313,50 @@ func TestHotSwapUnderLoad(t *testing.T) {
 		t.Fatalf("only %d requests ran during the swaps", ok.Load())
 	}
 }
+
+// TestPluginOutboundHTTP: a plugin reaches the network only through the
+// host, only to granted domains, and never to private or metadata
+// addresses (SSRF), even when granted.
+func TestPluginOutboundHTTP(t *testing.T) {
+	wasmPath, mf := testPlugin(t)
+	fetch := func(g *gatewaytest.Gateway, url string) string {
+		t.Helper()
+		resp, body := post(t, g, "/chat/completions", withPlugins(`[{"id":"testplugin","mode":"fetch","url":"`+url+`"}]`))
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+		}
+		return body.Get("choices.0.message.content").Str
+	}
+	guarded := start(t, gatewaytest.Options{})
+	if resp, body := publish(t, guarded, guarded.Key, wasmPath, mf, "global", true); resp.StatusCode != 201 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	port := strings.TrimPrefix(guarded.UpstreamURL["alpha"], "http://127.0.0.1:")
+	port = strings.TrimSuffix(port, "/v1")
+	for _, tc := range []struct{ name, url, want string }{
+		{"not granted", "https://example.com/", "fetch denied: domain example.com is not granted"},
+		{"loopback literal", "http://127.0.0.1:" + port + "/v1/models", "fetch denied"},
+		{"loopback by name", "http://localhost:" + port + "/v1/models", "fetch denied"},
+		{"cloud metadata", "http://169.254.169.254/latest/meta-data/", "fetch denied"},
+		{"not http", "file:///etc/passwd", "fetch denied"},
+		{"credentials in url", "http://user:pw@localhost:" + port + "/", "fetch denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fetch(guarded, tc.url); !strings.HasPrefix(got, tc.want) {
+				t.Fatalf("%q, want prefix %q", got, tc.want)
+			}
+		})
+	}
+	if n := guarded.Upstreams["alpha"].Count(); n != 0 {
+		t.Fatalf("the guard let %d requests through to the loopback server", n)
+	}
+
+	open := start(t, gatewaytest.Options{AllowPrivateNetworks: true})
+	if resp, body := publish(t, open, open.Key, wasmPath, mf, "global", true); resp.StatusCode != 201 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	got := fetch(open, open.UpstreamURL["alpha"]+"/models")
+	if !strings.HasPrefix(got, "fetched 200: ") || !strings.Contains(got, `"echo"`) {
+		t.Fatalf("granted fetch: %q", got)
+	}
+}

@@ -12,10 +12,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
@@ -28,6 +30,16 @@ import (
 type Engine struct {
 	cacheDir string
 	log      *slog.Logger
+
+	// AllowPrivateNetworks lets modules granted http reach loopback and
+	// private addresses. Off in production (SSRF); tests and local
+	// development turn it on. Set before the first Load.
+	AllowPrivateNetworks bool
+
+	seq       atomic.Uint64 // instance names are unique per engine
+	instances sync.Map      // instance name → *instance, for host functions
+	httpOnce  sync.Once
+	client    *http.Client
 
 	mu       sync.Mutex // guards runtimes and serialises compilation
 	runtimes map[runtimeKey]*runtime
@@ -93,6 +105,8 @@ func (e *Engine) runtimeFor(ctx context.Context, k runtimeKey) (*runtime, error)
 // that import what their manifest does not grant.
 func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	_, err := rt.NewHostModuleBuilder(abi.ImportModule).
+		NewFunctionBuilder().WithFunc(e.hostHTTPRequest).Export(abi.HostHTTPRequest).
+		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostHTTPResponse).
 		NewFunctionBuilder().
 		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
 			const max = 4096 // a module cannot flood the log
@@ -189,7 +203,7 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 		return refuse("%v", err)
 	}
 	mod := &Module{
-		Manifest: m, ID: id, rt: r.rt, compiled: compiled,
+		Manifest: m, ID: id, rt: r.rt, compiled: compiled, engine: e,
 		pool: make(chan *instance, m.Limits.PoolSize),
 	}
 	first, err := mod.instantiate(ctx)
@@ -250,7 +264,7 @@ func checkImports(c wazero.CompiledModule, m *manifest.Manifest) error {
 		case wasi_snapshot_preview1.ModuleName:
 			// Sandboxed by the module config: no files, no env, no real clock.
 		case abi.ImportModule:
-			if name != abi.HostLog {
+			if name != abi.HostLog && name != abi.HostHTTPRequest && name != abi.HostHTTPResponse {
 				return fmt.Errorf("imports unknown host function %s.%s", mod, name)
 			}
 			if !m.GrantsHostFunction(name) {
@@ -261,6 +275,14 @@ func checkImports(c wazero.CompiledModule, m *manifest.Manifest) error {
 		default:
 			return fmt.Errorf("imports %s.%s, which this host does not provide", mod, name)
 		}
+	}
+	return nil
+}
+
+// instanceOf finds the pooled instance a host function was called from.
+func (e *Engine) instanceOf(m api.Module) *instance {
+	if v, ok := e.instances.Load(m.Name()); ok {
+		return v.(*instance)
 	}
 	return nil
 }

@@ -71,6 +71,16 @@ func TestLoadRefuses(t *testing.T) {
 	if _, err := e.Load(context.Background(), m, module(logImport, abiFuncs("switchyard_abi_v1", nil), 1)); err == nil || !strings.Contains(err.Error(), "does not grant") {
 		t.Fatalf("ungranted log import: %v", err)
 	}
+	// Outbound HTTP is a grant of its own.
+	httpImport := []imp{{module: "switchyard", name: "http_request", params: []byte{i32, i32}, results: []byte{i64}}}
+	m.Grants.HostFunctions = []string{"log"}
+	if _, err := e.Load(context.Background(), m, module(httpImport, abiFuncs("switchyard_abi_v1", nil), 1)); err == nil || !strings.Contains(err.Error(), "http_request which its manifest does not grant") {
+		t.Fatalf("ungranted http import: %v", err)
+	}
+	m.Grants.HostFunctions = []string{"http"}
+	if _, err := e.Load(context.Background(), m, module(httpImport, abiFuncs("switchyard_abi_v1", nil), 1)); err != nil {
+		t.Fatalf("granted http import refused: %v", err)
+	}
 }
 
 func TestCallFailuresAreContained(t *testing.T) {

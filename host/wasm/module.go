@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/switchyard/switchyard/abi"
@@ -24,8 +23,8 @@ type Module struct {
 
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
+	engine   *Engine
 	pool     chan *instance
-	seq      atomic.Uint64
 
 	mu     sync.Mutex
 	live   int // instances alive (pooled or in use)
@@ -35,31 +34,36 @@ type Module struct {
 }
 
 type instance struct {
+	owner  *Module
+	name   string
 	mod    api.Module
 	input  api.Function
 	handle api.Function
 	mem    api.Memory
 	stack  [2]uint64
+	// pending is the response of the last http_request, until read.
+	pending []byte
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
-	name := fmt.Sprintf("%s#%d", m.ID, m.seq.Add(1))
+	name := fmt.Sprintf("%s#%d", m.ID, m.engine.seq.Add(1))
 	// No file system, environment, arguments or real clocks: a module only
 	// computes. wazero's defaults for clocks and randomness are fake and
 	// deterministic, which also makes modules reproducible.
 	cfg := wazero.NewModuleConfig().
 		WithName(name).
 		WithStartFunctions(abi.ExportInit)
+	// Registered before instantiation: start functions may already call
+	// host functions.
+	in := &instance{owner: m, name: name}
+	m.engine.instances.Store(name, in)
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
+		m.engine.instances.Delete(name)
 		return nil, err
 	}
-	return &instance{
-		mod:    mod,
-		input:  mod.ExportedFunction(abi.ExportInput),
-		handle: mod.ExportedFunction(abi.ExportHandle),
-		mem:    mod.Memory(),
-	}, nil
+	in.mod, in.input, in.handle, in.mem = mod, mod.ExportedFunction(abi.ExportInput), mod.ExportedFunction(abi.ExportHandle), mod.Memory()
+	return in, nil
 }
 
 // get takes an instance from the pool, creating one when the pool is empty
@@ -104,6 +108,7 @@ func (m *Module) put(in *instance) {
 }
 
 func (m *Module) discard(in *instance) {
+	m.engine.instances.Delete(in.name)
 	_ = in.mod.Close(context.Background())
 	m.mu.Lock()
 	m.live--

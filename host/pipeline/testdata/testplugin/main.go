@@ -42,6 +42,21 @@ func pre(in *sdk.In, out *sdk.Out) error {
 		out.FieldString(abi.ActionBlock)
 		out.FieldString(`{"code":403,"message":"blocked by testplugin: forbidden topic","metadata":{"patterns":["forbidden"]}}`)
 		out.FieldString(`{"type":"guardrail","summary":"matched 1 pattern","data":{"action":"block","detected":true,"patterns":["forbidden"]}}`)
+	case "fetch":
+		// Fetch config.url through the host and answer with what came back.
+		url := sdk.Get(in.Field(0), "config.url").Str
+		status, _, body, err := sdk.HTTP("GET", url, "Accept: application/json\n", nil)
+		text := "fetched " + itoa(status) + ": " + string(body)
+		if err != nil {
+			text = "fetch failed: " + err.Error()
+			if e, ok := err.(*sdk.HTTPError); ok && e.Denied {
+				text = "fetch denied: " + e.Message
+			}
+		}
+		out.FieldString(abi.ActionRespond)
+		b, _ := sjson.SetBytes([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`), "choices.0.message.content", text)
+		out.Field(b)
+		out.Field(nil)
 	case "trap":
 		var p *int
 		sink = *p // nil dereference: a Wasm trap

@@ -10,11 +10,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -77,6 +79,7 @@ func main() {
 			fmtDur(pct(d, 50)), fmtDur(pct(w, 50)), fmtDur(pct(w, 50)-pct(d, 50)), fmtDur(pct(w, 99)-pct(d, 99)),
 			drps, wrps, 100*wrps/drps)
 	}
+	pluginScenarios(client, g, *n)
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -177,5 +180,47 @@ func must(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
+	}
+}
+
+// pluginScenarios measures the request pipeline: the same 1 KB chat with 0,
+// 1 and 3 Wasm plugins (each runs a pre_request and a post_response hook).
+func pluginScenarios(client *http.Client, g *gatewaytest.Gateway, n int) {
+	root := gatewaytest.Root()
+	bin, err := os.ReadFile(filepath.Join(root, "build", "testdata", "testplugin.wasm"))
+	must(err)
+	mf, err := os.ReadFile(filepath.Join(root, "host", "pipeline", "testdata", "testplugin", "manifest.json"))
+	must(err)
+	for _, name := range []string{"bench1", "bench2", "bench3"} {
+		m := strings.Replace(string(mf), `"name": "testplugin"`, `"name": "`+name+`"`, 1)
+		body := fmt.Sprintf(`{"manifest":%s,"wasm":%q,"scope":"global","activate":true}`, m, base64.StdEncoding.EncodeToString(bin))
+		req, _ := http.NewRequest(http.MethodPost, g.URL+"/modules", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+g.Key)
+		resp, err := client.Do(req)
+		must(err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			must(fmt.Errorf("publish %s: status %d", name, resp.StatusCode))
+		}
+	}
+	fmt.Printf("\n%-22s %10s %10s %14s %14s\n", "pipeline (1KB json)", "p50", "p99", "added p50", "added p99")
+	var base []time.Duration
+	for _, k := range []int{0, 1, 3} {
+		var list []string
+		for i := 1; i <= k; i++ {
+			list = append(list, fmt.Sprintf(`{"id":"bench%d"}`, i))
+		}
+		b := body("test/chat", 1<<10, false)
+		b = []byte(strings.Replace(string(b), `{"model"`, `{"plugins":[`+strings.Join(list, ",")+`],"model"`, 1))
+		f := func() error { return do(client, g.URL+"/chat/completions", g.Key, b) }
+		for i := 0; i < 200; i++ {
+			must(f())
+		}
+		l := latencies(n, f)
+		if k == 0 {
+			base = l
+		}
+		fmt.Printf("%-22s %10s %10s %14s %14s\n", fmt.Sprintf("%d plugin(s)", k), fmtDur(pct(l, 50)), fmtDur(pct(l, 99)),
+			fmtDur(pct(l, 50)-pct(base, 50)), fmtDur(pct(l, 99)-pct(base, 99)))
 	}
 }

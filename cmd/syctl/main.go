@@ -12,6 +12,10 @@
 //	syctl -db PATH credits show -account ID
 //	syctl -db PATH generation show ID
 //	syctl -db PATH audit
+//	syctl -db PATH module list [-scope ACCOUNT]
+//	syctl -db PATH module publish -manifest FILE -wasm FILE [-scope ACCOUNT] [-activate]
+//	syctl -db PATH module activate [-scope ACCOUNT] NAME VERSION
+//	syctl -db PATH module rollback [-scope ACCOUNT] NAME
 //
 // -db defaults to $SWITCHYARD_DB. Opening the ledger runs crash recovery.
 package main
@@ -30,6 +34,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/store"
+	bolt "go.etcd.io/bbolt"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -46,6 +51,10 @@ commands:
   credits show -account ID
   generation show ID
   audit
+  module list [-scope ACCOUNT]
+  module publish -manifest FILE -wasm FILE [-scope ACCOUNT] [-activate]
+  module activate [-scope ACCOUNT] NAME VERSION
+  module rollback [-scope ACCOUNT] NAME
 
 -db defaults to $SWITCHYARD_DB. Run syctl while the gateway is stopped.
 `
@@ -54,6 +63,7 @@ commands:
 var errUsage = errors.New("usage")
 
 type cli struct {
+	db     *bolt.DB
 	out    io.Writer
 	asJSON bool
 	ks     *keys.Store
@@ -95,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer l.Close()
-	c := &cli{out: stdout, asJSON: *asJSON, ks: ks, l: l}
+	c := &cli{db: db, out: stdout, asJSON: *asJSON, ks: ks, l: l}
 	if err := c.dispatch(rest, stderr); err != nil {
 		if errors.Is(err, errUsage) {
 			fmt.Fprint(stderr, usage)
@@ -121,6 +131,8 @@ func (c *cli) dispatch(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("syctl "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	switch cmd {
+	case "module list", "module publish", "module activate", "module rollback":
+		return c.module(cmd, fs, rest)
 	case "account create":
 		name := fs.String("name", "", "account name")
 		if err := parse(fs, rest, 0); err != nil {

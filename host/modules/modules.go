@@ -360,3 +360,32 @@ func (r *Registry) Close() {
 		m.Retire()
 	}
 }
+
+// ErrNoEarlier is returned by Rollback when there is nothing to go back to.
+var ErrNoEarlier = errors.New("no earlier version to roll back to")
+
+// Rollback activates the version of scopedName published before the active
+// one, and returns it.
+func (r *Registry) Rollback(ctx context.Context, scopedName string) (string, error) {
+	scope := ""
+	if i := strings.LastIndexByte(scopedName, '/'); i >= 0 {
+		scope = scopedName[:i]
+	}
+	var versions []Info
+	for _, m := range r.List(scope) {
+		if m.Name == scopedName {
+			versions = append(versions, m)
+		}
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i].Published.Before(versions[j].Published) })
+	for i, v := range versions {
+		if v.Active {
+			if i == 0 {
+				break
+			}
+			prev := versions[i-1].Version
+			return prev, r.Activate(ctx, scopedName, prev)
+		}
+	}
+	return "", fmt.Errorf("module %s: %w", scopedName, ErrNoEarlier)
+}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -171,24 +171,16 @@ func (s *Server) rollbackModule(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
-	scoped := modules.Scoped(scope, moduleParam(c))
-	var versions []modules.Info
-	active := -1
-	for _, m := range s.Modules.List(scope) {
-		if m.Name == scoped {
-			versions = append(versions, m)
-		}
-	}
-	sort.Slice(versions, func(i, j int) bool { return versions[i].Published.Before(versions[j].Published) })
-	for i, v := range versions {
-		if v.Active {
-			active = i
-		}
-	}
-	if active <= 0 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	version, err := s.Modules.Rollback(ctx, modules.Scoped(scope, moduleParam(c)))
+	switch {
+	case errors.Is(err, modules.ErrNoEarlier):
 		return apierr.New(http.StatusConflict, "module %s has no earlier version to roll back to", moduleParam(c))
+	case err != nil:
+		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
 	}
-	return s.activate(c, scoped, versions[active-1].Version)
+	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "version": version, "active": true}})
 }
 
 func (s *Server) defaultModule(c *fiber.Ctx) error {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/host/gatewaytest"
+)
+
+func TestModuleCommands(t *testing.T) {
+	root := gatewaytest.Root()
+	db := filepath.Join(t.TempDir(), "sy.db")
+	manifest := filepath.Join(root, "plugins", "openai", "manifest.json")
+	bin := filepath.Join(root, "build", "wasm", "openai.wasm")
+	mf, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := filepath.Join(t.TempDir(), "next.json")
+	if err := os.WriteFile(next, []byte(strings.Replace(string(mf), `"1.0.0"`, `"1.0.1"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(mf), `"abi": 1`, `"abi": 2`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"module", "publish", "-manifest", manifest, "-wasm", bin, "-activate"}, 0, "published openai@1.0.0 (active: true)"},
+		{[]string{"module", "publish", "-manifest", next, "-wasm", bin}, 0, "published openai@1.0.1 (active: false)"},
+		{[]string{"module", "publish", "-manifest", bad, "-wasm", bin}, 1, ""},
+		{[]string{"module", "publish", "-manifest", manifest, "-wasm", manifest}, 1, ""},
+		{[]string{"module", "activate", "openai", "1.0.1"}, 0, "activated openai@1.0.1"},
+		{[]string{"module", "list"}, 0, "1.0.1    true"},
+		{[]string{"module", "rollback", "openai"}, 0, "rolled back openai to 1.0.0"},
+		{[]string{"module", "rollback", "openai"}, 1, ""},
+		{[]string{"module", "activate", "openai", "9.9.9"}, 1, ""},
+		{[]string{"module", "activate", "openai"}, 2, ""},
+	} {
+		code, out, stderr := syctl(t, db, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Fatalf("%v: code %d out %q stderr %q; want %d and %q", tc.args, code, out, stderr, tc.code, tc.want)
+		}
+	}
+}

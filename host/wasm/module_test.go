@@ -77,15 +77,42 @@ func TestOpenAIChatRequest(t *testing.T) {
 	}
 }
 
-func BenchmarkChatRequest1KB(b *testing.B) {
+// BenchmarkAdapterHooks measures each hook of the OpenAI adapter through the
+// native ABI: one copy in, the guest's transform, one copy out. The
+// response and stream hooks are declared passthrough, so the host never
+// calls them on the request path; they are measured for adapters that do.
+func BenchmarkAdapterHooks(b *testing.B) {
 	mod := loadOpenAI(b)
-	body := `{"model":"openai/gpt-4o","messages":[{"role":"system","content":"` + strings.Repeat("x", 900) + `"},{"role":"user","content":"hi"}],"temperature":0.5}`
-	ctx := []byte(`{"model":"gpt-4o","drop":[]}`)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := mod.Call(context.Background(), abi.HookChatRequest, ctx, []byte(body)); err != nil {
-			b.Fatal(err)
-		}
+	chat := func(n int) []byte {
+		return []byte(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"` + strings.Repeat("x", n) + `"},{"role":"user","content":"hi"}],"temperature":0.5,"provider":{"sort":"price"}}`)
+	}
+	chunk := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"word "},"finish_reason":null}]}`)
+	ctx := []byte(`{"model":"gpt-4o","provider":"openai","stream":false,"drop":["top_k"]}`)
+	cases := []struct {
+		name   string
+		hook   abi.Hook
+		fields [][]byte
+	}{
+		{"chat_request/1KB", abi.HookChatRequest, [][]byte{ctx, chat(900)}},
+		{"chat_request/10KB", abi.HookChatRequest, [][]byte{ctx, chat(10 << 10)}},
+		{"chat_request/100KB", abi.HookChatRequest, [][]byte{ctx, chat(100 << 10)}},
+		{"embed_request/batch8", abi.HookEmbedRequest, [][]byte{ctx, []byte(`{"model":"openai/te3","input":["a","b","c","d","e","f","g","h"]}`)}},
+		{"chat_stream_event", abi.HookChatStreamEvent, [][]byte{ctx, chunk}},
+		{"error", abi.HookError, [][]byte{ctx, []byte("429"), []byte(`{"error":{"message":"Rate limit reached","type":"requests"}}`)}},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			size := 0
+			for _, f := range tc.fields {
+				size += len(f)
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := mod.Call(context.Background(), tc.hook, tc.fields...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -67,7 +67,7 @@ type Hook uint32
 const (
 	HookChatRequest     Hook = 1 // in: ctx, body           out: method, path, headers, body
 	HookChatResponse    Hook = 2 // in: ctx, body           out: body
-	HookChatStreamEvent Hook = 3 // in: ctx, event data     out: zero or more chunk bodies
+	HookChatStreamEvent Hook = 3 // in: ctx, event data, state   out: state, zero or more chunk bodies
 	HookEmbedRequest    Hook = 4 // in: ctx, body           out: method, path, headers, body
 	HookEmbedResponse   Hook = 5 // in: ctx, body           out: body
 	HookError           Hook = 6 // in: ctx, status, body   out: status, message

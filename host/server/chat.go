@@ -401,7 +401,9 @@ func (st *stream) run(w *bufio.Writer) {
 			return
 		}
 	}
-	var held []byte // the chunk carrying usage: held so the final chunk can carry metadata
+	var held []byte  // the chunk carrying usage: held so the final chunk can carry metadata
+	var state []byte // the adapter's stream state
+	ectx := adapterCtx(call.ep, true, nil)
 	sawUsage, contentSent, finished := false, false, false
 	finish := ""
 	completion := 0
@@ -451,13 +453,17 @@ loop:
 			}
 			chunks := [][]byte{it.data}
 			if !call.mod.Manifest.IsPassthrough(abi.HookChatStreamEvent) {
-				out, err := call.mod.Call(st.ctx, abi.HookChatStreamEvent, adapterCtx(call.ep, true, nil), it.data)
+				// Adapters keep per-stream state (a message id, token counts)
+				// in a field the host hands back with the next event: any
+				// pooled instance can take the next call.
+				out, err := call.mod.Call(st.ctx, abi.HookChatStreamEvent, ectx, it.data, state)
 				if err != nil {
 					fail(apierr.From(err))
 					_ = write([]byte("[DONE]"))
 					return
 				}
-				chunks = out.Fields
+				state = out.Field(0)
+				chunks = out.Fields[min(1, len(out.Fields)):]
 			}
 			for _, ch := range chunks {
 				if !gjson.ValidBytes(ch) {

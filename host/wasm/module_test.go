@@ -97,7 +97,7 @@ func BenchmarkAdapterHooks(b *testing.B) {
 		{"chat_request/10KB", abi.HookChatRequest, [][]byte{ctx, chat(10 << 10)}},
 		{"chat_request/100KB", abi.HookChatRequest, [][]byte{ctx, chat(100 << 10)}},
 		{"embed_request/batch8", abi.HookEmbedRequest, [][]byte{ctx, []byte(`{"model":"openai/te3","input":["a","b","c","d","e","f","g","h"]}`)}},
-		{"chat_stream_event", abi.HookChatStreamEvent, [][]byte{ctx, chunk}},
+		{"chat_stream_event", abi.HookChatStreamEvent, [][]byte{ctx, chunk, nil}},
 		{"error", abi.HookError, [][]byte{ctx, []byte("429"), []byte(`{"error":{"message":"Rate limit reached","type":"requests"}}`)}},
 	}
 	for _, tc := range cases {

@@ -25,7 +25,7 @@ func main() {}
 func init() {
 	sdk.Handle(abi.HookChatRequest, chatRequest)
 	sdk.Handle(abi.HookChatResponse, passBody)
-	sdk.Handle(abi.HookChatStreamEvent, passBody)
+	sdk.Handle(abi.HookChatStreamEvent, passEvent)
 	sdk.Handle(abi.HookEmbedRequest, embedRequest)
 	sdk.Handle(abi.HookEmbedResponse, passBody)
 	sdk.Handle(abi.HookError, mapError)
@@ -171,6 +171,13 @@ func onlyText(items gjson.Result) bool {
 		return ok
 	})
 	return ok
+}
+
+// passEvent keeps no stream state: OpenAI's chunks are already unified.
+func passEvent(in *sdk.In, out *sdk.Out) error {
+	out.Field(nil)
+	out.Field(in.Field(1))
+	return nil
 }
 
 func passBody(in *sdk.In, out *sdk.Out) error {

@@ -48,6 +48,9 @@ type Options struct {
 	Mutate func(*config.Config)
 	// Quiet discards the gateway's log.
 	Quiet bool
+	// Anthropic are fake Anthropic Messages upstreams to start; their
+	// "{{url:slug}}" is replaced too (model test/claude uses the first).
+	Anthropic []string
 	// Env is what the gateway reads for provider API key variables.
 	Env map[string]string
 	// Credits funds the test account, in USD (default 1000; negative: none).
@@ -62,6 +65,7 @@ type Gateway struct {
 	URL         string // base URL including /api/v1
 	Key         string
 	Upstreams   map[string]*demo.Server
+	Anthropics  map[string]*demo.Anthropic
 	UpstreamURL map[string]string
 	Modules     *modules.Registry
 	Keys        *keys.Store
@@ -105,7 +109,7 @@ func DefaultYAML(providers []string) string {
 
 // Start runs a gateway. Call Close when done.
 func Start(opts Options) (*Gateway, error) {
-	g := &Gateway{Key: Key, Upstreams: map[string]*demo.Server{}, UpstreamURL: map[string]string{}}
+	g := &Gateway{Key: Key, Upstreams: map[string]*demo.Server{}, Anthropics: map[string]*demo.Anthropic{}, UpstreamURL: map[string]string{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -124,6 +128,14 @@ func Start(opts Options) (*Gateway, error) {
 		hs := httptest.NewServer(up)
 		g.closers = append(g.closers, hs.Close)
 		g.Upstreams[p] = up
+		g.UpstreamURL[p] = hs.URL + "/v1"
+		yml = strings.ReplaceAll(yml, "{{url:"+p+"}}", hs.URL+"/v1")
+	}
+	for _, p := range opts.Anthropic {
+		up := demo.NewAnthropic()
+		hs := httptest.NewServer(up)
+		g.closers = append(g.closers, hs.Close)
+		g.Anthropics[p] = up
 		g.UpstreamURL[p] = hs.URL + "/v1"
 		yml = strings.ReplaceAll(yml, "{{url:"+p+"}}", hs.URL+"/v1")
 	}

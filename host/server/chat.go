@@ -562,6 +562,9 @@ func chunkHead(genID string, ep *catalog.Endpoint) string {
 }
 
 func normalizeChunk(ch []byte, genID string, ep *catalog.Endpoint) []byte {
+	if !gjson.GetBytes(ch, "created").Exists() {
+		ch, _ = sjson.SetBytes(ch, "created", time.Now().Unix())
+	}
 	ch, _ = sjson.SetBytes(ch, "id", genID)
 	ch, _ = sjson.SetBytes(ch, "model", ep.Model.ID)
 	ch, _ = sjson.SetBytes(ch, "provider", ep.Provider.Slug)

@@ -1,0 +1,169 @@
+package demo
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Anthropic is a fake of Anthropic's Messages API (POST /v1/messages) in its
+// real wire format: required headers and fields, message JSON, the named
+// SSE events of a stream, and its error bodies. Like Server it echoes the
+// last user message and takes Faults; when the request offers tools and
+// the last user message mentions "weather", it calls the first tool.
+type Anthropic struct{ Server }
+
+// NewAnthropic returns a healthy fake.
+func NewAnthropic() *Anthropic { return &Anthropic{} }
+
+func anthropicError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(msg)
+	fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%s}}`, typ, b)
+}
+
+func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.count.Add(1)
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	a.mu.Lock()
+	f := a.faults
+	a.last = Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	a.mu.Unlock()
+	if f.Delay > 0 {
+		select {
+		case <-time.After(f.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if f.Status != 0 && f.Status != http.StatusOK {
+		if f.ErrorBody != "" {
+			w.WriteHeader(f.Status)
+			_, _ = io.WriteString(w, f.ErrorBody)
+			return
+		}
+		typ := map[int]string{400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error", 529: "overloaded_error"}[f.Status]
+		if typ == "" {
+			typ = "api_error"
+		}
+		anthropicError(w, f.Status, typ, fmt.Sprintf("demo fault: status %d", f.Status))
+		return
+	}
+	if r.Method != http.MethodPost || strings.TrimPrefix(r.URL.Path, "/v1") != "/messages" {
+		anthropicError(w, http.StatusNotFound, "not_found_error", "Not found")
+		return
+	}
+	if r.Header.Get("anthropic-version") == "" {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
+		return
+	}
+	var req struct {
+		Model     string `json:"model"`
+		MaxTokens int    `json:"max_tokens"`
+		Stream    bool   `json:"stream"`
+		Messages  []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "invalid JSON body")
+		return
+	}
+	switch {
+	case req.Model == "":
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "model: Field required")
+		return
+	case req.MaxTokens < 1:
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "max_tokens: Field required")
+		return
+	case len(req.Messages) == 0:
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "messages: at least one message is required")
+		return
+	}
+	lastUser := ""
+	input := 0
+	for _, m := range req.Messages {
+		t := text(m.Content)
+		input += words(t) + 3
+		if m.Role == "user" {
+			lastUser = t
+		}
+	}
+	reply := f.Reply
+	if reply == "" {
+		reply = "This is the Switchyard demo of Anthropic (offline). You said: " + lastUser
+	}
+	toks := strings.SplitAfter(reply, " ")
+	stop := "end_turn"
+	if req.MaxTokens < len(toks) {
+		toks, stop = toks[:req.MaxTokens], "max_tokens"
+	}
+	var tool string
+	if len(req.Tools) > 0 && strings.Contains(lastUser, "weather") {
+		tool, stop = req.Tools[0].Name, "tool_use"
+	}
+	id := fmt.Sprintf("msg_demo%d", time.Now().UnixNano())
+	if !req.Stream {
+		content := []map[string]any{{"type": "text", "text": strings.Join(toks, "")}}
+		if tool != "" {
+			content = append(content, map[string]any{"type": "tool_use", "id": "toolu_demo1", "name": tool, "input": map[string]any{"city": "Oslo"}})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": content,
+			"stop_reason": stop, "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": input, "output_tokens": len(toks), "cache_read_input_tokens": 2},
+		})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	n := 0
+	send := func(event, data string) bool {
+		if f.CutAfter > 0 && n >= f.CutAfter {
+			return false
+		}
+		n++
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
+		if fl != nil {
+			fl.Flush()
+		}
+		if f.ChunkDelay > 0 {
+			select {
+			case <-time.After(f.ChunkDelay):
+			case <-r.Context().Done():
+				a.cancelled.Add(1)
+				return false
+			}
+		}
+		return true
+	}
+	ok := send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%q,"type":"message","role":"assistant","content":[],"model":%q,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":2,"output_tokens":1}}}`, id, req.Model, input)) &&
+		send("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) &&
+		send("ping", `{"type": "ping"}`)
+	for _, t := range toks {
+		if !ok {
+			return
+		}
+		c, _ := json.Marshal(t)
+		ok = send("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+string(c)+`}}`)
+	}
+	ok = ok && send("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	if tool != "" {
+		ok = ok && send("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_demo1","name":`+fmt.Sprintf("%q", tool)+`,"input":{}}}`) &&
+			send("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\": "}}`) &&
+			send("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"Oslo\"}"}}`) &&
+			send("content_block_stop", `{"type":"content_block_stop","index":1}`)
+	}
+	ok = ok && send("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, stop, len(toks)))
+	_ = ok && send("message_stop", `{"type":"message_stop"}`)
+}

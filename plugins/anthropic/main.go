@@ -1,0 +1,442 @@
+//go:build wasip1
+
+// Command anthropic is the adapter for Anthropic's Messages API: it turns
+// the unified (OpenAI-shaped) chat request into a Messages request, and
+// Messages results and stream events back into chat completions and
+// chunks. The provider key goes in x-api-key through the host's
+// ${API_KEY} placeholder.
+package main
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/sdk"
+	"github.com/tidwall/gjson"
+)
+
+var build = "anthropic/1.0.0"
+
+func main() {}
+
+func init() {
+	sdk.Handle(abi.HookChatRequest, chatRequest)
+	sdk.Handle(abi.HookChatResponse, chatResponse)
+	sdk.Handle(abi.HookChatStreamEvent, streamEvent)
+	sdk.Handle(abi.HookError, mapError)
+}
+
+// defaultMaxTokens is sent when the caller gave no bound: the Messages API
+// requires one.
+const defaultMaxTokens = 4096
+
+// thinkingBudget maps reasoning effort to Anthropic's thinking budget.
+var thinkingBudget = map[string]int{
+	"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32000, "max": 32000,
+}
+
+func q(s string) string { return string(sdk.AppendJSONString(nil, s)) }
+
+func chatRequest(in *sdk.In, out *sdk.Out) error {
+	ctx, body := in.Field(0), in.Field(1)
+	req := gjson.ParseBytes(body)
+	drop := map[string]bool{}
+	sdk.Get(ctx, "drop").ForEach(func(_, v gjson.Result) bool { drop[v.Str] = true; return true })
+	param := func(name string) gjson.Result {
+		if drop[name] {
+			return gjson.Result{}
+		}
+		if v := req.Get(name); v.Type != gjson.Null {
+			return v
+		}
+		return gjson.Result{}
+	}
+
+	out.FieldString("POST")
+	out.FieldString("/messages")
+	out.FieldString("x-api-key: " + abi.APIKeyPlaceholder + "\nanthropic-version: 2023-06-01\nContent-Type: application/json\nX-Switchyard-Adapter: " + build + "\n")
+	out.Open()
+	out.Byte('{')
+	out.MemberString("model", sdk.Get(ctx, "model").Str)
+
+	maxTokens := defaultMaxTokens
+	if v := param("max_completion_tokens"); v.Exists() {
+		maxTokens = int(v.Int())
+	} else if v := param("max_tokens"); v.Exists() {
+		maxTokens = int(v.Int())
+	}
+	effort := req.Get("reasoning.effort").Str
+	if e := req.Get("reasoning_effort").Str; e != "" {
+		effort = e
+	}
+	budget := 0
+	if !drop["reasoning"] && !drop["reasoning_effort"] {
+		budget = thinkingBudget[effort]
+		if mt := req.Get("reasoning.max_tokens"); mt.Exists() {
+			budget = int(mt.Int())
+		}
+	}
+	if budget > 0 && maxTokens <= budget {
+		maxTokens = budget + defaultMaxTokens
+	}
+	out.Member("max_tokens", strconv.Itoa(maxTokens))
+	if budget > 0 {
+		out.Member("thinking", `{"type":"enabled","budget_tokens":`+strconv.Itoa(budget)+`}`)
+	}
+
+	// System and developer messages become the system prompt.
+	var system []string
+	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		if r := m.Get("role").Str; r == "system" || r == "developer" {
+			system = append(system, text(m.Get("content")))
+		}
+		return true
+	})
+	if len(system) > 0 {
+		out.MemberString("system", strings.Join(system, "\n\n"))
+	}
+	out.Member("messages", "[")
+	first := true
+	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		var b []byte
+		switch m.Get("role").Str {
+		case "user":
+			b = append(b, `{"role":"user","content":`...)
+			b = userContent(b, m.Get("content"))
+		case "assistant":
+			b = append(b, `{"role":"assistant","content":`...)
+			b = assistantContent(b, m)
+		case "tool":
+			b = append(b, `{"role":"user","content":[{"type":"tool_result","tool_use_id":`...)
+			b = append(b, q(m.Get("tool_call_id").Str)...)
+			b = append(b, `,"content":`...)
+			b = append(b, q(text(m.Get("content")))...)
+			b = append(b, "}]"...)
+		default:
+			return true
+		}
+		b = append(b, '}')
+		if !first {
+			out.Byte(',')
+		}
+		first = false
+		out.Write(b)
+		return true
+	})
+	out.Byte(']')
+
+	if budget == 0 { // Anthropic refuses sampling parameters with thinking on
+		for _, p := range []string{"temperature", "top_p", "top_k"} {
+			if v := param(p); v.Exists() {
+				out.Member(p, v.Raw)
+			}
+		}
+	}
+	if v := param("stop"); v.Exists() {
+		if v.Type == gjson.String {
+			out.Member("stop_sequences", "["+v.Raw+"]")
+		} else {
+			out.Member("stop_sequences", v.Raw)
+		}
+	}
+	if req.Get("stream").Bool() {
+		out.Member("stream", "true")
+	}
+	if tools := param("tools"); tools.IsArray() && len(tools.Array()) > 0 {
+		var b []byte
+		b = append(b, '[')
+		i := 0
+		tools.ForEach(func(_, t gjson.Result) bool {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			i++
+			f := t.Get("function")
+			b = append(b, `{"name":`...)
+			b = append(b, q(f.Get("name").Str)...)
+			if d := f.Get("description"); d.Exists() {
+				b = append(b, `,"description":`...)
+				b = append(b, q(d.Str)...)
+			}
+			schema := f.Get("parameters").Raw
+			if schema == "" {
+				schema = `{"type":"object","properties":{}}`
+			}
+			b = append(b, `,"input_schema":`...)
+			b = append(b, schema...)
+			b = append(b, '}')
+			return true
+		})
+		b = append(b, ']')
+		out.Member("tools", string(b))
+		if tc := toolChoice(param("tool_choice"), param("parallel_tool_calls")); tc != "" {
+			out.Member("tool_choice", tc)
+		}
+	}
+	if u := req.Get("user"); u.Type == gjson.String && u.Str != "" {
+		out.Member("metadata", `{"user_id":`+q(u.Str)+`}`)
+	}
+	out.Byte('}')
+	out.Close()
+	return nil
+}
+
+func toolChoice(tc, parallel gjson.Result) string {
+	extra := ""
+	if parallel.Exists() && !parallel.Bool() {
+		extra = `,"disable_parallel_tool_use":true`
+	}
+	switch {
+	case tc.Str == "none":
+		return `{"type":"none"}`
+	case tc.Str == "required":
+		return `{"type":"any"` + extra + `}`
+	case tc.Get("function.name").Exists():
+		return `{"type":"tool","name":` + q(tc.Get("function.name").Str) + extra + `}`
+	case extra != "":
+		return `{"type":"auto"` + extra + `}`
+	}
+	return ""
+}
+
+// text flattens a content value (string or parts) to its text.
+func text(c gjson.Result) string {
+	if c.Type == gjson.String {
+		return c.Str
+	}
+	var parts []string
+	c.ForEach(func(_, p gjson.Result) bool {
+		if p.Get("type").Str == "text" {
+			parts = append(parts, p.Get("text").Str)
+		}
+		return true
+	})
+	return strings.Join(parts, "\n")
+}
+
+func userContent(b []byte, c gjson.Result) []byte {
+	if c.Type == gjson.String {
+		return append(b, q(c.Str)...)
+	}
+	b = append(b, '[')
+	n := 0
+	c.ForEach(func(_, p gjson.Result) bool {
+		var block string
+		switch p.Get("type").Str {
+		case "text":
+			block = `{"type":"text","text":` + q(p.Get("text").Str) + `}`
+		case "image_url":
+			block = imageBlock(p.Get("image_url.url").Str)
+		default:
+			return true
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = append(b, block...)
+		return true
+	})
+	return append(b, ']')
+}
+
+// imageBlock turns an image URL (https or a data: URL) into an image block.
+func imageBlock(url string) string {
+	if rest, ok := strings.CutPrefix(url, "data:"); ok {
+		mediaType, data, _ := strings.Cut(rest, ";base64,")
+		return `{"type":"image","source":{"type":"base64","media_type":` + q(mediaType) + `,"data":` + q(data) + `}}`
+	}
+	return `{"type":"image","source":{"type":"url","url":` + q(url) + `}}`
+}
+
+func assistantContent(b []byte, m gjson.Result) []byte {
+	calls := m.Get("tool_calls")
+	t := text(m.Get("content"))
+	if !calls.IsArray() || len(calls.Array()) == 0 {
+		return append(b, q(t)...)
+	}
+	b = append(b, '[')
+	n := 0
+	if t != "" {
+		b = append(b, `{"type":"text","text":`...)
+		b = append(b, q(t)...)
+		b = append(b, '}')
+		n++
+	}
+	calls.ForEach(func(_, c gjson.Result) bool {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		input := c.Get("function.arguments").Str
+		if !gjson.Valid(input) || !gjson.Parse(input).IsObject() {
+			input = "{}"
+		}
+		b = append(b, `{"type":"tool_use","id":`...)
+		b = append(b, q(c.Get("id").Str)...)
+		b = append(b, `,"name":`...)
+		b = append(b, q(c.Get("function.name").Str)...)
+		b = append(b, `,"input":`...)
+		b = append(b, input...)
+		b = append(b, '}')
+		return true
+	})
+	return append(b, ']')
+}
+
+var finishReasons = map[string]string{
+	"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
+	"pause_turn": "stop", "refusal": "content_filter",
+}
+
+func finishReason(s string) string {
+	if f, ok := finishReasons[s]; ok {
+		return f
+	}
+	return "stop"
+}
+
+// usage builds OpenAI usage from Anthropic counts: prompt tokens include
+// the cached ones, which are reported again as cached_tokens.
+func usage(input, cacheRead, cacheWrite, output int64) string {
+	prompt := input + cacheRead + cacheWrite
+	return `{"prompt_tokens":` + itoa(prompt) + `,"completion_tokens":` + itoa(output) + `,"total_tokens":` + itoa(prompt+output) +
+		`,"prompt_tokens_details":{"cached_tokens":` + itoa(cacheRead) + `}}`
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func chatResponse(in *sdk.In, out *sdk.Out) error {
+	msg := gjson.ParseBytes(in.Field(1))
+	if msg.Get("type").Str != "message" {
+		return sdk.Error("upstream response is not an Anthropic message")
+	}
+	var content, reasoning strings.Builder
+	var calls []string
+	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
+		switch b.Get("type").Str {
+		case "text":
+			content.WriteString(b.Get("text").Str)
+		case "thinking":
+			reasoning.WriteString(b.Get("thinking").Str)
+		case "tool_use":
+			calls = append(calls, `{"id":`+q(b.Get("id").Str)+`,"type":"function","function":{"name":`+q(b.Get("name").Str)+`,"arguments":`+q(b.Get("input").Raw)+`}}`)
+		}
+		return true
+	})
+	u := msg.Get("usage")
+	var b strings.Builder
+	b.WriteString(`{"id":` + q(msg.Get("id").Str) + `,"object":"chat.completion","model":` + q(msg.Get("model").Str))
+	b.WriteString(`,"choices":[{"index":0,"message":{"role":"assistant","content":`)
+	if content.Len() == 0 && len(calls) > 0 {
+		b.WriteString("null")
+	} else {
+		b.WriteString(q(content.String()))
+	}
+	if reasoning.Len() > 0 {
+		b.WriteString(`,"reasoning":` + q(reasoning.String()))
+	}
+	if len(calls) > 0 {
+		b.WriteString(`,"tool_calls":[` + strings.Join(calls, ",") + `]`)
+	}
+	b.WriteString(`},"finish_reason":` + q(finishReason(msg.Get("stop_reason").Str)) + `}]`)
+	b.WriteString(`,"usage":` + usage(u.Get("input_tokens").Int(), u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int(), u.Get("output_tokens").Int()))
+	b.WriteString(`,"system_fingerprint":null}`)
+	out.FieldString(b.String())
+	return nil
+}
+
+// streamEvent translates one Messages stream event. The stream state is
+// {"id","model","in","cr","cw","tool"}: what later events need from
+// message_start, and the index of the current tool call.
+func streamEvent(in *sdk.In, out *sdk.Out) error {
+	ev := gjson.ParseBytes(in.Field(1))
+	st := gjson.ParseBytes(in.Field(2))
+	id, model := st.Get("id").Str, st.Get("model").Str
+	tool := st.Get("tool").Int()
+	if !st.Get("tool").Exists() {
+		tool = -1
+	}
+	state := func(id, model string, input, cr, cw, tool int64) string {
+		return `{"id":` + q(id) + `,"model":` + q(model) + `,"in":` + itoa(input) + `,"cr":` + itoa(cr) + `,"cw":` + itoa(cw) + `,"tool":` + itoa(tool) + `}`
+	}
+	in0, cr, cw := st.Get("in").Int(), st.Get("cr").Int(), st.Get("cw").Int()
+	chunk := func(choices string) string {
+		return `{"id":` + q(id) + `,"object":"chat.completion.chunk","model":` + q(model) + `,"choices":` + choices + `}`
+	}
+	delta := func(d string) string { return chunk(`[{"index":0,"delta":` + d + `,"finish_reason":null}]`) }
+
+	switch ev.Get("type").Str {
+	case "message_start":
+		m := ev.Get("message")
+		id, model = m.Get("id").Str, m.Get("model").Str
+		u := m.Get("usage")
+		out.FieldString(state(id, model, u.Get("input_tokens").Int(), u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int(), -1))
+		out.FieldString(delta(`{"role":"assistant","content":""}`))
+	case "content_block_start":
+		b := ev.Get("content_block")
+		if b.Get("type").Str != "tool_use" {
+			out.Field(in.Field(2))
+			return nil
+		}
+		tool++
+		out.FieldString(state(id, model, in0, cr, cw, tool))
+		out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(tool) + `,"id":` + q(b.Get("id").Str) + `,"type":"function","function":{"name":` + q(b.Get("name").Str) + `,"arguments":""}}]}`))
+	case "content_block_delta":
+		out.Field(in.Field(2))
+		d := ev.Get("delta")
+		switch d.Get("type").Str {
+		case "text_delta":
+			out.FieldString(delta(`{"content":` + q(d.Get("text").Str) + `}`))
+		case "thinking_delta":
+			out.FieldString(delta(`{"reasoning":` + q(d.Get("thinking").Str) + `}`))
+		case "input_json_delta":
+			out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(tool) + `,"function":{"arguments":` + q(d.Get("partial_json").Str) + `}}]}`))
+		}
+	case "message_delta":
+		out.Field(in.Field(2))
+		fr := finishReason(ev.Get("delta.stop_reason").Str)
+		out.FieldString(chunk(`[{"index":0,"delta":{},"finish_reason":` + q(fr) + `}]`))
+		u := ev.Get("usage")
+		if v := u.Get("input_tokens"); v.Exists() && v.Int() > 0 {
+			in0 = v.Int()
+		}
+		out.FieldString(chunk(`[],"usage":` + usage(in0, cr, cw, u.Get("output_tokens").Int())))
+	case "error":
+		out.Field(in.Field(2))
+		out.FieldString(`{"error":{"message":` + q(ev.Get("error.message").Str) + `,"type":` + q(ev.Get("error.type").Str) + `}}`)
+	default: // ping, content_block_stop, message_stop
+		out.Field(in.Field(2))
+	}
+	return nil
+}
+
+// mapError turns an Anthropic error into a gateway status and message.
+func mapError(in *sdk.In, out *sdk.Out) error {
+	status, _ := strconv.Atoi(in.String(1))
+	body := in.Field(2)
+	msg := sdk.Get(body, "error.message").Str
+	code := status
+	switch {
+	case status == 401 || status == 403:
+		code, msg = 502, "the provider rejected the gateway's credentials"
+	case status == 404:
+		code = 502
+	case status == 408 || status == 504:
+		code = 524
+	case status == 400 || status == 413 || status == 422 || status == 429 || status == 503 || status == 529:
+	case status >= 500:
+		code = 502
+	case status >= 400:
+		code = 400
+	default:
+		code = 502
+	}
+	if msg == "" {
+		msg = "upstream returned status " + strconv.Itoa(status)
+	}
+	out.FieldString(strconv.Itoa(code))
+	out.FieldString(msg)
+	return nil
+}

@@ -1,0 +1,81 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultCatalog(t *testing.T) {
+	c, err := Parse(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Duration(c.Timeouts.Attempt) != 60*time.Second || c.MaxBodyBytes != 10<<20 {
+		t.Fatalf("defaults %+v", c)
+	}
+	// Offline: only the demo provider, and only models it serves.
+	cat, err := c.Catalog("http://127.0.0.1:1/v1", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat.Providers) != 1 || cat.Providers["demo"] == nil || !cat.Providers["demo"].Demo {
+		t.Fatalf("providers %v", cat.Providers)
+	}
+	if cat.Model("demo/echo") == nil || cat.Model("demo/embed") == nil || cat.Model("openai/gpt-4o") != nil {
+		t.Fatalf("models %v", cat.Models)
+	}
+	// A key switches a real provider on; the key is kept, never logged.
+	cat, _ = c.Catalog("", func(k string) string {
+		if k == "ANTHROPIC_API_KEY" {
+			return "sk-ant"
+		}
+		return ""
+	})
+	m := cat.Model("anthropic/claude-sonnet-4")
+	if m == nil || m.Endpoints[0].Provider.APIKey != "sk-ant" || m.Endpoints[0].Provider.Adapter != "anthropic" || cat.Providers["demo"] != nil {
+		t.Fatalf("catalog with an Anthropic key: %+v", cat.Providers)
+	}
+	if !m.Endpoints[0].Supported["top_k"] || m.Endpoints[0].Supported["logprobs"] {
+		t.Fatalf("supported parameters %v", m.Endpoints[0].Supported)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	cases := []struct{ name, yaml, want string }{
+		{"unknown field", "listen: x\nlisten_addr: y\n", "listen_addr"},
+		{"bad duration", "timeouts: {attempt: soon}\n", "soon"},
+	}
+	for _, tc := range cases {
+		if _, err := Parse([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	bad := []struct{ name, yaml, want string }{
+		{"model id", "providers: [{slug: p, adapter: openai, base_url: http://x}]\nmodels: [{id: nomodel, endpoints: [{provider: p}]}]\n", "<vendor>/<model_name>"},
+		{"kind", "providers: [{slug: p, adapter: openai, base_url: http://x}]\nmodels: [{id: a/b, kind: image, endpoints: [{provider: p}]}]\n", "kind"},
+		{"duplicate provider", "providers: [{slug: p, adapter: openai, base_url: http://x}, {slug: p, adapter: openai, base_url: http://y}]\n", "twice"},
+		{"no base url", "providers: [{slug: p, adapter: openai}]\n", "base_url"},
+	}
+	for _, tc := range bad {
+		c, err := Parse([]byte(tc.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Catalog("", func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	t.Setenv("SWITCHYARD_LISTEN", "127.0.0.1:9999")
+	t.Setenv("SWITCHYARD_DEMO", "0")
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9999" || c.Demo {
+		t.Fatalf("%+v", c)
+	}
+}

@@ -3,7 +3,6 @@ package demo
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -27,30 +26,14 @@ func anthropicError(w http.ResponseWriter, status int, typ, msg string) {
 }
 
 func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.count.Add(1)
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	a.mu.Lock()
-	f := a.faults
-	a.last = Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	a.mu.Unlock()
-	if f.Delay > 0 {
-		select {
-		case <-time.After(f.Delay):
-		case <-r.Context().Done():
-			return
-		}
-	}
-	if f.Status != 0 && f.Status != http.StatusOK {
-		if f.ErrorBody != "" {
-			w.WriteHeader(f.Status)
-			_, _ = io.WriteString(w, f.ErrorBody)
-			return
-		}
-		typ := map[int]string{400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error", 529: "overloaded_error"}[f.Status]
+	body, f, ok := a.admit(w, r, func(w http.ResponseWriter, status int) {
+		typ := map[int]string{400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error", 529: "overloaded_error"}[status]
 		if typ == "" {
 			typ = "api_error"
 		}
-		anthropicError(w, f.Status, typ, fmt.Sprintf("demo fault: status %d", f.Status))
+		anthropicError(w, status, typ, fmt.Sprintf("demo fault: status %d", status))
+	})
+	if !ok {
 		return
 	}
 	if r.Method != http.MethodPost || strings.TrimPrefix(r.URL.Path, "/v1") != "/messages" {
@@ -147,7 +130,7 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return true
 	}
-	ok := send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%q,"type":"message","role":"assistant","content":[],"model":%q,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":2,"output_tokens":1}}}`, id, req.Model, input)) &&
+	ok = send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%q,"type":"message","role":"assistant","content":[],"model":%q,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":2,"output_tokens":1}}}`, id, req.Model, input)) &&
 		send("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) &&
 		send("ping", `{"type": "ping"}`)
 	for _, t := range toks {

@@ -84,29 +84,41 @@ func (s *Server) Last() Request {
 // Count is the number of requests received.
 func (s *Server) Count() int64 { return s.count.Load() }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// admit counts and records a request and applies the Delay and Status
+// faults; it reports false when the response has been written already.
+// fault writes the provider's error body for a status.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, fault func(w http.ResponseWriter, status int)) ([]byte, Faults, bool) {
 	s.count.Add(1)
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	s.mu.Lock()
 	f := s.faults
 	s.last = Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	s.mu.Unlock()
-
 	if f.Delay > 0 {
 		select {
 		case <-time.After(f.Delay):
 		case <-r.Context().Done():
-			return
+			return nil, f, false
 		}
 	}
 	if f.Status != 0 && f.Status != http.StatusOK {
-		b := f.ErrorBody
-		if b == "" {
-			b = errorBody(fmt.Sprintf("demo fault: status %d", f.Status), "server_error", "")
+		if f.ErrorBody != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(f.Status)
+			_, _ = io.WriteString(w, f.ErrorBody)
+		} else {
+			fault(w, f.Status)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(f.Status)
-		_, _ = io.WriteString(w, b)
+		return nil, f, false
+	}
+	return body, f, true
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, f, ok := s.admit(w, r, func(w http.ResponseWriter, status int) {
+		writeError(w, status, fmt.Sprintf("demo fault: status %d", status), "server_error", "")
+	})
+	if !ok {
 		return
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/v1")

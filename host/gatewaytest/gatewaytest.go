@@ -123,21 +123,19 @@ func Start(opts Options) (*Gateway, error) {
 	if yml == "" {
 		yml = DefaultYAML(opts.Providers)
 	}
-	for _, p := range opts.Providers {
-		up := demo.New()
-		hs := httptest.NewServer(up)
+	serve := func(slug string, h http.Handler) {
+		hs := httptest.NewServer(h)
 		g.closers = append(g.closers, hs.Close)
-		g.Upstreams[p] = up
-		g.UpstreamURL[p] = hs.URL + "/v1"
-		yml = strings.ReplaceAll(yml, "{{url:"+p+"}}", hs.URL+"/v1")
+		g.UpstreamURL[slug] = hs.URL + "/v1"
+		yml = strings.ReplaceAll(yml, "{{url:"+slug+"}}", hs.URL+"/v1")
+	}
+	for _, p := range opts.Providers {
+		g.Upstreams[p] = demo.New()
+		serve(p, g.Upstreams[p])
 	}
 	for _, p := range opts.Anthropic {
-		up := demo.NewAnthropic()
-		hs := httptest.NewServer(up)
-		g.closers = append(g.closers, hs.Close)
-		g.Anthropics[p] = up
-		g.UpstreamURL[p] = hs.URL + "/v1"
-		yml = strings.ReplaceAll(yml, "{{url:"+p+"}}", hs.URL+"/v1")
+		g.Anthropics[p] = demo.NewAnthropic()
+		serve(p, g.Anthropics[p])
 	}
 	cfg, err := config.Parse([]byte(yml))
 	if err != nil {

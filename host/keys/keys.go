@@ -35,6 +35,15 @@ type Account struct {
 	ID      string    `json:"id"`
 	Name    string    `json:"name"`
 	Created time.Time `json:"created"`
+	// Providers are the account-wide provider preferences every request of
+	// the account is routed with (spec 2.4: merged with the request's).
+	Providers ProviderSettings `json:"providers"`
+}
+
+// ProviderSettings are account-wide allowed and ignored provider slugs.
+type ProviderSettings struct {
+	Only   []string `json:"only,omitempty"`
+	Ignore []string `json:"ignore,omitempty"`
 }
 
 // Limit reset periods. Usage counted against a limit rolls over at UTC
@@ -97,6 +106,9 @@ type Store struct {
 	// only caches what it read if no write happened meanwhile, so a record
 	// read just before an update can never be cached after it.
 	epoch uint64
+	// providers caches each account's provider settings for the request
+	// path; written through by SetProviders.
+	providers sync.Map // account id → ProviderSettings
 }
 
 // Errors the management operations return; compare with errors.Is.
@@ -469,4 +481,42 @@ func (s *Store) BootstrapAccount() string {
 		}
 	}
 	return oldest.ID
+}
+
+// Providers returns the account-wide provider settings (empty when none).
+func (s *Store) Providers(accountID string) ProviderSettings {
+	if v, ok := s.providers.Load(accountID); ok {
+		return v.(ProviderSettings)
+	}
+	a, err := s.Account(accountID)
+	if err != nil {
+		return ProviderSettings{}
+	}
+	s.providers.Store(accountID, a.Providers)
+	return a.Providers
+}
+
+// SetProviders replaces the account-wide provider settings.
+func (s *Store) SetProviders(accountID string, p ProviderSettings) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketAccounts)
+		v := b.Get([]byte(accountID))
+		if v == nil {
+			return ErrNoAccount
+		}
+		var a Account
+		if err := json.Unmarshal(v, &a); err != nil {
+			return err
+		}
+		a.Providers = p
+		nv, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(accountID), nv)
+	})
+	if err == nil {
+		s.providers.Store(accountID, p)
+	}
+	return err
 }

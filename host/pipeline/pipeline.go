@@ -64,7 +64,7 @@ func (p *Pipeline) Release() {
 // Build resolves the plugins for a request of account: defaults first (the
 // gateway's, then the account's), then the request's list in its order.
 func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, *apierr.Error) {
-	p := &Pipeline{}
+	p := &Pipeline{Stages: []map[string]any{}} // [] not null in service_metadata
 	disabled := map[string]bool{}
 	type want struct {
 		id    string

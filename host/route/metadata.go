@@ -45,11 +45,17 @@ func (p *Plan) Summary(requested string, selected *catalog.Endpoint, attempt int
 	var b strings.Builder
 	if selected == nil {
 		b.WriteString(requested)
+		// attempt is how many were made: fewer than planned when an error
+		// was not worth retrying or fallbacks were off.
 		b.WriteString(": no endpoint succeeded (")
 		b.WriteString(p.Strategy)
 		b.WriteString(", ")
-		b.WriteString(strconv.Itoa(len(p.Attempts)))
-		b.WriteString(" attempts)")
+		b.WriteString(strconv.Itoa(attempt))
+		if attempt == 1 {
+			b.WriteString(" attempt)")
+		} else {
+			b.WriteString(" attempts)")
+		}
 		return b.String()
 	}
 	model := p.modelOf(selected)

@@ -52,16 +52,16 @@ func TestAnthropicChat(t *testing.T) {
 	}
 	sent := gjson.ParseBytes(last.Body)
 	for path, want := range map[string]string{
-		"model":                                 "claude-test-1",
-		"system":                                "Be brief.\n\nNo emojis.",
-		"max_tokens":                            "4096",
-		"temperature":                           "0.2",
-		"top_k":                                 "5",
-		"stop_sequences.0":                      "END",
-		"metadata.user_id":                      "u-1",
-		"messages.0.role":                       "user",
-		"messages.0.content.0.text":             "hi there",
-		"messages.0.content.1.source.type":      "base64",
+		"model":                                  "claude-test-1",
+		"system":                                 "Be brief.\n\nNo emojis.",
+		"max_tokens":                             "4096",
+		"temperature":                            "0.2",
+		"top_k":                                  "5",
+		"stop_sequences.0":                       "END",
+		"metadata.user_id":                       "u-1",
+		"messages.0.role":                        "user",
+		"messages.0.content.0.text":              "hi there",
+		"messages.0.content.1.source.type":       "base64",
 		"messages.0.content.1.source.media_type": "image/png",
 	} {
 		if got := sent.Get(path).String(); got != want {

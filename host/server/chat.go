@@ -180,9 +180,11 @@ func (s *Server) chat(c *fiber.Ctx) error {
 			}
 		}
 	}
+	acct := s.Keys.Providers(req.key.AccountID)
 	plan, aerr := s.Router.Plan(route.Request{
 		Kind: catalog.KindChat, Models: req.models, Prefs: req.prefs, Params: req.params,
 		SessionID: req.sessionID, PromptTokens: req.prompt, MaxOutputTokens: req.maxOut,
+		AccountOnly: acct.Only, AccountIgnore: acct.Ignore,
 	})
 	if aerr != nil {
 		return writeError(c, aerr, nil)
@@ -193,6 +195,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	}
 
 	var call *upstreamCall
+	var raw []byte // the translated result of a non-streaming call
 	var last *apierr.Error
 	attempt := 0
 	for i, ep := range plan.Attempts {
@@ -205,6 +208,13 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		attempt++
 		start := time.Now()
 		u, err := s.send(ctx, ep, abi.HookChatRequest, body, req.stream, plan.Dropped[ep])
+		if err == nil && !req.stream {
+			// A non-streaming attempt is done only when its body has been
+			// read and translated: a failure there falls back too.
+			if raw, err = s.readChat(ctx, u); err != nil {
+				u.close()
+			}
+		}
 		if err == nil {
 			call = u
 			break
@@ -252,27 +262,6 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		return nil
 	}
 	defer call.close()
-	raw, err := io.ReadAll(io.LimitReader(call.resp.Body, 64<<20))
-	call.headersReceived()
-	fail := func(e *apierr.Error) error {
-		s.report(call.ep, false, e.Status, time.Since(call.started), 0)
-		_, _ = res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message})
-		return writeError(c, e, meta)
-	}
-	if err != nil {
-		return fail(s.transportError(ctx, call, err))
-	}
-	if !call.mod.Manifest.IsPassthrough(abi.HookChatResponse) {
-		out, err := call.mod.Call(ctx, abi.HookChatResponse, adapterCtx(call.ep, false, nil), raw)
-		if err != nil {
-			return fail(apierr.From(err))
-		}
-		raw = out.Field(0)
-	}
-	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
-		return fail(&apierr.Error{Status: http.StatusBadGateway,
-			Message: "provider " + call.ep.Provider.Slug + " returned a response that is not a chat completion"})
-	}
 	raw = normalizeCompletion(raw, genID, call.ep, "chat.completion")
 	usage, ok := billing.ParseUsage(raw)
 	if !ok {
@@ -308,6 +297,30 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	c.Set("X-Generation-Id", genID)
 	return c.Send(raw)
+}
+
+// readChat reads a non-streaming attempt's body and runs the adapter's
+// response hook. Its failures are retryable: another endpoint may answer.
+func (s *Server) readChat(ctx context.Context, call *upstreamCall) ([]byte, *apierr.Error) {
+	raw, err := io.ReadAll(io.LimitReader(call.resp.Body, 64<<20))
+	call.headersReceived()
+	if err != nil {
+		return nil, s.transportError(ctx, call, err)
+	}
+	if !call.mod.Manifest.IsPassthrough(abi.HookChatResponse) {
+		out, err := call.mod.Call(ctx, abi.HookChatResponse, adapterCtx(call.ep, false, nil), raw)
+		if err != nil {
+			e := apierr.From(err)
+			e.Retryable = true
+			return nil, e
+		}
+		raw = out.Field(0)
+	}
+	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
+		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
+			Message: "provider " + call.ep.Provider.Slug + " returned a response that is not a chat completion"}
+	}
+	return raw, nil
 }
 
 // normalizeCompletion makes an upstream result the gateway's: our id (the

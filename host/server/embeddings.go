@@ -39,15 +39,17 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	if m := s.Catalog.Model(model); m != nil && m.Kind == catalog.KindEmbedding && !m.AcceptsImages() && hasImage(input) {
 		return apierr.BadRequest("input", "model %s does not accept image input; send text only", model)
 	}
+	key := c.Locals(localsKey).(*keys.Key)
+	acct := s.Keys.Providers(key.AccountID)
 	plan, aerr := s.Router.Plan(route.Request{
 		Kind: catalog.KindEmbedding, Models: []string{model}, Prefs: prefs,
 		PromptTokens: estimateTokens(len(input.Raw)),
+		AccountOnly:  acct.Only, AccountIgnore: acct.Ignore,
 	})
 	if aerr != nil {
 		return aerr
 	}
 	meta := metadataRequested(c)
-	key := c.Locals(localsKey).(*keys.Key)
 	res, aerr := s.reserve(key, newGenerationID(), plan.Attempts[0], body, 0, false)
 	if aerr != nil {
 		return aerr

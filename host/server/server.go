@@ -92,6 +92,7 @@ func New(d Deps) *Server {
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
 	api.Get("/models", s.listModels(""))
 	s.registerModuleAPI(api)
+	s.registerSettingsAPI(api)
 	if d.Extra != nil {
 		d.Extra(api)
 	}

@@ -198,29 +198,6 @@ func mapError(in *sdk.In, out *sdk.Out) error {
 	if msg == "" && len(body) > 0 && len(body) < 300 && !gjson.ValidBytes(body) {
 		msg = string(body)
 	}
-	code := status
-	switch {
-	case status == 401 || status == 403:
-		code, msg = 502, "the provider rejected the gateway's credentials"
-	case status == 404:
-		code = 502
-		if msg == "" {
-			msg = "the provider does not serve this model"
-		}
-	case status == 408 || status == 504 || status == 524:
-		code = 524
-	case status == 400 || status == 413 || status == 422 || status == 429 || status == 503 || status == 529:
-	case status >= 500:
-		code = 502
-	case status >= 400:
-		code = 400
-	default:
-		code = 502
-	}
-	if msg == "" {
-		msg = "upstream returned status " + strconv.Itoa(status)
-	}
-	out.FieldString(strconv.Itoa(code))
-	out.FieldString(msg)
+	sdk.UpstreamError(out, status, msg)
 	return nil
 }

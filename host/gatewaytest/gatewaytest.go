@@ -51,6 +51,8 @@ type Options struct {
 	// Anthropic are fake Anthropic Messages upstreams to start; their
 	// "{{url:slug}}" is replaced too (model test/claude uses the first).
 	Anthropic []string
+	// Gemini are fake Gemini API upstreams to start, likewise.
+	Gemini []string
 	// Env is what the gateway reads for provider API key variables.
 	Env map[string]string
 	// Credits funds the test account, in USD (default 1000; negative: none).
@@ -66,6 +68,7 @@ type Gateway struct {
 	Key         string
 	Upstreams   map[string]*demo.Server
 	Anthropics  map[string]*demo.Anthropic
+	Geminis     map[string]*demo.Gemini
 	UpstreamURL map[string]string
 	Modules     *modules.Registry
 	Keys        *keys.Store
@@ -109,7 +112,7 @@ func DefaultYAML(providers []string) string {
 
 // Start runs a gateway. Call Close when done.
 func Start(opts Options) (*Gateway, error) {
-	g := &Gateway{Key: Key, Upstreams: map[string]*demo.Server{}, Anthropics: map[string]*demo.Anthropic{}, UpstreamURL: map[string]string{}}
+	g := &Gateway{Key: Key, Upstreams: map[string]*demo.Server{}, Anthropics: map[string]*demo.Anthropic{}, Geminis: map[string]*demo.Gemini{}, UpstreamURL: map[string]string{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -136,6 +139,10 @@ func Start(opts Options) (*Gateway, error) {
 	for _, p := range opts.Anthropic {
 		g.Anthropics[p] = demo.NewAnthropic()
 		serve(p, g.Anthropics[p])
+	}
+	for _, p := range opts.Gemini {
+		g.Geminis[p] = demo.NewGemini()
+		serve(p, g.Geminis[p])
 	}
 	cfg, err := config.Parse([]byte(yml))
 	if err != nil {

@@ -1,0 +1,177 @@
+package demo
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Gemini is a fake of Google's Gemini API in its wire format:
+// models/{model}:generateContent, :streamGenerateContent?alt=sse (events
+// separated by CRLF blank lines) and :batchEmbedContents, with Google's
+// error bodies. Like Server it echoes the last user text and takes Faults;
+// with tools offered and "weather" in the last user text it calls the first
+// function.
+type Gemini struct{ Server }
+
+// NewGemini returns a healthy fake.
+func NewGemini() *Gemini { return &Gemini{} }
+
+func geminiError(w http.ResponseWriter, status int, msg string) {
+	s := map[int]string{400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}[status]
+	if s == "" {
+		s = "INTERNAL"
+	}
+	b, _ := json.Marshal(msg)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"error":{"code":%d,"message":%s,"status":%q}}`, status, b, s)
+}
+
+type geminiPart struct {
+	Text         string          `json:"text"`
+	InlineData   json.RawMessage `json:"inlineData"`
+	FunctionCall json.RawMessage `json:"functionCall"`
+}
+
+func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, f, ok := g.admit(w, r, func(w http.ResponseWriter, status int) {
+		geminiError(w, status, fmt.Sprintf("demo fault: status %d", status))
+	})
+	if !ok {
+		return
+	}
+	if r.Header.Get("x-goog-api-key") == "" {
+		geminiError(w, http.StatusForbidden, "Method doesn't allow unregistered callers. Please use API Key.")
+		return
+	}
+	_, rest, found := strings.Cut(r.URL.Path, "/models/")
+	model, method, _ := strings.Cut(rest, ":")
+	if !found || r.Method != http.MethodPost {
+		geminiError(w, http.StatusNotFound, "not found")
+		return
+	}
+	switch method {
+	case "batchEmbedContents":
+		g.embed(w, body)
+	case "generateContent", "streamGenerateContent":
+		g.generate(w, r, body, f, model, method == "streamGenerateContent")
+	default:
+		geminiError(w, http.StatusNotFound, "unknown method "+method)
+	}
+}
+
+func (g *Gemini) embed(w http.ResponseWriter, body []byte) {
+	var req struct {
+		Requests []struct {
+			Content struct {
+				Parts []geminiPart `json:"parts"`
+			} `json:"content"`
+			OutputDimensionality int `json:"outputDimensionality"`
+		} `json:"requests"`
+	}
+	if json.Unmarshal(body, &req) != nil || len(req.Requests) == 0 {
+		geminiError(w, http.StatusBadRequest, "requests: at least one request is required")
+		return
+	}
+	var out []string
+	for _, rq := range req.Requests {
+		var key strings.Builder
+		for _, p := range rq.Content.Parts {
+			key.WriteString(p.Text)
+			key.Write(p.InlineData)
+		}
+		dim := rq.OutputDimensionality
+		if dim == 0 {
+			dim = 16
+		}
+		v, _ := json.Marshal(Vector(key.String(), dim))
+		out = append(out, `{"values":`+string(v)+`}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"embeddings":[%s]}`, strings.Join(out, ","))
+}
+
+func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f Faults, model string, stream bool) {
+	var req struct {
+		Contents []struct {
+			Role  string       `json:"role"`
+			Parts []geminiPart `json:"parts"`
+		} `json:"contents"`
+		Tools []struct {
+			FunctionDeclarations []struct {
+				Name string `json:"name"`
+			} `json:"functionDeclarations"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Contents) == 0 {
+		geminiError(w, http.StatusBadRequest, "* GenerateContentRequest.contents: contents is not specified")
+		return
+	}
+	lastUser, prompt := "", 0
+	for _, c := range req.Contents {
+		for _, p := range c.Parts {
+			prompt += words(p.Text) + 1
+			if c.Role == "user" && p.Text != "" {
+				lastUser = p.Text
+			}
+		}
+	}
+	reply := f.Reply
+	if reply == "" {
+		reply = "This is the Switchyard demo of Gemini (offline). You said: " + lastUser
+	}
+	toks := strings.SplitAfter(reply, " ")
+	call := ""
+	if len(req.Tools) > 0 && len(req.Tools[0].FunctionDeclarations) > 0 && strings.Contains(lastUser, "weather") {
+		call = `{"functionCall":{"name":"` + req.Tools[0].FunctionDeclarations[0].Name + `","args":{"city":"Oslo"}}}`
+	}
+	usage := fmt.Sprintf(`"usageMetadata":{"promptTokenCount":%d,"candidatesTokenCount":%d,"totalTokenCount":%d,"cachedContentTokenCount":1}`, prompt, len(toks), prompt+len(toks))
+	head := fmt.Sprintf(`"modelVersion":%q,"responseId":"resp_demo%d"`, model, time.Now().UnixNano())
+	if !stream {
+		t, _ := json.Marshal(strings.Join(toks, ""))
+		parts := `{"text":` + string(t) + `}`
+		if call != "" {
+			parts += "," + call
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"candidates":[{"content":{"parts":[%s],"role":"model"},"finishReason":"STOP","index":0}],%s,%s}`, parts, usage, head)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	for i, tok := range toks {
+		if f.CutAfter > 0 && i >= f.CutAfter {
+			return
+		}
+		t, _ := json.Marshal(tok)
+		parts := `{"text":` + string(t) + `}`
+		last := i == len(toks)-1
+		if last && call != "" {
+			parts += "," + call
+		}
+		extra := ""
+		if last {
+			extra = `,"finishReason":"STOP"`
+		}
+		chunk := fmt.Sprintf(`{"candidates":[{"content":{"parts":[%s],"role":"model"}%s,"index":0}]`, parts, extra)
+		if last {
+			chunk += "," + usage
+		}
+		fmt.Fprintf(w, "data: %s,%s}\r\n\r\n", chunk, head)
+		if fl != nil {
+			fl.Flush()
+		}
+		if f.ChunkDelay > 0 {
+			select {
+			case <-time.After(f.ChunkDelay):
+			case <-r.Context().Done():
+				g.cancelled.Add(1)
+				return
+			}
+		}
+	}
+}

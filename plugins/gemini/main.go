@@ -1,0 +1,379 @@
+//go:build wasip1
+
+// Command gemini is the adapter for Google's Gemini API (generateContent,
+// streamGenerateContent with SSE, batchEmbedContents). The provider key
+// goes in x-goog-api-key through the host's ${API_KEY} placeholder.
+package main
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/sdk"
+	"github.com/tidwall/gjson"
+)
+
+var build = "gemini/1.0.0"
+
+func main() {}
+
+func init() {
+	sdk.Handle(abi.HookChatRequest, chatRequest)
+	sdk.Handle(abi.HookChatResponse, chatResponse)
+	sdk.Handle(abi.HookChatStreamEvent, streamEvent)
+	sdk.Handle(abi.HookEmbedRequest, embedRequest)
+	sdk.Handle(abi.HookEmbedResponse, embedResponse)
+	sdk.Handle(abi.HookError, mapError)
+}
+
+func q(s string) string { return string(sdk.AppendJSONString(nil, s)) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+const headers = "x-goog-api-key: " + abi.APIKeyPlaceholder + "\nContent-Type: application/json\n"
+
+var thinkingBudget = map[string]int{
+	"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768, "max": 32768,
+}
+
+func chatRequest(in *sdk.In, out *sdk.Out) error {
+	ctx, body := in.Field(0), in.Field(1)
+	req := gjson.ParseBytes(body)
+	drop := map[string]bool{}
+	sdk.Get(ctx, "drop").ForEach(func(_, v gjson.Result) bool { drop[v.Str] = true; return true })
+	param := func(name string) gjson.Result {
+		if v := req.Get(name); !drop[name] && v.Exists() && v.Type != gjson.Null {
+			return v
+		}
+		return gjson.Result{}
+	}
+	model := sdk.Get(ctx, "model").Str
+	out.FieldString("POST")
+	if req.Get("stream").Bool() {
+		out.FieldString("/models/" + model + ":streamGenerateContent?alt=sse")
+	} else {
+		out.FieldString("/models/" + model + ":generateContent")
+	}
+	out.FieldString(headers + "X-Switchyard-Adapter: " + build + "\n")
+
+	// Function names by call id: a tool result names its call only by id.
+	names := map[string]string{}
+	var system []string
+	var contents []string
+	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		switch m.Get("role").Str {
+		case "system", "developer":
+			system = append(system, text(m.Get("content")))
+		case "user":
+			contents = append(contents, `{"role":"user","parts":`+userParts(m.Get("content"))+`}`)
+		case "assistant":
+			var parts []string
+			if t := text(m.Get("content")); t != "" {
+				parts = append(parts, `{"text":`+q(t)+`}`)
+			}
+			m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+				names[c.Get("id").Str] = c.Get("function.name").Str
+				args := c.Get("function.arguments").Str
+				if !gjson.Valid(args) {
+					args = "{}"
+				}
+				parts = append(parts, `{"functionCall":{"name":`+q(c.Get("function.name").Str)+`,"args":`+args+`}}`)
+				return true
+			})
+			if len(parts) == 0 {
+				parts = append(parts, `{"text":""}`)
+			}
+			contents = append(contents, `{"role":"model","parts":[`+strings.Join(parts, ",")+`]}`)
+		case "tool":
+			name := names[m.Get("tool_call_id").Str]
+			contents = append(contents, `{"role":"user","parts":[{"functionResponse":{"name":`+q(name)+`,"response":{"content":`+q(text(m.Get("content")))+`}}}]}`)
+		}
+		return true
+	})
+	out.Open()
+	out.Byte('{')
+	out.Member("contents", "["+strings.Join(contents, ",")+"]")
+	if len(system) > 0 {
+		out.Member("systemInstruction", `{"parts":[{"text":`+q(strings.Join(system, "\n\n"))+`}]}`)
+	}
+	var gc []string
+	for _, p := range [][2]string{{"temperature", "temperature"}, {"top_p", "topP"}, {"top_k", "topK"}, {"seed", "seed"},
+		{"presence_penalty", "presencePenalty"}, {"frequency_penalty", "frequencyPenalty"}} {
+		if v := param(p[0]); v.Exists() {
+			gc = append(gc, q(p[1])+":"+v.Raw)
+		}
+	}
+	if v := param("max_completion_tokens"); v.Exists() {
+		gc = append(gc, `"maxOutputTokens":`+v.Raw)
+	} else if v := param("max_tokens"); v.Exists() {
+		gc = append(gc, `"maxOutputTokens":`+v.Raw)
+	}
+	if v := param("stop"); v.Exists() {
+		if v.Type == gjson.String {
+			gc = append(gc, `"stopSequences":[`+v.Raw+`]`)
+		} else {
+			gc = append(gc, `"stopSequences":`+v.Raw)
+		}
+	}
+	if t := param("response_format").Get("type").Str; t == "json_object" || t == "json_schema" {
+		gc = append(gc, `"responseMimeType":"application/json"`)
+	}
+	effort := req.Get("reasoning.effort").Str
+	if e := req.Get("reasoning_effort").Str; e != "" {
+		effort = e
+	}
+	if b, ok := thinkingBudget[effort]; ok && !drop["reasoning"] && !drop["reasoning_effort"] {
+		gc = append(gc, `"thinkingConfig":{"thinkingBudget":`+strconv.Itoa(b)+`}`)
+	}
+	if len(gc) > 0 {
+		out.Member("generationConfig", "{"+strings.Join(gc, ",")+"}")
+	}
+	if tools := param("tools"); tools.IsArray() && len(tools.Array()) > 0 {
+		var decls []string
+		tools.ForEach(func(_, t gjson.Result) bool {
+			f := t.Get("function")
+			d := `{"name":` + q(f.Get("name").Str)
+			if v := f.Get("description"); v.Exists() {
+				d += `,"description":` + q(v.Str)
+			}
+			if v := f.Get("parameters"); v.IsObject() {
+				d += `,"parameters":` + v.Raw
+			}
+			decls = append(decls, d+"}")
+			return true
+		})
+		out.Member("tools", `[{"functionDeclarations":[`+strings.Join(decls, ",")+`]}]`)
+		switch tc := param("tool_choice"); {
+		case tc.Str == "none":
+			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"NONE"}}`)
+		case tc.Str == "required":
+			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"ANY"}}`)
+		case tc.Get("function.name").Exists():
+			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":[`+q(tc.Get("function.name").Str)+`]}}`)
+		}
+	}
+	out.Byte('}')
+	out.Close()
+	return nil
+}
+
+func text(c gjson.Result) string {
+	if c.Type == gjson.String {
+		return c.Str
+	}
+	var parts []string
+	c.ForEach(func(_, p gjson.Result) bool {
+		if p.Get("type").Str == "text" {
+			parts = append(parts, p.Get("text").Str)
+		}
+		return true
+	})
+	return strings.Join(parts, "\n")
+}
+
+func userParts(c gjson.Result) string {
+	if c.Type == gjson.String {
+		return `[{"text":` + q(c.Str) + `}]`
+	}
+	var parts []string
+	c.ForEach(func(_, p gjson.Result) bool {
+		switch p.Get("type").Str {
+		case "text":
+			parts = append(parts, `{"text":`+q(p.Get("text").Str)+`}`)
+		case "image_url":
+			parts = append(parts, imagePart(p.Get("image_url.url").Str))
+		}
+		return true
+	})
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// imagePart is inline data for a data: URL, a file reference otherwise.
+func imagePart(url string) string {
+	if rest, ok := strings.CutPrefix(url, "data:"); ok {
+		mime, data, _ := strings.Cut(rest, ";base64,")
+		return `{"inlineData":{"mimeType":` + q(mime) + `,"data":` + q(data) + `}}`
+	}
+	mime := "image/jpeg"
+	switch {
+	case strings.HasSuffix(url, ".png"):
+		mime = "image/png"
+	case strings.HasSuffix(url, ".webp"):
+		mime = "image/webp"
+	case strings.HasSuffix(url, ".gif"):
+		mime = "image/gif"
+	}
+	return `{"fileData":{"mimeType":` + q(mime) + `,"fileUri":` + q(url) + `}}`
+}
+
+var finishReasons = map[string]string{
+	"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "RECITATION": "content_filter",
+	"BLOCKLIST": "content_filter", "PROHIBITED_CONTENT": "content_filter", "SPII": "content_filter",
+}
+
+func finishReason(s string, toolCalls bool) string {
+	if toolCalls {
+		return "tool_calls"
+	}
+	if f, ok := finishReasons[s]; ok {
+		return f
+	}
+	return "stop"
+}
+
+func usage(u gjson.Result) string {
+	prompt, out, thoughts := u.Get("promptTokenCount").Int(), u.Get("candidatesTokenCount").Int(), u.Get("thoughtsTokenCount").Int()
+	completion := out + thoughts
+	return `{"prompt_tokens":` + itoa(prompt) + `,"completion_tokens":` + itoa(completion) + `,"total_tokens":` + itoa(prompt+completion) +
+		`,"prompt_tokens_details":{"cached_tokens":` + itoa(u.Get("cachedContentTokenCount").Int()) + `}` +
+		`,"completion_tokens_details":{"reasoning_tokens":` + itoa(thoughts) + `}}`
+}
+
+// candidate turns the first candidate's parts into text, reasoning and
+// tool calls (ids numbered from firstCall).
+func candidate(c gjson.Result, firstCall int64) (text, reasoning string, calls []string) {
+	var t, r strings.Builder
+	n := firstCall
+	c.Get("content.parts").ForEach(func(_, p gjson.Result) bool {
+		switch {
+		case p.Get("functionCall").Exists():
+			fc := p.Get("functionCall")
+			args := fc.Get("args").Raw
+			if args == "" {
+				args = "{}"
+			}
+			calls = append(calls, `{"index":`+itoa(n)+`,"id":"call_`+itoa(n)+`","type":"function","function":{"name":`+q(fc.Get("name").Str)+`,"arguments":`+q(args)+`}}`)
+			n++
+		case p.Get("thought").Bool():
+			r.WriteString(p.Get("text").Str)
+		default:
+			t.WriteString(p.Get("text").Str)
+		}
+		return true
+	})
+	return t.String(), r.String(), calls
+}
+
+func chatResponse(in *sdk.In, out *sdk.Out) error {
+	resp := gjson.ParseBytes(in.Field(1))
+	c := resp.Get("candidates.0")
+	if !c.Exists() {
+		reason := resp.Get("promptFeedback.blockReason").Str
+		if reason == "" {
+			return sdk.Error("upstream response has no candidates")
+		}
+		out.FieldString(`{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"content_filter"}],"usage":` + usage(resp.Get("usageMetadata")) + `}`)
+		return nil
+	}
+	t, r, calls := candidate(c, 0)
+	var b strings.Builder
+	b.WriteString(`{"id":` + q(resp.Get("responseId").Str) + `,"object":"chat.completion","model":` + q(resp.Get("modelVersion").Str))
+	b.WriteString(`,"choices":[{"index":0,"message":{"role":"assistant","content":`)
+	if t == "" && len(calls) > 0 {
+		b.WriteString("null")
+	} else {
+		b.WriteString(q(t))
+	}
+	if r != "" {
+		b.WriteString(`,"reasoning":` + q(r))
+	}
+	if len(calls) > 0 {
+		b.WriteString(`,"tool_calls":[` + strings.Join(calls, ",") + `]`)
+	}
+	b.WriteString(`},"finish_reason":` + q(finishReason(c.Get("finishReason").Str, len(calls) > 0)) + `}]`)
+	b.WriteString(`,"usage":` + usage(resp.Get("usageMetadata")) + `}`)
+	out.FieldString(b.String())
+	return nil
+}
+
+// streamEvent translates one streamed GenerateContentResponse. State:
+// {"calls": n} (tool calls numbered so far; the role is sent with the
+// first event, when the state is empty).
+func streamEvent(in *sdk.In, out *sdk.Out) error {
+	resp := gjson.ParseBytes(in.Field(1))
+	st := gjson.ParseBytes(in.Field(2))
+	first := !st.Exists()
+	n := st.Get("calls").Int()
+	head := `{"id":` + q(resp.Get("responseId").Str) + `,"object":"chat.completion.chunk","model":` + q(resp.Get("modelVersion").Str) + `,"choices":`
+	c := resp.Get("candidates.0")
+	t, r, calls := candidate(c, n)
+	out.FieldString(`{"calls":` + itoa(n+int64(len(calls))) + `}`)
+	var delta []string
+	if first {
+		delta = append(delta, `"role":"assistant"`)
+	}
+	if t != "" || first {
+		delta = append(delta, `"content":`+q(t))
+	}
+	if r != "" {
+		delta = append(delta, `"reasoning":`+q(r))
+	}
+	if len(calls) > 0 {
+		delta = append(delta, `"tool_calls":[`+strings.Join(calls, ",")+`]`)
+	}
+	if len(delta) > 0 {
+		out.FieldString(head + `[{"index":0,"delta":{` + strings.Join(delta, ",") + `},"finish_reason":null}]}`)
+	}
+	if fr := c.Get("finishReason").Str; fr != "" {
+		out.FieldString(head + `[{"index":0,"delta":{},"finish_reason":` + q(finishReason(fr, n+int64(len(calls)) > 0)) + `}]}`)
+		if u := resp.Get("usageMetadata"); u.Exists() {
+			out.FieldString(head + `[],"usage":` + usage(u) + `}`)
+		}
+	}
+	return nil
+}
+
+func embedRequest(in *sdk.In, out *sdk.Out) error {
+	ctx, body := in.Field(0), in.Field(1)
+	model := sdk.Get(ctx, "model").Str
+	req := gjson.ParseBytes(body)
+	out.FieldString("POST")
+	out.FieldString("/models/" + model + ":batchEmbedContents")
+	out.FieldString(headers + "X-Switchyard-Adapter: " + build + "\n")
+	dims := ""
+	if d := req.Get("dimensions"); d.Exists() {
+		dims = `,"outputDimensionality":` + d.Raw
+	}
+	item := func(parts string) string {
+		return `{"model":` + q("models/"+model) + `,"content":{"parts":` + parts + `}` + dims + `}`
+	}
+	var reqs []string
+	input := req.Get("input")
+	if input.Type == gjson.String {
+		reqs = append(reqs, item(`[{"text":`+q(input.Str)+`}]`))
+	}
+	input.ForEach(func(_, it gjson.Result) bool {
+		if it.Type == gjson.String {
+			reqs = append(reqs, item(`[{"text":`+q(it.Str)+`}]`))
+		} else {
+			reqs = append(reqs, item(userParts(it.Get("content"))))
+		}
+		return true
+	})
+	out.FieldString(`{"requests":[` + strings.Join(reqs, ",") + `]}`)
+	return nil
+}
+
+func embedResponse(in *sdk.In, out *sdk.Out) error {
+	var b strings.Builder
+	b.WriteString(`{"object":"list","data":[`)
+	i := 0
+	gjson.GetBytes(in.Field(1), "embeddings").ForEach(func(_, e gjson.Result) bool {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"object":"embedding","index":` + strconv.Itoa(i) + `,"embedding":` + e.Get("values").Raw + `}`)
+		i++
+		return true
+	})
+	b.WriteString(`]}`)
+	out.FieldString(b.String())
+	return nil
+}
+
+func mapError(in *sdk.In, out *sdk.Out) error {
+	status, _ := strconv.Atoi(in.String(1))
+	sdk.UpstreamError(out, status, sdk.Get(in.Field(2), "error.message").Str)
+	return nil
+}

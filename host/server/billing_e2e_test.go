@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -181,5 +182,33 @@ func TestAbandonedStreamChargedOnce(t *testing.T) {
 	_, kb, _ = g.Request("GET", "/key", "", "Authorization", "Bearer "+g.Key)
 	if again := gjson.GetBytes(kb, "data.usage").Float(); again != total {
 		t.Fatalf("usage moved from %v to %v after the stream was settled", total, again)
+	}
+}
+
+// TestStreamCutChargesDelivered: a stream the provider cuts after content
+// was delivered is charged for that content, once; one cut before any
+// content costs nothing.
+func TestStreamCutChargesDelivered(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	run := func(cut int) gjson.Result {
+		g.Upstreams["alpha"].SetFaults(demo.Faults{CutAfter: cut})
+		req, _ := http.NewRequest("POST", g.URL+"/chat/completions", strings.NewReader(`{"model":"test/chat","stream":true,"messages":[{"role":"user","content":"a b c d e f"}]}`))
+		req.Header.Set("Authorization", "Bearer "+g.Key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := resp.Header.Get("X-Generation-Id")
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return generation(t, g, g.Key, id)
+	}
+	gen := run(4)
+	if gen.Get("status").Str != "error" || gen.Get("total_cost").Float() <= 0 || gen.Get("usage.completion_tokens").Int() < 1 {
+		t.Fatalf("cut after content: %s", gen.Raw)
+	}
+	gen = run(1) // only the role chunk
+	if gen.Get("status").Str != "error" || gen.Get("total_cost").Float() != 0 {
+		t.Fatalf("cut before content: %s", gen.Raw)
 	}
 }

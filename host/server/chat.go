@@ -365,6 +365,10 @@ type sseItem struct {
 
 const keepAliveComment = ": SWITCHYARD PROCESSING\n\n"
 
+// checkpointEvery is how often a long stream records its usage so far, which
+// is what crash recovery charges for it (docs/billing.md).
+const checkpointEvery = 5 * time.Second
+
 func (st *stream) run(w *bufio.Writer) {
 	defer st.pl.Release()
 	defer st.cancel()
@@ -418,6 +422,7 @@ func (st *stream) run(w *bufio.Writer) {
 	var state []byte // the adapter's stream state
 	ectx := adapterCtx(call.ep, true, nil)
 	sawUsage, contentSent, finished := false, false, false
+	checkpointed := time.Now()
 	finish := ""
 	completion := 0
 	var ttft time.Duration
@@ -433,7 +438,13 @@ func (st *stream) run(w *bufio.Writer) {
 		_ = flushHeld()
 		b, _ := sjson.SetRawBytes([]byte(head+`[{"index":0,"delta":{},"finish_reason":"error"}]}`), "error", errorObject(e))
 		_ = write(b)
-		_, _ = st.res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message})
+		// The client received what was generated before the failure, and
+		// pays for that; a failure before any content costs nothing.
+		var u billing.Usage
+		if contentSent {
+			u = countChat(call.ep.Model.ID, st.req.body, st.text.String())
+		}
+		_, _ = st.res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message, Usage: u})
 		s.report(call.ep, false, e.Status, time.Since(call.started), completion)
 	}
 loop:
@@ -501,6 +512,11 @@ loop:
 						contentSent = true
 						completion += estimateTokens(len(t))
 						st.text.WriteString(t)
+						if time.Since(checkpointed) > checkpointEvery {
+							// A crash now charges at least what this says.
+							checkpointed = time.Now()
+							st.res.Checkpoint(countChat(call.ep.Model.ID, st.req.body, st.text.String()))
+						}
 					}
 					if fr := c.Get("finish_reason"); fr.Type == gjson.String {
 						finished, finish = true, fr.Str

@@ -12,6 +12,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +26,31 @@ import (
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
+
+// rtStart starts a test gateway with the OpenAI adapter as its only module:
+// these tests need no other, and loading each Go-built module takes seconds
+// under the race detector.
+func rtStart(t *testing.T, opts gatewaytest.Options) *gatewaytest.Gateway {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"openai.json", "openai.wasm"} {
+		b, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "build", "wasm", f))
+		if err != nil {
+			t.Fatalf("%v (run make wasm)", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mutate := opts.Mutate
+	opts.Mutate = func(c *config.Config) {
+		c.ModulesDir = dir
+		if mutate != nil {
+			mutate(c)
+		}
+	}
+	return start(t, opts)
+}
 
 // rtCounts snapshots the request count of every fake upstream.
 func rtCounts(g *gatewaytest.Gateway) map[string]int64 {
@@ -132,7 +159,7 @@ models:
 // TestRoutingPreferences: each provider preference, sent through the HTTP
 // API, decides which endpoint serves the request.
 func TestRoutingPreferences(t *testing.T) {
-	g := start(t, gatewaytest.Options{Providers: []string{"acme", "bolt", "core", "solo"}, ConfigYAML: rtPrefsYAML})
+	g := rtStart(t, gatewaytest.Options{Providers: []string{"acme", "bolt", "core", "solo"}, ConfigYAML: rtPrefsYAML})
 	// test/solo's only endpoint is broken; only the `models` case uses it.
 	g.Upstreams["solo"].SetFaults(demo.Faults{Status: 500})
 
@@ -327,10 +354,17 @@ func (s rtSSE) text() string {
 // gateway serves them all without their health statistics mixing.
 func TestRoutingFaults(t *testing.T) {
 	const refused = "http://127.0.0.1:1/v1" // nothing listens on port 1
-	// An upstream that answers 200 with headers, then never sends the body.
-	var stalledCalls atomic.Int64
-	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		stalledCalls.Add(1)
+	// Hand-made upstreams, each counting the requests it receives.
+	custom := map[string]*atomic.Int64{} // base URL → requests
+	serve := func(h http.HandlerFunc) string {
+		n := new(atomic.Int64)
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.Add(1); h(w, r) }))
+		t.Cleanup(hs.Close)
+		custom[hs.URL+"/v1"] = n
+		return hs.URL + "/v1"
+	}
+	// 200 and headers, then never the body.
+	stalled := serve(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
@@ -338,8 +372,12 @@ func TestRoutingFaults(t *testing.T) {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second):
 		}
-	}))
-	t.Cleanup(stalled.Close)
+	})
+	// 200 with JSON that is not a chat completion.
+	garbage := serve(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"object":"list","data":[]}`))
+	})
 
 	type tc struct {
 		name   string
@@ -359,7 +397,8 @@ func TestRoutingFaults(t *testing.T) {
 		{name: "529", a: demo.Faults{Status: 529}, served: "b", calls: [2]int64{1, 1}},
 		{name: "slow first byte", a: slow, served: "b", calls: [2]int64{1, 1}},
 		{name: "connection refused", aURL: refused, served: "b", calls: [2]int64{0, 1}},
-		{name: "headers then no body", aURL: stalled.URL + "/v1", served: "b", calls: [2]int64{1, 1}},
+		{name: "headers then no body", aURL: stalled, served: "b", calls: [2]int64{1, 1}},
+		{name: "200 that is not a chat completion", aURL: garbage, served: "b", calls: [2]int64{1, 1}},
 		{name: "400 is the caller's fault: no fallback", a: demo.Faults{Status: 400}, status: 400, errIn: "a", calls: [2]int64{1, 0}},
 		{name: "every endpoint fails: last error", a: demo.Faults{Status: 429}, b: demo.Faults{Status: 500}, status: 502, errIn: "b", calls: [2]int64{1, 1}},
 		{name: "every endpoint fails: last error 529", a: demo.Faults{Status: 500}, b: demo.Faults{Status: 529}, status: 529, errIn: "b", calls: [2]int64{1, 1}},
@@ -393,10 +432,10 @@ func TestRoutingFaults(t *testing.T) {
 		fmt.Fprintf(&y, "      - {provider: f%da, upstream_model: echo, max_output: 1024, price: {prompt: 1, completion: 2}}\n", i)
 		fmt.Fprintf(&y, "      - {provider: f%db, upstream_model: echo, max_output: 1024, price: {prompt: 2, completion: 4}}\n", i)
 	}
-	g := start(t, gatewaytest.Options{Providers: fakes, ConfigYAML: y.String(), Mutate: func(c *config.Config) {
+	g := rtStart(t, gatewaytest.Options{Providers: fakes, ConfigYAML: y.String(), Mutate: func(c *config.Config) {
 		// Long enough for a healthy loopback answer on a busy machine,
 		// short enough to keep the slow cases quick.
-		c.Timeouts.Attempt = config.Duration(800 * time.Millisecond)
+		c.Timeouts.Attempt = config.Duration(time.Second)
 	}})
 
 	for i, c := range cases {
@@ -407,7 +446,10 @@ func TestRoutingFaults(t *testing.T) {
 				up.SetFaults(c.a)
 			}
 			g.Upstreams[b].SetFaults(c.b)
-			stalledBefore := stalledCalls.Load()
+			var customBefore int64
+			if n := custom[c.aURL]; n != nil {
+				customBefore = n.Load()
+			}
 			model := fmt.Sprintf("test/f%d", i)
 			words := "fallback case " + fmt.Sprint(i)
 			body := fmt.Sprintf(`{"model":%q,"stream":%v,"provider":{"order":[%q,%q]%s},"messages":[{"role":"user","content":%q}]}`,
@@ -472,6 +514,10 @@ func TestRoutingFaults(t *testing.T) {
 				if msg := errBody.Get("error.message").Str; !strings.Contains(msg, slug[c.errIn]) {
 					t.Errorf("error message %q does not name provider %s", msg, slug[c.errIn])
 				}
+				upstream := map[string]int{"a": c.a.Status, "b": c.b.Status}[c.errIn]
+				if md := errBody.Get("error.metadata"); md.Get("provider_name").Str != slug[c.errIn] || md.Get("upstream_status").Int() != int64(upstream) {
+					t.Errorf("error.metadata %s, want provider_name %s and upstream_status %d", md.Raw, slug[c.errIn], upstream)
+				}
 				// The routing metadata of the failure says what happened.
 				meta := errBody.Get("service_metadata")
 				made := c.calls[0] + c.calls[1]
@@ -500,7 +546,7 @@ func TestRoutingFaults(t *testing.T) {
 				}
 				gen := generation(t, g, g.Key, genID)
 				made := c.calls[0] + c.calls[1]
-				if c.aURL != "" && !strings.HasPrefix(c.aURL, stalled.URL) {
+				if c.aURL == refused {
 					made++ // the refused connection was an attempt too
 				}
 				if gen.Get("attempts").Int() != made || gen.Get("provider_name").Str != slug[c.served] {
@@ -513,9 +559,9 @@ func TestRoutingFaults(t *testing.T) {
 			if up := g.Upstreams[a]; up != nil && up.Count() != c.calls[0] {
 				t.Errorf("%s received %d requests, want %d", a, up.Count(), c.calls[0])
 			}
-			if strings.HasPrefix(c.aURL, stalled.URL) {
-				if n := stalledCalls.Load() - stalledBefore; n != c.calls[0] {
-					t.Errorf("the stalled upstream received %d requests, want %d", n, c.calls[0])
+			if n := custom[c.aURL]; n != nil {
+				if got := n.Load() - customBefore; got != c.calls[0] {
+					t.Errorf("%s (%s) received %d requests, want %d", a, c.aURL, got, c.calls[0])
 				}
 			}
 			if n := g.Upstreams[b].Count(); n != c.calls[1] {
@@ -563,7 +609,7 @@ func TestRoutingStickySessions(t *testing.T) {
 		"test/header": {"q1", "q2", "q3"},
 		"test/both":   {"r1", "r2", "r3"},
 	})
-	g := start(t, gatewaytest.Options{Providers: slugs, ConfigYAML: yml})
+	g := rtStart(t, gatewaytest.Options{Providers: slugs, ConfigYAML: yml})
 
 	send := func(t *testing.T, model, session, header string) gjson.Result {
 		t.Helper()
@@ -678,7 +724,7 @@ func TestRoutingLoadBalancing(t *testing.T) {
 			fmt.Fprintf(&y, "      - {provider: %s, upstream_model: echo, max_output: 256, price: {prompt: %g, completion: %g}}\n", e.provider, e.prompt, e.completion)
 		}
 	}
-	g := start(t, gatewaytest.Options{Providers: slugs, ConfigYAML: y.String()})
+	g := rtStart(t, gatewaytest.Options{Providers: slugs, ConfigYAML: y.String()})
 
 	for _, id := range []string{"test/gpt", "test/free"} {
 		t.Run(id, func(t *testing.T) {

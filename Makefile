@@ -7,11 +7,16 @@ GUEST   := GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared
 GUEST_LD := -s -w
 GUEST_SRC := $(shell find abi sdk plugins -name '*.go' -o -name '*.json') go.mod go.sum Makefile
 
-.PHONY: all build wasm gateway run test vet gotest clients bench clean
+.PHONY: all build wasm examples gateway run test vet gotest clients bench clean
 
 all: build
 
-build: wasm gateway
+build: wasm examples gateway
+
+# Example plugins in three ways (Go native, C native, AssemblyScript via
+# Extism); see docs/plugins.md. Needs clang-14, lld-14 and npm.
+examples:
+	$(MAKE) -C examples
 
 ## Wasm modules: every folder under plugins/ with a manifest.json.
 PLUGINS := $(patsubst plugins/%/manifest.json,%,$(wildcard plugins/*/manifest.json))

@@ -44,6 +44,12 @@ type Engine struct {
 	mu       sync.Mutex // guards runtimes and serialises compilation
 	runtimes map[runtimeKey]*runtime
 	closed   bool
+
+	// Extism modules (runtime "extism", extism.go): each has a wazero
+	// runtime of its own, created by the Extism SDK, and its own
+	// compilation cache (nil without a cache directory).
+	extism     map[runtimeKey]*extismRuntime
+	extismMods map[*Module]wazero.CompilationCache
 }
 
 // Runtimes differ in what is a runtime-wide setting in wazero: the memory
@@ -66,7 +72,10 @@ func NewEngine(cacheDir string, log *slog.Logger) *Engine {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Engine{cacheDir: cacheDir, log: log, runtimes: map[runtimeKey]*runtime{}}
+	return &Engine{
+		cacheDir: cacheDir, log: log, runtimes: map[runtimeKey]*runtime{},
+		extism: map[runtimeKey]*extismRuntime{}, extismMods: map[*Module]wazero.CompilationCache{},
+	}
 }
 
 func (e *Engine) runtimeFor(ctx context.Context, k runtimeKey) (*runtime, error) {
@@ -149,6 +158,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.closed = true
+	e.closeExtism(ctx)
 	for k, r := range e.runtimes {
 		_ = r.rt.Close(ctx)
 		if r.cache != nil {
@@ -174,8 +184,12 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 	refuse := func(format string, args ...any) (*Module, error) {
 		return nil, &LoadError{Module: id, Reason: fmt.Sprintf(format, args...)}
 	}
-	if m.Runtime != manifest.RuntimeNative {
-		return refuse("runtime %q is not supported by this host yet", m.Runtime)
+	switch m.Runtime {
+	case manifest.RuntimeNative:
+	case manifest.RuntimeExtism:
+		return e.loadExtism(ctx, m, id, wasm)
+	default:
+		return refuse("runtime %q is not supported by this host", m.Runtime)
 	}
 	e.mu.Lock()
 	if e.closed {

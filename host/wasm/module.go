@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	extism "github.com/extism/go-sdk"
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
@@ -25,6 +26,7 @@ type Module struct {
 	compiled wazero.CompiledModule
 	engine   *Engine
 	pool     chan *instance
+	ext      *extism.CompiledPlugin // set for runtime "extism" (then rt and compiled are nil)
 
 	mu     sync.Mutex
 	live   int // instances alive (pooled or in use)
@@ -43,9 +45,14 @@ type instance struct {
 	stack  [2]uint64
 	// pending is the response of the last http_request, until read.
 	pending []byte
+	// ext is set instead of mod for an Extism instance (extism.go).
+	ext *extismInstance
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
+	if m.ext != nil {
+		return m.instantiateExtism(ctx)
+	}
 	name := fmt.Sprintf("%s#%d", m.ID, m.engine.seq.Add(1))
 	// No file system, environment, arguments or real clocks: a module only
 	// computes. wazero's defaults for clocks and randomness are fake and
@@ -108,8 +115,12 @@ func (m *Module) put(in *instance) {
 }
 
 func (m *Module) discard(in *instance) {
-	m.engine.instances.Delete(in.name)
-	_ = in.mod.Close(context.Background())
+	if in.ext != nil {
+		_ = in.ext.p.Close(context.Background())
+	} else {
+		m.engine.instances.Delete(in.name)
+		_ = in.mod.Close(context.Background())
+	}
 	m.mu.Lock()
 	m.live--
 	m.mu.Unlock()
@@ -131,6 +142,9 @@ func (m *Module) Close(ctx context.Context) error {
 		case in := <-m.pool:
 			m.discard(in)
 		default:
+			if m.ext != nil {
+				return m.engine.closeExtismModule(ctx, m)
+			}
 			return m.compiled.Close(ctx)
 		}
 	}
@@ -216,6 +230,9 @@ var errOutOfRange = errors.New("output outside module memory")
 // call copies the frame into the guest in one pass, runs the hook and copies
 // the output out (guest buffers are reused by the next call).
 func (in *instance) call(ctx context.Context, hook abi.Hook, fields [][]byte) ([]byte, error) {
+	if in.ext != nil {
+		return in.ext.call(ctx, hook, fields)
+	}
 	size := abi.FrameSize(fields...)
 	in.stack[0] = uint64(size)
 	if err := in.input.CallWithStack(ctx, in.stack[:]); err != nil {

@@ -48,7 +48,9 @@ gateway:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/switchyard ./cmd/switchyard
 
-run: build
+# The gateway and its first-party modules; the example plugins (which need
+# clang and npm) are built by `make build` and `make test`.
+run: wasm gateway
 	$(BIN)/switchyard
 
 test: build vet clients gotest

@@ -1,105 +1,131 @@
 // Package sse reads and writes server-sent events. The reader parses
-// upstream streams by the WHATWG EventSource rules; the writer helpers
-// produce the gateway's own `data:` events.
+// upstream streams by the WHATWG EventSource rules
+// (https://html.spec.whatwg.org/multipage/server-sent-events.html); the
+// writer helpers produce the gateway's own `data:` events.
 package sse
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
 )
 
-// ErrEventTooLarge is returned when an event exceeds the reader's limit.
+// ErrEventTooLarge is returned when an event's data, or one line, exceeds
+// the reader's limit.
 var ErrEventTooLarge = errors.New("sse: event exceeds the size limit")
 
-// Event is one dispatched event. Data joins multiple data lines with "\n".
+// Event is one dispatched event.
 type Event struct {
+	// Name is the event type (the `event:` field); empty means the default
+	// type, "message".
 	Name string
+	// Data joins the event's data lines with "\n". It aliases the reader's
+	// buffer and is overwritten by the next call to Next: copy what you keep.
 	Data []byte
-	ID   string
+	// ID is the stream's last event ID as of this event: as the standard
+	// says, an `id:` field sets it for this and every later event until
+	// another `id:` changes it.
+	ID string
 }
 
-// Reader parses an event stream. Data slices are reused by the next call
-// to Next: copy what you keep.
+// Reader parses an event stream.
 type Reader struct {
-	br       *bufio.Reader
-	max      int
-	data     []byte
-	line     []byte
-	comments int
-	started  bool
+	src   io.Reader
+	buf   []byte // unread input is buf[start:end]
+	start int
+	end   int
+	scan  int // buf[start:scan] holds no line terminator
+	max   int
+	err   error // from src; returned once the buffer is drained
+	fatal error // sticky: ErrEventTooLarge or a read error
+
+	skipLF  bool // the last line ended in \r: a \n right after it belongs to it
+	started bool // the first line (and its BOM) has been read
+
+	data      []byte
+	name      string // event type buffer
+	lastID    string // last event ID buffer
+	nameCache string // the previous event type, to reuse its string
+	comments  int
 }
 
-// NewReader reads events from r; an event larger than maxEventBytes is an
-// error (it protects the gateway from an upstream that never ends a line).
+const (
+	initialBuffer = 8 << 10
+	// lineAllowance lets a line carry its field name on top of a value of
+	// maxEventBytes.
+	lineAllowance = 64
+	// maxEmptyReads is how many (0, nil) reads in a row are tolerated, as
+	// bufio does, before reporting io.ErrNoProgress.
+	maxEmptyReads = 100
+)
+
+// NewReader reads events from r. An event whose data exceeds maxEventBytes,
+// or a line longer than maxEventBytes plus a small allowance for the field
+// name, is an error: it protects the gateway from an upstream that never
+// ends a line or an event.
 func NewReader(r io.Reader, maxEventBytes int) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 32<<10), max: maxEventBytes}
+	if maxEventBytes < 1 {
+		maxEventBytes = 1
+	}
+	size := initialBuffer
+	if limit := maxEventBytes + lineAllowance; size > limit {
+		size = limit
+	}
+	return &Reader{src: r, buf: make([]byte, size), max: maxEventBytes}
 }
 
-// Comments is the number of comment lines seen (upstream keep-alives).
+// Comments is the number of comment lines (": keep-alive") seen so far;
+// they are not events, but show that the upstream is alive.
 func (r *Reader) Comments() int { return r.comments }
 
-// readLine returns the next line without its terminator (\n, \r\n or \r).
-func (r *Reader) readLine() ([]byte, error) {
-	r.line = r.line[:0]
-	for {
-		b, err := r.br.ReadByte()
-		if err != nil {
-			if len(r.line) > 0 && errors.Is(err, io.EOF) {
-				return r.line, nil
-			}
-			return nil, err
-		}
-		switch b {
-		case '\n':
-			return r.line, nil
-		case '\r':
-			if nb, err := r.br.Peek(1); err == nil && nb[0] == '\n' {
-				_, _ = r.br.ReadByte()
-			}
-			return r.line, nil
-		}
-		if len(r.line) >= r.max {
-			return nil, ErrEventTooLarge
-		}
-		r.line = append(r.line, b)
-	}
-}
-
-// Next returns the next event with a non-empty data buffer or name. At the
-// end of the stream it returns io.EOF; an event cut off by EOF without its
-// blank line is still dispatched (browsers drop it, but an upstream that
-// closes right after its last event has said what it had to say).
+// Next returns the next event, or io.EOF at the end of the stream.
+//
+// Parsing follows the standard: lines end in \r\n, \n or \r; a leading
+// UTF-8 BOM is dropped; a line starting with ':' is a comment; a line
+// without a colon is a field with an empty value; one space after the colon
+// is dropped; the fields are data, event, id (ignored when it contains NUL)
+// and retry (ignored here: the gateway does not reconnect); other fields
+// are ignored; a blank line dispatches the event, unless it has no data
+// line, in which case it is dropped.
+//
+// One deliberate difference: an event cut off by the end of the stream,
+// without its blank line, is still dispatched. Browsers drop it, but an
+// upstream that closes right after its last event has said what it had to
+// say, and dropping a final usage chunk would lose billing data.
 func (r *Reader) Next() (Event, error) {
-	var ev Event
+	if r.fatal != nil {
+		return Event{}, r.fatal
+	}
 	r.data = r.data[:0]
 	hasData := false
 	for {
 		line, err := r.readLine()
 		if err != nil {
-			if errors.Is(err, io.EOF) && (hasData || ev.Name != "") {
-				ev.Data = r.data
-				return ev, nil
+			if err == io.EOF && hasData {
+				return r.dispatch(), nil
 			}
+			if err != io.EOF {
+				r.fatal = err
+			}
+			r.name = ""
 			return Event{}, err
 		}
 		if !r.started {
 			r.started = true
-			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
+			line = bytes.TrimPrefix(line, bom)
 		}
 		if len(line) == 0 {
-			if hasData || ev.Name != "" {
-				ev.Data = r.data
-				return ev, nil
+			if hasData {
+				return r.dispatch(), nil
 			}
+			r.name = "" // an event without data is not dispatched
 			continue
 		}
 		if line[0] == ':' {
 			r.comments++
 			continue
 		}
-		field, value := line, []byte(nil)
+		field, value := line, line[len(line):]
 		if i := bytes.IndexByte(line, ':'); i >= 0 {
 			field, value = line[:i], line[i+1:]
 			if len(value) > 0 && value[0] == ' ' {
@@ -112,32 +138,146 @@ func (r *Reader) Next() (Event, error) {
 				r.data = append(r.data, '\n')
 			}
 			if len(r.data)+len(value) > r.max {
-				return Event{}, ErrEventTooLarge
+				r.fatal = ErrEventTooLarge
+				return Event{}, r.fatal
 			}
 			r.data = append(r.data, value...)
 			hasData = true
 		case "event":
-			ev.Name = string(value)
+			if string(value) != r.nameCache {
+				r.nameCache = string(value)
+			}
+			r.name = r.nameCache
 		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				ev.ID = string(value)
+			if bytes.IndexByte(value, 0) < 0 && string(value) != r.lastID {
+				r.lastID = string(value)
 			}
 		}
-		// "retry" and unknown fields are ignored, as the standard says.
 	}
 }
 
-// AppendEvent appends a `data:` event. Data with newlines becomes several
-// data lines, which a reader joins back.
+var bom = []byte("\xEF\xBB\xBF")
+
+func (r *Reader) dispatch() Event {
+	ev := Event{Name: r.name, Data: r.data, ID: r.lastID}
+	r.name = ""
+	return ev
+}
+
+// readLine returns the next line without its terminator. The line aliases
+// the buffer and is valid until the next call. At the end of input a final
+// unterminated line is returned, then the source's error (io.EOF).
+func (r *Reader) readLine() ([]byte, error) {
+	empty := 0
+	for {
+		if r.skipLF && r.start < r.end {
+			if r.buf[r.start] == '\n' {
+				r.start++
+				if r.scan < r.start {
+					r.scan = r.start
+				}
+			}
+			r.skipLF = false
+		}
+		if i := indexEOL(r.buf[r.scan:r.end]); i >= 0 {
+			eol := r.scan + i
+			line := r.buf[r.start:eol]
+			next := eol + 1
+			if r.buf[eol] == '\r' {
+				if next < r.end {
+					if r.buf[next] == '\n' {
+						next++
+					}
+				} else {
+					r.skipLF = true // the \n, if any, is not read yet
+				}
+			}
+			r.start, r.scan = next, next
+			return line, nil
+		}
+		r.scan = r.end
+		if r.end-r.start > r.max+lineAllowance {
+			r.fatal = ErrEventTooLarge
+			return nil, r.fatal
+		}
+		if r.err != nil {
+			if r.start < r.end {
+				line := r.buf[r.start:r.end]
+				r.start, r.scan = r.end, r.end
+				return line, nil
+			}
+			return nil, r.err
+		}
+		if n := r.fill(); n > 0 || r.err != nil {
+			empty = 0
+		} else if empty++; empty >= maxEmptyReads {
+			r.err = io.ErrNoProgress
+		}
+	}
+}
+
+// fill reads more input, first making room by dropping consumed bytes or
+// growing the buffer.
+func (r *Reader) fill() int {
+	if r.start > 0 && (r.end == len(r.buf) || r.start >= len(r.buf)/2) {
+		n := copy(r.buf, r.buf[r.start:r.end])
+		r.scan -= r.start
+		r.end = n
+		r.start = 0
+	}
+	if r.end == len(r.buf) {
+		size := 2 * len(r.buf)
+		if limit := r.max + lineAllowance + 1; size > limit {
+			size = limit
+		}
+		if size <= len(r.buf) { // cannot happen: the line limit stops first
+			size = len(r.buf) + 1
+		}
+		grown := make([]byte, size)
+		copy(grown, r.buf[:r.end])
+		r.buf = grown
+	}
+	n, err := r.src.Read(r.buf[r.end:])
+	if n < 0 || n > len(r.buf)-r.end {
+		n, err = 0, errors.New("sse: invalid read count from the source")
+	}
+	r.end += n
+	if err != nil {
+		r.err = err
+	}
+	return n
+}
+
+// indexEOL is the index of the first \n or \r in b, or -1.
+func indexEOL(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	limit := b
+	if i >= 0 {
+		limit = b[:i]
+	}
+	if j := bytes.IndexByte(limit, '\r'); j >= 0 {
+		return j
+	}
+	return i
+}
+
+// AppendEvent appends a `data:` event carrying data. The gateway's data is
+// single-line JSON, giving one `data: <data>` line; data with line breaks
+// (\n, \r\n or \r) becomes one data line per line, which a reader joins back
+// with "\n". A bare \r therefore cannot end the line early and inject a
+// field.
 func AppendEvent(dst, data []byte) []byte {
 	for {
-		i := bytes.IndexByte(data, '\n')
+		i := indexEOL(data)
 		if i < 0 {
 			break
 		}
 		dst = append(dst, "data: "...)
-		dst = append(dst, bytes.TrimSuffix(data[:i], []byte("\r"))...)
+		dst = append(dst, data[:i]...)
 		dst = append(dst, '\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
 		data = data[i+1:]
 	}
 	dst = append(dst, "data: "...)
@@ -145,9 +285,32 @@ func AppendEvent(dst, data []byte) []byte {
 	return append(dst, '\n', '\n')
 }
 
-// AppendComment appends a comment line, the SSE keep-alive.
+// AppendComment appends a comment, the SSE keep-alive: ": text\n\n". Text
+// with line breaks becomes several comment lines.
 func AppendComment(dst []byte, text string) []byte {
+	for {
+		i := indexEOLString(text)
+		if i < 0 {
+			break
+		}
+		dst = append(dst, ": "...)
+		dst = append(dst, text[:i]...)
+		dst = append(dst, '\n')
+		if text[i] == '\r' && i+1 < len(text) && text[i+1] == '\n' {
+			i++
+		}
+		text = text[i+1:]
+	}
 	dst = append(dst, ": "...)
 	dst = append(dst, text...)
 	return append(dst, '\n', '\n')
+}
+
+func indexEOLString(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' || s[i] == '\r' {
+			return i
+		}
+	}
+	return -1
 }

@@ -2,367 +2,658 @@ package validate
 
 import (
 	"math"
-	"regexp"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/host/apierr"
-	"github.com/switchyard/switchyard/host/route"
 	"github.com/tidwall/gjson"
 )
 
 var (
+	roles         = []string{"system", "user", "developer", "assistant", "tool"}
 	efforts       = []string{"max", "xhigh", "high", "medium", "low", "minimal", "none"}
-	functionName  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	anyInt        = integer(math.MinInt64, math.MaxInt64)
-	positiveInt   = integer(1, math.MaxInt64)
-	stringArray   = arrayOf(0, -1, str)
-	nullableBool  = nullable(boolean)
-	nullableFloat = func(min, max float64) check { return nullable(number(min, max)) }
+	summaries     = []string{"auto", "concise", "detailed"}
+	modalities    = []string{"text", "image", "audio"}
+	serviceTiers  = []string{"auto", "default", "flex", "priority", "scale"}
+	routes        = []string{"fallback", "sort"}
+	formatTypes   = []string{"text", "json_object", "json_schema", "grammar", "python"}
+	toolChoices   = []string{"none", "auto", "required"}
+	functionType  = []string{"function"}
+	cacheTypes    = []string{"ephemeral"}
+	cacheTTLs     = []string{"5m", "1h"}
+	approximate   = []string{"approximate"}
+	encodings     = []string{"float", "base64"}
+	priceSources  = []string{"prompt", "weighted_avg"}
+	fusionPresets = []string{"general-high", "general-budget", "general-fast"}
 )
 
-// chatFields are the top-level fields of spec 2.1. Fields not listed are
-// accepted and not forwarded: OpenAI clients add fields faster than
-// gateways learn them, and rejecting them would break unchanged SDKs.
-var chatFields map[string]check
+// Limits of spec section 8.
+const (
+	maxStops         = 4
+	maxMetadataPairs = 16
+	maxMetadataKey   = 64
+	maxMetadataValue = 512
+	maxSessionID     = 256
+	maxFunctionName  = 64
+	maxTopLogprobs   = 20
+)
 
-func init() {
-	chatFields = map[string]check{
-		"messages":              arrayOf(1, -1, message),
-		"model":                 modelID,
-		"models":                arrayOf(0, -1, modelID),
-		"stream":                boolean,
-		"stream_options":        nullable(fields(true, map[string]check{"include_usage": boolean})),
-		"temperature":           nullableFloat(0, 2),
-		"top_p":                 nullableFloat(0, 1),
-		"top_k":                 nullable(integer(0, math.MaxInt64)),
-		"min_p":                 nullableFloat(0, 1),
-		"top_a":                 nullableFloat(0, 1),
-		"frequency_penalty":     nullableFloat(-2, 2),
-		"presence_penalty":      nullableFloat(-2, 2),
-		"repetition_penalty":    nullable(repetitionPenalty),
-		"logit_bias":            nullable(logitBias),
-		"logprobs":              nullableBool,
-		"top_logprobs":          nullable(integer(0, 20)),
-		"max_completion_tokens": nullable(positiveInt),
-		"max_tokens":            nullable(positiveInt),
-		"seed":                  nullable(anyInt),
-		"stop":                  nullable(stop),
-		"response_format":       responseFormat,
-		"tools":                 arrayOf(0, -1, tool),
-		"tool_choice":           toolChoice,
-		"parallel_tool_calls":   nullableBool,
-		"reasoning": fields(true, map[string]check{
-			"effort":     nullable(oneOf(efforts...)),
-			"summary":    nullable(oneOf("auto", "concise", "detailed")),
-			"max_tokens": nullable(positiveInt),
-			"exclude":    nullableBool,
-			"enabled":    nullableBool,
-		}),
-		"reasoning_effort": nullable(oneOf(efforts...)),
-		"modalities":       arrayOf(0, -1, oneOf("text", "image", "audio")),
-		"image_config":     imageConfig,
-		"metadata":         metadata,
-		"user":             str,
-		"session_id":       maxLen(256),
-		"service_tier":     nullable(oneOf("auto", "default", "flex", "priority", "scale")),
-		"provider":         nil, // checked by route.ParsePreferences, the parser the router uses
-		"plugins":          arrayOf(0, -1, plugin),
-		"route":            nullable(oneOf("fallback", "sort")),
-		"cache_control": fields(true, map[string]check{
-			"type": oneOf("ephemeral"),
-			"ttl":  oneOf("5m", "1h"),
-		}, "type"),
-		"debug":                  fields(true, map[string]check{"echo_upstream_body": boolean}),
-		"trace":                  object,
-		"stop_server_tools_when": arrayOf(1, -1, stopCondition),
-	}
+// chatState carries what cross-field rules need from the one walk over the
+// body.
+type chatState struct {
+	messages, model           bool
+	models                    int
+	tools                     gjson.Result // the tools array
+	choice                    gjson.Result // tool_choice.function.name
+	effort, reasoningEffort   string       // "" when absent or null
+	hasEffort, hasShortEffort bool
 }
 
-// Chat validates the body of POST /chat/completions.
+// Chat validates the body of POST /chat/completions against spec 2.1–2.4
+// and section 8. It returns nil or a 400 whose message starts with the JSON
+// path of the offending field.
 func Chat(body []byte) *apierr.Error {
-	root, err := parse(body)
+	root, v, err := parse(body)
 	if err != nil {
 		return err
 	}
-	root.ForEach(func(k, v gjson.Result) bool {
-		if c := chatFields[k.Str]; c != nil {
-			err = c(k.Str, v)
-		}
-		return err == nil
-	})
-	if err != nil {
+	defer v.done()
+	var st chatState
+	if err := v.each(root, func(k string, x gjson.Result) *apierr.Error {
+		return v.chatField(&st, k, x)
+	}); err != nil {
 		return err
 	}
-	if !root.Get("messages").Exists() {
-		return bad("messages", "required: the conversation to complete (at least 1 message)")
+	if !st.messages {
+		return apierr.BadRequest("messages", "required: the conversation to complete, an array of at least 1 message")
 	}
-	if !root.Get("model").Exists() && len(root.Get("models").Array()) == 0 {
-		return bad("model", "required (or give a non-empty models list)")
-	}
-	if _, err := route.ParsePreferences(root.Get("provider"), root.Get("route")); err != nil {
-		return err
+	if !st.model && st.models == 0 {
+		return apierr.BadRequest("model", "required (or give models): a model id such as openai/gpt-4o")
 	}
 	// reasoning_effort is shorthand for reasoning.effort; both must agree.
-	if re, e := root.Get("reasoning_effort"), root.Get("reasoning.effort"); re.Type == gjson.String && e.Type == gjson.String && re.Str != e.Str {
-		return bad("reasoning_effort", "%q differs from reasoning.effort %q; send one or make them equal", re.Str, e.Str)
+	if st.hasEffort && st.hasShortEffort && st.effort != st.reasoningEffort {
+		return apierr.BadRequest("reasoning_effort", "%q differs from reasoning.effort %q; send one of them, or the same value in both", st.reasoningEffort, st.effort)
 	}
-	return checkToolChoiceName(root)
+	return v.checkChoiceNamed(st.tools, st.choice)
 }
 
-func repetitionPenalty(p string, v gjson.Result) *apierr.Error {
-	if v.Type != gjson.Number || v.Float() <= 0 || v.Float() > 2 {
-		return bad(p, "must be a number greater than 0 and at most 2 (1.0 means no penalty), got %s", clip(v.Raw))
-	}
-	return nil
-}
-
-func logitBias(p string, v gjson.Result) *apierr.Error {
-	if err := object(p, v); err != nil {
-		return err
-	}
-	var err *apierr.Error
-	v.ForEach(func(k, b gjson.Result) bool {
-		if _, perr := strconv.ParseUint(k.Str, 10, 32); perr != nil {
-			err = bad(p+"."+k.Str, "keys must be token ids (non-negative integers)")
-		} else {
-			err = number(-100, 100)(p+"."+k.Str, b)
+// chatField checks one top-level member; the path is already k.
+func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.Error {
+	switch k {
+	case "messages":
+		st.messages = true
+		return v.items(x, 1, -1, func(_ int, m gjson.Result) *apierr.Error { return v.message(m) })
+	case "model":
+		st.model = true
+		return v.modelID(x)
+	case "models":
+		err := v.items(x, 0, -1, func(_ int, m gjson.Result) *apierr.Error { return v.modelID(m) })
+		if err == nil && st.models == 0 {
+			st.models = v.count(x)
 		}
-		return err == nil
-	})
-	return err
-}
-
-func stop(p string, v gjson.Result) *apierr.Error {
-	if v.Type == gjson.String {
+		return err
+	case "stream":
+		return v.boolean(x)
+	case "stream_options":
+		if isNull(x) {
+			return nil
+		}
+		return v.strict(x, func(k string, y gjson.Result) *apierr.Error {
+			if k == "include_usage" {
+				return v.boolean(y)
+			}
+			return v.unknown()
+		})
+	case "temperature":
+		return v.nullNumber(x, 0, 2)
+	case "top_p", "min_p", "top_a":
+		return v.nullNumber(x, 0, 1)
+	case "frequency_penalty", "presence_penalty":
+		return v.nullNumber(x, -2, 2)
+	case "repetition_penalty":
+		if isNull(x) {
+			return nil
+		}
+		if x.Type != gjson.Number || !(x.Num > 0 && x.Num <= 2) {
+			return v.fail("must be a number greater than 0 and at most 2 (1 means no penalty), got %s", shown(x))
+		}
 		return nil
-	}
-	if !v.IsArray() {
-		return bad(p, "must be a string or an array of at most 4 strings, got %s", typeName(v))
-	}
-	if n := len(v.Array()); n > 4 {
-		return bad(p, "at most 4 stop sequences, got %d", n)
-	}
-	return stringArray(p, v)
-}
-
-func metadata(p string, v gjson.Result) *apierr.Error {
-	if err := object(p, v); err != nil {
-		return err
-	}
-	n := 0
-	var err *apierr.Error
-	v.ForEach(func(k, val gjson.Result) bool {
-		n++
-		switch kl := utf8.RuneCountInString(k.Str); {
-		case n > 16:
-			err = bad(p, "at most 16 pairs")
-		case kl == 0:
-			err = bad(p, "keys must not be empty")
-		case kl > 64:
-			err = bad(p+"."+clip(k.Str), "keys are at most 64 characters, got %d", kl)
-		case val.Type != gjson.String:
-			err = bad(p+"."+k.Str, "values must be strings, got %s", typeName(val))
-		case utf8.RuneCountInString(val.Str) > 512:
-			err = bad(p+"."+k.Str, "values are at most 512 characters, got %d", utf8.RuneCountInString(val.Str))
+	case "top_k":
+		return v.nullInteger(x, 0, math.MaxInt64)
+	case "top_logprobs":
+		return v.nullInteger(x, 0, maxTopLogprobs)
+	case "max_completion_tokens", "max_tokens":
+		return v.nullInteger(x, 1, math.MaxInt64)
+	case "seed":
+		return v.nullInteger(x, math.MinInt64, math.MaxInt64)
+	case "logprobs", "parallel_tool_calls":
+		return v.nullBool(x)
+	case "logit_bias":
+		if isNull(x) {
+			return nil
 		}
-		return err == nil
-	})
-	return err
-}
-
-func imageConfig(p string, v gjson.Result) *apierr.Error {
-	if err := object(p, v); err != nil {
-		return err
-	}
-	var err *apierr.Error
-	v.ForEach(func(k, val gjson.Result) bool {
-		if val.Type != gjson.String && val.Type != gjson.Number && !val.IsArray() {
-			err = bad(p+"."+k.Str, "values must be a string, a number or an array, got %s", typeName(val))
+		return v.logitBias(x)
+	case "stop":
+		return v.stop(x)
+	case "response_format":
+		return v.responseFormat(x)
+	case "tools":
+		if !st.tools.Exists() {
+			st.tools = x
 		}
-		return err == nil
-	})
-	return err
+		return v.items(x, 0, -1, func(_ int, t gjson.Result) *apierr.Error { return v.tool(t) })
+	case "tool_choice":
+		return v.toolChoice(st, x)
+	case "reasoning":
+		return v.reasoning(st, x)
+	case "reasoning_effort":
+		if x.Type == gjson.String && !st.hasShortEffort {
+			st.hasShortEffort, st.reasoningEffort = true, text(x)
+		}
+		return v.nullEnum(x, efforts)
+	case "modalities":
+		return v.items(x, 0, -1, func(_ int, m gjson.Result) *apierr.Error { return v.enum(m, modalities) })
+	case "image_config":
+		return v.imageConfig(x)
+	case "metadata":
+		return v.metadata(x)
+	case "user":
+		return v.str(x)
+	case "session_id":
+		return v.maxChars(x, maxSessionID)
+	case "service_tier":
+		return v.nullEnum(x, serviceTiers)
+	case "provider":
+		return v.provider(x)
+	case "plugins":
+		return v.items(x, 0, -1, func(_ int, p gjson.Result) *apierr.Error { return v.plugin(p) })
+	case "route":
+		return v.nullEnum(x, routes)
+	case "cache_control":
+		return v.cacheControl(x)
+	case "debug":
+		return v.strict(x, func(k string, y gjson.Result) *apierr.Error {
+			if k == "echo_upstream_body" {
+				return v.boolean(y)
+			}
+			return v.unknown()
+		})
+	case "trace":
+		return v.object(x) // its fields are not specified
+	case "stop_server_tools_when":
+		return v.items(x, 1, -1, func(_ int, c gjson.Result) *apierr.Error { return v.stopCondition(c) })
+	}
+	return nil // unknown top-level fields are accepted: see the package comment
 }
 
-var roles = oneOf("system", "user", "developer", "assistant", "tool")
-
-func message(p string, v gjson.Result) *apierr.Error {
-	if err := object(p, v); err != nil {
+// strict checks an object whose every member fn knows; fn returns
+// v.unknown() for the others. The path is already the member's.
+func (v *validator) strict(x gjson.Result, fn func(k string, y gjson.Result) *apierr.Error) *apierr.Error {
+	if err := v.object(x); err != nil {
 		return err
 	}
-	role := v.Get("role")
+	return v.each(x, fn)
+}
+
+func (v *validator) unknown() *apierr.Error { return v.fail("unknown field") }
+
+// message checks one item of messages. Its members are read in one walk,
+// then checked in a fixed order so the first error is the most useful.
+func (v *validator) message(m gjson.Result) *apierr.Error {
+	if err := v.object(m); err != nil {
+		return err
+	}
+	var f [5]gjson.Result
+	if dup := v.pick(m, messageKeys, f[:]); dup != "" {
+		return v.failAt(dup, "duplicate field; send it once")
+	}
+	role, content, toolCalls, toolCallID, name := f[0], f[1], f[2], f[3], f[4]
 	if !role.Exists() {
-		return bad(p+".role", "required")
+		return v.failAt("role", "required: one of system, user, developer, assistant, tool")
 	}
-	if err := roles(p+".role", role); err != nil {
+	if err := v.field("role", role, func(x gjson.Result) *apierr.Error { return v.enum(x, roles) }); err != nil {
 		return err
 	}
-	if n := v.Get("name"); n.Exists() {
-		if err := str(p+".name", n); err != nil {
+	r := text(role)
+	if name.Exists() {
+		if err := v.field("name", name, v.str); err != nil {
 			return err
 		}
 	}
-	content := v.Get("content")
-	toolCalls := v.Get("tool_calls")
-	if role.Str == "assistant" && toolCalls.Exists() {
-		if err := arrayOf(0, -1, toolCall)(p+".tool_calls", toolCalls); err != nil {
+	hasToolCalls := false // tool_calls are only read in an assistant message
+	if r == "assistant" && toolCalls.Exists() && !isNull(toolCalls) {
+		if err := v.field("tool_calls", toolCalls, func(x gjson.Result) *apierr.Error {
+			return v.items(x, 0, -1, func(_ int, c gjson.Result) *apierr.Error { return v.toolCall(c) })
+		}); err != nil {
 			return err
 		}
+		hasToolCalls = v.count(toolCalls) > 0
 	}
+	v.in("content")
+	err := v.content(r, content, hasToolCalls)
+	v.out()
+	if err != nil {
+		return err
+	}
+	if r == "tool" {
+		switch {
+		case !toolCallID.Exists():
+			return v.failAt("tool_call_id", "required in a tool message: the id of the tool call it answers")
+		case toolCallID.Type != gjson.String || toolCallID.Raw == `""`:
+			return v.failAt("tool_call_id", "must be a non-empty string, the id of the tool call it answers, got %s", shown(toolCallID))
+		}
+	}
+	return nil
+}
+
+// content checks a message's content (the path is already …content): a
+// string, null (assistant only), or an array of content parts. It is
+// required except in an assistant message with tool_calls.
+func (v *validator) content(role string, c gjson.Result, hasToolCalls bool) *apierr.Error {
 	switch {
-	case !content.Exists() && !(role.Str == "assistant" && toolCalls.Exists()):
-		return bad(p+".content", "required")
-	case !content.Exists():
-	case content.Type == gjson.String:
-	case isNull(content):
-		if role.Str != "assistant" {
-			return bad(p+".content", "may be null only in an assistant message")
-		}
-	case content.IsArray():
-		if err := arrayOf(0, -1, contentPart)(p+".content", content); err != nil {
-			return err
-		}
-	default:
-		return bad(p+".content", "must be a string or an array of content parts, got %s", typeName(content))
+	case !c.Exists() && hasToolCalls, c.Type == gjson.String:
+		return nil
+	case !c.Exists() && role == "assistant":
+		return v.fail("required in an assistant message without tool_calls")
+	case !c.Exists():
+		return v.fail("required: a string or an array of content parts")
+	case isNull(c) && role == "assistant":
+		return nil
+	case isNull(c):
+		return v.fail("may be null only in an assistant message; send a string or an array of content parts")
+	case c.IsArray():
+		return v.items(c, 0, -1, func(_ int, p gjson.Result) *apierr.Error { return v.contentPart(p) })
 	}
-	if role.Str == "tool" {
-		if err := str(p+".tool_call_id", v.Get("tool_call_id")); err != nil {
-			return bad(p+".tool_call_id", "required in a tool message: the id of the call it answers")
-		}
-	}
-	return nil
+	return v.fail("must be a string or an array of content parts, got %s", describe(c))
 }
 
-func contentPart(p string, v gjson.Result) *apierr.Error {
-	if err := object(p, v); err != nil {
+// contentPart checks one part of a multi-part content: an object with a
+// string type; text parts need a string text, image_url parts an image_url
+// object with a url. Other types (input_audio, file, …) are provider-specific
+// and only need to be objects with a type.
+func (v *validator) contentPart(p gjson.Result) *apierr.Error {
+	if err := v.object(p); err != nil {
 		return err
 	}
-	t := v.Get("type")
-	if t.Type != gjson.String || t.Str == "" {
-		return bad(p+".type", "required: a string such as text or image_url")
+	var f [3]gjson.Result // type, text, image_url
+	if dup := v.pick(p, partKeys, f[:]); dup != "" {
+		return v.failAt(dup, "duplicate field; send it once")
 	}
-	switch t.Str {
+	t := f[0]
+	if t.Type != gjson.String || t.Raw == `""` {
+		return v.failAt("type", "required: a string such as text or image_url, got %s", describe(t))
+	}
+	switch text(t) {
 	case "text":
-		return str(p+".text", v.Get("text"))
+		return v.field("text", f[1], v.str)
 	case "image_url":
-		if err := object(p+".image_url", v.Get("image_url")); err != nil {
-			return err
-		}
-		return nonEmptyStr(p+".image_url.url", v.Get("image_url.url"))
-	}
-	return nil // input_audio, file, … are provider-specific parts
-}
-
-func toolCall(p string, v gjson.Result) *apierr.Error {
-	return fields(false, map[string]check{
-		"id":   str,
-		"type": oneOf("function"),
-		"function": fields(false, map[string]check{
-			"name":      str,
-			"arguments": str,
-		}, "name", "arguments"),
-	}, "id", "type", "function")(p, v)
-}
-
-func tool(p string, v gjson.Result) *apierr.Error {
-	return fields(false, map[string]check{
-		"type": oneOf("function"),
-		"function": fields(false, map[string]check{
-			"name": func(p string, v gjson.Result) *apierr.Error {
-				if err := str(p, v); err != nil {
-					return err
-				}
-				if !functionName.MatchString(v.Str) {
-					return bad(p, "must be 1 to 64 letters, digits, underscores or dashes, got %s", clip(v.Raw))
-				}
-				return nil
-			},
-			"description": str,
-			"parameters":  object,
-			"strict":      nullableBool,
-		}, "name"),
-		"cache_control": object,
-	}, "type", "function")(p, v)
-}
-
-// toolChoice accepts "none", "auto", "required", a named-tool object
-// {"type":"function","function":{"name":…}}, or a server-tool object (any
-// other string type, e.g. {"type":"web_search"}).
-func toolChoice(p string, v gjson.Result) *apierr.Error {
-	if v.Type == gjson.String {
-		return oneOf("none", "auto", "required")(p, v)
-	}
-	if err := object(p, v); err != nil {
-		return bad(p, "must be none, auto, required or a tool choice object, got %s", typeName(v))
-	}
-	t := v.Get("type")
-	if t.Type != gjson.String || t.Str == "" {
-		return bad(p+".type", "required")
-	}
-	if t.Str == "function" {
-		return nonEmptyStr(p+".function.name", v.Get("function.name"))
+		return v.imageURL(f[2])
 	}
 	return nil
 }
 
-func checkToolChoiceName(root gjson.Result) *apierr.Error {
-	name := root.Get("tool_choice.function.name")
-	tools := root.Get("tools")
-	if name.Type != gjson.String || !tools.IsArray() {
+var (
+	messageKeys  = []string{"role", "content", "tool_calls", "tool_call_id", "name"}
+	partKeys     = []string{"type", "text", "image_url"}
+	toolCallKeys = []string{"id", "type", "function"}
+	functionKeys = []string{"name", "arguments"}
+)
+
+// imageURL checks an {"url": …} object at member image_url.
+func (v *validator) imageURL(x gjson.Result) *apierr.Error {
+	v.in("image_url")
+	defer v.out()
+	if err := v.object(x); err != nil {
+		return err
+	}
+	return v.field("url", v.get(x, "url"), v.nonEmpty)
+}
+
+// toolCall checks one assistant tool call:
+// {"id": string, "type": "function", "function": {"name": string, "arguments": string}}.
+func (v *validator) toolCall(c gjson.Result) *apierr.Error {
+	if err := v.object(c); err != nil {
+		return err
+	}
+	var f [3]gjson.Result // id, type, function
+	if dup := v.pick(c, toolCallKeys, f[:]); dup != "" {
+		return v.failAt(dup, "duplicate field; send it once")
+	}
+	if err := v.field("id", f[0], v.str); err != nil {
+		return err
+	}
+	if err := v.field("type", f[1], func(x gjson.Result) *apierr.Error { return v.enum(x, functionType) }); err != nil {
+		return err
+	}
+	v.in("function")
+	defer v.out()
+	if err := v.object(f[2]); err != nil {
+		return err
+	}
+	var fn [2]gjson.Result // name, arguments
+	if dup := v.pick(f[2], functionKeys, fn[:]); dup != "" {
+		return v.failAt(dup, "duplicate field; send it once")
+	}
+	if err := v.field("name", fn[0], v.str); err != nil {
+		return err
+	}
+	return v.field("arguments", fn[1], func(x gjson.Result) *apierr.Error {
+		if x.Type != gjson.String {
+			return v.fail("must be a string (the arguments as JSON text), got %s", describe(x))
+		}
+		return nil
+	})
+}
+
+// tool checks one item of tools:
+// {"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}, "cache_control"?}.
+func (v *validator) tool(t gjson.Result) *apierr.Error {
+	if err := v.object(t); err != nil {
+		return err
+	}
+	if err := v.field("type", v.get(t, "type"), func(x gjson.Result) *apierr.Error { return v.enum(x, functionType) }); err != nil {
+		return err
+	}
+	if cc := v.get(t, "cache_control"); cc.Exists() {
+		if err := v.field("cache_control", cc, v.object); err != nil {
+			return err
+		}
+	}
+	v.in("function")
+	defer v.out()
+	f := v.get(t, "function")
+	if err := v.object(f); err != nil {
+		return err
+	}
+	name := v.get(f, "name")
+	if !name.Exists() {
+		return v.failAt("name", "required: 1 to 64 letters, digits, underscores or dashes")
+	}
+	if err := v.field("name", name, v.functionName); err != nil {
+		return err
+	}
+	return v.each(f, func(k string, x gjson.Result) *apierr.Error {
+		switch k {
+		case "description":
+			return v.str(x)
+		case "parameters":
+			return v.object(x)
+		case "strict":
+			return v.nullBool(x)
+		}
+		return nil
+	})
+}
+
+// functionName checks ^[A-Za-z0-9_-]{1,64}$.
+func (v *validator) functionName(x gjson.Result) *apierr.Error {
+	if x.Type != gjson.String {
+		return v.fail("must be a string of 1 to 64 letters, digits, underscores or dashes, got %s", describe(x))
+	}
+	s := text(x)
+	ok := len(s) >= 1 && len(s) <= maxFunctionName
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	}
+	if !ok {
+		return v.fail("must be 1 to 64 letters, digits, underscores or dashes, got %s", shown(x))
+	}
+	return nil
+}
+
+// toolChoice accepts these shapes:
+//   - "none", "auto" or "required";
+//   - a named-tool choice {"type": "function", "function": {"name": "<tool>"}}:
+//     when the request has tools, the name must be one of theirs;
+//   - a server-tool choice: an object whose type is any other non-empty
+//     string, e.g. {"type": "web_search"}; its other fields are the server
+//     tool's and are not checked here.
+func (v *validator) toolChoice(st *chatState, x gjson.Result) *apierr.Error {
+	if x.Type == gjson.String {
+		return v.enum(x, toolChoices)
+	}
+	if !x.IsObject() {
+		return v.fail("must be none, auto, required or a tool choice object, got %s", describe(x))
+	}
+	t := v.get(x, "type")
+	if t.Type != gjson.String || t.Raw == `""` {
+		return v.failAt("type", `required: "function" for a named tool, or a server tool's type, got %s`, describe(t))
+	}
+	if text(t) != "function" {
 		return nil
 	}
+	v.in("function")
+	defer v.out()
+	f := v.get(x, "function")
+	if err := v.object(f); err != nil {
+		return err
+	}
+	name := v.get(f, "name")
+	if err := v.field("name", name, v.nonEmpty); err != nil {
+		return err
+	}
+	if !st.choice.Exists() {
+		st.choice = name
+	}
+	return nil
+}
+
+// checkChoiceNamed checks a named tool choice against the request's tools.
+func (v *validator) checkChoiceNamed(tools, name gjson.Result) *apierr.Error {
+	if !name.Exists() || !tools.IsArray() {
+		return nil
+	}
+	want := text(name)
 	found := false
-	tools.ForEach(func(_, t gjson.Result) bool {
-		found = t.Get("function.name").Str == name.Str
+	v.elements(tools, func(_ int, t gjson.Result) bool {
+		n := v.get(v.get(t, "function"), "name")
+		found = n.Type == gjson.String && text(n) == want
 		return !found
 	})
 	if !found {
-		return bad("tool_choice.function.name", "%q is not one of the request's tools", name.Str)
+		return apierr.BadRequest("tool_choice.function.name", "%q is not the name of one of the request's tools", clip(want, 64))
 	}
 	return nil
 }
 
-func responseFormat(p string, v gjson.Result) *apierr.Error {
-	if err := object(p, v); err != nil {
+// responseFormat checks {"type": …} and the member its type requires.
+func (v *validator) responseFormat(x gjson.Result) *apierr.Error {
+	if err := v.object(x); err != nil {
 		return err
 	}
-	t := v.Get("type")
+	t := v.get(x, "type")
 	if !t.Exists() {
-		return bad(p+".type", "required: one of text, json_object, json_schema, grammar, python")
+		return v.failAt("type", "required: one of text, json_object, json_schema, grammar, python")
 	}
-	if err := oneOf("text", "json_object", "json_schema", "grammar", "python")(p+".type", t); err != nil {
+	if err := v.field("type", t, func(y gjson.Result) *apierr.Error { return v.enum(y, formatTypes) }); err != nil {
 		return err
 	}
-	switch t.Str {
+	switch text(t) {
 	case "json_schema":
-		return fields(false, map[string]check{
-			"name":   nonEmptyStr,
-			"schema": object,
-			"strict": nullableBool,
-		}, "name", "schema")(p+".json_schema", v.Get("json_schema"))
+		v.in("json_schema")
+		defer v.out()
+		s := v.get(x, "json_schema")
+		if !s.Exists() {
+			return v.fail(`required when type is json_schema: {"name": …, "schema": {…}}`)
+		}
+		if err := v.object(s); err != nil {
+			return err
+		}
+		if err := v.field("name", v.get(s, "name"), v.nonEmpty); err != nil {
+			return err
+		}
+		schema := v.get(s, "schema")
+		if !schema.Exists() {
+			return v.failAt("schema", "required: a JSON Schema object")
+		}
+		return v.each(s, func(k string, y gjson.Result) *apierr.Error {
+			switch k {
+			case "schema":
+				return v.object(y)
+			case "description":
+				return v.str(y)
+			case "strict":
+				return v.nullBool(y)
+			}
+			return nil
+		})
 	case "grammar":
-		return str(p+".grammar", v.Get("grammar"))
+		g := v.get(x, "grammar")
+		if !g.Exists() {
+			return v.failAt("grammar", "required when type is grammar: the grammar as a string")
+		}
+		return v.field("grammar", g, v.str)
 	}
 	return nil
 }
 
-func stopCondition(p string, v gjson.Result) *apierr.Error {
-	if err := object(p, v); err != nil {
+// reasoning checks {"effort", "summary", "max_tokens", "exclude", "enabled"}.
+func (v *validator) reasoning(st *chatState, x gjson.Result) *apierr.Error {
+	return v.strict(x, func(k string, y gjson.Result) *apierr.Error {
+		switch k {
+		case "effort":
+			if y.Type == gjson.String && !st.hasEffort {
+				st.hasEffort, st.effort = true, text(y)
+			}
+			return v.nullEnum(y, efforts)
+		case "summary":
+			return v.nullEnum(y, summaries)
+		case "max_tokens":
+			return v.nullInteger(y, 1, math.MaxInt64)
+		case "exclude", "enabled":
+			return v.nullBool(y)
+		}
+		return v.unknown()
+	})
+}
+
+// logitBias checks a map of token id (a non-negative integer, as a string)
+// to a bias in -100..100.
+func (v *validator) logitBias(x gjson.Result) *apierr.Error {
+	if err := v.object(x); err != nil {
 		return err
 	}
-	t := v.Get("type")
-	if t.Type != gjson.String || t.Str == "" {
-		return bad(p+".type", "required")
+	return v.each(x, func(k string, b gjson.Result) *apierr.Error {
+		if !isTokenID(k) {
+			return v.fail("keys must be token ids (non-negative integers as strings), got %q", clip(k, 64))
+		}
+		return v.number(b, -100, 100)
+	})
+}
+
+func isTokenID(s string) bool {
+	if s == "" || len(s) > 10 {
+		return false
 	}
-	switch t.Str {
-	case "step_count_is":
-		return positiveInt(p+".step_count", v.Get("step_count"))
-	case "max_cost":
-		mc := v.Get("max_cost_in_dollars")
-		if mc.Type != gjson.Number || mc.Float() <= 0 {
-			return bad(p+".max_cost_in_dollars", "must be a number greater than 0, got %s", clip(mc.Raw))
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
 	}
-	return nil // further condition types are accepted as they are (forward compatible)
+	return true
+}
+
+// stop checks a string, an array of at most 4 strings, or null.
+func (v *validator) stop(x gjson.Result) *apierr.Error {
+	switch {
+	case isNull(x), x.Type == gjson.String:
+		return nil
+	case !x.IsArray():
+		return v.fail("must be a string, an array of at most 4 strings, or null, got %s", describe(x))
+	}
+	if n := v.count(x); n > maxStops {
+		return v.fail("at most %d stop sequences, got %d", maxStops, n)
+	}
+	return v.strArray(x)
+}
+
+// metadata checks a string-to-string map of at most 16 pairs, keys of 1 to
+// 64 characters and values of at most 512 (Unicode code points).
+func (v *validator) metadata(x gjson.Result) *apierr.Error {
+	if err := v.object(x); err != nil {
+		return err
+	}
+	n, emptyKey := 0, false
+	v.members(x, func(k string, _ gjson.Result) bool {
+		n++
+		emptyKey = emptyKey || k == ""
+		return true
+	})
+	if n > maxMetadataPairs {
+		return v.fail("at most %d pairs, got %d", maxMetadataPairs, n)
+	}
+	if emptyKey {
+		return v.fail("keys must not be empty")
+	}
+	return v.each(x, func(k string, val gjson.Result) *apierr.Error {
+		if c := utf8.RuneCountInString(k); c > maxMetadataKey {
+			return v.fail("keys are at most %d characters, got %d", maxMetadataKey, c)
+		}
+		if val.Type != gjson.String {
+			return v.fail("values must be strings, got %s", describe(val))
+		}
+		if len(val.Raw)-2 > maxMetadataValue {
+			if c := utf8.RuneCountInString(text(val)); c > maxMetadataValue {
+				return v.fail("values are at most %d characters, got %d", maxMetadataValue, c)
+			}
+		}
+		return nil
+	})
+}
+
+// imageConfig checks an object whose values are strings, numbers or arrays.
+func (v *validator) imageConfig(x gjson.Result) *apierr.Error {
+	if err := v.object(x); err != nil {
+		return err
+	}
+	return v.each(x, func(_ string, y gjson.Result) *apierr.Error {
+		if y.Type != gjson.String && y.Type != gjson.Number && !y.IsArray() {
+			return v.fail("must be a string, a number or an array, got %s", describe(y))
+		}
+		return nil
+	})
+}
+
+// cacheControl checks {"type": "ephemeral", "ttl"?: "5m" | "1h"}.
+func (v *validator) cacheControl(x gjson.Result) *apierr.Error {
+	if err := v.strict(x, func(k string, y gjson.Result) *apierr.Error {
+		switch k {
+		case "type":
+			return v.enum(y, cacheTypes)
+		case "ttl":
+			return v.enum(y, cacheTTLs)
+		}
+		return v.unknown()
+	}); err != nil {
+		return err
+	}
+	if !v.get(x, "type").Exists() {
+		return v.failAt("type", `required: "ephemeral"`)
+	}
+	return nil
+}
+
+// stopCondition checks one condition of stop_server_tools_when. Two types
+// are specified: step_count_is (integer step_count >= 1) and max_cost
+// (number max_cost_in_dollars > 0). Other types are accepted as objects with
+// a string type, so a client that knows a newer type is not refused.
+func (v *validator) stopCondition(c gjson.Result) *apierr.Error {
+	if err := v.object(c); err != nil {
+		return err
+	}
+	t := v.get(c, "type")
+	if t.Type != gjson.String || t.Raw == `""` {
+		return v.failAt("type", "required: a string such as step_count_is or max_cost, got %s", describe(t))
+	}
+	switch text(t) {
+	case "step_count_is":
+		return v.field("step_count", v.get(c, "step_count"), func(x gjson.Result) *apierr.Error {
+			return v.integer(x, 1, math.MaxInt64)
+		})
+	case "max_cost":
+		return v.field("max_cost_in_dollars", v.get(c, "max_cost_in_dollars"), func(x gjson.Result) *apierr.Error {
+			return v.atLeast(x, 0, true)
+		})
+	}
+	return nil
 }

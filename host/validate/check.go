@@ -1,259 +1,468 @@
 // Package validate checks request bodies against the interface (spec
 // sections 2.1–2.6 and 8) before anything else runs, so a caller learns what
-// is wrong — the field, its JSON path and the rule — with a 400 instead of
-// a provider's confusing error. It reads the body with gjson in one pass and
-// allocates only to build an error message.
+// is wrong — the field, its JSON path and the rule — with a 400 instead of a
+// provider's confusing error: "messages[2].role: must be one of system, …".
+//
+// Cost: one pass indexes where objects and arrays end (and bounds their
+// depth), gjson.Valid checks the syntax, and one walk checks every rule
+// (walk.go). The walk skips strings with memchr and unescapes a string only
+// when a rule needs its text, so a long message content full of \n escapes
+// is never copied. A valid request allocates nothing; an invalid one
+// allocates its error message.
+//
+// Choices where the spec is silent, in one place:
+//   - Unknown top-level fields are accepted (and dropped per endpoint later):
+//     OpenAI clients send new fields faster than gateways learn them, and a
+//     400 would break unchanged SDKs. Unknown fields inside objects whose
+//     shape is fully specified (provider, a built-in plugin, stream_options,
+//     reasoning, cache_control, debug, web user_location, fusion tools, an
+//     embeddings multimodal item) are a 400 naming them, so a typo is not
+//     silently ignored. Unknown fields inside messages, content parts, tools
+//     and response_format.json_schema are accepted (providers extend them).
+//   - Fields the spec marks nullable accept null; the others do not.
+//   - A key sent twice in one object is a 400: parsers disagree on which
+//     occurrence wins, so what was validated must not depend on it.
+//   - A model id is <vendor>/<model_name> with exactly one slash, optionally
+//     followed by :<variant> (openai/gpt-4o:free), without spaces.
+//   - Bodies nesting objects and arrays deeper than MaxDepth are refused.
+//   - Other choices are documented where they are made: tool_choice shapes
+//     (toolChoice), provider shapes (provider), plugins not built in
+//     (plugin), stop conditions (stopCondition), embeddings input
+//     (Embeddings).
 package validate
 
 import (
-	"bytes"
 	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/tidwall/gjson"
 )
 
-// check validates one value at path.
-type check func(path string, v gjson.Result) *apierr.Error
+// MaxDepth bounds the nesting of objects and arrays in a request body. JSON
+// schemas in tools and response_format stay far below it; the bound keeps a
+// body of ten million "[" from costing seconds and a gigabyte of stack in a
+// recursive parser.
+const MaxDepth = 128
 
-func bad(path, format string, args ...any) *apierr.Error {
-	return apierr.BadRequest(path, format, args...)
-}
-
-func isNull(v gjson.Result) bool { return v.Type == gjson.Null }
-
-func typeName(v gjson.Result) string {
-	switch {
-	case v.Type == gjson.Null:
-		return "null"
-	case v.Type == gjson.String:
-		return "a string"
-	case v.Type == gjson.Number:
-		return "a number"
-	case v.Type == gjson.True || v.Type == gjson.False:
-		return "a boolean"
-	case v.IsArray():
-		return "an array"
-	case v.IsObject():
-		return "an object"
+// parse checks the body is one JSON object. It returns the object and the
+// validator to walk it with; call v.done when finished.
+func parse(body []byte) (gjson.Result, *validator, *apierr.Error) {
+	s := bytesToString(body)
+	i := ws(s, 0)
+	if i == len(s) {
+		return gjson.Result{}, nil, apierr.BadRequest("", "request body is empty; send a JSON object")
 	}
-	return "invalid JSON"
+	v := getValidator(s)
+	if !v.index(MaxDepth) {
+		v.done()
+		return gjson.Result{}, nil, apierr.BadRequest("", "request body nests objects and arrays deeper than %d levels", MaxDepth)
+	}
+	if !gjson.Valid(s) {
+		v.done()
+		return gjson.Result{}, nil, apierr.BadRequest("", "request body is not valid JSON")
+	}
+	root, _ := v.valueAt(i)
+	if !root.IsObject() {
+		v.done()
+		return gjson.Result{}, nil, apierr.BadRequest("", "request body must be a JSON object, got %s", describe(root))
+	}
+	return root, v, nil
 }
 
-// nullable accepts null, else runs c.
-func nullable(c check) check {
-	return func(p string, v gjson.Result) *apierr.Error {
-		if isNull(v) {
-			return nil
+// seg is one step of a JSON path: a member name, or an index when idx >= 0.
+type seg struct {
+	key string
+	idx int
+}
+
+// maxPath is deeper than any path a rule reports
+// (messages[0].content[0].image_url.url is 5 steps).
+const maxPath = 12
+
+// validator tracks the JSON path of the value being checked, so an error
+// can name it; the path string is built only when an error is.
+type validator struct {
+	doc
+	segs  [maxPath]seg
+	depth int
+}
+
+func (v *validator) in(key string) {
+	if v.depth < maxPath {
+		v.segs[v.depth] = seg{key: key, idx: -1}
+	}
+	v.depth++
+}
+
+func (v *validator) at(i int) {
+	if v.depth < maxPath {
+		v.segs[v.depth] = seg{idx: i}
+	}
+	v.depth++
+}
+
+func (v *validator) out() { v.depth-- }
+
+// path renders the current path, e.g. messages[2].content[0].text.
+func (v *validator) path() string {
+	var b strings.Builder
+	for i := 0; i < v.depth && i < maxPath; i++ {
+		s := v.segs[i]
+		if s.idx >= 0 {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.idx))
+			b.WriteByte(']')
+			continue
 		}
-		return c(p, v)
-	}
-}
-
-func boolean(p string, v gjson.Result) *apierr.Error {
-	if v.Type != gjson.True && v.Type != gjson.False {
-		return bad(p, "must be a boolean, got %s", typeName(v))
-	}
-	return nil
-}
-
-func str(p string, v gjson.Result) *apierr.Error {
-	if v.Type != gjson.String {
-		return bad(p, "must be a string, got %s", typeName(v))
-	}
-	return nil
-}
-
-func nonEmptyStr(p string, v gjson.Result) *apierr.Error {
-	if err := str(p, v); err != nil {
-		return err
-	}
-	if v.Str == "" {
-		return bad(p, "must not be empty")
-	}
-	return nil
-}
-
-func maxLen(n int) check {
-	return func(p string, v gjson.Result) *apierr.Error {
-		if err := str(p, v); err != nil {
-			return err
+		if b.Len() > 0 {
+			b.WriteByte('.')
 		}
-		if c := utf8.RuneCountInString(v.Str); c > n {
-			return bad(p, "at most %d characters, got %d", n, c)
-		}
-		return nil
+		b.WriteString(clip(s.key, 64))
 	}
+	return b.String()
 }
 
-func oneOf(values ...string) check {
-	return func(p string, v gjson.Result) *apierr.Error {
-		if v.Type == gjson.String {
-			for _, x := range values {
-				if v.Str == x {
-					return nil
-				}
-			}
-		}
-		return bad(p, "must be one of %s, got %s", strings.Join(values, ", "), clip(v.Raw))
-	}
+// fail is a 400 naming the current path.
+func (v *validator) fail(format string, args ...any) *apierr.Error {
+	return apierr.BadRequest(v.path(), format, args...)
 }
 
-// number accepts a JSON number in [min, max].
-func number(min, max float64) check {
-	return func(p string, v gjson.Result) *apierr.Error {
-		if v.Type != gjson.Number {
-			return bad(p, "must be a number, got %s", typeName(v))
-		}
-		if f := v.Float(); f < min || f > max || math.IsNaN(f) {
-			return bad(p, "must be a number between %s and %s, got %s", fmtNum(min), fmtNum(max), v.Raw)
-		}
-		return nil
-	}
+// failAt is a 400 naming the member key of the current path.
+func (v *validator) failAt(key, format string, args ...any) *apierr.Error {
+	v.in(key)
+	defer v.out()
+	return v.fail(format, args...)
 }
 
-// integer accepts an integral JSON number in [min, max].
-func integer(min, max int64) check {
-	return func(p string, v gjson.Result) *apierr.Error {
-		if v.Type != gjson.Number || !isIntegral(v.Raw) {
-			return bad(p, "must be an integer, got %s", clip(v.Raw))
-		}
-		f := v.Float()
-		if f < float64(min) || f > float64(max) {
-			if max == math.MaxInt64 {
-				return bad(p, "must be an integer of at least %d, got %s", min, v.Raw)
-			}
-			return bad(p, "must be an integer between %d and %d, got %s", min, max, v.Raw)
-		}
-		return nil
+// field runs check on member key of the current value; a missing member is
+// "required" (call it for optional members only when they exist).
+func (v *validator) field(key string, x gjson.Result, check func(gjson.Result) *apierr.Error) *apierr.Error {
+	v.in(key)
+	defer v.out()
+	if !x.Exists() {
+		return v.fail("required")
 	}
+	return check(x)
 }
 
-func isIntegral(raw string) bool {
-	if strings.ContainsAny(raw, ".eE") {
-		f, err := strconv.ParseFloat(raw, 64)
-		return err == nil && f == math.Trunc(f) && !math.IsInf(f, 0)
+// each calls fn for every member of object x with the path extended by the
+// member's key. x must be an object. A key sent twice is an error: parsers
+// disagree on which occurrence wins (gjson takes the first, most others the
+// last), so a validated body must not depend on it.
+func (v *validator) each(x gjson.Result, fn func(key string, y gjson.Result) *apierr.Error) *apierr.Error {
+	var err *apierr.Error
+	var seen keySet
+	v.members(x, func(k string, y gjson.Result) bool {
+		v.in(k)
+		if !seen.add(k) {
+			err = v.duplicate()
+		} else {
+			err = fn(k, y)
+		}
+		v.out()
+		return err == nil
+	})
+	return err
+}
+
+func (v *validator) duplicate() *apierr.Error {
+	return v.fail("duplicate field; send it once")
+}
+
+// keySet remembers the first 32 keys of an object to find duplicates
+// without allocating; later keys are checked against those.
+type keySet struct {
+	keys [32]string
+	n    int
+}
+
+// add reports false if k was added before.
+func (s *keySet) add(k string) bool {
+	for _, have := range s.keys[:s.n] {
+		if have == k {
+			return false
+		}
+	}
+	if s.n < len(s.keys) {
+		s.keys[s.n] = k
+		s.n++
 	}
 	return true
 }
 
-func object(p string, v gjson.Result) *apierr.Error {
-	if !v.IsObject() {
-		return bad(p, "must be an object, got %s", typeName(v))
+// items checks that x is an array of min to max items (max < 0: no bound)
+// and calls fn, if not nil, for each with the path extended by its index.
+func (v *validator) items(x gjson.Result, min, max int, fn func(i int, y gjson.Result) *apierr.Error) *apierr.Error {
+	if !x.IsArray() {
+		return v.fail("must be an array, got %s", describe(x))
+	}
+	n := 0
+	var err *apierr.Error
+	v.elements(x, func(i int, y gjson.Result) bool {
+		n++
+		if max >= 0 && n > max {
+			return false
+		}
+		if fn != nil {
+			v.at(i)
+			err = fn(i, y)
+			v.out()
+		}
+		return err == nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case max >= 0 && n > max:
+		return v.fail("at most %d items, got %d", max, v.count(x))
+	case n < min && min == 1:
+		return v.fail("must have at least 1 item")
+	case n < min:
+		return v.fail("must have at least %d items, got %d", min, n)
 	}
 	return nil
 }
 
-// arrayOf checks an array of at least min and at most max items (max < 0:
-// unbounded), each with item.
-func arrayOf(min, max int, item check) check {
-	return func(p string, v gjson.Result) *apierr.Error {
-		if !v.IsArray() {
-			return bad(p, "must be an array, got %s", typeName(v))
-		}
-		n := 0
-		var err *apierr.Error
-		v.ForEach(func(_, it gjson.Result) bool {
-			if item != nil {
-				err = item(p+"["+strconv.Itoa(n)+"]", it)
-			}
-			n++
-			return err == nil
-		})
-		if err != nil {
-			return err
-		}
-		if n < min {
-			if min == 1 {
-				return bad(p, "must have at least 1 item")
-			}
-			return bad(p, "must have at least %d items, got %d", min, n)
-		}
-		if max >= 0 && n > max {
-			return bad(p, "at most %d items, got %d", max, n)
-		}
-		return nil
+// describe names the JSON type of x for "got …" in messages.
+func describe(x gjson.Result) string {
+	switch {
+	case !x.Exists():
+		return "nothing"
+	case x.Type == gjson.Null:
+		return "null"
+	case x.Type == gjson.String:
+		return "a string"
+	case x.Type == gjson.Number:
+		return "a number"
+	case x.Type == gjson.True || x.Type == gjson.False:
+		return "a boolean"
+	case x.IsArray():
+		return "an array"
 	}
+	return "an object"
 }
 
-// fields checks an object whose members must be among known (unknown
-// members are an error when strict) and validates each.
-func fields(strict bool, known map[string]check, required ...string) check {
-	return func(p string, v gjson.Result) *apierr.Error {
-		if err := object(p, v); err != nil {
-			return err
-		}
-		var err *apierr.Error
-		v.ForEach(func(k, val gjson.Result) bool {
-			c, ok := known[k.Str]
-			switch {
-			case !ok && strict:
-				err = bad(join(p, k.Str), "unknown field")
-			case ok && c != nil:
-				err = c(join(p, k.Str), val)
-			}
-			return err == nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, r := range required {
-			if !v.Get(gjson.Escape(r)).Exists() {
-				return bad(join(p, r), "required")
-			}
-		}
-		return nil
+// clip bounds caller-supplied text echoed in a message, on a rune boundary.
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
 	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
-func join(p, k string) string {
-	if p == "" {
-		return k
-	}
-	return p + "." + k
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:37] + "..."
-	}
-	if s == "" {
+// shown is a value as the caller wrote it, bounded, for "got …".
+func shown(x gjson.Result) string {
+	if !x.Exists() {
 		return "nothing"
 	}
-	return s
+	return clip(x.Raw, 40)
+}
+
+func isNull(x gjson.Result) bool { return x.Type == gjson.Null }
+
+func (v *validator) boolean(x gjson.Result) *apierr.Error {
+	if x.Type != gjson.True && x.Type != gjson.False {
+		return v.fail("must be a boolean, got %s", describe(x))
+	}
+	return nil
+}
+
+func (v *validator) nullBool(x gjson.Result) *apierr.Error {
+	if isNull(x) {
+		return nil
+	}
+	return v.boolean(x)
+}
+
+func (v *validator) str(x gjson.Result) *apierr.Error {
+	if x.Type != gjson.String {
+		return v.fail("must be a string, got %s", describe(x))
+	}
+	return nil
+}
+
+func (v *validator) nonEmpty(x gjson.Result) *apierr.Error {
+	if x.Type != gjson.String {
+		return v.fail("must be a non-empty string, got %s", describe(x))
+	}
+	if x.Raw == `""` {
+		return v.fail("must not be empty")
+	}
+	return nil
+}
+
+// maxChars checks a string of at most n characters (Unicode code points).
+func (v *validator) maxChars(x gjson.Result, n int) *apierr.Error {
+	if err := v.str(x); err != nil {
+		return err
+	}
+	if len(x.Raw)-2 <= n { // a character is at least one byte
+		return nil
+	}
+	if c := utf8.RuneCountInString(text(x)); c > n {
+		return v.fail("at most %d characters, got %d", n, c)
+	}
+	return nil
+}
+
+// enum checks a string among values.
+func (v *validator) enum(x gjson.Result, values []string) *apierr.Error {
+	if x.Type == gjson.String {
+		s := text(x)
+		for _, e := range values {
+			if s == e {
+				return nil
+			}
+		}
+	}
+	return v.fail("must be one of %s, got %s", strings.Join(values, ", "), shown(x))
+}
+
+func (v *validator) nullEnum(x gjson.Result, values []string) *apierr.Error {
+	if isNull(x) {
+		return nil
+	}
+	return v.enum(x, values)
+}
+
+// number checks a JSON number in [lo, hi].
+func (v *validator) number(x gjson.Result, lo, hi float64) *apierr.Error {
+	if x.Type != gjson.Number {
+		return v.fail("must be a number between %s and %s, got %s", fmtNum(lo), fmtNum(hi), describe(x))
+	}
+	if f := x.Num; !(f >= lo && f <= hi) {
+		return v.fail("must be a number between %s and %s, got %s", fmtNum(lo), fmtNum(hi), shown(x))
+	}
+	return nil
+}
+
+func (v *validator) nullNumber(x gjson.Result, lo, hi float64) *apierr.Error {
+	if isNull(x) {
+		return nil
+	}
+	return v.number(x, lo, hi)
+}
+
+// atLeast checks a finite JSON number >= lo (or > lo when strict).
+func (v *validator) atLeast(x gjson.Result, lo float64, strict bool) *apierr.Error {
+	word := "at least"
+	if strict {
+		word = "greater than"
+	}
+	if x.Type != gjson.Number {
+		return v.fail("must be a number %s %s, got %s", word, fmtNum(lo), describe(x))
+	}
+	f := x.Num
+	if math.IsInf(f, 0) || f < lo || (strict && f == lo) {
+		return v.fail("must be a number %s %s, got %s", word, fmtNum(lo), shown(x))
+	}
+	return nil
+}
+
+// integer checks an integral JSON number in [lo, hi]. 16.0 and 1e3 are
+// integers; 1.5, "16" and numbers beyond 64 bits are not.
+func (v *validator) integer(x gjson.Result, lo, hi int64) *apierr.Error {
+	n, ok := integral(x)
+	if !ok {
+		return v.fail("must be an integer%s, got %s", rangeText(lo, hi), describeNum(x))
+	}
+	if n < lo || n > hi {
+		return v.fail("must be an integer%s, got %s", rangeText(lo, hi), shown(x))
+	}
+	return nil
+}
+
+func (v *validator) nullInteger(x gjson.Result, lo, hi int64) *apierr.Error {
+	if isNull(x) {
+		return nil
+	}
+	return v.integer(x, lo, hi)
+}
+
+// integral reads an integral JSON number that fits in an int64.
+func integral(x gjson.Result) (int64, bool) {
+	if x.Type != gjson.Number {
+		return 0, false
+	}
+	if strings.IndexAny(x.Raw, ".eE") < 0 {
+		n, err := strconv.ParseInt(x.Raw, 10, 64)
+		return n, err == nil
+	}
+	f := x.Num
+	// 2^63 is the first float64 beyond int64; -2^63 itself fits.
+	if f != math.Trunc(f) || f >= 9.223372036854775807e18 || f < -9.223372036854775807e18 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+func rangeText(lo, hi int64) string {
+	switch {
+	case lo == math.MinInt64 && hi == math.MaxInt64:
+		return " (64-bit)"
+	case hi == math.MaxInt64:
+		return " of at least " + strconv.FormatInt(lo, 10)
+	}
+	return " between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10)
+}
+
+// describeNum is what was sent where an integer was expected.
+func describeNum(x gjson.Result) string {
+	if x.Type == gjson.Number {
+		return shown(x)
+	}
+	return describe(x)
 }
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// modelID checks <vendor>/<model_name>, with an optional :variant.
-func modelID(p string, v gjson.Result) *apierr.Error {
-	if err := str(p, v); err != nil {
-		return err
+// object checks x is a JSON object.
+func (v *validator) object(x gjson.Result) *apierr.Error {
+	if !x.Exists() {
+		return v.fail("required: an object")
 	}
-	vendor, name, ok := strings.Cut(v.Str, "/")
-	if !ok || vendor == "" || name == "" || strings.ContainsAny(v.Str, " \t\n") {
-		return bad(p, "must be a model id of the form <vendor>/<model_name>, got %s", clip(v.Raw))
+	if !x.IsObject() {
+		return v.fail("must be an object, got %s", describe(x))
 	}
 	return nil
 }
 
-// parse checks the body is one JSON object.
-func parse(body []byte) (gjson.Result, *apierr.Error) {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return gjson.Result{}, bad("", "request body is empty; send a JSON object")
+// strArray checks an array of strings (of any length).
+func (v *validator) strArray(x gjson.Result) *apierr.Error {
+	return v.items(x, 0, -1, func(_ int, y gjson.Result) *apierr.Error { return v.str(y) })
+}
+
+// modelID checks a model identifier: <vendor>/<model_name>, optionally with
+// a :variant suffix (openai/gpt-4o:free). Exactly one slash; no spaces.
+func (v *validator) modelID(x gjson.Result) *apierr.Error {
+	if x.Type != gjson.String {
+		return v.fail("must be a model id string such as openai/gpt-4o, got %s", describe(x))
 	}
-	if !gjson.ValidBytes(body) {
-		return gjson.Result{}, bad("", "request body is not valid JSON")
+	if !isModelID(text(x)) {
+		return v.fail("must be a model id of the form <vendor>/<model_name> (optionally :<variant>), such as openai/gpt-4o, got %s", shown(x))
 	}
-	// Read the body in place: results alias it, and nothing here keeps them
-	// past the call.
-	root := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
-	if !root.IsObject() {
-		return gjson.Result{}, bad("", "request body must be a JSON object, got %s", typeName(root))
+	return nil
+}
+
+func isModelID(s string) bool {
+	vendor, name, ok := strings.Cut(s, "/")
+	if !ok || vendor == "" || name == "" || strings.ContainsAny(name, "/") || strings.ContainsAny(vendor, ":") {
+		return false
 	}
-	return root, nil
+	if base, variant, ok := strings.Cut(name, ":"); ok && (base == "" || variant == "" || strings.ContainsAny(variant, ":")) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
 }

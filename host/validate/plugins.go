@@ -1,185 +1,145 @@
 package validate
 
 import (
-	"strconv"
+	"math"
+	"slices"
+	"strings"
 
 	"github.com/switchyard/switchyard/host/apierr"
-	"github.com/switchyard/switchyard/host/route"
 	"github.com/tidwall/gjson"
 )
 
-// pluginFields are the options of each plugin of spec 2.3; unknown options
-// are a 400 so a typo does not silently change nothing.
-var pluginFields = map[string]map[string]check{
-	"auto-router": {
-		"allowed_models":        stringArray,
-		"cost_quality_tradeoff": integer(0, 10),
-	},
-	"moderation": {},
-	"web": {
-		"engine":          str,
-		"exclude_domains": stringArray,
-		"include_domains": stringArray,
-		"max_results":     positiveInt,
-		"max_uses":        positiveInt,
-		"search_prompt":   str,
-		"user_location": fields(true, map[string]check{
-			"type": oneOf("approximate"), "city": str, "country": str, "region": str, "timezone": str,
-		}, "type"),
-	},
-	"web-fetch": {
-		"allowed_domains":    stringArray,
-		"blocked_domains":    stringArray,
-		"max_content_tokens": positiveInt,
-		"max_uses":           positiveInt,
-	},
-	"file-parser":      {"pdf": object},
-	"response-healing": {},
-	// engine: "middle-out" compresses the middle of the conversation; other
-	// engines may come with modules.
-	"context-compression": {"engine": nonEmptyStr},
-	"pareto-router": {
-		"min_coding_score": number(0, 1),
-		"price_source":     oneOf("prompt", "weighted_avg"),
-	},
-	"fusion": {
-		"analysis_models": arrayOf(1, 8, modelID),
-		"model":           modelID,
-		"preset":          oneOf("general-high", "general-budget", "general-fast"),
-		"max_tool_calls":  integer(1, 16),
-		"tools": arrayOf(0, 8, fields(true, map[string]check{
-			"type":       nonEmptyStr,
-			"parameters": object,
-		}, "type")),
-	},
+// builtinPlugins are the plugin ids of spec 2.3, whose options are checked here.
+var builtinPlugins = []string{
+	"auto-router", "moderation", "web", "web-fetch", "file-parser",
+	"response-healing", "context-compression", "pareto-router", "fusion",
 }
 
-func plugin(p string, v gjson.Result) *apierr.Error {
-	if err := object(p, v); err != nil {
+// plugin checks one item of plugins (the path is already plugins[i]): an
+// object with a string id. For the plugins of spec 2.3 every option is
+// checked and an unknown option is a 400; every plugin but moderation
+// accepts enabled (boolean).
+//
+// Any other id is left to the plugin pipeline (host/pipeline), which knows
+// the modules installed for the caller's account: it answers an id that
+// names none with 400 `plugins[i].id: unknown plugin "x"`, and checks the
+// options of an installed one against its manifest's config_schema. Here
+// such an item only needs a non-empty id and, if present, a boolean enabled.
+func (v *validator) plugin(p gjson.Result) *apierr.Error {
+	if err := v.object(p); err != nil {
 		return err
 	}
-	id := v.Get("id")
-	if id.Type != gjson.String {
-		return bad(p+".id", "required: the plugin to configure")
+	idv := v.get(p, "id")
+	if idv.Type != gjson.String || idv.Raw == `""` {
+		return v.failAt("id", "required: the plugin's id, one of %s, got %s", strings.Join(builtinPlugins, ", "), describe(idv))
 	}
-	known, ok := pluginFields[id.Str]
-	if !ok {
-		// A third-party or account plugin: whether it is installed, and its
-		// options, are checked against its manifest's config_schema when the
-		// pipeline is built.
-		if e := v.Get("enabled"); e.Exists() {
-			return boolean(p+".enabled", e)
+	id := text(idv)
+	if !slices.Contains(builtinPlugins, id) {
+		if e := v.get(p, "enabled"); e.Exists() {
+			return v.field("enabled", e, v.boolean)
 		}
 		return nil
 	}
-	var err *apierr.Error
-	v.ForEach(func(k, val gjson.Result) bool {
-		switch c, ok := known[k.Str]; {
-		case k.Str == "id":
-		case k.Str == "enabled" && id.Str != "moderation":
-			err = boolean(p+".enabled", val)
-		case !ok:
-			err = bad(p+"."+k.Str, "unknown option of plugin %s", id.Str)
-		default:
-			err = c(p+"."+k.Str, val)
-		}
-		return err == nil
-	})
-	return err
-}
-
-// MaxEmbeddingInputs caps one embeddings batch.
-const MaxEmbeddingInputs = 2048
-
-var embeddingFields = map[string]check{
-	"model":           modelID,
-	"input":           embeddingInput,
-	"encoding_format": oneOf("float", "base64"),
-	"dimensions":      positiveInt,
-	"user":            str,
-	"provider":        nil,
-	"input_type":      str,
-}
-
-// Embeddings validates the body of POST /embeddings.
-func Embeddings(body []byte) *apierr.Error {
-	root, err := parse(body)
-	if err != nil {
-		return err
-	}
-	root.ForEach(func(k, v gjson.Result) bool {
-		if c := embeddingFields[k.Str]; c != nil {
-			err = c(k.Str, v)
-		}
-		return err == nil
-	})
-	if err != nil {
-		return err
-	}
-	if !root.Get("model").Exists() {
-		return bad("model", "required: the embedding model, e.g. openai/text-embedding-3-small")
-	}
-	if !root.Get("input").Exists() {
-		return bad("input", "required: a string, an array of strings, or an array of multimodal items")
-	}
-	_, err = route.ParsePreferences(root.Get("provider"), gjson.Result{})
-	return err
-}
-
-func embeddingInput(p string, v gjson.Result) *apierr.Error {
-	if v.Type == gjson.String {
-		if v.Str == "" {
-			return bad(p, "must not be empty")
-		}
-		return nil
-	}
-	if !v.IsArray() {
-		return bad(p, "must be a string, an array of strings or an array of multimodal items, got %s", typeName(v))
-	}
-	items := v.Array()
-	if len(items) == 0 {
-		return bad(p, "must have at least 1 item")
-	}
-	if len(items) > MaxEmbeddingInputs {
-		return bad(p, "at most %d inputs per request, got %d", MaxEmbeddingInputs, len(items))
-	}
-	for i, it := range items {
-		ip := p + "[" + strconv.Itoa(i) + "]"
+	return v.each(p, func(k string, x gjson.Result) *apierr.Error {
 		switch {
-		case it.Type == gjson.String:
-			if it.Str == "" {
-				return bad(ip, "must not be empty")
-			}
-		case it.Type == gjson.Number || it.IsArray():
-			return bad(ip, "token-id input is not supported; send text")
-		case it.IsObject():
-			if err := multimodalItem(ip, it); err != nil {
-				return err
-			}
-		default:
-			return bad(ip, "must be a string or a multimodal item, got %s", typeName(it))
+		case k == "id":
+			return nil
+		case k == "enabled" && id == "moderation":
+			return v.fail("moderation has no options and cannot be disabled per request")
+		case k == "enabled":
+			return v.boolean(x)
 		}
+		err, known := v.pluginOption(id, k, x)
+		if !known {
+			return v.fail("unknown option of plugin %s", id)
+		}
+		return err
+	})
+}
+
+// pluginOption checks option k of built-in plugin id; known is false for an
+// option the plugin does not have.
+func (v *validator) pluginOption(id, k string, x gjson.Result) (err *apierr.Error, known bool) {
+	switch id + "." + k {
+	case "auto-router.allowed_models":
+		return v.strArray(x), true
+	case "auto-router.cost_quality_tradeoff":
+		return v.integer(x, 0, 10), true
+
+	case "web.engine":
+		return v.nonEmpty(x), true
+	case "web.include_domains", "web.exclude_domains",
+		"web-fetch.allowed_domains", "web-fetch.blocked_domains":
+		return v.strArray(x), true
+	case "web.max_results", "web.max_uses", "web-fetch.max_uses", "web-fetch.max_content_tokens":
+		return v.integer(x, 1, math.MaxInt64), true
+	case "web.search_prompt":
+		return v.str(x), true
+	case "web.user_location":
+		return v.userLocation(x), true
+
+	case "file-parser.pdf":
+		return v.object(x), true
+
+	// engine: middle-out drops messages from the middle of the conversation
+	// to fit the context; other engines may come with modules, so any
+	// non-empty string is accepted.
+	case "context-compression.engine":
+		return v.nonEmpty(x), true
+
+	case "pareto-router.min_coding_score":
+		return v.number(x, 0, 1), true
+	case "pareto-router.price_source":
+		return v.enum(x, priceSources), true
+
+	case "fusion.analysis_models":
+		return v.items(x, 1, 8, func(_ int, m gjson.Result) *apierr.Error { return v.modelID(m) }), true
+	case "fusion.model":
+		return v.modelID(x), true
+	case "fusion.preset":
+		return v.enum(x, fusionPresets), true
+	case "fusion.max_tool_calls":
+		return v.integer(x, 1, 16), true
+	case "fusion.tools":
+		return v.items(x, 0, 8, func(_ int, t gjson.Result) *apierr.Error { return v.fusionTool(t) }), true
+	}
+	return nil, false
+}
+
+// userLocation checks {"type": "approximate", "city"?, "country"?, "region"?, "timezone"?}.
+func (v *validator) userLocation(x gjson.Result) *apierr.Error {
+	if err := v.strict(x, func(k string, y gjson.Result) *apierr.Error {
+		switch k {
+		case "type":
+			return v.enum(y, approximate)
+		case "city", "country", "region", "timezone":
+			return v.str(y)
+		}
+		return v.unknown()
+	}); err != nil {
+		return err
+	}
+	if !v.get(x, "type").Exists() {
+		return v.failAt("type", `required: "approximate"`)
 	}
 	return nil
 }
 
-func multimodalItem(p string, v gjson.Result) *apierr.Error {
-	return fields(true, map[string]check{
-		"content": arrayOf(1, -1, func(p string, part gjson.Result) *apierr.Error {
-			if err := object(p, part); err != nil {
-				return err
-			}
-			switch t := part.Get("type"); t.Str {
-			case "text":
-				return nonEmptyStr(p+".text", part.Get("text"))
-			case "image_url":
-				if err := object(p+".image_url", part.Get("image_url")); err != nil {
-					return err
-				}
-				return nonEmptyStr(p+".image_url.url", part.Get("image_url.url"))
-			default:
-				return bad(p+".type", "must be text or image_url, got %s", clip(t.Raw))
-			}
-		}),
-	}, "content")(p, v)
+// fusionTool checks {"type": string (required), "parameters"?: object}.
+func (v *validator) fusionTool(t gjson.Result) *apierr.Error {
+	if err := v.strict(t, func(k string, y gjson.Result) *apierr.Error {
+		switch k {
+		case "type":
+			return v.nonEmpty(y)
+		case "parameters":
+			return v.object(y)
+		}
+		return v.unknown()
+	}); err != nil {
+		return err
+	}
+	if !v.get(t, "type").Exists() {
+		return v.failAt("type", "required: a server tool such as service:web_search or service:web_fetch")
+	}
+	return nil
 }

@@ -1,298 +1,770 @@
 package validate
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/tidwall/gjson"
 )
 
-// base is a minimal valid chat request; cases replace or add fields.
+// base is a minimal valid chat request without its closing brace; cases
+// append fields (a later duplicate of a key is validated too).
 const base = `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}]`
 
-// maximal uses every field of spec 2.1 with a valid value.
+// with is base plus fields.
+func with(fields string) string { return base + "," + fields + "}" }
+
+// withModel is a minimal request whose model is the JSON value m.
+func withModel(m string) string {
+	return `{"model":` + m + `,"messages":[{"role":"user","content":"hi"}]}`
+}
+
+// msgs is a request whose messages array is m.
+func msgs(m string) string { return `{"model":"a/b","messages":` + m + `}` }
+
+// plug is a request whose plugins array holds the one plugin p.
+func plug(p string) string { return with(`"plugins":[` + p + `]`) }
+
+// prov is a request whose provider object is p.
+func prov(p string) string { return with(`"provider":` + p) }
+
+// repeat joins n copies of item with commas.
+func repeat(item string, n int) string { return strings.TrimSuffix(strings.Repeat(item+",", n), ",") }
+
+// pairs makes n metadata pairs with keys of klen and values of vlen
+// characters (of the string char).
+func pairs(n, klen, vlen int, char string) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k := strings.Repeat(char, klen-2) + string(rune('a'+i/26)) + string(rune('a'+i%26))
+		b.WriteString(`"` + k + `":"` + strings.Repeat(char, vlen) + `"`)
+	}
+	return b.String()
+}
+
+// maximal uses every field of spec 2.1–2.4 with a valid value.
 const maximal = `{
- "model":"openai/gpt-4o","models":["anthropic/claude-3.5-sonnet","meta-llama/llama-3:free"],
+ "model":"openai/gpt-4o","models":["anthropic/claude-3.5-sonnet","meta-llama/llama-3-70b:free"],
  "messages":[
-  {"role":"system","content":"be brief"},
-  {"role":"developer","content":"dev"},
-  {"role":"user","name":"ann","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"high"}},{"type":"input_audio","input_audio":{"data":"AA","format":"wav"}}]},
-  {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},
-  {"role":"tool","tool_call_id":"c1","content":"sunny"}
+  {"role":"system","content":"You are a \"careful\" assistant.\nAnswer briefly."},
+  {"role":"developer","content":[{"type":"text","text":"dev note","cache_control":{"type":"ephemeral"}}]},
+  {"role":"user","name":"ann","content":[
+    {"type":"text","text":"What is in this image and this recording?"},
+    {"type":"image_url","image_url":{"url":"https://example.com/y.png","detail":"high"}},
+    {"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}},
+    {"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,AA"}}]},
+  {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},
+  {"role":"tool","tool_call_id":"call_1","content":"sunny, 21 \u00b0C"},
+  {"role":"assistant","content":"It is sunny.","refusal":null}
  ],
  "stream":true,"stream_options":{"include_usage":true},
- "temperature":0,"top_p":1,"top_k":40,"min_p":0.05,"top_a":0.1,"frequency_penalty":-2,"presence_penalty":2,
+ "temperature":0.7,"top_p":1,"top_k":40,"min_p":0.05,"top_a":0.1,"frequency_penalty":-2,"presence_penalty":2,
  "repetition_penalty":1.1,"logit_bias":{"50256":-100,"13":5.5},"logprobs":true,"top_logprobs":20,
- "max_completion_tokens":100,"max_tokens":16,"seed":-7,"stop":["a","b","c","d"],
- "response_format":{"type":"json_schema","json_schema":{"name":"w","schema":{"type":"object"},"strict":true}},
- "tools":[{"type":"function","function":{"name":"get_weather","description":"d","parameters":{"type":"object"},"strict":true},"cache_control":{"type":"ephemeral"}}],
+ "max_completion_tokens":1000,"max_tokens":16,"seed":-7,"stop":["a","b","c","d"],
+ "response_format":{"type":"json_schema","json_schema":{"name":"weather","description":"d","schema":{"type":"object","properties":{"t":{"type":"number"}}},"strict":true}},
+ "tools":[{"type":"function","function":{"name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":true},"cache_control":{"type":"ephemeral"}},
+          {"type":"function","function":{"name":"search-web_2"}}],
  "tool_choice":{"type":"function","function":{"name":"get_weather"}},
- "parallel_tool_calls":false,"reasoning":{"effort":"high","summary":"auto"},"reasoning_effort":"high",
- "modalities":["text","image"],"image_config":{"aspect_ratio":"16:9","n":2,"sizes":["1k"]},
- "metadata":{"team":"a"},"user":"u1","session_id":"s1","service_tier":"flex",
- "provider":{"allow_fallbacks":false,"data_collection":"deny","enforce_distillable_text":true,"ignore":["x"],"only":["openai"],"order":["openai"],
-   "max_price":{"prompt":"1.5","completion":"2","request":"0","image":"0.01","audio":"0"},
-   "preferred_max_latency":{"p50":1,"p90":3},"preferred_min_throughput":50,"quantizations":["fp8","bf16"],
+ "parallel_tool_calls":false,
+ "reasoning":{"effort":"high","summary":"auto","max_tokens":2048,"exclude":false,"enabled":true},"reasoning_effort":"high",
+ "modalities":["text","image","audio"],"image_config":{"aspect_ratio":"16:9","n":2,"sizes":["1k"]},
+ "metadata":{"team":"search","trace":"ü-1"},"user":"user-1234","session_id":"sess-1","service_tier":"flex",
+ "provider":{"allow_fallbacks":false,"data_collection":"deny","enforce_distillable_text":true,"ignore":["azure"],"only":["openai","together"],"order":["openai"],
+   "max_price":{"prompt":"1.5","completion":"2","request":"0","image":"0.01","audio":"1e-3"},
+   "preferred_max_latency":{"p50":1,"p75":1.5,"p90":3,"p99":10},"preferred_min_throughput":50,"quantizations":["fp8","bf16","unknown"],
    "require_parameters":true,"sort":{"by":"price","partition":"none"},"zdr":true},
- "plugins":[{"id":"auto-router","allowed_models":["openai/*"],"cost_quality_tradeoff":7},{"id":"moderation"},
-   {"id":"web","engine":"native","exclude_domains":["x.com"],"include_domains":["*.gov"],"max_results":5,"max_uses":2,"search_prompt":"s","user_location":{"type":"approximate","city":"Oslo","country":"NO"}},
+ "plugins":[
+   {"id":"auto-router","enabled":true,"allowed_models":["openai/*","anthropic/claude-*"],"cost_quality_tradeoff":7},
+   {"id":"moderation"},
+   {"id":"web","engine":"native","exclude_domains":["x.com"],"include_domains":["*.gov","example.com/docs"],"max_results":5,"max_uses":2,"search_prompt":"Sources:","user_location":{"type":"approximate","city":"Oslo","country":"NO","region":"Oslo","timezone":"Europe/Oslo"}},
    {"id":"web-fetch","allowed_domains":["a.com"],"blocked_domains":["b.com"],"max_content_tokens":1000,"max_uses":3},
-   {"id":"file-parser","pdf":{"engine":"text"}},{"id":"response-healing","enabled":false},{"id":"context-compression","engine":"middle-out"},
+   {"id":"file-parser","pdf":{"engine":"pdf-text"}},
+   {"id":"response-healing","enabled":false},
+   {"id":"context-compression","engine":"middle-out"},
    {"id":"pareto-router","min_coding_score":0.5,"price_source":"weighted_avg"},
-   {"id":"fusion","analysis_models":["openai/gpt-4o"],"model":"openai/gpt-4o","preset":"general-fast","max_tool_calls":16,"tools":[{"type":"service:web_search","parameters":{}}]}],
- "route":"fallback","cache_control":{"type":"ephemeral","ttl":"1h"},"debug":{"echo_upstream_body":true},"trace":{"id":"t"},
- "stop_server_tools_when":[{"type":"step_count_is","step_count":3},{"type":"max_cost","max_cost_in_dollars":0.5}],
- "some_future_openai_field":{"x":1}
+   {"id":"fusion","analysis_models":["openai/gpt-4o","anthropic/claude-sonnet-4"],"model":"openai/gpt-4o","preset":"general-fast","max_tool_calls":16,"tools":[{"type":"service:web_search","parameters":{"max_results":3}},{"type":"service:web_fetch"}]},
+   {"id":"acme-pii-filter","enabled":true,"mode":"strict"}],
+ "route":"fallback","cache_control":{"type":"ephemeral","ttl":"1h"},"debug":{"echo_upstream_body":true},"trace":{"trace_id":"t-1","generation_name":"g"},
+ "stop_server_tools_when":[{"type":"step_count_is","step_count":3},{"type":"max_cost","max_cost_in_dollars":0.5},{"type":"tokens_over","tokens":1000}],
+ "some_future_openai_field":{"x":1},"prediction":{"type":"content","content":"x"}
 }`
 
 func TestChatAccepts(t *testing.T) {
-	for name, body := range map[string]string{
-		"minimal":              base + `}`,
-		"maximal":              maximal,
-		"models only":          `{"models":["a/b"],"messages":[{"role":"user","content":"x"}]}`,
-		"nullable nulls":       base + `,"temperature":null,"top_p":null,"top_k":null,"stop":null,"seed":null,"provider":null,"service_tier":null,"route":null,"reasoning_effort":null}`,
-		"stop string":          base + `,"stop":"END"}`,
-		"tool choice strings":  base + `,"tool_choice":"required"}`,
-		"server tool choice":   base + `,"tool_choice":{"type":"web_search"}}`,
-		"metadata at limits":   base + `,"metadata":{` + pairs(16, 64, 512) + `}}`,
-		"session id 256 chars": base + `,"session_id":"` + strings.Repeat("é", 256) + `"}`,
-		"integral float":       base + `,"max_tokens":16.0}`,
-		"max_price as numbers": base + `,"provider":{"max_price":{"prompt":1.5}}}`,
-		"sort string":          base + `,"provider":{"sort":"throughput"}}`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			if err := Chat([]byte(body)); err != nil {
+	cases := []struct{ name, body string }{
+		{"minimal", base + `}`},
+		{"maximal", maximal},
+		{"models only", `{"models":["a/b"],"messages":[{"role":"user","content":"x"}]}`},
+		{"model with variant", withModel(`"meta-llama/llama-3.1-8b-instruct:free"`)},
+		{"every nullable field null", with(`"stream_options":null,"temperature":null,"top_p":null,"top_k":null,"min_p":null,"top_a":null,
+			"frequency_penalty":null,"presence_penalty":null,"repetition_penalty":null,"logit_bias":null,"logprobs":null,"top_logprobs":null,
+			"max_completion_tokens":null,"max_tokens":null,"seed":null,"stop":null,"parallel_tool_calls":null,"reasoning_effort":null,
+			"reasoning":{"effort":null,"summary":null,"max_tokens":null,"exclude":null,"enabled":null},"service_tier":null,"route":null,"provider":null`)},
+		{"provider fields null", prov(`{"allow_fallbacks":null,"data_collection":null,"enforce_distillable_text":null,"ignore":null,"only":null,"order":null,
+			"max_price":null,"preferred_max_latency":null,"preferred_min_throughput":null,"quantizations":null,"require_parameters":null,"sort":null,"zdr":null}`)},
+		{"range bounds low", with(`"temperature":0,"top_p":0,"top_k":0,"min_p":0,"top_a":0,"frequency_penalty":-2,"presence_penalty":-2,"repetition_penalty":0.0001,"top_logprobs":0,"max_tokens":1,"max_completion_tokens":1,"logit_bias":{"0":-100}`)},
+		{"range bounds high", with(`"temperature":2,"top_p":1,"min_p":1,"top_a":1,"frequency_penalty":2,"presence_penalty":2,"repetition_penalty":2,"top_logprobs":20,"logit_bias":{"100257":100}`)},
+		{"integral floats", with(`"max_tokens":16.0,"top_k":1e2,"seed":-3.0`)},
+		{"seed 64-bit bounds", with(`"seed":-9223372036854775808`)},
+		{"stop string", with(`"stop":"END"`)},
+		{"stop empty array", with(`"stop":[]`)},
+		{"tool choice none", with(`"tool_choice":"none"`)},
+		{"tool choice auto", with(`"tool_choice":"auto"`)},
+		{"tool choice required", with(`"tool_choice":"required"`)},
+		{"server tool choice", with(`"tool_choice":{"type":"web_search","search_context_size":"low"}`)},
+		{"named choice without tools", with(`"tool_choice":{"type":"function","function":{"name":"f"}}`)},
+		{"response formats", with(`"response_format":{"type":"text"}`)},
+		{"json_object", with(`"response_format":{"type":"json_object"}`)},
+		{"grammar", with(`"response_format":{"type":"grammar","grammar":"root ::= \"a\""}`)},
+		{"python", with(`"response_format":{"type":"python"}`)},
+		{"metadata at limits", with(`"metadata":{` + pairs(16, 64, 512, "k") + `}`)},
+		{"metadata limits count characters", with(`"metadata":{` + pairs(16, 64, 512, "é") + `}`)},
+		{"metadata empty", with(`"metadata":{}`)},
+		{"session id 256 characters", with(`"session_id":"` + strings.Repeat("é", 256) + `"`)},
+		{"session id escapes count once", with(`"session_id":"` + strings.Repeat(`\u00e9`, 256) + `"`)},
+		{"escaped enum value", msgs(`[{"role":"us\u0065r","content":"x"}]`)},
+		{"escaped key", `{"mod\u0065l":"a/b","messages":[{"role":"user","content":"x"}]}`},
+		{"assistant null content", msgs(`[{"role":"assistant","content":null}]`)},
+		{"assistant tool calls without content", msgs(`[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{}"}}]}]`)},
+		{"empty content string", msgs(`[{"role":"user","content":""}]`)},
+		{"empty content parts", msgs(`[{"role":"user","content":[]}]`)},
+		{"message extra fields", msgs(`[{"role":"assistant","content":"x","reasoning":"r","reasoning_details":[]}]`)},
+		{"max_price numbers", prov(`{"max_price":{"prompt":1.5,"completion":0,"request":null}}`)},
+		{"max_price decimal forms", prov(`{"max_price":{"prompt":".5","completion":"2.","request":"1E+2","image":" 0.25 "}}`)},
+		{"sort strings", prov(`{"sort":"throughput"}`)},
+		{"sort latency object", prov(`{"sort":{"by":"latency"}}`)},
+		{"sort partition model", prov(`{"sort":{"by":"throughput","partition":"model"}}`)},
+		{"latency number", prov(`{"preferred_max_latency":0.5,"preferred_min_throughput":{"p90":20,"p99":null}}`)},
+		{"quantizations any case", prov(`{"quantizations":["FP8","int4","fp4","fp6","int8","fp16","fp32"]}`)},
+		{"empty plugins", with(`"plugins":[]`)},
+		{"third-party plugin", plug(`{"id":"acme-plugin","anything":[1,2]}`)},
+		{"fusion empty tools", plug(`{"id":"fusion","tools":[]}`)},
+		{"fusion eight models", plug(`{"id":"fusion","analysis_models":[` + repeat(`"a/b"`, 8) + `]}`)},
+		{"auto-router bounds", plug(`{"id":"auto-router","cost_quality_tradeoff":0},{"id":"auto-router","cost_quality_tradeoff":10}`)},
+		{"pareto bounds", plug(`{"id":"pareto-router","min_coding_score":0},{"id":"pareto-router","min_coding_score":1,"price_source":"prompt"}`)},
+		{"reasoning effort values", with(`"reasoning_effort":"minimal","reasoning":{"effort":"minimal"}`)},
+		{"reasoning_effort alone", with(`"reasoning_effort":"xhigh"`)},
+		{"reasoning effort null vs value", with(`"reasoning_effort":null,"reasoning":{"effort":"low"}`)},
+		{"route sort", with(`"route":"sort"`)},
+		{"cache_control 5m", with(`"cache_control":{"type":"ephemeral","ttl":"5m"}`)},
+		{"unknown top-level fields", with(`"n":1,"audio":{"voice":"alloy"},"store":true,"verbosity":"low"`)},
+		{"whitespace around", "\n\t " + base + "} \n"},
+		{"image_config empty", with(`"image_config":{}`)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if !gjson.Valid(tc.body) {
+				t.Fatalf("test body is not JSON: %s", tc.body)
+			}
+			if err := Chat([]byte(tc.body)); err != nil {
 				t.Fatalf("rejected: %v", err)
 			}
 		})
 	}
 }
 
-// pairs makes n metadata pairs with keys of klen and values of vlen characters.
-func pairs(n, klen, vlen int) string {
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k := strings.Repeat("k", klen-2) + string(rune('a'+i/26)) + string(rune('a'+i%26))
-		b.WriteString(`"` + k + `":"` + strings.Repeat("v", vlen) + `"`)
-	}
-	return b.String()
+type reject struct {
+	name, body string
+	path       string // the message starts with path + ": " ("" for the whole body)
+	contains   string // and contains this
 }
 
 func TestChatRejects(t *testing.T) {
-	cases := []struct {
-		name, body, field string
-	}{
-		// body
-		{"empty", ``, "empty"},
-		{"not json", `{"model":`, "not valid JSON"},
-		{"array body", `[]`, "JSON object"},
-		// messages (section 8: at least 1)
-		{"no messages", `{"model":"a/b"}`, "messages"},
-		{"empty messages", `{"model":"a/b","messages":[]}`, "messages: must have at least 1 item"},
-		{"messages not array", `{"model":"a/b","messages":{}}`, "messages: must be an array"},
-		{"message not object", base + `,"messages":["hi"]}`, "messages[0]: must be an object"},
-		{"no role", `{"model":"a/b","messages":[{"content":"x"}]}`, "messages[0].role: required"},
-		{"bad role", `{"model":"a/b","messages":[{"role":"robot","content":"x"}]}`, "messages[0].role: must be one of"},
-		{"no content", `{"model":"a/b","messages":[{"role":"user"}]}`, "messages[0].content: required"},
-		{"null user content", `{"model":"a/b","messages":[{"role":"user","content":null}]}`, "messages[0].content: may be null only"},
-		{"numeric content", `{"model":"a/b","messages":[{"role":"user","content":5}]}`, "messages[0].content: must be a string"},
-		{"part without type", `{"model":"a/b","messages":[{"role":"user","content":[{"text":"x"}]}]}`, "messages[0].content[0].type"},
-		{"text part without text", `{"model":"a/b","messages":[{"role":"user","content":[{"type":"text"}]}]}`, "messages[0].content[0].text"},
-		{"image part without url", `{"model":"a/b","messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]}`, "image_url.url"},
-		{"tool without call id", `{"model":"a/b","messages":[{"role":"tool","content":"x"}]}`, "messages[0].tool_call_id"},
-		{"bad tool call", `{"model":"a/b","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f"}}]}]}`, "tool_calls[0].function.arguments: required"},
-		{"name not string", `{"model":"a/b","messages":[{"role":"user","name":1,"content":"x"}]}`, "messages[0].name"},
-		// model
-		{"no model", `{"messages":[{"role":"user","content":"x"}]}`, "model: required"},
-		{"model without vendor", `{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}`, "model: must be a model id"},
-		{"model not string", `{"model":4,"messages":[{"role":"user","content":"x"}]}`, "model: must be a string"},
-		{"bad fallback model", base + `,"models":["ok/x","bad"]}`, "models[1]"},
-		// section 8 ranges
-		{"temperature high", base + `,"temperature":2.01}`, "temperature: must be a number between 0 and 2"},
-		{"temperature low", base + `,"temperature":-0.1}`, "temperature"},
-		{"temperature string", base + `,"temperature":"1"}`, "temperature: must be a number"},
-		{"top_p high", base + `,"top_p":1.5}`, "top_p: must be a number between 0 and 1"},
-		{"top_k negative", base + `,"top_k":-1}`, "top_k"},
-		{"top_k fraction", base + `,"top_k":1.5}`, "top_k: must be an integer"},
-		{"min_p", base + `,"min_p":2}`, "min_p"},
-		{"top_a", base + `,"top_a":-1}`, "top_a"},
-		{"frequency_penalty", base + `,"frequency_penalty":2.5}`, "frequency_penalty: must be a number between -2 and 2"},
-		{"presence_penalty", base + `,"presence_penalty":-3}`, "presence_penalty"},
-		{"repetition_penalty zero", base + `,"repetition_penalty":0}`, "repetition_penalty"},
-		{"logit_bias key", base + `,"logit_bias":{"abc":1}}`, "logit_bias.abc: keys must be token ids"},
-		{"logit_bias value", base + `,"logit_bias":{"1":101}}`, "logit_bias.1"},
-		{"logprobs", base + `,"logprobs":"yes"}`, "logprobs: must be a boolean"},
-		{"top_logprobs high", base + `,"top_logprobs":21}`, "top_logprobs: must be an integer between 0 and 20"},
-		{"top_logprobs negative", base + `,"top_logprobs":-1}`, "top_logprobs"},
-		{"max_completion_tokens zero", base + `,"max_completion_tokens":0}`, "max_completion_tokens"},
-		{"max_tokens string", base + `,"max_tokens":"16"}`, "max_tokens: must be an integer"},
-		{"seed fraction", base + `,"seed":1.5}`, "seed: must be an integer"},
-		{"five stops", base + `,"stop":["a","b","c","d","e"]}`, "stop: at most 4 stop sequences, got 5"},
-		{"stop number", base + `,"stop":4}`, "stop: must be a string or an array"},
-		{"stop item", base + `,"stop":["a",1]}`, "stop[1]"},
-		{"stream", base + `,"stream":"true"}`, "stream: must be a boolean"},
-		{"stream_options field", base + `,"stream_options":{"include_usage":true,"x":1}}`, "stream_options.x: unknown field"},
-		// response_format
-		{"format without type", base + `,"response_format":{}}`, "response_format.type: required"},
-		{"format type", base + `,"response_format":{"type":"xml"}}`, "response_format.type: must be one of"},
-		{"json_schema missing", base + `,"response_format":{"type":"json_schema"}}`, "response_format.json_schema: must be an object"},
-		{"json_schema no schema", base + `,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}}`, "response_format.json_schema.schema: required"},
-		{"grammar missing", base + `,"response_format":{"type":"grammar"}}`, "response_format.grammar"},
-		// tools (section 8: function name at most 64)
-		{"tool name too long", base + `,"tools":[{"type":"function","function":{"name":"` + strings.Repeat("f", 65) + `"}}]}`, "tools[0].function.name: must be 1 to 64"},
-		{"tool name chars", base + `,"tools":[{"type":"function","function":{"name":"get weather"}}]}`, "tools[0].function.name"},
-		{"tool type", base + `,"tools":[{"type":"retrieval","function":{"name":"f"}}]}`, "tools[0].type"},
-		{"tool parameters", base + `,"tools":[{"type":"function","function":{"name":"f","parameters":"{}"}}]}`, "tools[0].function.parameters: must be an object"},
-		{"tool_choice string", base + `,"tool_choice":"any"}`, "tool_choice: must be one of none, auto, required"},
-		{"tool_choice unknown tool", base + `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`, "tool_choice.function.name"},
-		{"parallel_tool_calls", base + `,"parallel_tool_calls":1}`, "parallel_tool_calls"},
-		// reasoning
-		{"effort value", base + `,"reasoning":{"effort":"extreme"}}`, "reasoning.effort: must be one of"},
-		{"summary value", base + `,"reasoning":{"summary":"long"}}`, "reasoning.summary"},
-		{"reasoning_effort value", base + `,"reasoning_effort":"huge"}`, "reasoning_effort"},
-		{"effort disagreement", base + `,"reasoning_effort":"low","reasoning":{"effort":"high"}}`, "reasoning_effort: \"low\" differs from reasoning.effort"},
-		// misc fields
-		{"modalities", base + `,"modalities":["text","video"]}`, "modalities[1]"},
-		{"image_config value", base + `,"image_config":{"x":true}}`, "image_config.x"},
-		{"metadata 17 pairs", base + `,"metadata":{` + pairs(17, 4, 1) + `}}`, "metadata: at most 16 pairs"},
-		{"metadata key 65", base + `,"metadata":{"` + strings.Repeat("k", 65) + `":"v"}}`, "keys are at most 64 characters"},
-		{"metadata value 513", base + `,"metadata":{"k":"` + strings.Repeat("v", 513) + `"}}`, "metadata.k: values are at most 512 characters"},
-		{"metadata value type", base + `,"metadata":{"k":1}}`, "metadata.k: values must be strings"},
-		{"session_id 257", base + `,"session_id":"` + strings.Repeat("s", 257) + `"}`, "session_id: at most 256 characters"},
-		{"user", base + `,"user":5}`, "user: must be a string"},
-		{"service_tier", base + `,"service_tier":"turbo"}`, "service_tier: must be one of"},
-		{"route", base + `,"route":"cheapest"}`, "route: must be one of fallback, sort"},
-		{"cache_control type", base + `,"cache_control":{"type":"persistent"}}`, "cache_control.type"},
-		{"cache_control missing type", base + `,"cache_control":{"ttl":"5m"}}`, "cache_control.type: required"},
-		{"debug field", base + `,"debug":{"verbose":true}}`, "debug.verbose: unknown field"},
-		{"trace", base + `,"trace":"x"}`, "trace: must be an object"},
-		{"stop conditions empty", base + `,"stop_server_tools_when":[]}`, "stop_server_tools_when: must have at least 1 item"},
-		{"step_count", base + `,"stop_server_tools_when":[{"type":"step_count_is","step_count":0}]}`, "stop_server_tools_when[0].step_count"},
-		{"max_cost", base + `,"stop_server_tools_when":[{"type":"max_cost","max_cost_in_dollars":0}]}`, "max_cost_in_dollars"},
-		// provider (2.4)
-		{"provider unknown", base + `,"provider":{"fastest":true}}`, "provider.fastest: unknown field"},
-		{"provider not object", base + `,"provider":[]}`, "provider"},
-		{"data_collection", base + `,"provider":{"data_collection":"maybe"}}`, "provider.data_collection"},
-		{"order not array", base + `,"provider":{"order":"openai"}}`, "provider.order"},
-		{"max_price unknown", base + `,"provider":{"max_price":{"tokens":"1"}}}`, "provider.max_price.tokens"},
-		{"max_price negative", base + `,"provider":{"max_price":{"prompt":"-1"}}}`, "provider.max_price.prompt"},
-		{"sort value", base + `,"provider":{"sort":"cheapest"}}`, "provider.sort"},
-		{"sort partition", base + `,"provider":{"sort":{"by":"price","partition":"all"}}}`, "provider.sort.partition"},
-		// plugins (2.3 and section 8)
-		{"third-party plugin enabled type", base + `,"plugins":[{"id":"telepathy","enabled":1}]}`, "plugins[0].enabled"},
-		{"plugin without id", base + `,"plugins":[{"enabled":true}]}`, "plugins[0].id: required"},
-		{"plugin enabled type", base + `,"plugins":[{"id":"web","enabled":"no"}]}`, "plugins[0].enabled"},
-		{"moderation has no enabled", base + `,"plugins":[{"id":"moderation","enabled":false}]}`, "plugins[0].enabled: unknown option"},
-		{"plugin unknown option", base + `,"plugins":[{"id":"web","depth":3}]}`, "plugins[0].depth: unknown option of plugin web"},
-		{"cost_quality_tradeoff high", base + `,"plugins":[{"id":"auto-router","cost_quality_tradeoff":11}]}`, "cost_quality_tradeoff: must be an integer between 0 and 10"},
-		{"cost_quality_tradeoff fraction", base + `,"plugins":[{"id":"auto-router","cost_quality_tradeoff":5.5}]}`, "cost_quality_tradeoff"},
-		{"min_coding_score", base + `,"plugins":[{"id":"pareto-router","min_coding_score":1.2}]}`, "min_coding_score: must be a number between 0 and 1"},
-		{"price_source", base + `,"plugins":[{"id":"pareto-router","price_source":"median"}]}`, "price_source"},
-		{"fusion no models", base + `,"plugins":[{"id":"fusion","analysis_models":[]}]}`, "analysis_models: must have at least 1 item"},
-		{"fusion nine models", base + `,"plugins":[{"id":"fusion","analysis_models":["a/1","a/2","a/3","a/4","a/5","a/6","a/7","a/8","a/9"]}]}`, "analysis_models: at most 8 items"},
-		{"fusion max_tool_calls", base + `,"plugins":[{"id":"fusion","max_tool_calls":17}]}`, "max_tool_calls: must be an integer between 1 and 16"},
-		{"fusion max_tool_calls zero", base + `,"plugins":[{"id":"fusion","max_tool_calls":0}]}`, "max_tool_calls"},
-		{"fusion nine tools", base + `,"plugins":[{"id":"fusion","tools":[` + strings.TrimSuffix(strings.Repeat(`{"type":"service:web_search"},`, 9), ",") + `]}]}`, "tools: at most 8 items"},
-		{"fusion tool type", base + `,"plugins":[{"id":"fusion","tools":[{"parameters":{}}]}]}`, "tools[0].type: required"},
-		{"fusion preset", base + `,"plugins":[{"id":"fusion","preset":"general-slow"}]}`, "preset"},
-		{"web location type", base + `,"plugins":[{"id":"web","user_location":{"type":"exact"}}]}`, "user_location.type"},
-		{"web max_results", base + `,"plugins":[{"id":"web","max_results":0}]}`, "max_results"},
-		{"web-fetch max_uses", base + `,"plugins":[{"id":"web-fetch","max_uses":-1}]}`, "max_uses"},
-		{"context-compression engine", base + `,"plugins":[{"id":"context-compression","engine":""}]}`, "engine"},
+	long := strings.Repeat("f", 65)
+	cases := []reject{
+		// The body.
+		{"empty body", ``, "", "request body is empty"},
+		{"blank body", " \r\n\t", "", "request body is empty"},
+		{"malformed", `{"model":`, "", "request body is not valid JSON"},
+		{"trailing garbage", base + `} {}`, "", "request body is not valid JSON"},
+		{"single quotes", `{'model':'a/b'}`, "", "not valid JSON"},
+		{"array body", `[]`, "", "must be a JSON object, got an array"},
+		{"string body", `"hi"`, "", "must be a JSON object, got a string"},
+		{"null body", `null`, "", "must be a JSON object, got null"},
+		{"too deep", with(`"trace":{"x":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`), "", "deeper than 128 levels"},
+		{"too deep and invalid", strings.Repeat("[", 1<<20), "", "deeper than 128"},
+
+		// messages (section 8: at least 1 item).
+		{"messages missing", `{"model":"a/b"}`, "messages", "required"},
+		{"messages empty", msgs(`[]`), "messages", "must have at least 1 item"},
+		{"messages object", msgs(`{}`), "messages", "must be an array, got an object"},
+		{"messages null", msgs(`null`), "messages", "must be an array, got null"},
+		{"message string", msgs(`["hi"]`), "messages[0]", "must be an object, got a string"},
+		{"role missing", msgs(`[{"content":"x"}]`), "messages[0].role", "required"},
+		{"role unknown", msgs(`[{"role":"user","content":"x"},{"role":"robot","content":"x"}]`), "messages[1].role", "must be one of system, user, developer, assistant, tool"},
+		{"role number", msgs(`[{"role":1,"content":"x"}]`), "messages[0].role", "must be one of"},
+		{"user content missing", msgs(`[{"role":"user"}]`), "messages[0].content", "required"},
+		{"system content missing", msgs(`[{"role":"system"}]`), "messages[0].content", "required"},
+		{"developer content missing", msgs(`[{"role":"developer"}]`), "messages[0].content", "required"},
+		{"assistant content missing", msgs(`[{"role":"assistant"}]`), "messages[0].content", "required in an assistant message without tool_calls"},
+		{"tool content missing", msgs(`[{"role":"tool","tool_call_id":"1"}]`), "messages[0].content", "required"},
+		{"user content null", msgs(`[{"role":"user","content":null}]`), "messages[0].content", "may be null only in an assistant message"},
+		{"tool content null", msgs(`[{"role":"tool","tool_call_id":"1","content":null}]`), "messages[0].content", "may be null only"},
+		{"content number", msgs(`[{"role":"user","content":5}]`), "messages[0].content", "must be a string or an array of content parts, got a number"},
+		{"content object", msgs(`[{"role":"user","content":{"text":"x"}}]`), "messages[0].content", "got an object"},
+		{"part string", msgs(`[{"role":"user","content":["x"]}]`), "messages[0].content[0]", "must be an object"},
+		{"part without type", msgs(`[{"role":"user","content":[{"text":"x"}]}]`), "messages[0].content[0].type", "required"},
+		{"part type number", msgs(`[{"role":"user","content":[{"type":1}]}]`), "messages[0].content[0].type", "required: a string"},
+		{"text part without text", msgs(`[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text"}]}]`), "messages[0].content[1].text", "required"},
+		{"text part text number", msgs(`[{"role":"user","content":[{"type":"text","text":1}]}]`), "messages[0].content[0].text", "must be a string"},
+		{"image part without image_url", msgs(`[{"role":"user","content":[{"type":"image_url"}]}]`), "messages[0].content[0].image_url", "required"},
+		{"image_url string", msgs(`[{"role":"user","content":[{"type":"image_url","image_url":"https://x"}]}]`), "messages[0].content[0].image_url", "must be an object"},
+		{"image_url without url", msgs(`[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]`), "messages[0].content[0].image_url.url", "required"},
+		{"image_url url number", msgs(`[{"role":"user","content":[{"type":"image_url","image_url":{"url":3}}]}]`), "messages[0].content[0].image_url.url", "must be a non-empty string"},
+		{"input_audio part not object", msgs(`[{"role":"user","content":[{"type":"input_audio"},5]}]`), "messages[0].content[1]", "must be an object"},
+		{"tool without tool_call_id", msgs(`[{"role":"tool","content":"x"}]`), "messages[0].tool_call_id", "required in a tool message"},
+		{"tool_call_id number", msgs(`[{"role":"tool","tool_call_id":7,"content":"x"}]`), "messages[0].tool_call_id", "must be a non-empty string"},
+		{"tool_call_id empty", msgs(`[{"role":"tool","tool_call_id":"","content":"x"}]`), "messages[0].tool_call_id", "non-empty"},
+		{"name number", msgs(`[{"role":"user","name":1,"content":"x"}]`), "messages[0].name", "must be a string"},
+		{"assistant empty tool_calls, no content", msgs(`[{"role":"assistant","tool_calls":[]}]`), "messages[0].content", "required in an assistant message without tool_calls"},
+		{"tool_calls object", msgs(`[{"role":"assistant","content":null,"tool_calls":{}}]`), "messages[0].tool_calls", "must be an array"},
+		{"tool call string", msgs(`[{"role":"assistant","tool_calls":["f"]}]`), "messages[0].tool_calls[0]", "must be an object"},
+		{"tool call id missing", msgs(`[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}]`), "messages[0].tool_calls[0].id", "required"},
+		{"tool call id number", msgs(`[{"role":"assistant","tool_calls":[{"id":1,"type":"function","function":{"name":"f","arguments":"{}"}}]}]`), "messages[0].tool_calls[0].id", "must be a string"},
+		{"tool call type", msgs(`[{"role":"assistant","tool_calls":[{"id":"1","type":"retrieval","function":{"name":"f","arguments":"{}"}}]}]`), "messages[0].tool_calls[0].type", "must be one of function"},
+		{"tool call function missing", msgs(`[{"role":"assistant","tool_calls":[{"id":"1","type":"function"}]}]`), "messages[0].tool_calls[0].function", "required"},
+		{"tool call name missing", msgs(`[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"arguments":"{}"}}]}]`), "messages[0].tool_calls[0].function.name", "required"},
+		{"tool call arguments missing", msgs(`[{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f"}}]}]`), "messages[0].tool_calls[0].function.arguments", "required"},
+		{"tool call arguments object", msgs(`[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":{}}}]}]`), "messages[0].tool_calls[0].function.arguments", "must be a string (the arguments as JSON text)"},
+
+		// model and models.
+		{"model and models missing", `{"messages":[{"role":"user","content":"x"}]}`, "model", "required (or give models)"},
+		{"models empty, no model", `{"models":[],"messages":[{"role":"user","content":"x"}]}`, "model", "required (or give models)"},
+		{"model without vendor", withModel(`"gpt-4o"`), "model", "must be a model id of the form <vendor>/<model_name>"},
+		{"model empty vendor", withModel(`"/gpt-4o"`), "model", "<vendor>/<model_name>"},
+		{"model empty name", withModel(`"openai/"`), "model", "<vendor>/<model_name>"},
+		{"model two slashes", withModel(`"openai/gpt/4o"`), "model", "<vendor>/<model_name>"},
+		{"model empty variant", withModel(`"openai/gpt-4o:"`), "model", "<vendor>/<model_name>"},
+		{"model space", withModel(`"openai/gpt 4o"`), "model", "<vendor>/<model_name>"},
+		{"model empty", withModel(`""`), "model", "<vendor>/<model_name>"},
+		{"model number", withModel(`4`), "model", "must be a model id string"},
+		{"model null", withModel(`null`), "model", "got null"},
+		{"models string", with(`"models":"a/b"`), "models", "must be an array"},
+		{"models bad item", with(`"models":["ok/x","bad"]`), "models[1]", "<vendor>/<model_name>"},
+		{"models item number", with(`"models":[1]`), "models[0]", "must be a model id string"},
+
+		// stream and stream_options.
+		{"stream string", with(`"stream":"true"`), "stream", "must be a boolean, got a string"},
+		{"stream null", with(`"stream":null`), "stream", "must be a boolean, got null"},
+		{"stream_options string", with(`"stream_options":"usage"`), "stream_options", "must be an object"},
+		{"include_usage string", with(`"stream_options":{"include_usage":"yes"}`), "stream_options.include_usage", "must be a boolean"},
+		{"stream_options unknown", with(`"stream_options":{"include_usage":true,"x":1}`), "stream_options.x", "unknown field"},
+
+		// Sampling ranges (section 8 rows: temperature, top_p, penalties, top_logprobs).
+		{"temperature high", with(`"temperature":3.5`), "temperature", "must be a number between 0 and 2, got 3.5"},
+		{"temperature just high", with(`"temperature":2.01`), "temperature", "between 0 and 2"},
+		{"temperature low", with(`"temperature":-0.1`), "temperature", "got -0.1"},
+		{"temperature string", with(`"temperature":"1"`), "temperature", "got a string"},
+		{"temperature huge", with(`"temperature":1e400`), "temperature", "between 0 and 2"},
+		{"top_p high", with(`"top_p":1.5`), "top_p", "must be a number between 0 and 1"},
+		{"top_p low", with(`"top_p":-0.5`), "top_p", "between 0 and 1"},
+		{"top_k negative", with(`"top_k":-1`), "top_k", "must be an integer of at least 0"},
+		{"top_k fraction", with(`"top_k":1.5`), "top_k", "must be an integer of at least 0, got 1.5"},
+		{"top_k string", with(`"top_k":"5"`), "top_k", "got a string"},
+		{"min_p high", with(`"min_p":1.1`), "min_p", "between 0 and 1"},
+		{"min_p low", with(`"min_p":-0.1`), "min_p", "between 0 and 1"},
+		{"top_a high", with(`"top_a":2`), "top_a", "between 0 and 1"},
+		{"top_a low", with(`"top_a":-1`), "top_a", "between 0 and 1"},
+		{"frequency_penalty high", with(`"frequency_penalty":2.5`), "frequency_penalty", "must be a number between -2 and 2"},
+		{"frequency_penalty low", with(`"frequency_penalty":-2.1`), "frequency_penalty", "between -2 and 2"},
+		{"presence_penalty low", with(`"presence_penalty":-3`), "presence_penalty", "between -2 and 2"},
+		{"presence_penalty high", with(`"presence_penalty":2.0001`), "presence_penalty", "between -2 and 2"},
+		{"repetition_penalty zero", with(`"repetition_penalty":0`), "repetition_penalty", "greater than 0 and at most 2"},
+		{"repetition_penalty high", with(`"repetition_penalty":2.5`), "repetition_penalty", "greater than 0 and at most 2"},
+		{"repetition_penalty string", with(`"repetition_penalty":"1"`), "repetition_penalty", "greater than 0"},
+		{"logit_bias array", with(`"logit_bias":[1]`), "logit_bias", "must be an object"},
+		{"logit_bias key word", with(`"logit_bias":{"abc":1}`), "logit_bias.abc", "keys must be token ids"},
+		{"logit_bias key negative", with(`"logit_bias":{"-1":1}`), "logit_bias.-1", "keys must be token ids"},
+		{"logit_bias value high", with(`"logit_bias":{"1":101}`), "logit_bias.1", "between -100 and 100"},
+		{"logit_bias value low", with(`"logit_bias":{"1":-100.5}`), "logit_bias.1", "between -100 and 100"},
+		{"logit_bias value string", with(`"logit_bias":{"1":"5"}`), "logit_bias.1", "got a string"},
+		{"logprobs string", with(`"logprobs":"yes"`), "logprobs", "must be a boolean"},
+		{"top_logprobs high", with(`"top_logprobs":21`), "top_logprobs", "must be an integer between 0 and 20, got 21"},
+		{"top_logprobs negative", with(`"top_logprobs":-1`), "top_logprobs", "between 0 and 20"},
+		{"top_logprobs fraction", with(`"top_logprobs":2.5`), "top_logprobs", "between 0 and 20, got 2.5"},
+		{"max_completion_tokens zero", with(`"max_completion_tokens":0`), "max_completion_tokens", "must be an integer of at least 1"},
+		{"max_completion_tokens fraction", with(`"max_completion_tokens":10.5`), "max_completion_tokens", "integer"},
+		{"max_tokens string", with(`"max_tokens":"16"`), "max_tokens", "must be an integer of at least 1, got a string"},
+		{"max_tokens zero", with(`"max_tokens":0`), "max_tokens", "at least 1"},
+		{"max_tokens negative", with(`"max_tokens":-16`), "max_tokens", "at least 1"},
+		{"max_tokens beyond 64 bits", with(`"max_tokens":99999999999999999999`), "max_tokens", "integer"},
+		{"seed fraction", with(`"seed":1.5`), "seed", "must be an integer"},
+		{"seed string", with(`"seed":"1"`), "seed", "must be an integer"},
+		{"seed beyond 64 bits", with(`"seed":1e30`), "seed", "must be an integer (64-bit)"},
+		{"stop five", with(`"stop":["a","b","c","d","e"]`), "stop", "at most 4 stop sequences, got 5"},
+		{"stop number", with(`"stop":4`), "stop", "must be a string, an array of at most 4 strings, or null"},
+		{"stop object", with(`"stop":{}`), "stop", "got an object"},
+		{"stop item number", with(`"stop":["a",1]`), "stop[1]", "must be a string"},
+
+		// response_format (2.1.3).
+		{"format string", with(`"response_format":"json"`), "response_format", "must be an object"},
+		{"format null", with(`"response_format":null`), "response_format", "got null"},
+		{"format without type", with(`"response_format":{}`), "response_format.type", "required"},
+		{"format unknown type", with(`"response_format":{"type":"xml"}`), "response_format.type", "must be one of text, json_object, json_schema, grammar, python"},
+		{"json_schema missing", with(`"response_format":{"type":"json_schema"}`), "response_format.json_schema", "required when type is json_schema"},
+		{"json_schema string", with(`"response_format":{"type":"json_schema","json_schema":"x"}`), "response_format.json_schema", "must be an object"},
+		{"json_schema without name", with(`"response_format":{"type":"json_schema","json_schema":{"schema":{}}}`), "response_format.json_schema.name", "required"},
+		{"json_schema name number", with(`"response_format":{"type":"json_schema","json_schema":{"name":1,"schema":{}}}`), "response_format.json_schema.name", "non-empty string"},
+		{"json_schema without schema", with(`"response_format":{"type":"json_schema","json_schema":{"name":"x"}}`), "response_format.json_schema.schema", "required"},
+		{"json_schema schema string", with(`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":"{}"}}`), "response_format.json_schema.schema", "must be an object"},
+		{"json_schema strict string", with(`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{},"strict":"yes"}}`), "response_format.json_schema.strict", "boolean"},
+		{"grammar missing", with(`"response_format":{"type":"grammar"}`), "response_format.grammar", "required when type is grammar"},
+		{"grammar number", with(`"response_format":{"type":"grammar","grammar":1}`), "response_format.grammar", "must be a string"},
+
+		// tools (2.1.2; section 8: function name at most 64 characters).
+		{"tools object", with(`"tools":{}`), "tools", "must be an array"},
+		{"tool string", with(`"tools":["f"]`), "tools[0]", "must be an object"},
+		{"tool type missing", with(`"tools":[{"function":{"name":"f"}}]`), "tools[0].type", "required"},
+		{"tool type", with(`"tools":[{"type":"retrieval","function":{"name":"f"}}]`), "tools[0].type", "must be one of function"},
+		{"tool function missing", with(`"tools":[{"type":"function"}]`), "tools[0].function", "required"},
+		{"tool name missing", with(`"tools":[{"type":"function","function":{}}]`), "tools[0].function.name", "required"},
+		{"tool name 65", with(`"tools":[{"type":"function","function":{"name":"` + long + `"}}]`), "tools[0].function.name", "must be 1 to 64 letters, digits, underscores or dashes"},
+		{"tool name space", with(`"tools":[{"type":"function","function":{"name":"get weather"}}]`), "tools[0].function.name", "1 to 64"},
+		{"tool name dot", with(`"tools":[{"type":"function","function":{"name":"a.b"}}]`), "tools[0].function.name", "1 to 64"},
+		{"tool name empty", with(`"tools":[{"type":"function","function":{"name":""}}]`), "tools[0].function.name", "1 to 64"},
+		{"tool name number", with(`"tools":[{"type":"function","function":{"name":5}}]`), "tools[0].function.name", "got a number"},
+		{"tool description", with(`"tools":[{"type":"function","function":{"name":"f","description":1}}]`), "tools[0].function.description", "must be a string"},
+		{"tool parameters string", with(`"tools":[{"type":"function","function":{"name":"f","parameters":"{}"}}]`), "tools[0].function.parameters", "must be an object"},
+		{"tool strict string", with(`"tools":[{"type":"function","function":{"name":"f","strict":"yes"}}]`), "tools[0].function.strict", "must be a boolean"},
+		{"tool cache_control string", with(`"tools":[{"type":"function","function":{"name":"f"},"cache_control":"ephemeral"}]`), "tools[0].cache_control", "must be an object"},
+		{"tool_choice string", with(`"tool_choice":"any"`), "tool_choice", "must be one of none, auto, required"},
+		{"tool_choice number", with(`"tool_choice":5`), "tool_choice", "must be none, auto, required or a tool choice object"},
+		{"tool_choice without type", with(`"tool_choice":{}`), "tool_choice.type", "required"},
+		{"tool_choice function missing", with(`"tool_choice":{"type":"function"}`), "tool_choice.function", "required"},
+		{"tool_choice name missing", with(`"tool_choice":{"type":"function","function":{}}`), "tool_choice.function.name", "required"},
+		{"tool_choice name empty", with(`"tool_choice":{"type":"function","function":{"name":""}}`), "tool_choice.function.name", "must not be empty"},
+		{"tool_choice unknown tool", with(`"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}`), "tool_choice.function.name", `"g" is not the name of one of the request's tools`},
+		{"tool_choice before tools", with(`"tool_choice":{"type":"function","function":{"name":"g"}},"tools":[]`), "tool_choice.function.name", "is not the name"},
+		{"parallel_tool_calls", with(`"parallel_tool_calls":1`), "parallel_tool_calls", "must be a boolean"},
+
+		// reasoning.
+		{"reasoning string", with(`"reasoning":"high"`), "reasoning", "must be an object"},
+		{"effort value", with(`"reasoning":{"effort":"extreme"}`), "reasoning.effort", "must be one of max, xhigh, high, medium, low, minimal, none"},
+		{"summary value", with(`"reasoning":{"summary":"long"}`), "reasoning.summary", "must be one of auto, concise, detailed"},
+		{"reasoning max_tokens", with(`"reasoning":{"max_tokens":0}`), "reasoning.max_tokens", "at least 1"},
+		{"reasoning exclude", with(`"reasoning":{"exclude":"y"}`), "reasoning.exclude", "boolean"},
+		{"reasoning enabled", with(`"reasoning":{"enabled":1}`), "reasoning.enabled", "boolean"},
+		{"reasoning unknown", with(`"reasoning":{"budget":1}`), "reasoning.budget", "unknown field"},
+		{"reasoning_effort value", with(`"reasoning_effort":"huge"`), "reasoning_effort", "must be one of max, xhigh"},
+		{"reasoning_effort number", with(`"reasoning_effort":3`), "reasoning_effort", "must be one of"},
+		{"efforts differ", with(`"reasoning_effort":"low","reasoning":{"effort":"high"}`), "reasoning_effort", `"low" differs from reasoning.effort "high"`},
+		{"duplicate top-level key", with(`"temperature":1,"temperature":1`), "temperature", "duplicate field"},
+		{"duplicate model", with(`"model":"openai/gpt-4o"`), "model", "duplicate field"},
+		{"duplicate role", msgs(`[{"role":"user","role":"system","content":"x"}]`), "messages[0].role", "duplicate field"},
+		{"duplicate part type", msgs(`[{"role":"user","content":[{"type":"text","text":"x","type":"image_url"}]}]`), "messages[0].content[0].type", "duplicate field"},
+		{"duplicate tool call arguments", msgs(`[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{}","arguments":"{}"}}]}]`), "messages[0].tool_calls[0].function.arguments", "duplicate field"},
+		{"duplicate provider field", prov(`{"zdr":true,"zdr":false}`), "provider.zdr", "duplicate field"},
+		{"duplicate metadata key", with(`"metadata":{"a":"1","a":"2"}`), "metadata.a", "duplicate field"},
+		{"efforts differ other order", with(`"reasoning":{"effort":"high"},"reasoning_effort":"none"`), "reasoning_effort", "differs"},
+
+		// modalities, image_config.
+		{"modalities string", with(`"modalities":"text"`), "modalities", "must be an array"},
+		{"modality unknown", with(`"modalities":["text","video"]`), "modalities[1]", "must be one of text, image, audio"},
+		{"image_config array", with(`"image_config":[]`), "image_config", "must be an object"},
+		{"image_config bool", with(`"image_config":{"x":true}`), "image_config.x", "must be a string, a number or an array, got a boolean"},
+		{"image_config object", with(`"image_config":{"size":{"w":1}}`), "image_config.size", "got an object"},
+		{"image_config null", with(`"image_config":{"size":null}`), "image_config.size", "got null"},
+
+		// metadata (section 8: 16 pairs, keys 64, values 512).
+		{"metadata string", with(`"metadata":"x"`), "metadata", "must be an object"},
+		{"metadata 17 pairs", with(`"metadata":{` + pairs(17, 4, 1, "k") + `}`), "metadata", "at most 16 pairs, got 17"},
+		{"metadata key 65", with(`"metadata":{"` + strings.Repeat("k", 65) + `":"v"}`), "metadata." + strings.Repeat("k", 64) + "…", "keys are at most 64 characters, got 65"},
+		{"metadata key 65 characters", with(`"metadata":{"` + strings.Repeat("é", 65) + `":"v"}`), "metadata." + strings.Repeat("é", 32) + "…", "keys are at most 64 characters, got 65"},
+		{"metadata empty key", with(`"metadata":{"":"v"}`), "metadata", "keys must not be empty"},
+		{"metadata value 513", with(`"metadata":{"k":"` + strings.Repeat("v", 513) + `"}`), "metadata.k", "values are at most 512 characters, got 513"},
+		{"metadata value 513 characters", with(`"metadata":{"k":"` + strings.Repeat("ü", 513) + `"}`), "metadata.k", "got 513"},
+		{"metadata value number", with(`"metadata":{"k":1}`), "metadata.k", "values must be strings, got a number"},
+		{"metadata value null", with(`"metadata":{"k":null}`), "metadata.k", "got null"},
+
+		// user, session_id (section 8: 256), service_tier.
+		{"user number", with(`"user":5`), "user", "must be a string"},
+		{"session_id 257", with(`"session_id":"` + strings.Repeat("s", 257) + `"`), "session_id", "at most 256 characters, got 257"},
+		{"session_id 257 characters", with(`"session_id":"` + strings.Repeat("ß", 257) + `"`), "session_id", "got 257"},
+		{"session_id number", with(`"session_id":1`), "session_id", "must be a string"},
+		{"service_tier", with(`"service_tier":"turbo"`), "service_tier", "must be one of auto, default, flex, priority, scale"},
+
+		// provider (2.4): no extra properties.
+		{"provider unknown", prov(`{"fastest":true}`), "provider.fastest", "unknown field"},
+		{"provider unknown null", prov(`{"foo":null}`), "provider.foo", "unknown field"},
+		{"provider array", prov(`[]`), "provider", "must be an object"},
+		{"provider string", prov(`"openai"`), "provider", "must be an object"},
+		{"allow_fallbacks", prov(`{"allow_fallbacks":"no"}`), "provider.allow_fallbacks", "must be a boolean"},
+		{"data_collection", prov(`{"data_collection":"maybe"}`), "provider.data_collection", "must be one of allow, deny"},
+		{"enforce_distillable_text", prov(`{"enforce_distillable_text":1}`), "provider.enforce_distillable_text", "boolean"},
+		{"ignore string", prov(`{"ignore":"azure"}`), "provider.ignore", "must be an array"},
+		{"only item number", prov(`{"only":[1]}`), "provider.only[0]", "provider slug"},
+		{"order item empty", prov(`{"order":["openai",""]}`), "provider.order[1]", "provider slug"},
+		{"order string", prov(`{"order":"openai"}`), "provider.order", "must be an array"},
+		{"max_price string", prov(`{"max_price":"1"}`), "provider.max_price", "must be an object"},
+		{"max_price unknown", prov(`{"max_price":{"tokens":"1"}}`), "provider.max_price.tokens", "unknown field"},
+		{"max_price negative", prov(`{"max_price":{"prompt":"-1"}}`), "provider.max_price.prompt", "non-negative decimal"},
+		{"max_price word", prov(`{"max_price":{"completion":"cheap"}}`), "provider.max_price.completion", "non-negative decimal"},
+		{"max_price two dots", prov(`{"max_price":{"request":"1.2.3"}}`), "provider.max_price.request", "non-negative decimal"},
+		{"max_price empty", prov(`{"max_price":{"image":""}}`), "provider.max_price.image", "non-negative decimal"},
+		{"max_price infinite", prov(`{"max_price":{"audio":"1e999"}}`), "provider.max_price.audio", "non-negative decimal"},
+		{"max_price negative number", prov(`{"max_price":{"prompt":-0.5}}`), "provider.max_price.prompt", "non-negative decimal"},
+		{"max_price bool", prov(`{"max_price":{"prompt":true}}`), "provider.max_price.prompt", "non-negative decimal"},
+		{"latency negative", prov(`{"preferred_max_latency":-1}`), "provider.preferred_max_latency", "must be a number at least 0"},
+		{"latency string", prov(`{"preferred_max_latency":"fast"}`), "provider.preferred_max_latency", "must be a number (the p50 threshold) or an object"},
+		{"latency unknown percentile", prov(`{"preferred_max_latency":{"p95":1}}`), "provider.preferred_max_latency.p95", "unknown field"},
+		{"latency p50 negative", prov(`{"preferred_max_latency":{"p50":-1}}`), "provider.preferred_max_latency.p50", "at least 0"},
+		{"throughput p90 string", prov(`{"preferred_min_throughput":{"p90":"1"}}`), "provider.preferred_min_throughput.p90", "got a string"},
+		{"throughput array", prov(`{"preferred_min_throughput":[1]}`), "provider.preferred_min_throughput", "got an array"},
+		{"quantization unknown", prov(`{"quantizations":["fp8","fp7"]}`), "provider.quantizations[1]", "must be one of int4, int8, fp4, fp6, fp8, fp16, bf16, fp32, unknown"},
+		{"quantizations string", prov(`{"quantizations":"fp8"}`), "provider.quantizations", "must be an array"},
+		{"require_parameters", prov(`{"require_parameters":"true"}`), "provider.require_parameters", "boolean"},
+		{"sort unknown", prov(`{"sort":"cheapest"}`), "provider.sort", "must be one of price, throughput, latency"},
+		{"sort number", prov(`{"sort":5}`), "provider.sort", "or an object"},
+		{"sort by unknown", prov(`{"sort":{"by":"fast"}}`), "provider.sort.by", "must be one of price, throughput, latency"},
+		{"sort by missing", prov(`{"sort":{"partition":"model"}}`), "provider.sort.by", "required"},
+		{"sort partition", prov(`{"sort":{"by":"price","partition":"all"}}`), "provider.sort.partition", "must be one of model, none"},
+		{"sort unknown field", prov(`{"sort":{"by":"price","order":"asc"}}`), "provider.sort.order", "unknown field"},
+		{"zdr", prov(`{"zdr":"yes"}`), "provider.zdr", "boolean"},
+
+		// plugins (2.3; section 8 rows for auto-router, pareto-router, fusion).
+		{"plugins object", with(`"plugins":{}`), "plugins", "must be an array"},
+		{"plugin string", with(`"plugins":["web"]`), "plugins[0]", "must be an object"},
+		{"plugin without id", plug(`{"enabled":true}`), "plugins[0].id", "required"},
+		{"plugin id number", plug(`{"id":1}`), "plugins[0].id", "got a number"},
+		{"plugin id empty", plug(`{"id":""}`), "plugins[0].id", "required"},
+		{"third-party enabled type", with(`"plugins":[{"id":"web"},{"id":"acme","enabled":1}]`), "plugins[1].enabled", "must be a boolean"},
+		{"plugin enabled type", plug(`{"id":"web","enabled":"no"}`), "plugins[0].enabled", "must be a boolean"},
+		{"moderation has no enabled", plug(`{"id":"moderation","enabled":false}`), "plugins[0].enabled", "moderation has no options and cannot be disabled"},
+		{"moderation option", plug(`{"id":"moderation","level":"high"}`), "plugins[0].level", "unknown option of plugin moderation"},
+		{"response-healing option", plug(`{"id":"response-healing","strict":true}`), "plugins[0].strict", "unknown option of plugin response-healing"},
+		{"auto-router tradeoff 11", plug(`{"id":"auto-router","cost_quality_tradeoff":11}`), "plugins[0].cost_quality_tradeoff", "must be an integer between 0 and 10, got 11"},
+		{"auto-router tradeoff negative", plug(`{"id":"auto-router","cost_quality_tradeoff":-1}`), "plugins[0].cost_quality_tradeoff", "between 0 and 10"},
+		{"auto-router tradeoff fraction", plug(`{"id":"auto-router","cost_quality_tradeoff":5.5}`), "plugins[0].cost_quality_tradeoff", "integer"},
+		{"auto-router allowed_models string", plug(`{"id":"auto-router","allowed_models":"openai/*"}`), "plugins[0].allowed_models", "must be an array"},
+		{"auto-router allowed_models item", plug(`{"id":"auto-router","allowed_models":[1]}`), "plugins[0].allowed_models[0]", "must be a string"},
+		{"auto-router unknown", plug(`{"id":"auto-router","models":[]}`), "plugins[0].models", "unknown option of plugin auto-router"},
+		{"web unknown", plug(`{"id":"web","depth":3}`), "plugins[0].depth", "unknown option of plugin web"},
+		{"web engine", plug(`{"id":"web","engine":1}`), "plugins[0].engine", "non-empty string"},
+		{"web include_domains", plug(`{"id":"web","include_domains":"a.com"}`), "plugins[0].include_domains", "must be an array"},
+		{"web exclude_domains item", plug(`{"id":"web","exclude_domains":[1]}`), "plugins[0].exclude_domains[0]", "must be a string"},
+		{"web max_results", plug(`{"id":"web","max_results":0}`), "plugins[0].max_results", "at least 1"},
+		{"web max_uses", plug(`{"id":"web","max_uses":1.5}`), "plugins[0].max_uses", "integer"},
+		{"web search_prompt", plug(`{"id":"web","search_prompt":{}}`), "plugins[0].search_prompt", "must be a string"},
+		{"web location string", plug(`{"id":"web","user_location":"Oslo"}`), "plugins[0].user_location", "must be an object"},
+		{"web location type", plug(`{"id":"web","user_location":{"type":"exact"}}`), "plugins[0].user_location.type", "must be one of approximate"},
+		{"web location type missing", plug(`{"id":"web","user_location":{"city":"Oslo"}}`), "plugins[0].user_location.type", "required"},
+		{"web location city", plug(`{"id":"web","user_location":{"type":"approximate","city":1}}`), "plugins[0].user_location.city", "must be a string"},
+		{"web location unknown", plug(`{"id":"web","user_location":{"type":"approximate","zip":"0150"}}`), "plugins[0].user_location.zip", "unknown field"},
+		{"web-fetch allowed_domains", plug(`{"id":"web-fetch","allowed_domains":"a.com"}`), "plugins[0].allowed_domains", "must be an array"},
+		{"web-fetch blocked_domains", plug(`{"id":"web-fetch","blocked_domains":[true]}`), "plugins[0].blocked_domains[0]", "must be a string"},
+		{"web-fetch max_content_tokens", plug(`{"id":"web-fetch","max_content_tokens":0}`), "plugins[0].max_content_tokens", "at least 1"},
+		{"web-fetch max_uses", plug(`{"id":"web-fetch","max_uses":-1}`), "plugins[0].max_uses", "at least 1"},
+		{"web-fetch unknown", plug(`{"id":"web-fetch","max_results":3}`), "plugins[0].max_results", "unknown option of plugin web-fetch"},
+		{"file-parser pdf", plug(`{"id":"file-parser","pdf":"native"}`), "plugins[0].pdf", "must be an object"},
+		{"file-parser unknown", plug(`{"id":"file-parser","docx":{}}`), "plugins[0].docx", "unknown option"},
+		{"context-compression engine empty", plug(`{"id":"context-compression","engine":""}`), "plugins[0].engine", "must not be empty"},
+		{"context-compression engine number", plug(`{"id":"context-compression","engine":5}`), "plugins[0].engine", "non-empty string"},
+		{"pareto min_coding_score high", plug(`{"id":"pareto-router","min_coding_score":1.2}`), "plugins[0].min_coding_score", "must be a number between 0 and 1, got 1.2"},
+		{"pareto min_coding_score low", plug(`{"id":"pareto-router","min_coding_score":-0.1}`), "plugins[0].min_coding_score", "between 0 and 1"},
+		{"pareto price_source", plug(`{"id":"pareto-router","price_source":"median"}`), "plugins[0].price_source", "must be one of prompt, weighted_avg"},
+		{"fusion no models", plug(`{"id":"fusion","analysis_models":[]}`), "plugins[0].analysis_models", "must have at least 1 item"},
+		{"fusion nine models", plug(`{"id":"fusion","analysis_models":[` + repeat(`"a/b"`, 9) + `]}`), "plugins[0].analysis_models", "at most 8 items, got 9"},
+		{"fusion model item", plug(`{"id":"fusion","analysis_models":["bad"]}`), "plugins[0].analysis_models[0]", "<vendor>/<model_name>"},
+		{"fusion analysis_models string", plug(`{"id":"fusion","analysis_models":"a/b"}`), "plugins[0].analysis_models", "must be an array"},
+		{"fusion judge model", plug(`{"id":"fusion","model":"judge"}`), "plugins[0].model", "<vendor>/<model_name>"},
+		{"fusion preset", plug(`{"id":"fusion","preset":"general-slow"}`), "plugins[0].preset", "must be one of general-high, general-budget, general-fast"},
+		{"fusion max_tool_calls 17", plug(`{"id":"fusion","max_tool_calls":17}`), "plugins[0].max_tool_calls", "must be an integer between 1 and 16, got 17"},
+		{"fusion max_tool_calls 0", plug(`{"id":"fusion","max_tool_calls":0}`), "plugins[0].max_tool_calls", "between 1 and 16"},
+		{"fusion max_tool_calls fraction", plug(`{"id":"fusion","max_tool_calls":2.5}`), "plugins[0].max_tool_calls", "integer"},
+		{"fusion nine tools", plug(`{"id":"fusion","tools":[` + repeat(`{"type":"service:web_search"}`, 9) + `]}`), "plugins[0].tools", "at most 8 items, got 9"},
+		{"fusion tool without type", plug(`{"id":"fusion","tools":[{"parameters":{}}]}`), "plugins[0].tools[0].type", "required"},
+		{"fusion tool type empty", plug(`{"id":"fusion","tools":[{"type":""}]}`), "plugins[0].tools[0].type", "must not be empty"},
+		{"fusion tool parameters", plug(`{"id":"fusion","tools":[{"type":"x","parameters":"p"}]}`), "plugins[0].tools[0].parameters", "must be an object"},
+		{"fusion tool unknown", plug(`{"id":"fusion","tools":[{"type":"x","max":1}]}`), "plugins[0].tools[0].max", "unknown field"},
+		{"fusion tools string", plug(`{"id":"fusion","tools":"web"}`), "plugins[0].tools", "must be an array"},
+
+		// route, cache_control, debug, trace, stop_server_tools_when.
+		{"route", with(`"route":"cheapest"`), "route", "must be one of fallback, sort"},
+		{"route number", with(`"route":1`), "route", "must be one of fallback, sort"},
+		{"cache_control string", with(`"cache_control":"ephemeral"`), "cache_control", "must be an object"},
+		{"cache_control type", with(`"cache_control":{"type":"persistent"}`), "cache_control.type", "must be one of ephemeral"},
+		{"cache_control type missing", with(`"cache_control":{"ttl":"5m"}`), "cache_control.type", "required"},
+		{"cache_control ttl", with(`"cache_control":{"type":"ephemeral","ttl":"10m"}`), "cache_control.ttl", "must be one of 5m, 1h"},
+		{"cache_control unknown", with(`"cache_control":{"type":"ephemeral","scope":"x"}`), "cache_control.scope", "unknown field"},
+		{"debug unknown", with(`"debug":{"verbose":true}`), "debug.verbose", "unknown field"},
+		{"debug echo string", with(`"debug":{"echo_upstream_body":"yes"}`), "debug.echo_upstream_body", "must be a boolean"},
+		{"debug string", with(`"debug":"on"`), "debug", "must be an object"},
+		{"trace string", with(`"trace":"x"`), "trace", "must be an object"},
+		{"stop conditions empty", with(`"stop_server_tools_when":[]`), "stop_server_tools_when", "must have at least 1 item"},
+		{"stop conditions object", with(`"stop_server_tools_when":{}`), "stop_server_tools_when", "must be an array"},
+		{"stop condition string", with(`"stop_server_tools_when":["x"]`), "stop_server_tools_when[0]", "must be an object"},
+		{"stop condition without type", with(`"stop_server_tools_when":[{"step_count":1}]`), "stop_server_tools_when[0].type", "required"},
+		{"step_count zero", with(`"stop_server_tools_when":[{"type":"step_count_is","step_count":0}]`), "stop_server_tools_when[0].step_count", "at least 1"},
+		{"step_count missing", with(`"stop_server_tools_when":[{"type":"step_count_is"}]`), "stop_server_tools_when[0].step_count", "required"},
+		{"step_count fraction", with(`"stop_server_tools_when":[{"type":"step_count_is","step_count":1.5}]`), "stop_server_tools_when[0].step_count", "integer"},
+		{"max_cost zero", with(`"stop_server_tools_when":[{"type":"step_count_is","step_count":2},{"type":"max_cost","max_cost_in_dollars":0}]`), "stop_server_tools_when[1].max_cost_in_dollars", "must be a number greater than 0"},
+		{"max_cost missing", with(`"stop_server_tools_when":[{"type":"max_cost"}]`), "stop_server_tools_when[0].max_cost_in_dollars", "required"},
+		{"max_cost string", with(`"stop_server_tools_when":[{"type":"max_cost","max_cost_in_dollars":"1"}]`), "stop_server_tools_when[0].max_cost_in_dollars", "got a string"},
 	}
+	runRejects(t, Chat, cases)
+}
+
+func runRejects(t *testing.T, fn func([]byte) *apierr.Error, cases []reject) {
+	t.Helper()
+	seen := map[string]bool{}
 	for _, tc := range cases {
+		if seen[tc.name] {
+			t.Fatalf("duplicate case name %q", tc.name)
+		}
+		seen[tc.name] = true
 		t.Run(tc.name, func(t *testing.T) {
-			err := Chat([]byte(tc.body))
+			err := fn([]byte(tc.body))
 			if err == nil {
-				t.Fatalf("accepted %s", tc.body)
+				t.Fatalf("accepted %s", clip(tc.body, 300))
 			}
-			if err.Status != 400 || !strings.Contains(err.Message, tc.field) {
-				t.Fatalf("got %d %q, want 400 mentioning %q", err.Status, err.Message, tc.field)
+			if err.Status != 400 {
+				t.Fatalf("status %d, want 400: %s", err.Status, err.Message)
+			}
+			prefix := tc.path + ": "
+			if tc.path == "" {
+				prefix = ""
+			}
+			if !strings.HasPrefix(err.Message, prefix) || !strings.Contains(err.Message, tc.contains) {
+				t.Fatalf("message %q\nwant it to start with %q and contain %q", err.Message, prefix, tc.contains)
 			}
 		})
 	}
 }
 
-func TestEmbeddings(t *testing.T) {
-	ok := []string{
-		`{"model":"openai/text-embedding-3-small","input":"hello"}`,
-		`{"model":"a/b","input":["a","b"],"encoding_format":"base64","dimensions":256,"user":"u","provider":{"order":["x"]}}`,
-		`{"model":"a/b","input":[{"content":[{"type":"text","text":"cat"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA"}}]}]}`,
-	}
-	for _, b := range ok {
-		if err := Embeddings([]byte(b)); err != nil {
-			t.Errorf("%s rejected: %v", b, err)
-		}
-	}
-	bad := []struct{ name, body, field string }{
-		{"no model", `{"input":"x"}`, "model: required"},
-		{"no input", `{"model":"a/b"}`, "input: required"},
-		{"empty input", `{"model":"a/b","input":""}`, "input: must not be empty"},
-		{"empty array", `{"model":"a/b","input":[]}`, "input: must have at least 1 item"},
-		{"empty item", `{"model":"a/b","input":["a",""]}`, "input[1]: must not be empty"},
-		{"tokens", `{"model":"a/b","input":[[1,2,3]]}`, "input[0]: token-id input is not supported"},
-		{"number input", `{"model":"a/b","input":5}`, "input: must be a string"},
-		{"too many", `{"model":"a/b","input":[` + strings.TrimSuffix(strings.Repeat(`"x",`, MaxEmbeddingInputs+1), ",") + `]}`, "at most 2048 inputs"},
-		{"part type", `{"model":"a/b","input":[{"content":[{"type":"audio"}]}]}`, "input[0].content[0].type"},
-		{"no parts", `{"model":"a/b","input":[{"content":[]}]}`, "input[0].content: must have at least 1 item"},
-		{"image without url", `{"model":"a/b","input":[{"content":[{"type":"image_url","image_url":{"url":""}}]}]}`, "image_url.url: must not be empty"},
-		{"item field", `{"model":"a/b","input":[{"content":[{"type":"text","text":"x"}],"weight":2}]}`, "input[0].weight: unknown field"},
-		{"encoding", `{"model":"a/b","input":"x","encoding_format":"int8"}`, "encoding_format"},
-		{"dimensions", `{"model":"a/b","input":"x","dimensions":0}`, "dimensions"},
-		{"bad model", `{"model":"ada","input":"x"}`, "model: must be a model id"},
-		{"provider", `{"model":"a/b","input":"x","provider":{"nope":1}}`, "provider.nope: unknown field"},
-	}
-	for _, tc := range bad {
-		t.Run(tc.name, func(t *testing.T) {
-			err := Embeddings([]byte(tc.body))
-			if err == nil || err.Status != 400 || !strings.Contains(err.Message, tc.field) {
-				t.Fatalf("got %v, want 400 mentioning %q", err, tc.field)
+func TestEmbeddingsAccepts(t *testing.T) {
+	for name, body := range map[string]string{
+		"string":         `{"model":"openai/text-embedding-3-small","input":"hello"}`,
+		"strings":        `{"model":"a/b","input":["a","b"],"encoding_format":"base64","dimensions":256,"user":"u","provider":{"order":["x"],"allow_fallbacks":true}}`,
+		"float":          `{"model":"a/b","input":"x","encoding_format":"float"}`,
+		"multimodal":     `{"model":"a/b","input":[{"content":[{"type":"text","text":"cat"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA"}}]},{"content":[{"type":"text","text":"dog"}]}]}`,
+		"2048 inputs":    `{"model":"a/b","input":[` + repeat(`"x"`, MaxEmbeddingInputs) + `]}`,
+		"unknown fields": `{"model":"a/b","input":"x","input_type":"query","truncate":"END"}`,
+		"null provider":  `{"model":"a/b","input":"x","provider":null}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := Embeddings([]byte(body)); err != nil {
+				t.Fatalf("rejected: %v", err)
 			}
 		})
+	}
+}
+
+func TestEmbeddingsRejects(t *testing.T) {
+	e := func(fields string) string { return `{"model":"a/b",` + fields + `}` }
+	runRejects(t, Embeddings, []reject{
+		{"empty body", ``, "", "request body is empty"},
+		{"malformed", `{"model":"a/b",`, "", "not valid JSON"},
+		{"array body", `["x"]`, "", "must be a JSON object"},
+		{"model missing", `{"input":"x"}`, "model", "required"},
+		{"model without vendor", `{"model":"ada","input":"x"}`, "model", "<vendor>/<model_name>"},
+		{"model number", `{"model":1,"input":"x"}`, "model", "must be a model id string"},
+		{"input missing", `{"model":"a/b"}`, "input", "required"},
+		{"input empty", e(`"input":""`), "input", "must not be empty"},
+		{"input null", e(`"input":null`), "input", "got null"},
+		{"input number", e(`"input":5`), "input", "must be a string, an array of strings, or an array of multimodal items, got a number"},
+		{"input object", e(`"input":{"content":[]}`), "input", "got an object"},
+		{"input empty array", e(`"input":[]`), "input", "must have at least 1 item"},
+		{"input empty item", e(`"input":["a",""]`), "input[1]", "must not be empty"},
+		{"token ids", e(`"input":[1,2,3]`), "input[0]", "token-id input is not supported"},
+		{"token id arrays", e(`"input":[[1,2,3]]`), "input[0]", "token-id input is not supported"},
+		{"input bool item", e(`"input":[true]`), "input[0]", "must be a string or a multimodal item"},
+		{"too many inputs", e(`"input":[` + repeat(`"x"`, MaxEmbeddingInputs+1) + `]`), "input", "at most 2048 inputs per request, got 2049"},
+		{"mixed kinds", e(`"input":["a",{"content":[{"type":"text","text":"b"}]}]`), "input[1]", "mixes strings and multimodal items"},
+		{"item without content", e(`"input":[{}]`), "input[0].content", "required"},
+		{"item content string", e(`"input":[{"content":"x"}]`), "input[0].content", "must be an array"},
+		{"item no parts", e(`"input":[{"content":[]}]`), "input[0].content", "must have at least 1 item"},
+		{"item unknown field", e(`"input":[{"content":[{"type":"text","text":"x"}],"weight":2}]`), "input[0].weight", "unknown field"},
+		{"part string", e(`"input":[{"content":["x"]}]`), "input[0].content[0]", "must be an object"},
+		{"part type audio", e(`"input":[{"content":[{"type":"input_audio"}]}]`), "input[0].content[0].type", "must be text or image_url"},
+		{"part type missing", e(`"input":[{"content":[{"text":"x"}]}]`), "input[0].content[0].type", "must be text or image_url, got nothing"},
+		{"text part empty", e(`"input":[{"content":[{"type":"text","text":""}]}]`), "input[0].content[0].text", "must not be empty"},
+		{"text part missing", e(`"input":[{"content":[{"type":"text"}]}]`), "input[0].content[0].text", "required"},
+		{"image part missing", e(`"input":[{"content":[{"type":"image_url"}]}]`), "input[0].content[0].image_url", "required"},
+		{"image url empty", e(`"input":[{"content":[{"type":"image_url","image_url":{"url":""}}]}]`), "input[0].content[0].image_url.url", "must not be empty"},
+		{"encoding_format", e(`"input":"x","encoding_format":"int8"`), "encoding_format", "must be one of float, base64"},
+		{"dimensions zero", e(`"input":"x","dimensions":0`), "dimensions", "between 1 and"},
+		{"dimensions fraction", e(`"input":"x","dimensions":1.5`), "dimensions", "integer"},
+		{"user number", e(`"input":"x","user":1`), "user", "must be a string"},
+		{"provider unknown", e(`"input":"x","provider":{"nope":1}`), "provider.nope", "unknown field"},
+		{"provider sort", e(`"input":"x","provider":{"sort":"cheap"}`), "provider.sort", "must be one of price"},
+		{"provider max_price", e(`"input":"x","provider":{"max_price":{"prompt":"-1"}}`), "provider.max_price.prompt", "non-negative"},
+	})
+}
+
+// TestWalkMatchesGjson checks the walker against gjson's own iteration on
+// every object and array of the test corpus.
+func TestWalkMatchesGjson(t *testing.T) {
+	corpus := []string{maximal, string(chatBody(4 << 10)),
+		`{"a\"b":"c\\\"","e":[1,-2.5e3,true,false,null,{"x":[[],{}]}],"u":"\u00e9\ud83d\ude00","":"","\\":[ ]}`,
+		`[ 1 , "a" , { "b" : [ ] } ]`, "[] ", " 7 ", `"s"`,
+		`{"long":"` + strings.Repeat("a", 40) + `\\","q":"` + strings.Repeat("b", 40) + `\"c\\\"d","k` + strings.Repeat("\\", 20) + `":[` + strings.Repeat(`"\\",`, 3) + `"\u0022"]}`, "{\n\t\"k\" :\r\n \"v\"\n}", `{}`, `[]`}
+	for _, doc := range corpus {
+		if !gjson.Valid(doc) {
+			t.Fatalf("corpus document is not JSON: %s", doc)
+		}
+		walkBoth(t, doc)
+	}
+}
+
+// walkBoth indexes doc and compares the walker with gjson on it.
+func walkBoth(t *testing.T, doc string) {
+	t.Helper()
+	v := getValidator(doc)
+	defer v.done()
+	if !v.index(MaxDepth) {
+		return
+	}
+	i := ws(doc, 0)
+	mine, _ := v.valueAt(i)
+	compareWalk(t, v, mine, gjson.Parse(mine.Raw)) // gjson's root Raw keeps trailing spaces
+}
+
+func compareWalk(t *testing.T, v *validator, mine, theirs gjson.Result) {
+	t.Helper()
+	if mine.Raw != theirs.Raw || mine.Type != theirs.Type {
+		t.Fatalf("walker %q (%v), gjson %q (%v)", clip(mine.Raw, 80), mine.Type, clip(theirs.Raw, 80), theirs.Type)
+	}
+	if !theirs.IsObject() && !theirs.IsArray() {
+		return
+	}
+	type kv struct {
+		key string
+		v   gjson.Result
+	}
+	var want, got []kv
+	theirs.ForEach(func(k, x gjson.Result) bool {
+		want = append(want, kv{k.Str, x})
+		return true
+	})
+	if mine.IsObject() {
+		v.members(mine, func(k string, x gjson.Result) bool { got = append(got, kv{k, x}); return true })
+	} else {
+		v.elements(mine, func(_ int, x gjson.Result) bool { got = append(got, kv{"", x}); return true })
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%s: walker saw %d members, gjson %d", clip(mine.Raw, 80), len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if g.key != w.key || (w.v.Type == gjson.String && text(g.v) != w.v.Str) || (w.v.Type == gjson.Number && g.v.Num != w.v.Num) {
+			t.Fatalf("member %d: walker %q=%+v, gjson %q=%+v", i, g.key, g.v, w.key, w.v)
+		}
+		compareWalk(t, v, g.v, w.v)
 	}
 }
 
 func FuzzChat(f *testing.F) {
-	f.Add([]byte(maximal))
-	f.Add([]byte(base + `}`))
-	f.Add([]byte(base + `,"stop":["a","b","c","d","e"]}`))
-	f.Add([]byte(base + `,"plugins":[{"id":"fusion","tools":[{}]}]}`))
-	f.Add([]byte(`{"model":"a/b","messages":[{"role":"tool","content":[{"type":"image_url"}]}],"metadata":{"":""}}`))
+	seeds := []string{
+		maximal, base + `}`, ``, `{`, `[]`, `{"messages":null}`,
+		with(`"stop":["a","b","c","d","e"]`),
+		plug(`{"id":"fusion","tools":[{}],"analysis_models":[]}`),
+		msgs(`[{"role":"tool","content":[{"type":"image_url"}]},{"role":"assistant","tool_calls":[{}]}]`),
+		with(`"metadata":{"":"","\u00e9":"\ud800"}`),
+		prov(`{"max_price":{"prompt":"1e-3"},"sort":{"by":"price"},"preferred_max_latency":{"p50":1}}`),
+		with(`"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}`),
+		with(`"reasoning":{"effort":"low"},"reasoning_effort":"low","seed":1e19,"top_k":-0`),
+		`{"a":` + strings.Repeat("[", 130),
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		// The walker sees what gjson sees on every valid document.
+		if gjson.ValidBytes(body) {
+			walkBoth(t, string(body))
+		}
 		err := Chat(body)
-		if err != nil && (err.Status != 400 || err.Message == "") {
-			t.Fatalf("bad error %+v", err)
+		if err != nil {
+			if err.Status != 400 || err.Message == "" {
+				t.Fatalf("bad error %+v", err)
+			}
+			return
+		}
+		// Accepted: a JSON object with messages, and a model or models.
+		root := gjson.ParseBytes(body)
+		if !gjson.ValidBytes(body) || !root.IsObject() || !root.Get("messages").IsArray() ||
+			!(root.Get("model").Exists() || root.Get("models").IsArray()) {
+			t.Fatalf("accepted %q", body)
 		}
 	})
 }
 
 func FuzzEmbeddings(f *testing.F) {
-	f.Add([]byte(`{"model":"a/b","input":"x"}`))
-	f.Add([]byte(`{"model":"a/b","input":[{"content":[{"type":"text","text":"x"}]}]}`))
-	f.Add([]byte(`{"model":"a/b","input":[[1]]}`))
+	for _, s := range []string{
+		`{"model":"a/b","input":"x"}`,
+		`{"model":"a/b","input":["x","y"],"dimensions":3,"encoding_format":"base64"}`,
+		`{"model":"a/b","input":[{"content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"u"}}]}]}`,
+		`{"model":"a/b","input":[[1]]}`, `{"model":"a/b","input":["",1]}`, `{"input":"x","provider":{"zdr":true}}`, ``,
+	} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		err := Embeddings(body)
-		if err != nil && (err.Status != 400 || err.Message == "") {
-			t.Fatalf("bad error %+v", err)
+		if err != nil {
+			if err.Status != 400 || err.Message == "" {
+				t.Fatalf("bad error %+v", err)
+			}
+			return
+		}
+		root := gjson.ParseBytes(body)
+		if !gjson.ValidBytes(body) || !root.IsObject() || !root.Get("model").Exists() || !root.Get("input").Exists() {
+			t.Fatalf("accepted %q", body)
 		}
 	})
 }
 
-func benchBody(size int) []byte {
-	pad := strings.Repeat("lorem ipsum ", size/12)
-	return []byte(`{"model":"openai/gpt-4o","temperature":0.7,"max_tokens":256,"provider":{"sort":"price"},"messages":[{"role":"system","content":"` + pad + `"},{"role":"user","content":"hello"}]}`)
+// chatBody builds a realistic request of about size bytes: a system prompt,
+// tools, provider preferences, and a conversation with tool calls whose
+// texts carry escapes (newlines, quotes, unicode) as real ones do.
+func chatBody(size int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"anthropic/claude-sonnet-4","models":["openai/gpt-4o"],"stream":true,"temperature":0.7,"max_tokens":1024,` +
+		`"provider":{"sort":"throughput","data_collection":"deny","max_price":{"prompt":"3","completion":"15"}},` +
+		`"tools":[{"type":"function","function":{"name":"get_weather","description":"Current weather for a city.","parameters":{"type":"object","properties":{"city":{"type":"string","description":"City name, e.g. \"Oslo\""},"unit":{"type":"string","enum":["c","f"]}},"required":["city"]}}}],` +
+		`"tool_choice":"auto","metadata":{"app":"support-bot","tenant":"t-42"},"user":"user-8c1f",` +
+		`"messages":[{"role":"system","content":"You are a helpful assistant for Example Corp.\nBe concise; use the tools when a question needs live data.\n"}`)
+	turns := []string{
+		`{"role":"user","content":"Hi! Can you tell me what the weather is like in Oslo today? I\u2019m planning a walk \ud83d\ude0a"}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_%d","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\",\"unit\":\"c\"}"}}]}`,
+		`{"role":"tool","tool_call_id":"call_%d","content":"{\"temp\":21,\"conditions\":\"sunny\",\"wind\":\"3 m/s\"}"}`,
+		`{"role":"assistant","content":"It is sunny in Oslo, 21 \u00b0C with a light wind (3 m/s).\n\nA good day for a walk \u2014 bring sunglasses!"}`,
+		`{"role":"user","content":[{"type":"text","text":"Great. And what about this place?\nHere is a photo:"},{"type":"image_url","image_url":{"url":"https://example.com/photos/fjord.jpg"}}]}`,
+	}
+	for i := 0; b.Len() < size-200; i++ {
+		b.WriteByte(',')
+		b.WriteString(strings.ReplaceAll(turns[i%len(turns)], "%d", fmt.Sprint(i/len(turns))))
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
 }
 
 func BenchmarkChat1KB(b *testing.B)  { benchChat(b, 1<<10) }
 func BenchmarkChat10KB(b *testing.B) { benchChat(b, 10<<10) }
 
 func benchChat(b *testing.B, size int) {
-	body := benchBody(size)
+	body := chatBody(size)
+	if err := Chat(body); err != nil {
+		b.Fatal(err)
+	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := Chat(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEmbeddings(b *testing.B) {
+	body := []byte(`{"model":"openai/text-embedding-3-small","input":[` + repeat(`"The quick brown fox jumps over the lazy dog."`, 100) + `]}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Embeddings(body); err != nil {
 			b.Fatal(err)
 		}
 	}

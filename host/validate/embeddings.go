@@ -1,0 +1,130 @@
+package validate
+
+import (
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/tidwall/gjson"
+)
+
+// MaxEmbeddingInputs caps one embeddings batch (docs/interface-choices.md):
+// a longer input array is a 400, not a silent split.
+const MaxEmbeddingInputs = 2048
+
+// Embeddings validates the body of POST /embeddings against spec 2.6, with
+// provider preferences as in 2.4:
+//   - model (required): a model id <vendor>/<model_name>;
+//   - input (required): a non-empty string; or 1 to 2048 non-empty strings;
+//     or 1 to 2048 multimodal items {"content": [part, …]} whose parts are
+//     {"type": "text", "text": …} or {"type": "image_url", "image_url":
+//     {"url": …}}. Token-id input (an array of integers, or of arrays of
+//     integers) is refused: the gateway cannot know each provider's
+//     tokenizer. Strings and multimodal items are not mixed in one array;
+//   - encoding_format: float or base64; dimensions: integer >= 1;
+//     user: string; provider: as for chat.
+//
+// Other top-level fields are accepted, as for chat.
+func Embeddings(body []byte) *apierr.Error {
+	root, v, err := parse(body)
+	if err != nil {
+		return err
+	}
+	defer v.done()
+	hasModel, hasInput := false, false
+	if err := v.each(root, func(k string, x gjson.Result) *apierr.Error {
+		switch k {
+		case "model":
+			hasModel = true
+			return v.modelID(x)
+		case "input":
+			hasInput = true
+			return v.embeddingInput(x)
+		case "encoding_format":
+			return v.enum(x, encodings)
+		case "dimensions":
+			return v.integer(x, 1, 1<<31-1)
+		case "user":
+			return v.str(x)
+		case "provider":
+			return v.provider(x)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if !hasModel {
+		return apierr.BadRequest("model", "required: an embedding model id such as openai/text-embedding-3-small")
+	}
+	if !hasInput {
+		return apierr.BadRequest("input", "required: a string, an array of strings, or an array of multimodal items")
+	}
+	return nil
+}
+
+// embeddingInput checks input (the path is already input).
+func (v *validator) embeddingInput(x gjson.Result) *apierr.Error {
+	switch {
+	case x.Type == gjson.String:
+		if x.Raw == `""` {
+			return v.fail("must not be empty")
+		}
+		return nil
+	case !x.IsArray():
+		return v.fail("must be a string, an array of strings, or an array of multimodal items, got %s", describe(x))
+	}
+	var kind gjson.Type // of the first item: String, or JSON for multimodal items
+	return v.items(x, 1, -1, func(i int, it gjson.Result) *apierr.Error {
+		switch {
+		case i == MaxEmbeddingInputs:
+			v.out() // name input, not the item
+			err := v.fail("at most %d inputs per request, got %d; split the batch", MaxEmbeddingInputs, v.count(x))
+			v.at(i)
+			return err
+		case it.Type == gjson.Number || it.IsArray():
+			return v.fail("token-id input is not supported; send text as strings")
+		case it.Type != gjson.String && !it.IsObject():
+			return v.fail("must be a string or a multimodal item {\"content\": [...]}, got %s", describe(it))
+		}
+		if i == 0 {
+			kind = it.Type
+		} else if it.Type != kind {
+			return v.fail("mixes strings and multimodal items; send one kind per request")
+		}
+		if it.Type == gjson.String {
+			if it.Raw == `""` {
+				return v.fail("must not be empty")
+			}
+			return nil
+		}
+		return v.multimodalItem(it)
+	})
+}
+
+// multimodalItem checks {"content": [part, …]} with at least one part.
+func (v *validator) multimodalItem(it gjson.Result) *apierr.Error {
+	if err := v.strict(it, func(k string, c gjson.Result) *apierr.Error {
+		if k != "content" {
+			return v.fail("unknown field; a multimodal item has only content")
+		}
+		return v.items(c, 1, -1, func(_ int, p gjson.Result) *apierr.Error { return v.embeddingPart(p) })
+	}); err != nil {
+		return err
+	}
+	if !v.get(it, "content").Exists() {
+		return v.failAt("content", "required: an array of text and image_url parts")
+	}
+	return nil
+}
+
+// embeddingPart checks {"type": "text", "text"} or {"type": "image_url", "image_url": {"url"}}.
+func (v *validator) embeddingPart(p gjson.Result) *apierr.Error {
+	if err := v.object(p); err != nil {
+		return err
+	}
+	t := v.get(p, "type")
+	switch {
+	case t.Type == gjson.String && text(t) == "text":
+		return v.field("text", v.get(p, "text"), v.nonEmpty)
+	case t.Type == gjson.String && text(t) == "image_url":
+		return v.imageURL(v.get(p, "image_url"))
+	}
+	return v.failAt("type", "must be text or image_url, got %s", shown(t))
+}

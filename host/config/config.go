@@ -227,8 +227,10 @@ func (c *Config) Catalog(demoURL string, getenv func(string) string) (*catalog.C
 		supported[p.Slug] = p.SupportedParameters
 	}
 	for _, m := range c.Models {
-		if !strings.Contains(m.ID, "/") {
-			return nil, fmt.Errorf("config: model id %q must be <vendor>/<model_name>", m.ID)
+		// The same rule requests are validated with: a model that could
+		// not be asked for is a configuration error.
+		if vendor, name, ok := strings.Cut(m.ID, "/"); !ok || vendor == "" || name == "" || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("config: model id %q must be <vendor>/<model_name> with one slash", m.ID)
 		}
 		if _, dup := cat.Models[m.ID]; dup {
 			return nil, fmt.Errorf("config: model %q defined twice", m.ID)

@@ -53,6 +53,7 @@ func TestParseRejects(t *testing.T) {
 	}
 	bad := []struct{ name, yaml, want string }{
 		{"model id", "providers: [{slug: p, adapter: openai, base_url: http://x}]\nmodels: [{id: nomodel, endpoints: [{provider: p}]}]\n", "<vendor>/<model_name>"},
+		{"two slashes", "providers: [{slug: p, adapter: openai, base_url: http://x}]\nmodels: [{id: a/b/c, endpoints: [{provider: p}]}]\n", "one slash"},
 		{"kind", "providers: [{slug: p, adapter: openai, base_url: http://x}]\nmodels: [{id: a/b, kind: image, endpoints: [{provider: p}]}]\n", "kind"},
 		{"duplicate provider", "providers: [{slug: p, adapter: openai, base_url: http://x}, {slug: p, adapter: openai, base_url: http://y}]\n", "twice"},
 		{"no base url", "providers: [{slug: p, adapter: openai}]\n", "base_url"},

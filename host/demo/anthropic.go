@@ -109,26 +109,13 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
 	n := 0
 	send := func(event, data string) bool {
 		if f.CutAfter > 0 && n >= f.CutAfter {
 			return false
 		}
 		n++
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
-		if fl != nil {
-			fl.Flush()
-		}
-		if f.ChunkDelay > 0 {
-			select {
-			case <-time.After(f.ChunkDelay):
-			case <-r.Context().Done():
-				a.cancelled.Add(1)
-				return false
-			}
-		}
-		return true
+		return a.emit(w, r, "event: "+event+"\ndata: "+data+"\n\n", f.ChunkDelay)
 	}
 	ok = send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%q,"type":"message","role":"assistant","content":[],"model":%q,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":2,"output_tokens":1}}}`, id, req.Model, input)) &&
 		send("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) &&

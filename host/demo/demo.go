@@ -114,6 +114,25 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, fault func(w http
 	return body, f, true
 }
 
+// emit writes one raw event of a stream, flushes it and waits the chunk
+// delay; it reports false when the client went away meanwhile (counted in
+// Cancelled).
+func (s *Server) emit(w http.ResponseWriter, r *http.Request, event string, delay time.Duration) bool {
+	_, _ = io.WriteString(w, event)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			s.cancelled.Add(1)
+			return false
+		}
+	}
+	return true
+}
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, f, ok := s.admit(w, r, func(w http.ResponseWriter, status int) {
 		writeError(w, status, fmt.Sprintf("demo fault: status %d", status), "server_error", "")
@@ -242,27 +261,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
 	n := 0
-	ctx := r.Context()
 	send := func(data string) bool {
 		if f.CutAfter > 0 && n >= f.CutAfter {
 			return false
 		}
 		n++
-		fmt.Fprintf(w, "data: %s\n\n", data)
-		if fl != nil {
-			fl.Flush()
-		}
-		if f.ChunkDelay > 0 {
-			select {
-			case <-time.After(f.ChunkDelay):
-			case <-ctx.Done():
-				s.cancelled.Add(1)
-				return false
-			}
-		}
-		return true
+		return s.emit(w, r, "data: "+data+"\n\n", f.ChunkDelay)
 	}
 	head := fmt.Sprintf(`{"id":%q,"object":"chat.completion.chunk","created":%d,"model":%q,"system_fingerprint":"fp_demo","choices":`, id, created, req.Model)
 	if !send(head + `[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`) {

@@ -142,7 +142,6 @@ func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
 	for i, tok := range toks {
 		if f.CutAfter > 0 && i >= f.CutAfter {
 			return
@@ -161,17 +160,8 @@ func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f
 		if last {
 			chunk += "," + usage
 		}
-		fmt.Fprintf(w, "data: %s,%s}\r\n\r\n", chunk, head)
-		if fl != nil {
-			fl.Flush()
-		}
-		if f.ChunkDelay > 0 {
-			select {
-			case <-time.After(f.ChunkDelay):
-			case <-r.Context().Done():
-				g.cancelled.Add(1)
-				return
-			}
+		if !g.emit(w, r, "data: "+chunk+","+head+"}\r\n\r\n", f.ChunkDelay) {
+			return
 		}
 	}
 }

@@ -118,24 +118,9 @@ func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostHTTPResponse).
 		NewFunctionBuilder().
 		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
-			const max = 4096 // a module cannot flood the log
-			if n > max {
-				n = max
+			if b, ok := m.Memory().Read(ptr, min(n, maxLogLine)); ok {
+				e.moduleLog(ctx, int32(level), b, moduleTag(m.Name()))
 			}
-			b, ok := m.Memory().Read(ptr, n)
-			if !ok {
-				return
-			}
-			lv := slog.LevelInfo
-			switch level {
-			case 0:
-				lv = slog.LevelDebug
-			case 2:
-				lv = slog.LevelWarn
-			case 3:
-				lv = slog.LevelError
-			}
-			e.log.Log(ctx, lv, string(b), "module", moduleTag(m.Name()))
 		}).
 		Export(abi.HostLog).
 		Instantiate(ctx)
@@ -143,6 +128,24 @@ func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		return fmt.Errorf("wasm: host module: %w", err)
 	}
 	return nil
+}
+
+// maxLogLine bounds one log line of a module: a module cannot flood the log.
+const maxLogLine = 4096
+
+// moduleLog writes a module's log line at the ABI's level (0 debug, 1 info,
+// 2 warn, 3 error), tagged with the module.
+func (e *Engine) moduleLog(ctx context.Context, level int32, msg []byte, module string) {
+	lv := slog.LevelInfo
+	switch level {
+	case 0:
+		lv = slog.LevelDebug
+	case 2:
+		lv = slog.LevelWarn
+	case 3:
+		lv = slog.LevelError
+	}
+	e.log.Log(ctx, lv, string(msg), "module", module)
 }
 
 // moduleTag strips the instance counter from an instance name.

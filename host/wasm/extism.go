@@ -67,7 +67,6 @@ var extismGranted = map[string]string{
 // Bounds of Extism's own resources.
 const (
 	extismMaxVarBytes = 64 << 10 // Extism variables live in one pooled instance: keep them small
-	maxLogLine        = 4096
 )
 
 // extismRuntime is what Extism modules with the same limits share: the
@@ -349,20 +348,9 @@ func (e *Engine) extismLog(id string) extism.HostFunction {
 		if err != nil || n == 0 {
 			return
 		}
-		b, ok := p.Memory().Read(uint32(off), uint32(min(n, maxLogLine)))
-		if !ok {
-			return
+		if b, ok := p.Memory().Read(uint32(off), uint32(min(n, maxLogLine))); ok {
+			e.moduleLog(ctx, level, b, id)
 		}
-		lv := slog.LevelInfo
-		switch level {
-		case 0:
-			lv = slog.LevelDebug
-		case 2:
-			lv = slog.LevelWarn
-		case 3:
-			lv = slog.LevelError
-		}
-		e.log.Log(ctx, lv, string(b), "module", id)
 	}, []extism.ValueType{extism.ValueTypeI32, extism.ValueTypeI64}, nil)
 }
 

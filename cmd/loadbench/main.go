@@ -32,6 +32,7 @@ func main() {
 	conc := flag.Int("c", 16, "concurrent clients for the throughput run")
 	dur := flag.Duration("d", 3*time.Second, "duration of each throughput run")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the gateway scenarios to this file")
+	only := flag.String("only", "", "run only the scenario with this name (e.g. \"chat json 1KB\")")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -62,6 +63,9 @@ func main() {
 		{"chat stream 1KB", 1 << 10, true},
 		{"chat stream 10KB", 10 << 10, true},
 	} {
+		if *only != "" && sc.name != *only {
+			continue
+		}
 		gwBody := body("test/chat", sc.size, sc.stream)
 		upBody := body("echo", sc.size, sc.stream)
 		gw := func() error { return do(client, g.URL+"/chat/completions", g.Key, gwBody) }
@@ -79,7 +83,9 @@ func main() {
 			fmtDur(pct(d, 50)), fmtDur(pct(w, 50)), fmtDur(pct(w, 50)-pct(d, 50)), fmtDur(pct(w, 99)-pct(d, 99)),
 			drps, wrps, 100*wrps/drps)
 	}
-	pluginScenarios(client, g, *n)
+	if *only == "" {
+		pluginScenarios(client, g, *n)
+	}
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)

@@ -76,6 +76,10 @@ type Options struct {
 
 const numShards = 64
 
+// asyncCommitWindow is how long the writer gathers operations nobody waits
+// on before committing them, with AsyncSettle.
+const asyncCommitWindow = 5 * time.Millisecond
+
 // Ledger is safe for concurrent use.
 type Ledger struct {
 	db     *bolt.DB
@@ -155,7 +159,13 @@ func Open(db *bolt.DB, opts Options) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.w = newWriter(db, opts.Logf)
+	var window time.Duration
+	if opts.AsyncSettle {
+		// Nobody waits on settlements: gather a few milliseconds of them
+		// into one commit (docs/billing.md).
+		window = asyncCommitWindow
+	}
+	l.w = newWriter(db, opts.Logf, window)
 	if err := l.recover(holds); err != nil {
 		l.w.close()
 		return nil, err

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -23,7 +24,13 @@ type writer struct {
 	queue  []op
 	spare  []op
 	wake   chan struct{}
+	urgent chan struct{} // an operation someone waits on was queued
 	quit   chan struct{}
+	// window is how long a commit waits for more operations when nobody is
+	// waiting on any of the queued ones: one fsync then covers many
+	// requests instead of one each (it costs CPU and I/O that the requests
+	// in flight compete with). Zero commits at once.
+	window time.Duration
 	exited chan struct{}
 }
 
@@ -32,8 +39,9 @@ type op struct {
 	done chan error // nil: nobody waits (the write's absence is harmless)
 }
 
-func newWriter(db *bolt.DB, logf func(string, ...any)) *writer {
-	w := &writer{db: db, logf: logf, wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
+func newWriter(db *bolt.DB, logf func(string, ...any), window time.Duration) *writer {
+	w := &writer{db: db, logf: logf, window: window, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
+		quit: make(chan struct{}), exited: make(chan struct{})}
 	go w.loop()
 	return w
 }
@@ -49,6 +57,12 @@ func (w *writer) submit(o op) bool {
 	select {
 	case w.wake <- struct{}{}:
 	default:
+	}
+	if o.done != nil {
+		select {
+		case w.urgent <- struct{}{}:
+		default:
+		}
 	}
 	return true
 }
@@ -73,6 +87,15 @@ func (w *writer) loop() {
 	for {
 		select {
 		case <-w.wake:
+			if w.window > 0 {
+				t := time.NewTimer(w.window)
+				select {
+				case <-t.C:
+				case <-w.urgent:
+				case <-w.quit:
+				}
+				t.Stop()
+			}
 		case <-w.quit:
 			w.mu.Lock()
 			w.closed = true

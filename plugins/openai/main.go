@@ -50,18 +50,38 @@ func headers(out *sdk.Out) {
 	out.FieldString("Authorization: Bearer " + abi.APIKeyPlaceholder + "\nContent-Type: application/json\nX-Switchyard-Adapter: " + build + "\n")
 }
 
-func dropped(ctx []byte, key string) bool {
-	drop := sdk.Get(ctx, "drop")
-	found := false
-	drop.ForEach(func(_, v gjson.Result) bool {
-		found = v.Str == key
-		return !found
+// dropSet holds ctx.drop for one call. A fixed array, reused: the hook
+// runs for every request and a Go guest must not allocate on that path.
+type dropSet struct {
+	n     int
+	names [32]string
+}
+
+var drops dropSet
+
+func (d *dropSet) load(ctx []byte) {
+	d.n = 0
+	sdk.Get(ctx, "drop").ForEach(func(_, v gjson.Result) bool {
+		if d.n < len(d.names) {
+			d.names[d.n] = v.Str
+			d.n++
+		}
+		return true
 	})
-	return found
+}
+
+func (d *dropSet) has(key string) bool {
+	for _, n := range d.names[:d.n] {
+		if n == key {
+			return true
+		}
+	}
+	return false
 }
 
 func chatRequest(in *sdk.In, out *sdk.Out) error {
 	ctx, body := in.Field(0), in.Field(1)
+	drops.load(ctx)
 	stream := sdk.Get(body, "stream").Bool()
 	out.FieldString("POST")
 	out.FieldString("/chat/completions")
@@ -76,7 +96,7 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 		case key == "model" || key == "stream_options":
 		case key == "reasoning":
 			effort = v.Get("effort")
-		case !chatParams[key] || dropped(ctx, key):
+		case !chatParams[key] || drops.has(key):
 		default:
 			if key == "reasoning_effort" {
 				hasEffort = true
@@ -87,7 +107,7 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 	})
 	// The unified request carries reasoning.effort; OpenAI's chat API takes
 	// the flat reasoning_effort.
-	if !hasEffort && effort.Type == gjson.String && !dropped(ctx, "reasoning_effort") {
+	if !hasEffort && effort.Type == gjson.String && !drops.has("reasoning_effort") {
 		out.Member("reasoning_effort", effort.Raw)
 	}
 	if stream {

@@ -67,8 +67,11 @@ clients:
 gotest:
 	$(GO) test -race -count=1 ./...
 
+# Hot-path Go benchmarks, the per-call cost of one plugin through the native
+# ABI (Go, C) and through Extism (AssemblyScript), then the load benchmark.
 bench: build
-	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/... 
+	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...
+	$(GO) test -run=NONE -bench=PluginCall -benchmem -benchtime=2000x ./examples/
 	$(GO) run ./cmd/loadbench
 
 clean:

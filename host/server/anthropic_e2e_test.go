@@ -155,3 +155,21 @@ func TestAnthropicErrors(t *testing.T) {
 		wantError(t, resp, body, tc.want, tc.msg)
 	}
 }
+
+// TestAnthropicCacheControl: the request's cache_control puts a breakpoint
+// on the last content block; a breakpoint on a text part passes through.
+func TestAnthropicCacheControl(t *testing.T) {
+	g, up := startAnthropic(t)
+	resp, body := post(t, g, "/chat/completions", `{"model":"test/claude","cache_control":{"type":"ephemeral","ttl":"1h"},
+		"messages":[{"role":"user","content":[{"type":"text","text":"long context","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":"ok"},{"role":"user","content":"question"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	sent := gjson.ParseBytes(up.Last().Body)
+	if sent.Get("messages.2.content.0.cache_control.ttl").Str != "1h" || sent.Get("messages.2.content.0.text").Str != "question" {
+		t.Fatalf("last block %s", sent.Get("messages.2").Raw)
+	}
+	if sent.Get("messages.0.content.0.cache_control.type").Str != "ephemeral" || sent.Get("messages.1.content.0.cache_control").Exists() {
+		t.Fatalf("messages %s", sent.Get("messages").Raw)
+	}
+}

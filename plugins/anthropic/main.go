@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 var build = "anthropic/1.0.0"
@@ -96,9 +97,15 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 	if len(system) > 0 {
 		out.MemberString("system", strings.Join(system, "\n\n"))
 	}
+	// cache_control (spec 2.1) puts the cache breakpoint on the last
+	// cacheable block: the last content block of the last message.
+	cache := req.Get("cache_control")
+	lastIdx := len(req.Get("messages").Array()) - 1
+	idx := -1
 	out.Member("messages", "[")
 	first := true
 	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		idx++
 		var b []byte
 		switch m.Get("role").Str {
 		case "user":
@@ -117,6 +124,9 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 			return true
 		}
 		b = append(b, '}')
+		if idx == lastIdx && cache.IsObject() {
+			b = withBreakpoint(b, cache)
+		}
 		if !first {
 			out.Byte(',')
 		}
@@ -200,6 +210,29 @@ func toolChoice(tc, parallel gjson.Result) string {
 	return ""
 }
 
+// withBreakpoint adds cache_control to the last content block of message
+// msg (a string content becomes one text block).
+func withBreakpoint(msg []byte, cache gjson.Result) []byte {
+	cc := `{"type":"ephemeral"}`
+	if ttl := cache.Get("ttl"); ttl.Type == gjson.String {
+		cc = `{"type":"ephemeral","ttl":` + q(ttl.Str) + `}`
+	}
+	content := gjson.GetBytes(msg, "content")
+	if content.Type == gjson.String {
+		out, err := sjson.SetRawBytes(msg, "content", []byte(`[{"type":"text","text":`+content.Raw+`,"cache_control":`+cc+`}]`))
+		if err == nil {
+			return out
+		}
+		return msg
+	}
+	if n := len(content.Array()); n > 0 {
+		if out, err := sjson.SetRawBytes(msg, "content."+strconv.Itoa(n-1)+".cache_control", []byte(cc)); err == nil {
+			return out
+		}
+	}
+	return msg
+}
+
 // text flattens a content value (string or parts) to its text.
 func text(c gjson.Result) string {
 	if c.Type == gjson.String {
@@ -225,7 +258,11 @@ func userContent(b []byte, c gjson.Result) []byte {
 		var block string
 		switch p.Get("type").Str {
 		case "text":
-			block = `{"type":"text","text":` + q(p.Get("text").Str) + `}`
+			block = `{"type":"text","text":` + q(p.Get("text").Str)
+			if cc := p.Get("cache_control"); cc.IsObject() { // a breakpoint the caller placed
+				block += `,"cache_control":` + cc.Raw
+			}
+			block += `}`
 		case "image_url":
 			block = imageBlock(p.Get("image_url.url").Str)
 		default:

@@ -580,3 +580,24 @@ func TestModelLists(t *testing.T) {
 		t.Fatalf("unauthenticated list: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestRequestDeadline: the whole request past timeouts.request is a 408,
+// for JSON and for a stream that has started.
+func TestRequestDeadline(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.Timeouts.Request = config.Duration(400 * time.Millisecond)
+		c.Timeouts.Attempt = config.Duration(5 * time.Second)
+	}})
+	g.Upstreams["alpha"].SetFaults(demo.Faults{Delay: 2 * time.Second})
+	resp, body := post(t, g, "/chat/completions", hello)
+	wantError(t, resp, body, 408, "time limit")
+	g.Upstreams["alpha"].SetFaults(demo.Faults{ChunkDelay: 300 * time.Millisecond})
+	raw := readStream(t, g, `{"model":"test/chat","stream":true,"messages":[{"role":"user","content":"a b c d e f g"}]}`)
+	if !strings.Contains(raw, `"code":408`) || !strings.HasSuffix(strings.TrimSpace(raw), "data: [DONE]") {
+		t.Fatalf("%s", raw)
+	}
+	// An upstream 422 keeps its meaning.
+	g.Upstreams["alpha"].SetFaults(demo.Faults{Status: 422})
+	resp, body = post(t, g, "/chat/completions", hello)
+	wantError(t, resp, body, 422, "alpha")
+}

@@ -37,8 +37,6 @@ var thinkingBudget = map[string]int{
 	"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32000, "max": 32000,
 }
 
-func q(s string) string { return string(sdk.AppendJSONString(nil, s)) }
-
 func chatRequest(in *sdk.In, out *sdk.Out) error {
 	ctx, body := in.Field(0), in.Field(1)
 	req := gjson.ParseBytes(body)
@@ -90,7 +88,7 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 	var system []string
 	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
 		if r := m.Get("role").Str; r == "system" || r == "developer" {
-			system = append(system, text(m.Get("content")))
+			system = append(system, sdk.ContentText(m.Get("content")))
 		}
 		return true
 	})
@@ -116,9 +114,9 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 			b = assistantContent(b, m)
 		case "tool":
 			b = append(b, `{"role":"user","content":[{"type":"tool_result","tool_use_id":`...)
-			b = append(b, q(m.Get("tool_call_id").Str)...)
+			b = append(b, sdk.Quote(m.Get("tool_call_id").Str)...)
 			b = append(b, `,"content":`...)
-			b = append(b, q(text(m.Get("content")))...)
+			b = append(b, sdk.Quote(sdk.ContentText(m.Get("content")))...)
 			b = append(b, "}]"...)
 		default:
 			return true
@@ -164,10 +162,10 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 			i++
 			f := t.Get("function")
 			b = append(b, `{"name":`...)
-			b = append(b, q(f.Get("name").Str)...)
+			b = append(b, sdk.Quote(f.Get("name").Str)...)
 			if d := f.Get("description"); d.Exists() {
 				b = append(b, `,"description":`...)
-				b = append(b, q(d.Str)...)
+				b = append(b, sdk.Quote(d.Str)...)
 			}
 			schema := f.Get("parameters").Raw
 			if schema == "" {
@@ -185,7 +183,7 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 		}
 	}
 	if u := req.Get("user"); u.Type == gjson.String && u.Str != "" {
-		out.Member("metadata", `{"user_id":`+q(u.Str)+`}`)
+		out.Member("metadata", `{"user_id":`+sdk.Quote(u.Str)+`}`)
 	}
 	out.Byte('}')
 	out.Close()
@@ -203,7 +201,7 @@ func toolChoice(tc, parallel gjson.Result) string {
 	case tc.Str == "required":
 		return `{"type":"any"` + extra + `}`
 	case tc.Get("function.name").Exists():
-		return `{"type":"tool","name":` + q(tc.Get("function.name").Str) + extra + `}`
+		return `{"type":"tool","name":` + sdk.Quote(tc.Get("function.name").Str) + extra + `}`
 	case extra != "":
 		return `{"type":"auto"` + extra + `}`
 	}
@@ -215,7 +213,7 @@ func toolChoice(tc, parallel gjson.Result) string {
 func withBreakpoint(msg []byte, cache gjson.Result) []byte {
 	cc := `{"type":"ephemeral"}`
 	if ttl := cache.Get("ttl"); ttl.Type == gjson.String {
-		cc = `{"type":"ephemeral","ttl":` + q(ttl.Str) + `}`
+		cc = `{"type":"ephemeral","ttl":` + sdk.Quote(ttl.Str) + `}`
 	}
 	content := gjson.GetBytes(msg, "content")
 	if content.Type == gjson.String {
@@ -233,24 +231,9 @@ func withBreakpoint(msg []byte, cache gjson.Result) []byte {
 	return msg
 }
 
-// text flattens a content value (string or parts) to its text.
-func text(c gjson.Result) string {
-	if c.Type == gjson.String {
-		return c.Str
-	}
-	var parts []string
-	c.ForEach(func(_, p gjson.Result) bool {
-		if p.Get("type").Str == "text" {
-			parts = append(parts, p.Get("text").Str)
-		}
-		return true
-	})
-	return strings.Join(parts, "\n")
-}
-
 func userContent(b []byte, c gjson.Result) []byte {
 	if c.Type == gjson.String {
-		return append(b, q(c.Str)...)
+		return append(b, sdk.Quote(c.Str)...)
 	}
 	b = append(b, '[')
 	n := 0
@@ -258,7 +241,7 @@ func userContent(b []byte, c gjson.Result) []byte {
 		var block string
 		switch p.Get("type").Str {
 		case "text":
-			block = `{"type":"text","text":` + q(p.Get("text").Str)
+			block = `{"type":"text","text":` + sdk.Quote(p.Get("text").Str)
 			if cc := p.Get("cache_control"); cc.IsObject() { // a breakpoint the caller placed
 				block += `,"cache_control":` + cc.Raw
 			}
@@ -280,24 +263,23 @@ func userContent(b []byte, c gjson.Result) []byte {
 
 // imageBlock turns an image URL (https or a data: URL) into an image block.
 func imageBlock(url string) string {
-	if rest, ok := strings.CutPrefix(url, "data:"); ok {
-		mediaType, data, _ := strings.Cut(rest, ";base64,")
-		return `{"type":"image","source":{"type":"base64","media_type":` + q(mediaType) + `,"data":` + q(data) + `}}`
+	if mediaType, data, ok := sdk.DataURL(url); ok {
+		return `{"type":"image","source":{"type":"base64","media_type":` + sdk.Quote(mediaType) + `,"data":` + sdk.Quote(data) + `}}`
 	}
-	return `{"type":"image","source":{"type":"url","url":` + q(url) + `}}`
+	return `{"type":"image","source":{"type":"url","url":` + sdk.Quote(url) + `}}`
 }
 
 func assistantContent(b []byte, m gjson.Result) []byte {
 	calls := m.Get("tool_calls")
-	t := text(m.Get("content"))
+	t := sdk.ContentText(m.Get("content"))
 	if !calls.IsArray() || len(calls.Array()) == 0 {
-		return append(b, q(t)...)
+		return append(b, sdk.Quote(t)...)
 	}
 	b = append(b, '[')
 	n := 0
 	if t != "" {
 		b = append(b, `{"type":"text","text":`...)
-		b = append(b, q(t)...)
+		b = append(b, sdk.Quote(t)...)
 		b = append(b, '}')
 		n++
 	}
@@ -311,9 +293,9 @@ func assistantContent(b []byte, m gjson.Result) []byte {
 			input = "{}"
 		}
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = append(b, q(c.Get("id").Str)...)
+		b = append(b, sdk.Quote(c.Get("id").Str)...)
 		b = append(b, `,"name":`...)
-		b = append(b, q(c.Get("function.name").Str)...)
+		b = append(b, sdk.Quote(c.Get("function.name").Str)...)
 		b = append(b, `,"input":`...)
 		b = append(b, input...)
 		b = append(b, '}')
@@ -358,26 +340,26 @@ func chatResponse(in *sdk.In, out *sdk.Out) error {
 		case "thinking":
 			reasoning.WriteString(b.Get("thinking").Str)
 		case "tool_use":
-			calls = append(calls, `{"id":`+q(b.Get("id").Str)+`,"type":"function","function":{"name":`+q(b.Get("name").Str)+`,"arguments":`+q(b.Get("input").Raw)+`}}`)
+			calls = append(calls, `{"id":`+sdk.Quote(b.Get("id").Str)+`,"type":"function","function":{"name":`+sdk.Quote(b.Get("name").Str)+`,"arguments":`+sdk.Quote(b.Get("input").Raw)+`}}`)
 		}
 		return true
 	})
 	u := msg.Get("usage")
 	var b strings.Builder
-	b.WriteString(`{"id":` + q(msg.Get("id").Str) + `,"object":"chat.completion","model":` + q(msg.Get("model").Str))
+	b.WriteString(`{"id":` + sdk.Quote(msg.Get("id").Str) + `,"object":"chat.completion","model":` + sdk.Quote(msg.Get("model").Str))
 	b.WriteString(`,"choices":[{"index":0,"message":{"role":"assistant","content":`)
 	if content.Len() == 0 && len(calls) > 0 {
 		b.WriteString("null")
 	} else {
-		b.WriteString(q(content.String()))
+		b.WriteString(sdk.Quote(content.String()))
 	}
 	if reasoning.Len() > 0 {
-		b.WriteString(`,"reasoning":` + q(reasoning.String()))
+		b.WriteString(`,"reasoning":` + sdk.Quote(reasoning.String()))
 	}
 	if len(calls) > 0 {
 		b.WriteString(`,"tool_calls":[` + strings.Join(calls, ",") + `]`)
 	}
-	b.WriteString(`},"finish_reason":` + q(finishReason(msg.Get("stop_reason").Str)) + `}]`)
+	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(msg.Get("stop_reason").Str)) + `}]`)
 	b.WriteString(`,"usage":` + usage(u.Get("input_tokens").Int(), u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int(), u.Get("output_tokens").Int()))
 	b.WriteString(`,"system_fingerprint":null}`)
 	out.FieldString(b.String())
@@ -396,11 +378,11 @@ func streamEvent(in *sdk.In, out *sdk.Out) error {
 		tool = -1
 	}
 	state := func(id, model string, input, cr, cw, tool int64) string {
-		return `{"id":` + q(id) + `,"model":` + q(model) + `,"in":` + itoa(input) + `,"cr":` + itoa(cr) + `,"cw":` + itoa(cw) + `,"tool":` + itoa(tool) + `}`
+		return `{"id":` + sdk.Quote(id) + `,"model":` + sdk.Quote(model) + `,"in":` + itoa(input) + `,"cr":` + itoa(cr) + `,"cw":` + itoa(cw) + `,"tool":` + itoa(tool) + `}`
 	}
 	in0, cr, cw := st.Get("in").Int(), st.Get("cr").Int(), st.Get("cw").Int()
 	chunk := func(choices string) string {
-		return `{"id":` + q(id) + `,"object":"chat.completion.chunk","model":` + q(model) + `,"choices":` + choices + `}`
+		return `{"id":` + sdk.Quote(id) + `,"object":"chat.completion.chunk","model":` + sdk.Quote(model) + `,"choices":` + choices + `}`
 	}
 	delta := func(d string) string { return chunk(`[{"index":0,"delta":` + d + `,"finish_reason":null}]`) }
 
@@ -419,22 +401,22 @@ func streamEvent(in *sdk.In, out *sdk.Out) error {
 		}
 		tool++
 		out.FieldString(state(id, model, in0, cr, cw, tool))
-		out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(tool) + `,"id":` + q(b.Get("id").Str) + `,"type":"function","function":{"name":` + q(b.Get("name").Str) + `,"arguments":""}}]}`))
+		out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(tool) + `,"id":` + sdk.Quote(b.Get("id").Str) + `,"type":"function","function":{"name":` + sdk.Quote(b.Get("name").Str) + `,"arguments":""}}]}`))
 	case "content_block_delta":
 		out.Field(in.Field(2))
 		d := ev.Get("delta")
 		switch d.Get("type").Str {
 		case "text_delta":
-			out.FieldString(delta(`{"content":` + q(d.Get("text").Str) + `}`))
+			out.FieldString(delta(`{"content":` + sdk.Quote(d.Get("text").Str) + `}`))
 		case "thinking_delta":
-			out.FieldString(delta(`{"reasoning":` + q(d.Get("thinking").Str) + `}`))
+			out.FieldString(delta(`{"reasoning":` + sdk.Quote(d.Get("thinking").Str) + `}`))
 		case "input_json_delta":
-			out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(tool) + `,"function":{"arguments":` + q(d.Get("partial_json").Str) + `}}]}`))
+			out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(tool) + `,"function":{"arguments":` + sdk.Quote(d.Get("partial_json").Str) + `}}]}`))
 		}
 	case "message_delta":
 		out.Field(in.Field(2))
 		fr := finishReason(ev.Get("delta.stop_reason").Str)
-		out.FieldString(chunk(`[{"index":0,"delta":{},"finish_reason":` + q(fr) + `}]`))
+		out.FieldString(chunk(`[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(fr) + `}]`))
 		u := ev.Get("usage")
 		if v := u.Get("input_tokens"); v.Exists() && v.Int() > 0 {
 			in0 = v.Int()
@@ -442,7 +424,7 @@ func streamEvent(in *sdk.In, out *sdk.Out) error {
 		out.FieldString(chunk(`[],"usage":` + usage(in0, cr, cw, u.Get("output_tokens").Int())))
 	case "error":
 		out.Field(in.Field(2))
-		out.FieldString(`{"error":{"message":` + q(ev.Get("error.message").Str) + `,"type":` + q(ev.Get("error.type").Str) + `}}`)
+		out.FieldString(`{"error":{"message":` + sdk.Quote(ev.Get("error.message").Str) + `,"type":` + sdk.Quote(ev.Get("error.type").Str) + `}}`)
 	default: // ping, content_block_stop, message_stop
 		out.Field(in.Field(2))
 	}

@@ -27,8 +27,6 @@ func init() {
 	sdk.Handle(abi.HookError, mapError)
 }
 
-func q(s string) string { return string(sdk.AppendJSONString(nil, s)) }
-
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 const headers = "x-goog-api-key: " + abi.APIKeyPlaceholder + "\nContent-Type: application/json\n"
@@ -64,13 +62,13 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
 		switch m.Get("role").Str {
 		case "system", "developer":
-			system = append(system, text(m.Get("content")))
+			system = append(system, sdk.ContentText(m.Get("content")))
 		case "user":
 			contents = append(contents, `{"role":"user","parts":`+userParts(m.Get("content"))+`}`)
 		case "assistant":
 			var parts []string
-			if t := text(m.Get("content")); t != "" {
-				parts = append(parts, `{"text":`+q(t)+`}`)
+			if t := sdk.ContentText(m.Get("content")); t != "" {
+				parts = append(parts, `{"text":`+sdk.Quote(t)+`}`)
 			}
 			m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
 				names[c.Get("id").Str] = c.Get("function.name").Str
@@ -78,7 +76,7 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 				if !gjson.Valid(args) {
 					args = "{}"
 				}
-				parts = append(parts, `{"functionCall":{"name":`+q(c.Get("function.name").Str)+`,"args":`+args+`}}`)
+				parts = append(parts, `{"functionCall":{"name":`+sdk.Quote(c.Get("function.name").Str)+`,"args":`+args+`}}`)
 				return true
 			})
 			if len(parts) == 0 {
@@ -87,7 +85,7 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 			contents = append(contents, `{"role":"model","parts":[`+strings.Join(parts, ",")+`]}`)
 		case "tool":
 			name := names[m.Get("tool_call_id").Str]
-			contents = append(contents, `{"role":"user","parts":[{"functionResponse":{"name":`+q(name)+`,"response":{"content":`+q(text(m.Get("content")))+`}}}]}`)
+			contents = append(contents, `{"role":"user","parts":[{"functionResponse":{"name":`+sdk.Quote(name)+`,"response":{"content":`+sdk.Quote(sdk.ContentText(m.Get("content")))+`}}}]}`)
 		}
 		return true
 	})
@@ -95,13 +93,13 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 	out.Byte('{')
 	out.Member("contents", "["+strings.Join(contents, ",")+"]")
 	if len(system) > 0 {
-		out.Member("systemInstruction", `{"parts":[{"text":`+q(strings.Join(system, "\n\n"))+`}]}`)
+		out.Member("systemInstruction", `{"parts":[{"text":`+sdk.Quote(strings.Join(system, "\n\n"))+`}]}`)
 	}
 	var gc []string
 	for _, p := range [][2]string{{"temperature", "temperature"}, {"top_p", "topP"}, {"top_k", "topK"}, {"seed", "seed"},
 		{"presence_penalty", "presencePenalty"}, {"frequency_penalty", "frequencyPenalty"}} {
 		if v := param(p[0]); v.Exists() {
-			gc = append(gc, q(p[1])+":"+v.Raw)
+			gc = append(gc, sdk.Quote(p[1])+":"+v.Raw)
 		}
 	}
 	if v := param("max_completion_tokens"); v.Exists() {
@@ -133,9 +131,9 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 		var decls []string
 		tools.ForEach(func(_, t gjson.Result) bool {
 			f := t.Get("function")
-			d := `{"name":` + q(f.Get("name").Str)
+			d := `{"name":` + sdk.Quote(f.Get("name").Str)
 			if v := f.Get("description"); v.Exists() {
-				d += `,"description":` + q(v.Str)
+				d += `,"description":` + sdk.Quote(v.Str)
 			}
 			if v := f.Get("parameters"); v.IsObject() {
 				d += `,"parameters":` + v.Raw
@@ -150,7 +148,7 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 		case tc.Str == "required":
 			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"ANY"}}`)
 		case tc.Get("function.name").Exists():
-			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":[`+q(tc.Get("function.name").Str)+`]}}`)
+			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":[`+sdk.Quote(tc.Get("function.name").Str)+`]}}`)
 		}
 	}
 	out.Byte('}')
@@ -158,29 +156,15 @@ func chatRequest(in *sdk.In, out *sdk.Out) error {
 	return nil
 }
 
-func text(c gjson.Result) string {
-	if c.Type == gjson.String {
-		return c.Str
-	}
-	var parts []string
-	c.ForEach(func(_, p gjson.Result) bool {
-		if p.Get("type").Str == "text" {
-			parts = append(parts, p.Get("text").Str)
-		}
-		return true
-	})
-	return strings.Join(parts, "\n")
-}
-
 func userParts(c gjson.Result) string {
 	if c.Type == gjson.String {
-		return `[{"text":` + q(c.Str) + `}]`
+		return `[{"text":` + sdk.Quote(c.Str) + `}]`
 	}
 	var parts []string
 	c.ForEach(func(_, p gjson.Result) bool {
 		switch p.Get("type").Str {
 		case "text":
-			parts = append(parts, `{"text":`+q(p.Get("text").Str)+`}`)
+			parts = append(parts, `{"text":`+sdk.Quote(p.Get("text").Str)+`}`)
 		case "image_url":
 			parts = append(parts, imagePart(p.Get("image_url.url").Str))
 		}
@@ -191,9 +175,8 @@ func userParts(c gjson.Result) string {
 
 // imagePart is inline data for a data: URL, a file reference otherwise.
 func imagePart(url string) string {
-	if rest, ok := strings.CutPrefix(url, "data:"); ok {
-		mime, data, _ := strings.Cut(rest, ";base64,")
-		return `{"inlineData":{"mimeType":` + q(mime) + `,"data":` + q(data) + `}}`
+	if mime, data, ok := sdk.DataURL(url); ok {
+		return `{"inlineData":{"mimeType":` + sdk.Quote(mime) + `,"data":` + sdk.Quote(data) + `}}`
 	}
 	mime := "image/jpeg"
 	switch {
@@ -204,7 +187,7 @@ func imagePart(url string) string {
 	case strings.HasSuffix(url, ".gif"):
 		mime = "image/gif"
 	}
-	return `{"fileData":{"mimeType":` + q(mime) + `,"fileUri":` + q(url) + `}}`
+	return `{"fileData":{"mimeType":` + sdk.Quote(mime) + `,"fileUri":` + sdk.Quote(url) + `}}`
 }
 
 var finishReasons = map[string]string{
@@ -243,7 +226,7 @@ func candidate(c gjson.Result, firstCall int64) (text, reasoning string, calls [
 			if args == "" {
 				args = "{}"
 			}
-			calls = append(calls, `{"index":`+itoa(n)+`,"id":"call_`+itoa(n)+`","type":"function","function":{"name":`+q(fc.Get("name").Str)+`,"arguments":`+q(args)+`}}`)
+			calls = append(calls, `{"index":`+itoa(n)+`,"id":"call_`+itoa(n)+`","type":"function","function":{"name":`+sdk.Quote(fc.Get("name").Str)+`,"arguments":`+sdk.Quote(args)+`}}`)
 			n++
 		case p.Get("thought").Bool():
 			r.WriteString(p.Get("text").Str)
@@ -268,20 +251,20 @@ func chatResponse(in *sdk.In, out *sdk.Out) error {
 	}
 	t, r, calls := candidate(c, 0)
 	var b strings.Builder
-	b.WriteString(`{"id":` + q(resp.Get("responseId").Str) + `,"object":"chat.completion","model":` + q(resp.Get("modelVersion").Str))
+	b.WriteString(`{"id":` + sdk.Quote(resp.Get("responseId").Str) + `,"object":"chat.completion","model":` + sdk.Quote(resp.Get("modelVersion").Str))
 	b.WriteString(`,"choices":[{"index":0,"message":{"role":"assistant","content":`)
 	if t == "" && len(calls) > 0 {
 		b.WriteString("null")
 	} else {
-		b.WriteString(q(t))
+		b.WriteString(sdk.Quote(t))
 	}
 	if r != "" {
-		b.WriteString(`,"reasoning":` + q(r))
+		b.WriteString(`,"reasoning":` + sdk.Quote(r))
 	}
 	if len(calls) > 0 {
 		b.WriteString(`,"tool_calls":[` + strings.Join(calls, ",") + `]`)
 	}
-	b.WriteString(`},"finish_reason":` + q(finishReason(c.Get("finishReason").Str, len(calls) > 0)) + `}]`)
+	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(c.Get("finishReason").Str, len(calls) > 0)) + `}]`)
 	b.WriteString(`,"usage":` + usage(resp.Get("usageMetadata")) + `}`)
 	out.FieldString(b.String())
 	return nil
@@ -295,7 +278,7 @@ func streamEvent(in *sdk.In, out *sdk.Out) error {
 	st := gjson.ParseBytes(in.Field(2))
 	first := !st.Exists()
 	n := st.Get("calls").Int()
-	head := `{"id":` + q(resp.Get("responseId").Str) + `,"object":"chat.completion.chunk","model":` + q(resp.Get("modelVersion").Str) + `,"choices":`
+	head := `{"id":` + sdk.Quote(resp.Get("responseId").Str) + `,"object":"chat.completion.chunk","model":` + sdk.Quote(resp.Get("modelVersion").Str) + `,"choices":`
 	c := resp.Get("candidates.0")
 	t, r, calls := candidate(c, n)
 	out.FieldString(`{"calls":` + itoa(n+int64(len(calls))) + `}`)
@@ -304,10 +287,10 @@ func streamEvent(in *sdk.In, out *sdk.Out) error {
 		delta = append(delta, `"role":"assistant"`)
 	}
 	if t != "" || first {
-		delta = append(delta, `"content":`+q(t))
+		delta = append(delta, `"content":`+sdk.Quote(t))
 	}
 	if r != "" {
-		delta = append(delta, `"reasoning":`+q(r))
+		delta = append(delta, `"reasoning":`+sdk.Quote(r))
 	}
 	if len(calls) > 0 {
 		delta = append(delta, `"tool_calls":[`+strings.Join(calls, ",")+`]`)
@@ -316,7 +299,7 @@ func streamEvent(in *sdk.In, out *sdk.Out) error {
 		out.FieldString(head + `[{"index":0,"delta":{` + strings.Join(delta, ",") + `},"finish_reason":null}]}`)
 	}
 	if fr := c.Get("finishReason").Str; fr != "" {
-		out.FieldString(head + `[{"index":0,"delta":{},"finish_reason":` + q(finishReason(fr, n+int64(len(calls)) > 0)) + `}]}`)
+		out.FieldString(head + `[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(finishReason(fr, n+int64(len(calls)) > 0)) + `}]}`)
 		if u := resp.Get("usageMetadata"); u.Exists() {
 			out.FieldString(head + `[],"usage":` + usage(u) + `}`)
 		}
@@ -336,16 +319,16 @@ func embedRequest(in *sdk.In, out *sdk.Out) error {
 		dims = `,"outputDimensionality":` + d.Raw
 	}
 	item := func(parts string) string {
-		return `{"model":` + q("models/"+model) + `,"content":{"parts":` + parts + `}` + dims + `}`
+		return `{"model":` + sdk.Quote("models/"+model) + `,"content":{"parts":` + parts + `}` + dims + `}`
 	}
 	var reqs []string
 	input := req.Get("input")
 	if input.Type == gjson.String {
-		reqs = append(reqs, item(`[{"text":`+q(input.Str)+`}]`))
+		reqs = append(reqs, item(`[{"text":`+sdk.Quote(input.Str)+`}]`))
 	}
 	input.ForEach(func(_, it gjson.Result) bool {
 		if it.Type == gjson.String {
-			reqs = append(reqs, item(`[{"text":`+q(it.Str)+`}]`))
+			reqs = append(reqs, item(`[{"text":`+sdk.Quote(it.Str)+`}]`))
 		} else {
 			reqs = append(reqs, item(userParts(it.Get("content"))))
 		}

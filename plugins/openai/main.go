@@ -164,16 +164,8 @@ func writeInput(out *sdk.Out, v gjson.Result) {
 			out.WriteString(item.Raw)
 			return true
 		}
-		// Join the text parts of one item with a newline: one item, one vector.
-		var joined []byte
-		item.Get("content").ForEach(func(_, p gjson.Result) bool {
-			if len(joined) > 0 {
-				joined = append(joined, '\n')
-			}
-			joined = append(joined, p.Get("text").Str...)
-			return true
-		})
-		out.Write(sdk.AppendJSONString(nil, string(joined)))
+		// The text parts of one item joined with a newline: one item, one vector.
+		out.WriteString(sdk.Quote(sdk.ContentText(item.Get("content"))))
 		return true
 	})
 	out.Byte(']')

@@ -6,6 +6,7 @@
 package modules
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -268,8 +269,8 @@ func (r *Registry) LoadActive(ctx context.Context) error {
 }
 
 // Seed publishes the built modules in dir (<name>.wasm beside <name>.json)
-// that the store does not have yet, or whose bytes changed (a rebuild of the
-// same version), and activates a seeded version when no version of that
+// that the store does not have yet, or whose binary or manifest changed (a
+// rebuild of the same version), and activates a seeded version when no version of that
 // module is active or the active one is the version just reseeded.
 func (r *Registry) Seed(ctx context.Context, dir string) error {
 	entries, err := os.ReadDir(dir)
@@ -294,7 +295,7 @@ func (r *Registry) Seed(ctx context.Context, dir string) error {
 			return fmt.Errorf("modules: %s: %w", e.Name(), err)
 		}
 		sum := sha256.Sum256(bin)
-		if r.storedSHA(m.Name, m.Version) != hex.EncodeToString(sum[:]) {
+		if rec := r.stored(m.Name, m.Version); rec.SHA256 != hex.EncodeToString(sum[:]) || !sameJSON(rec.Manifest, mj) {
 			if _, err := r.Publish(ctx, mj, bin, "seed"); err != nil {
 				return err
 			}
@@ -309,7 +310,15 @@ func (r *Registry) Seed(ctx context.Context, dir string) error {
 	return nil
 }
 
-func (r *Registry) storedSHA(name, version string) string {
+// sameJSON compares two JSON documents ignoring insignificant white space
+// (stored manifests are compacted).
+func sameJSON(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// stored is the record of a published version (zero when there is none).
+func (r *Registry) stored(name, version string) Record {
 	var rec Record
 	_ = r.db.View(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketManifests).Get(key(name, version)); v != nil {
@@ -317,7 +326,7 @@ func (r *Registry) storedSHA(name, version string) string {
 		}
 		return nil
 	})
-	return rec.SHA256
+	return rec
 }
 
 // List returns the stored versions visible from scope: the gateway's and,

@@ -128,3 +128,45 @@ func TestRegistryLifecycle(t *testing.T) {
 		t.Fatalf("defaults after restart %v", d)
 	}
 }
+
+// TestSeedIsIdempotent: a restart with the same build publishes nothing; a
+// changed manifest of the same version is republished.
+func TestSeedIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	root := gatewaytest.Root()
+	dir := t.TempDir()
+	for _, f := range []string{"openai.wasm", "openai.json"} {
+		b, err := os.ReadFile(filepath.Join(root, "build", "wasm", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, closeAll := open(t, filepath.Join(t.TempDir(), "sy.db"))
+	defer closeAll()
+	if err := r.Seed(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	first := r.List("")[0].Published
+	if err := r.Seed(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if again := r.List("")[0].Published; !again.Equal(first) {
+		t.Fatal("seeding the same build twice republished it")
+	}
+	mf, _ := os.ReadFile(filepath.Join(dir, "openai.json"))
+	changed := strings.Replace(string(mf), `"pool_size": 32`, `"pool_size": 8`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "openai.json"), []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Seed(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	m, rel := r.Acquire("openai")
+	defer rel()
+	if m.Manifest.Limits.PoolSize != 8 {
+		t.Fatalf("changed manifest not applied: pool %d", m.Manifest.Limits.PoolSize)
+	}
+}

@@ -91,7 +91,7 @@ func TestPluginPipeline(t *testing.T) {
 			}
 		}},
 		{"spin is cut at the time limit", `[{"id":"testplugin","mode":"spin"}]`, 502, func(t *testing.T, b gjson.Result, n int64) {
-			if !strings.Contains(b.Get("error.message").Str, "time limit of 100 ms") {
+			if !strings.Contains(b.Get("error.message").Str, "time limit of 1000 ms") {
 				t.Fatalf("%s", b.Raw)
 			}
 		}},

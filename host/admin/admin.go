@@ -31,13 +31,13 @@ type handlers struct {
 func Register(r fiber.Router, ks *keys.Store, l *billing.Ledger) {
 	h := &handlers{ks: ks, l: l}
 	r.Get("/key", h.currentKey)
-	r.Get("/keys", h.management(h.listKeys))
-	r.Post("/keys", h.management(h.createKey))
-	r.Get("/keys/:hash", h.management(h.getKey))
-	r.Patch("/keys/:hash", h.management(h.updateKey))
-	r.Delete("/keys/:hash", h.management(h.deleteKey))
+	r.Get("/keys", ManagementOnly, h.listKeys)
+	r.Post("/keys", ManagementOnly, h.createKey)
+	r.Get("/keys/:hash", ManagementOnly, h.getKey)
+	r.Patch("/keys/:hash", ManagementOnly, h.updateKey)
+	r.Delete("/keys/:hash", ManagementOnly, h.deleteKey)
 	r.Get("/credits", h.getCredits)
-	r.Post("/credits", h.management(h.addCredits))
+	r.Post("/credits", ManagementOnly, h.addCredits)
 	r.Get("/generation", h.getGeneration)
 }
 
@@ -51,18 +51,17 @@ func caller(c *fiber.Ctx) *keys.Key {
 	return k
 }
 
-// management wraps a handler that needs a management key.
-func (h *handlers) management(next fiber.Handler) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		k := caller(c)
-		if k == nil {
-			return Fail(c, http.StatusUnauthorized, "Missing Authentication header")
-		}
-		if !k.Management {
-			return Fail(c, http.StatusForbidden, "Only management keys can perform this operation")
-		}
-		return next(c)
+// ManagementOnly is middleware for operations that need a management key:
+// an ordinary key gets 403 (spec section 5). The auth middleware has run.
+func ManagementOnly(c *fiber.Ctx) error {
+	k := caller(c)
+	if k == nil {
+		return Fail(c, http.StatusUnauthorized, "Missing Authentication header")
 	}
+	if !k.Management {
+		return Fail(c, http.StatusForbidden, "Only management keys can perform this operation")
+	}
+	return c.Next()
 }
 
 // keyView is a key as the API shows it. Amounts are dollars.

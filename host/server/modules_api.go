@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/admin"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
@@ -21,19 +22,12 @@ import (
 // operator account (the bootstrap account) may also manage the gateway-wide
 // scope, where adapters live.
 func (s *Server) registerModuleAPI(api fiber.Router) {
-	g := api.Group("/modules", s.managementOnly)
+	g := api.Group("/modules", admin.ManagementOnly)
 	g.Get("/", s.listModules)
 	g.Post("/", s.publishModule)
 	g.Post("/:name/activate", s.activateModule)
 	g.Post("/:name/rollback", s.rollbackModule)
 	g.Put("/:name/default", s.defaultModule)
-}
-
-func (s *Server) managementOnly(c *fiber.Ctx) error {
-	if k, _ := c.Locals(localsKey).(*keys.Key); k == nil || !k.Management {
-		return apierr.New(http.StatusForbidden, "Only management keys can perform this operation")
-	}
-	return c.Next()
 }
 
 // scopeOf maps the API's scope ("account", default, or "global") to a

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/admin"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
@@ -50,8 +51,9 @@ type Server struct {
 	app *fiber.App
 }
 
-// localsKey is where the auth middleware leaves the caller's *keys.Key.
-const localsKey = "key"
+// localsKey is where the auth middleware leaves the caller's *keys.Key,
+// the name the admin handlers read it from.
+const localsKey = admin.LocalsKey
 
 // New builds the fiber app and its routes.
 func New(d Deps) *Server {

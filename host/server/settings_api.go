@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/admin"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/keys"
 )
@@ -17,7 +18,7 @@ func (s *Server) registerSettingsAPI(api fiber.Router) {
 		k := c.Locals(localsKey).(*keys.Key)
 		return c.JSON(fiber.Map{"data": s.Keys.Providers(k.AccountID)})
 	})
-	api.Put("/settings/providers", s.managementOnly, func(c *fiber.Ctx) error {
+	api.Put("/settings/providers", admin.ManagementOnly, func(c *fiber.Ctx) error {
 		var p keys.ProviderSettings
 		dec := json.NewDecoder(strings.NewReader(string(c.Body())))
 		dec.DisallowUnknownFields()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/keys"
 )
@@ -41,9 +42,10 @@ func Register(r fiber.Router, ks *keys.Store, l *billing.Ledger) {
 	r.Get("/generation", h.getGeneration)
 }
 
-// Fail writes the spec's error envelope {"error":{"code":status,"message":msg}}.
+// Fail writes the spec's error envelope {"error":{"code":status,"message":msg},"user_id":null}.
 func Fail(c *fiber.Ctx, status int, msg string) error {
-	return c.Status(status).JSON(fiber.Map{"error": fiber.Map{"code": status, "message": msg}})
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(status).Send((&apierr.Error{Status: status, Message: msg}).Envelope(nil))
 }
 
 func caller(c *fiber.Ctx) *keys.Key {

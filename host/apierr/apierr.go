@@ -4,6 +4,7 @@
 package apierr
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -55,3 +56,29 @@ const (
 	StatusEdgeTimeout = 524 // provider request timed out
 	StatusOverloaded  = 529 // provider temporarily overloaded
 )
+
+// Object is the envelope's error member: {"code","message","metadata"}.
+// Stream error chunks carry it too.
+func (e *Error) Object() []byte {
+	b, _ := json.Marshal(errorObject{Code: e.Status, Message: e.Message, Metadata: e.Metadata})
+	return b
+}
+
+// Envelope is the body of an error response (spec section 7), with the
+// routing metadata when the caller asked for it.
+func (e *Error) Envelope(serviceMetadata map[string]any) []byte {
+	b, _ := json.Marshal(envelope{Error: errorObject{Code: e.Status, Message: e.Message, Metadata: e.Metadata}, ServiceMetadata: serviceMetadata})
+	return b
+}
+
+type envelope struct {
+	Error           errorObject    `json:"error"`
+	ServiceMetadata map[string]any `json:"service_metadata,omitempty"`
+	UserID          *string        `json:"user_id"`
+}
+
+type errorObject struct {
+	Code     int            `json:"code"`
+	Message  string         `json:"message"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}

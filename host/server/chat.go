@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -291,7 +292,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	}
 	s.report(call.ep, true, http.StatusOK, time.Since(call.started), int(usage.CompletionTokens))
 	if meta != nil {
-		b, _ := jsonMarshal(meta)
+		b, _ := json.Marshal(meta)
 		raw, _ = sjson.SetRawBytes(raw, "service_metadata", b)
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
@@ -436,7 +437,7 @@ func (st *stream) run(w *bufio.Writer) {
 	}
 	fail := func(e *apierr.Error) {
 		_ = flushHeld()
-		b, _ := sjson.SetRawBytes([]byte(head+`[{"index":0,"delta":{},"finish_reason":"error"}]}`), "error", errorObject(e))
+		b, _ := sjson.SetRawBytes([]byte(head+`[{"index":0,"delta":{},"finish_reason":"error"}]}`), "error", e.Object())
 		_ = write(b)
 		// The client received what was generated before the failure, and
 		// pays for that; a failure before any content costs nothing.
@@ -571,7 +572,7 @@ loop:
 		if !st.pl.Empty() {
 			st.meta["pipeline"] = st.pl.Stages
 		}
-		b, _ := jsonMarshal(st.meta)
+		b, _ := json.Marshal(st.meta)
 		final, _ = sjson.SetRawBytes(final, "service_metadata", b)
 	}
 	_ = write(final)
@@ -600,16 +601,11 @@ func normalizeChunk(ch []byte, genID string, ep *catalog.Endpoint) []byte {
 	return ch
 }
 
-func errorObject(e *apierr.Error) []byte {
-	b, _ := jsonMarshal(errorBody{Code: e.Status, Message: e.Message, Metadata: e.Metadata})
-	return b
-}
-
 func validJSONOr(b []byte) []byte {
 	if gjson.ValidBytes(b) {
 		return b
 	}
-	q, _ := jsonMarshal(string(b))
+	q, _ := json.Marshal(string(b))
 	return q
 }
 
@@ -645,7 +641,7 @@ func (s *Server) respondFromPlugin(c *fiber.Ctx, req *chatRequest, pl *pipeline.
 		result, _ = sjson.SetRawBytes(result, "usage", []byte(`{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"cost":0}`))
 	}
 	if m := pipelineMeta(req, pl); m != nil {
-		b, _ := jsonMarshal(m)
+		b, _ := json.Marshal(m)
 		result, _ = sjson.SetRawBytes(result, "service_metadata", b)
 	}
 	c.Set("X-Generation-Id", genID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"math"
 	"net/http"
@@ -86,7 +87,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 			if err == nil {
 				s.report(ep, true, http.StatusOK, time.Since(start), 0)
 				if meta {
-					b, _ := jsonMarshal(plan.Metadata(model, ep, i+1))
+					b, _ := json.Marshal(plan.Metadata(model, ep, i+1))
 					raw, _ = sjson.SetRawBytes(raw, "service_metadata", b)
 				}
 				c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

@@ -412,7 +412,7 @@ func (st *stream) run(w *bufio.Writer) {
 		_, _ = w.WriteString("\n\n")
 		return w.Flush() == nil
 	}
-	head := chunkHead(st.genID, call.ep)
+	head := chunkHead(st.genID, call.ep.Model.ID, call.ep.Provider.Slug)
 	if st.req.echo {
 		dbg, _ := sjson.SetRawBytes([]byte(head+`[],"debug":{}}`), "debug.echo_upstream_body", validJSONOr(call.sentBody))
 		if !write(dbg) {
@@ -584,11 +584,15 @@ loop:
 		OutputTokens: int(usage.CompletionTokens)})
 }
 
-// chunkHead is the start of a gateway-made chunk, open at "choices":.
-func chunkHead(genID string, ep *catalog.Endpoint) string {
-	return `{"id":` + strconv.Quote(genID) + `,"object":"chat.completion.chunk","created":` +
-		strconv.FormatInt(time.Now().Unix(), 10) + `,"model":` + strconv.Quote(ep.Model.ID) +
-		`,"provider":` + strconv.Quote(ep.Provider.Slug) + `,"choices":`
+// chunkHead is the start of a gateway-made chunk, open at "choices":. The
+// provider is left out when no provider served the request ("").
+func chunkHead(genID, model, provider string) string {
+	h := `{"id":` + strconv.Quote(genID) + `,"object":"chat.completion.chunk","created":` +
+		strconv.FormatInt(time.Now().Unix(), 10) + `,"model":` + strconv.Quote(model)
+	if provider != "" {
+		h += `,"provider":` + strconv.Quote(provider)
+	}
+	return h + `,"choices":`
 }
 
 func normalizeChunk(ch []byte, genID string, ep *catalog.Endpoint) []byte {
@@ -649,8 +653,7 @@ func (s *Server) respondFromPlugin(c *fiber.Ctx, req *chatRequest, pl *pipeline.
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Send(result)
 	}
-	head := `{"id":` + strconv.Quote(genID) + `,"object":"chat.completion.chunk","created":` +
-		strconv.FormatInt(time.Now().Unix(), 10) + `,"model":` + strconv.Quote(model) + `,"choices":`
+	head := chunkHead(genID, model, "")
 	var out []byte
 	gjson.GetBytes(result, "choices").ForEach(func(_, ch gjson.Result) bool {
 		idx := ch.Get("index").Int()

@@ -97,12 +97,11 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	// cache_control (spec 2.1) puts the cache breakpoint on the last
 	// cacheable block: the last content block of the last message.
 	cache := req.Get("cache_control")
-	lastIdx := len(req.Get("messages").Array()) - 1
-	idx := -1
+	msgs := req.Get("messages").Array()
 	out.Member("messages", "[")
 	first := true
-	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
-		idx++
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
 		var b []byte
 		switch m.Get("role").Str {
 		case "user":
@@ -112,16 +111,24 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 			b = append(b, `{"role":"assistant","content":`...)
 			b = assistantContent(b, m)
 		case "tool":
-			b = append(b, `{"role":"user","content":[{"type":"tool_result","tool_use_id":`...)
-			b = append(b, sdk.Quote(m.Get("tool_call_id").Str)...)
-			b = append(b, `,"content":`...)
-			b = append(b, sdk.Quote(sdk.ContentText(m.Get("content")))...)
-			b = append(b, "}]"...)
+			// The results of one turn's parallel calls go in one user
+			// message: Anthropic's parallel tool use guide says separate
+			// messages teach the model to stop calling tools in parallel.
+			b = append(b, `{"role":"user","content":[`...)
+			for {
+				b = toolResult(b, msgs[i])
+				if i+1 == len(msgs) || msgs[i+1].Get("role").Str != "tool" {
+					break
+				}
+				i++
+				b = append(b, ',')
+			}
+			b = append(b, ']')
 		default:
-			return true
+			continue
 		}
 		b = append(b, '}')
-		if idx == lastIdx && cache.IsObject() {
+		if i == len(msgs)-1 && cache.IsObject() {
 			b = withBreakpoint(b, cache)
 		}
 		if !first {
@@ -129,8 +136,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 		}
 		first = false
 		out.Write(b)
-		return true
-	})
+	}
 	out.Byte(']')
 
 	if budget == 0 { // Anthropic refuses sampling parameters with thinking on
@@ -187,6 +193,15 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	out.Byte('}')
 	out.Close()
 	return nil
+}
+
+// toolResult appends the tool_result block for a tool message.
+func toolResult(b []byte, m gjson.Result) []byte {
+	b = append(b, `{"type":"tool_result","tool_use_id":`...)
+	b = append(b, sdk.Quote(m.Get("tool_call_id").Str)...)
+	b = append(b, `,"content":`...)
+	b = append(b, sdk.Quote(sdk.ContentText(m.Get("content")))...)
+	return append(b, '}')
 }
 
 func toolChoice(tc, parallel gjson.Result) string {

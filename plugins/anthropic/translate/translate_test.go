@@ -1,7 +1,6 @@
 package translate_test
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,18 +21,10 @@ var adapter = &translate.Adapter{Build: "anthropic/test"}
 // compares the whole body with the request Anthropic's documentation shows
 // for the same conversation.
 func TestChatRequestMatchesMessagesAPI(t *testing.T) {
-	var cases []struct {
-		Name      string          `json:"name"`
-		Unified   json.RawMessage `json:"unified"`
-		Anthropic json.RawMessage `json:"anthropic"`
-	}
-	if err := json.Unmarshal(fixture.Read(t, testdata("requests.json")), &cases); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range cases {
+	for _, tc := range fixture.Requests(t, testdata("requests.json")) {
 		t.Run(tc.Name, func(t *testing.T) {
-			model := gjson.GetBytes(tc.Anthropic, "model").Str
-			out := fixture.Call(t, adapter.ChatRequest, `{"model":`+quote(model)+`}`, string(tc.Unified))
+			model := gjson.GetBytes(tc.Upstream, "model").Str
+			out := fixture.Call(t, adapter.ChatRequest, `{"model":`+fixture.Quote(model)+`}`, string(tc.Unified))
 			if len(out) != 4 || out[0] != "POST" || out[1] != "/messages" {
 				t.Fatalf("request line %q", out[:min(2, len(out))])
 			}
@@ -42,8 +33,8 @@ func TestChatRequestMatchesMessagesAPI(t *testing.T) {
 					t.Errorf("headers %q lack %q", out[2], h)
 				}
 			}
-			if !fixture.JSONEqual(t, out[3], string(tc.Anthropic)) {
-				t.Errorf("body\n got %s\nwant %s", out[3], fixture.Compact(string(tc.Anthropic)))
+			if !fixture.JSONEqual(t, out[3], string(tc.Upstream)) {
+				t.Errorf("body\n got %s\nwant %s", out[3], fixture.Compact(string(tc.Upstream)))
 			}
 		})
 	}
@@ -80,7 +71,7 @@ func TestChatResponse(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
 			out := fixture.Call(t, translate.ChatResponse, `{}`, string(fixture.Read(t, testdata(tc.file))))
-			check(t, out[0], tc.checks)
+			fixture.Check(t, out[0], tc.checks)
 		})
 	}
 	// Tool arguments are the JSON text of the tool_use input.
@@ -91,105 +82,47 @@ func TestChatResponse(t *testing.T) {
 	}
 }
 
-// streamed is what a client assembles from the unified chunks.
-type streamed struct {
-	role, content, reasoning, finish string
-	calls                            map[int64]*call
-	usage                            gjson.Result
-	errors                           []string
-}
-
-type call struct{ id, name, args string }
-
-func assemble(t *testing.T, chunks []string) streamed {
-	t.Helper()
-	s := streamed{calls: map[int64]*call{}}
-	for _, c := range chunks {
-		ch := gjson.Parse(c)
-		if e := ch.Get("error"); e.Exists() {
-			s.errors = append(s.errors, e.Get("type").Str+": "+e.Get("message").Str)
-			continue
-		}
-		if ch.Get("object").Str != "chat.completion.chunk" {
-			t.Fatalf("not a chunk: %s", c)
-		}
-		if u := ch.Get("usage"); u.Exists() {
-			s.usage = u
-		}
-		ch.Get("choices").ForEach(func(_, choice gjson.Result) bool {
-			d := choice.Get("delta")
-			if r := d.Get("role").Str; r != "" {
-				s.role = r
-			}
-			s.content += d.Get("content").Str
-			s.reasoning += d.Get("reasoning").Str
-			d.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				i := tc.Get("index").Int()
-				if s.calls[i] == nil {
-					s.calls[i] = &call{}
-				}
-				if id := tc.Get("id").Str; id != "" {
-					s.calls[i].id = id
-				}
-				if n := tc.Get("function.name").Str; n != "" {
-					s.calls[i].name = n
-				}
-				s.calls[i].args += tc.Get("function.arguments").Str
-				return true
-			})
-			if f := choice.Get("finish_reason").Str; f != "" {
-				s.finish = f
-			}
-			return true
-		})
-	}
-	return s
-}
-
 func TestStreamEvents(t *testing.T) {
 	t.Run("text (SDK recording)", func(t *testing.T) {
-		s := assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_basic.sse"))))
-		if s.role != "assistant" || s.content != "Hello there!" || s.finish != "stop" {
-			t.Errorf("role %q content %q finish %q", s.role, s.content, s.finish)
+		s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_basic.sse"))))
+		if s.Role != "assistant" || s.Content != "Hello there!" || s.Finish != "stop" {
+			t.Errorf("role %q content %q finish %q", s.Role, s.Content, s.Finish)
 		}
-		checkUsage(t, s.usage, 11, 6, 0)
+		fixture.CheckUsage(t, s.Usage, 11, 6, 0)
 	})
 	t.Run("tool use with input_json_delta (SDK recording)", func(t *testing.T) {
-		chunks := fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_tool_use.sse")))
-		s := assemble(t, chunks)
-		if s.content != "I'll check the current weather in Paris for you." || s.finish != "tool_calls" {
-			t.Errorf("content %q finish %q", s.content, s.finish)
+		s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_tool_use.sse"))))
+		if s.Content != "I'll check the current weather in Paris for you." || s.Finish != "tool_calls" {
+			t.Errorf("content %q finish %q", s.Content, s.Finish)
 		}
-		c := s.calls[0]
-		if len(s.calls) != 1 || c == nil || c.id != "toolu_01NRLabsLyVHZPKxbKvkfSMn" || c.name != "get_weather" {
-			t.Fatalf("calls %+v", s.calls)
+		c := s.Calls[0]
+		if len(s.Calls) != 1 || c == nil || c.ID != "toolu_01NRLabsLyVHZPKxbKvkfSMn" || c.Name != "get_weather" {
+			t.Fatalf("calls %+v", s.Calls)
 		}
-		if !fixture.JSONEqual(t, c.args, `{"location": "Paris"}`) {
-			t.Errorf("arguments %q", c.args)
+		if !fixture.JSONEqual(t, c.Args, `{"location": "Paris"}`) {
+			t.Errorf("arguments %q", c.Args)
 		}
-		checkUsage(t, s.usage, 377, 65, 0)
-		for _, ch := range chunks {
-			if id := gjson.Get(ch, "id").Str; id != "msg_019Q1hrJbZG26Fb9BQhrkHEr" {
-				t.Errorf("chunk id %q", id)
-			}
+		fixture.CheckUsage(t, s.Usage, 377, 65, 0)
+		if len(s.IDs) != 1 || !s.IDs["msg_019Q1hrJbZG26Fb9BQhrkHEr"] {
+			t.Errorf("chunk ids %v, want the message id on every chunk", s.IDs)
 		}
 	})
 	t.Run("extended thinking (docs example)", func(t *testing.T) {
-		s := assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_thinking.sse"))))
-		if s.reasoning != "Let me solve this step by step:\n\n1. First break down 27 * 453\n2. 453 = 400 + 50 + 3" {
-			t.Errorf("reasoning %q", s.reasoning)
+		s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_thinking.sse"))))
+		if s.Reasoning != "Let me solve this step by step:\n\n1. First break down 27 * 453\n2. 453 = 400 + 50 + 3" {
+			t.Errorf("reasoning %q", s.Reasoning)
 		}
-		if s.content != "27 * 453 = 12,231" || s.finish != "stop" {
-			t.Errorf("content %q finish %q", s.content, s.finish)
+		if s.Content != "27 * 453 = 12,231" || s.Finish != "stop" {
+			t.Errorf("content %q finish %q", s.Content, s.Finish)
 		}
-		if strings.Contains(s.content+s.reasoning, "EqQBCgIYAhIM") {
+		if strings.Contains(s.Content+s.Reasoning, "EqQBCgIYAhIM") {
 			t.Error("the thinking signature leaked into the text")
 		}
 	})
 	t.Run("error event (docs example)", func(t *testing.T) {
-		s := assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_error.sse"))))
-		if len(s.errors) != 1 || s.errors[0] != "overloaded_error: Overloaded" {
-			t.Errorf("errors %q", s.errors)
+		s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_error.sse"))))
+		if len(s.Errors) != 1 || s.Errors[0] != "overloaded_error: Overloaded" {
+			t.Errorf("errors %q", s.Errors)
 		}
 	})
 }
@@ -212,22 +145,3 @@ func TestMapError(t *testing.T) {
 		})
 	}
 }
-
-func check(t *testing.T, doc string, checks map[string]string) {
-	t.Helper()
-	for path, want := range checks {
-		if got := gjson.Get(doc, path).String(); got != want {
-			t.Errorf("%s = %q, want %q\n%s", path, got, want, doc)
-		}
-	}
-}
-
-func checkUsage(t *testing.T, u gjson.Result, prompt, completion, cached int64) {
-	t.Helper()
-	if u.Get("prompt_tokens").Int() != prompt || u.Get("completion_tokens").Int() != completion ||
-		u.Get("total_tokens").Int() != prompt+completion || u.Get("prompt_tokens_details.cached_tokens").Int() != cached {
-		t.Errorf("usage %s, want prompt %d completion %d cached %d", u.Raw, prompt, completion, cached)
-	}
-}
-
-func quote(s string) string { b, _ := json.Marshal(s); return string(b) }

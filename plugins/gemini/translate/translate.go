@@ -56,6 +56,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	names := map[string]string{}
 	var system []string
 	var contents []string
+	prevTool := false
 	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
 		switch m.Get("role").Str {
 		case "system", "developer":
@@ -81,9 +82,18 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 			}
 			contents = append(contents, `{"role":"model","parts":[`+strings.Join(parts, ",")+`]}`)
 		case "tool":
-			name := names[m.Get("tool_call_id").Str]
-			contents = append(contents, `{"role":"user","parts":[{"functionResponse":{"name":`+sdk.Quote(name)+`,"response":{"content":`+sdk.Quote(sdk.ContentText(m.Get("content")))+`}}}]}`)
+			part := `{"functionResponse":{"name":` + sdk.Quote(names[m.Get("tool_call_id").Str]) + `,"response":` + functionResponse(sdk.ContentText(m.Get("content"))) + `}}`
+			// The responses to one turn's parallel calls go in one content:
+			// Gemini refuses a turn whose number of function response parts
+			// differs from the calls it answers.
+			if prevTool {
+				last := contents[len(contents)-1]
+				contents[len(contents)-1] = last[:len(last)-2] + "," + part + "]}"
+			} else {
+				contents = append(contents, `{"role":"user","parts":[`+part+`]}`)
+			}
 		}
+		prevTool = m.Get("role").Str == "tool"
 		return true
 	})
 	out.Open()
@@ -151,6 +161,17 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	out.Byte('}')
 	out.Close()
 	return nil
+}
+
+// functionResponse is FunctionResponse.response for a tool result: a
+// result that is a JSON object is the response itself (as in Gemini's
+// function-calling guide); any other text is the "output" member, the key
+// the API reference names for a function's output.
+func functionResponse(result string) string {
+	if gjson.Valid(result) && gjson.Parse(result).IsObject() {
+		return result
+	}
+	return `{"output":` + sdk.Quote(result) + `}`
 }
 
 func userParts(c gjson.Result) string {
@@ -240,8 +261,10 @@ func ChatResponse(in *sdk.In, out *sdk.Out) error {
 	resp := gjson.ParseBytes(in.Field(1))
 	c := resp.Get("candidates.0")
 	if !c.Exists() {
-		reason := resp.Get("promptFeedback.blockReason").Str
-		if reason == "" {
+		// No candidate with prompt feedback is a blocked prompt; the
+		// feedback may carry only blockReasonMessage (seen in Google's SDK
+		// test data).
+		if !resp.Get("promptFeedback").IsObject() {
 			return sdk.Error("upstream response has no candidates")
 		}
 		out.FieldString(`{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"content_filter"}],"usage":` + usage(resp.Get("usageMetadata")) + `}`)
@@ -359,6 +382,25 @@ func EmbedResponse(in *sdk.In, out *sdk.Out) error {
 // MapError is the error hook.
 func MapError(in *sdk.In, out *sdk.Out) error {
 	status, _ := strconv.Atoi(in.String(1))
-	sdk.UpstreamError(out, status, sdk.Get(in.Field(2), "error.message").Str)
+	body := in.Field(2)
+	// Gemini answers a bad or expired API key with 400 INVALID_ARGUMENT
+	// (reason API_KEY_INVALID), not 401: it is the gateway's credential
+	// that is wrong, not the caller's request, so it is mapped like a 401.
+	if status == 400 && keyRejected(sdk.Get(body, "error.details")) {
+		status = 401
+	}
+	sdk.UpstreamError(out, status, sdk.Get(body, "error.message").Str)
 	return nil
+}
+
+func keyRejected(details gjson.Result) bool {
+	rejected := false
+	details.ForEach(func(_, d gjson.Result) bool {
+		switch d.Get("reason").Str {
+		case "API_KEY_INVALID", "API_KEY_EXPIRED":
+			rejected = true
+		}
+		return !rejected
+	})
+	return rejected
 }

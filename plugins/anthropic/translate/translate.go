@@ -37,19 +37,9 @@ var thinkingBudget = map[string]int{
 
 // ChatRequest is the chat_request hook.
 func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
-	ctx, body := in.Field(0), in.Field(1)
-	req := gjson.ParseBytes(body)
-	drop := map[string]bool{}
-	sdk.Get(ctx, "drop").ForEach(func(_, v gjson.Result) bool { drop[v.Str] = true; return true })
-	param := func(name string) gjson.Result {
-		if drop[name] {
-			return gjson.Result{}
-		}
-		if v := req.Get(name); v.Type != gjson.Null {
-			return v
-		}
-		return gjson.Result{}
-	}
+	ctx := in.Field(0)
+	var p sdk.Params
+	req := p.Load(ctx, in.Field(1))
 
 	out.FieldString("POST")
 	out.FieldString("/messages")
@@ -59,9 +49,9 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	out.MemberString("model", sdk.Get(ctx, "model").Str)
 
 	maxTokens := defaultMaxTokens
-	if v := param("max_completion_tokens"); v.Exists() {
+	if v := p.Get("max_completion_tokens"); v.Exists() {
 		maxTokens = int(v.Int())
-	} else if v := param("max_tokens"); v.Exists() {
+	} else if v := p.Get("max_tokens"); v.Exists() {
 		maxTokens = int(v.Int())
 	}
 	effort := req.Get("reasoning.effort").Str
@@ -69,7 +59,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 		effort = e
 	}
 	budget := 0
-	if !drop["reasoning"] && !drop["reasoning_effort"] {
+	if !p.Dropped("reasoning") && !p.Dropped("reasoning_effort") {
 		budget = thinkingBudget[effort]
 		if mt := req.Get("reasoning.max_tokens"); mt.Exists() {
 			budget = int(mt.Int())
@@ -140,13 +130,13 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	out.Byte(']')
 
 	if budget == 0 { // Anthropic refuses sampling parameters with thinking on
-		for _, p := range []string{"temperature", "top_p", "top_k"} {
-			if v := param(p); v.Exists() {
-				out.Member(p, v.Raw)
+		for _, name := range []string{"temperature", "top_p", "top_k"} {
+			if v := p.Get(name); v.Exists() {
+				out.Member(name, v.Raw)
 			}
 		}
 	}
-	if v := param("stop"); v.Exists() {
+	if v := p.Get("stop"); v.Exists() {
 		if v.Type == gjson.String {
 			out.Member("stop_sequences", "["+v.Raw+"]")
 		} else {
@@ -156,7 +146,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	if req.Get("stream").Bool() {
 		out.Member("stream", "true")
 	}
-	if tools := param("tools"); tools.IsArray() && len(tools.Array()) > 0 {
+	if tools := p.Get("tools"); tools.IsArray() && len(tools.Array()) > 0 {
 		var b []byte
 		b = append(b, '[')
 		i := 0
@@ -183,7 +173,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 		})
 		b = append(b, ']')
 		out.Member("tools", string(b))
-		if tc := toolChoice(param("tool_choice"), param("parallel_tool_calls")); tc != "" {
+		if tc := toolChoice(p.Get("tool_choice"), p.Get("parallel_tool_calls")); tc != "" {
 			out.Member("tool_choice", tc)
 		}
 	}
@@ -447,12 +437,6 @@ func StreamEvent(in *sdk.In, out *sdk.Out) error {
 	return nil
 }
 
-// MapError is the error hook: it turns an Anthropic error into a gateway
-// status and message.
-func MapError(in *sdk.In, out *sdk.Out) error {
-	status, _ := strconv.Atoi(in.String(1))
-	body := in.Field(2)
-	msg := sdk.Get(body, "error.message").Str
-	sdk.UpstreamError(out, status, msg)
-	return nil
-}
+// MapError is the error hook: Anthropic's statuses mean what the gateway's
+// do and its error bodies carry error.message.
+func MapError(in *sdk.In, out *sdk.Out) error { return sdk.MapError(in, out) }

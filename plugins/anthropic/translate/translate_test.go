@@ -21,31 +21,13 @@ var adapter = &translate.Adapter{Build: "anthropic/test"}
 // compares the whole body with the request Anthropic's documentation shows
 // for the same conversation.
 func TestChatRequestMatchesMessagesAPI(t *testing.T) {
-	for _, tc := range fixture.Requests(t, testdata("requests.json")) {
-		t.Run(tc.Name, func(t *testing.T) {
-			model := gjson.GetBytes(tc.Upstream, "model").Str
-			out := fixture.Call(t, adapter.ChatRequest, `{"model":`+fixture.Quote(model)+`}`, string(tc.Unified))
-			if len(out) != 4 || out[0] != "POST" || out[1] != "/messages" {
-				t.Fatalf("request line %q", out[:min(2, len(out))])
-			}
-			for _, h := range []string{"x-api-key: ${API_KEY}", "anthropic-version: 2023-06-01", "X-Switchyard-Adapter: anthropic/test"} {
-				if !strings.Contains(out[2], h+"\n") {
-					t.Errorf("headers %q lack %q", out[2], h)
-				}
-			}
-			if !fixture.JSONEqual(t, out[3], string(tc.Upstream)) {
-				t.Errorf("body\n got %s\nwant %s", out[3], fixture.Compact(string(tc.Upstream)))
-			}
-		})
-	}
+	fixture.CheckRequests(t, adapter.ChatRequest, testdata("requests.json"), "", "/messages",
+		"x-api-key: ${API_KEY}", "anthropic-version: 2023-06-01", "X-Switchyard-Adapter: anthropic/test")
 }
 
 func TestChatResponse(t *testing.T) {
-	cases := []struct {
-		file   string
-		checks map[string]string
-	}{
-		{"message_tool_use.json", map[string]string{
+	fixture.CheckResponses(t, translate.ChatResponse, map[string]map[string]string{
+		testdata("message_tool_use.json"): {
 			"id":                                  "msg_01Aq9w938a90dw8q",
 			"object":                              "chat.completion",
 			"choices.0.finish_reason":             "tool_calls",
@@ -59,21 +41,15 @@ func TestChatResponse(t *testing.T) {
 			"usage.completion_tokens":                   "393",
 			"usage.total_tokens":                        "188500",
 			"usage.prompt_tokens_details.cached_tokens": "0",
-		}},
-		{"message_cache_read.json", map[string]string{
+		},
+		testdata("message_cache_read.json"): {
 			"choices.0.message.content":                 "Hi! My name is Claude.",
 			"choices.0.finish_reason":                   "stop",
 			"usage.prompt_tokens":                       "188107",
 			"usage.prompt_tokens_details.cached_tokens": "188086",
 			"usage.total_tokens":                        "188500",
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.file, func(t *testing.T) {
-			out := fixture.Call(t, translate.ChatResponse, `{}`, string(fixture.Read(t, testdata(tc.file))))
-			fixture.Check(t, out[0], tc.checks)
-		})
-	}
+		},
+	})
 	// Tool arguments are the JSON text of the tool_use input.
 	out := fixture.Call(t, translate.ChatResponse, `{}`, string(fixture.Read(t, testdata("message_tool_use.json"))))
 	args := gjson.Get(out[0], "choices.0.message.tool_calls.0.function.arguments").Str
@@ -128,20 +104,11 @@ func TestStreamEvents(t *testing.T) {
 }
 
 func TestMapError(t *testing.T) {
-	cases := []struct {
-		status, file, wantStatus, wantMsg string
-	}{
-		{"529", "error_overloaded.json", "529", "Overloaded"},
-		{"404", "error_not_found.json", "502", "The requested resource could not be found."},
+	body := func(name string) string { return string(fixture.Read(t, testdata(name))) }
+	fixture.CheckErrors(t, translate.MapError, []fixture.ErrorCase{
+		{Status: "529", Body: body("error_overloaded.json"), WantStatus: "529", WantMsg: "Overloaded"},
+		{Status: "404", Body: body("error_not_found.json"), WantStatus: "502", WantMsg: "The requested resource could not be found."},
 		// The gateway's key is wrong: never the caller's problem.
-		{"401", "error_authentication.json", "502", "the provider rejected the gateway's credentials"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.file, func(t *testing.T) {
-			out := fixture.Call(t, translate.MapError, `{}`, tc.status, string(fixture.Read(t, testdata(tc.file))))
-			if out[0] != tc.wantStatus || out[1] != tc.wantMsg {
-				t.Errorf("got %q, want %s %q", out, tc.wantStatus, tc.wantMsg)
-			}
-		})
-	}
+		{Status: "401", Body: body("error_authentication.json"), WantStatus: "502", WantMsg: "the provider rejected the gateway's credentials"},
+	})
 }

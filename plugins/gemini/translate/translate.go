@@ -33,16 +33,9 @@ var thinkingBudget = map[string]int{
 
 // ChatRequest is the chat_request hook.
 func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
-	ctx, body := in.Field(0), in.Field(1)
-	req := gjson.ParseBytes(body)
-	drop := map[string]bool{}
-	sdk.Get(ctx, "drop").ForEach(func(_, v gjson.Result) bool { drop[v.Str] = true; return true })
-	param := func(name string) gjson.Result {
-		if v := req.Get(name); !drop[name] && v.Exists() && v.Type != gjson.Null {
-			return v
-		}
-		return gjson.Result{}
-	}
+	ctx := in.Field(0)
+	var p sdk.Params
+	req := p.Load(ctx, in.Field(1))
 	model := sdk.Get(ctx, "model").Str
 	out.FieldString("POST")
 	if req.Get("stream").Bool() {
@@ -103,38 +96,38 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 		out.Member("systemInstruction", `{"parts":[{"text":`+sdk.Quote(strings.Join(system, "\n\n"))+`}]}`)
 	}
 	var gc []string
-	for _, p := range [][2]string{{"temperature", "temperature"}, {"top_p", "topP"}, {"top_k", "topK"}, {"seed", "seed"},
+	for _, name := range [][2]string{{"temperature", "temperature"}, {"top_p", "topP"}, {"top_k", "topK"}, {"seed", "seed"},
 		{"presence_penalty", "presencePenalty"}, {"frequency_penalty", "frequencyPenalty"}} {
-		if v := param(p[0]); v.Exists() {
-			gc = append(gc, sdk.Quote(p[1])+":"+v.Raw)
+		if v := p.Get(name[0]); v.Exists() {
+			gc = append(gc, sdk.Quote(name[1])+":"+v.Raw)
 		}
 	}
-	if v := param("max_completion_tokens"); v.Exists() {
+	if v := p.Get("max_completion_tokens"); v.Exists() {
 		gc = append(gc, `"maxOutputTokens":`+v.Raw)
-	} else if v := param("max_tokens"); v.Exists() {
+	} else if v := p.Get("max_tokens"); v.Exists() {
 		gc = append(gc, `"maxOutputTokens":`+v.Raw)
 	}
-	if v := param("stop"); v.Exists() {
+	if v := p.Get("stop"); v.Exists() {
 		if v.Type == gjson.String {
 			gc = append(gc, `"stopSequences":[`+v.Raw+`]`)
 		} else {
 			gc = append(gc, `"stopSequences":`+v.Raw)
 		}
 	}
-	if t := param("response_format").Get("type").Str; t == "json_object" || t == "json_schema" {
+	if t := p.Get("response_format").Get("type").Str; t == "json_object" || t == "json_schema" {
 		gc = append(gc, `"responseMimeType":"application/json"`)
 	}
 	effort := req.Get("reasoning.effort").Str
 	if e := req.Get("reasoning_effort").Str; e != "" {
 		effort = e
 	}
-	if b, ok := thinkingBudget[effort]; ok && !drop["reasoning"] && !drop["reasoning_effort"] {
+	if b, ok := thinkingBudget[effort]; ok && !p.Dropped("reasoning") && !p.Dropped("reasoning_effort") {
 		gc = append(gc, `"thinkingConfig":{"thinkingBudget":`+strconv.Itoa(b)+`}`)
 	}
 	if len(gc) > 0 {
 		out.Member("generationConfig", "{"+strings.Join(gc, ",")+"}")
 	}
-	if tools := param("tools"); tools.IsArray() && len(tools.Array()) > 0 {
+	if tools := p.Get("tools"); tools.IsArray() && len(tools.Array()) > 0 {
 		var decls []string
 		tools.ForEach(func(_, t gjson.Result) bool {
 			f := t.Get("function")
@@ -149,7 +142,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 			return true
 		})
 		out.Member("tools", `[{"functionDeclarations":[`+strings.Join(decls, ",")+`]}]`)
-		switch tc := param("tool_choice"); {
+		switch tc := p.Get("tool_choice"); {
 		case tc.Str == "none":
 			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"NONE"}}`)
 		case tc.Str == "required":
@@ -389,7 +382,7 @@ func MapError(in *sdk.In, out *sdk.Out) error {
 	if status == 400 && keyRejected(sdk.Get(body, "error.details")) {
 		status = 401
 	}
-	sdk.UpstreamError(out, status, sdk.Get(body, "error.message").Str)
+	sdk.UpstreamError(out, status, sdk.ErrorMessage(body))
 	return nil
 }
 

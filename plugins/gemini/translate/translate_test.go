@@ -20,30 +20,13 @@ var adapter = &translate.Adapter{Build: "gemini/test"}
 // TestChatRequestMatchesGenerateContent translates unified requests and
 // compares the whole body with the request Google's documentation shows.
 func TestChatRequestMatchesGenerateContent(t *testing.T) {
-	for _, tc := range fixture.Requests(t, testdata("requests.json")) {
-		t.Run(tc.Name, func(t *testing.T) {
-			out := fixture.Call(t, adapter.ChatRequest, `{"model":"gemini-2.5-flash"}`, string(tc.Unified))
-			if len(out) != 4 || out[0] != "POST" || out[1] != tc.Path {
-				t.Fatalf("request line %q, want POST %s", out[:min(2, len(out))], tc.Path)
-			}
-			for _, h := range []string{"x-goog-api-key: ${API_KEY}", "X-Switchyard-Adapter: gemini/test"} {
-				if !strings.Contains(out[2], h+"\n") {
-					t.Errorf("headers %q lack %q", out[2], h)
-				}
-			}
-			if !fixture.JSONEqual(t, out[3], string(tc.Upstream)) {
-				t.Errorf("body\n got %s\nwant %s", out[3], fixture.Compact(string(tc.Upstream)))
-			}
-		})
-	}
+	fixture.CheckRequests(t, adapter.ChatRequest, testdata("requests.json"), `{"model":"gemini-2.5-flash"}`, "",
+		"x-goog-api-key: ${API_KEY}", "X-Switchyard-Adapter: gemini/test")
 }
 
 func TestChatResponse(t *testing.T) {
-	cases := []struct {
-		file   string
-		checks map[string]string
-	}{
-		{"response_thinking.json", map[string]string{
+	fixture.CheckResponses(t, translate.ChatResponse, map[string]map[string]string{
+		testdata("response_thinking.json"): {
 			"id":                        "2pmHaJqQEoqC-8YP6eStyAY",
 			"model":                     "gemini-2.5-flash",
 			"choices.0.message.content": "Mountain View",
@@ -55,8 +38,8 @@ func TestChatResponse(t *testing.T) {
 			"usage.completion_tokens":                          "26",
 			"usage.total_tokens":                               "40",
 			"usage.completion_tokens_details.reasoning_tokens": "24",
-		}},
-		{"response_parallel_calls.json", map[string]string{
+		},
+		testdata("response_parallel_calls.json"): {
 			"choices.0.finish_reason":                      "tool_calls",
 			"choices.0.message.content":                    "",
 			"choices.0.message.tool_calls.#":               "3",
@@ -64,26 +47,20 @@ func TestChatResponse(t *testing.T) {
 			"choices.0.message.tool_calls.1.function.name": "multiply",
 			"choices.0.message.tool_calls.2.function.name": "subtract",
 			"choices.0.message.tool_calls.2.type":          "function",
-		}},
-		{"response_implicit_caching.json", map[string]string{
+		},
+		testdata("response_implicit_caching.json"): {
 			// promptTokenCount already includes the cached tokens, as
 			// OpenAI's prompt_tokens does.
 			"usage.prompt_tokens":                       "12013",
 			"usage.prompt_tokens_details.cached_tokens": "11243",
 			"usage.completion_tokens":                   "88",
 			"usage.total_tokens":                        "12101",
-		}},
-		{"response_prompt_feedback.json", map[string]string{
+		},
+		testdata("response_prompt_feedback.json"): {
 			"choices.0.finish_reason":   "content_filter",
 			"choices.0.message.content": "",
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.file, func(t *testing.T) {
-			out := fixture.Call(t, translate.ChatResponse, `{}`, string(fixture.Read(t, testdata(tc.file))))
-			fixture.Check(t, out[0], tc.checks)
-		})
-	}
+		},
+	})
 	out := fixture.Call(t, translate.ChatResponse, `{}`, string(fixture.Read(t, testdata("response_parallel_calls.json"))))
 	ids := map[string]bool{}
 	for i, want := range []string{`{"y":1,"x":2}`, `{"y":3,"x":4}`, `{"y":5,"x":6}`} {
@@ -156,20 +133,11 @@ func TestEmbed(t *testing.T) {
 }
 
 func TestMapError(t *testing.T) {
-	cases := []struct {
-		status, file, wantStatus, wantMsg string
-	}{
+	body := func(name string) string { return string(fixture.Read(t, testdata(name))) }
+	fixture.CheckErrors(t, translate.MapError, []fixture.ErrorCase{
 		// Gemini says 400 for a bad key: the gateway's credentials, so 502
 		// and never the provider's text (which quotes the key).
-		{"400", "error_api_key.json", "502", "the provider rejected the gateway's credentials"},
-		{"404", "error_unknown_model.json", "502", "models/gemini-5.0-flash is not found for API version v1, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods."},
-	}
-	for _, tc := range cases {
-		t.Run(tc.file, func(t *testing.T) {
-			out := fixture.Call(t, translate.MapError, `{}`, tc.status, string(fixture.Read(t, testdata(tc.file))))
-			if out[0] != tc.wantStatus || out[1] != tc.wantMsg {
-				t.Errorf("got %q, want %s %q", out, tc.wantStatus, tc.wantMsg)
-			}
-		})
-	}
+		{Status: "400", Body: body("error_api_key.json"), WantStatus: "502", WantMsg: "the provider rejected the gateway's credentials"},
+		{Status: "404", Body: body("error_unknown_model.json"), WantStatus: "502", WantMsg: "models/gemini-5.0-flash is not found for API version v1, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods."},
+	})
 }

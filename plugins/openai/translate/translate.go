@@ -10,8 +10,6 @@
 package translate
 
 import (
-	"strconv"
-
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
@@ -48,39 +46,14 @@ func (a *Adapter) headers(out *sdk.Out) {
 	out.FieldString("Authorization: Bearer " + abi.APIKeyPlaceholder + "\nContent-Type: application/json\nX-Switchyard-Adapter: " + a.Build + "\n")
 }
 
-// dropSet holds ctx.drop for one call. A fixed array, reused: the hook
-// runs for every request and a Go guest must not allocate on that path.
-type dropSet struct {
-	n     int
-	names [32]string
-}
-
-var drops dropSet
-
-func (d *dropSet) load(ctx []byte) {
-	d.n = 0
-	sdk.Get(ctx, "drop").ForEach(func(_, v gjson.Result) bool {
-		if d.n < len(d.names) {
-			d.names[d.n] = v.Str
-			d.n++
-		}
-		return true
-	})
-}
-
-func (d *dropSet) has(key string) bool {
-	for _, n := range d.names[:d.n] {
-		if n == key {
-			return true
-		}
-	}
-	return false
-}
+// drops is reused across calls: the hook runs for every request and a Go
+// guest must not allocate on that path.
+var drops sdk.Params
 
 // ChatRequest is the chat_request hook.
 func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	ctx, body := in.Field(0), in.Field(1)
-	drops.load(ctx)
+	drops.Load(ctx, nil) // only the drop list is read here
 	stream := sdk.Get(body, "stream").Bool()
 	out.FieldString("POST")
 	out.FieldString("/chat/completions")
@@ -95,7 +68,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 		case key == "model" || key == "stream_options":
 		case key == "reasoning":
 			effort = v.Get("effort")
-		case !chatParams[key] || drops.has(key):
+		case !chatParams[key] || drops.Dropped(key):
 		default:
 			if key == "reasoning_effort" {
 				hasEffort = true
@@ -106,7 +79,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	})
 	// The unified request carries reasoning.effort; OpenAI's chat API takes
 	// the flat reasoning_effort.
-	if !hasEffort && effort.Type == gjson.String && !drops.has("reasoning_effort") {
+	if !hasEffort && effort.Type == gjson.String && !drops.Dropped("reasoning_effort") {
 		out.Member("reasoning_effort", effort.Raw)
 	}
 	if stream {
@@ -200,19 +173,7 @@ func PassBody(in *sdk.In, out *sdk.Out) error {
 	return nil
 }
 
-// MapError is the error hook. It turns an upstream error into a gateway status and a message.
-// Upstream authentication failures are the gateway operator's problem, and
-// OpenAI's 401 message quotes part of the key, so its text is never passed on.
-func MapError(in *sdk.In, out *sdk.Out) error {
-	status, _ := strconv.Atoi(in.String(1))
-	body := in.Field(2)
-	msg := sdk.Get(body, "error.message").Str
-	if msg == "" {
-		msg = sdk.Get(body, "message").Str
-	}
-	if msg == "" && len(body) > 0 && len(body) < 300 && !gjson.ValidBytes(body) {
-		msg = string(body)
-	}
-	sdk.UpstreamError(out, status, msg)
-	return nil
-}
+// MapError is the error hook. Upstream authentication failures are the
+// gateway operator's problem, and OpenAI's 401 message quotes part of the
+// key, so sdk.UpstreamError never passes a 401's text on.
+func MapError(in *sdk.In, out *sdk.Out) error { return sdk.MapError(in, out) }

@@ -2,7 +2,6 @@ package translate_test
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/switchyard/switchyard/plugins/internal/fixture"
@@ -19,22 +18,8 @@ var adapter = &translate.Adapter{Build: "openai/test"}
 // the upstream body is the documented request minus what the gateway adds,
 // with the endpoint's model, and usage always asked for in streams.
 func TestChatRequestMatchesChatCompletions(t *testing.T) {
-	for _, tc := range fixture.Requests(t, testdata("requests.json")) {
-		t.Run(tc.Name, func(t *testing.T) {
-			out := fixture.Call(t, adapter.ChatRequest, string(tc.Ctx), string(tc.Unified))
-			if len(out) != 4 || out[0] != "POST" || out[1] != "/chat/completions" {
-				t.Fatalf("request line %q", out[:min(2, len(out))])
-			}
-			for _, h := range []string{"Authorization: Bearer ${API_KEY}", "X-Switchyard-Adapter: openai/test"} {
-				if !strings.Contains(out[2], h+"\n") {
-					t.Errorf("headers %q lack %q", out[2], h)
-				}
-			}
-			if !fixture.JSONEqual(t, out[3], string(tc.Upstream)) {
-				t.Errorf("body\n got %s\nwant %s", out[3], fixture.Compact(string(tc.Upstream)))
-			}
-		})
-	}
+	fixture.CheckRequests(t, adapter.ChatRequest, testdata("requests.json"), "", "/chat/completions",
+		"Authorization: Bearer ${API_KEY}", "X-Switchyard-Adapter: openai/test")
 }
 
 // TestResponsesPassThrough: OpenAI's responses and chunks are already
@@ -92,23 +77,14 @@ func TestEmbed(t *testing.T) {
 }
 
 func TestMapError(t *testing.T) {
-	cases := []struct {
-		status, body, wantStatus, wantMsg string
-	}{
+	body := func(name string) string { return string(fixture.Read(t, testdata(name))) }
+	fixture.CheckErrors(t, translate.MapError, []fixture.ErrorCase{
 		// OpenAI's 401 quotes part of the key: never passed on.
-		{"401", string(fixture.Read(t, testdata("error_invalid_api_key.json"))), "502", "the provider rejected the gateway's credentials"},
-		{"429", string(fixture.Read(t, testdata("error_rate_limit.json"))), "429", "Rate limit reached for gpt-4o in organization org-abc123 on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s. Visit https://platform.openai.com/account/rate-limits to learn more."},
-		{"400", string(fixture.Read(t, testdata("error_context_length.json"))), "400", "This model's maximum context length is 128000 tokens. However, your messages resulted in 130205 tokens. Please reduce the length of the messages."},
+		{Status: "401", Body: body("error_invalid_api_key.json"), WantStatus: "502", WantMsg: "the provider rejected the gateway's credentials"},
+		{Status: "429", Body: body("error_rate_limit.json"), WantStatus: "429", WantMsg: "Rate limit reached for gpt-4o in organization org-abc123 on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s. Visit https://platform.openai.com/account/rate-limits to learn more."},
+		{Status: "400", Body: body("error_context_length.json"), WantStatus: "400", WantMsg: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130205 tokens. Please reduce the length of the messages."},
 		// A proxy in front of a compatible server answers in plain text.
-		{"503", "upstream connect error or disconnect/reset before headers", "503", "upstream connect error or disconnect/reset before headers"},
-		{"500", "", "502", "upstream returned status 500"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.status, func(t *testing.T) {
-			out := fixture.Call(t, translate.MapError, `{}`, tc.status, tc.body)
-			if out[0] != tc.wantStatus || out[1] != tc.wantMsg {
-				t.Errorf("got %q, want %s %q", out, tc.wantStatus, tc.wantMsg)
-			}
-		})
-	}
+		{Status: "503", Body: "upstream connect error or disconnect/reset before headers", WantStatus: "503", WantMsg: "upstream connect error or disconnect/reset before headers"},
+		{Status: "500", Body: "", WantStatus: "502", WantMsg: "upstream returned status 500"},
+	})
 }

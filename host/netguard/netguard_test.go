@@ -209,7 +209,7 @@ func TestAcceptBacksOff(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	for _, tc := range []struct {
-		limit         uint64
+		limit        uint64
 		total, perIP int
 	}{
 		{1024, 345, 34},

@@ -61,7 +61,7 @@ func New(d Deps) *Server {
 		d.Log = slog.Default()
 	}
 	if d.Client == nil {
-		d.Client = &http.Client{Transport: &http.Transport{
+		d.Client = &http.Client{CheckRedirect: noRedirects, Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			ForceAttemptHTTP2:     true,

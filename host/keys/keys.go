@@ -440,10 +440,13 @@ func (s *Store) Delete(hash string) error {
 }
 
 func label(secret string) string {
-	if len(secret) <= len(Prefix)+4 {
+	// The fixed prefix and the last four characters: enough to tell keys
+	// apart in a list, and nothing of the random part a reader could use
+	// to narrow the secret down from its start.
+	if len(secret) <= len(Prefix)+8 {
 		return Prefix + "..."
 	}
-	return secret[:len(Prefix)+4] + "..." + secret[len(secret)-3:]
+	return Prefix + "..." + secret[len(secret)-4:]
 }
 
 // Count returns the number of stored keys.

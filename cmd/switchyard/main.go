@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/netguard"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
@@ -133,8 +134,15 @@ func run() error {
 		Router: route.New(cat, route.Options{}),
 		Extra:  func(api fiber.Router) { admin.Register(api, ks, ledger) },
 	})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	// Closes linger while a client is still uploading, so an early answer
+	// (413) reaches it instead of a reset.
+	ln = netguard.NewLingerer(netguard.LingerConfig{}).Listener(ln)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Listen(cfg.Listen) }()
+	go func() { errc <- srv.Serve(ln) }()
 	log.Info("switchyard listening", "addr", "http://"+cfg.Listen+"/api/v1", "models", len(cat.Models))
 
 	sig := make(chan os.Signal, 1)

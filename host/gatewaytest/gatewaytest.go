@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/netguard"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
@@ -222,7 +223,8 @@ func Start(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	go func() { _ = srv.Serve(ln) }()
+	// As cmd/switchyard does: closes linger while a client still uploads.
+	go func() { _ = srv.Serve(netguard.NewLingerer(netguard.LingerConfig{}).Listener(ln)) }()
 	g.closers = append(g.closers, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

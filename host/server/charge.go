@@ -15,19 +15,28 @@ import (
 // before anything is sent upstream (docs/billing.md).
 func (s *Server) reserve(k *keys.Key, genID string, ep *catalog.Endpoint, body []byte, maxOut int, stream bool) (*billing.Reservation, *apierr.Error) {
 	prompt, images := tokenize.EstimatePrompt(body)
+	t := target(ep, maxOut)
+	return s.Ledger.Reserve(k, billing.Request{
+		ID: genID, Model: ep.Model.ID, Provider: t.Provider, Price: t.Price,
+		PromptTokens: prompt, Images: images, MaxOutputTokens: t.MaxOutputTokens,
+		ContextLength: t.ContextLength, Streamed: stream,
+		// Every choice may generate the output bound (spec 2.1's n).
+		Choices: max(gjson.GetBytes(body, "n").Int(), 1),
+	})
+}
+
+// target is what a hold on ep must cover for a request whose own output
+// bound is maxOut (0: none): the request's bound, else the endpoint's
+// maximum output, else — no bound from either — its context.
+func target(ep *catalog.Endpoint, maxOut int) billing.Target {
 	out := int64(maxOut)
 	if out == 0 {
 		out = int64(ep.MaxOutput)
 	}
 	if out == 0 && ep.Model.Kind == catalog.KindChat {
-		// No bound from the request or the endpoint: the context is the bound.
 		out = int64(ep.ContextLength)
 	}
-	return s.Ledger.Reserve(k, billing.Request{
-		ID: genID, Model: ep.Model.ID, Provider: ep.Provider.Slug, Price: ep.Price,
-		PromptTokens: prompt, Images: images, MaxOutputTokens: out,
-		ContextLength: int64(ep.ContextLength), Streamed: stream,
-	})
+	return billing.Target{Provider: ep.Provider.Slug, Price: ep.Price, MaxOutputTokens: out, ContextLength: int64(ep.ContextLength)}
 }
 
 // countChat is the usage of a chat call whose upstream reported none,

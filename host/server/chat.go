@@ -201,7 +201,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	attempt := 0
 	for i, ep := range plan.Attempts {
 		if i > 0 {
-			if err := res.Retarget(ep.Provider.Slug, ep.Price); err != nil {
+			if err := res.Retarget(target(ep, req.maxOut)); err != nil {
 				last = err
 				break
 			}

@@ -60,7 +60,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	var last *apierr.Error
 	for i, ep := range plan.Attempts {
 		if i > 0 {
-			if err := res.Retarget(ep.Provider.Slug, ep.Price); err != nil {
+			if err := res.Retarget(target(ep, 0)); err != nil {
 				last = err
 				break
 			}

@@ -38,8 +38,8 @@ func (s *Server) scopeOf(c *fiber.Ctx, scope string) (string, *apierr.Error) {
 	case "", "account":
 		return k.AccountID, nil
 	case "global":
-		if k.AccountID != s.Operator {
-			return "", apierr.New(http.StatusForbidden, "only the operator account can manage gateway-wide modules")
+		if !s.Keys.IsOperator(k) {
+			return "", apierr.New(http.StatusForbidden, "only the gateway's operator can manage gateway-wide modules")
 		}
 		return "", nil
 	}

@@ -178,9 +178,16 @@ type statusError struct {
 func (e *statusError) Error() string   { return e.api.Message }
 func (e *statusError) Unwrap() []error { return []error{e.sentinel, e.api} }
 
-func errExists(name, version string) error {
+// errExists names the module as its publisher knows it: scopedName without
+// the account id.
+func errExists(scopedName, version string) error {
+	where := "the gateway-wide scope"
+	name := scopedName
+	if i := strings.LastIndexByte(scopedName, '/'); i >= 0 {
+		name, where = scopedName[i+1:], "this account's scope"
+	}
 	return &statusError{sentinel: ErrExists, api: apierr.New(http.StatusConflict,
-		"module %s@%s is already published; a published version cannot be replaced, publish it under a new version", name, version)}
+		"module %s@%s is already published in %s; a published version cannot be replaced, publish it under a new version", name, version, where)}
 }
 
 func errNotPublished(name, version string) error {

@@ -226,6 +226,16 @@ func TestPublishedVersionsAreImmutable(t *testing.T) {
 	if v, err := r.Rollback(ctx, "openai"); err != nil || v != "1.0.0" {
 		t.Fatalf("rollback after a refused re-publish: %q %v, want 1.0.0", v, err)
 	}
+	// In an account's scope the message names the module as its publisher
+	// knows it, without the account id.
+	if _, err := r.PublishScoped(ctx, "acct_a", manifest(t, "1.0.0"), bin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.PublishScoped(ctx, "acct_a", manifest(t, "1.0.0"), bin, "test")
+	if ae := apierr.From(err); !errors.Is(err, modules.ErrExists) || ae.Status != http.StatusConflict ||
+		ae.Message != "module openai@1.0.0 is already published in this account's scope; a published version cannot be replaced, publish it under a new version" {
+		t.Fatalf("scoped republish: %v", err)
+	}
 	err = r.Activate(ctx, "openai", "9.9.9")
 	if !errors.Is(err, modules.ErrNotPublished) || apierr.From(err).Status != http.StatusNotFound {
 		t.Fatalf("activating an unpublished version: %v", err)

@@ -33,11 +33,15 @@ type kit struct {
 	abi    int
 }
 
-func (k kit) manifest() []byte {
-	hooks := adapterHooks
-	if k.kind == "plugin" {
-		hooks = pluginHooks
+func hooksOf(kind string) []abi.Hook {
+	if kind == "plugin" {
+		return pluginHooks
 	}
+	return adapterHooks
+}
+
+func (k kit) manifest() []byte {
+	hooks := hooksOf(k.kind)
 	names := make([]string, len(hooks))
 	for i, h := range hooks {
 		names[i] = strconv.Quote(h.String())
@@ -182,54 +186,50 @@ func wantFrame(hook abi.Hook, action string, in [][]byte) [][]byte {
 	return in
 }
 
-func (r *runner) frames(t *testing.T) {
+// eachHook calls check with every hook of the guest, loaded as an adapter
+// and as a plugin.
+func (r *runner) eachHook(t *testing.T, check func(m Module, hook abi.Hook)) {
 	for _, kind := range []string{"adapter", "plugin"} {
 		m := r.load(t, kit{kind: kind})
-		hooks := adapterHooks
-		if kind == "plugin" {
-			hooks = pluginHooks
-		}
-		for _, hook := range hooks {
-			if hook == abi.HookChatStreamEvent {
-				continue // its frame is the stream state check's
-			}
-			for i, in := range frameInputs() {
-				if hook == abi.HookError && len(in) < 2 {
-					in = append(in, []byte("upstream says no"))
-				}
-				action := ""
-				if hook == abi.HookPreRequest || hook == abi.HookPostResponse {
-					action = []string{abi.ActionContinue, abi.ActionRespond, abi.ActionBlock}[i%3]
-				}
-				got, err := m.Call(context.Background(), hook, append([][]byte{ctxField("frame", "action", action)}, in...)...)
-				if err != nil {
-					t.Fatalf("%s, input %d: %v", hook, i, err)
-				}
-				if want := wantFrame(hook, action, in); !equalFields(got, want) {
-					t.Errorf("%s, input %d: the output frame is not the one the guest wrote:\n got %s\nwant %s", hook, i, show(got), show(want))
-				}
-			}
+		for _, hook := range hooksOf(kind) {
+			check(m, hook)
 		}
 	}
 }
 
-func (r *runner) failures(t *testing.T) {
-	for _, kind := range []string{"adapter", "plugin"} {
-		m := r.load(t, kit{kind: kind})
-		hooks := adapterHooks
-		if kind == "plugin" {
-			hooks = pluginHooks
+func (r *runner) frames(t *testing.T) {
+	r.eachHook(t, func(m Module, hook abi.Hook) {
+		if hook == abi.HookChatStreamEvent {
+			return // its frame is the stream state check's
 		}
-		for _, hook := range hooks {
-			_, err := m.Call(context.Background(), hook, ctxField("fail"), []byte("{}"), []byte("{}"))
-			want := "module " + GuestID + " failed in " + hook.String() + ": kit failure in " + hook.String()
-			wantFailure(t, err, want)
-			// The instance that failed cleanly serves the next call.
-			if _, err := m.Call(context.Background(), hook, ctxField("frame"), []byte("{}"), []byte("{}")); err != nil {
-				t.Errorf("%s after a failure: %v", hook, err)
+		for i, in := range frameInputs() {
+			if hook == abi.HookError && len(in) < 2 {
+				in = append(in, []byte("upstream says no"))
+			}
+			action := ""
+			if hook == abi.HookPreRequest || hook == abi.HookPostResponse {
+				action = []string{abi.ActionContinue, abi.ActionRespond, abi.ActionBlock}[i%3]
+			}
+			got, err := m.Call(context.Background(), hook, append([][]byte{ctxField("frame", "action", action)}, in...)...)
+			if err != nil {
+				t.Fatalf("%s, input %d: %v", hook, i, err)
+			}
+			if want := wantFrame(hook, action, in); !equalFields(got, want) {
+				t.Errorf("%s, input %d: the output frame is not the one the guest wrote:\n got %s\nwant %s", hook, i, show(got), show(want))
 			}
 		}
-	}
+	})
+}
+
+func (r *runner) failures(t *testing.T) {
+	r.eachHook(t, func(m Module, hook abi.Hook) {
+		_, err := m.Call(context.Background(), hook, ctxField("fail"), []byte("{}"), []byte("{}"))
+		wantFailure(t, err, "module "+GuestID+" failed in "+hook.String()+": kit failure in "+hook.String())
+		// The instance that failed cleanly serves the next call.
+		if _, err := m.Call(context.Background(), hook, ctxField("frame"), []byte("{}"), []byte("{}")); err != nil {
+			t.Errorf("%s after a failure: %v", hook, err)
+		}
+	})
 }
 
 // wantFailure checks err is a 502 *Failure whose message has prefix want.

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -59,6 +60,16 @@ func check(t *testing.T, h conformance.Host, manifestPath, wasmPath string) {
 	bin, err := os.ReadFile(wasmPath)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var runtime struct {
+		Runtime string `json:"runtime"`
+	}
+	if err := json.Unmarshal(mf, &runtime); err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	if runtime.Runtime == "extism" {
+		conformance.CheckExtismGuest(t, h, mf, bin)
+		return
 	}
 	conformance.CheckGuest(t, h, mf, bin)
 }

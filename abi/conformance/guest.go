@@ -190,3 +190,52 @@ func checkOutput(hook abi.Hook, out [][]byte) string {
 	}
 	return ""
 }
+
+// CheckExtismGuest is CheckGuest for a module built with an Extism PDK
+// (manifest "runtime": "extism"), plus the host's rule for Extism exports
+// (docs/plugins.md): a hook the manifest declares must be exported under
+// its name, unless it is passthrough (the host never calls it). The check
+// declares one hook of the module's kind that it does not export: the host
+// must refuse that at load, naming the hook, and load it as passthrough.
+func CheckExtismGuest(t *testing.T, host Host, manifestJSON, wasm []byte) {
+	CheckGuest(t, host, manifestJSON, wasm)
+	var mf map[string]any
+	if err := json.Unmarshal(manifestJSON, &mf); err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	if mf["runtime"] != "extism" {
+		t.Fatalf("not an Extism module: runtime %v", mf["runtime"])
+	}
+	hooks, _ := mf["hooks"].([]any)
+	declared := map[string]bool{}
+	for _, h := range hooks {
+		declared[h.(string)] = true
+	}
+	candidates := adapterHooks
+	if mf["kind"] == "plugin" {
+		candidates = pluginHooks
+	}
+	var extra string
+	for _, h := range candidates {
+		if !declared[h.String()] {
+			extra = h.String()
+			break
+		}
+	}
+	if extra == "" {
+		t.Log("the module declares every hook of its kind; the export rule is not checked")
+		return
+	}
+	mf["hooks"] = append(hooks, extra)
+	missing, _ := json.Marshal(mf)
+	if m, err := host.Load(context.Background(), missing, wasm); err == nil {
+		_ = m.Close(context.Background())
+		t.Errorf("declaring %s, which the module does not export, loaded; the host must refuse it at load", extra)
+	} else if !strings.Contains(err.Error(), extra) {
+		t.Errorf("the refusal %q does not name the missing export %s", err, extra)
+	}
+	pt, _ := mf["passthrough"].([]any)
+	mf["passthrough"] = append(pt, extra)
+	passthrough, _ := json.Marshal(mf)
+	t.Run("with passthrough "+extra, func(t *testing.T) { CheckGuest(t, host, passthrough, wasm) })
+}

@@ -80,7 +80,7 @@ test: deps
 vet:
 	@test -z "$$(gofmt -l abi sdk host cmd plugins examples)" || (gofmt -l abi sdk host cmd plugins examples; echo "gofmt needed"; exit 1)
 	$(GO) vet ./...
-	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/...
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/... ./abi/conformance/guest
 
 # The npm `openai` client's dependencies, for the client tests.
 clients:

@@ -255,8 +255,11 @@ func (r *runner) trap(t *testing.T) {
 	}
 }
 
+// timeLimit: a guest that never returns is stopped at its time limit (1 s:
+// shorter limits have been seen to interrupt ordinary calls on a loaded
+// machine under the race detector).
 func (r *runner) timeLimit(t *testing.T) {
-	m := r.load(t, kit{kind: "adapter", limits: `{"memory_pages":256,"pool_size":1,"timeout_ms":100}`})
+	m := r.load(t, kit{kind: "adapter", limits: `{"memory_pages":256,"pool_size":1,"timeout_ms":1000}`})
 	_, err := m.Call(context.Background(), abi.HookChatRequest, ctxField("spin"), []byte("{}"))
 	wantFailure(t, err, "module "+GuestID+" failed in chat_request")
 	if _, err := m.Call(context.Background(), abi.HookChatRequest, ctxField("frame"), []byte("{}")); err != nil {

@@ -7,11 +7,11 @@ GUEST   := GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared
 GUEST_LD := -s -w
 GUEST_SRC := $(shell find abi sdk plugins -name '*.go' -o -name '*.json') go.mod go.sum Makefile
 
-.PHONY: all build wasm testwasm examples gateway syctl run deps test vet gotest clients bench clean
+.PHONY: all build wasm modules testwasm examples gateway syctl run deps test vet gotest clients bench clean
 
 all: build
 
-build: wasm testwasm examples gateway syctl
+build: wasm examples gateway syctl
 
 # Example plugins in three ways (Go native, C native, AssemblyScript via
 # Extism); see docs/plugins.md. Needs clang-14, lld-14 and npm.
@@ -20,7 +20,11 @@ examples:
 
 ## Wasm modules: every folder under plugins/ with a manifest.json.
 PLUGINS := $(patsubst plugins/%/manifest.json,%,$(wildcard plugins/*/manifest.json))
-wasm: $(foreach p,$(PLUGINS),$(WASM)/$(p).wasm $(WASM)/$(p).json)
+# Every module the tests load: the gateway's and the test-only ones.
+wasm: modules testwasm
+
+# The gateway's modules (what `make run` seeds).
+modules: $(foreach p,$(PLUGINS),$(WASM)/$(p).wasm $(WASM)/$(p).json)
 
 ## Modules only the tests load.
 testwasm: $(TESTWASM)/openai-variant.wasm $(TESTWASM)/failing.wasm $(TESTWASM)/testplugin.wasm $(TESTWASM)/conformance.wasm
@@ -63,7 +67,7 @@ syctl:
 # Only what the gateway runs: its first-party modules and the binary, built
 # side by side (one Go build per module; make runs them in parallel).
 run:
-	$(MAKE) -j$(JOBS) wasm gateway
+	$(MAKE) -j$(JOBS) modules gateway
 	$(BIN)/switchyard
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)

@@ -346,18 +346,26 @@ func (r *Registry) ActiveVersion(name string) string {
 // that no longer loads is logged and skipped, so the gateway serves what it
 // can; a seeded module that does not load is an error.
 func (r *Registry) Start(ctx context.Context, seedDir string) error {
-	return r.start(ctx, true, seedDir)
+	_, err := r.start(ctx, true, seedDir)
+	return err
 }
 
-// LoadActive loads every stored active version (Start without seeding).
-func (r *Registry) LoadActive(ctx context.Context) error { return r.start(ctx, true, "") }
+// LoadActive loads every stored active version (Start without seeding). It
+// returns the failures it logged and skipped.
+func (r *Registry) LoadActive(ctx context.Context) error {
+	skipped, err := r.start(ctx, true, "")
+	return errors.Join(skipped, err)
+}
 
 // Seed publishes the built modules in dir (<name>.wasm beside <name>.json)
 // that the store does not have yet, or whose binary or manifest changed (a
 // rebuild of the same version), and activates a seeded version when no
 // version of that module is active or the active one is the version seeded.
 // Start does this and loads the stored active versions in one pass.
-func (r *Registry) Seed(ctx context.Context, dir string) error { return r.start(ctx, false, dir) }
+func (r *Registry) Seed(ctx context.Context, dir string) error {
+	_, err := r.start(ctx, false, dir)
+	return err
+}
 
 // startJob is one module to load at start.
 type startJob struct {
@@ -372,7 +380,9 @@ type startJob struct {
 	err error
 }
 
-func (r *Registry) start(ctx context.Context, stored bool, seedDir string) error {
+// start returns the stored versions it skipped (logged) and what makes the
+// start fail.
+func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skipped, fatal error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	jobs := map[string]*startJob{} // by name: at most one version of a module is loaded for activation
@@ -389,6 +399,7 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) error
 			j := &startJob{name: name, version: version, activate: true}
 			if j.m, j.bin, j.err = r.read(name, version); j.err != nil {
 				r.log.Error("active module does not load", "module", name+"@"+version, "err", j.err)
+				skipped = errors.Join(skipped, j.err)
 				continue
 			}
 			jobs[name] = j
@@ -397,7 +408,7 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) error
 	if seedDir != "" {
 		seeds, err := r.seeds(seedDir)
 		if err != nil {
-			return err
+			return skipped, err
 		}
 		for _, j := range seeds {
 			if cur := r.ActiveVersion(j.name); cur == "" || cur == j.version {
@@ -414,30 +425,35 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) error
 	}
 	r.loadAll(ctx, all)
 
-	var fatal error
 	for _, j := range all {
 		switch {
 		case j.err != nil && j.seeded:
 			fatal = errors.Join(fatal, fmt.Errorf("modules: seeding %s@%s: %w", j.name, j.version, j.err))
 		case j.err != nil:
 			r.log.Error("active module does not load", "module", j.name+"@"+j.version, "err", j.err)
+			skipped = errors.Join(skipped, j.err)
 		}
 	}
-	if fatal != nil {
-		for _, j := range all {
+	// closeFrom closes the loaded modules not handed to the registry.
+	closeFrom := func(i int) {
+		for _, j := range all[i:] {
 			if j.mod != nil {
 				_ = j.mod.Close(ctx)
 			}
 		}
-		return fatal
 	}
-	for _, j := range all {
+	if fatal != nil {
+		closeFrom(0)
+		return skipped, fatal
+	}
+	for i, j := range all {
 		if j.err != nil {
 			continue
 		}
 		if j.changed {
 			if err := r.store(j.name, j.version, j.mj, j.bin, "seed", true); err != nil {
-				return err
+				closeFrom(i)
+				return skipped, err
 			}
 			r.log.Info("module seeded", "module", j.name+"@"+j.version)
 		}
@@ -446,10 +462,11 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) error
 			continue
 		}
 		if err := r.commit(ctx, j.name, j.version, j.mod); err != nil {
-			return err
+			closeFrom(i + 1) // commit closed j.mod
+			return skipped, err
 		}
 	}
-	return nil
+	return skipped, nil
 }
 
 // seeds reads the built modules in dir.

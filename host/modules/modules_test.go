@@ -324,3 +324,39 @@ func (l *logRecorder) attrs(msg, key string) []string {
 	}
 	return out
 }
+
+// TestStartRefusesABrokenSeed: a built module that does not load stops the
+// start with its name, and nothing half-started stays active.
+func TestStartRefusesABrokenSeed(t *testing.T) {
+	ctx := context.Background()
+	root := gatewaytest.Root()
+	dir := t.TempDir()
+	for _, f := range []string{"openai.wasm", "openai.json"} {
+		b, err := os.ReadFile(filepath.Join(root, "build", "wasm", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	broken := strings.Replace(string(manifest(t, "1.0.0")), `"name": "openai"`, `"name": "broken"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.wasm"), []byte("not wasm"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, closeAll := open(t, filepath.Join(t.TempDir(), "sy.db"))
+	defer closeAll()
+	err := r.Start(ctx, dir)
+	if err == nil || !strings.Contains(err.Error(), "seeding broken@1.0.0") {
+		t.Fatalf("start with a broken seed: %v", err)
+	}
+	if m, _ := r.Acquire("openai"); m != nil {
+		t.Fatalf("a failed start left %s active", m.ID)
+	}
+	if len(r.List("")) != 0 {
+		t.Fatalf("a failed start stored modules: %v", r.List(""))
+	}
+}

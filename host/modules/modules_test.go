@@ -41,6 +41,22 @@ func manifest(t *testing.T, version string) []byte {
 	return []byte(strings.Replace(string(b), `"version": "1.0.0"`, `"version": "`+version+`"`, 1))
 }
 
+// builtOpenAI is a seed directory with the built OpenAI adapter only.
+func builtOpenAI(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"openai.wasm", "openai.json"} {
+		b, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "build", "wasm", f))
+		if err != nil {
+			t.Fatalf("%v (run make wasm)", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func TestRegistryLifecycle(t *testing.T) {
 	ctx := context.Background()
 	root := gatewaytest.Root()
@@ -138,17 +154,7 @@ func TestRegistryLifecycle(t *testing.T) {
 // changed manifest of the same version is republished.
 func TestSeedIsIdempotent(t *testing.T) {
 	ctx := context.Background()
-	root := gatewaytest.Root()
-	dir := t.TempDir()
-	for _, f := range []string{"openai.wasm", "openai.json"} {
-		b, err := os.ReadFile(filepath.Join(root, "build", "wasm", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := builtOpenAI(t)
 	r, closeAll := open(t, filepath.Join(t.TempDir(), "sy.db"))
 	defer closeAll()
 	if err := r.Seed(ctx, dir); err != nil {
@@ -329,17 +335,7 @@ func (l *logRecorder) attrs(msg, key string) []string {
 // start with its name, and nothing half-started stays active.
 func TestStartRefusesABrokenSeed(t *testing.T) {
 	ctx := context.Background()
-	root := gatewaytest.Root()
-	dir := t.TempDir()
-	for _, f := range []string{"openai.wasm", "openai.json"} {
-		b, err := os.ReadFile(filepath.Join(root, "build", "wasm", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := builtOpenAI(t)
 	broken := strings.Replace(string(manifest(t, "1.0.0")), `"name": "openai"`, `"name": "broken"`, 1)
 	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(broken), 0o600); err != nil {
 		t.Fatal(err)

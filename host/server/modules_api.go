@@ -103,16 +103,18 @@ func (s *Server) publishModule(c *fiber.Ctx) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m, err := s.Modules.PublishScoped(ctx, scope, req.Manifest, bin, "api")
+	publish := s.Modules.PublishScoped
+	if req.Activate {
+		publish = s.Modules.PublishAndActivate // one load for both
+	}
+	m, err := publish(ctx, scope, req.Manifest, bin, "api")
+	if errors.Is(err, modules.ErrExists) {
+		return apierr.From(err) // 409
+	}
 	if err != nil {
 		// A manifest that does not parse or a module that does not load is
 		// the caller's to fix; the active version is untouched.
 		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
-	}
-	if req.Activate {
-		if err := s.Modules.Activate(ctx, modules.Scoped(scope, m.Name), m.Version); err != nil {
-			return apierr.New(http.StatusUnprocessableEntity, "%v", err)
-		}
 	}
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"data": fiber.Map{"name": m.Name, "version": m.Version, "active": req.Activate}})
 }
@@ -151,8 +153,8 @@ func (s *Server) activate(c *fiber.Ctx, scoped, version string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.Modules.Activate(ctx, scoped, version); err != nil {
-		if strings.Contains(err.Error(), "not published") {
-			return apierr.New(http.StatusNotFound, "%v", err)
+		if errors.Is(err, modules.ErrNotPublished) {
+			return apierr.From(err) // 404
 		}
 		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
 	}

@@ -197,7 +197,7 @@ func (r *Registry) Activate(ctx context.Context, name, version string) error {
 		k := key(name, version)
 		v := tx.Bucket(bucketManifests).Get(k)
 		if v == nil {
-			return fmt.Errorf("module %s@%s is not published", name, version)
+			return fmt.Errorf("module %s@%s %w", name, version, ErrNotPublished)
 		}
 		bin = append([]byte(nil), tx.Bucket(bucketBinaries).Get(k)...)
 		return json.Unmarshal(v, &rec)
@@ -369,6 +369,10 @@ func (r *Registry) Close() {
 		m.Retire()
 	}
 }
+
+// ErrNotPublished is returned by Activate when the name@version was never
+// published (the management API answers 404).
+var ErrNotPublished = errors.New("is not published")
 
 // ErrNoEarlier is returned by Rollback when there is nothing to go back to.
 var ErrNoEarlier = errors.New("no earlier version to roll back to")

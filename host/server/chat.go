@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/chatparams"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
@@ -30,81 +31,24 @@ import (
 // routingParams are the optional chat parameters that count for
 // provider.require_parameters and are dropped for endpoints that do not
 // support them.
-var routingParams = map[string]bool{
-	"temperature": true, "top_p": true, "top_k": true, "min_p": true, "top_a": true,
-	"frequency_penalty": true, "presence_penalty": true, "repetition_penalty": true,
-	"logit_bias": true, "logprobs": true, "top_logprobs": true, "max_completion_tokens": true,
-	"max_tokens": true, "seed": true, "stop": true, "response_format": true, "tools": true,
-	"tool_choice": true, "parallel_tool_calls": true, "reasoning": true, "reasoning_effort": true,
-	"modalities": true, "service_tier": true,
-}
+var routingParams = chatparams.Set(chatparams.Routed)
 
-// chatRequest is what the host reads from a validated body.
+// chatRequest is a validated chat request and who sent it.
 type chatRequest struct {
-	body      []byte
-	models    []string // primary first
-	stream    bool
-	sessionID string
-	echo      bool
-	params    []string
-	maxOut    int
-	prompt    int // estimated prompt tokens
-	meta      bool
-	key       *keys.Key
-	prefs     route.Preferences
+	*validate.ChatRequest
+	meta bool
+	key  *keys.Key
 }
 
 func parseChat(c *fiber.Ctx, body []byte) (*chatRequest, *apierr.Error) {
-	r := &chatRequest{body: body, meta: metadataRequested(c), key: c.Locals(localsKey).(*keys.Key)}
-	seen := map[string]bool{}
-	add := func(m string) {
-		if m != "" && !seen[m] {
-			seen[m] = true
-			r.models = append(r.models, m)
-		}
-	}
-	var provider, routeField gjson.Result
-	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
-		switch key := k.Str; {
-		case key == "model":
-			add(v.Str)
-		case key == "stream":
-			r.stream = v.Bool()
-		case key == "session_id":
-			r.sessionID = v.Str
-		case key == "debug":
-			r.echo = v.Get("echo_upstream_body").Bool()
-		case key == "provider":
-			provider = v
-		case key == "route":
-			routeField = v
-		case key == "max_completion_tokens" || key == "max_tokens":
-			if n := int(v.Int()); n > r.maxOut {
-				r.maxOut = n
-			}
-			if v.Type != gjson.Null {
-				r.params = append(r.params, key)
-			}
-		case key == "messages":
-			r.prompt = estimateTokens(len(v.Raw))
-		case routingParams[key] && v.Type != gjson.Null:
-			r.params = append(r.params, key)
-		}
-		return true
-	})
-	gjson.GetBytes(body, "models").ForEach(func(_, v gjson.Result) bool { add(v.Str); return true })
-	if r.sessionID == "" {
-		r.sessionID = strings.Clone(c.Get("X-Session-Id")) // kept by the sticky-session map
-		if len([]rune(r.sessionID)) > 256 {
-			return nil, apierr.BadRequest("x-session-id", "at most 256 characters")
-		}
-	}
-	prefs, err := route.ParsePreferences(provider, routeField)
+	vr, err := validate.Chat(body)
 	if err != nil {
 		return nil, err
 	}
-	r.prefs = prefs
-	return r, nil
+	if err := vr.SessionHeader(c.Get("X-Session-Id")); err != nil {
+		return nil, err
+	}
+	return &chatRequest{ChatRequest: vr, meta: metadataRequested(c), key: c.Locals(localsKey).(*keys.Key)}, nil
 }
 
 // metadataRequested reads X-Service-Metadata (or the deprecated
@@ -116,11 +60,6 @@ func metadataRequested(c *fiber.Ctx) bool {
 	}
 	return v == "enabled"
 }
-
-// estimateTokens is a size-based estimate used for routing and reservations
-// before a tokenizer has run; four bytes a token is the usual rule of thumb
-// for English text in JSON.
-func estimateTokens(n int) int { return (n + 3) / 4 }
 
 func newGenerationID() string {
 	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -141,15 +80,12 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if len(body) == 0 {
 		return apierr.BadRequest("", "request body is empty; send a JSON chat request")
 	}
-	if err := validate.Chat(body); err != nil {
-		return err
-	}
 	req, aerr := parseChat(c, body)
 	if aerr != nil {
 		return aerr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.Config.Timeouts.Request))
-	pl, aerr := s.Pipeline.Build(req.key.AccountID, req.models[0], gjson.GetBytes(body, "plugins"))
+	pl, aerr := s.Pipeline.Build(req.key.AccountID, req.Model(), req.Plugins)
 	if aerr != nil {
 		cancel()
 		return aerr
@@ -165,14 +101,14 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if !pl.Empty() {
 		pre, aerr := pl.Pre(ctx, body)
 		if aerr != nil {
-			return writeError(c, aerr, pipelineMeta(req, pl))
+			return s.writeError(c, aerr, pipelineMeta(req, pl))
 		}
 		if pre.Respond != nil {
 			return s.respondFromPlugin(c, req, pl, genID, pre.Respond)
 		}
 		if !bytes.Equal(pre.Body, body) {
-			if err := validate.Chat(pre.Body); err != nil {
-				return writeError(c, &apierr.Error{Status: http.StatusBadGateway,
+			if _, err := validate.Chat(pre.Body); err != nil {
+				return s.writeError(c, &apierr.Error{Status: http.StatusBadGateway,
 					Message: "a plugin produced an invalid request: " + err.Message}, pipelineMeta(req, pl))
 			}
 			body = pre.Body
@@ -183,14 +119,14 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	}
 	acct := s.Keys.Providers(req.key.AccountID)
 	plan, aerr := s.Router.Plan(route.Request{
-		Kind: catalog.KindChat, Models: req.models, Prefs: req.prefs, Params: req.params,
-		SessionID: req.sessionID, PromptTokens: req.prompt, MaxOutputTokens: req.maxOut,
+		Kind: catalog.KindChat, Models: req.Models, Prefs: req.Prefs, Params: req.Params,
+		SessionID: req.SessionID, PromptTokens: req.PromptTokens, MaxOutputTokens: req.MaxOutput,
 		AccountOnly: acct.Only, AccountIgnore: acct.Ignore,
 	})
 	if aerr != nil {
-		return writeError(c, aerr, nil)
+		return s.writeError(c, aerr, nil)
 	}
-	res, aerr := s.reserve(req.key, genID, plan.Attempts[0], body, req.maxOut, req.stream)
+	res, aerr := s.reserve(req.key, genID, plan.Attempts[0], body, req.MaxOutput, req.Stream)
 	if aerr != nil {
 		return aerr
 	}
@@ -208,8 +144,8 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		}
 		attempt++
 		start := time.Now()
-		u, err := s.send(ctx, ep, abi.HookChatRequest, body, req.stream, plan.Dropped[ep])
-		if err == nil && !req.stream {
+		u, err := s.send(ctx, ep, abi.HookChatRequest, body, req.Stream, plan.Dropped[ep])
+		if err == nil && !req.Stream {
 			// A non-streaming attempt is done only when its body has been
 			// read and translated: a failure there falls back too.
 			if raw, err = s.readChat(ctx, u); err != nil {
@@ -223,7 +159,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		res.AddFailedAttempt(billing.Usage{})
 		s.report(ep, false, err.Status, time.Since(start), 0)
 		last = err
-		if !err.Retryable || !req.prefs.AllowFallbacks() {
+		if !err.Retryable || !req.Prefs.AllowFallbacks() {
 			break
 		}
 	}
@@ -234,23 +170,23 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		}
 		_, _ = res.Settle(billing.Outcome{Status: billing.StatusError, Error: msg})
 		if last == nil {
-			last = apierr.New(http.StatusServiceUnavailable, "no provider is available for %s", req.models[0])
+			last = apierr.New(http.StatusServiceUnavailable, "no provider is available for %s", req.Model())
 		}
 		var meta map[string]any
 		if req.meta {
-			meta = plan.Metadata(req.models[0], nil, attempt)
+			meta = plan.Metadata(req.Model(), nil, attempt)
 			meta["pipeline"] = pl.Stages
 		}
-		return writeError(c, last, meta)
+		return s.writeError(c, last, meta)
 	}
 	var meta map[string]any
 	if req.meta {
-		meta = plan.Metadata(req.models[0], call.ep, attempt)
+		meta = plan.Metadata(req.Model(), call.ep, attempt)
 	}
-	if req.sessionID != "" {
-		s.Router.Stick(req.sessionID, call.ep)
+	if req.SessionID != "" {
+		s.Router.Stick(req.SessionID, call.ep)
 	}
-	if req.stream {
+	if req.Stream {
 		call.headersReceived()
 		st := &stream{s: s, call: call, req: req, genID: genID, meta: meta, ctx: ctx, cancel: cancel, res: res, pl: pl}
 		streaming = true
@@ -288,7 +224,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		aerr = postErr
 	}
 	if aerr != nil {
-		return writeError(c, aerr, meta)
+		return s.writeError(c, aerr, meta)
 	}
 	s.report(call.ep, true, http.StatusOK, time.Since(call.started), int(usage.CompletionTokens))
 	if meta != nil {
@@ -379,7 +315,7 @@ func (st *stream) run(w *bufio.Writer) {
 	defer func() {
 		if !st.res.Settled() {
 			_, _ = st.res.Settle(billing.Outcome{Status: billing.StatusCancelled,
-				Usage: countChat(st.call.ep.Model.ID, st.req.body, st.text.String())})
+				Usage: countChat(st.call.ep.Model.ID, st.req.Body, st.text.String())})
 		}
 	}()
 	s, call := st.s, st.call
@@ -413,7 +349,7 @@ func (st *stream) run(w *bufio.Writer) {
 		return w.Flush() == nil
 	}
 	head := chunkHead(st.genID, call.ep.Model.ID, call.ep.Provider.Slug)
-	if st.req.echo {
+	if st.req.EchoUpstream {
 		dbg, _ := sjson.SetRawBytes([]byte(head+`[],"debug":{}}`), "debug.echo_upstream_body", validJSONOr(call.sentBody))
 		if !write(dbg) {
 			return
@@ -443,7 +379,7 @@ func (st *stream) run(w *bufio.Writer) {
 		// pays for that; a failure before any content costs nothing.
 		var u billing.Usage
 		if contentSent {
-			u = countChat(call.ep.Model.ID, st.req.body, st.text.String())
+			u = countChat(call.ep.Model.ID, st.req.Body, st.text.String())
 		}
 		_, _ = st.res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message, Usage: u})
 		s.report(call.ep, false, e.Status, time.Since(call.started), completion)
@@ -511,12 +447,12 @@ loop:
 							st.res.FirstToken()
 						}
 						contentSent = true
-						completion += estimateTokens(len(t))
+						completion += validate.EstimateTokens(len(t))
 						st.text.WriteString(t)
 						if time.Since(checkpointed) > checkpointEvery {
 							// A crash now charges at least what this says.
 							checkpointed = time.Now()
-							st.res.Checkpoint(countChat(call.ep.Model.ID, st.req.body, st.text.String()))
+							st.res.Checkpoint(countChat(call.ep.Model.ID, st.req.Body, st.text.String()))
 						}
 					}
 					if fr := c.Get("finish_reason"); fr.Type == gjson.String {
@@ -559,7 +495,7 @@ loop:
 	usage, ok := billing.ParseUsage(final)
 	if !sawUsage || !ok {
 		final = []byte(head + `[]}`)
-		usage = countChat(call.ep.Model.ID, st.req.body, st.text.String())
+		usage = countChat(call.ep.Model.ID, st.req.Body, st.text.String())
 	}
 	usage.Requests = 1
 	final, aerr := settleOK(st.res, final, usage, finish)
@@ -619,19 +555,15 @@ func pipelineMeta(req *chatRequest, pl *pipeline.Pipeline) map[string]any {
 	if !req.meta {
 		return nil
 	}
-	return map[string]any{"requested": req.models[0], "pipeline": pl.Stages, "attempt": 0,
+	return map[string]any{"requested": req.Model(), "pipeline": pl.Stages, "attempt": 0,
 		"strategy": "plugin", "summary": "answered by the plugin pipeline before routing", "is_byok": false}
-}
-
-func bytesEqual(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || string(a) == string(b))
 }
 
 // respondFromPlugin answers with the chat result a pre_request plugin
 // produced. Nothing went upstream, so nothing is charged. A streaming
 // request gets the result as a stream.
 func (s *Server) respondFromPlugin(c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, genID string, result []byte) error {
-	model := req.models[0]
+	model := req.Model()
 	result, _ = sjson.SetBytes(result, "id", genID)
 	result, _ = sjson.SetBytes(result, "model", model)
 	result, _ = sjson.SetBytes(result, "object", "chat.completion")
@@ -649,7 +581,7 @@ func (s *Server) respondFromPlugin(c *fiber.Ctx, req *chatRequest, pl *pipeline.
 		result, _ = sjson.SetRawBytes(result, "service_metadata", b)
 	}
 	c.Set("X-Generation-Id", genID)
-	if !req.stream {
+	if !req.Stream {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Send(result)
 	}

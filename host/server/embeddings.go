@@ -28,23 +28,19 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	if len(body) == 0 {
 		return apierr.BadRequest("", "request body is empty; send a JSON embeddings request")
 	}
-	if err := validate.Embeddings(body); err != nil {
-		return err
-	}
-	model := gjson.GetBytes(body, "model").Str
-	prefs, aerr := route.ParsePreferences(gjson.GetBytes(body, "provider"), gjson.Result{})
+	req, aerr := validate.Embeddings(body)
 	if aerr != nil {
 		return aerr
 	}
-	input := gjson.GetBytes(body, "input")
-	if m := s.Catalog.Model(model); m != nil && m.Kind == catalog.KindEmbedding && !m.AcceptsImages() && hasImage(input) {
+	model, prefs := req.Model, req.Prefs
+	if m := s.Catalog.Model(model); m != nil && m.Kind == catalog.KindEmbedding && !m.AcceptsImages() && req.HasImage {
 		return apierr.BadRequest("input", "model %s does not accept image input; send text only", model)
 	}
 	key := c.Locals(localsKey).(*keys.Key)
 	acct := s.Keys.Providers(key.AccountID)
 	plan, aerr := s.Router.Plan(route.Request{
 		Kind: catalog.KindEmbedding, Models: []string{model}, Prefs: prefs,
-		PromptTokens: estimateTokens(len(input.Raw)),
+		PromptTokens: req.PromptTokens,
 		AccountOnly:  acct.Only, AccountIgnore: acct.Ignore,
 	})
 	if aerr != nil {
@@ -230,17 +226,4 @@ func (s *Server) listModels(kind catalog.Kind) fiber.Handler {
 		}
 		return c.JSON(fiber.Map{"object": "list", "data": out})
 	}
-}
-
-// hasImage reports whether any multimodal input item has an image part.
-func hasImage(input gjson.Result) bool {
-	found := false
-	input.ForEach(func(_, item gjson.Result) bool {
-		item.Get("content").ForEach(func(_, p gjson.Result) bool {
-			found = p.Get("type").Str == "image_url"
-			return !found
-		})
-		return !found
-	})
-	return found
 }

@@ -151,7 +151,7 @@ func (s *Server) activate(c *fiber.Ctx, scoped, version string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.Modules.Activate(ctx, scoped, version); err != nil {
-		if strings.Contains(err.Error(), "not published") {
+		if errors.Is(err, modules.ErrNotPublished) {
 			return apierr.New(http.StatusNotFound, "%v", err)
 		}
 		return apierr.New(http.StatusUnprocessableEntity, "%v", err)

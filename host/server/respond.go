@@ -7,7 +7,12 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 )
 
-func writeError(c *fiber.Ctx, e *apierr.Error, meta map[string]any) error {
+// writeError answers with e's envelope. Every error response passes here,
+// so an error's cause is logged here and only here.
+func (s *Server) writeError(c *fiber.Ctx, e *apierr.Error, meta map[string]any) error {
+	if e.Cause != nil {
+		s.Log.Error("request failed", "path", c.Path(), "status", e.Status, "message", e.Message, "err", e.Cause)
+	}
 	if e.Status == 429 || e.Status == 503 || e.Status == 529 {
 		// Clients (the OpenAI SDKs among them) honour Retry-After.
 		c.Set(fiber.HeaderRetryAfter, "1")

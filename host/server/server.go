@@ -153,9 +153,6 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		}
 	} else {
 		e = apierr.From(err)
-		if e.Status >= 500 && e.Message == "internal server error" {
-			s.Log.Error("unhandled error", "path", c.Path(), "err", err)
-		}
 	}
-	return writeError(c, e, nil)
+	return s.writeError(c, e, nil)
 }

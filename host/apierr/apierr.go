@@ -82,15 +82,15 @@ func (e *Error) Object() []byte {
 }
 
 // Envelope is the body of an error response (spec section 7), with the
-// routing metadata when the caller asked for it.
-func (e *Error) Envelope(serviceMetadata map[string]any) []byte {
+// routing metadata (a JSON object) when the caller asked for it.
+func (e *Error) Envelope(serviceMetadata json.RawMessage) []byte {
 	b, _ := json.Marshal(envelope{Error: errorObject{Code: e.Status, Message: e.Message, Metadata: e.Metadata}, ServiceMetadata: serviceMetadata})
 	return b
 }
 
 type envelope struct {
 	Error           errorObject    `json:"error"`
-	ServiceMetadata map[string]any `json:"service_metadata,omitempty"`
+	ServiceMetadata json.RawMessage `json:"service_metadata,omitempty"`
 	UserID          *string        `json:"user_id"`
 }
 

@@ -450,6 +450,7 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 	if req.ID == "" {
 		req.ID = NewID()
 	}
+	asked := req.PromptTokens
 	if c := req.ContextLength; c > 0 {
 		req.PromptTokens, req.MaxOutputTokens = min(req.PromptTokens, c), min(req.MaxOutputTokens, c)
 	}
@@ -460,6 +461,7 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 		l: l, ID: req.ID, keyHash: k.Hash, keyName: k.Name, limit: k.Limit, reset: k.LimitReset,
 		model: req.Model, provider: req.Provider, streamed: req.Streamed, created: now,
 		promptEst: req.PromptTokens, maxOut: req.MaxOutputTokens, images: req.Images, rates: rates,
+		promptAsked: asked,
 	}
 	a := l.account(k.AccountID)
 	r.acct = a

@@ -269,6 +269,41 @@ func TestOverrunIsCappedAtFunds(t *testing.T) {
 	}
 }
 
+// Each endpoint bounds its own worst case: a fallback to an endpoint that
+// may generate more output (or has a smaller context) re-bounds the hold.
+func TestRetargetRebounds(t *testing.T) {
+	cases := []struct {
+		name            string
+		maxOut, context int64
+		want            Nanos
+	}{
+		// testPrice: prompt $1, completion $2 per million tokens, $0.001 a request.
+		{"same bound", 500, 0, 1000*1_000 + 500*2_000 + 1_000_000},
+		{"larger max output", 4000, 0, 1000*1_000 + 4000*2_000 + 1_000_000},
+		{"smaller max output", 100, 0, 1000*1_000 + 100*2_000 + 1_000_000},
+		{"context caps prompt and output", 4000, 800, 800*1_000 + 800*2_000 + 1_000_000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, k := newEnv(t, 10_000_000, nil, "", Options{})
+			r, aerr := e.l.Reserve(k, testReq("gen-rb"))
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			if r.Hold() != testHold {
+				t.Fatalf("first hold %s", r.Hold())
+			}
+			if aerr := r.Retarget("p2", testPrice, tc.maxOut, tc.context); aerr != nil {
+				t.Fatal(aerr)
+			}
+			if r.Hold() != tc.want {
+				t.Fatalf("hold %s, want %s", r.Hold(), tc.want)
+			}
+			_, _ = r.Settle(Outcome{Status: StatusError})
+		})
+	}
+}
+
 // Fallbacks: a billed failed attempt is added; the hold follows the price.
 func TestRetargetAndFailedAttempts(t *testing.T) {
 	e, k := newEnv(t, 10_000_000, nil, "", Options{})
@@ -279,13 +314,13 @@ func TestRetargetAndFailedAttempts(t *testing.T) {
 	r.AddFailedAttempt(Usage{PromptTokens: 1000, Requests: 1}) // billed: 1000 + 1000 µ$
 	r.AddFailedAttempt(Usage{})                                // not billed
 	dear := catalog.Price{Prompt: 10, Completion: 20}          // worst 10000 + 10000 µ$ + 2000 already = $0.022
-	if aerr := r.Retarget("p2", dear); aerr == nil || aerr.Status != 402 {
+	if aerr := r.Retarget("p2", dear, 500, 0); aerr == nil || aerr.Status != 402 {
 		t.Fatalf("retarget beyond balance: %v", aerr)
 	}
 	if r.Hold() != testHold {
 		t.Fatalf("hold changed by a refused retarget: %s", r.Hold())
 	}
-	if aerr := r.Retarget("p3", catalog.Price{Prompt: 2, Completion: 4}); aerr != nil {
+	if aerr := r.Retarget("p3", catalog.Price{Prompt: 2, Completion: 4}, 500, 0); aerr != nil {
 		t.Fatal(aerr)
 	}
 	if want := Nanos(2_000_000 + 2_000_000 + 2_000_000); r.Hold() != want {

@@ -29,6 +29,9 @@ type Reservation struct {
 	recovered bool
 	promptEst int64
 	maxOut    int64
+	// promptAsked is the prompt bound before an endpoint's context capped
+	// it, for Retarget.
+	promptAsked int64
 	images    int64
 	streamed  bool
 
@@ -165,15 +168,23 @@ func (r *Reservation) FirstToken() {
 // the new hold is what failed attempts already cost plus the worst case at
 // the new price. It refuses with 402 (and keeps the old hold) when the
 // increase does not fit.
-func (r *Reservation) Retarget(provider string, p catalog.Price) *apierr.Error {
+//
+// maxOutput and contextLength bound the new endpoint's worst case as in
+// Request: each endpoint has its own output and context limits, so a
+// fallback to an endpoint that may generate more holds more.
+func (r *Reservation) Retarget(provider string, p catalog.Price, maxOutput, contextLength int64) *apierr.Error {
 	rates := RatesOf(p)
+	prompt := r.promptAsked
+	if contextLength > 0 {
+		prompt, maxOutput = min(prompt, contextLength), min(maxOutput, contextLength)
+	}
 	a := r.acct
 	a.mu.Lock()
 	if r.done {
 		a.mu.Unlock()
 		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID)
 	}
-	hold := addSat(r.failedCost.Total, rates.WorstCase(r.promptEst, r.maxOut, r.images))
+	hold := addSat(r.failedCost.Total, rates.WorstCase(prompt, maxOutput, r.images))
 	if delta := hold - r.hold; delta > 0 {
 		if e := r.l.fits(a, r.key, r, delta, r.l.now()); e != nil {
 			a.mu.Unlock()
@@ -183,6 +194,7 @@ func (r *Reservation) Retarget(provider string, p catalog.Price) *apierr.Error {
 	a.held += hold - r.hold
 	r.key.held += hold - r.hold
 	r.hold, r.rates, r.provider = hold, rates, provider
+	r.promptEst, r.maxOut = prompt, maxOutput
 	r.checkpoint = Usage{}
 	rec := r.record()
 	a.mu.Unlock()
@@ -387,7 +399,7 @@ func (l *Ledger) recover(holds []holdRec) error {
 		a := l.account(h.Account)
 		r := &Reservation{
 			l: l, acct: a, ID: h.ID, keyHash: h.Key, keyName: h.KeyName, limit: h.Limit, reset: h.Reset,
-			created: h.Created, recovered: true, promptEst: h.PromptEst, maxOut: h.MaxOut, streamed: h.Streamed,
+			created: h.Created, recovered: true, promptEst: h.PromptEst, promptAsked: h.PromptEst, maxOut: h.MaxOut, streamed: h.Streamed,
 			hold: h.Hold, rates: h.Rates, model: h.Model, provider: h.Provider, failedN: h.FailedN,
 			failedCost: h.Failed, checkpoint: h.Usage,
 		}

@@ -5,11 +5,12 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/wire"
 )
 
 // writeError answers with e's envelope. Every error response passes here,
 // so an error's cause is logged here and only here.
-func (s *Server) writeError(c *fiber.Ctx, e *apierr.Error, meta map[string]any) error {
+func (s *Server) writeError(c *fiber.Ctx, e *apierr.Error, meta *wire.Metadata) error {
 	if e.Cause != nil {
 		s.Log.Error("request failed", "path", c.Path(), "status", e.Status, "message", e.Message, "err", e.Cause)
 	}
@@ -18,7 +19,7 @@ func (s *Server) writeError(c *fiber.Ctx, e *apierr.Error, meta map[string]any) 
 		c.Set(fiber.HeaderRetryAfter, "1")
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Status(e.Status).Send(e.Envelope(meta))
+	return c.Status(e.Status).Send(e.Envelope(meta.JSON()))
 }
 
 func humanBytes(n int) string {

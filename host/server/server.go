@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/pipeline"
@@ -48,7 +49,9 @@ type Deps struct {
 // Server is one gateway instance.
 type Server struct {
 	Deps
-	app *fiber.App
+	// Dispatcher runs requests through routing and billing.
+	Dispatcher *dispatch.Dispatcher
+	app        *fiber.App
 }
 
 // localsKey is where the auth middleware leaves the caller's *keys.Key,
@@ -75,7 +78,10 @@ func New(d Deps) *Server {
 	if d.Pipeline == nil {
 		d.Pipeline = &pipeline.Runner{Modules: d.Modules}
 	}
-	s := &Server{Deps: d}
+	s := &Server{Deps: d, Dispatcher: &dispatch.Dispatcher{
+		Router: d.Router, Ledger: d.Ledger, Modules: d.Modules, Client: d.Client,
+		AttemptTimeout: time.Duration(d.Config.Timeouts.Attempt), RequestTimeout: time.Duration(d.Config.Timeouts.Request),
+	}}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "switchyard",
 		BodyLimit:             d.Config.MaxBodyBytes,

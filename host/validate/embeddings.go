@@ -3,6 +3,7 @@ package validate
 import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/tidwall/gjson"
 )
 
@@ -35,6 +36,7 @@ func Embeddings(body []byte) (*EmbeddingsRequest, *apierr.Error) {
 		return nil, err
 	}
 	req.Prefs = prefs
+	req.PromptBound, req.Images = tokenize.EstimatePrompt(body)
 	return req, nil
 }
 

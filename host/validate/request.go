@@ -6,6 +6,7 @@ import (
 	"github.com/switchyard/switchyard/abi/chatparams"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/tidwall/gjson"
 )
 
@@ -35,6 +36,9 @@ type ChatRequest struct {
 	// PromptTokens is a size-based estimate of the messages, for routing
 	// before any tokenizer has run.
 	PromptTokens int
+	// PromptBound and Images bound the prompt for the billing hold
+	// (tokenize.EstimatePrompt).
+	PromptBound, Images int64
 	// EchoUpstream is debug.echo_upstream_body.
 	EchoUpstream bool
 
@@ -126,6 +130,7 @@ func (r *ChatRequest) finish() *apierr.Error {
 	}
 	r.Prefs = prefs
 	r.provider, r.route = gjson.Result{}, gjson.Result{}
+	r.PromptBound, r.Images = tokenize.EstimatePrompt(r.Body)
 	return nil
 }
 
@@ -143,6 +148,8 @@ type EmbeddingsRequest struct {
 	HasImage     bool
 	Prefs        route.Preferences
 	PromptTokens int
+	// PromptBound and Images bound the input for the billing hold.
+	PromptBound, Images int64
 }
 
 func (r *EmbeddingsRequest) collect(k string, x gjson.Result) {

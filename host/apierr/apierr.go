@@ -89,9 +89,9 @@ func (e *Error) Envelope(serviceMetadata json.RawMessage) []byte {
 }
 
 type envelope struct {
-	Error           errorObject    `json:"error"`
+	Error           errorObject     `json:"error"`
 	ServiceMetadata json.RawMessage `json:"service_metadata,omitempty"`
-	UserID          *string        `json:"user_id"`
+	UserID          *string         `json:"user_id"`
 }
 
 type errorObject struct {

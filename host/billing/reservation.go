@@ -32,8 +32,8 @@ type Reservation struct {
 	// promptAsked is the prompt bound before an endpoint's context capped
 	// it, for Retarget.
 	promptAsked int64
-	images    int64
-	streamed  bool
+	images      int64
+	streamed    bool
 
 	firstToken atomic.Int64 // unix nanos of the first token, 0 until then
 

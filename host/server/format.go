@@ -5,7 +5,6 @@ import (
 	"strings"
 )
 
-
 func indexSlash(id string) int {
 	if i := strings.IndexByte(id, '/'); i >= 0 {
 		return i

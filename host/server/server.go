@@ -41,9 +41,6 @@ type Deps struct {
 	Log      *slog.Logger
 	// Client reaches upstreams; nil means a tuned default.
 	Client *http.Client
-	// Extra registers more routes on the authenticated /api/v1 group
-	// (key management, credits, generations).
-	Extra func(api fiber.Router)
 }
 
 // Server is one gateway instance.
@@ -99,11 +96,7 @@ func New(d Deps) *Server {
 	api.Post("/embeddings", s.embeddings)
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
 	api.Get("/models", s.listModels(""))
-	s.registerModuleAPI(api)
-	s.registerSettingsAPI(api)
-	if d.Extra != nil {
-		d.Extra(api)
-	}
+	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, Operator: d.Operator})
 	return s
 }
 

@@ -87,14 +87,3 @@ func Names(u Use) []string {
 	}
 	return out
 }
-
-// Set is Names(u) as a set.
-func Set(u Use) map[string]bool {
-	out := map[string]bool{}
-	for _, p := range List {
-		if p.Use&u != 0 {
-			out[p.Name] = true
-		}
-	}
-	return out
-}

@@ -174,12 +174,8 @@ func (g *Gateway) startDemo() error {
 	return nil
 }
 
-// Shutdown stops the HTTP server, waiting for requests in flight (streams
-// included) up to ctx's deadline.
-func (g *Gateway) Shutdown(ctx context.Context) error { return g.Server.Shutdown(ctx) }
-
 // Close releases everything New opened, in reverse order. Shut the server
-// down first.
+// down first (Server.Shutdown).
 func (g *Gateway) Close() {
 	for i := len(g.closers) - 1; i >= 0; i-- {
 		g.closers[i]()

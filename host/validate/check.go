@@ -391,7 +391,7 @@ func integral(x gjson.Result) (int64, bool) {
 	if x.Type != gjson.Number {
 		return 0, false
 	}
-	if strings.IndexAny(x.Raw, ".eE") < 0 {
+	if !strings.ContainsAny(x.Raw, ".eE") {
 		n, err := strconv.ParseInt(x.Raw, 10, 64)
 		return n, err == nil
 	}

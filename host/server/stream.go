@@ -273,6 +273,7 @@ func (p *pump) finish(err error) {
 		err = aerr
 	}
 	e := apierr.From(err)
+	p.s.logCause("/chat/completions (stream "+p.id.GenID+")", e)
 	_ = p.flushHeld()
 	_ = p.emit(p.id.ErrorChunk(e))
 	// The client received what was generated before the failure, and pays

@@ -104,11 +104,11 @@ func (h *handlers) publishModule(c *fiber.Ctx) error {
 	if err != nil {
 		// A manifest that does not parse or a module that does not load is
 		// the caller's to fix; the active version is untouched.
-		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
+		return apierr.Wrap(http.StatusUnprocessableEntity, err, "%v", err)
 	}
 	if req.Activate {
 		if err := h.mods.Activate(ctx, modules.Scoped(scope, m.Name), m.Version); err != nil {
-			return apierr.New(http.StatusUnprocessableEntity, "%v", err)
+			return apierr.Wrap(http.StatusUnprocessableEntity, err, "%v", err)
 		}
 	}
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"data": fiber.Map{"name": m.Name, "version": m.Version, "active": req.Activate}})
@@ -147,9 +147,9 @@ func (h *handlers) activate(c *fiber.Ctx, scoped, version string) error {
 	defer cancel()
 	if err := h.mods.Activate(ctx, scoped, version); err != nil {
 		if errors.Is(err, modules.ErrNotPublished) {
-			return apierr.New(http.StatusNotFound, "%v", err)
+			return apierr.Wrap(http.StatusNotFound, err, "%v", err)
 		}
-		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
+		return apierr.Wrap(http.StatusUnprocessableEntity, err, "%v", err)
 	}
 	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "version": version, "active": true}})
 }
@@ -167,7 +167,7 @@ func (h *handlers) rollbackModule(c *fiber.Ctx) error {
 	case errors.Is(err, modules.ErrNoEarlier):
 		return apierr.New(http.StatusConflict, "module %s has no earlier version to roll back to", moduleParam(c))
 	case err != nil:
-		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
+		return apierr.Wrap(http.StatusUnprocessableEntity, err, "%v", err)
 	}
 	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "version": version, "active": true}})
 }

@@ -102,13 +102,11 @@ func (h *handlers) publishModule(c *fiber.Ctx) error {
 	defer cancel()
 	m, err := h.mods.PublishScoped(ctx, scope, req.Manifest, bin, "api")
 	if err != nil {
-		// A manifest that does not parse or a module that does not load is
-		// the caller's to fix; the active version is untouched.
-		return apierr.Wrap(http.StatusUnprocessableEntity, err, "%v", err)
+		return moduleError(err, "")
 	}
 	if req.Activate {
 		if err := h.mods.Activate(ctx, modules.Scoped(scope, m.Name), m.Version); err != nil {
-			return apierr.Wrap(http.StatusUnprocessableEntity, err, "%v", err)
+			return moduleError(err, m.Name)
 		}
 	}
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"data": fiber.Map{"name": m.Name, "version": m.Version, "active": req.Activate}})
@@ -146,12 +144,9 @@ func (h *handlers) activate(c *fiber.Ctx, scoped, version string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := h.mods.Activate(ctx, scoped, version); err != nil {
-		if errors.Is(err, modules.ErrNotPublished) {
-			return apierr.Wrap(http.StatusNotFound, err, "%v", err)
-		}
-		return apierr.Wrap(http.StatusUnprocessableEntity, err, "%v", err)
+		return moduleError(err, moduleParam(c))
 	}
-	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "version": version, "active": true}})
+	return activated(c, version)
 }
 
 // rollbackModule activates the version published before the active one.
@@ -163,13 +158,27 @@ func (h *handlers) rollbackModule(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	version, err := h.mods.Rollback(ctx, modules.Scoped(scope, moduleParam(c)))
-	switch {
-	case errors.Is(err, modules.ErrNoEarlier):
-		return apierr.New(http.StatusConflict, "module %s has no earlier version to roll back to", moduleParam(c))
-	case err != nil:
-		return apierr.Wrap(http.StatusUnprocessableEntity, err, "%v", err)
+	if err != nil {
+		return moduleError(err, moduleParam(c))
 	}
+	return activated(c, version)
+}
+
+func activated(c *fiber.Ctx, version string) error {
 	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "version": version, "active": true}})
+}
+
+// moduleError maps the registry's errors to statuses. Anything else — a
+// manifest that does not parse, a module that does not load — is the
+// caller's to fix (422); the active version is untouched.
+func moduleError(err error, name string) *apierr.Error {
+	switch {
+	case errors.Is(err, modules.ErrNotPublished):
+		return apierr.Wrap(http.StatusNotFound, err, "%v", err)
+	case errors.Is(err, modules.ErrNoEarlier):
+		return apierr.Wrap(http.StatusConflict, err, "module %s has no earlier version to roll back to", name)
+	}
+	return apierr.Wrap(http.StatusUnprocessableEntity, err, "%v", err)
 }
 
 func (h *handlers) defaultModule(c *fiber.Ctx) error {

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,9 +58,13 @@ func run() error {
 	for slug, p := range gw.Catalog.Providers {
 		log.Info("provider enabled", "provider", slug, "base_url", p.BaseURL, "demo", p.Demo)
 	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
 	srv := gw.Server
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Listen(cfg.Listen) }()
+	go func() { errc <- gw.Serve(ln) }()
 	log.Info("switchyard listening", "addr", "http://"+cfg.Listen+"/api/v1", "models", len(gw.Catalog.Models))
 
 	sig := make(chan os.Signal, 1)

@@ -329,12 +329,21 @@ func (c *cli) audit() error {
 	if err != nil {
 		return err
 	}
-	if err := c.print(map[string]any{"ok": len(problems) == 0, "problems": problems}, func(w io.Writer) {
+	// Anomalies do not fail the audit: the books balance, but an upstream
+	// reported more usage than a request authorised (not charged).
+	anomalies, err := c.l.Anomalies()
+	if err != nil {
+		return err
+	}
+	if err := c.print(map[string]any{"ok": len(problems) == 0, "problems": problems, "upstream_anomalies": anomalies}, func(w io.Writer) {
 		for _, p := range problems {
 			fmt.Fprintln(w, p)
 		}
 		if len(problems) == 0 {
 			fmt.Fprintln(w, "ledger consistent")
+		}
+		for _, a := range anomalies {
+			fmt.Fprintln(w, "upstream anomaly:", a)
 		}
 	}); err != nil {
 		return err

@@ -37,8 +37,8 @@ func (h *handlers) scopeOf(c *fiber.Ctx, scope string) (string, *apierr.Error) {
 	case "", "account":
 		return k.AccountID, nil
 	case "global":
-		if k.AccountID != h.operator {
-			return "", apierr.New(http.StatusForbidden, "only the operator account can manage gateway-wide modules")
+		if !h.ks.IsOperator(k) {
+			return "", apierr.New(http.StatusForbidden, "only the gateway's operator can manage gateway-wide modules")
 		}
 		return "", nil
 	}

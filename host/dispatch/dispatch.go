@@ -43,9 +43,10 @@ type Job struct {
 	// Stream asks for the upstream's stream: the result's Call is returned
 	// with its body unread.
 	Stream bool
-	// MaxOutput is the request's bound on generated tokens; 0 means each
-	// endpoint's own maximum.
-	MaxOutput int
+	// MaxOutput is the request's bound on generated tokens per choice; 0
+	// means each endpoint's own maximum. Choices is the request's n: every
+	// choice may generate that much.
+	MaxOutput, Choices int
 	// PromptBound and Images bound the prompt for the hold.
 	PromptBound, Images int64
 	// Read finishes a non-streaming attempt: it reads and translates the
@@ -81,10 +82,11 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 		return nil, err
 	}
 	first := plan.Attempts[0]
+	t := target(first, job.MaxOutput)
 	res, err := d.Ledger.Reserve(job.Key, billing.Request{
-		ID: job.GenID, Model: first.Model.ID, Provider: first.Provider.Slug, Price: first.Price,
-		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: outputBound(first, job.MaxOutput),
-		ContextLength: int64(first.ContextLength), Streamed: job.Stream,
+		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
+		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
+		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
 	})
 	if err != nil {
 		return nil, err
@@ -94,7 +96,7 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 	for i, ep := range plan.Attempts {
 		if i > 0 {
 			// Each endpoint bounds its own worst case.
-			if err := res.Retarget(ep.Provider.Slug, ep.Price, outputBound(ep, job.MaxOutput), int64(ep.ContextLength)); err != nil {
+			if err := res.Retarget(target(ep, job.MaxOutput)); err != nil {
 				last = err
 				break
 			}
@@ -154,10 +156,10 @@ func (u *Call) startedOr() time.Time {
 	return u.Started
 }
 
-// outputBound is the most an endpoint may generate for a request: the
-// request's own bound, else the endpoint's maximum, else (chat) its
-// context.
-func outputBound(ep *catalog.Endpoint, maxOut int) int64 {
+// target is what a hold on ep must cover for a request whose own output
+// bound is maxOut (0: none): the request's bound, else the endpoint's
+// maximum output, else — no bound from either — its context.
+func target(ep *catalog.Endpoint, maxOut int) billing.Target {
 	out := int64(maxOut)
 	if out == 0 {
 		out = int64(ep.MaxOutput)
@@ -165,7 +167,7 @@ func outputBound(ep *catalog.Endpoint, maxOut int) int64 {
 	if out == 0 && ep.Model.Kind == catalog.KindChat {
 		out = int64(ep.ContextLength)
 	}
-	return out
+	return billing.Target{Provider: ep.Provider.Slug, Price: ep.Price, MaxOutputTokens: out, ContextLength: int64(ep.ContextLength)}
 }
 
 func (d *Dispatcher) report(ep *catalog.Endpoint, ok bool, status int, d0 time.Duration, outTokens int) {

@@ -16,6 +16,7 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/redact"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/host/wire"
 )
@@ -191,9 +192,5 @@ func retryable(status int) bool {
 // scrub removes the provider's secret from text that may reach a client or
 // a log: upstream messages sometimes quote the credential they rejected.
 func (u *Call) Scrub(text string) string {
-	if k := u.Endpoint.Provider.APIKey; len(k) >= 8 {
-		text = strings.ReplaceAll(text, k, "[redacted]")
-		text = strings.ReplaceAll(text, url.QueryEscape(k), "[redacted]")
-	}
-	return text
+	return redact.Secret(text, u.Endpoint.Provider.APIKey)
 }

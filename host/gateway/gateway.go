@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/netguard"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
@@ -127,7 +128,7 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	g.Router = route.New(g.Catalog, route.Options{})
 	g.Server = server.New(server.Deps{
 		Config: cfg, Catalog: g.Catalog, Keys: g.Keys, Modules: g.Modules, Log: log, Ledger: g.Ledger,
-		Operator: g.Operator, Router: g.Router,
+		Router: g.Router,
 	})
 	return g, nil
 }
@@ -172,6 +173,12 @@ func (g *Gateway) startDemo() error {
 	g.closers = append(g.closers, func() { _ = srv.Close() })
 	g.DemoURL = "http://" + ln.Addr().String() + "/v1"
 	return nil
+}
+
+// Serve serves on ln until Server.Shutdown. Closes linger while a client is
+// still uploading, so an early answer (413) reaches it instead of a reset.
+func (g *Gateway) Serve(ln net.Listener) error {
+	return g.Server.Serve(netguard.NewLingerer(netguard.LingerConfig{}).Listener(ln))
 }
 
 // Close releases everything New opened, in reverse order. Shut the server

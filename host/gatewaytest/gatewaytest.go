@@ -180,7 +180,7 @@ func Start(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = gw.Serve(ln) }()
 	g.closers = append(g.closers, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -140,7 +140,7 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 func (req *chatRequest) job(ks *keys.Store, genID string) *dispatch.Job {
 	acct := ks.Providers(req.key.AccountID)
 	return &dispatch.Job{
-		Key: req.key, GenID: genID, Body: req.Body, Stream: req.Stream, MaxOutput: req.MaxOutput,
+		Key: req.key, GenID: genID, Body: req.Body, Stream: req.Stream, MaxOutput: req.MaxOutput, Choices: req.N,
 		PromptBound: req.PromptBound, Images: req.Images, Read: dispatch.ReadChat,
 		Route: route.Request{
 			Kind: catalog.KindChat, Models: req.Models, Prefs: req.Prefs, Params: req.Params,

@@ -33,9 +33,6 @@ type Deps struct {
 	Modules *modules.Registry
 	Router  *route.Router
 	Ledger  *billing.Ledger
-	// Operator is the account whose management keys may manage
-	// gateway-wide modules (the bootstrap account).
-	Operator string
 	// Pipeline runs request plugins; nil means one over Modules.
 	Pipeline *pipeline.Runner
 	Log      *slog.Logger
@@ -61,7 +58,7 @@ func New(d Deps) *Server {
 		d.Log = slog.Default()
 	}
 	if d.Client == nil {
-		d.Client = &http.Client{Transport: &http.Transport{
+		d.Client = &http.Client{CheckRedirect: noRedirects, Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			ForceAttemptHTTP2:     true,
@@ -96,7 +93,7 @@ func New(d Deps) *Server {
 	api.Post("/embeddings", s.embeddings)
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
 	api.Get("/models", s.listModels(""))
-	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, Operator: d.Operator})
+	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules})
 	return s
 }
 

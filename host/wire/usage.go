@@ -35,7 +35,30 @@ func ParseUsage(body []byte) (u billing.Usage, ok bool) {
 	u.ReasoningTokens = us.Get("completion_tokens_details.reasoning_tokens").Int()
 	u.AudioTokens = us.Get("prompt_tokens_details.audio_tokens").Int() + us.Get("completion_tokens_details.audio_tokens").Int()
 	u.Requests = 1
+	for _, r := range []gjson.Result{p, c, t, us.Get("prompt_tokens_details.cached_tokens"),
+		us.Get("completion_tokens_details.reasoning_tokens")} {
+		if !plausible(r) {
+			// A count no request can produce is a broken or lying
+			// upstream: the caller counts the tokens itself instead.
+			return billing.Usage{}, false
+		}
+	}
 	return u, true
+}
+
+// MaxPlausibleTokens is the largest token count ParseUsage believes: a
+// hundred times the longest context window on offer today. Larger counts,
+// negative ones and fractions are treated as no usage at all.
+const MaxPlausibleTokens = 100_000_000
+
+func plausible(r gjson.Result) bool {
+	if !r.Exists() || r.Type == gjson.Null {
+		return true
+	}
+	if r.Type != gjson.Number {
+		return false
+	}
+	return r.Num >= 0 && r.Num <= MaxPlausibleTokens && r.Num == float64(int64(r.Num))
 }
 
 // WriteUsage sets the "usage" object of a response body or of the final

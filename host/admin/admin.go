@@ -1,11 +1,13 @@
-// Package admin serves the key-management, credits and generation
-// endpoints under /api/v1 (documented in docs/api.md). The caller's auth
+// Package admin is the management API under /api/v1 (documented in
+// docs/api.md): keys, credits, generations, modules and account provider
+// settings. The caller's auth
 // middleware has already resolved the bearer key and stored it as
 // c.Locals("key") (*keys.Key); management operations additionally need a
 // management key. Every operation is confined to the caller's account.
 package admin
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,20 +20,32 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/modules"
 )
 
 // LocalsKey is the fiber locals name under which the auth middleware stores
 // the caller's *keys.Key.
 const LocalsKey = "key"
 
-type handlers struct {
-	ks *keys.Store
-	l  *billing.Ledger
+// Deps are what the management API manages.
+type Deps struct {
+	Keys    *keys.Store
+	Ledger  *billing.Ledger
+	Modules *modules.Registry
 }
 
-// Register mounts the endpoints on r, the /api/v1 group.
-func Register(r fiber.Router, ks *keys.Store, l *billing.Ledger) {
-	h := &handlers{ks: ks, l: l}
+type handlers struct {
+	ks   *keys.Store
+	l    *billing.Ledger
+	mods *modules.Registry
+}
+
+// Register mounts the management API on r, the authenticated /api/v1
+// group: keys, credits, generations, modules and provider settings.
+func Register(r fiber.Router, d Deps) {
+	h := &handlers{ks: d.Keys, l: d.Ledger, mods: d.Modules}
+	h.registerModules(r)
+	h.registerSettings(r)
 	r.Get("/key", h.currentKey)
 	r.Get("/keys", ManagementOnly, h.listKeys)
 	r.Post("/keys", ManagementOnly, h.createKey)
@@ -41,6 +55,14 @@ func Register(r fiber.Router, ks *keys.Store, l *billing.Ledger) {
 	r.Get("/credits", h.getCredits)
 	r.Post("/credits", ManagementOnly, h.addCredits)
 	r.Get("/generation", h.getGeneration)
+}
+
+// decodeStrict decodes a JSON request body into v, refusing unknown fields
+// so a typo in a management call is an error, not a silent no-op.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // Fail writes the spec's error envelope {"error":{"code":status,"message":msg},"user_id":null}.

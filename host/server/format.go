@@ -5,8 +5,6 @@ import (
 	"strings"
 )
 
-func itoa(n int) string { return strconv.Itoa(n) }
-
 func indexSlash(id string) int {
 	if i := strings.IndexByte(id, '/'); i >= 0 {
 		return i

@@ -1,7 +1,9 @@
-package billing
+package wire
 
 import (
 	"strconv"
+
+	"github.com/switchyard/switchyard/host/billing"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -15,15 +17,15 @@ import (
 // from it when missing, as embeddings report only these two),
 // prompt_tokens_details.cached_tokens and .audio_tokens,
 // completion_tokens_details.reasoning_tokens and .audio_tokens.
-func ParseUsage(body []byte) (u Usage, ok bool) {
+func ParseUsage(body []byte) (u billing.Usage, ok bool) {
 	us := gjson.GetBytes(body, "usage")
 	if !us.IsObject() {
-		return Usage{}, false
+		return billing.Usage{}, false
 	}
 	p, c, t := us.Get("prompt_tokens"), us.Get("completion_tokens"), us.Get("total_tokens")
 	num := func(r gjson.Result) bool { return r.Type == gjson.Number }
 	if !num(p) && !num(c) && !num(t) {
-		return Usage{}, false
+		return billing.Usage{}, false
 	}
 	u.PromptTokens, u.CompletionTokens = p.Int(), c.Int()
 	if !num(p) && num(t) {
@@ -38,7 +40,7 @@ func ParseUsage(body []byte) (u Usage, ok bool) {
 		if !plausible(r) {
 			// A count no request can produce is a broken or lying
 			// upstream: the caller counts the tokens itself instead.
-			return Usage{}, false
+			return billing.Usage{}, false
 		}
 	}
 	return u, true
@@ -66,7 +68,7 @@ func plausible(r gjson.Result) bool {
 // and "cost_details" (the final attempt's parts plus failed attempts and
 // anything uncollected). Other fields of an existing usage object are kept.
 // Amounts are written as exact decimal numbers of dollars.
-func WriteUsage(body []byte, g *Generation) ([]byte, error) {
+func WriteUsage(body []byte, g *billing.Generation) ([]byte, error) {
 	usage := gjson.GetBytes(body, "usage").Raw
 	if usage == "" || usage[0] != '{' {
 		usage = "{}"

@@ -66,6 +66,8 @@ type Outcome struct {
 	// Latency is the time from receiving the request to its end; zero means
 	// the time since Reserve.
 	Latency time.Duration
+	// PluginTime is the wall time the request's plugin hooks took.
+	PluginTime time.Duration
 	// Error is a short description of the failure, for StatusError.
 	Error string
 }
@@ -89,6 +91,9 @@ type Generation struct {
 	Held         Nanos  `json:"held"`                 // the hold at settlement
 	LatencyMs    int64  `json:"latency_ms"`
 	TTFTMs       int64  `json:"time_to_first_token_ms,omitempty"`
+	// PluginUs is the wall time of the request's plugin hook calls (µs),
+	// what tenants' module time is accounted by.
+	PluginUs int64 `json:"plugin_us,omitempty"`
 	Error        string `json:"error,omitempty"`
 	// Anomaly says why the cost went past the hold (Uncollected): the
 	// upstream reported more usage than the request could have produced.
@@ -311,7 +316,7 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 		Status: o.Status, FinishReason: o.FinishReason, Streamed: r.streamed, Usage: o.Usage, Cost: cost,
 		Attempts: r.failedN + 1, FailedCost: r.failedCost.Total, Charged: charge, Uncollected: total - charge,
 		Held: r.hold, LatencyMs: o.Latency.Milliseconds(), Error: o.Error, Anomaly: anomaly,
-		CreatedAt: r.created, SettledAt: now,
+		PluginUs: o.PluginTime.Microseconds(), CreatedAt: r.created, SettledAt: now,
 	}
 	if o.Provider != "" {
 		g.Provider = o.Provider

@@ -43,6 +43,30 @@ type Config struct {
 	KeepAlive Duration   `yaml:"keep_alive"`
 	Providers []Provider `yaml:"providers"`
 	Models    []Model    `yaml:"models"`
+	// TenantModules are the ceilings of modules accounts publish; ModuleLogs
+	// the log budgets of every module (docs/security.md, "Hostile module").
+	TenantModules TenantModules `yaml:"tenant_modules"`
+	ModuleLogs    ModuleLogs    `yaml:"module_logs"`
+}
+
+// TenantModules bound account-scoped modules. A tenant's manifest asking for
+// more (or for no time limit) is clamped to these; 0 means the built-in
+// default (docs/plugins.md).
+type TenantModules struct {
+	TimeoutMS       int    `yaml:"timeout_ms"`
+	MemoryPages     uint32 `yaml:"memory_pages"`
+	PoolSize        int    `yaml:"pool_size"`
+	ConcurrentCalls int    `yaml:"concurrent_calls"`
+	CPUMsPerMinute  int64  `yaml:"cpu_ms_per_minute"`
+}
+
+// ModuleLogs budget what modules write to the log, per call and per account
+// per minute; 0 means the built-in default.
+type ModuleLogs struct {
+	BytesPerCall   int64 `yaml:"bytes_per_call"`
+	LinesPerCall   int64 `yaml:"lines_per_call"`
+	BytesPerMinute int64 `yaml:"bytes_per_minute"`
+	LinesPerMinute int64 `yaml:"lines_per_minute"`
 }
 
 // Timeouts bound upstream calls.

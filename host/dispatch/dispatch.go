@@ -52,6 +52,16 @@ type Job struct {
 	// Read finishes a non-streaming attempt: it reads and translates the
 	// upstream body. A failure there is a failed attempt like any other.
 	Read func(ctx context.Context, c *Call) ([]byte, *apierr.Error)
+	// PluginTime, when set, reports the wall time of the request's plugin
+	// hooks so far; settlement records it on the generation.
+	PluginTime func() time.Duration
+}
+
+func (j *Job) pluginTime() time.Duration {
+	if j.PluginTime == nil {
+		return 0
+	}
+	return j.PluginTime()
 }
 
 // Result is what a run made of a request: the plan, how many attempts
@@ -120,7 +130,7 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 	if last == nil {
 		last = apierr.New(http.StatusServiceUnavailable, "no provider is available for %s", job.Route.Models[0])
 	}
-	_, _ = res.Settle(billing.Outcome{Status: billing.StatusError, Error: last.Message})
+	_, _ = res.Settle(billing.Outcome{Status: billing.StatusError, Error: last.Message, PluginTime: job.pluginTime()})
 	return r, last
 }
 
@@ -198,7 +208,7 @@ func (r *Result) Metadata(requested string) *wire.Metadata {
 // body. A charge that cannot be made durable fails the request: a result
 // whose cost the ledger could lose is not handed out.
 func (r *Result) Settle(body []byte, u billing.Usage, finish string) ([]byte, *apierr.Error) {
-	g, err := r.res.Settle(billing.Outcome{Usage: u, FinishReason: finish})
+	g, err := r.res.Settle(billing.Outcome{Usage: u, FinishReason: finish, PluginTime: r.job.pluginTime()})
 	if err != nil {
 		return nil, apierr.Wrap(http.StatusServiceUnavailable, err, "the charge for this request could not be recorded; nothing was billed, try again")
 	}
@@ -211,7 +221,7 @@ func (r *Result) Settle(body []byte, u billing.Usage, finish string) ([]byte, *a
 // Fail settles a request that failed after its attempt succeeded (e.g. a
 // stream broke): u is what the client received and pays for.
 func (r *Result) Fail(e *apierr.Error, u billing.Usage) {
-	_, _ = r.res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message, Usage: u})
+	_, _ = r.res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message, Usage: u, PluginTime: r.job.pluginTime()})
 	r.d.report(r.Endpoint(), false, e.Status, time.Since(r.Call.Started), int(u.CompletionTokens))
 }
 
@@ -219,7 +229,7 @@ func (r *Result) Fail(e *apierr.Error, u billing.Usage) {
 // already: u is what was generated until then.
 func (r *Result) Cancel(u billing.Usage) {
 	if !r.res.Settled() {
-		_, _ = r.res.Settle(billing.Outcome{Status: billing.StatusCancelled, Usage: u})
+		_, _ = r.res.Settle(billing.Outcome{Status: billing.StatusCancelled, Usage: u, PluginTime: r.job.pluginTime()})
 	}
 }
 

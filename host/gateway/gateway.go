@@ -114,6 +114,9 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	ctx := context.Background()
 	g.Engine = wasm.NewEngine(opts.CacheDir, log)
 	g.Engine.AllowPrivateNetworks = opts.AllowPrivateNetworks
+	tm, ml := cfg.TenantModules, cfg.ModuleLogs
+	g.Engine.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute}
+	g.Engine.Logs = wasm.LogLimits{BytesPerCall: ml.BytesPerCall, LinesPerCall: ml.LinesPerCall, BytesPerMinute: ml.BytesPerMinute, LinesPerMinute: ml.LinesPerMinute}
 	g.closers = append(g.closers, func() { _ = g.Engine.Close(ctx) })
 	if g.Modules, err = modules.Open(g.DB, g.Engine, log); err != nil {
 		return nil, err

@@ -237,7 +237,7 @@ func (r *Registry) publish(ctx context.Context, scope string, manifestJSON, bin 
 	if r.stored(name, m.Version).SHA256 != "" {
 		return nil, nil, errExists(name, m.Version)
 	}
-	mod, err := r.engine.Load(ctx, m, bin)
+	mod, err := r.load(ctx, name, m, bin)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -246,6 +246,16 @@ func (r *Registry) publish(ctx context.Context, scope string, manifestJSON, bin 
 		return nil, nil, err
 	}
 	return m, mod, nil
+}
+
+// load loads a module stored as name: an account's module (Scoped with an
+// account) as a tenant's, under the operator's ceilings and on fresh
+// memory per call; the gateway's as trusted.
+func (r *Registry) load(ctx context.Context, name string, m *manifest.Manifest, bin []byte) (*wasm.Module, error) {
+	if i := strings.LastIndexByte(name, '/'); i > 0 {
+		return r.engine.LoadTenant(ctx, name[:i], m, bin)
+	}
+	return r.engine.Load(ctx, m, bin)
 }
 
 // store writes a version. Only seeding may replace one (a rebuild of the
@@ -274,7 +284,7 @@ func (r *Registry) Activate(ctx context.Context, name, version string) error {
 	if err != nil {
 		return err
 	}
-	mod, err := r.engine.Load(ctx, m, bin)
+	mod, err := r.load(ctx, name, m, bin)
 	if err != nil {
 		return err
 	}
@@ -515,7 +525,7 @@ func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			j.mod, j.err = r.engine.Load(ctx, j.m, j.bin)
+			j.mod, j.err = r.load(ctx, j.name, j.m, j.bin)
 		}()
 	}
 	wg.Wait()

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/switchyard/switchyard/abi"
@@ -43,8 +45,26 @@ type stage struct {
 // active when it was built. Release it when the request ends.
 type Pipeline struct {
 	stages []*stage
+	spent  atomic.Int64 // wall time of hook calls, ns
 	// Stages are the service_metadata.pipeline entries, in order of running.
 	Stages []map[string]any
+}
+
+// Time is the wall time the pipeline's hook calls took so far (recorded on
+// the generation as plugin time).
+func (p *Pipeline) Time() time.Duration {
+	if p == nil {
+		return 0
+	}
+	return time.Duration(p.spent.Load())
+}
+
+// call runs one hook of stage s and adds its wall time to the pipeline's.
+func (p *Pipeline) call(ctx context.Context, s *stage, hook abi.Hook, field []byte) (*wasm.Output, error) {
+	start := time.Now()
+	out, err := s.mod.Call(ctx, hook, s.ctx, field)
+	p.spent.Add(int64(time.Since(start)))
+	return out, err
 }
 
 // Empty reports whether no plugin runs.
@@ -227,7 +247,7 @@ func (p *Pipeline) Pre(ctx context.Context, body []byte) (Result, *apierr.Error)
 		if !s.mod.Manifest.Has(abi.HookPreRequest) {
 			continue
 		}
-		out, err := s.mod.Call(ctx, abi.HookPreRequest, s.ctx, res.Body)
+		out, err := p.call(ctx, s, abi.HookPreRequest, res.Body)
 		if err != nil {
 			return res, apierr.From(err)
 		}
@@ -262,7 +282,7 @@ func (p *Pipeline) Post(ctx context.Context, result []byte) ([]byte, *apierr.Err
 		if !s.mod.Manifest.Has(abi.HookPostResponse) {
 			continue
 		}
-		out, err := s.mod.Call(ctx, abi.HookPostResponse, s.ctx, result)
+		out, err := p.call(ctx, s, abi.HookPostResponse, result)
 		if err != nil {
 			return nil, apierr.From(err)
 		}
@@ -305,7 +325,7 @@ func (p *Pipeline) Chunk(ctx context.Context, chunk []byte) ([][]byte, *apierr.E
 		}
 		var next [][]byte
 		for _, c := range chunks {
-			out, err := s.mod.Call(ctx, abi.HookPostChunk, s.ctx, c)
+			out, err := p.call(ctx, s, abi.HookPostChunk, c)
 			if err != nil {
 				return nil, apierr.From(err)
 			}

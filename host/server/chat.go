@@ -43,7 +43,9 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		return s.respondFromPlugin(c, req, pl, genID, answer)
 	}
 	req = edited
-	r, aerr := s.Dispatcher.Run(ctx, req.job(s.Keys, genID))
+	job := req.job(s.Keys, genID)
+	job.PluginTime = pl.Time
+	r, aerr := s.Dispatcher.Run(ctx, job)
 	if aerr != nil {
 		release()
 		return s.writeError(c, aerr, req.failedMeta(r, pl))

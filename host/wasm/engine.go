@@ -37,6 +37,13 @@ type Engine struct {
 	// private addresses. Off in production (SSRF); tests and local
 	// development turn it on. Set before the first Load.
 	AllowPrivateNetworks bool
+	// Tenants are the ceilings of modules loaded with LoadTenant, and Logs
+	// the log budgets of every module (zero fields: defaults). Set before
+	// the first Load.
+	Tenants TenantLimits
+	Logs    LogLimits
+
+	accounts sync.Map // account id → *account
 
 	seq       atomic.Uint64 // instance names are unique per engine
 	instances sync.Map      // instance name → *instance, for host functions
@@ -136,8 +143,16 @@ func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 const maxLogLine = 4096
 
 // moduleLog writes a module's log line at the ABI's level (0 debug, 1 info,
-// 2 warn, 3 error), tagged with the module.
+// 2 warn, 3 error), tagged with the module and its account, within the
+// call's log budget (a line over it is dropped and counted).
 func (e *Engine) moduleLog(ctx context.Context, level int32, msg []byte, module string) {
+	acct := ""
+	if c := logOf(ctx); c != nil {
+		if !c.allow(len(msg)) {
+			return
+		}
+		acct = c.acct.id
+	}
 	lv := slog.LevelInfo
 	switch level {
 	case 0:
@@ -147,7 +162,7 @@ func (e *Engine) moduleLog(ctx context.Context, level int32, msg []byte, module 
 	case 3:
 		lv = slog.LevelError
 	}
-	e.log.Log(ctx, lv, string(msg), "module", module)
+	e.log.Log(ctx, lv, string(msg), "module", module, "account", acct)
 }
 
 // moduleTag strips the instance counter from an instance name.
@@ -181,6 +196,34 @@ type LoadError struct {
 }
 
 func (e *LoadError) Error() string { return "module " + e.Module + " refused: " + e.Reason }
+
+// LoadTenant loads a module published by account: its limits are clamped
+// to the engine's Tenants ceilings (a time limit always), its calls count
+// against the account's call slots and minute budget, and every call runs
+// on fresh instance memory, so nothing of one request survives into the
+// next (instances are never shared, across accounts or calls).
+func (e *Engine) LoadTenant(ctx context.Context, account string, m *manifest.Manifest, wasm []byte) (*Module, error) {
+	c := *m
+	c.Limits = e.tenantLimits().Clamp(m.Limits)
+	if c.Limits != m.Limits {
+		e.log.Info("tenant module limits clamped to the operator's ceilings", "module", m.Name+"@"+m.Version, "account", account,
+			"timeout_ms", c.Limits.TimeoutMS, "memory_pages", c.Limits.MemoryPages, "pool_size", c.Limits.PoolSize)
+	}
+	mod, err := e.Load(ctx, &c, wasm)
+	if err != nil {
+		return nil, err
+	}
+	mod.account, mod.acct = account, e.accountFor(account, true)
+	mod.slots = make(chan struct{}, c.Limits.PoolSize)
+	// The instance made at load proved the module instantiates; a tenant's
+	// calls never reuse one.
+	select {
+	case in := <-mod.pool:
+		mod.discard(in)
+	default:
+	}
+	return mod, nil
+}
 
 // Load compiles wasm for the manifest m, validates it against ABI v1 and the
 // grants, and instantiates its first instance.
@@ -223,7 +266,7 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 	}
 	mod := &Module{
 		Manifest: m, ID: id, rt: r.rt, compiled: compiled, engine: e,
-		pool: make(chan *instance, m.Limits.PoolSize),
+		pool: make(chan *instance, m.Limits.PoolSize), acct: e.accountFor("", false),
 	}
 	first, err := mod.instantiate(ctx)
 	if err != nil {

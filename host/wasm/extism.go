@@ -24,7 +24,6 @@ package wasm
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -161,7 +160,7 @@ func (e *Engine) loadExtism(ctx context.Context, m *manifest.Manifest, id string
 			_ = cache.Close(ctx)
 		}
 	}
-	mod := &Module{Manifest: m, ID: id, engine: e, pool: make(chan *instance, m.Limits.PoolSize), ext: cp}
+	mod := &Module{Manifest: m, ID: id, engine: e, pool: make(chan *instance, m.Limits.PoolSize), ext: cp, acct: e.accountFor("", false)}
 	first, err := mod.instantiateExtism(ctx)
 	if err != nil {
 		release()
@@ -360,6 +359,9 @@ func (e *Engine) extismLog(id string) extism.HostFunction {
 type extismInstance struct {
 	p     *extism.Plugin
 	frame []byte // the input frame, reused across calls
+	// ctx is the call's while one runs: Extism's logger callback has none,
+	// and the call's log budget and account travel in it.
+	ctx context.Context
 }
 
 func (m *Module) instantiateExtism(ctx context.Context) (*instance, error) {
@@ -369,23 +371,24 @@ func (m *Module) instantiateExtism(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, log := m.ID, m.engine.log
+	x := &extismInstance{p: p, ctx: context.Background()}
+	id, e := m.ID, m.engine
 	p.SetLogger(func(level extism.LogLevel, msg string) {
 		if len(msg) > maxLogLine {
 			msg = msg[:maxLogLine]
 		}
-		lv := slog.LevelInfo
+		lv := int32(1)
 		switch level {
 		case extism.LogLevelTrace, extism.LogLevelDebug:
-			lv = slog.LevelDebug
+			lv = 0
 		case extism.LogLevelWarn:
-			lv = slog.LevelWarn
+			lv = 2
 		case extism.LogLevelError:
-			lv = slog.LevelError
+			lv = 3
 		}
-		log.Log(context.Background(), lv, msg, "module", id)
+		e.moduleLog(x.ctx, lv, []byte(msg), id)
 	})
-	return &instance{owner: m, name: id, ext: &extismInstance{p: p}}, nil
+	return &instance{owner: m, name: id, ext: x}, nil
 }
 
 // call runs hook as the Extism function of the same name and returns the
@@ -394,6 +397,8 @@ func (m *Module) instantiateExtism(ctx context.Context) (*instance, error) {
 // (Extism's error_set, a non-zero return code) comes back as a
 // StatusError output, and the instance stays usable.
 func (x *extismInstance) call(ctx context.Context, hook abi.Hook, fields [][]byte) ([]byte, error) {
+	x.ctx = ctx
+	defer func() { x.ctx = context.Background() }()
 	x.frame = x.frame[:0]
 	for _, f := range fields {
 		x.frame = abi.AppendField(x.frame, f)

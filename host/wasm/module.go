@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,13 @@ type Module struct {
 	engine   *Engine
 	pool     chan *instance
 	ext      *extism.CompiledPlugin // set for runtime "extism" (then rt and compiled are nil)
+
+	// A tenant's module (LoadTenant): account is its owner, slots bound
+	// its concurrent calls (PoolSize), and every call gets a fresh
+	// instance. For the gateway's modules account is "" and slots nil.
+	account string
+	acct    *account
+	slots   chan struct{}
 
 	mu     sync.Mutex
 	live   int // instances alive (pooled or in use)
@@ -170,9 +178,15 @@ func (o *Output) Field(i int) []byte {
 	return o.Fields[i]
 }
 
+// Account is the account that published the module ("" for the gateway's).
+func (m *Module) Account() string { return m.account }
+
 // Call runs hook with the input fields. Failures come back as *apierr.Error
 // with status 502: the module is part of the path to the provider, and a
-// broken one is a bad gateway for this request only.
+// broken one is a bad gateway for this request only. A tenant's module may
+// also fail with 429 when its account is over its call slots or its minute
+// of module time. The client's message names the module, the hook and a
+// short reason; a trap's wasm stack trace goes to the log only.
 func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Output, error) {
 	m.mu.Lock()
 	if m.closed {
@@ -183,30 +197,47 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 	m.mu.Unlock()
 	defer m.calls.Done()
 
-	if t := m.Manifest.Limits.TimeoutMS; t > 0 {
+	timeout := time.Duration(m.Manifest.Limits.TimeoutMS) * time.Millisecond
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Millisecond)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	in, err := m.get(ctx)
-	if err != nil {
-		return nil, m.fail(hook, "no instance available: "+err.Error())
+	cl := &callLog{acct: m.acct, lim: m.engine.Logs.withDefaults()}
+	ctx = context.WithValue(ctx, callLogKey{}, cl)
+	defer m.engine.droppedNote(ctx, m, cl)
+
+	var out []byte
+	var err error
+	if m.slots != nil {
+		out, err = m.callFresh(ctx, hook, fields, timeout)
+		if ae, ok := err.(*apierr.Error); ok {
+			return nil, ae
+		}
+	} else {
+		var in *instance
+		if in, err = m.get(ctx); err != nil {
+			return nil, m.fail(hook, "no instance available: "+err.Error())
+		}
+		if out, err = in.call(ctx, hook, fields); err != nil {
+			// A trapped or interrupted instance may hold broken state.
+			m.discard(in)
+		} else {
+			m.put(in)
+		}
 	}
-	out, err := in.call(ctx, hook, fields)
 	if err != nil {
-		// A trapped or interrupted instance may hold broken state.
-		m.discard(in)
-		if ctx.Err() != nil && m.Manifest.Limits.TimeoutMS > 0 {
+		if ctx.Err() != nil && timeout > 0 {
 			return nil, m.fail(hook, fmt.Sprintf("exceeded its time limit of %d ms", m.Manifest.Limits.TimeoutMS))
 		}
-		return nil, m.fail(hook, "trapped: "+err.Error())
+		m.engine.log.ErrorContext(ctx, "module trapped", "module", m.ID, "account", m.account, "hook", hook.String(), "err", err.Error())
+		return nil, m.fail(hook, "trapped: "+shortReason(err.Error()))
 	}
-	m.put(in)
 	if len(out) == 0 {
 		return nil, m.fail(hook, "returned no output")
 	}
 	if out[0] == abi.StatusError {
-		return nil, m.fail(hook, string(out[1:]))
+		return nil, m.fail(hook, shortReason(string(out[1:])))
 	}
 	if out[0] != abi.StatusOK {
 		return nil, m.fail(hook, fmt.Sprintf("returned unknown status %d", out[0]))
@@ -216,6 +247,52 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		return nil, m.fail(hook, "returned a malformed frame")
 	}
 	return &Output{Fields: fs}, nil
+}
+
+// callFresh runs a tenant's call on an instance of its own, made from the
+// compiled module for this call and closed after it: no memory of an
+// earlier call, of this account or another, is readable. The call holds
+// one of the account's slots and one of the module's.
+func (m *Module) callFresh(ctx context.Context, hook abi.Hook, fields [][]byte, timeout time.Duration) ([]byte, error) {
+	release, aerr := m.acct.admit(ctx, m.engine.tenantLimits(), timeout)
+	if aerr != nil {
+		return nil, aerr
+	}
+	start := time.Now()
+	defer func() { release(time.Since(start)) }()
+	select {
+	case m.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, m.fail(hook, "no instance available: "+ctx.Err().Error())
+	}
+	defer func() { <-m.slots }()
+	m.mu.Lock()
+	m.live++
+	m.mu.Unlock()
+	in, err := m.instantiate(ctx)
+	if err != nil {
+		m.mu.Lock()
+		m.live--
+		m.mu.Unlock()
+		return nil, err
+	}
+	defer m.discard(in)
+	return in.call(ctx, hook, fields)
+}
+
+// maxReason bounds the reason a client reads.
+const maxReason = 300
+
+// shortReason is the first line of a failure, bounded: wazero puts the wasm
+// stack trace on the lines after it, and those are for the log.
+func shortReason(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > maxReason {
+		s = s[:maxReason] + "…"
+	}
+	return s
 }
 
 func (m *Module) fail(hook abi.Hook, msg string) *apierr.Error {

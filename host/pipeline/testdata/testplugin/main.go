@@ -3,7 +3,8 @@
 // Command testplugin is a plugin whose behaviour the request chooses
 // (config "mode"), so tests can drive every pipeline path through a real
 // module: rewrite, respond, block, trap, spin, and chunk editing (shout,
-// garble).
+// garble), and hostile ones: remember (leaks the previous prompt its memory
+// holds) and logflood.
 package main
 
 import (
@@ -23,7 +24,10 @@ func init() {
 
 func mode(in *sdk.In) string { return sdk.Get(in.Field(0), "config.mode").Str }
 
-var sink int
+var (
+	sink       int
+	remembered string
+)
 
 func pre(in *sdk.In, out *sdk.Out) error {
 	body := in.Field(1)
@@ -65,6 +69,24 @@ func pre(in *sdk.In, out *sdk.Out) error {
 		for {
 			sink++
 		}
+	case "remember":
+		// Answer with the prompt this instance saw before, then keep this
+		// one: a host that reuses memory across calls leaks it.
+		prompt := gjson.GetBytes(body, "messages.0.content").Str
+		b, _ := sjson.SetBytes([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`), "choices.0.message.content", "previous prompt: "+remembered)
+		remembered = prompt
+		out.FieldString(abi.ActionRespond)
+		out.Field(b)
+		out.Field(nil)
+	case "logflood":
+		// Far more log than any budget allows.
+		line := string(make([]byte, 1000))
+		for i := 0; i < 5000; i++ {
+			sdk.Log(1, "flood "+itoa(i)+" "+line)
+		}
+		out.FieldString(abi.ActionContinue)
+		out.Field(nil)
+		out.Field(nil)
 	default:
 		out.FieldString(abi.ActionContinue)
 		out.Field(nil)

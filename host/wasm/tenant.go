@@ -1,0 +1,233 @@
+package wasm
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	goruntime "runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/apierr"
+)
+
+// TenantLimits are the operator's ceilings for modules published by an
+// account (config tenant_modules). A tenant's manifest is clamped to them at
+// load; zero fields take the defaults of DefaultTenantLimits.
+type TenantLimits struct {
+	// TimeoutMS bounds one call. A tenant's timeout_ms of 0 (no limit)
+	// or above this becomes this: account modules are always preemptible.
+	TimeoutMS int
+	// MemoryPages caps linear memory (64 KiB pages).
+	MemoryPages uint32
+	// PoolSize caps concurrent calls of one module.
+	PoolSize int
+	// ConcurrentCalls caps the calls of all of one account's modules in
+	// flight at once. With the default (half the CPUs, at least one), one
+	// tenant's spinning calls leave the other half of the cores to everyone
+	// else.
+	ConcurrentCalls int
+	// CPUMsPerMinute is the wall time one account's module calls may take
+	// per clock minute; past it, calls fail with 429 until the next minute.
+	CPUMsPerMinute int64
+}
+
+// LogLimits bound what modules write to the gateway's log, per call and per
+// account (the gateway's own modules share the budget of account "") per
+// clock minute. Lines past a budget are dropped and counted in one
+// "N lines dropped" note.
+type LogLimits struct {
+	BytesPerCall, LinesPerCall     int64
+	BytesPerMinute, LinesPerMinute int64
+}
+
+// DefaultTenantLimits are the ceilings when the operator sets none.
+func DefaultTenantLimits() TenantLimits {
+	return TenantLimits{
+		TimeoutMS:       500,
+		MemoryPages:     512, // 32 MiB
+		PoolSize:        4,
+		ConcurrentCalls: max(1, goruntime.GOMAXPROCS(0)/2),
+		CPUMsPerMinute:  30_000,
+	}
+}
+
+// DefaultLogLimits are the log budgets when the operator sets none.
+func DefaultLogLimits() LogLimits {
+	return LogLimits{BytesPerCall: 16 << 10, LinesPerCall: 64, BytesPerMinute: 1 << 20, LinesPerMinute: 2000}
+}
+
+func (t TenantLimits) withDefaults() TenantLimits {
+	d := DefaultTenantLimits()
+	if t.TimeoutMS <= 0 {
+		t.TimeoutMS = d.TimeoutMS
+	}
+	if t.MemoryPages == 0 {
+		t.MemoryPages = d.MemoryPages
+	}
+	if t.PoolSize <= 0 {
+		t.PoolSize = d.PoolSize
+	}
+	if t.ConcurrentCalls <= 0 {
+		t.ConcurrentCalls = d.ConcurrentCalls
+	}
+	if t.CPUMsPerMinute <= 0 {
+		t.CPUMsPerMinute = d.CPUMsPerMinute
+	}
+	return t
+}
+
+func (l LogLimits) withDefaults() LogLimits {
+	d := DefaultLogLimits()
+	if l.BytesPerCall <= 0 {
+		l.BytesPerCall = d.BytesPerCall
+	}
+	if l.LinesPerCall <= 0 {
+		l.LinesPerCall = d.LinesPerCall
+	}
+	if l.BytesPerMinute <= 0 {
+		l.BytesPerMinute = d.BytesPerMinute
+	}
+	if l.LinesPerMinute <= 0 {
+		l.LinesPerMinute = d.LinesPerMinute
+	}
+	return l
+}
+
+// Clamp returns the limits m runs with as a module of a tenant: each at most
+// the ceiling, and a time limit always.
+func (t TenantLimits) Clamp(l manifest.Limits) manifest.Limits {
+	t = t.withDefaults()
+	if l.TimeoutMS <= 0 || l.TimeoutMS > t.TimeoutMS {
+		l.TimeoutMS = t.TimeoutMS
+	}
+	if l.MemoryPages == 0 || l.MemoryPages > t.MemoryPages {
+		l.MemoryPages = t.MemoryPages
+	}
+	if l.PoolSize <= 0 || l.PoolSize > t.PoolSize {
+		l.PoolSize = t.PoolSize
+	}
+	return l
+}
+
+// account is what the engine tracks per account: its call slots, and the
+// minute its CPU time and log budgets are counted in.
+type account struct {
+	id    string
+	slots chan struct{} // nil for the gateway's own modules
+
+	mu       sync.Mutex
+	minute   int64 // unix minute the counters below belong to
+	callMs   int64
+	logBytes int64
+	logLines int64
+}
+
+// rollover resets the counters at a new minute. The caller holds a.mu.
+func (a *account) rollover(now time.Time) {
+	if m := now.Unix() / 60; m != a.minute {
+		a.minute, a.callMs, a.logBytes, a.logLines = m, 0, 0, 0
+	}
+}
+
+func (e *Engine) accountFor(id string, tenant bool) *account {
+	if v, ok := e.accounts.Load(id); ok {
+		return v.(*account)
+	}
+	a := &account{id: id}
+	if tenant {
+		a.slots = make(chan struct{}, e.tenantLimits().ConcurrentCalls)
+	}
+	v, _ := e.accounts.LoadOrStore(id, a)
+	return v.(*account)
+}
+
+func (e *Engine) tenantLimits() TenantLimits { return e.Tenants.withDefaults() }
+
+// admit takes one of the account's call slots, waiting at most wait, and
+// checks its CPU budget for the minute. release gives the slot back and
+// charges the call's time.
+func (a *account) admit(ctx context.Context, lim TenantLimits, wait time.Duration) (release func(time.Duration), err *apierr.Error) {
+	a.mu.Lock()
+	a.rollover(time.Now())
+	used := a.callMs
+	a.mu.Unlock()
+	if used >= lim.CPUMsPerMinute {
+		e := apierr.New(http.StatusTooManyRequests, "this account's plugins used their %d ms of module time for this minute; try again in the next minute", lim.CPUMsPerMinute)
+		e.Metadata = map[string]any{"retry_after_seconds": 60 - time.Now().Unix()%60}
+		return nil, e
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case a.slots <- struct{}{}:
+	case <-t.C:
+		return nil, apierr.New(http.StatusTooManyRequests, "this account already runs %d plugin calls at once (the operator's limit); retry later", lim.ConcurrentCalls)
+	case <-ctx.Done():
+		return nil, apierr.New(http.StatusTooManyRequests, "this account already runs %d plugin calls at once (the operator's limit)", lim.ConcurrentCalls)
+	}
+	return func(d time.Duration) {
+		<-a.slots
+		a.mu.Lock()
+		a.rollover(time.Now())
+		a.callMs += d.Milliseconds()
+		a.mu.Unlock()
+	}, nil
+}
+
+// callLog is one call's log budget and what it dropped.
+type callLog struct {
+	acct    *account
+	lim     LogLimits
+	bytes   int64
+	lines   int64
+	dropped atomic.Int64
+}
+
+// allow reports whether a line of n bytes may be written, charging it to
+// the call's and the account's budgets.
+func (c *callLog) allow(n int) bool {
+	if c.lines+1 > c.lim.LinesPerCall || c.bytes+int64(n) > c.lim.BytesPerCall {
+		c.dropped.Add(1)
+		return false
+	}
+	a := c.acct
+	a.mu.Lock()
+	a.rollover(time.Now())
+	ok := a.logLines+1 <= c.lim.LinesPerMinute && a.logBytes+int64(n) <= c.lim.BytesPerMinute
+	if ok {
+		a.logLines++
+		a.logBytes += int64(n)
+	}
+	a.mu.Unlock()
+	if !ok {
+		c.dropped.Add(1)
+		return false
+	}
+	c.lines++
+	c.bytes += int64(n)
+	return true
+}
+
+type callLogKey struct{}
+
+// logOf finds the log budget of the call ctx belongs to.
+func logOf(ctx context.Context) *callLog {
+	c, _ := ctx.Value(callLogKey{}).(*callLog)
+	return c
+}
+
+// droppedNote logs one line for the lines a call dropped.
+func (e *Engine) droppedNote(ctx context.Context, m *Module, c *callLog) {
+	if n := c.dropped.Load(); n > 0 {
+		e.log.WarnContext(ctx, strconv.FormatInt(n, 10)+" lines dropped (module log budget)", "module", m.ID, "account", m.account)
+	}
+}
+
+func (l TenantLimits) String() string {
+	return fmt.Sprintf("timeout_ms %d, memory_pages %d, pool_size %d, concurrent_calls %d, cpu_ms_per_minute %d",
+		l.TimeoutMS, l.MemoryPages, l.PoolSize, l.ConcurrentCalls, l.CPUMsPerMinute)
+}

@@ -93,8 +93,8 @@ type Generation struct {
 	TTFTMs       int64  `json:"time_to_first_token_ms,omitempty"`
 	// PluginUs is the wall time of the request's plugin hook calls (µs),
 	// what tenants' module time is accounted by.
-	PluginUs int64 `json:"plugin_us,omitempty"`
-	Error        string `json:"error,omitempty"`
+	PluginUs int64  `json:"plugin_us,omitempty"`
+	Error    string `json:"error,omitempty"`
 	// Anomaly says why the cost went past the hold (Uncollected): the
 	// upstream reported more usage than the request could have produced.
 	Anomaly   string    `json:"upstream_anomaly,omitempty"`

@@ -44,6 +44,9 @@ type Options struct {
 	Mutate func(*config.Config)
 	// Quiet discards the gateway's log.
 	Quiet bool
+	// LogTo, when set, receives the gateway's whole log (debug level, JSON
+	// lines), whatever Quiet says: tests read what a module logged.
+	LogTo io.Writer
 	// Anthropic are fake Anthropic Messages upstreams to start; their
 	// "{{url:slug}}" is replaced too (model test/claude uses the first).
 	Anthropic []string
@@ -162,6 +165,9 @@ func Start(opts Options) (*Gateway, error) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if opts.Quiet {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.LogTo != nil {
+		log = slog.New(slog.NewJSONHandler(opts.LogTo, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	gw, err := gateway.New(cfg, gateway.Options{
 		Log: log, Getenv: func(k string) string { return opts.Env[k] }, AllowPrivateNetworks: opts.AllowPrivateNetworks,

@@ -30,8 +30,13 @@ type TenantLimits struct {
 	// tenant's spinning calls leave the other half of the cores to everyone
 	// else.
 	ConcurrentCalls int
-	// CPUMsPerMinute is the wall time one account's module calls may take
-	// per clock minute; past it, calls fail with 429 until the next minute.
+	// CPUMsPerMinute is the module time (wall time of calls) one account
+	// may use per minute, as a rate: its budget refills continuously at
+	// this rate and holds at most one call at the time limit (or one
+	// second's worth, if more). A call starts only with budget left; past
+	// it, calls fail with 429 until the budget refills. This is what keeps
+	// a tenant whose every call loops to its share on average, where
+	// ConcurrentCalls bounds it at any instant.
 	CPUMsPerMinute int64
 }
 
@@ -51,7 +56,7 @@ func DefaultTenantLimits() TenantLimits {
 		MemoryPages:     512, // 32 MiB
 		PoolSize:        4,
 		ConcurrentCalls: max(1, goruntime.GOMAXPROCS(0)/2),
-		CPUMsPerMinute:  30_000,
+		CPUMsPerMinute:  15_000, // a quarter of one core
 	}
 }
 
@@ -120,16 +125,19 @@ type account struct {
 	slots chan struct{} // nil for the gateway's own modules
 
 	mu       sync.Mutex
-	minute   int64 // unix minute the counters below belong to
-	callMs   int64
+	minute   int64 // unix minute the log counters belong to
 	logBytes int64
 	logLines int64
+	// budget is the module time left (ms, may be negative after a long
+	// call), as of refilled.
+	budget   float64
+	refilled time.Time
 }
 
 // rollover resets the counters at a new minute. The caller holds a.mu.
 func (a *account) rollover(now time.Time) {
 	if m := now.Unix() / 60; m != a.minute {
-		a.minute, a.callMs, a.logBytes, a.logLines = m, 0, 0, 0
+		a.minute, a.logBytes, a.logLines = m, 0, 0
 	}
 }
 
@@ -152,12 +160,12 @@ func (e *Engine) tenantLimits() TenantLimits { return e.Tenants.withDefaults() }
 // charges the call's time.
 func (a *account) admit(ctx context.Context, lim TenantLimits, wait time.Duration) (release func(time.Duration), err *apierr.Error) {
 	a.mu.Lock()
-	a.rollover(time.Now())
-	used := a.callMs
+	left := a.refill(lim, time.Now())
 	a.mu.Unlock()
-	if used >= lim.CPUMsPerMinute {
-		e := apierr.New(http.StatusTooManyRequests, "this account's plugins used their %d ms of module time for this minute; try again in the next minute", lim.CPUMsPerMinute)
-		e.Metadata = map[string]any{"retry_after_seconds": 60 - time.Now().Unix()%60}
+	if left <= 0 {
+		rate := float64(lim.CPUMsPerMinute) / 60_000 // ms of budget per ms
+		e := apierr.New(http.StatusTooManyRequests, "this account's plugins used their module time (%d ms per minute, the operator's limit); retry later", lim.CPUMsPerMinute)
+		e.Metadata = map[string]any{"retry_after_seconds": int64(-left/rate/1000) + 1}
 		return nil, e
 	}
 	t := time.NewTimer(wait)
@@ -172,10 +180,23 @@ func (a *account) admit(ctx context.Context, lim TenantLimits, wait time.Duratio
 	return func(d time.Duration) {
 		<-a.slots
 		a.mu.Lock()
-		a.rollover(time.Now())
-		a.callMs += d.Milliseconds()
+		a.refill(lim, time.Now())
+		a.budget -= float64(d) / float64(time.Millisecond)
 		a.mu.Unlock()
 	}, nil
+}
+
+// refill adds the budget earned since the last refill and returns what is
+// left. The caller holds a.mu.
+func (a *account) refill(lim TenantLimits, now time.Time) float64 {
+	burst := float64(max(int64(lim.TimeoutMS), lim.CPUMsPerMinute/60))
+	if a.refilled.IsZero() {
+		a.budget = burst
+	} else {
+		a.budget = min(burst, a.budget+float64(now.Sub(a.refilled))/float64(time.Millisecond)*float64(lim.CPUMsPerMinute)/60_000)
+	}
+	a.refilled = now
+	return a.budget
 }
 
 // callLog is one call's log budget and what it dropped.

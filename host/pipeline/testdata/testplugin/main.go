@@ -78,9 +78,22 @@ func pre(in *sdk.In, out *sdk.Out) error {
 		out.FieldString(abi.ActionRespond)
 		out.Field(b)
 		out.Field(nil)
+	case "grow":
+		// 64 MiB: more than a tenant's memory ceiling allows.
+		big := make([]byte, 64<<20)
+		for i := 0; i < len(big); i += 4096 {
+			big[i] = 1
+		}
+		sink += int(big[len(big)-4096])
+		out.FieldString(abi.ActionContinue)
+		out.Field(nil)
+		out.Field(nil)
 	case "logflood":
 		// Far more log than any budget allows.
-		line := string(make([]byte, 1000))
+		line := ""
+		for len(line) < 1000 {
+			line += "xxxxxxxxxx"
+		}
 		for i := 0; i < 5000; i++ {
 			sdk.Log(1, "flood "+itoa(i)+" "+line)
 		}

@@ -1,0 +1,313 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// tenant creates an account with a management key and publishes the test
+// plugin into its scope with the manifest's limits replaced by limits (a
+// JSON object; "" keeps the manifest's).
+func tenant(t *testing.T, g *gatewaytest.Gateway, name, limits string) string {
+	t.Helper()
+	acct, err := g.Keys.CreateAccount(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := g.Keys.CreateKey(acct.ID, name+"-admin", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Ledger.TopUp(acct.ID, 1_000_000_000_000, "test credits"); err != nil {
+		t.Fatal(err)
+	}
+	wasmPath, mf := testPlugin(t)
+	if limits != "" {
+		mf, _ = sjson.SetRaw(mf, "limits", limits)
+	}
+	if resp, body := publish(t, g, key, wasmPath, mf, "account", true); resp.StatusCode != 201 {
+		t.Fatalf("tenant publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	return key
+}
+
+// postAs is post with another key, bounded in time by its own client: a
+// gateway that never answers fails the test instead of hanging it.
+func postAs(t *testing.T, g *gatewaytest.Gateway, key, body string) (int, gjson.Result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("request: %v", err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	return resp.StatusCode, gjson.ParseBytes(buf.Bytes())
+}
+
+func promptWith(content, plugins string) string {
+	b, _ := sjson.Set(`{"model":"test/chat","messages":[{"role":"user","content":""}]}`, "messages.0.content", content)
+	b, _ = sjson.SetRaw(b, "plugins", plugins)
+	return b
+}
+
+// A tenant's manifest cannot lift the operator's ceilings: timeout_ms 0
+// (no limit) still stops a spinning call at the ceiling, and memory_pages
+// 65536 still cannot allocate past the memory ceiling. The gateway keeps
+// answering, /health included.
+func TestTenantModuleCeilings(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.TenantModules = config.TenantModules{TimeoutMS: 300, MemoryPages: 512, PoolSize: 2}
+	}})
+	key := tenant(t, g, "greedy", `{"timeout_ms":0,"memory_pages":65536,"pool_size":1024}`)
+
+	var healthy atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// /health while the tenant spins.
+		time.Sleep(100 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(g.URL, "/api/v1")+"/health", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				healthy.Store(1)
+			}
+		}
+	}()
+	status, body := postAs(t, g, key, promptWith("x", `[{"id":"testplugin","mode":"spin"}]`))
+	<-done
+	if status != 502 || !strings.Contains(body.Get("error.message").Str, "time limit of 300 ms") {
+		t.Fatalf("spinning tenant plugin with timeout_ms 0: %d %s", status, body.Raw)
+	}
+	if healthy.Load() != 1 {
+		t.Fatal("/health did not answer while a tenant plugin spun")
+	}
+	status, body = postAs(t, g, key, promptWith("x", `[{"id":"testplugin","mode":"grow"}]`))
+	if status != 502 {
+		t.Fatalf("64 MiB in a tenant plugin under a 32 MiB ceiling: %d %s", status, body.Raw)
+	}
+	// A plain call of the same module still works.
+	if status, body = postAs(t, g, key, promptWith("x", `[{"id":"testplugin"}]`)); status != 200 {
+		t.Fatalf("plain call after the ceilings: %d %s", status, body.Raw)
+	}
+}
+
+// Each call of a tenant's plugin starts from fresh memory: a plugin that
+// keeps the previous prompt in a global and answers with it has nothing to
+// leak, neither to the next request of the same account nor to another's.
+func TestTenantPluginMemoryDoesNotOutliveACall(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	keyA := tenant(t, g, "tenant-a", "")
+	keyB := tenant(t, g, "tenant-b", "")
+	remember := `[{"id":"testplugin","mode":"remember"}]`
+	for i, c := range []struct{ key, prompt string }{
+		{keyA, "secret of A number one"}, {keyA, "secret of A number two"},
+		{keyB, "secret of B"}, {keyA, "secret of A number three"}, {keyB, "secret of B again"},
+	} {
+		status, body := postAs(t, g, c.key, promptWith(c.prompt, remember))
+		if status != 200 {
+			t.Fatalf("call %d: %d %s", i, status, body.Raw)
+		}
+		if got := body.Get("choices.0.message.content").Str; got != "previous prompt: " {
+			t.Fatalf("call %d read an earlier request's prompt: %q", i, got)
+		}
+	}
+}
+
+// One tenant's hostile loops cannot take the cores from another: with its
+// calls capped at one at a time (concurrent_calls), tenant B keeps at least
+// 80% of the requests it completes in the same window without the attacker.
+// Counts only, over interleaved rounds of generous windows, so a loaded
+// machine slows both sides alike.
+func TestTenantLoopsDoNotStarveOtherTenants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.TenantModules = config.TenantModules{TimeoutMS: 250, ConcurrentCalls: 1, CPUMsPerMinute: 6_000}
+	}})
+	attacker := tenant(t, g, "attacker", `{"timeout_ms":1000,"pool_size":16}`)
+	victim := tenant(t, g, "victim", "")
+
+	const window, rounds, attackers = 1500 * time.Millisecond, 3, 6
+	spin := promptWith("x", `[{"id":"testplugin","mode":"spin"}]`)
+	plain := `{"model":"test/chat","messages":[{"role":"user","content":"hello there"}]}`
+	client := &http.Client{Timeout: 10 * time.Second}
+	send := func(key, body string) int {
+		req, _ := http.NewRequest(http.MethodPost, g.URL+"/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0
+		}
+		_, _ = new(bytes.Buffer).ReadFrom(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// count runs the victim's sequential client for one window.
+	count := func() int {
+		n, end := 0, time.Now().Add(window)
+		for time.Now().Before(end) {
+			if send(victim, plain) == 200 {
+				n++
+			}
+		}
+		return n
+	}
+	var attackCalls, cut atomic.Int64
+	attack := func(stop <-chan struct{}, wg *sync.WaitGroup) {
+		defer wg.Done()
+		for i := 0; i < 200; i++ { // bounded even if stop never came
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			switch send(attacker, spin) {
+			case 502:
+				cut.Add(1)
+			case 429:
+				// Refused for its budget: a flood of refused requests is
+				// the rate limiter's business (per-key limits), not
+				// what this test measures.
+				time.Sleep(50 * time.Millisecond)
+			}
+			attackCalls.Add(1)
+		}
+	}
+	count() // warm up: connections, pools, compiled code
+	var base, underAttack int
+	for r := 0; r < rounds; r++ {
+		base += count()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := 0; i < attackers; i++ {
+			wg.Add(1)
+			go attack(stop, &wg)
+		}
+		// The attack is under way and past its burst (one call at the
+		// time limit): what is counted is the steady state.
+		time.Sleep(600 * time.Millisecond)
+		underAttack += count()
+		close(stop)
+		wg.Wait()
+	}
+	t.Logf("victim requests: %d alone, %d under attack (%.0f%%); attacker calls %d, %d cut at the time limit",
+		base, underAttack, 100*float64(underAttack)/float64(base), attackCalls.Load(), cut.Load())
+	if cut.Load() == 0 {
+		t.Fatal("the attacker's loops never ran")
+	}
+	if underAttack*5 < base*4 {
+		t.Fatalf("victim completed %d requests under attack, fewer than 80%% of its %d alone", underAttack, base)
+	}
+}
+
+// A tenant's minute of module time is bounded: once its calls used
+// cpu_ms_per_minute, further calls are refused with 429 until the minute
+// ends, naming the limit.
+func TestTenantModuleTimePerMinute(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.TenantModules = config.TenantModules{TimeoutMS: 200, CPUMsPerMinute: 300}
+	}})
+	key := tenant(t, g, "hungry", "")
+	spin := promptWith("x", `[{"id":"testplugin","mode":"spin"}]`)
+	// Each call takes 200 ms: two exhaust the minute; a minute boundary
+	// between them can reset it once at most.
+	for i := 0; i < 6; i++ {
+		status, body := postAs(t, g, key, spin)
+		if status == 429 {
+			if !strings.Contains(body.Get("error.message").Str, "module time (300 ms per minute") || body.Get("error.code").Int() != 429 {
+				t.Fatalf("429 without the limit: %s", body.Raw)
+			}
+			return
+		}
+		if status != 502 {
+			t.Fatalf("call %d: %d %s", i, status, body.Raw)
+		}
+	}
+	t.Fatal("six 200 ms calls under a 300 ms minute budget were all run")
+}
+
+// lockedBuffer is a log sink tests read while the gateway writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A module's log is budgeted per call (the rest dropped with one note) and
+// tagged with its account; a trap's wasm stack trace is in the log, never
+// in the response.
+func TestModuleLogBudgetAndTraces(t *testing.T) {
+	logs := &lockedBuffer{}
+	g := start(t, gatewaytest.Options{LogTo: logs, Mutate: func(c *config.Config) {
+		c.ModuleLogs = config.ModuleLogs{LinesPerCall: 10, BytesPerCall: 1 << 20}
+	}})
+	key := tenant(t, g, "chatty", "")
+	acct, _ := g.Keys.Authenticate(key)
+	status, body := postAs(t, g, key, promptWith("x", `[{"id":"testplugin","mode":"logflood"}]`))
+	if status != 200 {
+		t.Fatalf("logflood: %d %s", status, body.Raw)
+	}
+	var flood, notes int
+	for _, line := range strings.Split(logs.String(), "\n") {
+		l := gjson.Parse(line)
+		switch {
+		case strings.HasPrefix(l.Get("msg").Str, "flood "):
+			flood++
+			if l.Get("account").Str != acct.AccountID {
+				t.Fatalf("module log line without its account: %s", line)
+			}
+		case strings.Contains(l.Get("msg").Str, "lines dropped"):
+			notes++
+			if !strings.HasPrefix(l.Get("msg").Str, "4990 lines dropped") || l.Get("account").Str != acct.AccountID {
+				t.Fatalf("drop note %s", line)
+			}
+		}
+	}
+	if flood != 10 || notes != 1 {
+		t.Fatalf("%d flood lines and %d drop notes in the log, want 10 and 1", flood, notes)
+	}
+
+	status, body = postAs(t, g, key, promptWith("x", `[{"id":"testplugin","mode":"trap"}]`))
+	msg := body.Get("error.message").Str
+	if status != 502 || !strings.Contains(msg, "failed in pre_request: trapped") {
+		t.Fatalf("trap: %d %s", status, body.Raw)
+	}
+	if strings.Contains(body.Raw, "wasm stack trace") || strings.Contains(body.Raw, ".go:") || strings.Contains(msg, "\n") {
+		t.Fatalf("the response carries the stack trace: %s", body.Raw)
+	}
+	if !strings.Contains(logs.String(), "wasm stack trace") {
+		t.Fatal("the stack trace is not in the log")
+	}
+}

@@ -73,7 +73,7 @@ func promptWith(content, plugins string) string {
 // answering, /health included.
 func TestTenantModuleCeilings(t *testing.T) {
 	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
-		c.TenantModules = config.TenantModules{TimeoutMS: 300, MemoryPages: 512, PoolSize: 2}
+		c.TenantModules = config.TenantModules{TimeoutMS: 300, MemoryPages: 512, PoolSize: 2, CPUMsPerMinute: 600_000}
 	}})
 	key := tenant(t, g, "greedy", `{"timeout_ms":0,"memory_pages":65536,"pool_size":1024}`)
 
@@ -143,7 +143,7 @@ func TestTenantLoopsDoNotStarveOtherTenants(t *testing.T) {
 		t.Skip("load test")
 	}
 	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
-		c.TenantModules = config.TenantModules{TimeoutMS: 250, ConcurrentCalls: 1, CPUMsPerMinute: 6_000}
+		c.TenantModules = config.TenantModules{TimeoutMS: 250, ConcurrentCalls: 1, CPUMsPerMinute: 3_000}
 	}})
 	attacker := tenant(t, g, "attacker", `{"timeout_ms":1000,"pool_size":16}`)
 	victim := tenant(t, g, "victim", "")
@@ -189,7 +189,7 @@ func TestTenantLoopsDoNotStarveOtherTenants(t *testing.T) {
 				// Refused for its budget: a flood of refused requests is
 				// the rate limiter's business (per-key limits), not
 				// what this test measures.
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(200 * time.Millisecond)
 			}
 			attackCalls.Add(1)
 		}

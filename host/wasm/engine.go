@@ -209,7 +209,7 @@ func (e *Engine) LoadTenant(ctx context.Context, account string, m *manifest.Man
 		e.log.Info("tenant module limits clamped to the operator's ceilings", "module", m.Name+"@"+m.Version, "account", account,
 			"timeout_ms", c.Limits.TimeoutMS, "memory_pages", c.Limits.MemoryPages, "pool_size", c.Limits.PoolSize)
 	}
-	mod, err := e.Load(ctx, &c, wasm)
+	mod, err := e.Load(ctx, &c, mergeData(wasm))
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 )
 
 // Module is a loaded module and its instance pool.
@@ -269,7 +270,7 @@ func (m *Module) callFresh(ctx context.Context, hook abi.Hook, fields [][]byte, 
 	m.mu.Lock()
 	m.live++
 	m.mu.Unlock()
-	in, err := m.instantiate(ctx)
+	in, err := m.instantiate(experimental.WithMemoryAllocator(ctx, mmapAllocator))
 	if err != nil {
 		m.mu.Lock()
 		m.live--

@@ -1,0 +1,3 @@
+package wasm
+
+const mapNoReserve = 0

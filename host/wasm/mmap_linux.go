@@ -1,0 +1,5 @@
+package wasm
+
+import "syscall"
+
+const mapNoReserve = syscall.MAP_NORESERVE

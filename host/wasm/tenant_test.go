@@ -1,0 +1,100 @@
+package wasm_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/wasm"
+)
+
+func TestTenantClamp(t *testing.T) {
+	ceil := wasm.TenantLimits{TimeoutMS: 500, MemoryPages: 512, PoolSize: 4}
+	cases := []struct {
+		name     string
+		in, want manifest.Limits
+	}{
+		{"no time limit gets the ceiling", manifest.Limits{TimeoutMS: 0, MemoryPages: 256, PoolSize: 2}, manifest.Limits{TimeoutMS: 500, MemoryPages: 256, PoolSize: 2}},
+		{"everything over", manifest.Limits{TimeoutMS: 60_000, MemoryPages: 65536, PoolSize: 1024}, manifest.Limits{TimeoutMS: 500, MemoryPages: 512, PoolSize: 4}},
+		{"under is kept", manifest.Limits{TimeoutMS: 20, MemoryPages: 128, PoolSize: 1}, manifest.Limits{TimeoutMS: 20, MemoryPages: 128, PoolSize: 1}},
+		{"zero ceilings are the defaults", manifest.Limits{MemoryPages: 1 << 16, PoolSize: 1 << 10}, wasm.TenantLimits{}.Clamp(manifest.Limits{MemoryPages: wasm.DefaultTenantLimits().MemoryPages, PoolSize: wasm.DefaultTenantLimits().PoolSize})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ceil
+			if strings.HasPrefix(tc.name, "zero") {
+				c = wasm.TenantLimits{}
+			}
+			if got := c.Clamp(tc.in); got != tc.want {
+				t.Fatalf("Clamp(%+v) = %+v, want %+v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkPluginCall is the per-call cost of one pre_request hook of the
+// test plugin (a Go guest; the hook parses its config and continues) on a
+// 1 KB request: trusted and pooled without preemption (timeout_ms 0),
+// trusted and pooled with it, and as a tenant's module (preemptible, a
+// fresh instance per call, account slots and budget).
+func BenchmarkPluginCall(b *testing.B) {
+	root := filepath.Join("..", "..")
+	bin, err := os.ReadFile(filepath.Join(root, "build", "testdata", "testplugin.wasm"))
+	if err != nil {
+		b.Fatalf("%v (run make wasm)", err)
+	}
+	base := `{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]},"limits":{"memory_pages":256,"pool_size":4,"timeout_ms":%d}}`
+	ctx := []byte(`{"config":{"id":"testplugin"},"model":"test/chat","scope":"account"}`)
+	body := []byte(`{"model":"test/chat","messages":[{"role":"user","content":"` + strings.Repeat("x", 950) + `"}]}`)
+	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), nil)
+	e.Tenants = wasm.TenantLimits{CPUMsPerMinute: 1 << 40, ConcurrentCalls: 64}
+	b.Cleanup(func() { _ = e.Close(context.Background()) })
+	cases := []struct {
+		name    string
+		timeout int
+		tenant  bool
+	}{
+		{"trusted/pooled/no-preemption", 0, false},
+		{"trusted/pooled/preemption", 1000, false},
+		{"tenant/fresh/preemption", 1000, true},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			m, err := manifest.Parse([]byte(strings.Replace(base, "%d", itoa(tc.timeout), 1)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var mod *wasm.Module
+			if tc.tenant {
+				mod, err = e.LoadTenant(context.Background(), "acct_bench", m, bin)
+			} else {
+				mod, err = e.Load(context.Background(), m, bin)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer mod.Close(context.Background())
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := mod.Call(context.Background(), abi.HookPreRequest, ctx, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func itoa(i int) string {
+	s := ""
+	for ; i > 0; i /= 10 {
+		s = string(rune('0'+i%10)) + s
+	}
+	if s == "" {
+		s = "0"
+	}
+	return s
+}

@@ -2,6 +2,7 @@ package wasm_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,4 +98,39 @@ func itoa(i int) string {
 		s = "0"
 	}
 	return s
+}
+
+// Extism modules of a tenant get the same treatment: clamped limits (no
+// time limit becomes the ceiling), an instance per call, and log lines
+// tagged with the account.
+func TestTenantExtism(t *testing.T) {
+	var buf syncBuffer
+	e := wasm.NewEngine("", slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	e.Tenants = wasm.TenantLimits{TimeoutMS: 50}
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	bin := module([]imp{impInputOffset, impErrorSet, impUserLog},
+		[]fn{preRequest(i32const(2), callImport(0), callImport(2), callImport(0), callImport(1), i32const(1))}, 1)
+	mod, err := e.LoadTenant(context.Background(), "acct_ext", extismManifest(t, `"grants":{"host_functions":["log"]},`), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		_, err = mod.Call(context.Background(), abi.HookPreRequest, []byte("hello from the guest"))
+		if err == nil || !strings.Contains(err.Error(), "hello from the guest") {
+			t.Fatalf("call: %v", err)
+		}
+		if mod.Live() != 0 {
+			t.Fatalf("%d instances kept after a tenant's call", mod.Live())
+		}
+	}
+	if got := buf.String(); !strings.Contains(got, "hello from the guest") || !strings.Contains(got, "account=acct_ext") {
+		t.Fatalf("log line without its account: %q", got)
+	}
+	spin, err := e.LoadTenant(context.Background(), "acct_ext", extismManifest(t, ""), module(nil, []fn{preRequest(loopForever, i32const(0))}, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spin.Call(context.Background(), abi.HookPreRequest, nil, nil); err == nil || !strings.Contains(err.Error(), "time limit of 50 ms") {
+		t.Fatalf("spinning tenant Extism module: %v", err)
+	}
 }

@@ -37,69 +37,68 @@ func TestTenantClamp(t *testing.T) {
 	}
 }
 
-// BenchmarkPluginCall is the per-call cost of one pre_request hook of the
-// test plugin (a Go guest; the hook parses its config and continues) on a
-// 1 KB request: trusted and pooled without preemption (timeout_ms 0),
-// trusted and pooled with it, and as a tenant's module (preemptible, a
-// fresh instance per call, account slots and budget).
+// BenchmarkPluginCall is the per-call cost of one pre_request hook on a 1 KB
+// request: trusted and pooled without preemption (timeout_ms 0), trusted and
+// pooled with it, and as a tenant's module (preemptible, a fresh instance
+// per call, account slots and budget). The test plugin (a Go guest, `make
+// wasm`) always; the three examples too when `make -C examples` built them.
 func BenchmarkPluginCall(b *testing.B) {
 	root := filepath.Join("..", "..")
-	bin, err := os.ReadFile(filepath.Join(root, "build", "testdata", "testplugin.wasm"))
-	if err != nil {
-		b.Fatalf("%v (run make wasm)", err)
+	guests := []struct{ name, wasm, manifest string }{
+		{"testplugin", filepath.Join(root, "build", "testdata", "testplugin.wasm"), `{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]}}`},
 	}
-	base := `{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]},"limits":{"memory_pages":256,"pool_size":4,"timeout_ms":%d}}`
-	ctx := []byte(`{"config":{"id":"testplugin"},"model":"test/chat","scope":"account"}`)
+	for _, ex := range []string{"go-native-plugin", "c-native-plugin", "as-extism-plugin"} {
+		w := filepath.Join(root, "build", "examples", ex+".wasm")
+		if mj, err := os.ReadFile(filepath.Join(root, "build", "examples", ex+".json")); err == nil {
+			guests = append(guests, struct{ name, wasm, manifest string }{ex, w, string(mj)})
+		}
+	}
+	ctx := []byte(`{"config":{"id":"p","blocked":["forbidden"]},"model":"test/chat","scope":"account"}`)
 	body := []byte(`{"model":"test/chat","messages":[{"role":"user","content":"` + strings.Repeat("x", 950) + `"}]}`)
 	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), nil)
-	e.Tenants = wasm.TenantLimits{CPUMsPerMinute: 1 << 40, ConcurrentCalls: 64}
+	e.Tenants = wasm.TenantLimits{CPUMsPerMinute: 1 << 40, ConcurrentCalls: 64, MemoryPages: 1024}
 	b.Cleanup(func() { _ = e.Close(context.Background()) })
-	cases := []struct {
-		name    string
-		timeout int
-		tenant  bool
-	}{
-		{"trusted/pooled/no-preemption", 0, false},
-		{"trusted/pooled/preemption", 1000, false},
-		{"tenant/fresh/preemption", 1000, true},
-	}
-	for _, tc := range cases {
-		b.Run(tc.name, func(b *testing.B) {
-			m, err := manifest.Parse([]byte(strings.Replace(base, "%d", itoa(tc.timeout), 1)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			var mod *wasm.Module
-			if tc.tenant {
-				mod, err = e.LoadTenant(context.Background(), "acct_bench", m, bin)
-			} else {
-				mod, err = e.Load(context.Background(), m, bin)
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer mod.Close(context.Background())
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := mod.Call(context.Background(), abi.HookPreRequest, ctx, body); err != nil {
+	for _, g := range guests {
+		bin, err := os.ReadFile(g.wasm)
+		if err != nil {
+			b.Fatalf("%v (run make wasm)", err)
+		}
+		for _, tc := range []struct {
+			name    string
+			timeout int
+			tenant  bool
+		}{
+			{"trusted-pooled-no-preemption", 0, false},
+			{"trusted-pooled-preemption", 1000, false},
+			{"tenant-fresh-preemption", 1000, true},
+		} {
+			b.Run(g.name+"/"+tc.name, func(b *testing.B) {
+				m, err := manifest.Parse([]byte(g.manifest))
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
+				m.Limits.TimeoutMS, m.Limits.PoolSize = tc.timeout, 4
+				m.Limits.MemoryPages = max(m.Limits.MemoryPages, 256)
+				var mod *wasm.Module
+				if tc.tenant {
+					mod, err = e.LoadTenant(context.Background(), "acct_bench", m, bin)
+				} else {
+					mod, err = e.Load(context.Background(), m, bin)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer mod.Close(context.Background())
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := mod.Call(context.Background(), abi.HookPreRequest, ctx, body); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
-
-func itoa(i int) string {
-	s := ""
-	for ; i > 0; i /= 10 {
-		s = string(rune('0'+i%10)) + s
-	}
-	if s == "" {
-		s = "0"
-	}
-	return s
-}
-
 // Extism modules of a tenant get the same treatment: clamped limits (no
 // time limit becomes the ceiling), an instance per call, and log lines
 // tagged with the account.

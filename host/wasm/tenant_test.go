@@ -99,6 +99,7 @@ func BenchmarkPluginCall(b *testing.B) {
 		}
 	}
 }
+
 // Extism modules of a tenant get the same treatment: clamped limits (no
 // time limit becomes the ceiling), an instance per call, and log lines
 // tagged with the account.

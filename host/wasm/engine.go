@@ -10,6 +10,7 @@ package wasm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -37,6 +38,10 @@ type Engine struct {
 	// private addresses. Off in production (SSRF); tests and local
 	// development turn it on. Set before the first Load.
 	AllowPrivateNetworks bool
+	// NoInstrument turns off the cheap preemption rewrite (preempt.go):
+	// modules with a time limit then run with wazero's per-loop check.
+	// For benchmarks and as an escape hatch.
+	NoInstrument bool
 	// Tenants are the ceilings of modules loaded with LoadTenant, and Logs
 	// the log budgets of every module (zero fields: defaults). Set before
 	// the first Load.
@@ -125,6 +130,7 @@ func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	_, err := rt.NewHostModuleBuilder(abi.ImportModule).
 		NewFunctionBuilder().WithFunc(e.hostHTTPRequest).Export(abi.HostHTTPRequest).
 		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostHTTPResponse).
+		NewFunctionBuilder().WithFunc(hostYield).Export(yieldImport).
 		NewFunctionBuilder().
 		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
 			if b, ok := m.Memory().Read(ptr, min(n, maxLogLine)); ok {
@@ -244,15 +250,8 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 		e.mu.Unlock()
 		return refuse("engine is closed")
 	}
-	r, err := e.runtimeFor(ctx, runtimeKey{pages: m.Limits.MemoryPages, guarded: m.Limits.TimeoutMS > 0})
-	if err != nil {
-		e.mu.Unlock()
-		return nil, err
-	}
 	e.mu.Unlock()
-	// Compiled outside the lock, so start-up compiles modules in parallel
-	// (wazero runtimes are safe for concurrent use).
-	compiled, err := r.rt.CompileModule(compileContext(ctx), wasm)
+	r, compiled, preempt, err := e.compile(ctx, m, wasm)
 	if err != nil {
 		return refuse("does not compile: %v", err)
 	}
@@ -260,12 +259,12 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 		_ = compiled.Close(ctx)
 		return refuse("%v", err)
 	}
-	if err := checkImports(compiled, m); err != nil {
+	if err := checkImports(compiled, m, preempt); err != nil {
 		_ = compiled.Close(ctx)
 		return refuse("%v", err)
 	}
 	mod := &Module{
-		Manifest: m, ID: id, rt: r.rt, compiled: compiled, engine: e,
+		Manifest: m, ID: id, rt: r.rt, compiled: compiled, engine: e, preempt: preempt,
 		pool: make(chan *instance, m.Limits.PoolSize), acct: e.accountFor("", false),
 	}
 	first, err := mod.instantiate(ctx)
@@ -276,6 +275,42 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 	mod.live = 1
 	mod.pool <- first
 	return mod, nil
+}
+
+// compile compiles a native module. A module with a time limit is
+// instrumented for cheap preemption (preempt.go) and runs on a runtime
+// without wazero's per-loop exit; one the rewrite does not understand runs
+// on a runtime with it. Compiled outside the engine's lock, so start-up
+// compiles modules in parallel (wazero runtimes are safe for concurrent
+// use).
+func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte) (*runtime, wazero.CompiledModule, bool, error) {
+	runtimeOf := func(guarded bool) (*runtime, error) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.closed {
+			return nil, errors.New("engine is closed")
+		}
+		return e.runtimeFor(ctx, runtimeKey{pages: m.Limits.MemoryPages, guarded: guarded})
+	}
+	if m.Limits.TimeoutMS > 0 && !e.NoInstrument {
+		if inst, err := instrument(wasm); err == nil {
+			r, err := runtimeOf(false)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if c, err := r.rt.CompileModule(compileContext(ctx), inst); err == nil {
+				return r, c, true, nil
+			}
+			// Invalid after the rewrite (say, the module exports a name the
+			// rewrite adds): wazero's preemption instead.
+		}
+	}
+	r, err := runtimeOf(m.Limits.TimeoutMS > 0)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	c, err := r.rt.CompileModule(compileContext(ctx), wasm)
+	return r, c, false, err
 }
 
 // compileContext lets wazero compile one module's functions on every CPU,
@@ -337,13 +372,16 @@ func sameTypes(a, b []api.ValueType) bool {
 	return true
 }
 
-func checkImports(c wazero.CompiledModule, m *manifest.Manifest) error {
+func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) error {
 	for _, f := range c.ImportedFunctions() {
 		mod, name, _ := f.Import()
 		switch mod {
 		case wasi_snapshot_preview1.ModuleName:
 			// Sandboxed by the module config: no files, no env, no real clock.
 		case abi.ImportModule:
+			if name == yieldImport && preempt {
+				continue // added by instrument
+			}
 			if name != abi.HostLog && name != abi.HostHTTPRequest && name != abi.HostHTTPResponse {
 				return fmt.Errorf("imports unknown host function %s.%s", mod, name)
 			}

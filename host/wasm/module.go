@@ -36,6 +36,8 @@ type Module struct {
 	account string
 	acct    *account
 	slots   chan struct{}
+	// preempt: the module was instrumented (preempt.go).
+	preempt bool
 
 	mu     sync.Mutex
 	live   int // instances alive (pooled or in use)
@@ -69,6 +71,13 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	cfg := wazero.NewModuleConfig().
 		WithName(name).
 		WithStartFunctions(abi.ExportInit)
+	if t := m.Manifest.Limits.TimeoutMS; t > 0 && m.preempt {
+		// Start functions spin like hooks: the time limit stops them too
+		// (wazero's own preemption watches ctx by itself).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Millisecond)
+		defer cancel()
+	}
 	// Registered before instantiation: start functions may already call
 	// host functions.
 	in := &instance{owner: m, name: name}

@@ -134,3 +134,21 @@ func TestTenantExtism(t *testing.T) {
 		t.Fatalf("spinning tenant Extism module: %v", err)
 	}
 }
+
+// loadTestPlugin loads the test plugin (make wasm) with a time limit.
+func loadTestPlugin(t *testing.T, e *wasm.Engine) *wasm.Module {
+	t.Helper()
+	bin, err := os.ReadFile(filepath.Join("..", "..", "build", "testdata", "testplugin.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make wasm)", err)
+	}
+	m, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]},"limits":{"timeout_ms":1000}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := e.Load(context.Background(), m, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod
+}

@@ -2,7 +2,6 @@ package wasm
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	goruntime "runtime"
 	"strconv"
@@ -67,39 +66,30 @@ func DefaultLogLimits() LogLimits {
 
 func (t TenantLimits) withDefaults() TenantLimits {
 	d := DefaultTenantLimits()
-	if t.TimeoutMS <= 0 {
-		t.TimeoutMS = d.TimeoutMS
-	}
-	if t.MemoryPages == 0 {
-		t.MemoryPages = d.MemoryPages
-	}
-	if t.PoolSize <= 0 {
-		t.PoolSize = d.PoolSize
-	}
-	if t.ConcurrentCalls <= 0 {
-		t.ConcurrentCalls = d.ConcurrentCalls
-	}
-	if t.CPUMsPerMinute <= 0 {
-		t.CPUMsPerMinute = d.CPUMsPerMinute
-	}
+	orDefault(&t.TimeoutMS, d.TimeoutMS)
+	orDefault(&t.MemoryPages, d.MemoryPages)
+	orDefault(&t.PoolSize, d.PoolSize)
+	orDefault(&t.ConcurrentCalls, d.ConcurrentCalls)
+	orDefault(&t.CPUMsPerMinute, d.CPUMsPerMinute)
 	return t
 }
 
 func (l LogLimits) withDefaults() LogLimits {
 	d := DefaultLogLimits()
-	if l.BytesPerCall <= 0 {
-		l.BytesPerCall = d.BytesPerCall
-	}
-	if l.LinesPerCall <= 0 {
-		l.LinesPerCall = d.LinesPerCall
-	}
-	if l.BytesPerMinute <= 0 {
-		l.BytesPerMinute = d.BytesPerMinute
-	}
-	if l.LinesPerMinute <= 0 {
-		l.LinesPerMinute = d.LinesPerMinute
+	for _, p := range []struct{ v, d *int64 }{
+		{&l.BytesPerCall, &d.BytesPerCall}, {&l.LinesPerCall, &d.LinesPerCall},
+		{&l.BytesPerMinute, &d.BytesPerMinute}, {&l.LinesPerMinute, &d.LinesPerMinute},
+	} {
+		orDefault(p.v, *p.d)
 	}
 	return l
+}
+
+// orDefault sets *v to d when the operator left it unset (0 or less).
+func orDefault[T int | int64 | uint32](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // Clamp returns the limits m runs with as a module of a tenant: each at most
@@ -246,9 +236,4 @@ func (e *Engine) droppedNote(ctx context.Context, m *Module, c *callLog) {
 	if n := c.dropped.Load(); n > 0 {
 		e.log.WarnContext(ctx, strconv.FormatInt(n, 10)+" lines dropped (module log budget)", "module", m.ID, "account", m.account)
 	}
-}
-
-func (l TenantLimits) String() string {
-	return fmt.Sprintf("timeout_ms %d, memory_pages %d, pool_size %d, concurrent_calls %d, cpu_ms_per_minute %d",
-		l.TimeoutMS, l.MemoryPages, l.PoolSize, l.ConcurrentCalls, l.CPUMsPerMinute)
 }

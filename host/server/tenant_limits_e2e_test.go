@@ -271,7 +271,7 @@ func (l *lockedBuffer) String() string {
 func TestModuleLogBudgetAndTraces(t *testing.T) {
 	logs := &lockedBuffer{}
 	g := start(t, gatewaytest.Options{LogTo: logs, Mutate: func(c *config.Config) {
-		c.ModuleLogs = config.ModuleLogs{LinesPerCall: 10, BytesPerCall: 1 << 20}
+		c.ModuleLogs = config.ModuleLogs{LinesPerCall: 10, BytesPerCall: 1 << 20, LinesPerMinute: 25}
 	}})
 	key := tenant(t, g, "chatty", "")
 	acct, _ := g.Keys.Authenticate(key)
@@ -298,6 +298,17 @@ func TestModuleLogBudgetAndTraces(t *testing.T) {
 	if flood != 10 || notes != 1 {
 		t.Fatalf("%d flood lines and %d drop notes in the log, want 10 and 1", flood, notes)
 	}
+	// The account's minute budget (25 lines) caps what further calls log:
+	// three more calls may log 15 lines in this minute, 25 more if the
+	// minute turns over during them, never the 30 of three full calls.
+	for range 3 {
+		if status, body := postAs(t, g, key, promptWith("x", `[{"id":"testplugin","mode":"logflood"}]`)); status != 200 {
+			t.Fatalf("logflood: %d %s", status, body.Raw)
+		}
+	}
+	if n := strings.Count(logs.String(), `"msg":"flood `); n > 10+25 || n < 10+15 {
+		t.Fatalf("%d flood lines after four calls under a 25-line minute budget", n)
+	}
 
 	status, body = postAs(t, g, key, promptWith("x", `[{"id":"testplugin","mode":"trap"}]`))
 	msg := body.Get("error.message").Str
@@ -309,5 +320,26 @@ func TestModuleLogBudgetAndTraces(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "wasm stack trace") {
 		t.Fatal("the stack trace is not in the log")
+	}
+}
+
+// The wall time of a request's plugin hooks is on its generation record
+// (plugin_us), the account's module time a person can audit.
+func TestPluginTimeOnGeneration(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	key := tenant(t, g, "metered", "")
+	status, body := postAs(t, g, key, promptWith("hello", `[{"id":"testplugin","mode":"rewrite"}]`))
+	if status != 200 {
+		t.Fatalf("%d %s", status, body.Raw)
+	}
+	if us := generation(t, g, key, body.Get("id").Str).Get("plugin_us").Int(); us <= 0 {
+		t.Fatalf("plugin_us %d on a request whose plugin ran", us)
+	}
+	status, body = postAs(t, g, key, promptWith("hello", `[]`))
+	if status != 200 {
+		t.Fatalf("%d %s", status, body.Raw)
+	}
+	if gen := generation(t, g, key, body.Get("id").Str); gen.Get("plugin_us").Int() != 0 {
+		t.Fatalf("plugin time on a request without plugins: %s", gen.Raw)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/ratelimit"
 	"gopkg.in/yaml.v3"
 )
 
@@ -40,9 +41,15 @@ type Config struct {
 	MaxBodyBytes int      `yaml:"max_body_bytes"`
 	Timeouts     Timeouts `yaml:"timeouts"`
 	// KeepAlive is the interval of SSE comments while an upstream is silent.
-	KeepAlive Duration   `yaml:"keep_alive"`
-	Providers []Provider `yaml:"providers"`
-	Models    []Model    `yaml:"models"`
+	KeepAlive Duration `yaml:"keep_alive"`
+	// RateLimits are every account's default limits (requests and tokens
+	// per minute, concurrent requests; 0 = unlimited), shared by all of an
+	// account's keys. An account's own limits (set by the operator) replace
+	// them field by field, and a key's limits apply on top (docs/ratelimit.md).
+	// The default is unlimited, so an operator who admits tenants sets them.
+	RateLimits ratelimit.Limits `yaml:"rate_limits"`
+	Providers  []Provider       `yaml:"providers"`
+	Models     []Model          `yaml:"models"`
 }
 
 // Timeouts bound upstream calls.
@@ -119,6 +126,9 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	c.fillDefaults()
+	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
+		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
+	}
 	return c, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/route"
 )
 
@@ -38,6 +39,9 @@ type Deps struct {
 	Log      *slog.Logger
 	// Client reaches upstreams; nil means a tuned default.
 	Client *http.Client
+	// Limiter enforces per-key and per-account rate limits (ratelimit.go);
+	// nil means one in-memory limiter for this server.
+	Limiter ratelimit.Limiter
 }
 
 // Server is one gateway instance.
@@ -72,6 +76,9 @@ func New(d Deps) *Server {
 	if d.Pipeline == nil {
 		d.Pipeline = &pipeline.Runner{Modules: d.Modules}
 	}
+	if d.Limiter == nil {
+		d.Limiter = ratelimit.NewMemory()
+	}
 	s := &Server{Deps: d, Dispatcher: &dispatch.Dispatcher{
 		Router: d.Router, Ledger: d.Ledger, Modules: d.Modules, Client: d.Client,
 		AttemptTimeout: time.Duration(d.Config.Timeouts.Attempt), RequestTimeout: time.Duration(d.Config.Timeouts.Request),
@@ -93,7 +100,7 @@ func New(d Deps) *Server {
 	api.Post("/embeddings", s.embeddings)
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
 	api.Get("/models", s.listModels(""))
-	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules})
+	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, DefaultRateLimits: d.Config.RateLimits})
 	return s
 }
 

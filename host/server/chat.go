@@ -25,13 +25,19 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
+	// Rate limits (ratelimit.go): every way out below ends the admission
+	// through release, the stream's included.
+	if req.adm, aerr = s.admit(c, req.key, int64(req.PromptTokens)); aerr != nil {
+		return aerr
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.Dispatcher.RequestTimeout)
 	pl, aerr := s.Pipeline.Build(req.key.AccountID, req.Model(), req.Plugins)
 	if aerr != nil {
 		cancel()
+		req.adm.end()
 		return aerr
 	}
-	release := func() { pl.Release(); cancel() }
+	release := func() { pl.Release(); cancel(); req.adm.end() }
 	genID := newGenerationID()
 	edited, answer, aerr := s.preRequest(ctx, req, pl)
 	switch {
@@ -64,6 +70,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, r *dispatch.Result) error {
 	raw := wire.Completion(r.Body, r.Identity(), "chat.completion")
 	usage := r.Usage(raw, func() string { return wire.CompletionText(raw) })
+	req.adm.record(usage)
 	finish := gjson.GetBytes(raw, "choices.0.finish_reason").Str
 	var postErr *apierr.Error
 	if !pl.Empty() {
@@ -94,6 +101,7 @@ type chatRequest struct {
 	*validate.ChatRequest
 	meta bool // X-Service-Metadata: enabled
 	key  *keys.Key
+	adm  *admission // its rate-limit admission
 }
 
 func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
@@ -133,7 +141,7 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	if vr.SessionID == "" {
 		vr.SessionID = req.SessionID // the header's session still applies
 	}
-	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key}, nil, nil
+	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm}, nil, nil
 }
 
 // job is the request for the dispatcher.

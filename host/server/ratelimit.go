@@ -42,6 +42,11 @@ func (s *Server) admit(c *fiber.Ctx, key *keys.Key, estimate int64) (*admission,
 		AccountLimits:  s.Keys.RateLimits(key.AccountID).Or(s.Config.RateLimits),
 		TokensEstimate: estimate,
 	}
+	if r.KeyLimits == (ratelimit.Limits{}) && r.AccountLimits == (ratelimit.Limits{}) {
+		// Nothing to enforce (the default): no state, no headers. Requests
+		// already in flight when a limit is set are not counted against it.
+		return nil, nil
+	}
 	now := time.Now()
 	d := s.Limiter.Admit(now, r)
 	d.Headers(now, func(name, value string) { c.Set(name, value) })

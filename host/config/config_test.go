@@ -94,7 +94,7 @@ models:
 `
 	for _, tc := range []struct {
 		name, extra, err string
-		want           map[string]string
+		want             map[string]string
 	}{
 		{"model list and top-level map", "aliases: {bee: v/b, off: v/off}\n", "", map[string]string{"a": "v/a", "bee": "v/b"}},
 		{"alias is a model id", "aliases: {v/a: v/b}\n", `alias "v/a" is a model id itself`, nil},

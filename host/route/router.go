@@ -881,3 +881,33 @@ func (r *Router) unknownModel(id string) *apierr.Error {
 	}
 	return e
 }
+
+// Resolve maps a request's model name to a catalog id: the id itself, or
+// an alias's target. A name without a vendor that is neither is a 400
+// listing close matches, so the caller learns it before anything runs; an
+// unknown <vendor>/<model> id is returned unchanged for Plan to answer 404.
+func (r *Router) Resolve(id string) (string, *apierr.Error) {
+	if to := r.cat.Resolve(id); to != "" {
+		return to, nil
+	}
+	if !strings.Contains(id, "/") {
+		return "", r.unknownModel(id)
+	}
+	return id, nil
+}
+
+// Unrouted is a plan made for metadata only: the endpoints of the requested
+// models (aliases resolved, unknown models left out), none attempted, for a
+// request stopped before routing, such as a guardrail block.
+func (r *Router) Unrouted(models []string, strategy string) *Plan {
+	p := &Plan{Strategy: strategy}
+	for _, id := range models {
+		st := r.models[r.cat.Resolve(id)]
+		if st == nil || slices.Contains(p.models, st.m) {
+			continue
+		}
+		p.models = append(p.models, st.m)
+		p.Available = append(p.Available, st.m.Endpoints...)
+	}
+	return p
+}

@@ -144,7 +144,11 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if err := validate.Chat(body); err != nil {
 		return err
 	}
-	req, aerr := parseChat(c, body)
+	body, aerr := s.chatCompat(body)
+	if aerr != nil {
+		return aerr
+	}
+	req, aerr := s.parseChatCompat(c, body)
 	if aerr != nil {
 		return aerr
 	}
@@ -165,7 +169,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if !pl.Empty() {
 		pre, aerr := pl.Pre(ctx, body)
 		if aerr != nil {
-			return writeError(c, aerr, pipelineMeta(req, pl))
+			return writeError(c, aerr, s.pipelineMeta(req, pl))
 		}
 		if pre.Respond != nil {
 			return s.respondFromPlugin(c, req, pl, genID, pre.Respond)
@@ -173,10 +177,10 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		if !bytes.Equal(pre.Body, body) {
 			if err := validate.Chat(pre.Body); err != nil {
 				return writeError(c, &apierr.Error{Status: http.StatusBadGateway,
-					Message: "a plugin produced an invalid request: " + err.Message}, pipelineMeta(req, pl))
+					Message: "a plugin produced an invalid request: " + err.Message}, s.pipelineMeta(req, pl))
 			}
 			body = pre.Body
-			if req, aerr = parseChat(c, body); aerr != nil {
+			if req, aerr = s.parseChatCompat(c, body); aerr != nil {
 				return aerr
 			}
 		}
@@ -208,7 +212,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		}
 		attempt++
 		start := time.Now()
-		u, err := s.send(ctx, ep, abi.HookChatRequest, body, req.stream, plan.Dropped[ep])
+		u, err := s.send(ctx, ep, abi.HookChatRequest, upstreamChatBody(body, ep, plan.Dropped[ep]), req.stream, plan.Dropped[ep])
 		if err == nil && !req.stream {
 			// A non-streaming attempt is done only when its body has been
 			// read and translated: a failure there falls back too.
@@ -246,6 +250,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	var meta map[string]any
 	if req.meta {
 		meta = plan.Metadata(req.models[0], call.ep, attempt)
+		clampMeta(meta, call.ep, req.maxOut)
 	}
 	if req.sessionID != "" {
 		s.Router.Stick(req.sessionID, call.ep)
@@ -615,12 +620,16 @@ func validJSONOr(b []byte) []byte {
 
 // pipelineMeta is the service_metadata of a request stopped by a plugin
 // before routing.
-func pipelineMeta(req *chatRequest, pl *pipeline.Pipeline) map[string]any {
+// It lists the endpoints the request could have been routed to (none
+// selected) and an empty region, like the metadata of a routed request.
+func (s *Server) pipelineMeta(req *chatRequest, pl *pipeline.Pipeline) map[string]any {
 	if !req.meta {
 		return nil
 	}
-	return map[string]any{"requested": req.models[0], "pipeline": pl.Stages, "attempt": 0,
-		"strategy": "plugin", "summary": "answered by the plugin pipeline before routing", "is_byok": false}
+	meta := s.Router.Unrouted(req.models, "plugin").Metadata(req.models[0], nil, 0)
+	meta["pipeline"] = pl.Stages
+	meta["summary"] = "answered by the plugin pipeline before routing"
+	return meta
 }
 
 func bytesEqual(a, b []byte) bool {
@@ -644,7 +653,7 @@ func (s *Server) respondFromPlugin(c *fiber.Ctx, req *chatRequest, pl *pipeline.
 	if !gjson.GetBytes(result, "usage").IsObject() {
 		result, _ = sjson.SetRawBytes(result, "usage", []byte(`{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"cost":0}`))
 	}
-	if m := pipelineMeta(req, pl); m != nil {
+	if m := s.pipelineMeta(req, pl); m != nil {
 		b, _ := json.Marshal(m)
 		result, _ = sjson.SetRawBytes(result, "service_metadata", b)
 	}

@@ -31,6 +31,11 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	if err := validate.Embeddings(body); err != nil {
 		return err
 	}
+	in, aerr := s.embeddingsCompat(body)
+	if aerr != nil {
+		return aerr
+	}
+	body = in.ids
 	model := gjson.GetBytes(body, "model").Str
 	prefs, aerr := route.ParsePreferences(gjson.GetBytes(body, "provider"), gjson.Result{})
 	if aerr != nil {
@@ -66,13 +71,13 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 			}
 		}
 		start := time.Now()
-		call, err := s.send(ctx, ep, abi.HookEmbedRequest, body, false, nil)
+		call, err := s.send(ctx, ep, abi.HookEmbedRequest, in.forEndpoint(ep), false, nil)
 		if err == nil {
 			raw, rerr := io.ReadAll(io.LimitReader(call.resp.Body, 256<<20))
 			if rerr != nil {
 				err = s.transportError(ctx, call, rerr)
 			} else {
-				raw, err = s.finishEmbeddings(ctx, call, raw, body)
+				raw, err = s.finishEmbeddings(ctx, call, raw, in.counted())
 			}
 			call.close()
 			if err == nil {
@@ -223,7 +228,7 @@ func (s *Server) listModels(kind catalog.Kind) fiber.Handler {
 				e.Pricing = map[string]string{
 					"prompt":     perToken(cheapest.Price.Prompt),
 					"completion": perToken(cheapest.Price.Completion),
-					"request":    formatFloat(cheapest.Price.Request),
+					"request":    usd(cheapest.Price.Request),
 				}
 				out = append(out, e)
 			}

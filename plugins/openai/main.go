@@ -145,9 +145,10 @@ func embedRequest(in *sdk.In, out *sdk.Out) error {
 	return nil
 }
 
-// writeInput passes strings through and flattens multimodal items that hold
-// only text into strings, which every OpenAI-compatible server accepts. Items
-// with images are passed as they are, for servers that embed images.
+// writeInput passes strings and token ids through and flattens multimodal
+// items that hold only text into strings, which every OpenAI-compatible
+// server accepts. Items with images are passed as they are, for servers that
+// embed images.
 func writeInput(out *sdk.Out, v gjson.Result) {
 	if !v.IsArray() || !onlyText(v) {
 		out.Member("input", v.Raw)
@@ -174,7 +175,9 @@ func writeInput(out *sdk.Out, v gjson.Result) {
 func onlyText(items gjson.Result) bool {
 	ok := true
 	items.ForEach(func(_, item gjson.Result) bool {
-		if item.IsObject() {
+		if item.Type == gjson.Number || item.IsArray() {
+			ok = false // token ids: passed as they are
+		} else if item.IsObject() {
 			item.Get("content").ForEach(func(_, p gjson.Result) bool {
 				ok = p.Get("type").Str == "text"
 				return ok

@@ -160,3 +160,19 @@ func TestDefaultAliases(t *testing.T) {
 		t.Errorf("Suggest(zzzzzzzz) = %v, want nothing", got)
 	}
 }
+
+// TestDefaultOpenAISupported: OpenAI keeps every default parameter and
+// takes custom tools, which the defaults leave out.
+func TestDefaultOpenAISupported(t *testing.T) {
+	c, _ := Parse(Default())
+	cat, err := c.Catalog("", func(k string) string { return "key" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := cat.Model("openai/gpt-4o").Endpoints[0].Supported
+	for _, p := range append([]string{"custom_tools"}, DefaultSupported...) {
+		if !sup[p] {
+			t.Errorf("openai does not support %s", p)
+		}
+	}
+}

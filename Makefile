@@ -7,11 +7,11 @@ GUEST   := GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared
 GUEST_LD := -s -w
 GUEST_SRC := $(shell find abi sdk plugins -name '*.go' -o -name '*.json') go.mod go.sum Makefile
 
-.PHONY: all build wasm examples gateway run test vet gotest clients bench clean
+.PHONY: all build wasm modules testwasm examples gateway syctl run deps test vet gotest clients bench clean
 
 all: build
 
-build: wasm examples gateway
+build: wasm examples gateway syctl
 
 # Example plugins in three ways (Go native, C native, AssemblyScript via
 # Extism); see docs/plugins.md. Needs clang-14, lld-14 and npm.
@@ -20,7 +20,14 @@ examples:
 
 ## Wasm modules: every folder under plugins/ with a manifest.json.
 PLUGINS := $(patsubst plugins/%/manifest.json,%,$(wildcard plugins/*/manifest.json))
-wasm: $(foreach p,$(PLUGINS),$(WASM)/$(p).wasm $(WASM)/$(p).json) $(TESTWASM)/openai-variant.wasm $(TESTWASM)/failing.wasm $(TESTWASM)/testplugin.wasm
+# Every module the tests load: the gateway's and the test-only ones.
+wasm: modules testwasm
+
+# The gateway's modules (what `make run` seeds).
+modules: $(foreach p,$(PLUGINS),$(WASM)/$(p).wasm $(WASM)/$(p).json)
+
+## Modules only the tests load.
+testwasm: $(TESTWASM)/openai-variant.wasm $(TESTWASM)/failing.wasm $(TESTWASM)/testplugin.wasm $(TESTWASM)/conformance.wasm
 
 $(WASM)/%.wasm: $(GUEST_SRC)
 	@mkdir -p $(WASM)
@@ -44,21 +51,40 @@ $(TESTWASM)/testplugin.wasm: $(GUEST_SRC) host/pipeline/testdata/testplugin/main
 	@mkdir -p $(TESTWASM)
 	$(GUEST) -ldflags "$(GUEST_LD)" -o $@ ./host/pipeline/testdata/testplugin
 
+# The ABI conformance kit's guest (abi/conformance).
+$(TESTWASM)/conformance.wasm: $(GUEST_SRC)
+	@mkdir -p $(TESTWASM)
+	$(GUEST) -ldflags "$(GUEST_LD)" -o $@ ./abi/conformance/guest
+
 gateway:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/switchyard ./cmd/switchyard
 
-# The gateway and its first-party modules; the example plugins (which need
-# clang and npm) are built by `make build` and `make test`.
-run: wasm gateway
+syctl:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -o $(BIN)/syctl ./cmd/syctl
+
+# Only what the gateway runs: its first-party modules and the binary, built
+# side by side (one Go build per module; make runs them in parallel).
+run:
+	$(MAKE) -j$(JOBS) modules gateway
 	$(BIN)/switchyard
 
-test: build vet clients gotest
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+# What a fresh machine lacks for the tests (clang and lld for the C
+# example, Node.js and npm for the npm client and the AssemblyScript example).
+deps:
+	./scripts/install-deps.sh
+
+test: deps
+	$(MAKE) -j$(JOBS) build
+	$(MAKE) vet clients gotest
 
 vet:
 	@test -z "$$(gofmt -l abi sdk host cmd plugins examples)" || (gofmt -l abi sdk host cmd plugins examples; echo "gofmt needed"; exit 1)
 	$(GO) vet ./...
-	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/...
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/... ./abi/conformance/guest
 
 # The npm `openai` client's dependencies, for the client tests.
 clients:
@@ -69,7 +95,8 @@ gotest:
 
 # Hot-path Go benchmarks, the per-call cost of one plugin through the native
 # ABI (Go, C) and through Extism (AssemblyScript), then the load benchmark.
-bench: build
+bench:
+	$(MAKE) -j$(JOBS) build
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...
 	$(GO) test -run=NONE -bench=PluginCall -benchmem -benchtime=2000x ./examples/
 	$(GO) run ./cmd/loadbench

@@ -72,7 +72,8 @@ const (
 	HookEmbedResponse   Hook = 5 // in: ctx, body           out: body
 	HookError           Hook = 6 // in: ctx, status, body   out: status, message
 
-	// Request-pipeline plugin hooks (docs/abi.md section 3.2).
+	// Request-pipeline plugin hooks (docs/abi.md section 3, "Plugin hooks";
+	// actions and fields in docs/plugins.md).
 	HookPreRequest   Hook = 7 // in: ctx, request body   out: action, body, summary
 	HookPostResponse Hook = 8 // in: ctx, result body    out: action, body, summary
 	HookPostChunk    Hook = 9 // in: ctx, chunk          out: action, zero or more chunks

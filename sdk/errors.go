@@ -1,8 +1,10 @@
-//go:build wasip1
-
 package sdk
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
 
 // UpstreamError writes the output of an error hook: the gateway status for
 // an upstream HTTP status (spec section 7) and a message. Adapters that
@@ -39,4 +41,30 @@ func UpstreamError(out *Out, status int, msg string) {
 	}
 	out.FieldString(strconv.Itoa(code))
 	out.FieldString(msg)
+}
+
+// ErrorMessage is the message of an upstream error body: error.message
+// (OpenAI, Anthropic, Gemini and most compatible servers), else a top-level
+// message, else a short body that is not JSON (a proxy's plain-text
+// answer).
+func ErrorMessage(body []byte) string {
+	if msg := Get(body, "error.message").Str; msg != "" {
+		return msg
+	}
+	if msg := Get(body, "message").Str; msg != "" {
+		return msg
+	}
+	if len(body) > 0 && len(body) < 300 && !gjson.ValidBytes(body) {
+		return string(body)
+	}
+	return ""
+}
+
+// MapError is an error hook for providers whose statuses mean what the
+// gateway's do: the upstream status (field 1) mapped by UpstreamError, with
+// the message ErrorMessage finds in the body (field 2).
+func MapError(in *In, out *Out) error {
+	status, _ := strconv.Atoi(in.String(1))
+	UpstreamError(out, status, ErrorMessage(in.Field(2)))
+	return nil
 }

@@ -1,5 +1,3 @@
-//go:build wasip1
-
 // Package sdk is what a Switchyard module author imports to write an adapter
 // or plugin in standard Go (GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared).
 // It implements the guest side of ABI v1 (docs/abi.md): the exports, the
@@ -13,6 +11,11 @@
 //	}
 //
 // and its main package has an empty main (never called for c-shared).
+//
+// Only the exports, Handle, HTTP and Log are wasip1-only. In, Out, the JSON
+// and content helpers and Run build for any platform, so a module's
+// translation can live in a plain package, be called from its thin main
+// and be tested natively with `go test` (see Run).
 package sdk
 
 import (
@@ -24,57 +27,6 @@ import (
 // Handler runs one hook: in holds the input fields, out collects the output
 // fields. Returning an error makes the call fail with its message.
 type Handler func(in *In, out *Out) error
-
-var (
-	handlers [32]Handler
-	inBuf    []byte
-	out      Out
-	in       In
-)
-
-// Handle registers h for hook. Call it from init.
-func Handle(hook abi.Hook, h Handler) { handlers[hook] = h }
-
-//go:wasmexport switchyard_abi_v1
-func abiMarker() {}
-
-// syInput hands the host a buffer for the next input. The buffer is reused
-// and grown only when an input is larger than any before.
-//
-//go:wasmexport sy_input
-func syInput(size int32) int32 {
-	if int(size) > cap(inBuf) {
-		inBuf = make([]byte, size)
-	}
-	inBuf = inBuf[:size]
-	if size == 0 {
-		return 0
-	}
-	return int32(uintptr(unsafe.Pointer(&inBuf[0])))
-}
-
-//go:wasmexport sy_handle
-func syHandle(hook, size int32) int64 {
-	out.reset()
-	var h Handler
-	if hook >= 0 && int(hook) < len(handlers) {
-		h = handlers[hook]
-	}
-	var err error
-	if h == nil {
-		err = errorString("hook " + abi.Hook(hook).String() + " is not implemented by this module")
-	} else if in.fields, err = abi.Fields(in.fields, inBuf[:size]); err == nil {
-		err = h(&in, &out)
-	}
-	if err != nil {
-		out.buf = append(out.buf[:0], abi.StatusError)
-		out.buf = append(out.buf, err.Error()...)
-	}
-	if len(out.buf) == 0 {
-		return 0
-	}
-	return int64(uintptr(unsafe.Pointer(&out.buf[0])))<<32 | int64(len(out.buf))
-}
 
 type errorString string
 

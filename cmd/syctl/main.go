@@ -17,7 +17,12 @@
 //	syctl -db PATH module activate [-scope ACCOUNT] NAME VERSION
 //	syctl -db PATH module rollback [-scope ACCOUNT] NAME
 //
-// -db defaults to $SWITCHYARD_DB. Opening the ledger runs crash recovery.
+// -db defaults to $SWITCHYARD_DB and must name an existing store (the gateway
+// creates it on first start); -create makes a new, empty one. Module
+// commands keep compiled code in -cache (default: wazero-cache beside the
+// store, which is where the gateway keeps it), so publishing a module the
+// gateway or syctl compiled before does not compile it again. Opening the
+// ledger runs crash recovery.
 package main
 
 import (
@@ -26,7 +31,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,7 +46,7 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-const usage = `usage: syctl [-db PATH] [-json] COMMAND ...
+const usage = `usage: syctl [-db PATH] [-create] [-cache DIR] [-json] COMMAND ...
 
 commands:
   account create -name NAME
@@ -56,18 +63,21 @@ commands:
   module activate [-scope ACCOUNT] NAME VERSION
   module rollback [-scope ACCOUNT] NAME
 
--db defaults to $SWITCHYARD_DB. Run syctl while the gateway is stopped.
+-db defaults to $SWITCHYARD_DB; it must exist unless -create is given.
+-cache is the compilation cache of module commands (default: wazero-cache
+beside the store, shared with the gateway). Run syctl while the gateway is stopped.
 `
 
 // errUsage makes run print the usage and exit 2.
 var errUsage = errors.New("usage")
 
 type cli struct {
-	db     *bolt.DB
-	out    io.Writer
-	asJSON bool
-	ks     *keys.Store
-	l      *billing.Ledger
+	db       *bolt.DB
+	cacheDir string // compiled modules
+	out      io.Writer
+	asJSON   bool
+	ks       *keys.Store
+	l        *billing.Ledger
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -75,6 +85,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	dbPath := fs.String("db", os.Getenv("SWITCHYARD_DB"), "path of the bbolt store file")
+	create := fs.Bool("create", false, "create the store file when it does not exist")
+	cacheDir := fs.String("cache", "", "compilation cache directory (default: wazero-cache beside the store)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -87,6 +99,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *dbPath == "" {
 		fmt.Fprintln(stderr, "syctl: -db (or SWITCHYARD_DB) is required")
 		return 2
+	}
+	// bbolt creates a missing file: a mistyped path would silently give an
+	// empty store, and commands would report "no account" instead of the
+	// real mistake.
+	if _, err := os.Stat(*dbPath); errors.Is(err, iofs.ErrNotExist) && !*create {
+		fmt.Fprintf(stderr, "syctl: store %s does not exist (check -db or SWITCHYARD_DB; the gateway creates it on first start, or pass -create for a new empty store)\n", *dbPath)
+		return 1
+	}
+	if *cacheDir == "" {
+		*cacheDir = filepath.Join(filepath.Dir(*dbPath), "wazero-cache")
 	}
 	db, err := store.Open(*dbPath)
 	if err != nil {
@@ -105,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer l.Close()
-	c := &cli{db: db, out: stdout, asJSON: *asJSON, ks: ks, l: l}
+	c := &cli{db: db, cacheDir: *cacheDir, out: stdout, asJSON: *asJSON, ks: ks, l: l}
 	if err := c.dispatch(rest, stderr); err != nil {
 		if errors.Is(err, errUsage) {
 			fmt.Fprint(stderr, usage)
@@ -329,12 +351,21 @@ func (c *cli) audit() error {
 	if err != nil {
 		return err
 	}
-	if err := c.print(map[string]any{"ok": len(problems) == 0, "problems": problems}, func(w io.Writer) {
+	// Anomalies do not fail the audit: the books balance, but an upstream
+	// reported more usage than a request authorised (not charged).
+	anomalies, err := c.l.Anomalies()
+	if err != nil {
+		return err
+	}
+	if err := c.print(map[string]any{"ok": len(problems) == 0, "problems": problems, "upstream_anomalies": anomalies}, func(w io.Writer) {
 		for _, p := range problems {
 			fmt.Fprintln(w, p)
 		}
 		if len(problems) == 0 {
 			fmt.Fprintln(w, "ledger consistent")
+		}
+		for _, a := range anomalies {
+			fmt.Fprintln(w, "upstream anomaly:", a)
 		}
 	}); err != nil {
 		return err

@@ -3,20 +3,56 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// testCache is the compilation cache the other packages' tests share, so
+// the module commands do not compile the adapter again on every run.
+var testCache = filepath.Join(os.TempDir(), "switchyard-test-wazero-cache")
+
 func syctl(t *testing.T, db string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(append([]string{"-db", db}, args...), &out, &errb)
+	code := run(append([]string{"-db", db, "-cache", testCache}, args...), &out, &errb)
 	return code, strings.TrimSpace(out.String()), errb.String()
 }
 
-func TestOperations(t *testing.T) {
+// newStore is a path for a new store, created by syctl -create.
+func newStore(t *testing.T) string {
+	t.Helper()
 	db := filepath.Join(t.TempDir(), "sy.db")
+	if code, _, stderr := syctl(t, db, "-create", "audit"); code != 0 {
+		t.Fatalf("create store: %d %s", code, stderr)
+	}
+	return db
+}
+
+// TestMissingStore: a mistyped -db is an error naming the path, not a new
+// empty store.
+func TestMissingStore(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "typo.db")
+	code, _, stderr := syctl(t, db, "account", "list")
+	if code != 1 || !strings.Contains(stderr, db+" does not exist") || !strings.Contains(stderr, "-create") {
+		t.Fatalf("missing store: %d %q", code, stderr)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("syctl created %s: %v", db, err)
+	}
+	if code, _, stderr := syctl(t, db, "-create", "account", "list"); code != 0 {
+		t.Fatalf("-create: %d %s", code, stderr)
+	}
+	if code, _, stderr := syctl(t, db, "account", "list"); code != 0 {
+		t.Fatalf("existing store: %d %s", code, stderr)
+	}
+}
+
+func TestOperations(t *testing.T) {
+	db := newStore(t)
 	code, acct, stderr := syctl(t, db, "account", "create", "-name", "acme")
 	if code != 0 || !strings.HasPrefix(acct, "acct_") {
 		t.Fatalf("account create: %d %q %s", code, acct, stderr)

@@ -24,7 +24,7 @@ func (c *cli) module(cmd string, fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	engine := wasm.NewEngine("", nil)
+	engine := wasm.NewEngine(c.cacheDir, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	defer engine.Close(ctx)
@@ -55,14 +55,13 @@ func (c *cli) module(cmd string, fs *flag.FlagSet, args []string) error {
 		if err != nil {
 			return err
 		}
-		m, err := reg.PublishScoped(ctx, *scope, mj, bin, "cli")
+		publish := reg.PublishScoped
+		if *activate {
+			publish = reg.PublishAndActivate // one load for both
+		}
+		m, err := publish(ctx, *scope, mj, bin, "cli")
 		if err != nil {
 			return err
-		}
-		if *activate {
-			if err := reg.Activate(ctx, modules.Scoped(*scope, m.Name), m.Version); err != nil {
-				return err
-			}
 		}
 		fmt.Fprintf(c.out, "published %s@%s (active: %t)\n", m.Name, m.Version, *activate)
 		return nil

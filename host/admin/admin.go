@@ -1,13 +1,16 @@
-// Package admin serves the key-management, credits and generation
-// endpoints under /api/v1 (documented in docs/api.md). The caller's auth
+// Package admin is the management API under /api/v1 (documented in
+// docs/api.md): keys, credits, generations, modules and account provider
+// settings. The caller's auth
 // middleware has already resolved the bearer key and stored it as
 // c.Locals("key") (*keys.Key); management operations additionally need a
 // management key. Every operation is confined to the caller's account.
 package admin
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,20 +20,32 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/modules"
 )
 
 // LocalsKey is the fiber locals name under which the auth middleware stores
 // the caller's *keys.Key.
 const LocalsKey = "key"
 
-type handlers struct {
-	ks *keys.Store
-	l  *billing.Ledger
+// Deps are what the management API manages.
+type Deps struct {
+	Keys    *keys.Store
+	Ledger  *billing.Ledger
+	Modules *modules.Registry
 }
 
-// Register mounts the endpoints on r, the /api/v1 group.
-func Register(r fiber.Router, ks *keys.Store, l *billing.Ledger) {
-	h := &handlers{ks: ks, l: l}
+type handlers struct {
+	ks   *keys.Store
+	l    *billing.Ledger
+	mods *modules.Registry
+}
+
+// Register mounts the management API on r, the authenticated /api/v1
+// group: keys, credits, generations, modules and provider settings.
+func Register(r fiber.Router, d Deps) {
+	h := &handlers{ks: d.Keys, l: d.Ledger, mods: d.Modules}
+	h.registerModules(r)
+	h.registerSettings(r)
 	r.Get("/key", h.currentKey)
 	r.Get("/keys", ManagementOnly, h.listKeys)
 	r.Post("/keys", ManagementOnly, h.createKey)
@@ -40,6 +55,14 @@ func Register(r fiber.Router, ks *keys.Store, l *billing.Ledger) {
 	r.Get("/credits", h.getCredits)
 	r.Post("/credits", ManagementOnly, h.addCredits)
 	r.Get("/generation", h.getGeneration)
+}
+
+// decodeStrict decodes a JSON request body into v, refusing unknown fields
+// so a typo in a management call is an error, not a silent no-op.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // Fail writes the spec's error envelope {"error":{"code":status,"message":msg},"user_id":null}.
@@ -73,6 +96,7 @@ type keyView struct {
 	Label             string         `json:"label"`
 	Disabled          bool           `json:"disabled"`
 	IsManagementKey   bool           `json:"is_management_key"`
+	IsOperatorKey     bool           `json:"is_operator_key"`
 	Limit             *billing.Nanos `json:"limit"`
 	LimitRemaining    *billing.Nanos `json:"limit_remaining"`
 	LimitReset        *string        `json:"limit_reset"`
@@ -91,6 +115,7 @@ func (h *handlers) view(k *keys.Key) keyView {
 	u := h.l.KeyUsage(k)
 	v := keyView{
 		Hash: k.Hash, Name: k.Name, Label: k.Label, Disabled: k.Disabled, IsManagementKey: k.Management,
+		IsOperatorKey:  h.ks.IsOperator(k),
 		LimitRemaining: u.Remaining, Usage: u.Total, UsageDaily: u.Daily, UsageWeekly: u.Weekly,
 		UsageMonthly: u.Monthly, UsageInLimitReset: u.InPeriod, Reserved: u.Held, CreatedAt: k.Created,
 	}
@@ -167,6 +192,7 @@ type keyFields struct {
 	name       *string
 	disabled   *bool
 	management *bool
+	operator   *bool
 	limitSet   bool
 	limit      *int64
 	resetSet   bool
@@ -199,15 +225,18 @@ func parseKeyFields(body []byte, allowed ...string) (*keyFields, error) {
 				return nil, errors.New("name: must be a non-empty string of at most 256 characters")
 			}
 			f.name = &s
-		case "disabled", "management":
+		case "disabled", "management", "operator":
 			var b bool
 			if json.Unmarshal(v, &b) != nil {
 				return nil, errors.New(name + ": must be a boolean")
 			}
-			if name == "disabled" {
+			switch name {
+			case "disabled":
 				f.disabled = &b
-			} else {
+			case "management":
 				f.management = &b
+			default:
+				f.operator = &b
 			}
 		case "limit":
 			f.limitSet = true
@@ -263,7 +292,7 @@ func parseAmount(v json.RawMessage) (billing.Nanos, error) {
 
 // POST /keys {name, limit?, limit_reset?, expires_at?, management?}
 func (h *handlers) createKey(c *fiber.Ctx) error {
-	f, err := parseKeyFields(c.Body(), "name", "limit", "limit_reset", "expires_at", "management")
+	f, err := parseKeyFields(c.Body(), "name", "limit", "limit_reset", "expires_at", "management", "operator")
 	if err != nil {
 		return Fail(c, http.StatusBadRequest, err.Error())
 	}
@@ -274,7 +303,19 @@ func (h *handlers) createKey(c *fiber.Ctx) error {
 	if f.management != nil {
 		o.Management = *f.management
 	}
-	secret, k, err := h.ks.Create(caller(c).AccountID, o)
+	if f.operator != nil {
+		o.Operator = *f.operator
+	}
+	me := caller(c)
+	if !h.ks.IsOperator(me) {
+		if o.Operator {
+			return Fail(c, http.StatusForbidden, "operator: only the gateway's operator can create operator keys")
+		}
+		if msg := h.exceedsCaller(me, o.Limit); msg != "" {
+			return Fail(c, http.StatusForbidden, msg)
+		}
+	}
+	secret, k, err := h.ks.Create(me.AccountID, o)
 	if err != nil {
 		if errors.Is(err, keys.ErrInvalidOptions) {
 			return Fail(c, http.StatusBadRequest, err.Error())
@@ -313,6 +354,16 @@ func (h *handlers) updateKey(c *fiber.Ctx) error {
 	k, ferr := h.lookup(c)
 	if k == nil {
 		return ferr
+	}
+	if me := caller(c); !h.ks.IsOperator(me) && (f.limitSet || f.resetSet) {
+		if k.Hash == me.Hash && (f.resetSet || !lowers(k.Limit, f.limit)) {
+			return Fail(c, http.StatusForbidden, "limit: a key cannot raise its own limit or change its period; only the gateway's operator can")
+		}
+		if f.limitSet {
+			if msg := h.exceedsCaller(me, f.limit); msg != "" {
+				return Fail(c, http.StatusForbidden, msg)
+			}
+		}
 	}
 	k, err = h.ks.Update(k.Hash, func(k *keys.Key) error {
 		if f.name != nil {
@@ -358,6 +409,36 @@ func (h *handlers) deleteKey(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"data": fiber.Map{"hash": k.Hash, "deleted": true}})
 }
 
+// exceedsCaller says why a tenant's key me may not give a key the limit
+// (nil: none), or "" when it may: a tenant's key with a limit cannot hand
+// out more spending than it has itself, so an unlimited key or a larger
+// limit would let it spend past the limit its operator set.
+func (h *handlers) exceedsCaller(me *keys.Key, limit *int64) string {
+	if me.Limit == nil {
+		return ""
+	}
+	if limit == nil {
+		return fmt.Sprintf("limit: your key has a limit of %s, so the keys it creates or changes need a limit of at most that (null means unlimited)", billing.Nanos(*me.Limit))
+	}
+	if *limit > *me.Limit {
+		return fmt.Sprintf("limit: %s is more than your own key's limit of %s", billing.Nanos(*limit), billing.Nanos(*me.Limit))
+	}
+	return ""
+}
+
+// lowers reports whether limit to is no more spending than from (nil: no
+// limit).
+func lowers(from, to *int64) bool {
+	switch {
+	case to == nil:
+		return from == nil
+	case from == nil:
+		return true
+	default:
+		return *to <= *from
+	}
+}
+
 type creditsView struct {
 	TotalCredits billing.Nanos `json:"total_credits"`
 	TotalUsage   billing.Nanos `json:"total_usage"`
@@ -379,15 +460,26 @@ func (h *handlers) getCredits(c *fiber.Ctx) error {
 	return c.JSON(creditsOf(h.l.Balance(k.AccountID)))
 }
 
-// POST /credits {amount, note?}: adds credits to the caller's account.
+// POST /credits {amount, note?, account_id?}: the operator adds credits to
+// its own account or to account_id. Credits are money: a tenant's
+// management key cannot create them.
 func (h *handlers) addCredits(c *fiber.Ctx) error {
+	me := caller(c)
+	if !h.ks.IsOperator(me) {
+		return Fail(c, http.StatusForbidden, "Only the gateway's operator can add credits; ask your operator to top up this account")
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(c.Body(), &raw); err != nil || raw == nil {
 		return Fail(c, http.StatusBadRequest, "body must be a JSON object")
 	}
 	var note string
+	account := me.AccountID
 	for name, v := range raw {
 		switch name {
+		case "account_id":
+			if json.Unmarshal(v, &account) != nil || account == "" {
+				return Fail(c, http.StatusBadRequest, "account_id: must be an account id string")
+			}
 		case "amount":
 		case "note":
 			if json.Unmarshal(v, &note) != nil || len(note) > 256 {
@@ -405,7 +497,10 @@ func (h *handlers) addCredits(c *fiber.Ctx) error {
 	if err != nil || amount <= 0 || amount > 1_000_000*billing.NanosPerUSD {
 		return Fail(c, http.StatusBadRequest, "amount: must be a number of dollars greater than 0 and at most 1000000")
 	}
-	b, err := h.l.TopUp(caller(c).AccountID, amount, note)
+	if _, err := h.ks.Account(account); err != nil {
+		return Fail(c, http.StatusNotFound, "account_id: no account "+strconv.Quote(account))
+	}
+	b, err := h.l.TopUp(account, amount, note)
 	if err != nil {
 		return Fail(c, http.StatusInternalServerError, "internal server error")
 	}

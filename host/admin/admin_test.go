@@ -72,7 +72,7 @@ func start(t *testing.T) *fixture {
 		c.Locals("key", k)
 		return c.Next()
 	})
-	Register(v1, ks, l)
+	Register(v1, Deps{Keys: ks, Ledger: l})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -19,9 +19,26 @@ type Error struct {
 	// Retryable marks upstream failures after which another endpoint may be
 	// tried (5xx, 429, 529, timeouts, connection errors).
 	Retryable bool
+	// Cause is the internal error behind this one, for the log and for
+	// errors.Is/As; it never reaches the client.
+	Cause error
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Status, e.Message) }
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%d: %s: %v", e.Status, e.Message, e.Cause)
+	}
+	return fmt.Sprintf("%d: %s", e.Status, e.Message)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Wrap builds an error whose message is for the client and whose cause is
+// kept for the log.
+func Wrap(status int, cause error, format string, args ...any) *Error {
+	return &Error{Status: status, Message: fmt.Sprintf(format, args...), Cause: cause}
+}
 
 // New builds an error with a formatted message.
 func New(status int, format string, args ...any) *Error {
@@ -39,7 +56,7 @@ func BadRequest(field, format string, args ...any) *Error {
 }
 
 // From converts any error to *Error; unknown errors become a 500 whose message
-// does not echo internals.
+// does not echo internals and whose Cause is err.
 func From(err error) *Error {
 	if err == nil {
 		return nil
@@ -48,7 +65,7 @@ func From(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return &Error{Status: http.StatusInternalServerError, Message: "internal server error"}
+	return &Error{Status: http.StatusInternalServerError, Message: "internal server error", Cause: err}
 }
 
 // Statuses of section 7 that net/http has no constant for.
@@ -65,16 +82,16 @@ func (e *Error) Object() []byte {
 }
 
 // Envelope is the body of an error response (spec section 7), with the
-// routing metadata when the caller asked for it.
-func (e *Error) Envelope(serviceMetadata map[string]any) []byte {
+// routing metadata (a JSON object) when the caller asked for it.
+func (e *Error) Envelope(serviceMetadata json.RawMessage) []byte {
 	b, _ := json.Marshal(envelope{Error: errorObject{Code: e.Status, Message: e.Message, Metadata: e.Metadata}, ServiceMetadata: serviceMetadata})
 	return b
 }
 
 type envelope struct {
-	Error           errorObject    `json:"error"`
-	ServiceMetadata map[string]any `json:"service_metadata,omitempty"`
-	UserID          *string        `json:"user_id"`
+	Error           errorObject     `json:"error"`
+	ServiceMetadata json.RawMessage `json:"service_metadata,omitempty"`
+	UserID          *string         `json:"user_id"`
 }
 
 type errorObject struct {

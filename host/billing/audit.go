@@ -111,3 +111,27 @@ func (l *Ledger) OpenHolds() int {
 	}
 	return n
 }
+
+// Anomalies lists the generations whose reported usage cost more than the
+// hold the request authorised (Generation.Anomaly): the excess was not
+// charged. They are not ledger errors — the books still balance — but each
+// names an upstream that reported more than the request could produce, or
+// a hold that was too small, which an operator should look at.
+func (l *Ledger) Anomalies() ([]string, error) {
+	var out []string
+	err := l.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketGenerations).ForEach(func(_, v []byte) error {
+			var g Generation
+			if err := json.Unmarshal(v, &g); err != nil {
+				return err
+			}
+			if g.Anomaly != "" {
+				out = append(out, fmt.Sprintf("generation %s (account %s, model %s): %s; %s not charged",
+					g.ID, g.AccountID, g.Model, g.Anomaly, g.Uncollected))
+			}
+			return nil
+		})
+	})
+	sort.Strings(out)
+	return out, err
+}

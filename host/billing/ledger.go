@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/maphash"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -53,9 +54,7 @@ var (
 type Options struct {
 	// RequestDeadline bounds a request's life. A hold that outlives it by a
 	// further RequestDeadline without being settled is settled by the
-	// janitor (status expired); a hold found on disk at start is settled by
-	// recovery once it is older than RequestDeadline (status interrupted).
-	// Default 10 minutes.
+	// janitor (status expired). Default 10 minutes.
 	RequestDeadline time.Duration
 	// JanitorInterval is how often unsettled holds are looked for; default
 	// RequestDeadline/4, at least 1 ms and at most one minute.
@@ -72,6 +71,12 @@ type Options struct {
 	AsyncSettle bool
 	// Logf reports background write failures; nil discards them.
 	Logf func(format string, args ...any)
+	// InstanceID names this process in the holds it writes (default: a
+	// fresh random id per Open). A hold on disk that names another
+	// instance at Open belongs to a process that is gone — bbolt admits
+	// one process per file — so recovery settles it at once instead of
+	// keeping its money held until the request deadline.
+	InstanceID string
 }
 
 const numShards = 64
@@ -150,6 +155,9 @@ func Open(db *bolt.DB, opts Options) (*Ledger, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.InstanceID == "" {
+		opts.InstanceID = NewID()[len("gen-"):]
 	}
 	l := &Ledger{db: db, opts: opts, seed: maphash.MakeSeed(), stop: make(chan struct{})}
 	for i := range l.shards {
@@ -434,7 +442,32 @@ type Request struct {
 	// case (pass the endpoint's ContextLength).
 	ContextLength int64
 	Images        int64 // images billed per image
-	Streamed      bool
+	// Choices is the number of completions asked for (the request's n):
+	// each may generate MaxOutputTokens, so the hold covers them all.
+	// Zero means one.
+	Choices  int64
+	Streamed bool
+}
+
+// bound is the worst case of req: its prompt and each choice's output
+// capped at the context length.
+func (req Request) bound() (prompt, output int64) {
+	prompt, output = req.PromptTokens, req.MaxOutputTokens
+	if c := req.ContextLength; c > 0 {
+		prompt, output = min(prompt, c), min(output, c)
+	}
+	return prompt, mulSat(output, max(req.Choices, 1))
+}
+
+// mulSat is a×b for non-negative a and b, saturating at the int64 maximum.
+func mulSat(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 // Reserve holds the worst-case cost of req against the key's account and
@@ -450,16 +483,14 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 	if req.ID == "" {
 		req.ID = NewID()
 	}
-	if c := req.ContextLength; c > 0 {
-		req.PromptTokens, req.MaxOutputTokens = min(req.PromptTokens, c), min(req.MaxOutputTokens, c)
-	}
 	rates := RatesOf(req.Price)
-	hold := rates.WorstCase(req.PromptTokens, req.MaxOutputTokens, req.Images)
+	prompt, output := req.bound()
+	hold := rates.WorstCase(prompt, output, req.Images)
 	now := l.now()
 	r := &Reservation{
 		l: l, ID: req.ID, keyHash: k.Hash, keyName: k.Name, limit: k.Limit, reset: k.LimitReset,
 		model: req.Model, provider: req.Provider, streamed: req.Streamed, created: now,
-		promptEst: req.PromptTokens, maxOut: req.MaxOutputTokens, images: req.Images, rates: rates,
+		promptEst: req.PromptTokens, maxOut: output, images: req.Images, choices: max(req.Choices, 1), rates: rates,
 	}
 	a := l.account(k.AccountID)
 	r.acct = a

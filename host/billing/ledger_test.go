@@ -234,8 +234,10 @@ func TestAbandonedStreamSettlesOnce(t *testing.T) {
 	mustAudit(t, e2.l)
 }
 
-// A cost above the hold is charged as far as funds allow, never below zero.
-func TestOverrunIsCappedAtFunds(t *testing.T) {
+// A cost above the hold is never charged: the hold is what the caller
+// authorised. The excess is recorded as uncollected with an anomaly, and
+// balances and key limits never go past zero.
+func TestOverrunIsNeverCharged(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		credits     Nanos
@@ -244,9 +246,12 @@ func TestOverrunIsCappedAtFunds(t *testing.T) {
 		charged     Nanos
 		uncollected Nanos
 	}{
-		{"covered by balance", NanosPerUSD, nil, Usage{PromptTokens: 3000, CompletionTokens: 500}, 4_000_000, 0},
-		{"balance runs out", 3_500_000, nil, Usage{PromptTokens: 3000, CompletionTokens: 500}, 3_500_000, 500_000},
-		{"key limit runs out", NanosPerUSD, ptr(3_200_000), Usage{PromptTokens: 3000, CompletionTokens: 500}, 3_200_000, 800_000},
+		{"within the hold", NanosPerUSD, nil, Usage{PromptTokens: 1000, CompletionTokens: 400}, 1_800_000, 0},
+		{"balance would cover it", NanosPerUSD, nil, Usage{PromptTokens: 3000, CompletionTokens: 500}, testHold, 1_000_000},
+		{"balance is the hold", testHold, nil, Usage{PromptTokens: 3000, CompletionTokens: 500}, testHold, 1_000_000},
+		{"key limit is the hold", NanosPerUSD, ptr(testHold), Usage{PromptTokens: 3000, CompletionTokens: 500}, testHold, 1_000_000},
+		// An upstream that reports a million tokens for max_tokens 500.
+		{"lying upstream", NanosPerUSD, nil, Usage{PromptTokens: 1000, CompletionTokens: 1_000_000}, testHold, 2_001_000_000 - testHold},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, k := newEnv(t, tc.credits, tc.limit, "", Options{})
@@ -259,14 +264,51 @@ func TestOverrunIsCappedAtFunds(t *testing.T) {
 				t.Fatal(err)
 			}
 			if g.Charged != tc.charged || g.Uncollected != tc.uncollected {
-				t.Fatalf("charged %s uncollected %s", g.Charged, g.Uncollected)
+				t.Fatalf("charged %s uncollected %s, want %s and %s", g.Charged, g.Uncollected, tc.charged, tc.uncollected)
+			}
+			if (g.Uncollected > 0) != (g.Anomaly != "") {
+				t.Fatalf("anomaly %q with uncollected %s", g.Anomaly, g.Uncollected)
 			}
 			if b := e.l.Balance(e.acct); b.Balance < 0 || b.Balance != tc.credits-tc.charged {
 				t.Fatalf("balance %+v", b)
 			}
 			mustAudit(t, e.l)
+			anomalies, err := e.l.Anomalies()
+			if err != nil || len(anomalies) != map[bool]int{true: 1, false: 0}[tc.uncollected > 0] {
+				t.Fatalf("anomalies %q %v", anomalies, err)
+			}
 		})
 	}
+}
+
+// The hold covers every choice: n=50 holds fifty times the output bound,
+// and a fallback re-bounds the output for its own endpoint.
+func TestHoldCoversChoicesAndFallbackBounds(t *testing.T) {
+	e, k := newEnv(t, NanosPerUSD, nil, "", Options{})
+	req := testReq("gen-n")
+	req.Choices = 50
+	r, aerr := e.l.Reserve(k, req)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	// 1000 prompt × $1/M + 50 × 500 × $2/M + $0.001.
+	if want := Nanos(1_000_000 + 50_000_000 + 1_000_000); r.Hold() != want {
+		t.Fatalf("hold %s want %s", r.Hold(), want)
+	}
+	// The fallback endpoint allows 2000 output tokens a choice but has a
+	// context of 1500: each choice's bound is 1500.
+	if aerr := r.Retarget(Target{Provider: "p2", Price: testPrice, MaxOutputTokens: 2000, ContextLength: 1500}); aerr != nil {
+		t.Fatal(aerr)
+	}
+	if want := Nanos(1_000_000 + 50*1500*2_000 + 1_000_000); r.Hold() != want {
+		t.Fatalf("hold after retarget %s want %s", r.Hold(), want)
+	}
+	// All fifty choices ran to their bound: charged in full.
+	g, err := r.Settle(Outcome{Usage: Usage{PromptTokens: 1000, CompletionTokens: 50 * 1500, Requests: 1}})
+	if err != nil || g.Charged != 152_000_000 || g.Uncollected != 0 {
+		t.Fatalf("%+v %v", g, err)
+	}
+	mustAudit(t, e.l)
 }
 
 // Fallbacks: a billed failed attempt is added; the hold follows the price.
@@ -279,13 +321,13 @@ func TestRetargetAndFailedAttempts(t *testing.T) {
 	r.AddFailedAttempt(Usage{PromptTokens: 1000, Requests: 1}) // billed: 1000 + 1000 µ$
 	r.AddFailedAttempt(Usage{})                                // not billed
 	dear := catalog.Price{Prompt: 10, Completion: 20}          // worst 10000 + 10000 µ$ + 2000 already = $0.022
-	if aerr := r.Retarget("p2", dear); aerr == nil || aerr.Status != 402 {
+	if aerr := r.Retarget(Target{Provider: "p2", Price: dear, MaxOutputTokens: 500}); aerr == nil || aerr.Status != 402 {
 		t.Fatalf("retarget beyond balance: %v", aerr)
 	}
 	if r.Hold() != testHold {
 		t.Fatalf("hold changed by a refused retarget: %s", r.Hold())
 	}
-	if aerr := r.Retarget("p3", catalog.Price{Prompt: 2, Completion: 4}); aerr != nil {
+	if aerr := r.Retarget(Target{Provider: "p3", Price: catalog.Price{Prompt: 2, Completion: 4}, MaxOutputTokens: 500}); aerr != nil {
 		t.Fatal(aerr)
 	}
 	if want := Nanos(2_000_000 + 2_000_000 + 2_000_000); r.Hold() != want {
@@ -416,9 +458,10 @@ func TestJanitorSettlesForgottenHolds(t *testing.T) {
 	mustAudit(t, e.l)
 }
 
-// A hold found at start stays held until the request deadline, then is
-// settled at its last checkpoint.
-func TestRecoveryKeepsYoungHoldsUntilDeadline(t *testing.T) {
+// A hold found at start belongs to a process that died: it is settled at
+// once at its last checkpoint and its money is available again, long
+// before the request deadline.
+func TestRecoverySettlesDeadProcessHoldsAtOnce(t *testing.T) {
 	e, k := newEnv(t, NanosPerUSD, nil, "", Options{})
 	r, aerr := e.l.Reserve(k, testReq("gen-young"))
 	if aerr != nil {
@@ -437,13 +480,17 @@ func TestRecoveryKeepsYoungHoldsUntilDeadline(t *testing.T) {
 	path, acct := e.path, e.acct
 	e.close()
 
-	e2 := openEnv(t, path, Options{RequestDeadline: 1500 * time.Millisecond, JanitorInterval: 10 * time.Millisecond})
-	if b := e2.l.Balance(acct); b.Held != testHold || b.Available != NanosPerUSD-testHold {
-		t.Fatalf("recovered hold not held: %+v", b)
-	}
-	g, err := waitGeneration(e2.l, "gen-young")
+	// A deadline of an hour: recovery must not wait for it.
+	e2 := openEnv(t, path, Options{RequestDeadline: time.Hour})
+	g, err := e2.l.Generation("gen-young")
 	if err != nil || g.Status != StatusInterrupted || g.Charged != 1_200_000 {
-		t.Fatalf("%+v %v", g, err)
+		t.Fatalf("dead hold not settled at start: %+v %v", g, err)
+	}
+	if b := e2.l.Balance(acct); b.Held != 0 || b.Available != NanosPerUSD-1_200_000 {
+		t.Fatalf("dead hold still blocks spending: %+v", b)
+	}
+	if e2.l.OpenHolds() != 0 {
+		t.Fatalf("%d holds open after recovery", e2.l.OpenHolds())
 	}
 	mustAudit(t, e2.l)
 }

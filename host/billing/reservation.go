@@ -2,6 +2,7 @@ package billing
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -27,9 +28,10 @@ type Reservation struct {
 	created time.Time
 	// recovered marks a hold found on disk at start: its handler is gone.
 	recovered bool
-	promptEst int64
-	maxOut    int64
+	promptEst int64 // the prompt bound before any context cap
+	maxOut    int64 // output bound of the current endpoint, all choices
 	images    int64
+	choices   int64
 	streamed  bool
 
 	firstToken atomic.Int64 // unix nanos of the first token, 0 until then
@@ -70,26 +72,29 @@ type Outcome struct {
 
 // Generation is the record every reserved request leaves, keyed by its id.
 type Generation struct {
-	ID           string    `json:"id"`
-	AccountID    string    `json:"account_id"`
-	KeyHash      string    `json:"key_hash"`
-	Model        string    `json:"model"`
-	Provider     string    `json:"provider_name"`
-	Status       string    `json:"status"`
-	FinishReason string    `json:"finish_reason,omitempty"`
-	Streamed     bool      `json:"streamed"`
-	Usage        Usage     `json:"usage"`
-	Cost         Cost      `json:"cost"` // of the final attempt
-	Attempts     int       `json:"attempts"`
-	FailedCost   Nanos     `json:"failed_attempts_cost"` // billed failed attempts
-	Charged      Nanos     `json:"total_cost"`           // debited: Cost.Total + FailedCost, capped (see Uncollected)
-	Uncollected  Nanos     `json:"uncollected"`          // cost beyond the hold the account or key could not cover
-	Held         Nanos     `json:"held"`                 // the hold at settlement
-	LatencyMs    int64     `json:"latency_ms"`
-	TTFTMs       int64     `json:"time_to_first_token_ms,omitempty"`
-	Error        string    `json:"error,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-	SettledAt    time.Time `json:"settled_at"`
+	ID           string `json:"id"`
+	AccountID    string `json:"account_id"`
+	KeyHash      string `json:"key_hash"`
+	Model        string `json:"model"`
+	Provider     string `json:"provider_name"`
+	Status       string `json:"status"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	Streamed     bool   `json:"streamed"`
+	Usage        Usage  `json:"usage"`
+	Cost         Cost   `json:"cost"` // of the final attempt
+	Attempts     int    `json:"attempts"`
+	FailedCost   Nanos  `json:"failed_attempts_cost"` // billed failed attempts
+	Charged      Nanos  `json:"total_cost"`           // debited: Cost.Total + FailedCost, capped (see Uncollected)
+	Uncollected  Nanos  `json:"uncollected"`          // cost beyond the hold, never charged (see Anomaly)
+	Held         Nanos  `json:"held"`                 // the hold at settlement
+	LatencyMs    int64  `json:"latency_ms"`
+	TTFTMs       int64  `json:"time_to_first_token_ms,omitempty"`
+	Error        string `json:"error,omitempty"`
+	// Anomaly says why the cost went past the hold (Uncollected): the
+	// upstream reported more usage than the request could have produced.
+	Anomaly   string    `json:"upstream_anomaly,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	SettledAt time.Time `json:"settled_at"`
 }
 
 // holdRec is an open reservation on disk.
@@ -111,6 +116,10 @@ type holdRec struct {
 	Usage     Usage     `json:"usage"` // last checkpoint of the current attempt
 	PromptEst int64     `json:"prompt_est"`
 	MaxOut    int64     `json:"max_out"`
+	Choices   int64     `json:"choices,omitempty"`
+	Images    int64     `json:"images,omitempty"`
+	// Owner is the InstanceID of the process that took the hold.
+	Owner string `json:"owner,omitempty"`
 }
 
 // record snapshots r for disk; acct.mu is held.
@@ -119,6 +128,7 @@ func (r *Reservation) record() *holdRec {
 		ID: r.ID, Account: r.acct.id, Key: r.keyHash, KeyName: r.keyName, Limit: r.limit, Reset: r.reset,
 		Model: r.model, Provider: r.provider, Streamed: r.streamed, Hold: r.hold, Rates: r.rates, Created: r.created,
 		FailedN: r.failedN, Failed: r.failedCost, Usage: r.checkpoint, PromptEst: r.promptEst, MaxOut: r.maxOut,
+		Choices: r.choices, Images: r.images, Owner: r.l.opts.InstanceID,
 	}
 }
 
@@ -161,19 +171,33 @@ func (r *Reservation) FirstToken() {
 	r.firstToken.CompareAndSwap(0, r.l.opts.Now().UnixNano())
 }
 
+// Target is the endpoint a fallback attempt goes to, for Retarget.
+type Target struct {
+	Provider string
+	Price    catalog.Price
+	// MaxOutputTokens is the most one choice may generate there (the
+	// request's bound, else the endpoint's maximum output); ContextLength,
+	// when > 0, caps the prompt and output bounds as in Request.
+	MaxOutputTokens int64
+	ContextLength   int64
+}
+
 // Retarget moves the hold to another endpoint before a fallback attempt:
 // the new hold is what failed attempts already cost plus the worst case at
-// the new price. It refuses with 402 (and keeps the old hold) when the
-// increase does not fit.
-func (r *Reservation) Retarget(provider string, p catalog.Price) *apierr.Error {
-	rates := RatesOf(p)
+// the new endpoint — its price, and its output and context bounds, which
+// may be larger than the first endpoint's. It refuses with 402 (and keeps
+// the old hold) when the increase does not fit.
+func (r *Reservation) Retarget(t Target) *apierr.Error {
+	rates := RatesOf(t.Price)
+	prompt, output := Request{PromptTokens: r.promptEst, MaxOutputTokens: t.MaxOutputTokens,
+		ContextLength: t.ContextLength, Choices: r.choices}.bound()
 	a := r.acct
 	a.mu.Lock()
 	if r.done {
 		a.mu.Unlock()
 		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID)
 	}
-	hold := addSat(r.failedCost.Total, rates.WorstCase(r.promptEst, r.maxOut, r.images))
+	hold := addSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images))
 	if delta := hold - r.hold; delta > 0 {
 		if e := r.l.fits(a, r.key, r, delta, r.l.now()); e != nil {
 			a.mu.Unlock()
@@ -182,7 +206,7 @@ func (r *Reservation) Retarget(provider string, p catalog.Price) *apierr.Error {
 	}
 	a.held += hold - r.hold
 	r.key.held += hold - r.hold
-	r.hold, r.rates, r.provider = hold, rates, provider
+	r.hold, r.rates, r.provider, r.maxOut = hold, rates, t.Provider, output
 	r.checkpoint = Usage{}
 	rec := r.record()
 	a.mu.Unlock()
@@ -272,20 +296,22 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	ks := r.key
 	cost := r.rates.Compute(o.Usage)
 	total := addSat(cost.Total, r.failedCost.Total)
-	charge := total
-	if charge > r.hold {
-		extra := charge - r.hold
-		extra = min(extra, max(a.balance-a.held, 0))
-		if r.limit != nil {
-			extra = min(extra, max(Nanos(*r.limit)-ks.usage.inPeriod(r.reset, now)-ks.held, 0))
-		}
-		charge = r.hold + extra
+	// The hold is the most the caller authorised: a bound on the prompt
+	// and on every choice's output. Usage that costs more than it is not
+	// something the caller asked for (an upstream that over-reports, or
+	// generates past max_tokens), so the excess is never charged; it is
+	// recorded as an anomaly for the operator (syctl audit) instead.
+	charge := min(total, r.hold)
+	anomaly := ""
+	if total > r.hold {
+		anomaly = fmt.Sprintf("usage reported by %s costs %s, more than the %s the request authorised", r.provider, total, r.hold)
 	}
 	g := &Generation{
 		ID: r.ID, AccountID: a.id, KeyHash: r.keyHash, Model: r.model, Provider: r.provider,
 		Status: o.Status, FinishReason: o.FinishReason, Streamed: r.streamed, Usage: o.Usage, Cost: cost,
 		Attempts: r.failedN + 1, FailedCost: r.failedCost.Total, Charged: charge, Uncollected: total - charge,
-		Held: r.hold, LatencyMs: o.Latency.Milliseconds(), Error: o.Error, CreatedAt: r.created, SettledAt: now,
+		Held: r.hold, LatencyMs: o.Latency.Milliseconds(), Error: o.Error, Anomaly: anomaly,
+		CreatedAt: r.created, SettledAt: now,
 	}
 	if o.Provider != "" {
 		g.Provider = o.Provider
@@ -371,13 +397,17 @@ func commitSettlement(tx *bolt.Tx, g *Generation) error {
 	return gens.Put([]byte(g.ID), gv)
 }
 
-// recover turns the holds found on disk into open reservations again (so
-// their amounts stay held) and settles at once those older than the
-// request deadline; the janitor settles the rest when they reach it. A hold
-// whose generation record exists was settled already and is dropped.
+// recover turns the holds found on disk into open reservations again and
+// settles at once those of a process that is gone (every hold another
+// instance took: bbolt admits one process per file), at their last
+// checkpoint, with status interrupted: their handlers died with that
+// process, so nothing will settle them, and keeping their money held until
+// the request deadline would refuse the account's next requests with 402
+// for minutes. A hold whose generation record exists was settled already
+// and is dropped.
 func (l *Ledger) recover(holds []holdRec) error {
-	now := l.now()
 	var stale []string
+	var dead []*Reservation
 	for i := range holds {
 		h := &holds[i]
 		if _, err := l.Generation(h.ID); err == nil {
@@ -388,6 +418,7 @@ func (l *Ledger) recover(holds []holdRec) error {
 		r := &Reservation{
 			l: l, acct: a, ID: h.ID, keyHash: h.Key, keyName: h.KeyName, limit: h.Limit, reset: h.Reset,
 			created: h.Created, recovered: true, promptEst: h.PromptEst, maxOut: h.MaxOut, streamed: h.Streamed,
+			images: h.Images, choices: max(h.Choices, 1),
 			hold: h.Hold, rates: h.Rates, model: h.Model, provider: h.Provider, failedN: h.FailedN,
 			failedCost: h.Failed, checkpoint: h.Usage,
 		}
@@ -397,6 +428,9 @@ func (l *Ledger) recover(holds []holdRec) error {
 		r.key.held += r.hold
 		a.open[r.ID] = r
 		a.mu.Unlock()
+		if h.Owner != l.opts.InstanceID {
+			dead = append(dead, r)
+		}
 	}
 	if len(stale) > 0 {
 		if err := l.w.do(func(tx *bolt.Tx) error {
@@ -410,6 +444,11 @@ func (l *Ledger) recover(holds []holdRec) error {
 			return err
 		}
 	}
-	l.expire(now)
+	for _, r := range dead {
+		if _, err := r.settle(Outcome{Status: StatusInterrupted, Usage: r.checkpointUsage(),
+			Error: "the gateway stopped before the request was settled"}, true); err != nil {
+			return err
+		}
+	}
 	return nil
 }

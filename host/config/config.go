@@ -5,6 +5,7 @@ package config
 import (
 	_ "embed"
 	"fmt"
+	"github.com/switchyard/switchyard/abi/chatparams"
 	"os"
 	"strings"
 	"time"
@@ -118,12 +119,7 @@ type Endpoint struct {
 
 // DefaultSupported are the optional chat parameters an OpenAI-compatible
 // endpoint understands when its configuration does not say otherwise.
-var DefaultSupported = []string{
-	"temperature", "top_p", "frequency_penalty", "presence_penalty", "logit_bias", "logprobs",
-	"top_logprobs", "max_completion_tokens", "max_tokens", "seed", "stop", "response_format",
-	"tools", "tool_choice", "parallel_tool_calls", "reasoning", "reasoning_effort", "modalities",
-	"user", "service_tier", "metadata",
-}
+var DefaultSupported = chatparams.Names(chatparams.Default)
 
 // Parse decodes YAML, rejecting unknown fields so typos surface.
 func Parse(data []byte) (*Config, error) {

@@ -31,6 +31,9 @@ type Faults struct {
 	CutAfter   int           // close the stream after this many chunks (no [DONE])
 	NoUsage    bool          // omit usage, as some compatible servers do
 	Reply      string        // fixed reply text instead of the echo
+	// Usage replaces the usage object reported (raw JSON), to play an
+	// upstream that over-reports or sends nonsense.
+	Usage string
 }
 
 // Request is what the server received, for tests to inspect.
@@ -177,6 +180,7 @@ type chatReq struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
 	MaxTokens     *int `json:"max_tokens"`
+	N             int  `json:"n"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -246,7 +250,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 	completion := len(toks)
 	id := "chatcmpl-demo" + fmt.Sprint(time.Now().UnixNano())
 	created := time.Now().Unix()
-	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, completion, prompt+completion)
+	// n choices, as OpenAI generates them (JSON only): each is the same
+	// reply here, and each one's tokens are billed.
+	choices := max(req.N, 1)
+	if req.Stream {
+		choices = 1
+	}
+	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, choices*completion, prompt+choices*completion)
+	if f.Usage != "" {
+		usage = f.Usage
+	}
 	if !req.Stream {
 		content, _ := json.Marshal(strings.Join(toks, ""))
 		w.Header().Set("Content-Type", "application/json")
@@ -254,8 +267,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 		if f.NoUsage {
 			u = ""
 		}
-		fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","created":%d,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%s,"refusal":null},"logprobs":null,"finish_reason":%q}]%s,"system_fingerprint":"fp_demo"}`,
-			id, created, req.Model, content, finish, u)
+		var cs strings.Builder
+		for i := range choices {
+			if i > 0 {
+				cs.WriteByte(',')
+			}
+			fmt.Fprintf(&cs, `{"index":%d,"message":{"role":"assistant","content":%s,"refusal":null},"logprobs":null,"finish_reason":%q}`, i, content, finish)
+		}
+		fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","created":%d,"model":%q,"choices":[%s]%s,"system_fingerprint":"fp_demo"}`,
+			id, created, req.Model, cs.String(), u)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

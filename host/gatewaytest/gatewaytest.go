@@ -19,17 +19,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
-	"github.com/switchyard/switchyard/host/admin"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/demo"
+	"github.com/switchyard/switchyard/host/gateway"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
-	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/server"
-	"github.com/switchyard/switchyard/host/store"
-	"github.com/switchyard/switchyard/host/wasm"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -158,71 +154,33 @@ func Start(opts Options) (*Gateway, error) {
 	if opts.Mutate != nil {
 		opts.Mutate(cfg)
 	}
-	g.Config = cfg
-	cat, err := cfg.Catalog("", func(k string) string { return opts.Env[k] })
-	if err != nil {
-		return nil, err
+	if opts.Credits == 0 {
+		opts.Credits = 1000
 	}
+	cfg.BootstrapKey, cfg.BootstrapCredits = Key, max(opts.Credits, 0)
+	g.Config = cfg
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if opts.Quiet {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	db, err := store.Open(filepath.Join(dir, "switchyard.db"))
+	gw, err := gateway.New(cfg, gateway.Options{
+		Log: log, Getenv: func(k string) string { return opts.Env[k] }, AllowPrivateNetworks: opts.AllowPrivateNetworks,
+		// One compilation cache for every test gateway: compiling a Go
+		// guest takes about half a second, loading it from the cache
+		// milliseconds.
+		CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"),
+	})
 	if err != nil {
 		return nil, err
 	}
-	g.DB = db
-	g.closers = append(g.closers, func() { db.Close() })
-	ks, err := keys.Open(db)
-	if err != nil {
-		return nil, err
-	}
-	if _, _, err := ks.Bootstrap(Key); err != nil {
-		return nil, err
-	}
-	g.Keys = ks
-	ledger, err := billing.Open(db, billing.Options{RequestDeadline: time.Duration(cfg.Timeouts.Request), AsyncSettle: !cfg.DurableSettle})
-	if err != nil {
-		return nil, err
-	}
-	g.Ledger = ledger
-	g.closers = append(g.closers, func() { ledger.Close() })
-	if opts.Credits == 0 {
-		opts.Credits = 1000
-	}
-	k, aerr := ks.Authenticate(Key)
-	if aerr != nil {
-		return nil, aerr
-	}
-	g.AccountID = k.AccountID
-	if opts.Credits > 0 {
-		if _, err := ledger.TopUp(k.AccountID, billing.FromUSD(opts.Credits), "test credits"); err != nil {
-			return nil, err
-		}
-	}
-	// One compilation cache for every test gateway: compiling a Go guest
-	// takes about half a second, loading it from the cache milliseconds.
-	engine := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), log)
-	engine.AllowPrivateNetworks = opts.AllowPrivateNetworks
-	g.closers = append(g.closers, func() { engine.Close(context.Background()) })
-	reg, err := modules.Open(db, engine, log)
-	if err != nil {
-		return nil, err
-	}
-	if err := reg.Seed(context.Background(), cfg.ModulesDir); err != nil {
-		return nil, err
-	}
-	g.Modules = reg
-	g.closers = append(g.closers, reg.Close)
-	srv := server.New(server.Deps{Config: cfg, Catalog: cat, Keys: ks, Modules: reg, Log: log,
-		Ledger: ledger, Router: route.New(cat, route.Options{}), Operator: g.AccountID,
-		Extra: func(api fiber.Router) { admin.Register(api, ks, ledger) }})
-	g.Server = srv
+	g.closers = append(g.closers, gw.Close)
+	g.DB, g.Keys, g.Ledger, g.Modules, g.Server, g.AccountID = gw.DB, gw.Keys, gw.Ledger, gw.Modules, gw.Server, gw.Operator
+	srv := gw.Server
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = gw.Serve(ln) }()
 	g.closers = append(g.closers, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchyard/switchyard/host/apierr"
@@ -83,6 +84,11 @@ type Key struct {
 	// limit beyond the account's credits.
 	Limit      *int64 `json:"limit,omitempty"`
 	LimitReset string `json:"limit_reset,omitempty"`
+	// Operator marks a management key of the operator: it may add credits,
+	// manage gateway-wide modules and act on other accounts (docs/api.md,
+	// "Roles"). Management keys of the operator account are operator keys
+	// without it.
+	Operator bool `json:"operator,omitempty"`
 }
 
 // Options are the settable fields of a new key.
@@ -90,6 +96,7 @@ type Options struct {
 	Name       string
 	Secret     string // empty: a fresh random secret
 	Management bool
+	Operator   bool   // implies Management
 	Limit      *int64 // nano-dollars; nil: no limit
 	LimitReset string
 	Expires    time.Time // zero: never
@@ -109,6 +116,8 @@ type Store struct {
 	// providers caches each account's provider settings for the request
 	// path; written through by SetProviders.
 	providers sync.Map // account id → ProviderSettings
+
+	operator atomic.Value // string: the operator account, found on first use
 }
 
 // Errors the management operations return; compare with errors.Is.
@@ -294,7 +303,8 @@ func (s *Store) Create(accountID string, o Options) (string, *Key, error) {
 	d := digest(secret)
 	k := &Key{
 		Hash: hex.EncodeToString(d[:]), Label: label(secret), Name: o.Name, AccountID: accountID,
-		Management: o.Management, Created: time.Now().UTC(), Limit: o.Limit, LimitReset: o.LimitReset,
+		Management: o.Management || o.Operator, Operator: o.Operator, Created: time.Now().UTC(),
+		Limit: o.Limit, LimitReset: o.LimitReset,
 	}
 	if !o.Expires.IsZero() {
 		k.Expires = o.Expires.UTC()
@@ -430,10 +440,13 @@ func (s *Store) Delete(hash string) error {
 }
 
 func label(secret string) string {
-	if len(secret) <= len(Prefix)+4 {
+	// The fixed prefix and the last four characters: enough to tell keys
+	// apart in a list, and nothing of the random part a reader could use
+	// to narrow the secret down from its start.
+	if len(secret) <= len(Prefix)+8 {
 		return Prefix + "..."
 	}
-	return secret[:len(Prefix)+4] + "..." + secret[len(secret)-3:]
+	return Prefix + "..." + secret[len(secret)-4:]
 }
 
 // Count returns the number of stored keys.
@@ -465,6 +478,26 @@ func (s *Store) Bootstrap(secret string) (string, bool, error) {
 	}
 	secret, _, err = s.CreateKey(a.ID, "bootstrap", secret, true)
 	return secret, err == nil, err
+}
+
+// IsOperator reports whether k acts as the gateway's operator: a
+// management key of the operator account (the one Bootstrap created), or a
+// management key marked Operator. Tenants — every other management key —
+// act only within their own account and cannot mint credits.
+func (s *Store) IsOperator(k *Key) bool {
+	if k == nil || !k.Management {
+		return false
+	}
+	if k.Operator {
+		return true
+	}
+	op, _ := s.operator.Load().(string)
+	if op == "" {
+		// Found once there is one; the oldest account never changes.
+		op = s.BootstrapAccount()
+		s.operator.Store(op)
+	}
+	return op != "" && k.AccountID == op
 }
 
 // BootstrapAccount is the id of the account Bootstrap created (the

@@ -14,8 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +25,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/wasm"
 	bolt "go.etcd.io/bbolt"
 )
@@ -156,6 +159,41 @@ func (r *Registry) Acquire(name string) (*wasm.Module, func()) {
 
 func key(name, version string) []byte { return []byte(name + "@" + version) }
 
+// Sentinels of the typed errors below; callers check them with errors.Is.
+var (
+	// ErrExists: a version is immutable once published (rollback and the
+	// running gateway rely on it); publish a new version instead.
+	ErrExists = errors.New("module version already published")
+	// ErrNotPublished: the store has no such name@version.
+	ErrNotPublished = errors.New("module version not published")
+)
+
+// statusError is an *apierr.Error (so the server answers with its status)
+// that is also one of the sentinels above.
+type statusError struct {
+	api      *apierr.Error
+	sentinel error
+}
+
+func (e *statusError) Error() string   { return e.api.Message }
+func (e *statusError) Unwrap() []error { return []error{e.sentinel, e.api} }
+
+// errExists names the module as its publisher knows it: scopedName without
+// the account id.
+func errExists(scopedName, version string) error {
+	where := "the gateway-wide scope"
+	name := scopedName
+	if i := strings.LastIndexByte(scopedName, '/'); i >= 0 {
+		name, where = scopedName[i+1:], "this account's scope"
+	}
+	return &statusError{sentinel: ErrExists, api: apierr.New(http.StatusConflict,
+		"module %s@%s is already published in %s; a published version cannot be replaced, publish it under a new version", name, version, where)}
+}
+
+func errNotPublished(name, version string) error {
+	return &statusError{sentinel: ErrNotPublished, api: apierr.New(http.StatusNotFound, "module %s@%s is not published", name, version)}
+}
+
 // Publish stores a gateway-wide version after proving it loads. It does
 // not activate it.
 func (r *Registry) Publish(ctx context.Context, manifestJSON, bin []byte, source string) (*manifest.Manifest, error) {
@@ -163,56 +201,110 @@ func (r *Registry) Publish(ctx context.Context, manifestJSON, bin []byte, source
 }
 
 // PublishScoped is Publish into a scope (an account id, or "" for the
-// gateway). The module is stored as Scoped(scope, manifest name).
+// gateway). The module is stored as Scoped(scope, manifest name). A
+// name@version already stored is refused with ErrExists (409).
 func (r *Registry) PublishScoped(ctx context.Context, scope string, manifestJSON, bin []byte, source string) (*manifest.Manifest, error) {
-	m, err := manifest.Parse(manifestJSON)
-	if err != nil {
-		return nil, err
-	}
-	mod, err := r.engine.Load(ctx, m, bin)
+	m, mod, err := r.publish(ctx, scope, manifestJSON, bin, source)
 	if err != nil {
 		return nil, err
 	}
 	_ = mod.Close(ctx)
+	return m, nil
+}
+
+// PublishAndActivate publishes like PublishScoped and activates the version,
+// loading the module once for both.
+func (r *Registry) PublishAndActivate(ctx context.Context, scope string, manifestJSON, bin []byte, source string) (*manifest.Manifest, error) {
+	m, mod, err := r.publish(ctx, scope, manifestJSON, bin, source)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return m, r.commit(ctx, Scoped(scope, m.Name), m.Version, mod)
+}
+
+// publish loads the module (proving it loads) and stores it, returning the
+// loaded module.
+func (r *Registry) publish(ctx context.Context, scope string, manifestJSON, bin []byte, source string) (*manifest.Manifest, *wasm.Module, error) {
+	m, err := manifest.Parse(manifestJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := Scoped(scope, m.Name)
+	// Checked before the (slow) load as well as in the write below, which
+	// is what makes the refusal race-free.
+	if r.stored(name, m.Version).SHA256 != "" {
+		return nil, nil, errExists(name, m.Version)
+	}
+	mod, err := r.engine.Load(ctx, m, bin)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.store(name, m.Version, manifestJSON, bin, source, false); err != nil {
+		_ = mod.Close(ctx)
+		return nil, nil, err
+	}
+	return m, mod, nil
+}
+
+// store writes a version. Only seeding may replace one (a rebuild of the
+// same version from the build directory).
+func (r *Registry) store(name, version string, manifestJSON, bin []byte, source string, replace bool) error {
 	sum := sha256.Sum256(bin)
 	rec, _ := json.Marshal(Record{Manifest: manifestJSON, SHA256: hex.EncodeToString(sum[:]), Size: len(bin), Published: time.Now().UTC(), Source: source})
-	err = r.db.Update(func(tx *bolt.Tx) error {
-		k := key(Scoped(scope, m.Name), m.Version)
+	return r.db.Update(func(tx *bolt.Tx) error {
+		k := key(name, version)
+		if !replace && tx.Bucket(bucketManifests).Get(k) != nil {
+			return errExists(name, version)
+		}
 		if err := tx.Bucket(bucketBinaries).Put(k, bin); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketManifests).Put(k, rec)
 	})
-	return m, err
 }
 
-// Activate makes version the active one for name.
+// Activate makes version the active one for name. An unknown version is
+// ErrNotPublished (404).
 func (r *Registry) Activate(ctx context.Context, name, version string) error {
-	name = strings.Clone(name) // kept as a map key; callers' strings may alias reused buffers
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	m, bin, err := r.read(name, version)
+	if err != nil {
+		return err
+	}
+	mod, err := r.engine.Load(ctx, m, bin)
+	if err != nil {
+		return err
+	}
+	return r.commit(ctx, name, version, mod)
+}
+
+// read returns a stored version's manifest and binary.
+func (r *Registry) read(name, version string) (*manifest.Manifest, []byte, error) {
 	var rec Record
 	var bin []byte
 	err := r.db.View(func(tx *bolt.Tx) error {
 		k := key(name, version)
 		v := tx.Bucket(bucketManifests).Get(k)
 		if v == nil {
-			return fmt.Errorf("module %s@%s is not published", name, version)
+			return errNotPublished(name, version)
 		}
 		bin = append([]byte(nil), tx.Bucket(bucketBinaries).Get(k)...)
 		return json.Unmarshal(v, &rec)
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	m, err := manifest.Parse(rec.Manifest)
-	if err != nil {
-		return err
-	}
-	mod, err := r.engine.Load(ctx, m, bin)
-	if err != nil {
-		return err
-	}
+	return m, bin, err
+}
+
+// commit records version as active and swaps the loaded mod in. The caller
+// holds r.mu; mod is closed when the record cannot be written.
+func (r *Registry) commit(ctx context.Context, name, version string, mod *wasm.Module) error {
+	name = strings.Clone(name) // kept as a map key; callers' strings may alias reused buffers
 	if err := r.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketActive).Put([]byte(name), []byte(version))
 	}); err != nil {
@@ -248,35 +340,142 @@ func (r *Registry) ActiveVersion(name string) string {
 	return v
 }
 
-// LoadActive loads every active version, at start. A module that no longer
-// loads is logged and skipped: the gateway serves what it can.
+// Start brings the gateway's modules up: it loads every stored active
+// version and seeds the built modules in seedDir (see Seed), compiling each
+// module once and several at a time (up to GOMAXPROCS). A stored version
+// that no longer loads is logged and skipped, so the gateway serves what it
+// can; a seeded module that does not load is an error.
+func (r *Registry) Start(ctx context.Context, seedDir string) error {
+	_, err := r.start(ctx, true, seedDir)
+	return err
+}
+
+// LoadActive loads every stored active version (Start without seeding). It
+// returns the failures it logged and skipped.
 func (r *Registry) LoadActive(ctx context.Context) error {
-	act := map[string]string{}
-	_ = r.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketActive).ForEach(func(k, v []byte) error {
-			act[string(k)] = string(v)
-			return nil
-		})
-	})
-	var errs []error
-	for name, version := range act {
-		if err := r.Activate(ctx, name, version); err != nil {
-			r.log.Error("active module does not load", "module", name+"@"+version, "err", err)
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	skipped, err := r.start(ctx, true, "")
+	return errors.Join(skipped, err)
 }
 
 // Seed publishes the built modules in dir (<name>.wasm beside <name>.json)
 // that the store does not have yet, or whose binary or manifest changed (a
-// rebuild of the same version), and activates a seeded version when no version of that
-// module is active or the active one is the version just reseeded.
+// rebuild of the same version), and activates a seeded version when no
+// version of that module is active or the active one is the version seeded.
+// Start does this and loads the stored active versions in one pass.
 func (r *Registry) Seed(ctx context.Context, dir string) error {
+	_, err := r.start(ctx, false, dir)
+	return err
+}
+
+// startJob is one module to load at start.
+type startJob struct {
+	name, version string
+	m             *manifest.Manifest
+	bin, mj       []byte
+	seeded        bool // from the seed directory: a failure is fatal
+	changed       bool // seeded and new or rebuilt: store it
+	activate      bool
+
+	mod *wasm.Module
+	err error
+}
+
+// start returns the stored versions it skipped (logged) and what makes the
+// start fail.
+func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skipped, fatal error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	jobs := map[string]*startJob{} // by name: at most one version of a module is loaded for activation
+	var extra []*startJob          // seeded versions loaded only to prove they load
+	if stored {
+		act := map[string]string{}
+		_ = r.db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketActive).ForEach(func(k, v []byte) error {
+				act[string(k)] = string(v)
+				return nil
+			})
+		})
+		for name, version := range act {
+			j := &startJob{name: name, version: version, activate: true}
+			if j.m, j.bin, j.err = r.read(name, version); j.err != nil {
+				r.log.Error("active module does not load", "module", name+"@"+version, "err", j.err)
+				skipped = errors.Join(skipped, j.err)
+				continue
+			}
+			jobs[name] = j
+		}
+	}
+	if seedDir != "" {
+		seeds, err := r.seeds(seedDir)
+		if err != nil {
+			return skipped, err
+		}
+		for _, j := range seeds {
+			if cur := r.ActiveVersion(j.name); cur == "" || cur == j.version {
+				j.activate = true
+				jobs[j.name] = j // the seed supersedes the stored copy of the same version
+			} else if j.changed {
+				extra = append(extra, j)
+			}
+		}
+	}
+	all := extra
+	for _, j := range jobs {
+		all = append(all, j)
+	}
+	r.loadAll(ctx, all)
+
+	for _, j := range all {
+		switch {
+		case j.err != nil && j.seeded:
+			fatal = errors.Join(fatal, fmt.Errorf("modules: seeding %s@%s: %w", j.name, j.version, j.err))
+		case j.err != nil:
+			r.log.Error("active module does not load", "module", j.name+"@"+j.version, "err", j.err)
+			skipped = errors.Join(skipped, j.err)
+		}
+	}
+	// closeFrom closes the loaded modules not handed to the registry.
+	closeFrom := func(i int) {
+		for _, j := range all[i:] {
+			if j.mod != nil {
+				_ = j.mod.Close(ctx)
+			}
+		}
+	}
+	if fatal != nil {
+		closeFrom(0)
+		return skipped, fatal
+	}
+	for i, j := range all {
+		if j.err != nil {
+			continue
+		}
+		if j.changed {
+			if err := r.store(j.name, j.version, j.mj, j.bin, "seed", true); err != nil {
+				closeFrom(i)
+				return skipped, err
+			}
+			r.log.Info("module seeded", "module", j.name+"@"+j.version)
+		}
+		if !j.activate {
+			_ = j.mod.Close(ctx)
+			continue
+		}
+		if err := r.commit(ctx, j.name, j.version, j.mod); err != nil {
+			closeFrom(i + 1) // commit closed j.mod
+			return skipped, err
+		}
+	}
+	return skipped, nil
+}
+
+// seeds reads the built modules in dir.
+func (r *Registry) seeds(dir string) ([]*startJob, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("modules: seed from %s: %w (run `make build`)", dir, err)
+		return nil, fmt.Errorf("modules: seed from %s: %w (run `make build`)", dir, err)
 	}
+	var out []*startJob
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok {
@@ -284,30 +483,42 @@ func (r *Registry) Seed(ctx context.Context, dir string) error {
 		}
 		mj, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		bin, err := os.ReadFile(filepath.Join(dir, name+".wasm"))
 		if err != nil {
-			return fmt.Errorf("modules: %s has a manifest but no binary: %w", name, err)
+			return nil, fmt.Errorf("modules: %s has a manifest but no binary: %w", name, err)
 		}
 		m, err := manifest.Parse(mj)
 		if err != nil {
-			return fmt.Errorf("modules: %s: %w", e.Name(), err)
+			return nil, fmt.Errorf("modules: %s: %w", e.Name(), err)
 		}
 		sum := sha256.Sum256(bin)
-		if rec := r.stored(m.Name, m.Version); rec.SHA256 != hex.EncodeToString(sum[:]) || !sameJSON(rec.Manifest, mj) {
-			if _, err := r.Publish(ctx, mj, bin, "seed"); err != nil {
-				return err
-			}
-			r.log.Info("module seeded", "module", m.Name+"@"+m.Version)
-		}
-		if cur := r.ActiveVersion(m.Name); cur == "" || cur == m.Version {
-			if err := r.Activate(ctx, m.Name, m.Version); err != nil {
-				return err
-			}
-		}
+		rec := r.stored(m.Name, m.Version)
+		out = append(out, &startJob{
+			name: m.Name, version: m.Version, m: m, bin: bin, mj: mj, seeded: true,
+			changed: rec.SHA256 != hex.EncodeToString(sum[:]) || !sameJSON(rec.Manifest, mj),
+		})
 	}
-	return nil
+	return out, nil
+}
+
+// loadAll loads the jobs' modules, up to GOMAXPROCS at a time, each
+// compiled on one goroutine (wazero would otherwise spread every module
+// over all CPUs, and the modules would compete for them).
+func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
+	ctx = wasm.WithCompilationWorkers(ctx, 1)
+	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			j.mod, j.err = r.engine.Load(ctx, j.m, j.bin)
+		}()
+	}
+	wg.Wait()
 }
 
 // sameJSON compares two JSON documents ignoring insignificant white space

@@ -3,11 +3,16 @@ package modules_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/store"
@@ -34,6 +39,22 @@ func manifest(t *testing.T, version string) []byte {
 		t.Fatal(err)
 	}
 	return []byte(strings.Replace(string(b), `"version": "1.0.0"`, `"version": "`+version+`"`, 1))
+}
+
+// builtOpenAI is a seed directory with the built OpenAI adapter only.
+func builtOpenAI(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"openai.wasm", "openai.json"} {
+		b, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "build", "wasm", f))
+		if err != nil {
+			t.Fatalf("%v (run make wasm)", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 func TestRegistryLifecycle(t *testing.T) {
@@ -133,17 +154,7 @@ func TestRegistryLifecycle(t *testing.T) {
 // changed manifest of the same version is republished.
 func TestSeedIsIdempotent(t *testing.T) {
 	ctx := context.Background()
-	root := gatewaytest.Root()
-	dir := t.TempDir()
-	for _, f := range []string{"openai.wasm", "openai.json"} {
-		b, err := os.ReadFile(filepath.Join(root, "build", "wasm", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := builtOpenAI(t)
 	r, closeAll := open(t, filepath.Join(t.TempDir(), "sy.db"))
 	defer closeAll()
 	if err := r.Seed(ctx, dir); err != nil {
@@ -168,5 +179,180 @@ func TestSeedIsIdempotent(t *testing.T) {
 	defer rel()
 	if m.Manifest.Limits.PoolSize != 8 {
 		t.Fatalf("changed manifest not applied: pool %d", m.Manifest.Limits.PoolSize)
+	}
+}
+
+// TestPublishedVersionsAreImmutable: publishing a name@version again is
+// refused with 409 (before, it silently replaced the stored module, even the
+// active one, and rollback then went to the wrong version).
+func TestPublishedVersionsAreImmutable(t *testing.T) {
+	ctx := context.Background()
+	root := gatewaytest.Root()
+	bin, err := os.ReadFile(filepath.Join(root, "build", "wasm", "openai.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make build)", err)
+	}
+	r, closeAll := open(t, filepath.Join(t.TempDir(), "sy.db"))
+	defer closeAll()
+	if _, err := r.Publish(ctx, manifest(t, "1.0.0"), bin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PublishAndActivate(ctx, "", manifest(t, "1.1.0"), bin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	before := r.List("")
+	// The same versions again, one of them active, with another binary
+	// (a different build of a module that loads).
+	other, err := os.ReadFile(filepath.Join(root, "build", "testdata", "openai-variant.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make wasm)", err)
+	}
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		for _, publish := range []func() error{
+			func() error { _, err := r.Publish(ctx, manifest(t, v), other, "test"); return err },
+			func() error { _, err := r.PublishAndActivate(ctx, "", manifest(t, v), other, "test"); return err },
+		} {
+			err := publish()
+			if !errors.Is(err, modules.ErrExists) {
+				t.Fatalf("republishing %s: %v, want ErrExists", v, err)
+			}
+			if ae := apierr.From(err); ae.Status != http.StatusConflict || !strings.Contains(ae.Message, "openai@"+v+" is already published") {
+				t.Fatalf("republishing %s: %d %q", v, ae.Status, ae.Message)
+			}
+		}
+	}
+	if after := r.List(""); !reflect.DeepEqual(before, after) {
+		t.Fatalf("a refused publish changed the store:\n%v\n%v", before, after)
+	}
+	if m, rel := r.Acquire("openai"); m == nil || m.ID != "openai@1.1.0" {
+		t.Fatalf("active after refused publishes: %v", m)
+	} else {
+		rel()
+	}
+	if v, err := r.Rollback(ctx, "openai"); err != nil || v != "1.0.0" {
+		t.Fatalf("rollback after a refused re-publish: %q %v, want 1.0.0", v, err)
+	}
+	// In an account's scope the message names the module as its publisher
+	// knows it, without the account id.
+	if _, err := r.PublishScoped(ctx, "acct_a", manifest(t, "1.0.0"), bin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.PublishScoped(ctx, "acct_a", manifest(t, "1.0.0"), bin, "test")
+	if ae := apierr.From(err); !errors.Is(err, modules.ErrExists) || ae.Status != http.StatusConflict ||
+		ae.Message != "module openai@1.0.0 is already published in this account's scope; a published version cannot be replaced, publish it under a new version" {
+		t.Fatalf("scoped republish: %v", err)
+	}
+	err = r.Activate(ctx, "openai", "9.9.9")
+	if !errors.Is(err, modules.ErrNotPublished) || apierr.From(err).Status != http.StatusNotFound {
+		t.Fatalf("activating an unpublished version: %v", err)
+	}
+}
+
+// TestStartLoadsEachModuleOnce: a restart with stored active versions and
+// the same build directory activates each module once (LoadActive then Seed
+// activated every module twice), and a restart applies a rebuilt seed.
+func TestStartLoadsEachModuleOnce(t *testing.T) {
+	ctx := context.Background()
+	seedDir := filepath.Join(gatewaytest.Root(), "build", "wasm")
+	seeds, _ := filepath.Glob(filepath.Join(seedDir, "*.json"))
+	if len(seeds) < 2 {
+		t.Fatalf("want the built modules in %s (run make wasm)", seedDir)
+	}
+	path := filepath.Join(t.TempDir(), "sy.db")
+	for _, restart := range []string{"fresh store", "stored actives"} {
+		db, err := store.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs logRecorder
+		e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
+		r, err := modules.Open(db, e, slog.New(&logs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(ctx, seedDir); err != nil {
+			t.Fatal(err)
+		}
+		activated := map[string]int{}
+		for _, m := range logs.attrs("module activated", "module") {
+			activated[m]++
+		}
+		if len(activated) != len(seeds) {
+			t.Errorf("%s: activated %v, want the %d built modules", restart, activated, len(seeds))
+		}
+		for m, n := range activated {
+			if n != 1 {
+				t.Errorf("%s: %s activated %d times", restart, m, n)
+			}
+		}
+		if m, rel := r.Acquire("openai"); m == nil {
+			t.Errorf("%s: openai is not active", restart)
+		} else {
+			rel()
+		}
+		r.Close()
+		e.Close(ctx)
+		db.Close()
+	}
+}
+
+// logRecorder is a slog.Handler that keeps the records.
+type logRecorder struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// attrs returns attribute key of every record with message msg.
+func (l *logRecorder) attrs(msg, key string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.recs {
+		if r.Message != msg {
+			continue
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == key {
+				out = append(out, a.Value.String())
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// TestStartRefusesABrokenSeed: a built module that does not load stops the
+// start with its name, and nothing half-started stays active.
+func TestStartRefusesABrokenSeed(t *testing.T) {
+	ctx := context.Background()
+	dir := builtOpenAI(t)
+	broken := strings.Replace(string(manifest(t, "1.0.0")), `"name": "openai"`, `"name": "broken"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.wasm"), []byte("not wasm"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, closeAll := open(t, filepath.Join(t.TempDir(), "sy.db"))
+	defer closeAll()
+	err := r.Start(ctx, dir)
+	if err == nil || !strings.Contains(err.Error(), "seeding broken@1.0.0") {
+		t.Fatalf("start with a broken seed: %v", err)
+	}
+	if m, _ := r.Acquire("openai"); m != nil {
+		t.Fatalf("a failed start left %s active", m.ID)
+	}
+	if len(r.List("")) != 0 {
+		t.Fatalf("a failed start stored modules: %v", r.List(""))
 	}
 }

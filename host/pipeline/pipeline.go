@@ -135,8 +135,14 @@ func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, 
 	return p, nil
 }
 
-// acquire finds plugin id in the account's scope first, then globally.
+// acquire finds plugin id in the account's scope first, then globally. An
+// id is a plugin's name, never a scope path: the registry keys account
+// modules as "<account>/<name>", so a global lookup of "acct_x/name" would
+// run another account's plugin for this request.
 func (r *Runner) acquire(account, id string) (*wasm.Module, func(), string) {
+	if strings.Contains(id, "/") {
+		return nil, func() {}, ""
+	}
 	if account != "" {
 		if m, rel := r.Modules.Acquire(modules.Scoped(account, id)); m != nil {
 			return m, rel, "account"

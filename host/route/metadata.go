@@ -5,37 +5,33 @@ import (
 	"strings"
 
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/wire"
 )
 
 // Metadata builds the service_metadata object of spec 2.2 for a response
 // served by selected on the attempt-th attempt (1-based). requested is the
-// model the caller asked for. pipeline is an empty list the caller appends
-// stage objects to; selected may be nil when no attempt succeeded.
-func (p *Plan) Metadata(requested string, selected *catalog.Endpoint, attempt int) map[string]any {
-	avail := make([]map[string]any, 0, len(p.Available))
+// model the caller asked for; selected may be nil when no attempt
+// succeeded. Its pipeline is empty: the caller adds the stages that ran.
+func (p *Plan) Metadata(requested string, selected *catalog.Endpoint, attempt int) *wire.Metadata {
+	avail := make([]wire.Endpoint, 0, len(p.Available))
 	for _, ep := range p.Available {
 		if ep == nil || ep.Provider == nil {
 			continue // a broken catalog entry, never routed to
 		}
-		avail = append(avail, map[string]any{
-			"model":    p.modelOf(ep),
-			"provider": providerSlug(ep),
-			"selected": ep == selected,
-		})
+		avail = append(avail, wire.Endpoint{Model: p.modelOf(ep), Provider: providerSlug(ep), Selected: ep == selected})
 	}
 	region := ""
 	if selected != nil && selected.Provider != nil {
 		region = selected.Provider.Region
 	}
-	return map[string]any{
-		"attempt":   attempt,
-		"endpoints": map[string]any{"available": avail, "total": len(avail)},
-		"is_byok":   false,
-		"pipeline":  []any{},
-		"region":    region,
-		"requested": requested,
-		"strategy":  p.Strategy,
-		"summary":   p.Summary(requested, selected, attempt),
+	return &wire.Metadata{
+		Attempt:   attempt,
+		Endpoints: &wire.Endpoints{Available: avail, Total: len(avail)},
+		Pipeline:  []map[string]any{},
+		Region:    region,
+		Requested: requested,
+		Strategy:  p.Strategy,
+		Summary:   p.Summary(requested, selected, attempt),
 	}
 }
 

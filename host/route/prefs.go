@@ -291,42 +291,61 @@ func parseMaxPrice(field string, v gjson.Result) (MaxPrice, *apierr.Error) {
 	return m, err
 }
 
-// decimal reads a non-negative finite number from a JSON number or a decimal
-// string such as "0.15" or "1e-6" (no signs, hex, NaN or infinities).
+// decimal reads a non-negative finite number from a JSON number or a
+// decimal string (Decimal).
 func decimal(x gjson.Result) (float64, bool) {
-	var f float64
 	switch x.Type {
 	case gjson.Number:
-		f = x.Num
+		if x.Num >= 0 && !math.IsInf(x.Num, 0) && !math.IsNaN(x.Num) {
+			return x.Num, true
+		}
 	case gjson.String:
-		s := strings.TrimSpace(x.Str)
-		if s == "" || len(s) > 64 {
-			return 0, false
-		}
-		digits := false
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			switch {
-			case c >= '0' && c <= '9':
-				digits = true
-			case c == '.' || c == 'e' || c == 'E':
-			case (c == '+' || c == '-') && i > 0 && (s[i-1] == 'e' || s[i-1] == 'E'):
-			default:
-				return 0, false
-			}
-		}
-		if !digits {
-			return 0, false
-		}
-		var err error
-		f, err = strconv.ParseFloat(s, 64)
-		if err != nil {
-			return 0, false
-		}
-	default:
+		return Decimal(x.Str)
+	}
+	return 0, false
+}
+
+// Decimal parses the one decimal grammar of prices in requests: an unsigned
+// finite decimal, digits with an optional fraction and exponent ("2",
+// "0.15", ".5", "1e-6"), surrounding spaces ignored; no signs, hex, NaN or
+// infinities. Validation and routing both use it, so a price validation
+// accepts is one routing can read.
+func Decimal(s string) (float64, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > 64 {
 		return 0, false
 	}
-	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+	i, digits := 0, 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i, digits = i+1, digits+1
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i, digits = i+1, digits+1
+		}
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		exp := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i, exp = i+1, exp+1
+		}
+		if exp == 0 {
+			return 0, false
+		}
+	}
+	if i != len(s) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) {
 		return 0, false
 	}
 	return f, true

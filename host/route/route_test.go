@@ -808,8 +808,8 @@ func TestMetadata(t *testing.T) {
 	if s := p.Summary(gpt, nil, 2); s != "openai/gpt-4o: no endpoint succeeded (order, 2 attempts)" {
 		t.Fatalf("summary %q", s)
 	}
-	if m := p.Metadata(gpt, nil, 2); m["region"] != "" {
-		t.Fatalf("region %v", m["region"])
+	if m := p.Metadata(gpt, nil, 2); m.Region != "" {
+		t.Fatalf("region %v", m.Region)
 	}
 }
 
@@ -884,7 +884,7 @@ func TestModelWithoutEndpoints(t *testing.T) {
 	if err != nil || slugs(p.Attempts, true) != "meta/llama-3@free,meta/llama-3@deepinfra,meta/llama-3@groq,meta/llama-3@together" {
 		t.Fatalf("got %v %v", p, err)
 	}
-	if m := p.Metadata("acme/empty", p.Attempts[0], 1); m["endpoints"].(map[string]any)["total"] != 4 {
+	if m := p.Metadata("acme/empty", p.Attempts[0], 1); m.Endpoints.Total != 4 {
 		t.Fatalf("metadata %v", m)
 	}
 }

@@ -1,8 +1,8 @@
 package server
 
 // Client compatibility (issue 9): what real clients send that validation
-// accepts but upstreams may refuse, normalised once in the host before
-// routing so every adapter benefits:
+// accepts but upstreams may refuse, normalised once in the host right after
+// validation, before plugins and routing, so every adapter benefits:
 //
 //   - null for an optional field means absent: the nulls OpenAI's SDK types
 //     allow (stream, metadata, modalities, response_format, tools,
@@ -16,14 +16,14 @@ package server
 //     that id;
 //   - a model name without a vendor is resolved through the catalog's
 //     aliases (400 with close matches when none covers it);
-//   - custom tools ({"type":"custom"}) count as the routing parameter
-//     custom_tools: endpoints that list it in supported_parameters receive
-//     them, the others get the request without them (or are not eligible,
-//     with provider.require_parameters);
-//   - a max output above an endpoint's maximum is clamped to it in that
-//     endpoint's body, and service_metadata says so;
-//   - embeddings input as token ids goes as is to providers that take ids
-//     (embedding_token_ids) and is decoded to text for the others.
+//   - embeddings input as token ids is also decoded to text, for the
+//     providers that take no ids.
+//
+// The typed request is read again from the normalised body, so what routes
+// and bills (models, parameters, max output) is what goes upstream. What
+// differs per endpoint — custom tools (chatparams.CustomTools), a max
+// output above the endpoint's maximum, token ids or text — is shaped per
+// attempt by the dispatcher (host/dispatch/body.go).
 
 import (
 	"bytes"
@@ -32,22 +32,40 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
-	"github.com/switchyard/switchyard/host/catalog"
-	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/tokenize"
+	"github.com/switchyard/switchyard/host/validate"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
-// customToolsParam is the routing parameter a request with custom tools
-// carries, and the supported_parameters entry by which an endpoint says it
-// takes them (docs/interface-choices.md).
-const customToolsParam = "custom_tools"
-
 // chatNullable are the top-level fields whose null is removed.
 var chatNullable = []string{"stream", "stream_options", "metadata", "modalities", "response_format", "tools", "tool_choice", "user"}
+
+// normalizeChat normalises a validated chat request (see the file
+// comment). A request that needed nothing is returned as it is; otherwise
+// the typed request is read again from the normalised body.
+func (s *Server) normalizeChat(req *validate.ChatRequest) (*validate.ChatRequest, *apierr.Error) {
+	body, err := s.chatCompat(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if string(body) == string(req.Body) {
+		return req, nil
+	}
+	return revalidate(validate.Chat(body))
+}
+
+// revalidate passes on the request read from a normalised body. The
+// normalisations keep a valid body valid, so a failure here is the
+// gateway's fault, not the client's.
+func revalidate[R any](req *R, err *apierr.Error) (*R, *apierr.Error) {
+	if err != nil {
+		return nil, &apierr.Error{Status: http.StatusInternalServerError,
+			Message: "the gateway made the request invalid while normalising it: " + err.Message}
+	}
+	return req, nil
+}
 
 // chatCompat normalises a validated chat body (see the file comment).
 func (s *Server) chatCompat(body []byte) ([]byte, *apierr.Error) {
@@ -65,15 +83,6 @@ func (s *Server) chatCompat(body []byte) ([]byte, *apierr.Error) {
 		body, _ = sjson.DeleteBytes(body, "stream_options.include_obfuscation")
 	}
 	return body, nil
-}
-
-// parseChatCompat is parseChat plus the routing parameter of custom tools.
-func (s *Server) parseChatCompat(c *fiber.Ctx, body []byte) (*chatRequest, *apierr.Error) {
-	r, err := parseChat(c, body)
-	if err == nil && hasCustomTool(gjson.GetBytes(body, "tools")) {
-		r.params = append(r.params, customToolsParam)
-	}
-	return r, err
 }
 
 // resolveModels rewrites the model fields (a string at the first path, an
@@ -196,112 +205,45 @@ func mapLegacyFunctions(body []byte) []byte {
 	return body
 }
 
-func hasCustomTool(tools gjson.Result) bool {
-	found := false
-	tools.ForEach(func(_, t gjson.Result) bool {
-		found = t.Get("type").Str == "custom"
-		return !found
-	})
-	return found
-}
-
-// upstreamChatBody is the body one endpoint gets: without custom tools when
-// it does not take them, and with the max output clamped to its maximum.
-func upstreamChatBody(body []byte, ep *catalog.Endpoint, dropped []string) []byte {
-	if slices.Contains(dropped, customToolsParam) {
-		body = withoutCustomTools(body)
-	}
-	for _, k := range []string{"max_tokens", "max_completion_tokens"} {
-		if n := gjson.GetBytes(body, k); n.Type == gjson.Number {
-			if limit, ok := route.ClampedOutput(ep, int(n.Int())); ok {
-				body, _ = sjson.SetBytes(body, k, limit)
-			}
-		}
-	}
-	return body
-}
-
-// withoutCustomTools removes custom tools, and a tool_choice naming one;
-// with no tool left, tools and tool_choice go.
-func withoutCustomTools(body []byte) []byte {
-	kept := []byte{'['}
-	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
-		if t.Get("type").Str != "custom" {
-			if len(kept) > 1 {
-				kept = append(kept, ',')
-			}
-			kept = append(kept, t.Raw...)
-		}
-		return true
-	})
-	kept = append(kept, ']')
-	if len(kept) == 2 {
-		body, _ = sjson.DeleteBytes(body, "tools")
-		body, _ = sjson.DeleteBytes(body, "tool_choice")
-		return body
-	}
-	body, _ = sjson.SetRawBytes(body, "tools", kept)
-	if gjson.GetBytes(body, "tool_choice.type").Str == "custom" {
-		body, _ = sjson.DeleteBytes(body, "tool_choice")
-	}
-	return body
-}
-
-// clampMeta notes in service_metadata that the requested max output was
-// clamped to the serving endpoint's maximum.
-func clampMeta(meta map[string]any, ep *catalog.Endpoint, requested int) {
-	if limit, ok := route.ClampedOutput(ep, requested); ok && meta != nil {
-		meta["max_output_tokens"] = map[string]any{"requested": requested, "clamped_to": limit}
-	}
-}
-
-// embedBodies are an embeddings request as the client sent it (ids) and,
-// when its input is token ids, with the ids decoded to text.
-type embedBodies struct {
-	ids, text []byte
-}
-
-// forEndpoint is the body for an endpoint: token ids only where the
-// provider takes them.
-func (b embedBodies) forEndpoint(ep *catalog.Endpoint) []byte {
-	if b.text != nil && !ep.Provider.EmbeddingTokenIDs {
-		return b.text
-	}
-	return b.ids
-}
-
-// counted is the body whose input the response is checked against: one
-// input per string (a single token-id array is one input, not one per id).
-func (b embedBodies) counted() []byte {
-	if b.text != nil {
-		return b.text
-	}
-	return b.ids
-}
-
-// embeddingsCompat normalises a validated embeddings body: the model
-// through the aliases, null user and encoding_format removed, and token-id
-// input decoded with the model's tokenizer for providers that take text.
-func (s *Server) embeddingsCompat(body []byte) (embedBodies, *apierr.Error) {
-	body, err := s.resolveModels(body, "model")
+// normalizeEmbeddings normalises a validated embeddings request: the model
+// through the aliases, and null user and encoding_format removed. When the
+// input is token ids it also returns the body with the ids decoded to text
+// with the model's tokenizer, for providers that take text
+// (dispatch.Job.TextBody).
+func (s *Server) normalizeEmbeddings(req *validate.EmbeddingsRequest) (*validate.EmbeddingsRequest, []byte, *apierr.Error) {
+	body, err := s.resolveModels(req.Body, "model")
 	if err != nil {
-		return embedBodies{}, err
+		return nil, nil, err
 	}
 	for _, k := range []string{"user", "encoding_format"} {
 		if gjson.GetBytes(body, k).Type == gjson.Null {
 			body, _ = sjson.DeleteBytes(body, k)
 		}
 	}
-	b := embedBodies{ids: body}
-	input := gjson.GetBytes(body, "input")
+	if string(body) != string(req.Body) {
+		if req, err = revalidate(validate.Embeddings(body)); err != nil {
+			return nil, nil, err
+		}
+	}
+	text, err := decodeTokenIDs(req.Model, req.Input)
+	if err != nil || text == nil {
+		return req, nil, err
+	}
+	text, _ = sjson.SetRawBytes(append([]byte(nil), req.Body...), "input", text)
+	return req, text, nil
+}
+
+// decodeTokenIDs is an embeddings input given as token ids ([1,2,3] or
+// [[1,2],[3]]) as text (a string or an array of strings), decoded with
+// model's tokenizer; nil when the input is not token ids.
+func decodeTokenIDs(model string, input gjson.Result) ([]byte, *apierr.Error) {
 	first := input.Get("0")
 	if first.Type != gjson.Number && !first.IsArray() {
-		return b, nil
+		return nil, nil
 	}
-	model := gjson.GetBytes(body, "model").Str
 	enc, eerr := tokenize.ForModel(model)
 	if eerr != nil {
-		return b, apierr.New(http.StatusInternalServerError, "tokenizer for %s: %v", model, eerr)
+		return nil, apierr.New(http.StatusInternalServerError, "tokenizer for %s: %v", model, eerr)
 	}
 	decode := func(arr gjson.Result) (string, *apierr.Error) {
 		ids := make([]int, 0, 64)
@@ -316,7 +258,7 @@ func (s *Server) embeddingsCompat(body []byte) (embedBodies, *apierr.Error) {
 	if first.Type == gjson.Number {
 		t, err := decode(input)
 		if err != nil {
-			return b, err
+			return nil, err
 		}
 		text = jsonString(nil, t)
 	} else {
@@ -334,12 +276,11 @@ func (s *Server) embeddingsCompat(body []byte) (embedBodies, *apierr.Error) {
 			return true
 		})
 		if derr != nil {
-			return b, derr
+			return nil, derr
 		}
 		text = append(text, ']')
 	}
-	b.text, _ = sjson.SetRawBytes(append([]byte(nil), body...), "input", text)
-	return b, nil
+	return text, nil
 }
 
 // jsonString appends t as a JSON string.

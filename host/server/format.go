@@ -7,8 +7,6 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 )
 
-func itoa(n int) string { return strconv.Itoa(n) }
-
 func indexSlash(id string) int {
 	if i := strings.IndexByte(id, '/'); i >= 0 {
 		return i

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/switchyard/switchyard/host/sse"
 	"github.com/tidwall/gjson"
 )
 
@@ -141,6 +142,33 @@ func TestPluginPipeline(t *testing.T) {
 	t.Run("stream with a responding plugin", func(t *testing.T) {
 		raw := readStream(t, g, `{"model":"test/chat","stream":true,"messages":[{"role":"user","content":"x"}],"plugins":[{"id":"testplugin","mode":"respond"}]}`)
 		if !strings.Contains(raw, "answered by testplugin") || !strings.HasSuffix(strings.TrimSpace(raw), "data: [DONE]") {
+			t.Fatalf("%s", raw)
+		}
+	})
+	t.Run("stream chunks a plugin breaks", func(t *testing.T) {
+		// Every event a client parses is [DONE] or a chunk: the plugin's
+		// non-chunk is dropped, and its chunk with raw line breaks arrives
+		// whole instead of as a broken event and a stray field.
+		raw := readStream(t, g, `{"model":"test/chat","stream":true,"messages":[{"role":"user","content":"a b"}],"plugins":[{"id":"testplugin","mode":"garble"}]}`)
+		r := sse.NewReader(strings.NewReader(raw), 1<<20)
+		garbled := 0
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				break
+			}
+			d := string(ev.Data)
+			if d == "[DONE]" {
+				continue
+			}
+			if !gjson.Valid(d) || !gjson.Get(d, "choices").IsArray() {
+				t.Fatalf("event is not a chunk: %q\n%s", d, raw)
+			}
+			if gjson.Get(d, "choices.0.delta.content").Str == "G" {
+				garbled++
+			}
+		}
+		if garbled == 0 || strings.Contains(raw, "not a chunk") || !strings.Contains(raw, `"cost"`) {
 			t.Fatalf("%s", raw)
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/pipeline"
@@ -32,23 +33,19 @@ type Deps struct {
 	Modules *modules.Registry
 	Router  *route.Router
 	Ledger  *billing.Ledger
-	// Operator is the account whose management keys may manage
-	// gateway-wide modules (the bootstrap account).
-	Operator string
 	// Pipeline runs request plugins; nil means one over Modules.
 	Pipeline *pipeline.Runner
 	Log      *slog.Logger
 	// Client reaches upstreams; nil means a tuned default.
 	Client *http.Client
-	// Extra registers more routes on the authenticated /api/v1 group
-	// (key management, credits, generations).
-	Extra func(api fiber.Router)
 }
 
 // Server is one gateway instance.
 type Server struct {
 	Deps
-	app *fiber.App
+	// Dispatcher runs requests through routing and billing.
+	Dispatcher *dispatch.Dispatcher
+	app        *fiber.App
 }
 
 // localsKey is where the auth middleware leaves the caller's *keys.Key,
@@ -61,7 +58,7 @@ func New(d Deps) *Server {
 		d.Log = slog.Default()
 	}
 	if d.Client == nil {
-		d.Client = &http.Client{Transport: &http.Transport{
+		d.Client = &http.Client{CheckRedirect: noRedirects, Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			ForceAttemptHTTP2:     true,
@@ -75,7 +72,10 @@ func New(d Deps) *Server {
 	if d.Pipeline == nil {
 		d.Pipeline = &pipeline.Runner{Modules: d.Modules}
 	}
-	s := &Server{Deps: d}
+	s := &Server{Deps: d, Dispatcher: &dispatch.Dispatcher{
+		Router: d.Router, Ledger: d.Ledger, Modules: d.Modules, Client: d.Client,
+		AttemptTimeout: time.Duration(d.Config.Timeouts.Attempt), RequestTimeout: time.Duration(d.Config.Timeouts.Request),
+	}}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "switchyard",
 		BodyLimit:             d.Config.MaxBodyBytes,
@@ -93,11 +93,7 @@ func New(d Deps) *Server {
 	api.Post("/embeddings", s.embeddings)
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
 	api.Get("/models", s.listModels(""))
-	s.registerModuleAPI(api)
-	s.registerSettingsAPI(api)
-	if d.Extra != nil {
-		d.Extra(api)
-	}
+	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules})
 	return s
 }
 
@@ -153,9 +149,6 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		}
 	} else {
 		e = apierr.From(err)
-		if e.Status >= 500 && e.Message == "internal server error" {
-			s.Log.Error("unhandled error", "path", c.Path(), "err", err)
-		}
 	}
-	return writeError(c, e, nil)
+	return s.writeError(c, e, nil)
 }

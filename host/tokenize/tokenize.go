@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dlclark/regexp2"
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	loader "github.com/pkoukk/tiktoken-go-loader"
 	"github.com/tidwall/gjson"
@@ -46,15 +47,17 @@ const (
 	ImageTokens = 85
 )
 
-func init() {
-	// The loader reads the embedded vocabulary files instead of fetching
-	// them, and this is the only tiktoken user in the binary.
-	tiktoken.SetBpeLoader(loader.NewOfflineLoader())
-}
+// vocabularies reads the embedded vocabulary files instead of fetching
+// them (this is the only tiktoken user in the binary), and keeps their rank
+// maps for the counter in bpe.go.
+var vocabularies = &capturingLoader{inner: loader.NewOfflineLoader(), ranks: map[string]map[string]int{}}
+
+func init() { tiktoken.SetBpeLoader(vocabularies) }
 
 type lazy struct {
 	once sync.Once
 	enc  *tiktoken.Tiktoken
+	bpe  *bpe
 	err  error
 }
 
@@ -63,7 +66,8 @@ var encodings = map[string]*lazy{CL100K: {}, O200K: {}}
 // Encoder counts tokens of one vocabulary; safe for concurrent use.
 type Encoder struct {
 	name string
-	enc  *tiktoken.Tiktoken
+	enc  *tiktoken.Tiktoken // tiktoken's own encoder, kept for decoding
+	bpe  *bpe               // the counter: tiktoken's tokens in O(n log n) (bpe.go)
 }
 
 // Get returns the encoder of a vocabulary, loading it on first use.
@@ -72,11 +76,27 @@ func Get(name string) (*Encoder, error) {
 	if !ok {
 		name, l = CL100K, encodings[CL100K]
 	}
-	l.once.Do(func() { l.enc, l.err = tiktoken.GetEncoding(name) })
+	l.once.Do(func() { l.enc, l.bpe, l.err = load(name) })
 	if l.err != nil {
 		return nil, l.err
 	}
-	return &Encoder{name: name, enc: l.enc}, nil
+	return &Encoder{name: name, enc: l.enc, bpe: l.bpe}, nil
+}
+
+func load(name string) (*tiktoken.Tiktoken, *bpe, error) {
+	enc, err := tiktoken.GetEncoding(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ranks, err := vocabularies.ranksOf(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	re, err := regexp2.Compile(patterns[name], regexp2.None)
+	if err != nil {
+		return nil, nil, err
+	}
+	return enc, &bpe{re: re, ranks: ranks}, nil
 }
 
 // Warm loads both vocabularies.
@@ -115,12 +135,14 @@ func (e *Encoder) Name() string { return e.name }
 
 // Count returns the number of tokens of text. Special-token markers in the
 // text ("<|endoftext|>") are counted as ordinary text, as an API does for
-// user content.
+// user content. The count is tiktoken's exactly, in O(n log n) time on any
+// input (see bpe.go): a megabyte of one repeated character takes well under
+// a second, not the hours of a quadratic merge.
 func (e *Encoder) Count(text string) int {
 	if text == "" {
 		return 0
 	}
-	return len(e.enc.EncodeOrdinary(text))
+	return e.bpe.encode(text, nil, nil)
 }
 
 // Count counts text with the model's encoder.

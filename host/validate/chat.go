@@ -52,9 +52,21 @@ type chatState struct {
 }
 
 // Chat validates the body of POST /chat/completions against spec 2.1–2.4
-// and section 8. It returns nil or a 400 whose message starts with the JSON
-// path of the offending field.
-func Chat(body []byte) *apierr.Error {
+// and section 8, and returns it as a typed request read in the same walk.
+// Its error is a 400 whose message starts with the JSON path of the
+// offending field. The request aliases body, which must not change after.
+func Chat(body []byte) (*ChatRequest, *apierr.Error) {
+	req := &ChatRequest{Body: body}
+	if err := checkChat(body, req); err != nil {
+		return nil, err
+	}
+	if err := req.finish(); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func checkChat(body []byte, req *ChatRequest) *apierr.Error {
 	root, v, err := parse(body)
 	if err != nil {
 		return err
@@ -62,6 +74,7 @@ func Chat(body []byte) *apierr.Error {
 	defer v.done()
 	var st chatState
 	if err := v.each(root, func(k string, x gjson.Result) *apierr.Error {
+		req.collect(k, x)
 		return v.chatField(&st, k, x)
 	}); err != nil {
 		return err

@@ -7,8 +7,11 @@
 // depth), gjson.Valid checks the syntax, and one walk checks every rule
 // (walk.go). The walk skips strings with memchr and unescapes a string only
 // when a rule needs its text, so a long message content full of \n escapes
-// is never copied. A valid request allocates nothing; an invalid one
-// allocates its error message.
+// is never copied. Checking allocates nothing but an invalid request's
+// error message; the typed request the same walk fills (ChatRequest,
+// EmbeddingsRequest: model ids, parameter names, preferences, the prompt
+// bound) is what a valid request costs, once, instead of every later stage
+// reading the body again.
 //
 // Choices where the spec is silent, in one place:
 //   - Unknown top-level fields are accepted (and dropped per endpoint later):
@@ -395,7 +398,7 @@ func integral(x gjson.Result) (int64, bool) {
 	if x.Type != gjson.Number {
 		return 0, false
 	}
-	if strings.IndexAny(x.Raw, ".eE") < 0 {
+	if !strings.ContainsAny(x.Raw, ".eE") {
 		n, err := strconv.ParseInt(x.Raw, 10, 64)
 		return n, err == nil
 	}

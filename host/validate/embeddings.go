@@ -2,6 +2,8 @@ package validate
 
 import (
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/tidwall/gjson"
 )
 
@@ -23,8 +25,24 @@ const MaxEmbeddingInputs = 2048
 //   - encoding_format: float or base64; dimensions: integer >= 1;
 //     user: string; provider: as for chat.
 //
-// Other top-level fields are accepted, as for chat.
-func Embeddings(body []byte) *apierr.Error {
+// Other top-level fields are accepted, as for chat. The request returned
+// aliases body, which must not change after.
+func Embeddings(body []byte) (*EmbeddingsRequest, *apierr.Error) {
+	req := &EmbeddingsRequest{Body: body}
+	var provider gjson.Result
+	if err := checkEmbeddings(body, req, &provider); err != nil {
+		return nil, err
+	}
+	prefs, err := route.ParsePreferences(provider, gjson.Result{})
+	if err != nil {
+		return nil, err
+	}
+	req.Prefs = prefs
+	req.PromptBound, req.Images = tokenize.EstimatePrompt(body)
+	return req, nil
+}
+
+func checkEmbeddings(body []byte, req *EmbeddingsRequest, provider *gjson.Result) *apierr.Error {
 	root, v, err := parse(body)
 	if err != nil {
 		return err
@@ -32,6 +50,7 @@ func Embeddings(body []byte) *apierr.Error {
 	defer v.done()
 	hasModel, hasInput := false, false
 	if err := v.each(root, func(k string, x gjson.Result) *apierr.Error {
+		req.collect(k, x)
 		switch k {
 		case "model":
 			hasModel = true
@@ -49,6 +68,7 @@ func Embeddings(body []byte) *apierr.Error {
 			}
 			return v.str(x)
 		case "provider":
+			*provider = x
 			return v.provider(x)
 		}
 		return nil

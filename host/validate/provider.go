@@ -2,10 +2,10 @@ package validate
 
 import (
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/route"
 	"github.com/tidwall/gjson"
 )
 
@@ -101,50 +101,11 @@ func (v *validator) price(x gjson.Result) *apierr.Error {
 			return nil
 		}
 	case gjson.String:
-		if isDecimal(strings.TrimSpace(text(x))) {
+		if _, ok := route.Decimal(text(x)); ok {
 			return nil
 		}
 	}
 	return v.fail(`must be a non-negative decimal in USD, as a string such as "0.5" (or a number), got %s`, shown(x))
-}
-
-// isDecimal reports whether s is an unsigned finite decimal: digits with an
-// optional fraction and exponent ("2", "0.15", ".5", "1e-6").
-func isDecimal(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	i, digits := 0, 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i, digits = i+1, digits+1
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i, digits = i+1, digits+1
-		}
-	}
-	if digits == 0 {
-		return false
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		exp := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i, exp = i+1, exp+1
-		}
-		if exp == 0 {
-			return false
-		}
-	}
-	if i != len(s) {
-		return false
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	return err == nil && !math.IsInf(f, 0)
 }
 
 // percentiles checks a latency or throughput threshold: null, a number >= 0

@@ -171,7 +171,7 @@ func TestChatAccepts(t *testing.T) {
 			if !gjson.Valid(tc.body) {
 				t.Fatalf("test body is not JSON: %s", tc.body)
 			}
-			if err := Chat([]byte(tc.body)); err != nil {
+			if _, err := Chat([]byte(tc.body)); err != nil {
 				t.Fatalf("rejected: %v", err)
 			}
 		})
@@ -525,7 +525,7 @@ func TestChatRejects(t *testing.T) {
 	runRejects(t, Chat, cases)
 }
 
-func runRejects(t *testing.T, fn func([]byte) *apierr.Error, cases []reject) {
+func runRejects[T any](t *testing.T, fn func([]byte) (T, *apierr.Error), cases []reject) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, tc := range cases {
@@ -534,7 +534,7 @@ func runRejects(t *testing.T, fn func([]byte) *apierr.Error, cases []reject) {
 		}
 		seen[tc.name] = true
 		t.Run(tc.name, func(t *testing.T) {
-			err := fn([]byte(tc.body))
+			_, err := fn([]byte(tc.body))
 			if err == nil {
 				t.Fatalf("accepted %s", clip(tc.body, 300))
 			}
@@ -567,7 +567,7 @@ func TestEmbeddingsAccepts(t *testing.T) {
 		"no vendor":       `{"model":"text-embedding-3-small","input":"x"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if err := Embeddings([]byte(body)); err != nil {
+			if _, err := Embeddings([]byte(body)); err != nil {
 				t.Fatalf("rejected: %v", err)
 			}
 		})
@@ -701,7 +701,7 @@ func FuzzChat(f *testing.F) {
 		if gjson.ValidBytes(body) {
 			walkBoth(t, string(body))
 		}
-		err := Chat(body)
+		_, err := Chat(body)
 		if err != nil {
 			if err.Status != 400 || err.Message == "" {
 				t.Fatalf("bad error %+v", err)
@@ -727,7 +727,7 @@ func FuzzEmbeddings(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		err := Embeddings(body)
+		_, err := Embeddings(body)
 		if err != nil {
 			if err.Status != 400 || err.Message == "" {
 				t.Fatalf("bad error %+v", err)
@@ -771,13 +771,13 @@ func BenchmarkChat10KB(b *testing.B) { benchChat(b, 10<<10) }
 
 func benchChat(b *testing.B, size int) {
 	body := chatBody(size)
-	if err := Chat(body); err != nil {
+	if _, err := Chat(body); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := Chat(body); err != nil {
+		if _, err := Chat(body); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -788,7 +788,7 @@ func BenchmarkEmbeddings(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := Embeddings(body); err != nil {
+		if _, err := Embeddings(body); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
@@ -41,7 +43,7 @@ type Engine struct {
 	httpOnce  sync.Once
 	client    *http.Client
 
-	mu       sync.Mutex // guards runtimes and serialises compilation
+	mu       sync.Mutex // guards runtimes
 	runtimes map[runtimeKey]*runtime
 	closed   bool
 
@@ -204,10 +206,10 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 		e.mu.Unlock()
 		return nil, err
 	}
-	// Compiling under the lock: two loads of the same module would both do
-	// the full (slow) work otherwise.
-	compiled, err := r.rt.CompileModule(ctx, wasm)
 	e.mu.Unlock()
+	// Compiled outside the lock, so start-up compiles modules in parallel
+	// (wazero runtimes are safe for concurrent use).
+	compiled, err := r.rt.CompileModule(compileContext(ctx), wasm)
 	if err != nil {
 		return refuse("does not compile: %v", err)
 	}
@@ -231,6 +233,24 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 	mod.live = 1
 	mod.pool <- first
 	return mod, nil
+}
+
+// compileContext lets wazero compile one module's functions on every CPU,
+// unless the caller chose a number of workers (Registry.Start compiles
+// several modules at once, each on one worker).
+func compileContext(ctx context.Context) context.Context {
+	if ctx.Value(workersSet{}) != nil {
+		return ctx
+	}
+	return experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0))
+}
+
+type workersSet struct{}
+
+// WithCompilationWorkers makes loads under ctx compile each module with n
+// goroutines (by default, one per CPU).
+func WithCompilationWorkers(ctx context.Context, n int) context.Context {
+	return context.WithValue(experimental.WithCompilationWorkers(ctx, n), workersSet{}, true)
 }
 
 func checkExports(c wazero.CompiledModule) error {

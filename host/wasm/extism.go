@@ -181,23 +181,25 @@ func (e *Engine) loadExtism(ctx context.Context, m *manifest.Manifest, id string
 }
 
 // compileExtism checks the module against its manifest and hands it to the
-// Extism SDK, under the engine's lock like native compilation (two loads of
-// one module would both do the full work otherwise). It returns the
-// module's own compilation cache, nil without a cache directory.
+// Extism SDK. Like native compilation it runs outside the engine's lock, so
+// modules compile in parallel. It returns the module's own compilation
+// cache, nil without a cache directory.
 func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id string, wasm []byte) (*extism.CompiledPlugin, wazero.CompilationCache, error) {
 	refuse := func(format string, args ...any) (*extism.CompiledPlugin, wazero.CompilationCache, error) {
 		return nil, nil, &LoadError{Module: id, Reason: fmt.Sprintf(format, args...)}
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		return refuse("engine is closed")
 	}
 	k := runtimeKey{pages: m.Limits.MemoryPages, guarded: m.Limits.TimeoutMS > 0}
 	r, err := e.extismRuntimeFor(ctx, k)
+	e.mu.Unlock()
 	if err != nil {
 		return nil, nil, err
 	}
+	ctx = compileContext(ctx)
 	// Compiled here to check it, and again by the Extism SDK below: with a
 	// cache directory, that second compilation is a cache hit.
 	compiled, err := r.rt.CompileModule(ctx, wasm)

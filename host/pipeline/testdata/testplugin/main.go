@@ -2,7 +2,8 @@
 
 // Command testplugin is a plugin whose behaviour the request chooses
 // (config "mode"), so tests can drive every pipeline path through a real
-// module: rewrite, respond, block, trap, spin, and chunk editing.
+// module: rewrite, respond, block, trap, spin, and chunk editing (shout,
+// garble).
 package main
 
 import (
@@ -91,6 +92,16 @@ func chunk(in *sdk.In, out *sdk.Out) error {
 		if t := gjson.GetBytes(c, "choices.0.delta.content"); t.Type == gjson.String && t.Str != "" {
 			b, _ := sjson.SetBytes(append([]byte(nil), c...), "choices.0.delta.content", "X")
 			out.Field(b)
+			return nil
+		}
+	}
+	if mode(in) == "garble" {
+		if t := gjson.GetBytes(c, "choices.0.delta.content"); t.Type == gjson.String && t.Str != "" {
+			// Not a chunk: the host must drop it.
+			out.FieldString(`"not a chunk"`)
+			// A chunk whose JSON whitespace holds line breaks: framed as
+			// one event, it reaches the client whole.
+			out.FieldString("{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"G\"}}],\r\"object\":\"chat.completion.chunk\"\n}")
 			return nil
 		}
 	}

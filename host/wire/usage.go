@@ -1,7 +1,9 @@
-package billing
+package wire
 
 import (
 	"strconv"
+
+	"github.com/switchyard/switchyard/host/billing"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -15,15 +17,15 @@ import (
 // from it when missing, as embeddings report only these two),
 // prompt_tokens_details.cached_tokens and .audio_tokens,
 // completion_tokens_details.reasoning_tokens and .audio_tokens.
-func ParseUsage(body []byte) (u Usage, ok bool) {
+func ParseUsage(body []byte) (u billing.Usage, ok bool) {
 	us := gjson.GetBytes(body, "usage")
 	if !us.IsObject() {
-		return Usage{}, false
+		return billing.Usage{}, false
 	}
 	p, c, t := us.Get("prompt_tokens"), us.Get("completion_tokens"), us.Get("total_tokens")
 	num := func(r gjson.Result) bool { return r.Type == gjson.Number }
 	if !num(p) && !num(c) && !num(t) {
-		return Usage{}, false
+		return billing.Usage{}, false
 	}
 	u.PromptTokens, u.CompletionTokens = p.Int(), c.Int()
 	if !num(p) && num(t) {
@@ -33,7 +35,30 @@ func ParseUsage(body []byte) (u Usage, ok bool) {
 	u.ReasoningTokens = us.Get("completion_tokens_details.reasoning_tokens").Int()
 	u.AudioTokens = us.Get("prompt_tokens_details.audio_tokens").Int() + us.Get("completion_tokens_details.audio_tokens").Int()
 	u.Requests = 1
+	for _, r := range []gjson.Result{p, c, t, us.Get("prompt_tokens_details.cached_tokens"),
+		us.Get("completion_tokens_details.reasoning_tokens")} {
+		if !plausible(r) {
+			// A count no request can produce is a broken or lying
+			// upstream: the caller counts the tokens itself instead.
+			return billing.Usage{}, false
+		}
+	}
 	return u, true
+}
+
+// MaxPlausibleTokens is the largest token count ParseUsage believes: a
+// hundred times the longest context window on offer today. Larger counts,
+// negative ones and fractions are treated as no usage at all.
+const MaxPlausibleTokens = 100_000_000
+
+func plausible(r gjson.Result) bool {
+	if !r.Exists() || r.Type == gjson.Null {
+		return true
+	}
+	if r.Type != gjson.Number {
+		return false
+	}
+	return r.Num >= 0 && r.Num <= MaxPlausibleTokens && r.Num == float64(int64(r.Num))
 }
 
 // WriteUsage sets the "usage" object of a response body or of the final
@@ -43,7 +68,7 @@ func ParseUsage(body []byte) (u Usage, ok bool) {
 // and "cost_details" (the final attempt's parts plus failed attempts and
 // anything uncollected). Other fields of an existing usage object are kept.
 // Amounts are written as exact decimal numbers of dollars.
-func WriteUsage(body []byte, g *Generation) ([]byte, error) {
+func WriteUsage(body []byte, g *billing.Generation) ([]byte, error) {
 	usage := gjson.GetBytes(body, "usage").Raw
 	if usage == "" || usage[0] != '{' {
 		usage = "{}"

@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/switchyard/switchyard/host/admin"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
@@ -21,25 +20,25 @@ import (
 // scope — plugins there run only for that account's keys — and keys of the
 // operator account (the bootstrap account) may also manage the gateway-wide
 // scope, where adapters live.
-func (s *Server) registerModuleAPI(api fiber.Router) {
-	g := api.Group("/modules", admin.ManagementOnly)
-	g.Get("/", s.listModules)
-	g.Post("/", s.publishModule)
-	g.Post("/:name/activate", s.activateModule)
-	g.Post("/:name/rollback", s.rollbackModule)
-	g.Put("/:name/default", s.defaultModule)
+func (h *handlers) registerModules(api fiber.Router) {
+	g := api.Group("/modules", ManagementOnly)
+	g.Get("/", h.listModules)
+	g.Post("/", h.publishModule)
+	g.Post("/:name/activate", h.activateModule)
+	g.Post("/:name/rollback", h.rollbackModule)
+	g.Put("/:name/default", h.defaultModule)
 }
 
 // scopeOf maps the API's scope ("account", default, or "global") to a
 // registry scope, refusing the global scope to other accounts.
-func (s *Server) scopeOf(c *fiber.Ctx, scope string) (string, *apierr.Error) {
-	k := c.Locals(localsKey).(*keys.Key)
+func (h *handlers) scopeOf(c *fiber.Ctx, scope string) (string, *apierr.Error) {
+	k := c.Locals(LocalsKey).(*keys.Key)
 	switch scope {
 	case "", "account":
 		return k.AccountID, nil
 	case "global":
-		if k.AccountID != s.Operator {
-			return "", apierr.New(http.StatusForbidden, "only the operator account can manage gateway-wide modules")
+		if !h.ks.IsOperator(k) {
+			return "", apierr.New(http.StatusForbidden, "only the gateway's operator can manage gateway-wide modules")
 		}
 		return "", nil
 	}
@@ -57,17 +56,17 @@ type moduleView struct {
 	Published time.Time `json:"published_at"`
 }
 
-func (s *Server) listModules(c *fiber.Ctx) error {
-	k := c.Locals(localsKey).(*keys.Key)
+func (h *handlers) listModules(c *fiber.Ctx) error {
+	k := c.Locals(LocalsKey).(*keys.Key)
 	defaults := map[string]bool{}
-	for _, n := range s.Modules.Defaults("") {
+	for _, n := range h.mods.Defaults("") {
 		defaults[n] = true
 	}
-	for _, n := range s.Modules.Defaults(k.AccountID) {
+	for _, n := range h.mods.Defaults(k.AccountID) {
 		defaults[modules.Scoped(k.AccountID, n)] = true
 	}
 	out := []moduleView{}
-	for _, m := range s.Modules.List(k.AccountID) {
+	for _, m := range h.mods.List(k.AccountID) {
 		v := moduleView{Name: m.Name, Version: m.Version, Scope: "global", SHA256: m.SHA256, Active: m.Active,
 			Default: defaults[m.Name], Source: m.Source, Published: m.Published}
 		if n, ok := strings.CutPrefix(m.Name, k.AccountID+"/"); ok {
@@ -78,16 +77,14 @@ func (s *Server) listModules(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"data": out})
 }
 
-func (s *Server) publishModule(c *fiber.Ctx) error {
+func (h *handlers) publishModule(c *fiber.Ctx) error {
 	var req struct {
 		Manifest json.RawMessage `json:"manifest"`
 		Wasm     string          `json:"wasm"`
 		Scope    string          `json:"scope"`
 		Activate bool            `json:"activate"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(c.Body())))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := decodeStrict(c.Body(), &req); err != nil {
 		return apierr.BadRequest("", "body must be {\"manifest\": {…}, \"wasm\": \"<base64>\", \"scope\": \"account\"|\"global\", \"activate\": bool}: %v", err)
 	}
 	if len(req.Manifest) == 0 {
@@ -97,22 +94,19 @@ func (s *Server) publishModule(c *fiber.Ctx) error {
 	if err != nil || len(bin) == 0 {
 		return apierr.BadRequest("wasm", "required: the module binary, base64-encoded")
 	}
-	scope, aerr := s.scopeOf(c, req.Scope)
+	scope, aerr := h.scopeOf(c, req.Scope)
 	if aerr != nil {
 		return aerr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m, err := s.Modules.PublishScoped(ctx, scope, req.Manifest, bin, "api")
-	if err != nil {
-		// A manifest that does not parse or a module that does not load is
-		// the caller's to fix; the active version is untouched.
-		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
-	}
+	publish := h.mods.PublishScoped
 	if req.Activate {
-		if err := s.Modules.Activate(ctx, modules.Scoped(scope, m.Name), m.Version); err != nil {
-			return apierr.New(http.StatusUnprocessableEntity, "%v", err)
-		}
+		publish = h.mods.PublishAndActivate // one load for both
+	}
+	m, err := publish(ctx, scope, req.Manifest, bin, "api")
+	if err != nil {
+		return moduleError(err, "")
 	}
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"data": fiber.Map{"name": m.Name, "version": m.Version, "active": req.Activate}})
 }
@@ -123,62 +117,71 @@ type scopeBody struct {
 	Enabled *bool  `json:"enabled"`
 }
 
-func (s *Server) parseScopeBody(c *fiber.Ctx) (scopeBody, string, *apierr.Error) {
+func (h *handlers) parseScopeBody(c *fiber.Ctx) (scopeBody, string, *apierr.Error) {
 	var b scopeBody
 	if len(c.Body()) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(c.Body())))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&b); err != nil {
+		if err := decodeStrict(c.Body(), &b); err != nil {
 			return b, "", apierr.BadRequest("", "invalid JSON body: %v", err)
 		}
 	}
-	scope, err := s.scopeOf(c, b.Scope)
+	scope, err := h.scopeOf(c, b.Scope)
 	return b, scope, err
 }
 
-func (s *Server) activateModule(c *fiber.Ctx) error {
-	b, scope, aerr := s.parseScopeBody(c)
+func (h *handlers) activateModule(c *fiber.Ctx) error {
+	b, scope, aerr := h.parseScopeBody(c)
 	if aerr != nil {
 		return aerr
 	}
 	if b.Version == "" {
 		return apierr.BadRequest("version", "required")
 	}
-	return s.activate(c, modules.Scoped(scope, moduleParam(c)), b.Version)
+	return h.activate(c, modules.Scoped(scope, moduleParam(c)), b.Version)
 }
 
-func (s *Server) activate(c *fiber.Ctx, scoped, version string) error {
+func (h *handlers) activate(c *fiber.Ctx, scoped, version string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := s.Modules.Activate(ctx, scoped, version); err != nil {
-		if strings.Contains(err.Error(), "not published") {
-			return apierr.New(http.StatusNotFound, "%v", err)
-		}
-		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
+	if err := h.mods.Activate(ctx, scoped, version); err != nil {
+		return moduleError(err, moduleParam(c))
 	}
-	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "version": version, "active": true}})
+	return activated(c, version)
 }
 
 // rollbackModule activates the version published before the active one.
-func (s *Server) rollbackModule(c *fiber.Ctx) error {
-	_, scope, aerr := s.parseScopeBody(c)
+func (h *handlers) rollbackModule(c *fiber.Ctx) error {
+	_, scope, aerr := h.parseScopeBody(c)
 	if aerr != nil {
 		return aerr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	version, err := s.Modules.Rollback(ctx, modules.Scoped(scope, moduleParam(c)))
-	switch {
-	case errors.Is(err, modules.ErrNoEarlier):
-		return apierr.New(http.StatusConflict, "module %s has no earlier version to roll back to", moduleParam(c))
-	case err != nil:
-		return apierr.New(http.StatusUnprocessableEntity, "%v", err)
+	version, err := h.mods.Rollback(ctx, modules.Scoped(scope, moduleParam(c)))
+	if err != nil {
+		return moduleError(err, moduleParam(c))
 	}
+	return activated(c, version)
+}
+
+func activated(c *fiber.Ctx, version string) error {
 	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "version": version, "active": true}})
 }
 
-func (s *Server) defaultModule(c *fiber.Ctx) error {
-	b, scope, aerr := s.parseScopeBody(c)
+// moduleError maps the registry's errors to statuses. Anything else — a
+// manifest that does not parse, a module that does not load — is the
+// caller's to fix (422); the active version is untouched.
+func moduleError(err error, name string) *apierr.Error {
+	switch {
+	case errors.Is(err, modules.ErrExists), errors.Is(err, modules.ErrNotPublished):
+		return apierr.From(err) // the registry's own 409 or 404, with its message
+	case errors.Is(err, modules.ErrNoEarlier):
+		return apierr.Wrap(http.StatusConflict, err, "module %s has no earlier version to roll back to", name)
+	}
+	return apierr.Wrap(http.StatusUnprocessableEntity, err, "%v", err)
+}
+
+func (h *handlers) defaultModule(c *fiber.Ctx) error {
+	b, scope, aerr := h.parseScopeBody(c)
 	if aerr != nil {
 		return aerr
 	}
@@ -186,10 +189,10 @@ func (s *Server) defaultModule(c *fiber.Ctx) error {
 		return apierr.BadRequest("enabled", "required: true to run the plugin on every request of its scope")
 	}
 	scoped := modules.Scoped(scope, moduleParam(c))
-	if s.Modules.ActiveVersion(scoped) == "" {
+	if h.mods.ActiveVersion(scoped) == "" {
 		return apierr.New(http.StatusNotFound, "no active module %s in this scope", moduleParam(c))
 	}
-	if err := s.Modules.SetDefault(scoped, *b.Enabled); err != nil {
+	if err := h.mods.SetDefault(scoped, *b.Enabled); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "default": *b.Enabled}})

@@ -1,0 +1,66 @@
+// Package conformance is the ABI conformance kit: it checks a host, or a
+// guest, against what docs/abi.md promises.
+//
+// Two checks, both plain Go tests:
+//
+//   - Run checks a host. It loads the kit's guest (built from
+//     abi/conformance/guest, which implements every hook and calls every
+//     host function) under manifests it writes itself, and drives each
+//     promise of the ABI through the host's module runtime: load-time
+//     refusals (ABI version, missing exports, ungranted imports, memory
+//     over the cap), the frame encoding both ways, a failing hook becoming
+//     a 502 with the documented message, traps and the time limit contained
+//     to one call, stream state handed back byte for byte, concurrent calls
+//     over a bounded pool, the log and http host functions.
+//   - CheckGuest checks a guest: a third-party adapter or plugin, native or
+//     Extism. It loads the module on a host and calls every hook it declares
+//     with typical inputs; every answer must have the shape its hook's
+//     output has in docs/abi.md, and a passthrough hook the module
+//     implements anyway must return its input unchanged.
+//
+// A host plugs in through Host and Module: a thin adapter over its own
+// loader (see host/wasm/kithost for Switchyard's). The kit is in the spirit
+// of http-wasm's TCK: one guest binary, one runner any host can execute.
+package conformance
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/switchyard/switchyard/abi"
+)
+
+// Host is the host under test: its module loader.
+type Host interface {
+	// Load loads a module with its manifest (JSON, docs/abi.md section 4),
+	// or refuses it with an error saying why. Refusals happen here, at load,
+	// never on a call.
+	Load(ctx context.Context, manifest, wasm []byte) (Module, error)
+	// Logs returns the lines modules logged through the log host function
+	// since the previous call.
+	Logs() []Log
+}
+
+// Module is a loaded module.
+type Module interface {
+	// Call runs hook on the input fields (ctx first) and returns the output
+	// fields after the status byte. A failed call returns a *Failure.
+	Call(ctx context.Context, hook abi.Hook, fields ...[]byte) ([][]byte, error)
+	Close(ctx context.Context) error
+}
+
+// Failure is what a failed call returns: the HTTP status the gateway
+// answers the request with, and its message.
+type Failure struct {
+	Status  int
+	Message string
+}
+
+func (f *Failure) Error() string { return fmt.Sprintf("%d: %s", f.Status, f.Message) }
+
+// Log is one line a module logged.
+type Log struct {
+	Level   int    // 0 debug, 1 info, 2 warn, 3 error
+	Module  string // the module's name@version
+	Message string
+}

@@ -1,0 +1,75 @@
+package conformance_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi/conformance"
+	"github.com/switchyard/switchyard/host/wasm/kithost"
+)
+
+// A module author checks their own guest with
+//
+//	go test ./abi/conformance -run TestGuest -guest path/to/x.wasm -manifest path/to/manifest.json
+var (
+	guestFlag    = flag.String("guest", "", "check this module binary (with -manifest) instead of the built ones")
+	manifestFlag = flag.String("manifest", "", "the manifest of -guest")
+)
+
+// TestGuest checks a guest given with -guest, or else every module the
+// build makes: the first-party adapters and plugins (build/wasm) and the
+// example plugins in C, Go and AssemblyScript through Extism
+// (build/examples, made by `make build`).
+func TestGuest(t *testing.T) {
+	h := kithost.New(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"))
+	t.Cleanup(func() { _ = h.Engine.Close(context.Background()) })
+	if *guestFlag != "" {
+		check(t, h, *manifestFlag, *guestFlag)
+		return
+	}
+	root := filepath.Join("..", "..")
+	var n int
+	for _, dir := range []string{"wasm", "examples"} {
+		manifests, _ := filepath.Glob(filepath.Join(root, "build", dir, "*.json"))
+		if len(manifests) == 0 {
+			t.Errorf("no modules in build/%s (run make build)", dir)
+		}
+		for _, mf := range manifests {
+			n++
+			t.Run(dir+"/"+strings.TrimSuffix(filepath.Base(mf), ".json"), func(t *testing.T) {
+				check(t, h, mf, strings.TrimSuffix(mf, ".json")+".wasm")
+			})
+		}
+	}
+	t.Logf("checked %d modules", n)
+}
+
+func check(t *testing.T, h conformance.Host, manifestPath, wasmPath string) {
+	if manifestPath == "" {
+		t.Fatal("-guest needs -manifest")
+	}
+	mf, err := os.ReadFile(manifestPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(wasmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runtime struct {
+		Runtime string `json:"runtime"`
+	}
+	if err := json.Unmarshal(mf, &runtime); err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	if runtime.Runtime == "extism" {
+		conformance.CheckExtismGuest(t, h, mf, bin)
+		return
+	}
+	conformance.CheckGuest(t, h, mf, bin)
+}

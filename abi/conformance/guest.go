@@ -1,0 +1,241 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi"
+)
+
+// Typical inputs of each hook, the way the gateway sends them.
+var (
+	sampleCtx     = []byte(`{"model":"kit-model","provider":"kit","stream":false,"drop":[]}`)
+	sampleChat    = []byte(`{"model":"kit/model","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":16}`)
+	sampleResult  = []byte(`{"id":"chatcmpl-kit","object":"chat.completion","created":1700000000,"model":"kit-model","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
+	sampleChunk   = []byte(`{"id":"chatcmpl-kit","object":"chat.completion.chunk","created":1700000000,"model":"kit-model","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}`)
+	sampleEmbed   = []byte(`{"model":"kit/embed","input":["Hello"]}`)
+	sampleVectors = []byte(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,0.2]}],"model":"kit-embed","usage":{"prompt_tokens":1,"total_tokens":1}}`)
+	sampleError   = []byte(`{"error":{"message":"rate limited","type":"rate_limit_error"}}`)
+)
+
+// sampleInput is what the gateway would pass hook, after ctx.
+func sampleInput(hook abi.Hook) [][]byte {
+	switch hook {
+	case abi.HookChatRequest, abi.HookPreRequest:
+		return [][]byte{sampleChat}
+	case abi.HookChatResponse, abi.HookPostResponse:
+		return [][]byte{sampleResult}
+	case abi.HookChatStreamEvent:
+		return [][]byte{sampleChunk, {}}
+	case abi.HookPostChunk:
+		return [][]byte{sampleChunk}
+	case abi.HookEmbedRequest:
+		return [][]byte{sampleEmbed}
+	case abi.HookEmbedResponse:
+		return [][]byte{sampleVectors}
+	case abi.HookError:
+		return [][]byte{[]byte("429"), sampleError}
+	}
+	return nil
+}
+
+// CheckGuest checks a module (its manifest JSON and binary) on host: it
+// must load, and every hook it declares must answer typical input in the
+// shape docs/abi.md gives that hook's output. A hook may fail (status byte
+// 1) on input it does not accept, with a message; the host then answers 502.
+// A passthrough hook is skipped by the host, so a module need not implement
+// it, but if it does, it must return its input unchanged.
+func CheckGuest(t *testing.T, host Host, manifestJSON, wasm []byte) {
+	var mf struct {
+		Hooks       []string `json:"hooks"`
+		Passthrough []string `json:"passthrough"`
+	}
+	if err := json.Unmarshal(manifestJSON, &mf); err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	m, err := host.Load(context.Background(), manifestJSON, wasm)
+	if err != nil {
+		t.Fatalf("does not load: %v", err)
+	}
+	defer m.Close(context.Background())
+	passthrough := map[string]bool{}
+	for _, h := range mf.Passthrough {
+		passthrough[h] = true
+	}
+	for _, name := range mf.Hooks {
+		hook, ok := abi.HookByName(name)
+		if !ok {
+			t.Errorf("unknown hook %q", name)
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			in := sampleInput(hook)
+			out, err := m.Call(context.Background(), hook, append([][]byte{sampleCtx}, in...)...)
+			var f *Failure
+			switch {
+			case errors.As(err, &f):
+				if f.Status != http.StatusBadGateway || f.Message == "" {
+					t.Errorf("a failed hook must give 502 and a message, got %d %q", f.Status, f.Message)
+				}
+				if !passthrough[name] {
+					t.Logf("refused the sample input: %s", f.Message)
+				}
+				return
+			case err != nil:
+				t.Fatalf("call: %v", err)
+			}
+			if passthrough[name] {
+				if hook == abi.HookChatStreamEvent {
+					if len(out) != 2 || !bytes.Equal(out[1], in[0]) {
+						t.Errorf("passthrough hook changed its input: got %s", show(out))
+					}
+				} else if len(out) != 1 || !bytes.Equal(out[0], in[0]) {
+					t.Errorf("passthrough hook changed its input: got %s", show(out))
+				}
+				return
+			}
+			if msg := checkOutput(hook, out); msg != "" {
+				t.Errorf("%s: %s", msg, show(out))
+			}
+		})
+	}
+}
+
+// checkOutput says what is wrong with a hook's output fields ("" if
+// nothing is).
+func checkOutput(hook abi.Hook, out [][]byte) string {
+	isObject := func(b []byte) bool {
+		var v map[string]json.RawMessage
+		return json.Unmarshal(b, &v) == nil && v != nil
+	}
+	has := func(b []byte, member string) bool {
+		var v map[string]json.RawMessage
+		_ = json.Unmarshal(b, &v)
+		_, ok := v[member]
+		return ok
+	}
+	switch hook {
+	case abi.HookChatRequest, abi.HookEmbedRequest:
+		if len(out) != 4 {
+			return "want 4 fields: method, path, headers, body"
+		}
+		if method := string(out[0]); method == "" || strings.ToUpper(method) != method || strings.ContainsAny(method, " \r\n") {
+			return "the method must be an upper-case HTTP method"
+		}
+		if !strings.HasPrefix(string(out[1]), "/") && len(out[1]) > 0 {
+			return "the path is appended to the provider's base URL: it must be empty or start with /"
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(string(out[2]), "\n"), "\n") {
+			if k, _, ok := strings.Cut(line, ":"); line != "" && (!ok || strings.TrimSpace(k) == "" || strings.ContainsAny(k, " \r")) {
+				return "headers must be \"Name: value\" lines separated by \\n"
+			}
+		}
+	case abi.HookChatResponse:
+		if len(out) != 1 || !isObject(out[0]) || !has(out[0], "choices") {
+			return "want one field: a unified chat result (a JSON object with choices)"
+		}
+	case abi.HookEmbedResponse:
+		if len(out) != 1 || !isObject(out[0]) || !has(out[0], "data") {
+			return "want one field: a unified embeddings response (a JSON object with data)"
+		}
+	case abi.HookChatStreamEvent:
+		if len(out) < 1 {
+			return "want the stream state, then zero or more chunks"
+		}
+		for _, c := range out[1:] {
+			if !isObject(c) {
+				return "every chunk must be a JSON object"
+			}
+		}
+	case abi.HookError:
+		if len(out) != 2 {
+			return "want 2 fields: status, message"
+		}
+		if s, err := strconv.Atoi(string(out[0])); err != nil || s < 400 || s > 599 {
+			return "the status must be a decimal HTTP error status"
+		}
+	case abi.HookPreRequest, abi.HookPostResponse, abi.HookPostChunk:
+		if len(out) < 1 {
+			return "want an action first"
+		}
+		action := string(out[0])
+		switch {
+		case action == abi.ActionContinue && hook == abi.HookPostChunk:
+			for _, c := range out[1:] {
+				if !isObject(c) {
+					return "every chunk must be a JSON object"
+				}
+			}
+		case action == abi.ActionContinue:
+			if len(out) > 1 && len(out[1]) > 0 && !isObject(out[1]) {
+				return "a replacement body must be a JSON object"
+			}
+		case action == abi.ActionRespond && hook == abi.HookPreRequest:
+			if len(out) < 2 || !has(out[1], "choices") {
+				return "respond needs a complete chat result (with choices)"
+			}
+		case action == abi.ActionBlock:
+			if len(out) < 2 || !has(out[1], "message") {
+				return `block needs {"code":…,"message":…}`
+			}
+		default:
+			return "unknown action " + strconv.Quote(action) + " for " + hook.String()
+		}
+	}
+	return ""
+}
+
+// CheckExtismGuest is CheckGuest for a module built with an Extism PDK
+// (manifest "runtime": "extism"), plus the host's rule for Extism exports
+// (docs/plugins.md): a hook the manifest declares must be exported under
+// its name, unless it is passthrough (the host never calls it). The check
+// declares one hook of the module's kind that it does not export: the host
+// must refuse that at load, naming the hook, and load it as passthrough.
+func CheckExtismGuest(t *testing.T, host Host, manifestJSON, wasm []byte) {
+	CheckGuest(t, host, manifestJSON, wasm)
+	var mf map[string]any
+	if err := json.Unmarshal(manifestJSON, &mf); err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	if mf["runtime"] != "extism" {
+		t.Fatalf("not an Extism module: runtime %v", mf["runtime"])
+	}
+	hooks, _ := mf["hooks"].([]any)
+	declared := map[string]bool{}
+	for _, h := range hooks {
+		declared[h.(string)] = true
+	}
+	candidates := adapterHooks
+	if mf["kind"] == "plugin" {
+		candidates = pluginHooks
+	}
+	var extra string
+	for _, h := range candidates {
+		if !declared[h.String()] {
+			extra = h.String()
+			break
+		}
+	}
+	if extra == "" {
+		t.Log("the module declares every hook of its kind; the export rule is not checked")
+		return
+	}
+	mf["hooks"] = append(hooks, extra)
+	missing, _ := json.Marshal(mf)
+	if m, err := host.Load(context.Background(), missing, wasm); err == nil {
+		_ = m.Close(context.Background())
+		t.Errorf("declaring %s, which the module does not export, loaded; the host must refuse it at load", extra)
+	} else if !strings.Contains(err.Error(), extra) {
+		t.Errorf("the refusal %q does not name the missing export %s", err, extra)
+	}
+	pt, _ := mf["passthrough"].([]any)
+	mf["passthrough"] = append(pt, extra)
+	passthrough, _ := json.Marshal(mf)
+	t.Run("with passthrough "+extra, func(t *testing.T) { CheckGuest(t, host, passthrough, wasm) })
+}

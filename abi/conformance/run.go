@@ -1,0 +1,427 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi"
+)
+
+// GuestID is the name@version the kit's guest is loaded as.
+const GuestID = "conformance@1.0.0"
+
+var (
+	adapterHooks = []abi.Hook{abi.HookChatRequest, abi.HookChatResponse, abi.HookChatStreamEvent, abi.HookEmbedRequest, abi.HookEmbedResponse, abi.HookError}
+	pluginHooks  = []abi.Hook{abi.HookPreRequest, abi.HookPostResponse, abi.HookPostChunk}
+)
+
+// kit writes the guest's manifests: kind adapter (hooks 1-6) or plugin
+// (hooks 7-9), with the grants and limits a check needs.
+type kit struct {
+	kind   string
+	grants string
+	limits string
+	abi    int
+}
+
+func hooksOf(kind string) []abi.Hook {
+	if kind == "plugin" {
+		return pluginHooks
+	}
+	return adapterHooks
+}
+
+func (k kit) manifest() []byte {
+	hooks := hooksOf(k.kind)
+	names := make([]string, len(hooks))
+	for i, h := range hooks {
+		names[i] = strconv.Quote(h.String())
+	}
+	if k.grants == "" {
+		k.grants = `{"host_functions":["log","http"],"http_domains":["127.0.0.1"]}`
+	}
+	if k.limits == "" {
+		k.limits = `{"memory_pages":256,"pool_size":2}`
+	}
+	if k.abi == 0 {
+		k.abi = abi.Version
+	}
+	return []byte(fmt.Sprintf(`{"name":"conformance","version":"1.0.0","abi":%d,"kind":%q,"hooks":[%s],"grants":%s,"limits":%s}`,
+		k.abi, k.kind, strings.Join(names, ","), k.grants, k.limits))
+}
+
+// ctxField is the ctx field the host builds (docs/abi.md section 3), with
+// the kit's "case" and whatever else the case reads.
+func ctxField(kase string, extra ...string) []byte {
+	s := `{"model":"kit-model","provider":"kit","stream":false,"drop":[],"case":` + strconv.Quote(kase)
+	for i := 0; i+1 < len(extra); i += 2 {
+		s += "," + strconv.Quote(extra[i]) + ":" + strconv.Quote(extra[i+1])
+	}
+	return []byte(s + "}")
+}
+
+// Run checks host against docs/abi.md with guest, the kit's guest binary
+// (`make wasm` builds it as build/testdata/conformance.wasm). The host must
+// let modules reach loopback addresses granted to them (a development
+// setting), so the http checks can use a local server.
+func Run(t *testing.T, host Host, guest []byte) {
+	if len(guest) == 0 {
+		t.Fatal("conformance: no guest binary (build abi/conformance/guest: make wasm)")
+	}
+	r := &runner{host: host, guest: guest}
+	t.Run("load refusals", r.refusals)
+	t.Run("frames", r.frames)
+	t.Run("failing hook", r.failures)
+	t.Run("trap", r.trap)
+	t.Run("time limit", r.timeLimit)
+	t.Run("stream state", r.streamState)
+	t.Run("bounded pool", r.pool)
+	t.Run("log", r.log)
+	t.Run("http", r.http)
+}
+
+type runner struct {
+	host  Host
+	guest []byte
+}
+
+// load loads the guest under k's manifest, closed when the test ends.
+func (r *runner) load(t *testing.T, k kit) Module {
+	t.Helper()
+	m, err := r.host.Load(context.Background(), k.manifest(), r.guest)
+	if err != nil {
+		t.Fatalf("the kit's guest does not load under %s: %v", k.manifest(), err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	return m
+}
+
+func (r *runner) refusals(t *testing.T) {
+	// patch renames an export in the guest; the replacement has the same
+	// length, so the binary stays well-formed.
+	patch := func(from, to string) []byte {
+		if !bytes.Contains(r.guest, []byte(from)) {
+			t.Fatalf("the guest has no %q to rename", from)
+		}
+		return bytes.ReplaceAll(r.guest, []byte(from), []byte(to))
+	}
+	cases := []struct {
+		name string
+		k    kit
+		bin  []byte
+		want []string // what the refusal must name
+	}{
+		{"manifest of another ABI version", kit{kind: "adapter", abi: 2}, r.guest, []string{"ABI version 2 is not supported"}},
+		{"marker of another ABI version", kit{kind: "adapter"}, patch(abi.ExportMarker, abi.ExportPrefix+"2"), []string{"ABI version 2 is not supported by this host (supports 1)"}},
+		{"no marker", kit{kind: "adapter"}, patch(abi.ExportMarker, "switchyard_abx_v1"), []string{abi.ExportMarker}},
+		{"no sy_input", kit{kind: "adapter"}, patch(abi.ExportInput, "sy_inpux"), []string{abi.ExportInput}},
+		{"no sy_handle", kit{kind: "adapter"}, patch(abi.ExportHandle, "sy_handlx"), []string{abi.ExportHandle}},
+		{"log not granted", kit{kind: "adapter", grants: `{"host_functions":["http"]}`}, r.guest, []string{abi.HostLog, "grant"}},
+		{"http not granted", kit{kind: "adapter", grants: `{"host_functions":["log"]}`}, r.guest, []string{abi.HostHTTPRequest, "grant"}},
+		{"memory over the cap", kit{kind: "adapter", limits: `{"memory_pages":2}`}, r.guest, []string{"memory", "limit"}},
+		{"not WebAssembly", kit{kind: "adapter"}, []byte("\x00asm but not really"), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := r.host.Load(context.Background(), tc.k.manifest(), tc.bin)
+			if err == nil {
+				_ = m.Close(context.Background())
+				t.Fatal("loaded; docs/abi.md says the host refuses it at load")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("refusal %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// frameInputs are the fields after ctx the frame checks send: empty
+// fields, every byte value, a length prefix's worth of zero bytes, and a
+// field larger than any buffer a guest starts with.
+func frameInputs() [][][]byte {
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	return [][][]byte{
+		{[]byte(`{"messages":[{"role":"user","content":"hi"}]}`)},
+		{{}},
+		{all},
+		{{0, 0, 0, 0}, {}, []byte("third")},
+		{big},
+	}
+}
+
+// wantFrame is the kit guest's "frame" answer for hook and input fields.
+func wantFrame(hook abi.Hook, action string, in [][]byte) [][]byte {
+	field := func(i int) []byte {
+		if i < len(in) {
+			return in[i]
+		}
+		return []byte{}
+	}
+	switch hook {
+	case abi.HookChatRequest, abi.HookEmbedRequest:
+		return [][]byte{[]byte("POST"), []byte("/kit/" + hook.String() + "?fields=" + strconv.Itoa(len(in)+1)),
+			[]byte("Authorization: Bearer " + abi.APIKeyPlaceholder + "\nX-Kit: 1\n"), field(0)}
+	case abi.HookError:
+		return [][]byte{field(0), field(1)}
+	case abi.HookPreRequest, abi.HookPostResponse:
+		return [][]byte{[]byte(action), field(0), []byte("kit summary")}
+	case abi.HookPostChunk:
+		return append([][]byte{[]byte(abi.ActionContinue)}, in...)
+	}
+	return in
+}
+
+// eachHook calls check with every hook of the guest, loaded as an adapter
+// and as a plugin.
+func (r *runner) eachHook(t *testing.T, check func(m Module, hook abi.Hook)) {
+	for _, kind := range []string{"adapter", "plugin"} {
+		m := r.load(t, kit{kind: kind})
+		for _, hook := range hooksOf(kind) {
+			check(m, hook)
+		}
+	}
+}
+
+func (r *runner) frames(t *testing.T) {
+	r.eachHook(t, func(m Module, hook abi.Hook) {
+		if hook == abi.HookChatStreamEvent {
+			return // its frame is the stream state check's
+		}
+		for i, in := range frameInputs() {
+			if hook == abi.HookError && len(in) < 2 {
+				in = append(in, []byte("upstream says no"))
+			}
+			action := ""
+			if hook == abi.HookPreRequest || hook == abi.HookPostResponse {
+				action = []string{abi.ActionContinue, abi.ActionRespond, abi.ActionBlock}[i%3]
+			}
+			got, err := m.Call(context.Background(), hook, append([][]byte{ctxField("frame", "action", action)}, in...)...)
+			if err != nil {
+				t.Fatalf("%s, input %d: %v", hook, i, err)
+			}
+			if want := wantFrame(hook, action, in); !equalFields(got, want) {
+				t.Errorf("%s, input %d: the output frame is not the one the guest wrote:\n got %s\nwant %s", hook, i, show(got), show(want))
+			}
+		}
+	})
+}
+
+func (r *runner) failures(t *testing.T) {
+	r.eachHook(t, func(m Module, hook abi.Hook) {
+		_, err := m.Call(context.Background(), hook, ctxField("fail"), []byte("{}"), []byte("{}"))
+		wantFailure(t, err, "module "+GuestID+" failed in "+hook.String()+": kit failure in "+hook.String())
+		// The instance that failed cleanly serves the next call.
+		if _, err := m.Call(context.Background(), hook, ctxField("frame"), []byte("{}"), []byte("{}")); err != nil {
+			t.Errorf("%s after a failure: %v", hook, err)
+		}
+	})
+}
+
+// wantFailure checks err is a 502 *Failure whose message has prefix want.
+func wantFailure(t *testing.T, err error, want string) {
+	t.Helper()
+	var f *Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("want a *conformance.Failure (status %d, %q), got %v", http.StatusBadGateway, want, err)
+	}
+	if f.Status != http.StatusBadGateway || !strings.HasPrefix(f.Message, want) {
+		t.Errorf("got %d %q, want %d %q", f.Status, f.Message, http.StatusBadGateway, want)
+	}
+}
+
+func (r *runner) trap(t *testing.T) {
+	m := r.load(t, kit{kind: "adapter", limits: `{"memory_pages":256,"pool_size":1}`})
+	for range 2 { // twice: the trapped instance was replaced, not reused
+		_, err := m.Call(context.Background(), abi.HookChatRequest, ctxField("panic"), []byte("{}"))
+		wantFailure(t, err, "module "+GuestID+" failed in chat_request")
+		if _, err := m.Call(context.Background(), abi.HookChatRequest, ctxField("frame"), []byte("{}")); err != nil {
+			t.Fatalf("after a trap: %v", err)
+		}
+	}
+}
+
+// timeLimit: a guest that never returns is stopped at its time limit (1 s:
+// shorter limits have been seen to interrupt ordinary calls on a loaded
+// machine under the race detector).
+func (r *runner) timeLimit(t *testing.T) {
+	m := r.load(t, kit{kind: "adapter", limits: `{"memory_pages":256,"pool_size":1,"timeout_ms":1000}`})
+	_, err := m.Call(context.Background(), abi.HookChatRequest, ctxField("spin"), []byte("{}"))
+	wantFailure(t, err, "module "+GuestID+" failed in chat_request")
+	if _, err := m.Call(context.Background(), abi.HookChatRequest, ctxField("frame"), []byte("{}")); err != nil {
+		t.Fatalf("after a call past the time limit: %v", err)
+	}
+}
+
+// streamState runs several streams at once, each handing the state the
+// guest returned back with its next event, over a pool smaller than the
+// number of streams, so events of one stream reach different instances.
+func (r *runner) streamState(t *testing.T) {
+	m := r.load(t, kit{kind: "adapter"})
+	const streams, events = 4, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, streams)
+	for s := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			state := []byte{}
+			for e := 1; e <= events; e++ {
+				chunks := (s + e) % 3 // zero chunks too
+				out, err := m.Call(context.Background(), abi.HookChatStreamEvent, ctxField("frame"), []byte(strconv.Itoa(chunks)), state)
+				if err != nil {
+					errs <- fmt.Errorf("stream %d event %d: %w", s, e, err)
+					return
+				}
+				want := [][]byte{[]byte(strconv.Itoa(e))}
+				for i := range chunks {
+					want = append(want, []byte(`{"event":`+strconv.Itoa(e)+`,"chunk":`+strconv.Itoa(i)+`}`))
+				}
+				if !equalFields(out, want) {
+					errs <- fmt.Errorf("stream %d event %d: got %s, want state then chunks %s", s, e, show(out), show(want))
+					return
+				}
+				state = out[0]
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// pool makes more concurrent calls than pool_size: callers wait for an
+// instance instead of failing.
+func (r *runner) pool(t *testing.T) {
+	m := r.load(t, kit{kind: "plugin", limits: `{"memory_pages":256,"pool_size":2}`})
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := []byte(`{"n":` + strconv.Itoa(i) + `}`)
+			out, err := m.Call(context.Background(), abi.HookPostChunk, ctxField("frame"), body)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if !equalFields(out, [][]byte{[]byte(abi.ActionContinue), body}) {
+				errs <- fmt.Errorf("call %d got %s", i, show(out))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func (r *runner) log(t *testing.T) {
+	m := r.load(t, kit{kind: "adapter"})
+	r.host.Logs() // drop what earlier checks logged
+	if _, err := m.Call(context.Background(), abi.HookChatRequest, ctxField("log"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	logs := r.host.Logs()
+	want := map[string]int{}
+	for level := range 4 {
+		want["kit log level "+strconv.Itoa(level)] = level
+	}
+	var long bool
+	for _, l := range logs {
+		if l.Module != GuestID {
+			t.Errorf("log line %q is tagged %q, want the module %s", l.Message, l.Module, GuestID)
+		}
+		if level, ok := want[l.Message]; ok {
+			if l.Level != level {
+				t.Errorf("%q logged at level %d", l.Message, l.Level)
+			}
+			delete(want, l.Message)
+		}
+		if strings.HasPrefix(l.Message, "kit long line") {
+			long = true
+			if len(l.Message) > 4096 {
+				t.Errorf("a log line of %d bytes passed; docs/abi.md caps a line at 4 KiB", len(l.Message))
+			}
+		}
+	}
+	if len(want) > 0 || !long {
+		t.Errorf("lines missing from the log (%v, long line %t); logged: %v", want, long, logs)
+	}
+}
+
+func (r *runner) http(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		w.Header().Set("X-Kit-Echo", req.Method+" "+req.Header.Get("X-Kit-Request"))
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write(append([]byte("echo:"), b...))
+	}))
+	defer srv.Close()
+	m := r.load(t, kit{kind: "plugin"})
+	out, err := m.Call(context.Background(), abi.HookPreRequest,
+		ctxField("http", "method", "PUT", "url", srv.URL+"/x", "headers", "X-Kit-Request: yes\n"), []byte("payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 3 || string(out[0]) != "202" || !strings.Contains(string(out[1]), "X-Kit-Echo: PUT yes") || string(out[2]) != "echo:payload" {
+		t.Fatalf("granted call: got %s, want status 202, the echo header and body", show(out))
+	}
+	// A domain the manifest does not grant is refused by the host, and the
+	// guest learns it was denied (not that the call failed).
+	out, err = m.Call(context.Background(), abi.HookPreRequest,
+		ctxField("http", "method", "GET", "url", "http://kit.invalid/"), []byte{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || string(out[0]) != "denied" {
+		t.Fatalf("ungranted domain: got %s, want denied", show(out))
+	}
+}
+
+func equalFields(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// show prints fields for a failure message, shortening long ones.
+func show(fields [][]byte) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if len(f) > 80 {
+			fmt.Fprintf(&b, "%q…(%d bytes)", f[:80], len(f))
+		} else {
+			fmt.Fprintf(&b, "%q", f)
+		}
+	}
+	return b.String() + "]"
+}

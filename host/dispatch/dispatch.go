@@ -1,0 +1,261 @@
+// Package dispatch runs a request through routing and billing: plan the
+// endpoints, hold the worst-case cost, then per attempt retarget the hold,
+// translate and send through the endpoint's adapter, classify the outcome,
+// fall back or stop, report to the router's health, and leave the result
+// to settle. Chat and embeddings both run here, and so can anything that
+// needs "this request, served by the best endpoint, billed" as a function.
+package dispatch
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/wire"
+)
+
+// Dispatcher holds what every run needs.
+type Dispatcher struct {
+	Router  *route.Router
+	Ledger  *billing.Ledger
+	Modules *modules.Registry
+	Client  *http.Client
+	// AttemptTimeout bounds one attempt until its response headers;
+	// RequestTimeout is the whole request's limit (the caller's ctx carries
+	// it; here it only names it in messages).
+	AttemptTimeout, RequestTimeout time.Duration
+}
+
+// Job is one request to run.
+type Job struct {
+	Key   *keys.Key
+	GenID string
+	// Route is what routing needs; its Kind picks the adapter hooks.
+	Route route.Request
+	// Body is the request for the adapters; bodyFor shapes it per endpoint.
+	Body []byte
+	// TextBody is an embeddings Body whose token-id input is decoded to
+	// text, for providers that take no token ids; nil when the input is
+	// text.
+	TextBody []byte
+	// Stream asks for the upstream's stream: the result's Call is returned
+	// with its body unread.
+	Stream bool
+	// MaxOutput is the request's bound on generated tokens per choice; 0
+	// means each endpoint's own maximum. Choices is the request's n: every
+	// choice may generate that much.
+	MaxOutput, Choices int
+	// PromptBound and Images bound the prompt for the hold.
+	PromptBound, Images int64
+	// Read finishes a non-streaming attempt: it reads and translates the
+	// upstream body. A failure there is a failed attempt like any other.
+	Read func(ctx context.Context, c *Call) ([]byte, *apierr.Error)
+}
+
+// Result is what a run made of a request: the plan, how many attempts
+// were made, and — when one succeeded — its call, with the reservation the
+// caller settles (Settle, Fail, Cancel).
+type Result struct {
+	Plan     *route.Plan
+	Attempts int
+	// Call is the attempt that succeeded (nil when none did). For a stream
+	// its body is open and the caller closes it; otherwise it is closed
+	// and Body holds the translated result.
+	Call *Call
+	Body []byte
+
+	d      *Dispatcher
+	job    *Job
+	res    *billing.Reservation
+	prompt *billing.Usage // the prompt counted once, for usage the upstream did not report
+}
+
+// Run plans job, holds its cost and makes attempts until one succeeds, one
+// fails in a way another endpoint cannot fix, or fallbacks are off. On error
+// the result is nil when nothing was attempted (no endpoint, no funds);
+// otherwise it describes the failed attempts and is already settled.
+func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error) {
+	plan, err := d.Router.Plan(job.Route)
+	if err != nil {
+		return nil, err
+	}
+	first := plan.Attempts[0]
+	t := target(first, job.MaxOutput)
+	res, err := d.Ledger.Reserve(job.Key, billing.Request{
+		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
+		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
+		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Plan: plan, d: d, job: job, res: res}
+	var last *apierr.Error
+	for i, ep := range plan.Attempts {
+		if i > 0 {
+			// Each endpoint bounds its own worst case.
+			if err := res.Retarget(target(ep, job.MaxOutput)); err != nil {
+				last = err
+				break
+			}
+		}
+		r.Attempts++
+		call, err := d.attempt(ctx, job, ep, plan.Dropped[ep], r)
+		if err == nil {
+			r.Call = call
+			if job.Route.SessionID != "" {
+				d.Router.Stick(job.Route.SessionID, ep)
+			}
+			return r, nil
+		}
+		res.AddFailedAttempt(billing.Usage{})
+		d.report(ep, false, err.Status, time.Since(call.startedOr()), 0)
+		last = err
+		if !err.Retryable || !job.Route.Prefs.AllowFallbacks() {
+			break
+		}
+	}
+	if last == nil {
+		last = apierr.New(http.StatusServiceUnavailable, "no provider is available for %s", job.Route.Models[0])
+	}
+	_, _ = res.Settle(billing.Outcome{Status: billing.StatusError, Error: last.Message})
+	return r, last
+}
+
+// attempt sends job to ep and, for a non-streaming job, reads the result.
+// On failure the returned call (possibly nil) only dates the attempt.
+func (d *Dispatcher) attempt(ctx context.Context, job *Job, ep *catalog.Endpoint, drop []string, r *Result) (*Call, *apierr.Error) {
+	hook := abi.HookChatRequest
+	if job.Route.Kind == catalog.KindEmbedding {
+		hook = abi.HookEmbedRequest
+	}
+	started := time.Now()
+	actx := wire.AdapterCtx{Model: ep.UpstreamModel, Provider: ep.Provider.Slug, Stream: job.Stream, Drop: drop,
+		GenerationID: job.GenID, CatalogModel: ep.Model.ID}
+	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx)
+	if err != nil {
+		return &Call{Started: started}, err
+	}
+	if job.Stream {
+		call.HeadersReceived()
+		return call, nil
+	}
+	defer call.Close()
+	if r.Body, err = job.Read(ctx, call); err != nil {
+		return call, err
+	}
+	return call, nil
+}
+
+func (u *Call) startedOr() time.Time {
+	if u == nil {
+		return time.Now()
+	}
+	return u.Started
+}
+
+// target is what a hold on ep must cover for a request whose own output
+// bound is maxOut (0: none): the request's bound (clamped to the endpoint's
+// maximum output, as its body is), else the endpoint's maximum output,
+// else — no bound from either — its context.
+func target(ep *catalog.Endpoint, maxOut int) billing.Target {
+	if clamped, ok := route.ClampedOutput(ep, maxOut); ok {
+		maxOut = clamped
+	}
+	out := int64(maxOut)
+	if out == 0 {
+		out = int64(ep.MaxOutput)
+	}
+	if out == 0 && ep.Model.Kind == catalog.KindChat {
+		out = int64(ep.ContextLength)
+	}
+	return billing.Target{Provider: ep.Provider.Slug, Price: ep.Price, MaxOutputTokens: out, ContextLength: int64(ep.ContextLength)}
+}
+
+func (d *Dispatcher) report(ep *catalog.Endpoint, ok bool, status int, d0 time.Duration, outTokens int) {
+	d.Router.Report(ep, route.Outcome{Success: ok, Status: status, TTFT: d0, Duration: d0, OutputTokens: outTokens})
+}
+
+// Endpoint is the endpoint that served the request (nil when none did).
+func (r *Result) Endpoint() *catalog.Endpoint {
+	if r.Call == nil {
+		return nil
+	}
+	return r.Call.Endpoint
+}
+
+// Identity is what the client sees as the generation's id, model and
+// provider.
+func (r *Result) Identity() wire.Identity {
+	ep := r.Endpoint()
+	return wire.Identity{GenID: r.job.GenID, Model: ep.Model.ID, Provider: ep.Provider.Slug}
+}
+
+// Metadata is service_metadata for this run. It notes when the serving
+// endpoint got a smaller max output than the request asked for.
+func (r *Result) Metadata(requested string) *wire.Metadata {
+	m := r.Plan.Metadata(requested, r.Endpoint(), r.Attempts)
+	if ep := r.Endpoint(); ep != nil {
+		if limit, ok := route.ClampedOutput(ep, r.job.MaxOutput); ok {
+			m.MaxOutputTokens = &wire.Clamp{Requested: r.job.MaxOutput, ClampedTo: limit}
+		}
+	}
+	return m
+}
+
+// Settle charges the final usage and writes usage (with its cost) into
+// body. A charge that cannot be made durable fails the request: a result
+// whose cost the ledger could lose is not handed out.
+func (r *Result) Settle(body []byte, u billing.Usage, finish string) ([]byte, *apierr.Error) {
+	g, err := r.res.Settle(billing.Outcome{Usage: u, FinishReason: finish})
+	if err != nil {
+		return nil, apierr.Wrap(http.StatusServiceUnavailable, err, "the charge for this request could not be recorded; nothing was billed, try again")
+	}
+	if out, err := wire.WriteUsage(body, g); err == nil {
+		return out, nil
+	}
+	return body, nil
+}
+
+// Fail settles a request that failed after its attempt succeeded (e.g. a
+// stream broke): u is what the client received and pays for.
+func (r *Result) Fail(e *apierr.Error, u billing.Usage) {
+	_, _ = r.res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message, Usage: u})
+	r.d.report(r.Endpoint(), false, e.Status, time.Since(r.Call.Started), int(u.CompletionTokens))
+}
+
+// Cancel settles a request the client abandoned, unless it is settled
+// already: u is what was generated until then.
+func (r *Result) Cancel(u billing.Usage) {
+	if !r.res.Settled() {
+		_, _ = r.res.Settle(billing.Outcome{Status: billing.StatusCancelled, Usage: u})
+	}
+}
+
+// Succeeded reports the served attempt to the router's health statistics;
+// a ttft of 0 (no first token seen, or not streamed) counts the whole call.
+func (r *Result) Succeeded(ttft time.Duration, outTokens int) {
+	d := time.Since(r.Call.Started)
+	if ttft == 0 {
+		ttft = d
+	}
+	r.d.Router.Report(r.Endpoint(), route.Outcome{Success: true, Status: http.StatusOK, TTFT: ttft,
+		Duration: d, OutputTokens: outTokens})
+}
+
+// Settled reports whether the reservation has been settled.
+func (r *Result) Settled() bool { return r.res.Settled() }
+
+// FirstToken records the time to first token for the generation record.
+func (r *Result) FirstToken() { r.res.FirstToken() }
+
+// Checkpoint records the usage so far of a long stream: what crash
+// recovery charges at least.
+func (r *Result) Checkpoint(u billing.Usage) { r.res.Checkpoint(u) }

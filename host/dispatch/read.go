@@ -1,0 +1,128 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// ReadChat is Job.Read for a non-streaming chat request: it reads the
+// upstream body and runs the adapter's response hook. Its failures are
+// retryable: another endpoint may answer.
+func ReadChat(ctx context.Context, call *Call) ([]byte, *apierr.Error) {
+	raw, err := io.ReadAll(io.LimitReader(call.Resp.Body, 64<<20))
+	call.HeadersReceived()
+	if err != nil {
+		return nil, call.TransportError(ctx, err)
+	}
+	if !call.Module.Manifest.IsPassthrough(abi.HookChatResponse) {
+		out, err := call.Hook(ctx, abi.HookChatResponse, raw)
+		if err != nil {
+			e := apierr.From(err)
+			e.Retryable = true
+			return nil, e
+		}
+		raw = out.Field(0)
+	}
+	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
+		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
+			Message: "provider " + call.Endpoint.Provider.Slug + " returned a response that is not a chat completion"}
+	}
+	return raw, nil
+}
+
+// ReadEmbeddings is Job.Read for an embeddings request of inputs inputs:
+// it runs the response hook and normalises — one entry per input in input
+// order with its index, the catalog model id, usage, and base64 encoding
+// when asked for.
+func ReadEmbeddings(inputs int, b64 bool) func(context.Context, *Call) ([]byte, *apierr.Error) {
+	return func(ctx context.Context, call *Call) ([]byte, *apierr.Error) {
+		raw, err := io.ReadAll(io.LimitReader(call.Resp.Body, 256<<20))
+		if err != nil {
+			return nil, call.TransportError(ctx, err)
+		}
+		if !call.Module.Manifest.IsPassthrough(abi.HookEmbedResponse) {
+			out, err := call.Hook(ctx, abi.HookEmbedResponse, raw)
+			if err != nil {
+				return nil, apierr.From(err)
+			}
+			raw = out.Field(0)
+		}
+		return normalizeEmbeddings(call, raw, inputs, b64)
+	}
+}
+
+func normalizeEmbeddings(call *Call, raw []byte, want int, b64 bool) ([]byte, *apierr.Error) {
+	slug := call.Endpoint.Provider.Slug
+	bad := &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
+		Message: "provider " + slug + " returned a response that is not an embeddings list"}
+	data := gjson.GetBytes(raw, "data")
+	if !gjson.ValidBytes(raw) || !data.IsArray() {
+		return nil, bad
+	}
+	items := data.Array()
+	if len(items) != want {
+		bad.Message = "provider " + slug + " returned " + strconv.Itoa(len(items)) + " embeddings for " + strconv.Itoa(want) + " inputs"
+		return nil, bad
+	}
+	// Upstreams may answer out of order; the spec promises input order.
+	ordered := make([]gjson.Result, want)
+	for i, it := range items {
+		idx := i
+		if x := it.Get("index"); x.Exists() {
+			idx = int(x.Int())
+		}
+		if idx < 0 || idx >= want || ordered[idx].Exists() {
+			return nil, bad
+		}
+		ordered[idx] = it
+	}
+	out := []byte(`{"object":"list","data":[`)
+	for i, it := range ordered {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		emb := it.Get("embedding")
+		if !emb.IsArray() && emb.Type != gjson.String {
+			return nil, bad
+		}
+		out = append(out, `{"object":"embedding","index":`...)
+		out = strconv.AppendInt(out, int64(i), 10)
+		out = append(out, `,"embedding":`...)
+		if b64 && emb.IsArray() {
+			out = append(out, '"')
+			out = append(out, floatsToBase64(emb)...)
+			out = append(out, '"')
+		} else {
+			out = append(out, emb.Raw...)
+		}
+		out = append(out, '}')
+	}
+	out = append(out, ']', '}')
+	out, _ = sjson.SetBytes(out, "model", call.Endpoint.Model.ID)
+	out, _ = sjson.SetBytes(out, "provider", slug)
+	if u := gjson.GetBytes(raw, "usage"); u.IsObject() {
+		out, _ = sjson.SetRawBytes(out, "usage", []byte(u.Raw))
+	}
+	return out, nil
+}
+
+// floatsToBase64 encodes a JSON number array as OpenAI does for
+// encoding_format=base64: little-endian float32s, standard base64.
+func floatsToBase64(arr gjson.Result) string {
+	vals := arr.Array()
+	b := make([]byte, 4*len(vals))
+	for i, v := range vals {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v.Float())))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}

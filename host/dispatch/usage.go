@@ -1,0 +1,50 @@
+package dispatch
+
+import (
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/tokenize"
+	"github.com/switchyard/switchyard/host/wire"
+)
+
+// Usage is what the upstream reported in body, or — when it reported
+// nothing usable — the prompt and completion counted with the model's
+// tokenizer, marked estimated. completion gives the generated text, and is
+// called only when counting (nil: nothing was generated, e.g. embeddings).
+func (r *Result) Usage(body []byte, completion func() string) billing.Usage {
+	if u, ok := wire.ParseUsage(body); ok {
+		u.Requests = 1
+		return u
+	}
+	text := ""
+	if completion != nil {
+		text = completion()
+	}
+	return r.Counted(text)
+}
+
+// Counted is the usage counted with the tokenizer: the prompt (counted once
+// per run, however often a long stream checkpoints) and completion.
+func (r *Result) Counted(completion string) billing.Usage {
+	model := r.Endpoint().Model.ID
+	if r.prompt == nil {
+		p := billing.Usage{Estimated: true, Requests: 1}
+		var err error
+		if r.job.Route.Kind == catalog.KindEmbedding {
+			p.PromptTokens, p.Images, err = tokenize.CountEmbeddingInput(model, r.job.Body)
+		} else {
+			p.PromptTokens, p.Images, err = tokenize.CountChatPrompt(model, r.job.Body)
+		}
+		if err != nil {
+			p.PromptTokens, p.Images = 0, 0
+		}
+		r.prompt = &p
+	}
+	u := *r.prompt
+	if completion != "" {
+		if c, err := tokenize.Count(model, completion); err == nil {
+			u.CompletionTokens = c
+		}
+	}
+	return u
+}

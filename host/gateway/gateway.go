@@ -1,0 +1,190 @@
+// Package gateway assembles a gateway from its configuration: store, keys,
+// ledger, Wasm engine, module registry, catalog, router and HTTP server.
+// The switchyard command and host/gatewaytest both start gateways with it,
+// so what runs in tests is what runs in production.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/demo"
+	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/netguard"
+	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/server"
+	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/wasm"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Options are what differs between a production start and a test one.
+type Options struct {
+	Log *slog.Logger // nil: slog.Default()
+	// CacheDir is the Wasm compilation cache ("": <data_dir>/wazero-cache).
+	CacheDir string
+	// AllowPrivateNetworks lets plugins granted http reach private
+	// addresses (tests' fake servers); off, the SSRF guard applies.
+	AllowPrivateNetworks bool
+	// Getenv reads provider API key variables (nil: none are set).
+	Getenv func(string) string
+}
+
+// Gateway is an assembled gateway, not yet serving: call Server.Listen or
+// Server.Serve, then Close.
+type Gateway struct {
+	Config  *config.Config
+	DB      *bolt.DB
+	Keys    *keys.Store
+	Ledger  *billing.Ledger
+	Engine  *wasm.Engine
+	Modules *modules.Registry
+	Catalog *catalog.Catalog
+	Router  *route.Router
+	Server  *server.Server
+	// Operator is the bootstrap account, which manages gateway-wide modules.
+	Operator string
+	// BootstrapSecret is the bootstrap management key when this start
+	// created it ("" otherwise): the caller shows it once.
+	BootstrapSecret string
+	// DemoURL is the base URL of the offline demo upstream (config demo).
+	DemoURL string
+
+	log     *slog.Logger
+	closers []func()
+}
+
+// New opens cfg's store and builds everything on it. With cfg.Demo it
+// starts the offline demo upstream on loopback. On error, whatever was
+// opened is closed.
+func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	if opts.CacheDir == "" {
+		opts.CacheDir = filepath.Join(cfg.DataDir, "wazero-cache")
+	}
+	log := opts.Log
+	g = &Gateway{Config: cfg, log: log}
+	defer func() {
+		if err != nil {
+			g.Close()
+			g = nil
+		}
+	}()
+	if g.DB, err = store.Open(filepath.Join(cfg.DataDir, "switchyard.db")); err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, func() { _ = g.DB.Close() })
+	if g.Keys, err = keys.Open(g.DB); err != nil {
+		return nil, err
+	}
+	g.Ledger, err = billing.Open(g.DB, billing.Options{
+		RequestDeadline: time.Duration(cfg.Timeouts.Request),
+		AsyncSettle:     !cfg.DurableSettle,
+		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, func() { _ = g.Ledger.Close() })
+	if err := g.bootstrap(); err != nil {
+		return nil, err
+	}
+	if cfg.Demo {
+		if err := g.startDemo(); err != nil {
+			return nil, err
+		}
+	}
+	if g.Catalog, err = cfg.Catalog(g.DemoURL, opts.Getenv); err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	g.Engine = wasm.NewEngine(opts.CacheDir, log)
+	g.Engine.AllowPrivateNetworks = opts.AllowPrivateNetworks
+	g.closers = append(g.closers, func() { _ = g.Engine.Close(ctx) })
+	if g.Modules, err = modules.Open(g.DB, g.Engine, log); err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, g.Modules.Close)
+	// Stored active versions and newly built ones, each compiled once, in
+	// parallel; a stored version that fails to load is logged by Start.
+	if err := g.Modules.Start(ctx, cfg.ModulesDir); err != nil {
+		return nil, err
+	}
+	g.Router = route.New(g.Catalog, route.Options{})
+	g.Server = server.New(server.Deps{
+		Config: cfg, Catalog: g.Catalog, Keys: g.Keys, Modules: g.Modules, Log: log, Ledger: g.Ledger,
+		Router: g.Router,
+	})
+	return g, nil
+}
+
+// bootstrap creates the first account and management key (cfg.BootstrapKey
+// or a new one) on an empty store, funds it with cfg.BootstrapCredits, and
+// finds the operator account.
+func (g *Gateway) bootstrap() error {
+	cfg := g.Config
+	secret, created, err := g.Keys.Bootstrap(cfg.BootstrapKey)
+	if err != nil {
+		return err
+	}
+	g.Operator = g.Keys.BootstrapAccount()
+	if !created {
+		return nil
+	}
+	k, aerr := g.Keys.Authenticate(secret)
+	if aerr != nil {
+		return aerr
+	}
+	g.Operator = k.AccountID
+	if cfg.BootstrapCredits > 0 {
+		if _, err := g.Ledger.TopUp(k.AccountID, billing.FromUSD(cfg.BootstrapCredits), "bootstrap credits"); err != nil {
+			return err
+		}
+		g.log.Info("bootstrap account funded", "usd", cfg.BootstrapCredits)
+	}
+	if cfg.BootstrapKey == "" {
+		g.BootstrapSecret = secret
+	}
+	return nil
+}
+
+func (g *Gateway) startDemo() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("demo upstream: %w", err)
+	}
+	srv := &http.Server{Handler: demo.New(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	g.closers = append(g.closers, func() { _ = srv.Close() })
+	g.DemoURL = "http://" + ln.Addr().String() + "/v1"
+	return nil
+}
+
+// Serve serves on ln until Server.Shutdown. Closes linger while a client is
+// still uploading, so an early answer (413) reaches it instead of a reset.
+func (g *Gateway) Serve(ln net.Listener) error {
+	return g.Server.Serve(netguard.NewLingerer(netguard.LingerConfig{}).Listener(ln))
+}
+
+// Close releases everything New opened, in reverse order. Shut the server
+// down first (Server.Shutdown).
+func (g *Gateway) Close() {
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		g.closers[i]()
+	}
+	g.closers = nil
+}

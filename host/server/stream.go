@@ -1,0 +1,316 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/switchyard/switchyard/host/sse"
+	"github.com/switchyard/switchyard/host/validate"
+	"github.com/switchyard/switchyard/host/wire"
+	"github.com/tidwall/gjson"
+)
+
+// done is the data of the event that ends every stream.
+var done = []byte("[DONE]")
+
+// keepAliveText is the SSE comment sent while the upstream is quiet.
+const keepAliveText = "SWITCHYARD PROCESSING"
+
+// checkpointEvery is how often a long stream records its usage so far, which
+// is what crash recovery charges for it (docs/billing.md).
+const checkpointEvery = 5 * time.Second
+
+// errClientGone ends a stream whose client went away: nothing more is
+// written; the generation is settled as cancelled.
+var errClientGone = errors.New("client gone")
+
+func setStreamHeaders(c *fiber.Ctx) {
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+}
+
+// pump relays one upstream SSE response to the client. Each upstream event
+// is read, translated by the adapter, accounted (billing, health) and
+// emitted through the post_chunk plugins; finish ends the stream, once.
+type pump struct {
+	s       *Server
+	r       *dispatch.Result
+	req     *chatRequest
+	pl      *pipeline.Pipeline
+	ctx     context.Context
+	release func() // the pipeline and the request context
+	id      wire.Identity
+	meta    *wire.Metadata
+
+	w            *bufio.Writer
+	frame        []byte          // reused SSE framing buffer
+	state        []byte          // the adapter's stream state
+	held         []byte          // the chunk carrying usage, held for the final chunk
+	text         strings.Builder // completion so far, for counting when usage is missing
+	contentSent  bool
+	finished     bool   // the upstream said the generation is complete
+	finishReason string // of the last choice that finished
+	completion   int    // estimated output tokens, for health statistics
+	ttft         time.Duration
+	checkpointed time.Time
+}
+
+type sseItem struct {
+	data []byte
+	err  error
+}
+
+func (p *pump) run(w *bufio.Writer) {
+	p.w, p.checkpointed = w, time.Now()
+	defer p.release()
+	defer p.r.Call.Close()
+	// Whatever way the stream ends, what was generated is charged once. A
+	// client that went away pays for what was produced until then.
+	defer func() {
+		if !p.r.Settled() {
+			p.r.Cancel(p.r.Counted(p.text.String()))
+		}
+	}()
+	if p.req.EchoUpstream && !p.emit(p.id.DebugChunk(p.r.Call.SentBody)) {
+		return
+	}
+	items := p.read()
+	keep := time.NewTicker(time.Duration(p.s.Config.KeepAlive))
+	defer keep.Stop()
+	for {
+		select {
+		case it, ok := <-items:
+			if !ok {
+				items = nil // the reader stopped because ctx ended: the case below ends the stream
+				continue
+			}
+			if end, err := p.step(it); end {
+				p.finish(err)
+				return
+			}
+		case <-keep.C:
+			if !p.write(sse.AppendComment(p.frame[:0], keepAliveText)) {
+				return
+			}
+		case <-p.ctx.Done():
+			p.finish(apierr.New(http.StatusRequestTimeout, "request exceeded the gateway's time limit of %s", p.s.Dispatcher.RequestTimeout))
+			return
+		}
+	}
+}
+
+// read delivers the upstream's events from a goroutine, so keep-alives and
+// the deadline are served while the upstream is quiet.
+func (p *pump) read() <-chan sseItem {
+	items := make(chan sseItem, 32)
+	go func() {
+		defer close(items)
+		r := sse.NewReader(p.r.Call.Resp.Body, 16<<20)
+		for {
+			ev, err := r.Next()
+			it := sseItem{err: err}
+			if err == nil {
+				it.data = append([]byte(nil), ev.Data...)
+			}
+			select {
+			case items <- it:
+			case <-p.ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return items
+}
+
+// step handles one upstream event. end reports the stream is over, with
+// err nil when it completed, errClientGone, or the failure to report.
+func (p *pump) step(it sseItem) (end bool, err error) {
+	call := p.r.Call
+	switch {
+	case errors.Is(it.err, io.EOF) && p.finished:
+		return true, nil
+	case errors.Is(it.err, io.EOF):
+		return true, apierr.New(http.StatusBadGateway, "provider %s ended the stream before it was complete", call.Endpoint.Provider.Slug)
+	case it.err != nil:
+		if e := call.TransportError(p.ctx, it.err); e.Status != 499 {
+			return true, e
+		}
+		return true, errClientGone
+	case string(it.data) == "[DONE]":
+		p.finished = true
+		return true, nil
+	}
+	chunks, aerr := p.translate(it.data)
+	if aerr != nil {
+		return true, aerr
+	}
+	for _, ch := range chunks {
+		if !gjson.ValidBytes(ch) {
+			continue
+		}
+		if msg := gjson.GetBytes(ch, "error"); msg.Exists() {
+			// A provider error inside the stream, OpenAI style.
+			return true, apierr.New(http.StatusBadGateway, "%s", call.Scrub("provider "+call.Endpoint.Provider.Slug+": "+msg.Get("message").Str))
+		}
+		ch = wire.Chunk(ch, p.id)
+		p.account(ch)
+		if !p.flushHeld() {
+			return true, errClientGone
+		}
+		if gjson.GetBytes(ch, "usage").IsObject() {
+			p.held = ch
+			continue
+		}
+		if err := p.emitThroughPlugins(ch); err != nil {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// translate runs the adapter's stream hook on one event. Adapters keep
+// per-stream state (a message id, token counts) in a field the host hands
+// back with the next event: any pooled instance can take the next call.
+func (p *pump) translate(data []byte) ([][]byte, *apierr.Error) {
+	call := p.r.Call
+	if call.Module.Manifest.IsPassthrough(abi.HookChatStreamEvent) {
+		return [][]byte{data}, nil
+	}
+	out, err := call.Hook(p.ctx, abi.HookChatStreamEvent, data, p.state)
+	if err != nil {
+		return nil, apierr.From(err)
+	}
+	p.state = out.Field(0)
+	return out.Fields[min(1, len(out.Fields)):], nil
+}
+
+// account counts what the upstream generated, before plugins edit it:
+// billing and health see the provider's output.
+func (p *pump) account(ch []byte) {
+	for _, c := range gjson.GetBytes(ch, "choices").Array() {
+		if t := c.Get("delta.content").Str; t != "" {
+			if !p.contentSent {
+				p.ttft = time.Since(p.r.Call.Started)
+				p.r.FirstToken()
+			}
+			p.contentSent = true
+			p.completion += validate.EstimateTokens(len(t))
+			p.text.WriteString(t)
+			if time.Since(p.checkpointed) > checkpointEvery {
+				// A crash now charges at least what this says.
+				p.checkpointed = time.Now()
+				p.r.Checkpoint(p.r.Counted(p.text.String()))
+			}
+		}
+		if fr := c.Get("finish_reason"); fr.Type == gjson.String {
+			p.finished, p.finishReason = true, fr.Str
+		}
+	}
+}
+
+// emitThroughPlugins sends a chunk through the post_chunk plugins to the
+// client. What a plugin hands back must be a chunk (wire.IsChunk): anything
+// else is dropped and logged, so a faulty plugin cannot put a non-chunk on
+// a client's stream, and one bad chunk does not cost the whole generation.
+func (p *pump) emitThroughPlugins(ch []byte) error {
+	out := [][]byte{ch}
+	if p.pl.HasChunkHooks() {
+		var err *apierr.Error
+		if out, err = p.pl.Chunk(p.ctx, ch); err != nil {
+			return err
+		}
+	}
+	for _, o := range out {
+		if !wire.IsChunk(o) {
+			p.s.Log.Warn("post_chunk plugin output dropped: not a chat completion chunk (a JSON object with a choices array of objects)",
+				"generation", p.id.GenID, "chunk", clip(o, 200))
+			continue
+		}
+		if !p.emit(o) {
+			return errClientGone // the deferred cancel stops the upstream
+		}
+	}
+	return nil
+}
+
+// finish ends the stream: on success the final chunk (usage, cost,
+// metadata), otherwise an error chunk; then [DONE]. It is the only place
+// either is written.
+func (p *pump) finish(err error) {
+	if errors.Is(err, errClientGone) {
+		return
+	}
+	if err == nil {
+		final := p.held
+		if final == nil {
+			final = p.id.UsageChunk()
+		}
+		usage := p.r.Usage(final, p.text.String)
+		var aerr *apierr.Error
+		if final, aerr = p.r.Settle(final, usage, p.finishReason); aerr == nil {
+			p.held = nil
+			_ = p.emit(p.meta.WithStages(p.pl.Stages).Set(final))
+			_ = p.emit(done)
+			p.r.Succeeded(p.ttft, int(usage.CompletionTokens))
+			return
+		}
+		err = aerr
+	}
+	e := apierr.From(err)
+	p.s.logCause("/chat/completions (stream "+p.id.GenID+")", e)
+	_ = p.flushHeld()
+	_ = p.emit(p.id.ErrorChunk(e))
+	// The client received what was generated before the failure, and pays
+	// for that; a failure before any content costs nothing.
+	var u billing.Usage
+	if p.contentSent {
+		u = p.r.Counted(p.text.String())
+	}
+	p.r.Fail(e, u)
+	_ = p.emit(done)
+}
+
+func (p *pump) flushHeld() bool {
+	if p.held == nil {
+		return true
+	}
+	h := p.held
+	p.held = nil
+	return p.emit(h)
+}
+
+// emit writes one SSE event; every event of a stream is framed here.
+func (p *pump) emit(data []byte) bool {
+	p.frame = sse.AppendEvent(p.frame[:0], data)
+	return p.write(p.frame)
+}
+
+func (p *pump) write(b []byte) bool {
+	if _, err := p.w.Write(b); err != nil {
+		return false
+	}
+	return p.w.Flush() == nil
+}
+
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

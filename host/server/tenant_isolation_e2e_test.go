@@ -1,0 +1,35 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/switchyard/switchyard/host/gatewaytest"
+)
+
+// An account-scoped plugin runs only for its owner's keys: naming it by
+// its registry path ("<account>/<name>") from another account is the same
+// 400 as a plugin that does not exist, and reveals nothing.
+func TestAccountPluginUnreachableFromOtherAccounts(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	wasmPath, mf := testPlugin(t)
+	acct, err := g.Keys.CreateAccount("tenant-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyB, _, err := g.Keys.CreateKey(acct.ID, "b-admin", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := publish(t, g, keyB, wasmPath, mf, "account", true); resp.StatusCode != 201 {
+		t.Fatalf("tenant publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	for _, id := range []string{acct.ID + "/testplugin", "testplugin", "/testplugin", acct.ID + "/"} {
+		resp, body := post(t, g, "/chat/completions", withPlugins(`[{"id":"`+id+`","mode":"block"}]`))
+		if resp.StatusCode != 400 || body.Get("error.code").Int() != 400 {
+			t.Fatalf("plugin %q from another account: %d %s", id, resp.StatusCode, body.Raw)
+		}
+		if upstream := g.Upstreams["alpha"].Count(); upstream != 0 {
+			t.Fatalf("plugin %q: request went upstream", id)
+		}
+	}
+}

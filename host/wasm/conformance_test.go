@@ -1,0 +1,22 @@
+package wasm_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi/conformance"
+	"github.com/switchyard/switchyard/host/wasm/kithost"
+)
+
+// TestConformance runs the ABI conformance kit against this host.
+func TestConformance(t *testing.T) {
+	guest, err := os.ReadFile(filepath.Join("..", "..", "build", "testdata", "conformance.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make wasm)", err)
+	}
+	h := kithost.New(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"))
+	t.Cleanup(func() { _ = h.Engine.Close(context.Background()) })
+	conformance.Run(t, h, guest)
+}

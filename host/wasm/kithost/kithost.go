@@ -1,0 +1,111 @@
+// Package kithost runs the ABI conformance kit (abi/conformance) on
+// Switchyard's own module runtime, host/wasm: the adapter between the kit's
+// Host and Module and the engine. Tests use it for the host check and to
+// check guests (first-party modules, or a third party's with
+// `go test ./abi/conformance -guest x.wasm -manifest x.json`).
+package kithost
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/conformance"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/wasm"
+)
+
+// Host is a wasm.Engine seen by the kit. It records module log lines.
+type Host struct {
+	Engine *wasm.Engine
+	logs   *recorder
+}
+
+// New makes an engine with the compilation cache in cacheDir ("" for none)
+// that lets modules reach loopback (the kit's http check uses a local
+// server). Close it with Engine.Close.
+func New(cacheDir string) *Host {
+	rec := &recorder{}
+	e := wasm.NewEngine(cacheDir, slog.New(rec))
+	e.AllowPrivateNetworks = true
+	return &Host{Engine: e, logs: rec}
+}
+
+// Load parses the manifest as the gateway does and loads the module.
+func (h *Host) Load(ctx context.Context, manifestJSON, bin []byte) (conformance.Module, error) {
+	m, err := manifest.Parse(manifestJSON)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := h.Engine.Load(ctx, m, bin)
+	if err != nil {
+		return nil, err
+	}
+	return module{mod}, nil
+}
+
+// Logs returns the lines modules logged since the last call.
+func (h *Host) Logs() []conformance.Log { return h.logs.take() }
+
+type module struct{ m *wasm.Module }
+
+func (m module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) ([][]byte, error) {
+	out, err := m.m.Call(ctx, hook, fields...)
+	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			return nil, &conformance.Failure{Status: ae.Status, Message: ae.Message}
+		}
+		return nil, err
+	}
+	return out.Fields, nil
+}
+
+func (m module) Close(ctx context.Context) error { return m.m.Close(ctx) }
+
+// recorder is the engine's slog handler: it keeps the lines modules logged
+// (those with a "module" attribute).
+type recorder struct {
+	mu    sync.Mutex
+	lines []conformance.Log
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	l := conformance.Log{Message: rec.Message, Level: 1}
+	switch {
+	case rec.Level < slog.LevelInfo:
+		l.Level = 0
+	case rec.Level >= slog.LevelError:
+		l.Level = 3
+	case rec.Level >= slog.LevelWarn:
+		l.Level = 2
+	}
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "module" {
+			l.Module = a.Value.String()
+		}
+		return true
+	})
+	if l.Module != "" {
+		r.mu.Lock()
+		r.lines = append(r.lines, l)
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *recorder) take() []conformance.Log {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.lines
+	r.lines = nil
+	return out
+}

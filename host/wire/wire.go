@@ -1,0 +1,199 @@
+// Package wire is the gateway's side of the unified wire format (spec 2.2,
+// 2.5, 2.7): what the host writes into every result and chunk it hands
+// out — ids, the catalog model, the serving provider, usage, and
+// service_metadata — and the context document adapters receive. Writing
+// these in one place keeps a chat result, a stream chunk, a plugin's answer
+// and an error chunk from disagreeing about them.
+package wire
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Identity is what names a generation on the wire: our id (the generation
+// id), the catalog model id, and the serving provider ("" when none served
+// it, e.g. a plugin answered).
+type Identity struct {
+	GenID, Model, Provider string
+}
+
+// Completion makes an upstream (or plugin) result the gateway's: our id, the
+// catalog model, the serving provider, the object type, and the keys the
+// spec requires even when the upstream left them out.
+func Completion(raw []byte, id Identity, object string) []byte {
+	raw, _ = sjson.SetBytes(raw, "id", id.GenID)
+	raw, _ = sjson.SetBytes(raw, "model", id.Model)
+	raw, _ = sjson.SetBytes(raw, "object", object)
+	if id.Provider != "" {
+		raw, _ = sjson.SetBytes(raw, "provider", id.Provider)
+	}
+	if !gjson.GetBytes(raw, "created").Exists() {
+		raw, _ = sjson.SetBytes(raw, "created", time.Now().Unix())
+	}
+	if object == "chat.completion" && !gjson.GetBytes(raw, "system_fingerprint").Exists() {
+		raw, _ = sjson.SetRawBytes(raw, "system_fingerprint", []byte("null"))
+	}
+	return raw
+}
+
+// ChunkHead is the start of a gateway-made chunk, open at "choices":. The
+// provider is left out when no provider served the request.
+func (id Identity) ChunkHead() string {
+	h := `{"id":` + strconv.Quote(id.GenID) + `,"object":"chat.completion.chunk","created":` +
+		strconv.FormatInt(time.Now().Unix(), 10) + `,"model":` + strconv.Quote(id.Model)
+	if id.Provider != "" {
+		h += `,"provider":` + strconv.Quote(id.Provider)
+	}
+	return h + `,"choices":`
+}
+
+// Chunk makes an adapter's chunk the gateway's. Adapters that read
+// ctx.generation_id and ctx.catalog_model already wrote the same values;
+// writing them again here is what keeps adapters that do not correct.
+func Chunk(ch []byte, id Identity) []byte {
+	if !gjson.GetBytes(ch, "created").Exists() {
+		ch, _ = sjson.SetBytes(ch, "created", time.Now().Unix())
+	}
+	set := func(path, want string) {
+		if gjson.GetBytes(ch, path).Str != want {
+			ch, _ = sjson.SetBytes(ch, path, want)
+		}
+	}
+	set("id", id.GenID)
+	set("model", id.Model)
+	set("provider", id.Provider)
+	return ch
+}
+
+// IsChunk reports whether b has the shape of a chat completion chunk: a JSON
+// object with a choices array whose items are objects. It is how the host
+// checks what a post_chunk plugin hands back before a client sees it.
+func IsChunk(b []byte) bool {
+	if !gjson.ValidBytes(b) {
+		return false
+	}
+	root := gjson.ParseBytes(b)
+	choices := root.Get("choices")
+	if !root.IsObject() || !choices.IsArray() {
+		return false
+	}
+	ok := true
+	choices.ForEach(func(_, c gjson.Result) bool {
+		ok = c.IsObject()
+		return ok
+	})
+	return ok
+}
+
+// ErrorChunk is the chunk that ends a failed stream (spec 2.5): finish
+// reason "error" and the error object.
+func (id Identity) ErrorChunk(e *apierr.Error) []byte {
+	b, _ := sjson.SetRawBytes([]byte(id.ChunkHead()+`[{"index":0,"delta":{},"finish_reason":"error"}]}`), "error", e.Object())
+	return b
+}
+
+// UsageChunk is the final chunk of a stream whose upstream reported no
+// usage: no choices; the host writes usage into it.
+func (id Identity) UsageChunk() []byte { return []byte(id.ChunkHead() + `[]}`) }
+
+// DebugChunk is the first chunk of a stream that asked for
+// debug.echo_upstream_body: the body the adapter sent upstream.
+func (id Identity) DebugChunk(sent []byte) []byte {
+	b, _ := sjson.SetRawBytes([]byte(id.ChunkHead()+`[],"debug":{}}`), "debug.echo_upstream_body", validJSONOr(sent))
+	return b
+}
+
+func validJSONOr(b []byte) []byte {
+	if gjson.ValidBytes(b) {
+		return b
+	}
+	return []byte(strconv.Quote(string(b)))
+}
+
+// NoUsage is the usage of a result nothing upstream produced.
+const NoUsage = `{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"cost":0}`
+
+// PluginResult normalises a chat result a pre_request plugin answered with.
+func PluginResult(result []byte, id Identity) []byte {
+	result = Completion(result, id, "chat.completion")
+	if !gjson.GetBytes(result, "usage").IsObject() {
+		result, _ = sjson.SetRawBytes(result, "usage", []byte(NoUsage))
+	}
+	return result
+}
+
+// ResultChunks turns a complete chat result into the chunks of a stream
+// that says the same: per choice a content delta and a finish, then a final
+// chunk with usage and service_metadata.
+func ResultChunks(result []byte, id Identity) [][]byte {
+	head := id.ChunkHead()
+	var out [][]byte
+	gjson.GetBytes(result, "choices").ForEach(func(_, ch gjson.Result) bool {
+		idx := strconv.FormatInt(ch.Get("index").Int(), 10)
+		delta, _ := sjson.SetRawBytes([]byte(`{"role":"assistant"}`), "content", []byte(ch.Get("message.content").Raw))
+		out = append(out, []byte(head+`[{"index":`+idx+`,"delta":`+string(delta)+`,"finish_reason":null}]}`))
+		fr := ch.Get("finish_reason").Raw
+		if fr == "" {
+			fr = `"stop"`
+		}
+		out = append(out, []byte(head+`[{"index":`+idx+`,"delta":{},"finish_reason":`+fr+`}]}`))
+		return true
+	})
+	final := head + `[],"usage":` + gjson.GetBytes(result, "usage").Raw
+	if sm := gjson.GetBytes(result, "service_metadata"); sm.Exists() {
+		final += `,"service_metadata":` + sm.Raw
+	}
+	return append(out, []byte(final+"}"))
+}
+
+// CompletionText joins the message contents of a chat result, for counting
+// tokens when the upstream reported no usage.
+func CompletionText(raw []byte) string {
+	var text string
+	gjson.GetBytes(raw, "choices.#.message.content").ForEach(func(_, v gjson.Result) bool {
+		text += v.Str
+		return true
+	})
+	return text
+}
+
+// AdapterCtx is ctx, the JSON document every adapter hook gets first
+// (docs/abi.md section 3). GenerationID and CatalogModel are the id and
+// model the host writes into every result and chunk: an adapter may use them
+// instead of upstream ids; one that ignores them is corrected by the host.
+type AdapterCtx struct {
+	Model        string   // the endpoint's upstream model name
+	Provider     string   // provider slug
+	Stream       bool     // the client asked for a stream
+	Drop         []string // optional parameters this endpoint does not support
+	GenerationID string
+	CatalogModel string
+}
+
+// JSON renders ctx without reflection: it is built for every hook call.
+func (c AdapterCtx) JSON() []byte {
+	b := make([]byte, 0, 160)
+	b = append(b, `{"model":`...)
+	b = strconv.AppendQuote(b, c.Model)
+	b = append(b, `,"provider":`...)
+	b = strconv.AppendQuote(b, c.Provider)
+	b = append(b, `,"stream":`...)
+	b = strconv.AppendBool(b, c.Stream)
+	b = append(b, `,"drop":[`...)
+	for i, d := range c.Drop {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, d)
+	}
+	b = append(b, `],"generation_id":`...)
+	b = strconv.AppendQuote(b, c.GenerationID)
+	b = append(b, `,"catalog_model":`...)
+	b = strconv.AppendQuote(b, c.CatalogModel)
+	return append(b, '}')
+}

@@ -1,0 +1,90 @@
+package wire
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+func TestIsChunk(t *testing.T) {
+	cases := []struct {
+		in   string
+		want bool
+	}{
+		{`{"id":"x","choices":[{"index":0,"delta":{"content":"a"}}]}`, true},
+		{`{"choices":[]}`, true},
+		{"{\"choices\":[],\r\n\"x\":1}", true},
+		{`"a string"`, false},
+		{`{"choices":{}}`, false},
+		{`{"choices":["x"]}`, false},
+		{`{"id":"x"}`, false},
+		{`[]`, false},
+		{`{"choices":[]`, false},
+		{``, false},
+	}
+	for _, tc := range cases {
+		if got := IsChunk([]byte(tc.in)); got != tc.want {
+			t.Errorf("IsChunk(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestAdapterCtx(t *testing.T) {
+	b := AdapterCtx{Model: `up"model`, Provider: "p", Stream: true, Drop: []string{"top_k", "seed"},
+		GenerationID: "gen-1", CatalogModel: "v/m"}.JSON()
+	var got struct {
+		Model, Provider string
+		Stream          bool
+		Drop            []string
+		GenerationID    string `json:"generation_id"`
+		CatalogModel    string `json:"catalog_model"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if got.Model != `up"model` || got.Provider != "p" || !got.Stream || len(got.Drop) != 2 || got.GenerationID != "gen-1" || got.CatalogModel != "v/m" {
+		t.Fatalf("%s", b)
+	}
+	if b := (AdapterCtx{}).JSON(); !gjson.ValidBytes(b) || !gjson.GetBytes(b, "drop").IsArray() {
+		t.Fatalf("empty ctx %s", b)
+	}
+}
+
+func TestChunkAndCompletionIdentity(t *testing.T) {
+	id := Identity{GenID: "gen-1", Model: "v/m", Provider: "p"}
+	ch := Chunk([]byte(`{"id":"up-1","model":"upstream","choices":[]}`), id)
+	for path, want := range map[string]string{"id": "gen-1", "model": "v/m", "provider": "p"} {
+		if got := gjson.GetBytes(ch, path).Str; got != want {
+			t.Errorf("chunk %s = %q, want %q", path, got, want)
+		}
+	}
+	if !gjson.GetBytes(ch, "created").Exists() {
+		t.Error("chunk without created")
+	}
+	c := Completion([]byte(`{"choices":[]}`), id, "chat.completion")
+	if gjson.GetBytes(c, "system_fingerprint").Type != gjson.Null || gjson.GetBytes(c, "object").Str != "chat.completion" {
+		t.Errorf("completion %s", c)
+	}
+	// A plugin's answer: no provider served it.
+	r := PluginResult([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}`), Identity{GenID: "gen-2", Model: "v/m"})
+	if gjson.GetBytes(r, "provider").Exists() || gjson.GetBytes(r, "usage.cost").Raw != "0" {
+		t.Errorf("plugin result %s", r)
+	}
+	chunks := ResultChunks(r, Identity{GenID: "gen-2", Model: "v/m"})
+	if len(chunks) != 3 || gjson.GetBytes(chunks[0], "choices.0.delta.content").Str != "hi" ||
+		gjson.GetBytes(chunks[1], "choices.0.finish_reason").Str != "stop" || !gjson.GetBytes(chunks[2], "usage").IsObject() {
+		t.Errorf("chunks %s", chunks)
+	}
+}
+
+func TestMetadataNil(t *testing.T) {
+	var m *Metadata
+	if m.JSON() != nil || string(m.Set([]byte(`{}`))) != `{}` || m.WithStages([]map[string]any{{}}) != nil {
+		t.Fatal("a nil metadata must change nothing")
+	}
+	b := PluginAnswered("v/m", nil).Set([]byte(`{}`))
+	if !gjson.GetBytes(b, "service_metadata.pipeline").IsArray() || gjson.GetBytes(b, "service_metadata.strategy").Str != "plugin" {
+		t.Fatalf("%s", b)
+	}
+}

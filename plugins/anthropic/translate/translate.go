@@ -1,0 +1,442 @@
+// Package translate is the Anthropic adapter's translation, for Anthropic's Messages API: it turns
+// the unified (OpenAI-shaped) chat request into a Messages request, and
+// Messages results and stream events back into chat completions and
+// chunks. The provider key goes in x-api-key through the host's
+// ${API_KEY} placeholder.
+//
+// It is a plain package so it builds for the host too: the module's main
+// only registers these handlers, and the tests run them natively against
+// payloads from Anthropic's Messages API reference and official SDKs (testdata/SOURCES.md).
+package translate
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/sdk"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Adapter holds what differs between builds of the module.
+type Adapter struct {
+	// Build is stamped into the X-Switchyard-Adapter request header so
+	// operators can see which build translated a request.
+	Build string
+}
+
+// defaultMaxTokens is sent when the caller gave no bound: the Messages API
+// requires one.
+const defaultMaxTokens = 4096
+
+// thinkingBudget maps reasoning effort to Anthropic's thinking budget.
+var thinkingBudget = map[string]int{
+	"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32000, "max": 32000,
+}
+
+// ChatRequest is the chat_request hook.
+func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
+	ctx := in.Field(0)
+	var p sdk.Params
+	req := p.Load(ctx, in.Field(1))
+
+	out.FieldString("POST")
+	out.FieldString("/messages")
+	out.FieldString("x-api-key: " + abi.APIKeyPlaceholder + "\nanthropic-version: 2023-06-01\nContent-Type: application/json\nX-Switchyard-Adapter: " + a.Build + "\n")
+	out.Open()
+	out.Byte('{')
+	out.MemberString("model", sdk.Get(ctx, "model").Str)
+
+	maxTokens := defaultMaxTokens
+	if v := p.Get("max_completion_tokens"); v.Exists() {
+		maxTokens = int(v.Int())
+	} else if v := p.Get("max_tokens"); v.Exists() {
+		maxTokens = int(v.Int())
+	}
+	effort := req.Get("reasoning.effort").Str
+	if e := req.Get("reasoning_effort").Str; e != "" {
+		effort = e
+	}
+	budget := 0
+	if !p.Dropped("reasoning") && !p.Dropped("reasoning_effort") {
+		budget = thinkingBudget[effort]
+		if mt := req.Get("reasoning.max_tokens"); mt.Exists() {
+			budget = int(mt.Int())
+		}
+	}
+	if budget > 0 && maxTokens <= budget {
+		maxTokens = budget + defaultMaxTokens
+	}
+	out.Member("max_tokens", strconv.Itoa(maxTokens))
+	if budget > 0 {
+		out.Member("thinking", `{"type":"enabled","budget_tokens":`+strconv.Itoa(budget)+`}`)
+	}
+
+	// System and developer messages become the system prompt.
+	var system []string
+	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		if r := m.Get("role").Str; r == "system" || r == "developer" {
+			system = append(system, sdk.ContentText(m.Get("content")))
+		}
+		return true
+	})
+	if len(system) > 0 {
+		out.MemberString("system", strings.Join(system, "\n\n"))
+	}
+	// cache_control (spec 2.1) puts the cache breakpoint on the last
+	// cacheable block: the last content block of the last message.
+	cache := req.Get("cache_control")
+	msgs := req.Get("messages").Array()
+	out.Member("messages", "[")
+	first := true
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		var b []byte
+		switch m.Get("role").Str {
+		case "user":
+			b = append(b, `{"role":"user","content":`...)
+			b = userContent(b, m.Get("content"))
+		case "assistant":
+			b = append(b, `{"role":"assistant","content":`...)
+			b = assistantContent(b, m)
+		case "tool":
+			// The results of one turn's parallel calls go in one user
+			// message: Anthropic's parallel tool use guide says separate
+			// messages teach the model to stop calling tools in parallel.
+			b = append(b, `{"role":"user","content":[`...)
+			for {
+				b = toolResult(b, msgs[i])
+				if i+1 == len(msgs) || msgs[i+1].Get("role").Str != "tool" {
+					break
+				}
+				i++
+				b = append(b, ',')
+			}
+			b = append(b, ']')
+		default:
+			continue
+		}
+		b = append(b, '}')
+		if i == len(msgs)-1 && cache.IsObject() {
+			b = withBreakpoint(b, cache)
+		}
+		if !first {
+			out.Byte(',')
+		}
+		first = false
+		out.Write(b)
+	}
+	out.Byte(']')
+
+	if budget == 0 { // Anthropic refuses sampling parameters with thinking on
+		for _, name := range []string{"temperature", "top_p", "top_k"} {
+			if v := p.Get(name); v.Exists() {
+				out.Member(name, v.Raw)
+			}
+		}
+	}
+	if v := p.Get("stop"); v.Exists() {
+		if v.Type == gjson.String {
+			out.Member("stop_sequences", "["+v.Raw+"]")
+		} else {
+			out.Member("stop_sequences", v.Raw)
+		}
+	}
+	if req.Get("stream").Bool() {
+		out.Member("stream", "true")
+	}
+	if tools := p.Get("tools"); tools.IsArray() && len(tools.Array()) > 0 {
+		var b []byte
+		b = append(b, '[')
+		i := 0
+		tools.ForEach(func(_, t gjson.Result) bool {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			i++
+			f := t.Get("function")
+			b = append(b, `{"name":`...)
+			b = append(b, sdk.Quote(f.Get("name").Str)...)
+			if d := f.Get("description"); d.Exists() {
+				b = append(b, `,"description":`...)
+				b = append(b, sdk.Quote(d.Str)...)
+			}
+			schema := f.Get("parameters").Raw
+			if schema == "" {
+				schema = `{"type":"object","properties":{}}`
+			}
+			b = append(b, `,"input_schema":`...)
+			b = append(b, schema...)
+			b = append(b, '}')
+			return true
+		})
+		b = append(b, ']')
+		out.Member("tools", string(b))
+		if tc := toolChoice(p.Get("tool_choice"), p.Get("parallel_tool_calls")); tc != "" {
+			out.Member("tool_choice", tc)
+		}
+	}
+	if u := req.Get("user"); u.Type == gjson.String && u.Str != "" {
+		out.Member("metadata", `{"user_id":`+sdk.Quote(u.Str)+`}`)
+	}
+	out.Byte('}')
+	out.Close()
+	return nil
+}
+
+// toolResult appends the tool_result block for a tool message.
+func toolResult(b []byte, m gjson.Result) []byte {
+	b = append(b, `{"type":"tool_result","tool_use_id":`...)
+	b = append(b, sdk.Quote(m.Get("tool_call_id").Str)...)
+	b = append(b, `,"content":`...)
+	b = append(b, sdk.Quote(sdk.ContentText(m.Get("content")))...)
+	return append(b, '}')
+}
+
+func toolChoice(tc, parallel gjson.Result) string {
+	extra := ""
+	if parallel.Exists() && !parallel.Bool() {
+		extra = `,"disable_parallel_tool_use":true`
+	}
+	switch {
+	case tc.Str == "none":
+		return `{"type":"none"}`
+	case tc.Str == "required":
+		return `{"type":"any"` + extra + `}`
+	case tc.Get("function.name").Exists():
+		return `{"type":"tool","name":` + sdk.Quote(tc.Get("function.name").Str) + extra + `}`
+	case extra != "":
+		return `{"type":"auto"` + extra + `}`
+	}
+	return ""
+}
+
+// withBreakpoint adds cache_control to the last content block of message
+// msg (a string content becomes one text block).
+func withBreakpoint(msg []byte, cache gjson.Result) []byte {
+	cc := `{"type":"ephemeral"}`
+	if ttl := cache.Get("ttl"); ttl.Type == gjson.String {
+		cc = `{"type":"ephemeral","ttl":` + sdk.Quote(ttl.Str) + `}`
+	}
+	content := gjson.GetBytes(msg, "content")
+	if content.Type == gjson.String {
+		out, err := sjson.SetRawBytes(msg, "content", []byte(`[{"type":"text","text":`+content.Raw+`,"cache_control":`+cc+`}]`))
+		if err == nil {
+			return out
+		}
+		return msg
+	}
+	if n := len(content.Array()); n > 0 {
+		if out, err := sjson.SetRawBytes(msg, "content."+strconv.Itoa(n-1)+".cache_control", []byte(cc)); err == nil {
+			return out
+		}
+	}
+	return msg
+}
+
+func userContent(b []byte, c gjson.Result) []byte {
+	if c.Type == gjson.String {
+		return append(b, sdk.Quote(c.Str)...)
+	}
+	b = append(b, '[')
+	n := 0
+	c.ForEach(func(_, p gjson.Result) bool {
+		var block string
+		switch p.Get("type").Str {
+		case "text":
+			block = `{"type":"text","text":` + sdk.Quote(p.Get("text").Str)
+			if cc := p.Get("cache_control"); cc.IsObject() { // a breakpoint the caller placed
+				block += `,"cache_control":` + cc.Raw
+			}
+			block += `}`
+		case "image_url":
+			block = imageBlock(p.Get("image_url.url").Str)
+		default:
+			return true
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = append(b, block...)
+		return true
+	})
+	return append(b, ']')
+}
+
+// imageBlock turns an image URL (https or a data: URL) into an image block.
+func imageBlock(url string) string {
+	if mediaType, data, ok := sdk.DataURL(url); ok {
+		return `{"type":"image","source":{"type":"base64","media_type":` + sdk.Quote(mediaType) + `,"data":` + sdk.Quote(data) + `}}`
+	}
+	return `{"type":"image","source":{"type":"url","url":` + sdk.Quote(url) + `}}`
+}
+
+func assistantContent(b []byte, m gjson.Result) []byte {
+	calls := m.Get("tool_calls")
+	t := sdk.ContentText(m.Get("content"))
+	if !calls.IsArray() || len(calls.Array()) == 0 {
+		return append(b, sdk.Quote(t)...)
+	}
+	b = append(b, '[')
+	n := 0
+	if t != "" {
+		b = append(b, `{"type":"text","text":`...)
+		b = append(b, sdk.Quote(t)...)
+		b = append(b, '}')
+		n++
+	}
+	calls.ForEach(func(_, c gjson.Result) bool {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		input := c.Get("function.arguments").Str
+		if !gjson.Valid(input) || !gjson.Parse(input).IsObject() {
+			input = "{}"
+		}
+		b = append(b, `{"type":"tool_use","id":`...)
+		b = append(b, sdk.Quote(c.Get("id").Str)...)
+		b = append(b, `,"name":`...)
+		b = append(b, sdk.Quote(c.Get("function.name").Str)...)
+		b = append(b, `,"input":`...)
+		b = append(b, input...)
+		b = append(b, '}')
+		return true
+	})
+	return append(b, ']')
+}
+
+var finishReasons = map[string]string{
+	"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
+	"pause_turn": "stop", "refusal": "content_filter",
+}
+
+func finishReason(s string) string {
+	if f, ok := finishReasons[s]; ok {
+		return f
+	}
+	return "stop"
+}
+
+// usage builds OpenAI usage from Anthropic counts: prompt tokens include
+// the cached ones, which are reported again as cached_tokens.
+func usage(input, cacheRead, cacheWrite, output int64) string {
+	prompt := input + cacheRead + cacheWrite
+	return `{"prompt_tokens":` + itoa(prompt) + `,"completion_tokens":` + itoa(output) + `,"total_tokens":` + itoa(prompt+output) +
+		`,"prompt_tokens_details":{"cached_tokens":` + itoa(cacheRead) + `}}`
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// ChatResponse is the chat_response hook.
+func ChatResponse(in *sdk.In, out *sdk.Out) error {
+	msg := gjson.ParseBytes(in.Field(1))
+	if msg.Get("type").Str != "message" {
+		return sdk.Error("upstream response is not an Anthropic message")
+	}
+	var content, reasoning strings.Builder
+	var calls []string
+	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
+		switch b.Get("type").Str {
+		case "text":
+			content.WriteString(b.Get("text").Str)
+		case "thinking":
+			reasoning.WriteString(b.Get("thinking").Str)
+		case "tool_use":
+			calls = append(calls, `{"id":`+sdk.Quote(b.Get("id").Str)+`,"type":"function","function":{"name":`+sdk.Quote(b.Get("name").Str)+`,"arguments":`+sdk.Quote(b.Get("input").Raw)+`}}`)
+		}
+		return true
+	})
+	u := msg.Get("usage")
+	var b strings.Builder
+	b.WriteString(`{"id":` + sdk.Quote(msg.Get("id").Str) + `,"object":"chat.completion","model":` + sdk.Quote(msg.Get("model").Str))
+	b.WriteString(`,"choices":[{"index":0,"message":{"role":"assistant","content":`)
+	if content.Len() == 0 && len(calls) > 0 {
+		b.WriteString("null")
+	} else {
+		b.WriteString(sdk.Quote(content.String()))
+	}
+	if reasoning.Len() > 0 {
+		b.WriteString(`,"reasoning":` + sdk.Quote(reasoning.String()))
+	}
+	if len(calls) > 0 {
+		b.WriteString(`,"tool_calls":[` + strings.Join(calls, ",") + `]`)
+	}
+	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(msg.Get("stop_reason").Str)) + `}]`)
+	b.WriteString(`,"usage":` + usage(u.Get("input_tokens").Int(), u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int(), u.Get("output_tokens").Int()))
+	b.WriteString(`,"system_fingerprint":null}`)
+	out.FieldString(b.String())
+	return nil
+}
+
+// StreamEvent is the chat_stream_event hook: it translates one Messages
+// stream event. The stream state is
+// {"id","model","in","cr","cw","tool"}: what later events need from
+// message_start, and the index of the current tool call.
+func StreamEvent(in *sdk.In, out *sdk.Out) error {
+	ev := gjson.ParseBytes(in.Field(1))
+	st := gjson.ParseBytes(in.Field(2))
+	id, model := st.Get("id").Str, st.Get("model").Str
+	tool := st.Get("tool").Int()
+	if !st.Get("tool").Exists() {
+		tool = -1
+	}
+	state := func(id, model string, input, cr, cw, tool int64) string {
+		return `{"id":` + sdk.Quote(id) + `,"model":` + sdk.Quote(model) + `,"in":` + itoa(input) + `,"cr":` + itoa(cr) + `,"cw":` + itoa(cw) + `,"tool":` + itoa(tool) + `}`
+	}
+	in0, cr, cw := st.Get("in").Int(), st.Get("cr").Int(), st.Get("cw").Int()
+	chunk := func(choices string) string {
+		return `{"id":` + sdk.Quote(id) + `,"object":"chat.completion.chunk","model":` + sdk.Quote(model) + `,"choices":` + choices + `}`
+	}
+	delta := func(d string) string { return chunk(`[{"index":0,"delta":` + d + `,"finish_reason":null}]`) }
+
+	switch ev.Get("type").Str {
+	case "message_start":
+		m := ev.Get("message")
+		id, model = m.Get("id").Str, m.Get("model").Str
+		u := m.Get("usage")
+		out.FieldString(state(id, model, u.Get("input_tokens").Int(), u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int(), -1))
+		out.FieldString(delta(`{"role":"assistant","content":""}`))
+	case "content_block_start":
+		b := ev.Get("content_block")
+		if b.Get("type").Str != "tool_use" {
+			out.Field(in.Field(2))
+			return nil
+		}
+		tool++
+		out.FieldString(state(id, model, in0, cr, cw, tool))
+		out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(tool) + `,"id":` + sdk.Quote(b.Get("id").Str) + `,"type":"function","function":{"name":` + sdk.Quote(b.Get("name").Str) + `,"arguments":""}}]}`))
+	case "content_block_delta":
+		out.Field(in.Field(2))
+		d := ev.Get("delta")
+		switch d.Get("type").Str {
+		case "text_delta":
+			out.FieldString(delta(`{"content":` + sdk.Quote(d.Get("text").Str) + `}`))
+		case "thinking_delta":
+			out.FieldString(delta(`{"reasoning":` + sdk.Quote(d.Get("thinking").Str) + `}`))
+		case "input_json_delta":
+			out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(tool) + `,"function":{"arguments":` + sdk.Quote(d.Get("partial_json").Str) + `}}]}`))
+		}
+	case "message_delta":
+		out.Field(in.Field(2))
+		fr := finishReason(ev.Get("delta.stop_reason").Str)
+		out.FieldString(chunk(`[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(fr) + `}]`))
+		u := ev.Get("usage")
+		if v := u.Get("input_tokens"); v.Exists() && v.Int() > 0 {
+			in0 = v.Int()
+		}
+		out.FieldString(chunk(`[],"usage":` + usage(in0, cr, cw, u.Get("output_tokens").Int())))
+	case "error":
+		out.Field(in.Field(2))
+		out.FieldString(`{"error":{"message":` + sdk.Quote(ev.Get("error.message").Str) + `,"type":` + sdk.Quote(ev.Get("error.type").Str) + `}}`)
+	default: // ping, content_block_stop, message_stop
+		out.Field(in.Field(2))
+	}
+	return nil
+}
+
+// MapError is the error hook: Anthropic's statuses mean what the gateway's
+// do and its error bodies carry error.message.
+func MapError(in *sdk.In, out *sdk.Out) error { return sdk.MapError(in, out) }

@@ -1,0 +1,114 @@
+package translate_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/plugins/anthropic/translate"
+	"github.com/switchyard/switchyard/plugins/internal/fixture"
+	"github.com/tidwall/gjson"
+)
+
+// The payloads under ../testdata come from Anthropic's API reference and
+// guides and from the official Python SDK's recorded streams; SOURCES.md
+// names the page or file each one was taken from.
+func testdata(name string) string { return filepath.Join("..", "testdata", name) }
+
+var adapter = &translate.Adapter{Build: "anthropic/test"}
+
+// TestChatRequestMatchesMessagesAPI translates unified requests and
+// compares the whole body with the request Anthropic's documentation shows
+// for the same conversation.
+func TestChatRequestMatchesMessagesAPI(t *testing.T) {
+	fixture.CheckRequests(t, adapter.ChatRequest, testdata("requests.json"), "", "/messages",
+		"x-api-key: ${API_KEY}", "anthropic-version: 2023-06-01", "X-Switchyard-Adapter: anthropic/test")
+}
+
+func TestChatResponse(t *testing.T) {
+	fixture.CheckResponses(t, translate.ChatResponse, map[string]map[string]string{
+		testdata("message_tool_use.json"): {
+			"id":                                  "msg_01Aq9w938a90dw8q",
+			"object":                              "chat.completion",
+			"choices.0.finish_reason":             "tool_calls",
+			"choices.0.message.content":           "<thinking>I need to call the get_weather function, and the user wants SF, which is likely San Francisco, CA.</thinking>",
+			"choices.0.message.tool_calls.0.id":   "toolu_01A09q90qw90lq917835lq9",
+			"choices.0.message.tool_calls.0.type": "function",
+			"choices.0.message.tool_calls.0.function.name": "get_weather",
+			// Anthropic's input_tokens exclude the cache; OpenAI's
+			// prompt_tokens include it: 21 + 188086 written.
+			"usage.prompt_tokens":                       "188107",
+			"usage.completion_tokens":                   "393",
+			"usage.total_tokens":                        "188500",
+			"usage.prompt_tokens_details.cached_tokens": "0",
+		},
+		testdata("message_cache_read.json"): {
+			"choices.0.message.content":                 "Hi! My name is Claude.",
+			"choices.0.finish_reason":                   "stop",
+			"usage.prompt_tokens":                       "188107",
+			"usage.prompt_tokens_details.cached_tokens": "188086",
+			"usage.total_tokens":                        "188500",
+		},
+	})
+	// Tool arguments are the JSON text of the tool_use input.
+	out := fixture.Call(t, translate.ChatResponse, `{}`, string(fixture.Read(t, testdata("message_tool_use.json"))))
+	args := gjson.Get(out[0], "choices.0.message.tool_calls.0.function.arguments").Str
+	if !fixture.JSONEqual(t, args, `{"location": "San Francisco, CA", "unit": "celsius"}`) {
+		t.Errorf("arguments %s", args)
+	}
+}
+
+func TestStreamEvents(t *testing.T) {
+	t.Run("text (SDK recording)", func(t *testing.T) {
+		s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_basic.sse"))))
+		if s.Role != "assistant" || s.Content != "Hello there!" || s.Finish != "stop" {
+			t.Errorf("role %q content %q finish %q", s.Role, s.Content, s.Finish)
+		}
+		fixture.CheckUsage(t, s.Usage, 11, 6, 0)
+	})
+	t.Run("tool use with input_json_delta (SDK recording)", func(t *testing.T) {
+		s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_tool_use.sse"))))
+		if s.Content != "I'll check the current weather in Paris for you." || s.Finish != "tool_calls" {
+			t.Errorf("content %q finish %q", s.Content, s.Finish)
+		}
+		c := s.Calls[0]
+		if len(s.Calls) != 1 || c == nil || c.ID != "toolu_01NRLabsLyVHZPKxbKvkfSMn" || c.Name != "get_weather" {
+			t.Fatalf("calls %+v", s.Calls)
+		}
+		if !fixture.JSONEqual(t, c.Args, `{"location": "Paris"}`) {
+			t.Errorf("arguments %q", c.Args)
+		}
+		fixture.CheckUsage(t, s.Usage, 377, 65, 0)
+		if len(s.IDs) != 1 || !s.IDs["msg_019Q1hrJbZG26Fb9BQhrkHEr"] {
+			t.Errorf("chunk ids %v, want the message id on every chunk", s.IDs)
+		}
+	})
+	t.Run("extended thinking (docs example)", func(t *testing.T) {
+		s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_thinking.sse"))))
+		if s.Reasoning != "Let me solve this step by step:\n\n1. First break down 27 * 453\n2. 453 = 400 + 50 + 3" {
+			t.Errorf("reasoning %q", s.Reasoning)
+		}
+		if s.Content != "27 * 453 = 12,231" || s.Finish != "stop" {
+			t.Errorf("content %q finish %q", s.Content, s.Finish)
+		}
+		if strings.Contains(s.Content+s.Reasoning, "EqQBCgIYAhIM") {
+			t.Error("the thinking signature leaked into the text")
+		}
+	})
+	t.Run("error event (docs example)", func(t *testing.T) {
+		s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_error.sse"))))
+		if len(s.Errors) != 1 || s.Errors[0] != "overloaded_error: Overloaded" {
+			t.Errorf("errors %q", s.Errors)
+		}
+	})
+}
+
+func TestMapError(t *testing.T) {
+	body := func(name string) string { return string(fixture.Read(t, testdata(name))) }
+	fixture.CheckErrors(t, translate.MapError, []fixture.ErrorCase{
+		{Status: "529", Body: body("error_overloaded.json"), WantStatus: "529", WantMsg: "Overloaded"},
+		{Status: "404", Body: body("error_not_found.json"), WantStatus: "502", WantMsg: "The requested resource could not be found."},
+		// The gateway's key is wrong: never the caller's problem.
+		{Status: "401", Body: body("error_authentication.json"), WantStatus: "502", WantMsg: "the provider rejected the gateway's credentials"},
+	})
+}

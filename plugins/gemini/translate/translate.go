@@ -1,0 +1,399 @@
+// Package translate is the Gemini adapter's translation, for Google's Gemini API (generateContent,
+// streamGenerateContent with SSE, batchEmbedContents). The provider key
+// goes in x-goog-api-key through the host's ${API_KEY} placeholder.
+//
+// It is a plain package so it builds for the host too: the module's main
+// only registers these handlers, and the tests run them natively against
+// payloads from Google's Gemini API reference and official SDKs (testdata/SOURCES.md).
+package translate
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/sdk"
+	"github.com/tidwall/gjson"
+)
+
+// Adapter holds what differs between builds of the module.
+type Adapter struct {
+	// Build is stamped into the X-Switchyard-Adapter request header so
+	// operators can see which build translated a request.
+	Build string
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+const headers = "x-goog-api-key: " + abi.APIKeyPlaceholder + "\nContent-Type: application/json\n"
+
+var thinkingBudget = map[string]int{
+	"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768, "max": 32768,
+}
+
+// ChatRequest is the chat_request hook.
+func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
+	ctx := in.Field(0)
+	var p sdk.Params
+	req := p.Load(ctx, in.Field(1))
+	model := sdk.Get(ctx, "model").Str
+	out.FieldString("POST")
+	if req.Get("stream").Bool() {
+		out.FieldString("/models/" + model + ":streamGenerateContent?alt=sse")
+	} else {
+		out.FieldString("/models/" + model + ":generateContent")
+	}
+	out.FieldString(headers + "X-Switchyard-Adapter: " + a.Build + "\n")
+
+	// Function names by call id: a tool result names its call only by id.
+	names := map[string]string{}
+	var system []string
+	var contents []string
+	prevTool := false
+	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		switch m.Get("role").Str {
+		case "system", "developer":
+			system = append(system, sdk.ContentText(m.Get("content")))
+		case "user":
+			contents = append(contents, `{"role":"user","parts":`+userParts(m.Get("content"))+`}`)
+		case "assistant":
+			var parts []string
+			if t := sdk.ContentText(m.Get("content")); t != "" {
+				parts = append(parts, `{"text":`+sdk.Quote(t)+`}`)
+			}
+			m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+				names[c.Get("id").Str] = c.Get("function.name").Str
+				args := c.Get("function.arguments").Str
+				if !gjson.Valid(args) {
+					args = "{}"
+				}
+				parts = append(parts, `{"functionCall":{"name":`+sdk.Quote(c.Get("function.name").Str)+`,"args":`+args+`}}`)
+				return true
+			})
+			if len(parts) == 0 {
+				parts = append(parts, `{"text":""}`)
+			}
+			contents = append(contents, `{"role":"model","parts":[`+strings.Join(parts, ",")+`]}`)
+		case "tool":
+			part := `{"functionResponse":{"name":` + sdk.Quote(names[m.Get("tool_call_id").Str]) + `,"response":` + functionResponse(sdk.ContentText(m.Get("content"))) + `}}`
+			// The responses to one turn's parallel calls go in one content:
+			// Gemini refuses a turn whose number of function response parts
+			// differs from the calls it answers.
+			if prevTool {
+				last := contents[len(contents)-1]
+				contents[len(contents)-1] = last[:len(last)-2] + "," + part + "]}"
+			} else {
+				contents = append(contents, `{"role":"user","parts":[`+part+`]}`)
+			}
+		}
+		prevTool = m.Get("role").Str == "tool"
+		return true
+	})
+	out.Open()
+	out.Byte('{')
+	out.Member("contents", "["+strings.Join(contents, ",")+"]")
+	if len(system) > 0 {
+		out.Member("systemInstruction", `{"parts":[{"text":`+sdk.Quote(strings.Join(system, "\n\n"))+`}]}`)
+	}
+	var gc []string
+	for _, name := range [][2]string{{"temperature", "temperature"}, {"top_p", "topP"}, {"top_k", "topK"}, {"seed", "seed"},
+		{"presence_penalty", "presencePenalty"}, {"frequency_penalty", "frequencyPenalty"}} {
+		if v := p.Get(name[0]); v.Exists() {
+			gc = append(gc, sdk.Quote(name[1])+":"+v.Raw)
+		}
+	}
+	if v := p.Get("max_completion_tokens"); v.Exists() {
+		gc = append(gc, `"maxOutputTokens":`+v.Raw)
+	} else if v := p.Get("max_tokens"); v.Exists() {
+		gc = append(gc, `"maxOutputTokens":`+v.Raw)
+	}
+	if v := p.Get("stop"); v.Exists() {
+		if v.Type == gjson.String {
+			gc = append(gc, `"stopSequences":[`+v.Raw+`]`)
+		} else {
+			gc = append(gc, `"stopSequences":`+v.Raw)
+		}
+	}
+	if t := p.Get("response_format").Get("type").Str; t == "json_object" || t == "json_schema" {
+		gc = append(gc, `"responseMimeType":"application/json"`)
+	}
+	effort := req.Get("reasoning.effort").Str
+	if e := req.Get("reasoning_effort").Str; e != "" {
+		effort = e
+	}
+	if b, ok := thinkingBudget[effort]; ok && !p.Dropped("reasoning") && !p.Dropped("reasoning_effort") {
+		gc = append(gc, `"thinkingConfig":{"thinkingBudget":`+strconv.Itoa(b)+`}`)
+	}
+	if len(gc) > 0 {
+		out.Member("generationConfig", "{"+strings.Join(gc, ",")+"}")
+	}
+	if tools := p.Get("tools"); tools.IsArray() && len(tools.Array()) > 0 {
+		var decls []string
+		tools.ForEach(func(_, t gjson.Result) bool {
+			f := t.Get("function")
+			d := `{"name":` + sdk.Quote(f.Get("name").Str)
+			if v := f.Get("description"); v.Exists() {
+				d += `,"description":` + sdk.Quote(v.Str)
+			}
+			if v := f.Get("parameters"); v.IsObject() {
+				d += `,"parameters":` + v.Raw
+			}
+			decls = append(decls, d+"}")
+			return true
+		})
+		out.Member("tools", `[{"functionDeclarations":[`+strings.Join(decls, ",")+`]}]`)
+		switch tc := p.Get("tool_choice"); {
+		case tc.Str == "none":
+			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"NONE"}}`)
+		case tc.Str == "required":
+			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"ANY"}}`)
+		case tc.Get("function.name").Exists():
+			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":[`+sdk.Quote(tc.Get("function.name").Str)+`]}}`)
+		}
+	}
+	out.Byte('}')
+	out.Close()
+	return nil
+}
+
+// functionResponse is FunctionResponse.response for a tool result: a
+// result that is a JSON object is the response itself (as in Gemini's
+// function-calling guide); any other text is the "output" member, the key
+// the API reference names for a function's output.
+func functionResponse(result string) string {
+	if gjson.Valid(result) && gjson.Parse(result).IsObject() {
+		return result
+	}
+	return `{"output":` + sdk.Quote(result) + `}`
+}
+
+func userParts(c gjson.Result) string {
+	if c.Type == gjson.String {
+		return `[{"text":` + sdk.Quote(c.Str) + `}]`
+	}
+	var parts []string
+	c.ForEach(func(_, p gjson.Result) bool {
+		switch p.Get("type").Str {
+		case "text":
+			parts = append(parts, `{"text":`+sdk.Quote(p.Get("text").Str)+`}`)
+		case "image_url":
+			parts = append(parts, imagePart(p.Get("image_url.url").Str))
+		}
+		return true
+	})
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// imagePart is inline data for a data: URL, a file reference otherwise.
+func imagePart(url string) string {
+	if mime, data, ok := sdk.DataURL(url); ok {
+		return `{"inlineData":{"mimeType":` + sdk.Quote(mime) + `,"data":` + sdk.Quote(data) + `}}`
+	}
+	mime := "image/jpeg"
+	switch {
+	case strings.HasSuffix(url, ".png"):
+		mime = "image/png"
+	case strings.HasSuffix(url, ".webp"):
+		mime = "image/webp"
+	case strings.HasSuffix(url, ".gif"):
+		mime = "image/gif"
+	}
+	return `{"fileData":{"mimeType":` + sdk.Quote(mime) + `,"fileUri":` + sdk.Quote(url) + `}}`
+}
+
+var finishReasons = map[string]string{
+	"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "RECITATION": "content_filter",
+	"BLOCKLIST": "content_filter", "PROHIBITED_CONTENT": "content_filter", "SPII": "content_filter",
+}
+
+func finishReason(s string, toolCalls bool) string {
+	if toolCalls {
+		return "tool_calls"
+	}
+	if f, ok := finishReasons[s]; ok {
+		return f
+	}
+	return "stop"
+}
+
+func usage(u gjson.Result) string {
+	prompt, out, thoughts := u.Get("promptTokenCount").Int(), u.Get("candidatesTokenCount").Int(), u.Get("thoughtsTokenCount").Int()
+	completion := out + thoughts
+	return `{"prompt_tokens":` + itoa(prompt) + `,"completion_tokens":` + itoa(completion) + `,"total_tokens":` + itoa(prompt+completion) +
+		`,"prompt_tokens_details":{"cached_tokens":` + itoa(u.Get("cachedContentTokenCount").Int()) + `}` +
+		`,"completion_tokens_details":{"reasoning_tokens":` + itoa(thoughts) + `}}`
+}
+
+// candidate turns the first candidate's parts into text, reasoning and
+// tool calls (ids numbered from firstCall).
+func candidate(c gjson.Result, firstCall int64) (text, reasoning string, calls []string) {
+	var t, r strings.Builder
+	n := firstCall
+	c.Get("content.parts").ForEach(func(_, p gjson.Result) bool {
+		switch {
+		case p.Get("functionCall").Exists():
+			fc := p.Get("functionCall")
+			args := fc.Get("args").Raw
+			if args == "" {
+				args = "{}"
+			}
+			calls = append(calls, `{"index":`+itoa(n)+`,"id":"call_`+itoa(n)+`","type":"function","function":{"name":`+sdk.Quote(fc.Get("name").Str)+`,"arguments":`+sdk.Quote(args)+`}}`)
+			n++
+		case p.Get("thought").Bool():
+			r.WriteString(p.Get("text").Str)
+		default:
+			t.WriteString(p.Get("text").Str)
+		}
+		return true
+	})
+	return t.String(), r.String(), calls
+}
+
+// ChatResponse is the chat_response hook.
+func ChatResponse(in *sdk.In, out *sdk.Out) error {
+	resp := gjson.ParseBytes(in.Field(1))
+	c := resp.Get("candidates.0")
+	if !c.Exists() {
+		// No candidate with prompt feedback is a blocked prompt; the
+		// feedback may carry only blockReasonMessage (seen in Google's SDK
+		// test data).
+		if !resp.Get("promptFeedback").IsObject() {
+			return sdk.Error("upstream response has no candidates")
+		}
+		out.FieldString(`{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"content_filter"}],"usage":` + usage(resp.Get("usageMetadata")) + `}`)
+		return nil
+	}
+	t, r, calls := candidate(c, 0)
+	var b strings.Builder
+	b.WriteString(`{"id":` + sdk.Quote(resp.Get("responseId").Str) + `,"object":"chat.completion","model":` + sdk.Quote(resp.Get("modelVersion").Str))
+	b.WriteString(`,"choices":[{"index":0,"message":{"role":"assistant","content":`)
+	if t == "" && len(calls) > 0 {
+		b.WriteString("null")
+	} else {
+		b.WriteString(sdk.Quote(t))
+	}
+	if r != "" {
+		b.WriteString(`,"reasoning":` + sdk.Quote(r))
+	}
+	if len(calls) > 0 {
+		b.WriteString(`,"tool_calls":[` + strings.Join(calls, ",") + `]`)
+	}
+	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(c.Get("finishReason").Str, len(calls) > 0)) + `}]`)
+	b.WriteString(`,"usage":` + usage(resp.Get("usageMetadata")) + `}`)
+	out.FieldString(b.String())
+	return nil
+}
+
+// StreamEvent is the chat_stream_event hook: it translates one streamed
+// GenerateContentResponse. State:
+// {"calls": n} (tool calls numbered so far; the role is sent with the
+// first event, when the state is empty).
+func StreamEvent(in *sdk.In, out *sdk.Out) error {
+	resp := gjson.ParseBytes(in.Field(1))
+	st := gjson.ParseBytes(in.Field(2))
+	first := !st.Exists()
+	n := st.Get("calls").Int()
+	head := `{"id":` + sdk.Quote(resp.Get("responseId").Str) + `,"object":"chat.completion.chunk","model":` + sdk.Quote(resp.Get("modelVersion").Str) + `,"choices":`
+	c := resp.Get("candidates.0")
+	t, r, calls := candidate(c, n)
+	out.FieldString(`{"calls":` + itoa(n+int64(len(calls))) + `}`)
+	var delta []string
+	if first {
+		delta = append(delta, `"role":"assistant"`)
+	}
+	if t != "" || first {
+		delta = append(delta, `"content":`+sdk.Quote(t))
+	}
+	if r != "" {
+		delta = append(delta, `"reasoning":`+sdk.Quote(r))
+	}
+	if len(calls) > 0 {
+		delta = append(delta, `"tool_calls":[`+strings.Join(calls, ",")+`]`)
+	}
+	if len(delta) > 0 {
+		out.FieldString(head + `[{"index":0,"delta":{` + strings.Join(delta, ",") + `},"finish_reason":null}]}`)
+	}
+	if fr := c.Get("finishReason").Str; fr != "" {
+		out.FieldString(head + `[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(finishReason(fr, n+int64(len(calls)) > 0)) + `}]}`)
+		if u := resp.Get("usageMetadata"); u.Exists() {
+			out.FieldString(head + `[],"usage":` + usage(u) + `}`)
+		}
+	}
+	return nil
+}
+
+// EmbedRequest is the embed_request hook.
+func (a *Adapter) EmbedRequest(in *sdk.In, out *sdk.Out) error {
+	ctx, body := in.Field(0), in.Field(1)
+	model := sdk.Get(ctx, "model").Str
+	req := gjson.ParseBytes(body)
+	out.FieldString("POST")
+	out.FieldString("/models/" + model + ":batchEmbedContents")
+	out.FieldString(headers + "X-Switchyard-Adapter: " + a.Build + "\n")
+	dims := ""
+	if d := req.Get("dimensions"); d.Exists() {
+		dims = `,"outputDimensionality":` + d.Raw
+	}
+	item := func(parts string) string {
+		return `{"model":` + sdk.Quote("models/"+model) + `,"content":{"parts":` + parts + `}` + dims + `}`
+	}
+	var reqs []string
+	input := req.Get("input")
+	if input.Type == gjson.String {
+		reqs = append(reqs, item(`[{"text":`+sdk.Quote(input.Str)+`}]`))
+	}
+	input.ForEach(func(_, it gjson.Result) bool {
+		if it.Type == gjson.String {
+			reqs = append(reqs, item(`[{"text":`+sdk.Quote(it.Str)+`}]`))
+		} else {
+			reqs = append(reqs, item(userParts(it.Get("content"))))
+		}
+		return true
+	})
+	out.FieldString(`{"requests":[` + strings.Join(reqs, ",") + `]}`)
+	return nil
+}
+
+// EmbedResponse is the embed_response hook.
+func EmbedResponse(in *sdk.In, out *sdk.Out) error {
+	var b strings.Builder
+	b.WriteString(`{"object":"list","data":[`)
+	i := 0
+	gjson.GetBytes(in.Field(1), "embeddings").ForEach(func(_, e gjson.Result) bool {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"object":"embedding","index":` + strconv.Itoa(i) + `,"embedding":` + e.Get("values").Raw + `}`)
+		i++
+		return true
+	})
+	b.WriteString(`]}`)
+	out.FieldString(b.String())
+	return nil
+}
+
+// MapError is the error hook.
+func MapError(in *sdk.In, out *sdk.Out) error {
+	status, _ := strconv.Atoi(in.String(1))
+	body := in.Field(2)
+	// Gemini answers a bad or expired API key with 400 INVALID_ARGUMENT
+	// (reason API_KEY_INVALID), not 401: it is the gateway's credential
+	// that is wrong, not the caller's request, so it is mapped like a 401.
+	if status == 400 && keyRejected(sdk.Get(body, "error.details")) {
+		status = 401
+	}
+	sdk.UpstreamError(out, status, sdk.ErrorMessage(body))
+	return nil
+}
+
+func keyRejected(details gjson.Result) bool {
+	rejected := false
+	details.ForEach(func(_, d gjson.Result) bool {
+		switch d.Get("reason").Str {
+		case "API_KEY_INVALID", "API_KEY_EXPIRED":
+			rejected = true
+		}
+		return !rejected
+	})
+	return rejected
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs and a fresh machine may lack: Node.js and
+# npm (the npm client tests, the AssemblyScript example), clang and lld (the
+# C example plugin). Go and make must be there already. Used by `make test`
+# and by .ci/run. Debian/Ubuntu (apt-get); as root it installs, otherwise
+# it says what to install and fails.
+set -euo pipefail
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "install-deps: Go is not on PATH; install Go $(sed -n 's/^go //p' "$(dirname "$0")/../go.mod") from https://go.dev/dl/" >&2
+  exit 1
+fi
+
+need=()
+{ command -v node && command -v npm; } >/dev/null 2>&1 || need+=(nodejs npm)
+clang=""
+for c in clang-14 clang; do
+  if command -v "$c" >/dev/null 2>&1; then clang=$c; break; fi
+done
+[ -n "$clang" ] || need+=(clang-14)
+# wasm-ld as clang will look for it.
+if [ -z "$clang" ] || ! command -v "$("$clang" -print-prog-name=wasm-ld)" >/dev/null 2>&1; then
+  command -v wasm-ld-14 >/dev/null 2>&1 || command -v wasm-ld >/dev/null 2>&1 || need+=(lld-14)
+fi
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-deps: missing ${need[*]}." >&2
+  echo "  On Debian/Ubuntu run: sudo apt-get install -y ${need[*]}" >&2
+  echo "  (elsewhere: Node.js with npm, and clang with lld that can target wasm32), then make test again." >&2
+  exit 1
+fi
+echo "install-deps: installing ${need[*]}"
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"

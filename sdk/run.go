@@ -1,0 +1,39 @@
+package sdk
+
+import "github.com/switchyard/switchyard/abi"
+
+// call decodes one input frame into in and runs h, writing to out.
+func call(h Handler, in *In, out *Out, frame []byte) error {
+	var err error
+	if in.fields, err = abi.Fields(in.fields, frame); err != nil {
+		return err
+	}
+	return h(in, out)
+}
+
+// Run calls h natively with the given input fields, through the same frame
+// encoding the module's exports use, and returns its output fields (copies,
+// safe to keep). It is how a module's translation is tested with `go test`
+// on the host: the handler registered with Handle in the module is the one
+// Run calls.
+func Run(h Handler, fields ...[]byte) ([][]byte, error) {
+	var frame []byte
+	for _, f := range fields {
+		frame = abi.AppendField(frame, f)
+	}
+	var in In
+	var out Out
+	out.reset()
+	if err := call(h, &in, &out, frame); err != nil {
+		return nil, err
+	}
+	got, err := abi.Fields(nil, out.buf[1:])
+	if err != nil {
+		return nil, err
+	}
+	res := make([][]byte, len(got))
+	for i, f := range got {
+		res[i] = append([]byte{}, f...)
+	}
+	return res, nil
+}

@@ -43,7 +43,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	switch {
 	case aerr != nil:
 		release()
-		return s.writeError(c, aerr, req.pluginMeta(pl))
+		return s.writeError(c, aerr, s.pluginMeta(req, pl))
 	case answer != nil:
 		release()
 		return s.respondFromPlugin(c, req, pl, genID, answer)
@@ -115,6 +115,9 @@ func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
 	if err != nil {
 		return nil, err
 	}
+	if vr, err = s.normalizeChat(vr); err != nil {
+		return nil, err
+	}
 	if err := vr.SessionHeader(c.Get("X-Session-Id")); err != nil {
 		return nil, err
 	}
@@ -177,12 +180,16 @@ func (req *chatRequest) failedMeta(r *dispatch.Result, pl *pipeline.Pipeline) *w
 }
 
 // pluginMeta is service_metadata of a request the pipeline stopped or
-// answered before routing.
-func (req *chatRequest) pluginMeta(pl *pipeline.Pipeline) *wire.Metadata {
+// answered before routing. Like a routed request's, it lists the endpoints
+// the request could have been routed to, none selected, and an empty
+// region (spec 2.2 shows a guardrail block so).
+func (s *Server) pluginMeta(req *chatRequest, pl *pipeline.Pipeline) *wire.Metadata {
 	if !req.meta {
 		return nil
 	}
-	return wire.PluginAnswered(req.Model(), pl.Stages)
+	m := wire.PluginAnswered(req.Model(), pl.Stages)
+	m.Endpoints = s.Router.Unrouted(req.Models, m.Strategy).Metadata(req.Model(), nil, 0).Endpoints
+	return m
 }
 
 // respondFromPlugin answers with the chat result a pre_request plugin
@@ -190,7 +197,7 @@ func (req *chatRequest) pluginMeta(pl *pipeline.Pipeline) *wire.Metadata {
 // request gets the result as a stream.
 func (s *Server) respondFromPlugin(c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, genID string, result []byte) error {
 	id := wire.Identity{GenID: genID, Model: req.Model()}
-	result = req.pluginMeta(pl).Set(wire.PluginResult(result, id))
+	result = s.pluginMeta(req, pl).Set(wire.PluginResult(result, id))
 	c.Set("X-Generation-Id", genID)
 	if !req.Stream {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

@@ -37,7 +37,8 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		req.adm.end()
 		return aerr
 	}
-	release := func() { pl.Release(); cancel(); req.adm.end() }
+	adm := req.adm
+	release := func() { pl.Release(); cancel(); adm.end() }
 	genID := newGenerationID()
 	edited, answer, aerr := s.preRequest(ctx, req, pl)
 	switch {

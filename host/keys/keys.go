@@ -549,7 +549,16 @@ func (s *Store) Providers(accountID string) ProviderSettings {
 
 // SetProviders replaces the account-wide provider settings.
 func (s *Store) SetProviders(accountID string, p ProviderSettings) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateAccount(accountID, func(a *Account) { a.Providers = p })
+	if err == nil {
+		s.providers.Store(accountID, p)
+	}
+	return err
+}
+
+// updateAccount applies fn to the stored account and stores it.
+func (s *Store) updateAccount(accountID string, fn func(*Account)) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketAccounts)
 		v := b.Get([]byte(accountID))
 		if v == nil {
@@ -559,17 +568,13 @@ func (s *Store) SetProviders(accountID string, p ProviderSettings) error {
 		if err := json.Unmarshal(v, &a); err != nil {
 			return err
 		}
-		a.Providers = p
+		fn(&a)
 		nv, err := json.Marshal(a)
 		if err != nil {
 			return err
 		}
 		return b.Put([]byte(accountID), nv)
 	})
-	if err == nil {
-		s.providers.Store(accountID, p)
-	}
-	return err
 }
 
 // ValidRateLimits refuses negative limits (0 is unlimited); the error is
@@ -608,23 +613,7 @@ func (s *Store) SetRateLimits(accountID string, l *ratelimit.Limits) error {
 			return err
 		}
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketAccounts)
-		v := b.Get([]byte(accountID))
-		if v == nil {
-			return ErrNoAccount
-		}
-		var a Account
-		if err := json.Unmarshal(v, &a); err != nil {
-			return err
-		}
-		a.RateLimits = l
-		nv, err := json.Marshal(a)
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte(accountID), nv)
-	})
+	err := s.updateAccount(accountID, func(a *Account) { a.RateLimits = l })
 	if err == nil {
 		var v ratelimit.Limits
 		if l != nil {

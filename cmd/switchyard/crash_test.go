@@ -44,12 +44,19 @@ func crashBuild(t *testing.T) string {
 
 func crashStart(t *testing.T, bin, cfg, addr, logFile string) *crashGateway {
 	t.Helper()
+	return startCommand(t, []string{bin, "-config", cfg}, addr, logFile)
+}
+
+// startCommand starts argv (the gateway binary, or a wrapper that execs
+// it) and waits until the gateway on addr is healthy.
+func startCommand(t *testing.T, argv []string, addr, logFile string) *crashGateway {
+	t.Helper()
 	lf, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lf.Close()
-	cmd := exec.Command(bin, "-config", cfg)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	// Only this test's settings: no SWITCHYARD_* override from the caller.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SWITCHYARD_") {

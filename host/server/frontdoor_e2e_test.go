@@ -200,3 +200,24 @@ func TestUnreadBodyClosesConnection(t *testing.T) {
 		t.Fatalf("connection kept alive after an unread body: %v", resp.Header)
 	}
 }
+
+// A connection that sends nothing, or stops in the middle of its headers,
+// is closed by the gateway after limits.header_timeout instead of holding
+// a descriptor and a connection slot until the client leaves.
+func TestSilentConnectionsAreClosed(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) { c.Limits.HeaderTimeout = config.Duration(time.Second) }})
+	addr := strings.TrimPrefix(strings.TrimSuffix(g.URL, "/api/v1"), "http://")
+	for _, sent := range []string{"", "POST /api/v1/chat/completions HTTP/1.1\r\nHost: x\r\n"} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // the test's own bound, far past the gateway's
+		_, _ = io.WriteString(c, sent)
+		_, err = io.ReadAll(c)
+		c.Close()
+		if err != nil {
+			t.Fatalf("after sending %q: the gateway did not close the connection: %v", sent, err)
+		}
+	}
+}

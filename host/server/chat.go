@@ -126,6 +126,9 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	if string(pre.Body) == string(req.Body) {
 		return req, nil, nil
 	}
+	if aerr := s.pluginBodyLimit(pre.Body); aerr != nil { // body.go
+		return req, nil, aerr
+	}
 	vr, err := validate.Chat(pre.Body)
 	if err != nil {
 		return req, nil, &apierr.Error{Status: http.StatusBadGateway, Message: "a plugin produced an invalid request: " + err.Message}

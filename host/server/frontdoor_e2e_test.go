@@ -2,11 +2,13 @@ package server_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -219,5 +221,28 @@ func TestSilentConnectionsAreClosed(t *testing.T) {
 		if err != nil {
 			t.Fatalf("after sending %q: the gateway did not close the connection: %v", sent, err)
 		}
+	}
+}
+
+// A pre_request plugin's rewrite is held to max_body_bytes like the
+// client's request: a body just under the limit that the plugin grows past
+// it is a 502 naming the limit, and nothing goes upstream.
+func TestPluginOutputOverBodyLimit(t *testing.T) {
+	body := withPlugins(`[{"id":"testplugin","mode":"rewrite"}]`) // rewrite adds "[checked] " (10 bytes)
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) { c.MaxBodyBytes = len(body) + 5 }})
+	// Published through the registry: the module's upload is itself over
+	// this tiny body limit.
+	wasmPath, mf := testPlugin(t)
+	bin, err := os.ReadFile(wasmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Modules.PublishAndActivate(context.Background(), "", []byte(mf), bin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	resp, b := post(t, g, "/chat/completions", body)
+	wantError(t, resp, b, http.StatusBadGateway, "over the gateway's limit")
+	if n := g.Upstreams["alpha"].Count(); n != 0 {
+		t.Fatalf("%d upstream calls", n)
 	}
 }

@@ -351,3 +351,52 @@ func TestMemoryBeforeAuthentication(t *testing.T) {
 	}
 	g.alive(t)
 }
+
+// bigUpstream answers every chat completion with a JSON completion whose
+// content is size bytes, with usage, as an OpenAI-compatible server would.
+func bigUpstream(t *testing.T, size int, usage string) string {
+	content := strings.Repeat("lorem ipsum ", size/12+1)[:size]
+	answer := []byte(`{"id":"chatcmpl-big","object":"chat.completion","created":1,"model":"echo","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+		content + `"},"finish_reason":"stop"}]` + usage + `}`)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	}))
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
+	return hs.URL
+}
+
+// A 30 MB JSON answer from an upstream is passed to the client whole and
+// costs the gateway a bounded multiple of its size (the bound is under 7
+// times the answer), with the upstream's usage and without it (then the
+// gateway counts the 30 MB completion with the tokenizer). Several full
+// copies (read, identity rewrite, usage, counting) cost +163 MiB and
+// +500 MiB of peak RSS before.
+func TestLargeUpstreamAnswerMemory(t *testing.T) {
+	const size, bound = 30 << 20, 200 << 10 // bytes; KiB of peak RSS over idle
+	for _, tc := range []struct{ name, usage string }{
+		{"upstream usage", `,"usage":{"prompt_tokens":5,"completion_tokens":200,"total_tokens":205}`},
+		{"counted by the gateway", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, addr := frontdoorStart(t, "{}", bigUpstream(t, size, tc.usage))
+			pid := g.cmd.Process.Pid
+			resp, err := http.Get("http://" + addr + "/health")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			idle := memKB(t, pid, "VmRSS")
+			_, body := g.do(t, "POST", "/chat/completions", chatBody)
+			if got := len(body.Get("choices.0.message.content").Str); got != size || body.Get("usage.completion_tokens").Int() <= 0 {
+				t.Fatalf("content of %d bytes reached the client, want %d: %.300s", got, size, body.Raw)
+			}
+			peak := memKB(t, pid, "VmHWM")
+			t.Logf("RSS idle %d MiB, peak after one %d MiB upstream answer %d MiB (+%d MiB)", idle>>10, size>>20, peak>>10, (peak-idle)>>10)
+			if peak-idle > bound {
+				t.Fatalf("peak RSS grew by %d MiB for a %d MiB answer; bound %d MiB", (peak-idle)>>10, size>>20, bound>>10)
+			}
+		})
+	}
+}

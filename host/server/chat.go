@@ -63,6 +63,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 // plugins, settle, metadata.
 func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, r *dispatch.Result) error {
 	raw := wire.Completion(r.Body, r.Identity(), "chat.completion")
+	r.Body = nil // raw is the copy from here on; a 30 MB answer is not held twice
 	usage := r.Usage(raw, func() string { return wire.CompletionText(raw) })
 	finish := gjson.GetBytes(raw, "choices.0.finish_reason").Str
 	var postErr *apierr.Error

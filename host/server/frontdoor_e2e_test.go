@@ -246,3 +246,37 @@ func TestPluginOutputOverBodyLimit(t *testing.T) {
 		t.Fatalf("%d upstream calls", n)
 	}
 }
+
+// A non-streaming upstream answer over limits.max_upstream_body_bytes is a
+// 502 that names the limit, whether the upstream declares its length or
+// not; an answer within it is served.
+func TestUpstreamAnswerOverLimit(t *testing.T) {
+	var size atomic.Int64
+	var declare atomic.Bool
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		content := strings.Repeat("x", int(size.Load()))
+		b := `{"id":"x","object":"chat.completion","created":1,"model":"echo","choices":[{"index":0,"message":{"role":"assistant","content":"` + content + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`
+		w.Header().Set("Content-Type", "application/json")
+		if declare.Load() { // else net/http sends it chunked
+			w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+		}
+		_, _ = io.WriteString(w, b)
+	}))
+	t.Cleanup(hs.Close)
+	g := start(t, gatewaytest.Options{
+		ConfigYAML: strings.ReplaceAll(gatewaytest.DefaultYAML([]string{"alpha"}), "{{url:alpha}}", hs.URL+"/v1"),
+		Mutate:     func(c *config.Config) { c.Limits.MaxUpstreamBodyBytes = 1 << 20 },
+	})
+	size.Store(2 << 20)
+	for _, d := range []bool{true, false} {
+		declare.Store(d)
+		resp, body := post(t, g, "/chat/completions", hello)
+		wantError(t, resp, body, http.StatusBadGateway, "limits.max_upstream_body_bytes")
+	}
+	size.Store(512 << 10)
+	resp, body := post(t, g, "/chat/completions", hello)
+	if resp.StatusCode != http.StatusOK || len(body.Get("choices.0.message.content").Str) != 512<<10 {
+		t.Fatalf("an answer within the limit: %d %.200s", resp.StatusCode, body.Raw)
+	}
+}

@@ -80,6 +80,7 @@ func New(d Deps) *Server {
 	s := &Server{Deps: d, Dispatcher: &dispatch.Dispatcher{
 		Router: d.Router, Ledger: d.Ledger, Modules: d.Modules, Client: d.Client,
 		AttemptTimeout: time.Duration(d.Config.Timeouts.Attempt), RequestTimeout: time.Duration(d.Config.Timeouts.Request),
+		MaxResponseBytes: d.Config.Limits.MaxUpstreamBodyBytes,
 	}}
 	lim := d.Config.Limits
 	s.shedder = newShedder(lim)

@@ -280,3 +280,24 @@ func TestUpstreamAnswerOverLimit(t *testing.T) {
 		t.Fatalf("an answer within the limit: %d %.200s", resp.StatusCode, body.Raw)
 	}
 }
+
+// Over max_body_bytes the client reads the 413 envelope every time, though
+// it uploads its whole body before reading (no Expect: 100-continue), as
+// Node's fetch and the openai SDKs do: the gateway answers from the
+// declared length and its lingering close drains the upload instead of
+// resetting the connection.
+func TestOversizedBodyGets413Reliably(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	for _, size := range []int{11 << 20, 64 << 20} {
+		body := strings.Repeat("x", size)
+		for round := range 3 {
+			c := rawPost(t, g, "Authorization: Bearer "+g.Key+"\r\nContent-Type: application/json\r\n"+fmt.Sprintf("Content-Length: %d\r\n", size), "")
+			_, _ = io.WriteString(c, body) // may fail once the gateway has answered
+			resp, b := readResponse(t, c)
+			c.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || b.Get("error.code").Int() != 413 || !strings.Contains(b.Get("error.message").Str, "10 MiB") {
+				t.Fatalf("%d MiB, round %d: %d %s", size>>20, round, resp.StatusCode, b.Raw)
+			}
+		}
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/demo"
-	"github.com/switchyard/switchyard/host/gatewaytest"
 )
 
 // Attacks on the front door of the real binary: connection floods, running
@@ -30,35 +29,8 @@ import (
 // binary (to start it under a lower descriptor limit).
 func frontdoorStart(t *testing.T, limits, upstream string, wrap ...string) (*crashGateway, string) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(gatewaytest.Root(), "build", "wasm", "openai.wasm")); err != nil {
-		t.Fatalf("build/wasm/openai.wasm is missing: run make wasm (%v)", err)
-	}
 	dir := t.TempDir()
-	modules, data := filepath.Join(dir, "modules"), filepath.Join(dir, "data")
-	cache := filepath.Join(os.TempDir(), "switchyard-crash-test-wazero-cache")
-	for _, d := range []string{modules, data, cache} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{"openai.json", "openai.wasm"} {
-		b, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "build", "wasm", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(modules, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(cache, filepath.Join(data, "wazero-cache")); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	modules, data, addr := gatewayDirs(t, dir)
 	cfg := filepath.Join(dir, "switchyard.yaml")
 	yml := fmt.Sprintf(`listen: %s
 data_dir: %s

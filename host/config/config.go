@@ -40,6 +40,8 @@ type Config struct {
 	ModulesDir   string   `yaml:"modules_dir"`
 	MaxBodyBytes int      `yaml:"max_body_bytes"`
 	Timeouts     Timeouts `yaml:"timeouts"`
+	// Limits bound connections, request bodies and load (limits.go).
+	Limits Limits `yaml:"limits"`
 	// KeepAlive is the interval of SSE comments while an upstream is silent.
 	KeepAlive Duration   `yaml:"keep_alive"`
 	Providers []Provider `yaml:"providers"`
@@ -202,6 +204,7 @@ func (c *Config) fillDefaults() {
 	if c.KeepAlive == 0 {
 		c.KeepAlive = Duration(15 * time.Second)
 	}
+	c.Limits.fillDefaults()
 }
 
 // Catalog builds the catalog. demoURL is the base URL of the running demo

@@ -70,6 +70,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 // plugins, settle, metadata.
 func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, r *dispatch.Result) error {
 	raw := wire.Completion(r.Body, r.Identity(), "chat.completion")
+	r.Body = nil // raw is the copy from here on; a 30 MB answer is not held twice
 	usage := r.Usage(raw, func() string { return wire.CompletionText(raw) })
 	req.adm.record(usage)
 	finish := gjson.GetBytes(raw, "choices.0.finish_reason").Str
@@ -137,6 +138,9 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	}
 	if string(pre.Body) == string(req.Body) {
 		return req, nil, nil
+	}
+	if aerr := s.pluginBodyLimit(pre.Body); aerr != nil { // body.go
+		return req, nil, aerr
 	}
 	vr, err := validate.Chat(pre.Body)
 	if err != nil {

@@ -65,7 +65,16 @@ var List = []struct {
 	{"functions", Forwarded},
 	{"function_call", Forwarded},
 	{"store", Forwarded},
+	// custom_tools is not a body member: a request carries it when tools
+	// holds an OpenAI custom tool ({"type": "custom"}), and an endpoint
+	// lists it in supported_parameters when it takes them. Endpoints
+	// without it get the request without its custom tools (the host removes
+	// them per attempt), or are not eligible with require_parameters.
+	{CustomTools, Routed},
 }
+
+// CustomTools is the routing parameter of a request with custom tools.
+const CustomTools = "custom_tools"
 
 // Has reports whether name has use u.
 func Has(name string, u Use) bool {

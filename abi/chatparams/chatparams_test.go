@@ -15,7 +15,7 @@ func TestListsMatchTheirFormerCopies(t *testing.T) {
 		{Routed, []string{"temperature", "top_p", "top_k", "min_p", "top_a", "frequency_penalty", "presence_penalty",
 			"repetition_penalty", "logit_bias", "logprobs", "top_logprobs", "max_completion_tokens", "max_tokens", "seed",
 			"stop", "response_format", "tools", "tool_choice", "parallel_tool_calls", "reasoning", "reasoning_effort",
-			"modalities", "service_tier"}},
+			"modalities", "service_tier", CustomTools}},
 		{Default, []string{"temperature", "top_p", "frequency_penalty", "presence_penalty", "logit_bias", "logprobs",
 			"top_logprobs", "max_completion_tokens", "max_tokens", "seed", "stop", "response_format",
 			"tools", "tool_choice", "parallel_tool_calls", "reasoning", "reasoning_effort", "modalities",

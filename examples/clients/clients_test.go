@@ -14,7 +14,10 @@ import (
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
+	"github.com/openai/openai-go/packages/param"
+	"github.com/openai/openai-go/shared"
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/tidwall/gjson"
 )
 
 func gateway(t *testing.T) *gatewaytest.Gateway {
@@ -104,6 +107,77 @@ func TestGoOpenAISDK(t *testing.T) {
 		}
 		if len(res.Data) != 2 || len(res.Data[1].Embedding) != 16 || res.Data[1].Index != 1 {
 			t.Fatalf("embeddings %+v", res.Data)
+		}
+	})
+
+	// What the SDK sends that the gateway once refused (issue 9).
+	upstream := func() gjson.Result { return gjson.ParseBytes(g.Upstreams["alpha"].Last().Body) }
+	t.Run("null fields", func(t *testing.T) {
+		_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model:    "test/chat",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("nulls from go")},
+			User:     param.Null[string](),
+			Metadata: param.NullMap[shared.Metadata](),
+			Tools:    param.NullSlice[[]openai.ChatCompletionToolParam](),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent := upstream(); sent.Get("user").Exists() || sent.Get("metadata").Exists() || sent.Get("tools").Exists() {
+			t.Fatalf("upstream received nulls: %s", sent.Raw)
+		}
+	})
+
+	t.Run("legacy function messages", func(t *testing.T) {
+		_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model: "test/chat",
+			Messages: []openai.ChatCompletionMessageParamUnion{
+				openai.UserMessage("weather in Oslo?"),
+				{OfAssistant: &openai.ChatCompletionAssistantMessageParam{FunctionCall: openai.ChatCompletionAssistantMessageParamFunctionCall{
+					Name: "get_weather", Arguments: `{"city":"Oslo"}`}}},
+				{OfFunction: &openai.ChatCompletionFunctionMessageParam{Name: "get_weather", Content: openai.String("-3 C")}},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := upstream()
+		if id := sent.Get("messages.1.tool_calls.0.id").Str; id == "" || sent.Get("messages.2.role").Str != "tool" || sent.Get("messages.2.tool_call_id").Str != id {
+			t.Fatalf("upstream messages %s", sent.Get("messages").Raw)
+		}
+	})
+
+	t.Run("max_tokens above the model's maximum output", func(t *testing.T) {
+		res, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model:     "test/chat",
+			Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage("long answer")},
+			MaxTokens: openai.Int(100000),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := upstream().Get("max_tokens").Int(); got != 1024 || len(res.Choices) == 0 {
+			t.Fatalf("upstream max_tokens %d, want the endpoint's 1024", got)
+		}
+	})
+
+	t.Run("embeddings token ids", func(t *testing.T) {
+		res, err := client.Embeddings.New(ctx, openai.EmbeddingNewParams{
+			Model: "test/embed",
+			Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfTokenArrays: [][]int64{{15339, 1917}, {9906}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Data) != 2 || upstream().Get("input").Raw != `[[15339,1917],[9906]]` {
+			t.Fatalf("embeddings %d; upstream input %s", len(res.Data), upstream().Get("input").Raw)
+		}
+		res, err = client.Embeddings.New(ctx, openai.EmbeddingNewParams{
+			Model: "test/embed",
+			Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfTokens: []int64{15339, 1917}},
+		})
+		if err != nil || len(res.Data) != 1 {
+			t.Fatalf("one token array: %v %+v", err, res)
 		}
 	})
 

@@ -42,6 +42,9 @@ type Provider struct {
 	ZDR            bool   // zero data retention
 	Region         string // where requests are served, e.g. "us"
 	Demo           bool   // the built-in offline demo upstream
+	// EmbeddingTokenIDs: the provider's embeddings API takes input as token
+	// ids (OpenAI's does); for the others the host decodes ids to text.
+	EmbeddingTokenIDs bool
 }
 
 // Endpoint is one model served by one provider.
@@ -74,6 +77,8 @@ type Model struct {
 type Catalog struct {
 	Models    map[string]*Model
 	Providers map[string]*Provider
+	// Aliases map other names (gpt-4o-mini) to model ids; see Resolve.
+	Aliases map[string]string
 }
 
 // Model returns the model with id, or nil.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/ratelimit"
 	"gopkg.in/yaml.v3"
 )
 
@@ -39,10 +40,22 @@ type Config struct {
 	ModulesDir   string   `yaml:"modules_dir"`
 	MaxBodyBytes int      `yaml:"max_body_bytes"`
 	Timeouts     Timeouts `yaml:"timeouts"`
+	// Limits bound connections, request bodies and load (limits.go).
+	Limits Limits `yaml:"limits"`
 	// KeepAlive is the interval of SSE comments while an upstream is silent.
 	KeepAlive Duration   `yaml:"keep_alive"`
 	Providers []Provider `yaml:"providers"`
 	Models    []Model    `yaml:"models"`
+	// Aliases map names clients send without a vendor (gpt-4o-mini, the
+	// names OpenAI's SDK examples use) to model ids. A model can also list
+	// its own aliases; both end up in the catalog.
+	Aliases map[string]string `yaml:"aliases"`
+	// RateLimits are every account's default limits (requests and tokens
+	// per minute, concurrent requests; 0 = unlimited), shared by all of an
+	// account's keys. An account's own limits (set by the operator) replace
+	// them field by field, and a key's limits apply on top (docs/ratelimit.md).
+	// The default is unlimited, so an operator who admits tenants sets them.
+	RateLimits ratelimit.Limits `yaml:"rate_limits"`
 	// TenantModules are the ceilings of modules accounts publish; ModuleLogs
 	// the log budgets of every module (docs/security.md, "Hostile module").
 	TenantModules TenantModules `yaml:"tenant_modules"`
@@ -106,6 +119,11 @@ type Provider struct {
 	ZDR                 bool     `yaml:"zdr"`
 	Region              string   `yaml:"region"`
 	SupportedParameters []string `yaml:"supported_parameters"`
+	// EmbeddingTokenIDs says whether the provider's embeddings API takes
+	// input as token ids. Unset, it is true for the openai adapter
+	// (OpenAI's API, vLLM and llama.cpp servers take ids) and false for the
+	// others, which get the ids decoded to text.
+	EmbeddingTokenIDs *bool `yaml:"embedding_token_ids"`
 }
 
 // Model is a model and the endpoints serving it.
@@ -117,6 +135,8 @@ type Model struct {
 	Distillable     bool       `yaml:"distillable"`
 	InputModalities []string   `yaml:"input_modalities"`
 	Endpoints       []Endpoint `yaml:"endpoints"`
+	// Aliases are other names requests may use for this model.
+	Aliases []string `yaml:"aliases"`
 }
 
 // Endpoint is one provider's offer of a model.
@@ -143,6 +163,9 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	c.fillDefaults()
+	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
+		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
+	}
 	return c, nil
 }
 
@@ -205,6 +228,7 @@ func (c *Config) fillDefaults() {
 	if c.KeepAlive == 0 {
 		c.KeepAlive = Duration(15 * time.Second)
 	}
+	c.Limits.fillDefaults()
 }
 
 // Catalog builds the catalog. demoURL is the base URL of the running demo
@@ -224,6 +248,10 @@ func (c *Config) Catalog(demoURL string, getenv func(string) string) (*catalog.C
 		prov := &catalog.Provider{
 			Slug: p.Slug, Name: p.Name, BaseURL: strings.TrimRight(p.BaseURL, "/"), Adapter: p.Adapter,
 			DataCollection: p.DataCollection, ZDR: p.ZDR, Region: p.Region,
+			EmbeddingTokenIDs: p.Adapter == "openai",
+		}
+		if p.EmbeddingTokenIDs != nil {
+			prov.EmbeddingTokenIDs = *p.EmbeddingTokenIDs
 		}
 		if prov.DataCollection == "" {
 			prov.DataCollection = "allow"
@@ -301,5 +329,54 @@ func (c *Config) Catalog(demoURL string, getenv func(string) string) (*catalog.C
 			cat.Models[m.ID] = mod
 		}
 	}
+	if err := c.aliases(cat); err != nil {
+		return nil, err
+	}
 	return cat, nil
+}
+
+// aliases fills cat.Aliases from the top-level map and the models' lists.
+// An alias must not be a model id or name two models; one whose model is
+// switched off (its providers' keys unset) is left out like the model.
+func (c *Config) aliases(cat *catalog.Catalog) error {
+	cat.Aliases = map[string]string{}
+	add := func(alias, to string) error {
+		switch {
+		case alias == "" || strings.ContainsAny(alias, " \t\n"):
+			return fmt.Errorf("config: alias %q for %q must be a non-empty name without spaces", alias, to)
+		case c.hasModel(alias):
+			return fmt.Errorf("config: alias %q is a model id itself", alias)
+		case !c.hasModel(to):
+			return fmt.Errorf("config: alias %q names model %q, which is not defined", alias, to)
+		}
+		if old, dup := cat.Aliases[alias]; dup && old != to {
+			return fmt.Errorf("config: alias %q names both %q and %q", alias, old, to)
+		}
+		if _, on := cat.Models[to]; on {
+			cat.Aliases[alias] = to
+		}
+		return nil
+	}
+	for _, m := range c.Models {
+		for _, a := range m.Aliases {
+			if err := add(a, m.ID); err != nil {
+				return err
+			}
+		}
+	}
+	for a, to := range c.Aliases {
+		if err := add(a, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Config) hasModel(id string) bool {
+	for _, m := range c.Models {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
 }

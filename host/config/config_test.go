@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard/switchyard/host/ratelimit"
 )
 
 func TestDefaultCatalog(t *testing.T) {
@@ -78,5 +80,132 @@ func TestEnvOverrides(t *testing.T) {
 	}
 	if c.Listen != "127.0.0.1:9999" || c.Demo {
 		t.Fatalf("%+v", c)
+	}
+}
+
+func TestAliases(t *testing.T) {
+	const base = `
+providers:
+  - {slug: p, adapter: openai, base_url: "http://x"}
+  - {slug: g, adapter: gemini, base_url: "http://y"}
+  - {slug: k, adapter: gemini, base_url: "http://z", api_key_env: K, embedding_token_ids: true}
+models:
+  - {id: v/a, aliases: [a], endpoints: [{provider: p}]}
+  - {id: v/b, endpoints: [{provider: g}]}
+  - {id: v/off, endpoints: [{provider: k}]}
+`
+	for _, tc := range []struct {
+		name, extra, err string
+		want             map[string]string
+	}{
+		{"model list and top-level map", "aliases: {bee: v/b, off: v/off}\n", "", map[string]string{"a": "v/a", "bee": "v/b"}},
+		{"alias is a model id", "aliases: {v/a: v/b}\n", `alias "v/a" is a model id itself`, nil},
+		{"unknown target", "aliases: {x: v/zzz}\n", `names model "v/zzz", which is not defined`, nil},
+		{"two targets", "aliases: {a: v/b}\n", `alias "a" names both "v/a" and "v/b"`, nil},
+		{"space", "aliases: {\"a b\": v/b}\n", "without spaces", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(base + tc.extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cat, err := c.Catalog("", func(string) string { return "" })
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cat.Aliases) != len(tc.want) {
+				t.Errorf("aliases %v, want %v", cat.Aliases, tc.want)
+			}
+			for a, to := range tc.want {
+				if got := cat.Resolve(a); got != to {
+					t.Errorf("Resolve(%q) = %q, want %q", a, got, to)
+				}
+			}
+			if got := cat.Resolve("off"); got != "" {
+				t.Errorf("an alias of a switched-off model resolves to %q", got)
+			}
+			if !cat.Providers["p"].EmbeddingTokenIDs || cat.Providers["g"].EmbeddingTokenIDs {
+				t.Errorf("embedding token ids: openai adapter %v, gemini %v; want true, false",
+					cat.Providers["p"].EmbeddingTokenIDs, cat.Providers["g"].EmbeddingTokenIDs)
+			}
+		})
+	}
+}
+
+func TestDefaultAliases(t *testing.T) {
+	c, err := Parse(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := c.Catalog("", func(string) string { return "key" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a, to := range map[string]string{"gpt-4o-mini": "openai/gpt-4o-mini", "text-embedding-3-small": "openai/text-embedding-3-small", "claude-sonnet-4": "anthropic/claude-sonnet-4"} {
+		if got := cat.Resolve(a); got != to {
+			t.Errorf("Resolve(%q) = %q, want %q", a, got, to)
+		}
+	}
+	if got := cat.Suggest("gpt-4o-mni", 3); len(got) == 0 || got[0] != "openai/gpt-4o-mini" {
+		t.Errorf("Suggest(gpt-4o-mni) = %v, want openai/gpt-4o-mini first", got)
+	}
+	if got := cat.Suggest("claude", 3); len(got) == 0 || !strings.HasPrefix(got[0], "anthropic/claude") {
+		t.Errorf("Suggest(claude) = %v, want a Claude model first", got)
+	}
+	if got := cat.Suggest("zzzzzzzz", 3); len(got) != 0 {
+		t.Errorf("Suggest(zzzzzzzz) = %v, want nothing", got)
+	}
+}
+
+// TestDefaultOpenAISupported: OpenAI keeps every default parameter and
+// takes custom tools, which the defaults leave out.
+func TestDefaultOpenAISupported(t *testing.T) {
+	c, _ := Parse(Default())
+	cat, err := c.Catalog("", func(k string) string { return "key" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := cat.Model("openai/gpt-4o").Endpoints[0].Supported
+	for _, p := range append([]string{"custom_tools"}, DefaultSupported...) {
+		if !sup[p] {
+			t.Errorf("openai does not support %s", p)
+		}
+	}
+}
+
+func TestRateLimits(t *testing.T) {
+	c, err := Parse(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RateLimits != (ratelimit.Limits{}) {
+		t.Fatalf("default rate limits %+v, want unlimited", c.RateLimits)
+	}
+	cases := []struct {
+		yaml    string
+		want    ratelimit.Limits
+		wantErr string
+	}{
+		{"rate_limits: {requests_per_minute: 60, tokens_per_minute: 100000, concurrent: 4}", ratelimit.Limits{RequestsPerMinute: 60, TokensPerMinute: 100000, Concurrent: 4}, ""},
+		{"rate_limits: {requests_per_minute: -1}", ratelimit.Limits{}, "must not be negative"},
+		{"rate_limits: {requests_per_hour: 5}", ratelimit.Limits{}, "requests_per_hour"},
+	}
+	for _, tc := range cases {
+		c, err := Parse([]byte(tc.yaml))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("%s: err %v, want %q", tc.yaml, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || c.RateLimits != tc.want {
+			t.Fatalf("%s: %+v %v", tc.yaml, c.RateLimits, err)
+		}
 	}
 }

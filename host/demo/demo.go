@@ -329,6 +329,8 @@ func (s *Server) embeddings(w http.ResponseWriter, body []byte) {
 	switch {
 	case json.Unmarshal(req.Input, &one) == nil:
 		inputs = []string{one}
+	case isTokenArray(req.Input):
+		inputs = []string{string(req.Input)} // one input given as token ids, as OpenAI reads it
 	case json.Unmarshal(req.Input, &raw) == nil && len(raw) > 0:
 		for _, r := range raw {
 			inputs = append(inputs, string(r)) // a string or a multimodal item: its JSON is hashed
@@ -388,4 +390,11 @@ func Vector(s string, dim int) []float32 {
 		v[i] = float32(float64(v[i]) / norm)
 	}
 	return v
+}
+
+// isTokenArray reports whether input is one array of token ids ([1,2,3]),
+// which OpenAI's API embeds as a single input.
+func isTokenArray(input json.RawMessage) bool {
+	var ids []int64
+	return json.Unmarshal(input, &ids) == nil && len(ids) > 0
 }

@@ -31,6 +31,8 @@ type Dispatcher struct {
 	// RequestTimeout is the whole request's limit (the caller's ctx carries
 	// it; here it only names it in messages).
 	AttemptTimeout, RequestTimeout time.Duration
+	// MaxResponseBytes bounds a non-streaming upstream body (0: 64 MiB).
+	MaxResponseBytes int
 }
 
 // Job is one request to run.
@@ -39,7 +41,12 @@ type Job struct {
 	GenID string
 	// Route is what routing needs; its Kind picks the adapter hooks.
 	Route route.Request
-	Body  []byte
+	// Body is the request for the adapters; bodyFor shapes it per endpoint.
+	Body []byte
+	// TextBody is an embeddings Body whose token-id input is decoded to
+	// text, for providers that take no token ids; nil when the input is
+	// text.
+	TextBody []byte
 	// Stream asks for the upstream's stream: the result's Call is returned
 	// with its body unread.
 	Stream bool
@@ -144,7 +151,7 @@ func (d *Dispatcher) attempt(ctx context.Context, job *Job, ep *catalog.Endpoint
 	started := time.Now()
 	actx := wire.AdapterCtx{Model: ep.UpstreamModel, Provider: ep.Provider.Slug, Stream: job.Stream, Drop: drop,
 		GenerationID: job.GenID, CatalogModel: ep.Model.ID}
-	call, err := d.send(ctx, ep, hook, job.Body, actx)
+	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx)
 	if err != nil {
 		return &Call{Started: started}, err
 	}
@@ -167,9 +174,13 @@ func (u *Call) startedOr() time.Time {
 }
 
 // target is what a hold on ep must cover for a request whose own output
-// bound is maxOut (0: none): the request's bound, else the endpoint's
-// maximum output, else — no bound from either — its context.
+// bound is maxOut (0: none): the request's bound (clamped to the endpoint's
+// maximum output, as its body is), else the endpoint's maximum output,
+// else — no bound from either — its context.
 func target(ep *catalog.Endpoint, maxOut int) billing.Target {
+	if clamped, ok := route.ClampedOutput(ep, maxOut); ok {
+		maxOut = clamped
+	}
 	out := int64(maxOut)
 	if out == 0 {
 		out = int64(ep.MaxOutput)
@@ -199,9 +210,16 @@ func (r *Result) Identity() wire.Identity {
 	return wire.Identity{GenID: r.job.GenID, Model: ep.Model.ID, Provider: ep.Provider.Slug}
 }
 
-// Metadata is service_metadata for this run.
+// Metadata is service_metadata for this run. It notes when the serving
+// endpoint got a smaller max output than the request asked for.
 func (r *Result) Metadata(requested string) *wire.Metadata {
-	return r.Plan.Metadata(requested, r.Endpoint(), r.Attempts)
+	m := r.Plan.Metadata(requested, r.Endpoint(), r.Attempts)
+	if ep := r.Endpoint(); ep != nil {
+		if limit, ok := route.ClampedOutput(ep, r.job.MaxOutput); ok {
+			m.MaxOutputTokens = &wire.Clamp{Requested: r.job.MaxOutput, ClampedTo: limit}
+		}
+	}
+	return m
 }
 
 // Settle charges the final usage and writes usage (with its cost) into

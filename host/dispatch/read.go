@@ -19,10 +19,9 @@ import (
 // upstream body and runs the adapter's response hook. Its failures are
 // retryable: another endpoint may answer.
 func ReadChat(ctx context.Context, call *Call) ([]byte, *apierr.Error) {
-	raw, err := io.ReadAll(io.LimitReader(call.Resp.Body, 64<<20))
-	call.HeadersReceived()
-	if err != nil {
-		return nil, call.TransportError(ctx, err)
+	raw, aerr := call.readUpstream(ctx) // body.go
+	if aerr != nil {
+		return nil, aerr
 	}
 	if !call.Module.Manifest.IsPassthrough(abi.HookChatResponse) {
 		out, err := call.Hook(ctx, abi.HookChatResponse, raw)
@@ -33,7 +32,9 @@ func ReadChat(ctx context.Context, call *Call) ([]byte, *apierr.Error) {
 		}
 		raw = out.Field(0)
 	}
-	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
+	// "choices.#" (the count) exists only for an array, and unlike
+	// "choices" does not copy a 30 MB array to say so.
+	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices.#").Exists() {
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
 			Message: "provider " + call.Endpoint.Provider.Slug + " returned a response that is not a chat completion"}
 	}

@@ -48,14 +48,21 @@ func NewLingerer(cfg LingerConfig) *Lingerer {
 	return &Lingerer{cfg: cfg, sem: make(chan struct{}, cfg.MaxPending)}
 }
 
-// Close closes c, lingering in the background when unread client data is
-// waiting. It returns at once; the close of a lingering connection happens
-// when the client stops sending, or the bounds are reached. done, when not
-// nil, runs once the descriptor is really closed (the caller's connection
-// count drops then, not before).
+// Close closes c, lingering in the background. It returns at once; the
+// descriptor is closed when the client has closed its side (it does so on
+// our FIN once it has read the answer) or stops sending, or when the bounds
+// are reached. done, when not nil, runs once the descriptor is really
+// closed (the caller's connection count drops then, not before).
+//
+// Every close lingers, not only those with unread bytes waiting: a client
+// that writes its body in several writes may not have sent the rest yet
+// when the server answers, and its next write would then meet a reset
+// (seen as a flaky "broken pipe" with a 70 KiB body over a 64 KiB limit).
+// A well-behaved client answers the FIN at once, so lingering costs a
+// round trip; a silent one is bounded by Timeout and MaxPending.
 func (l *Lingerer) Close(c net.Conn, done func()) error {
 	tc, ok := c.(*net.TCPConn)
-	if !ok || !unreadData(tc) {
+	if !ok {
 		err := c.Close()
 		if done != nil {
 			done()

@@ -361,7 +361,35 @@ func (p *Pipeline) record(s *stage, hook, action string, summary []byte) {
 	e["hook"] = hook
 	e["action"] = action
 	e["module"] = s.mod.ID
+	if e["type"] == "guardrail" {
+		guardrailStage(e, s.name, hook)
+	}
 	p.Stages = append(p.Stages, e)
+}
+
+// guardrailStage completes a guardrail stage with the fields spec 2.2 shows
+// on one (guardrail_id, guardrail_scope, data.engines) where the plugin did
+// not give them: the plugin is the guardrail and its only engine, and its
+// scope is what it inspected, the request or the response.
+func guardrailStage(e map[string]any, name, hook string) {
+	if _, ok := e["guardrail_id"]; !ok {
+		e["guardrail_id"] = name
+	}
+	if _, ok := e["guardrail_scope"]; !ok {
+		scope := "response"
+		if hook == "pre_request" {
+			scope = "request"
+		}
+		e["guardrail_scope"] = scope
+	}
+	data, ok := e["data"].(map[string]any)
+	if !ok {
+		data = map[string]any{}
+		e["data"] = data
+	}
+	if _, ok := data["engines"]; !ok {
+		data["engines"] = []any{name}
+	}
 }
 
 func (s *stage) fail(hook, msg string) *apierr.Error {

@@ -25,6 +25,9 @@ func TestModelErrors(t *testing.T) {
 		{"no model", Request{}, 400, "model: is required"},
 		{"unknown", Request{Models: []string{"acme/nope"}}, 404, "model acme/nope does not exist"},
 		{"unknown fallback", Request{Models: []string{gpt, "acme/nope"}}, 404, "model acme/nope does not exist"},
+		{"unknown with a near id", Request{Models: []string{"openai/gpt-4"}}, 404, "model openai/gpt-4 does not exist; did you mean openai/gpt-4o?"},
+		{"no vendor", Request{Models: []string{"gpt4o"}}, 400, `model: "gpt4o" is not a model id of the form <vendor>/<model_name> nor an alias; did you mean openai/gpt-4o?`},
+		{"no vendor, nothing near", Request{Models: []string{"qwerty"}}, 400, `model: "qwerty" is not a model id of the form <vendor>/<model_name> nor an alias (GET /api/v1/models lists the models)`},
 		{"embedding on chat model", Request{Kind: catalog.KindEmbedding, Models: []string{gpt}}, 404, "openai/gpt-4o is not an embedding model"},
 		{"chat on embedding model", Request{Kind: catalog.KindChat, Models: []string{embed}}, 404, "openai/text-embedding-3 is not a chat model"},
 		{"default kind is chat", Request{Models: []string{embed}}, 404, "is not a chat model"},
@@ -40,6 +43,86 @@ func TestModelErrors(t *testing.T) {
 	p, err := r.Plan(Request{Kind: catalog.KindEmbedding, Models: []string{embed}})
 	if err != nil || len(p.Attempts) != 1 {
 		t.Fatalf("embedding plan: %v %v", p, err)
+	}
+}
+
+func TestAliases(t *testing.T) {
+	c := testCatalog()
+	c.Aliases = map[string]string{"gpt-4o": gpt, "llama3": llama, "gone": "acme/gone"}
+	r := New(c, Options{Rand: seeded(1)})
+	for alias, want := range map[string]string{"gpt-4o": gpt, "llama3": llama, gpt: gpt} {
+		p, err := r.Plan(Request{Models: []string{alias}})
+		if err != nil {
+			t.Fatalf("%s: %v", alias, err)
+		}
+		if got := p.Attempts[0].Model.ID; got != want {
+			t.Errorf("%s routed to %s, want %s", alias, got, want)
+		}
+	}
+	// An alias whose model is not in the catalog is unknown.
+	if _, err := r.Plan(Request{Models: []string{"gone"}}); err == nil || err.Status != 400 {
+		t.Fatalf("alias of a missing model: %v", err)
+	}
+}
+
+// TestMaxOutputRequireParameters: a max output above every endpoint's limit
+// is a 400 naming the limit with require_parameters (not the 404 SDKs report
+// as "model not found"), and clamped without.
+func TestMaxOutputRequireParameters(t *testing.T) {
+	c := testCatalog()
+	for _, e := range c.Models[llama].Endpoints {
+		e.MaxOutput = 1000 + len(e.Provider.Slug) // free: 1004, groq 1004, together 1008, deepinfra 1009
+	}
+	r := New(c, Options{})
+	_, err := r.Plan(Request{Models: []string{llama}, MaxOutputTokens: 5000, Prefs: Preferences{RequireParameters: true}})
+	want := "max_tokens: 5000 output tokens exceeds the maximum of 1009 that meta/llama-3 allows; ask for at most 1009, or drop provider.require_parameters to have it clamped"
+	if err == nil || err.Status != 400 || err.Message != want {
+		t.Fatalf("got %v\nwant 400 %q", err, want)
+	}
+	p, err := r.Plan(Request{Models: []string{llama}, MaxOutputTokens: 5000})
+	if err != nil || len(p.Attempts) != 4 {
+		t.Fatalf("without require_parameters: %v %v", p, err)
+	}
+	for _, e := range p.Attempts {
+		if got, ok := ClampedOutput(e, 5000); !ok || got != e.MaxOutput {
+			t.Errorf("%s: ClampedOutput = %d %v, want %d true", e.Provider.Slug, got, ok, e.MaxOutput)
+		}
+	}
+	// A limit that rejects some endpoints while another preference rejects
+	// the rest stays the 404 naming both.
+	_, err = r.Plan(Request{Models: []string{llama}, MaxOutputTokens: 1005, Prefs: Preferences{RequireParameters: true, Only: []string{"free"}}})
+	if err == nil || err.Status != 404 {
+		t.Fatalf("mixed reasons: %v", err)
+	}
+}
+
+// TestNoFallbacksOrderIgnoresCoolDown: with allow_fallbacks=false and an
+// order, the first provider of the order is the one tried even while it
+// cools down, so the same request gets the same provider's answer.
+func TestNoFallbacksOrderIgnoresCoolDown(t *testing.T) {
+	c := testCatalog()
+	clk := newClock()
+	r := New(c, Options{Now: clk.Now})
+	openai := ep(c, gpt, "openai")
+	for range 3 {
+		r.Report(openai, Outcome{Status: 503, Duration: time.Second})
+	}
+	if !r.Stats(openai).Down {
+		t.Fatal("openai should be in a cool-down")
+	}
+	for range 5 {
+		p, err := r.Plan(Request{Models: []string{gpt}, Prefs: prefs(t, `{"order":["openai","azure"],"allow_fallbacks":false}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slugs(p.Attempts, false); got != "openai" {
+			t.Fatalf("attempts %s, want openai", got)
+		}
+	}
+	// With fallbacks on, the cool-down still moves it last.
+	p, _ := r.Plan(Request{Models: []string{gpt}, Prefs: prefs(t, `{"order":["openai","azure"]}`)})
+	if got := slugs(p.Attempts, false); got != "azure,openai" {
+		t.Fatalf("attempts with fallbacks %s, want azure,openai", got)
 	}
 }
 
@@ -63,7 +146,12 @@ func TestPreferenceFilters(t *testing.T) {
 		{name: "ignore", provider: `{"ignore":["deepinfra"]}`, want: "together,openai,azure"},
 		{name: "ignore merged with account ignore", provider: `{"ignore":["deepinfra"]}`, req: Request{AccountIgnore: []string{"together"}}, want: "openai,azure"},
 		{name: "account only alone", req: Request{AccountOnly: []string{"openai", "together"}}, want: "together,openai"},
-		{name: "only intersected with account only", provider: `{"only":["together","azure"]}`, req: Request{AccountOnly: []string{"openai", "together"}}, want: "together"},
+		// Spec 2.4: only is "merged with account-wide allowed providers": a union.
+		{name: "only merged with account only", provider: `{"only":["together","azure"]}`, req: Request{AccountOnly: []string{"openai", "together"}}, want: "together,openai,azure"},
+		{name: "only merged with account only, none served", model: llama, provider: `{"only":["azure"]}`, req: Request{AccountOnly: []string{"openai"}},
+			wantErr: "no endpoint for meta/llama-3 satisfies provider.only=[azure] merged with the account's allowed providers [openai]"},
+		{name: "account only alone, none served", model: llama, req: Request{AccountOnly: []string{"openai"}},
+			wantErr: "no endpoint for meta/llama-3 satisfies the account's allowed providers [openai]"},
 		{name: "order", provider: `{"order":["azure","deepinfra"]}`, want: "azure,deepinfra", strategy: "order"},
 		{name: "order beats sort", provider: `{"order":["openai","together"],"sort":"price"}`, want: "openai,together", strategy: "order"},
 		{name: "order + only + ignore", provider: `{"order":["openai","azure","together","deepinfra"],"only":["azure","together","openai"],"ignore":["openai"]}`,
@@ -92,7 +180,9 @@ func TestPreferenceFilters(t *testing.T) {
 			wantErr: "no endpoint for openai/gpt-4o satisfies provider.max_price.prompt=0.5"},
 		{name: "context length", req: Request{PromptTokens: 30000, MaxOutputTokens: 4000}, want: "together,openai,azure"},
 		{name: "context length fits", req: Request{PromptTokens: 28000, MaxOutputTokens: 4000}, want: "deepinfra,together,openai,azure"},
-		{name: "max output", model: llama, req: Request{PromptTokens: 100, MaxOutputTokens: 2000}, want: "free,groq,together"},
+		{name: "max output with require_parameters", model: llama, provider: `{"require_parameters":true}`, req: Request{PromptTokens: 100, MaxOutputTokens: 2000}, want: "free,groq,together"},
+		{name: "max output above a limit is clamped", model: llama, req: Request{PromptTokens: 100, MaxOutputTokens: 2000}, want: "free,deepinfra,groq,together"},
+		{name: "clamped output counts for the context", model: llama, req: Request{PromptTokens: 7000, MaxOutputTokens: 4000}, want: "deepinfra"},
 		{name: "context length too long", model: llama, req: Request{PromptTokens: 9000},
 			wantErr: "no endpoint for meta/llama-3 satisfies a context length of 9000 tokens (9000 prompt + 0 max output)"},
 		{name: "allow_fallbacks false", provider: `{"allow_fallbacks":false}`, want: "deepinfra"},

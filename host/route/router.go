@@ -182,9 +182,9 @@ type Request struct {
 	Models []string
 	Prefs  Preferences
 	// AccountOnly and AccountIgnore are the account-wide provider lists.
-	// Ignore lists are merged by union; only lists by intersection (an
-	// endpoint must be allowed by both when both are given), so a request
-	// can narrow the account's allowed providers but never widen them.
+	// Both are merged with the request's lists by union, as spec 2.4 says:
+	// a provider is allowed when either only list names it (when either is
+	// given), and skipped when either ignore list names it.
 	AccountOnly, AccountIgnore []string
 	// Params are the optional request parameters present in the body (spec
 	// field names, e.g. "tools", "top_k").
@@ -192,7 +192,10 @@ type Request struct {
 	// SessionID is the sticky routing key; "" for none.
 	SessionID string
 	// PromptTokens and MaxOutputTokens are estimates (0 = unknown) used for
-	// the context-length check.
+	// the context-length check. A MaxOutputTokens above an endpoint's
+	// maximum output is clamped to it for that endpoint (see ClampedOutput),
+	// except with provider.require_parameters, where such an endpoint is
+	// not eligible.
 	PromptTokens, MaxOutputTokens int
 }
 
@@ -259,7 +262,10 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 	for _, id := range req.Models {
 		st := r.models[id]
 		if st == nil {
-			return nil, apierr.New(http.StatusNotFound, "model %s does not exist", clip(id))
+			st = r.models[r.cat.Resolve(id)]
+		}
+		if st == nil {
+			return nil, r.unknownModel(id)
 		}
 		if st.m.Kind != kind {
 			what := "a chat"
@@ -309,7 +315,10 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 			if !none {
 				c.group = int32(mi)
 			}
-			c.down = c.h.down(now)
+			// With fallbacks off and an order, the caller chose the one
+			// provider to try: a cool-down must not swap in another, or the
+			// same request flips between two providers' answers.
+			c.down = c.h.down(now) && !(p.NoFallbacks && len(p.Order) > 0)
 			sc.cands = append(sc.cands, c)
 		}
 	}
@@ -597,7 +606,6 @@ func (r *Router) Stick(sessionID string, ep *catalog.Endpoint) {
 // name them.
 const (
 	cOnly = iota
-	cAccountOnly
 	cIgnore
 	cAccountIgnore
 	cOrder
@@ -630,11 +638,8 @@ func check(m *catalog.Model, ep *catalog.Endpoint, req *Request) uint32 {
 	p := &req.Prefs
 	pv := ep.Provider
 	var bits uint32
-	if len(p.Only) > 0 && !inList(pv, p.Only) {
+	if (len(p.Only) > 0 || len(req.AccountOnly) > 0) && !inList(pv, p.Only) && !inList(pv, req.AccountOnly) {
 		bits |= 1 << cOnly
-	}
-	if len(req.AccountOnly) > 0 && !inList(pv, req.AccountOnly) {
-		bits |= 1 << cAccountOnly
 	}
 	if inList(pv, p.Ignore) {
 		bits |= 1 << cIgnore
@@ -691,11 +696,15 @@ func check(m *catalog.Model, ep *catalog.Endpoint, req *Request) uint32 {
 	if ctx <= 0 {
 		ctx = m.ContextLength
 	}
-	if need := max(req.PromptTokens, 0) + max(req.MaxOutputTokens, 0); need > 0 && ctx > 0 && need > ctx {
-		bits |= 1 << cContext
+	out := max(req.MaxOutputTokens, 0)
+	if clamped, ok := ClampedOutput(ep, out); ok {
+		if p.RequireParameters {
+			bits |= 1 << cMaxOutput
+		}
+		out = clamped
 	}
-	if req.MaxOutputTokens > 0 && ep.MaxOutput > 0 && req.MaxOutputTokens > ep.MaxOutput {
-		bits |= 1 << cMaxOutput
+	if need := max(req.PromptTokens, 0) + out; need > 0 && ctx > 0 && need > ctx {
+		bits |= 1 << cContext
 	}
 	return bits
 }
@@ -732,6 +741,9 @@ func noEndpoint(ms []*catalog.Model, req *Request, rejected *[nConstraints]int) 
 	ids := make([]string, len(ms))
 	for i, m := range ms {
 		ids[i] = m.ID
+	}
+	if e := outputTooLarge(ms, req, rejected, ids); e != nil {
+		return e
 	}
 	var why []string
 	by := map[string]any{}
@@ -771,9 +783,13 @@ func describe(c int, req *Request) (name, desc string) {
 	p := &req.Prefs
 	switch c {
 	case cOnly:
-		return "provider.only", "provider.only=" + list(p.Only)
-	case cAccountOnly:
-		return "account.only", "the account's allowed providers " + list(req.AccountOnly)
+		switch {
+		case len(req.AccountOnly) == 0:
+			return "provider.only", "provider.only=" + list(p.Only)
+		case len(p.Only) == 0:
+			return "account.only", "the account's allowed providers " + list(req.AccountOnly)
+		}
+		return "provider.only", "provider.only=" + list(p.Only) + " merged with the account's allowed providers " + list(req.AccountOnly)
 	case cIgnore:
 		return "provider.ignore", "provider.ignore=" + list(p.Ignore)
 	case cAccountIgnore:
@@ -804,7 +820,94 @@ func describe(c int, req *Request) (name, desc string) {
 		return "context_length", "a context length of " + strconv.Itoa(req.PromptTokens+req.MaxOutputTokens) +
 			" tokens (" + strconv.Itoa(req.PromptTokens) + " prompt + " + strconv.Itoa(req.MaxOutputTokens) + " max output)"
 	case cMaxOutput:
-		return "max_output_tokens", "max output tokens " + strconv.Itoa(req.MaxOutputTokens)
+		return "max_output_tokens", "provider.require_parameters=true with max output tokens " + strconv.Itoa(req.MaxOutputTokens)
 	}
 	return "unknown", "unknown"
+}
+
+// ClampedOutput reports whether a requested maximum output (max_tokens or
+// max_completion_tokens) is above ep's maximum output, and the value to send
+// it instead. Clamping instead of refusing keeps SDKs from reporting a
+// too-large max_tokens as "model not found" (docs/interface-choices.md).
+func ClampedOutput(ep *catalog.Endpoint, requested int) (int, bool) {
+	if requested > 0 && ep.MaxOutput > 0 && requested > ep.MaxOutput {
+		return ep.MaxOutput, true
+	}
+	return requested, false
+}
+
+// outputTooLarge is the 400 for a request with require_parameters whose
+// maximum output every endpoint's limit is below: the caller's number is
+// wrong, not the model, so it is named with the largest limit available.
+func outputTooLarge(ms []*catalog.Model, req *Request, rejected *[nConstraints]int, ids []string) *apierr.Error {
+	if rejected[cMaxOutput] == 0 {
+		return nil
+	}
+	total, limit := 0, 0
+	for _, m := range ms {
+		for _, ep := range m.Endpoints {
+			if ep != nil && ep.Provider != nil {
+				total++
+				limit = max(limit, ep.MaxOutput)
+			}
+		}
+	}
+	if rejected[cMaxOutput] < total {
+		return nil // some endpoint fit the output and failed another preference
+	}
+	e := apierr.BadRequest("max_tokens", "%d output tokens exceeds the maximum of %d that %s allows; ask for at most %d, or drop provider.require_parameters to have it clamped",
+		req.MaxOutputTokens, limit, strings.Join(ids, ", "), limit)
+	e.Metadata = map[string]any{"models": ids, "max_output_tokens": limit}
+	return e
+}
+
+// unknownModel is the error for a model the catalog does not know: 400 for
+// a name without a vendor (the caller used a short name no alias covers),
+// 404 for a model id; both list the closest catalog ids.
+func (r *Router) unknownModel(id string) *apierr.Error {
+	hint := ""
+	near := r.cat.Suggest(id, 3)
+	if len(near) > 0 {
+		hint = "; did you mean " + strings.Join(near, ", ") + "?"
+	}
+	if !strings.Contains(id, "/") {
+		e := apierr.BadRequest("model", "%q is not a model id of the form <vendor>/<model_name> nor an alias%s (GET /api/v1/models lists the models)", clip(id), hint)
+		e.Metadata = map[string]any{"suggestions": near}
+		return e
+	}
+	e := apierr.New(http.StatusNotFound, "model %s does not exist%s", clip(id), hint)
+	if len(near) > 0 {
+		e.Metadata = map[string]any{"suggestions": near}
+	}
+	return e
+}
+
+// Resolve maps a request's model name to a catalog id: the id itself, or
+// an alias's target. A name without a vendor that is neither is a 400
+// listing close matches, so the caller learns it before anything runs; an
+// unknown <vendor>/<model> id is returned unchanged for Plan to answer 404.
+func (r *Router) Resolve(id string) (string, *apierr.Error) {
+	if to := r.cat.Resolve(id); to != "" {
+		return to, nil
+	}
+	if !strings.Contains(id, "/") {
+		return "", r.unknownModel(id)
+	}
+	return id, nil
+}
+
+// Unrouted is a plan made for metadata only: the endpoints of the requested
+// models (aliases resolved, unknown models left out), none attempted, for a
+// request stopped before routing, such as a guardrail block.
+func (r *Router) Unrouted(models []string, strategy string) *Plan {
+	p := &Plan{Strategy: strategy}
+	for _, id := range models {
+		st := r.models[r.cat.Resolve(id)]
+		if st == nil || slices.Contains(p.models, st.m) {
+			continue
+		}
+		p.models = append(p.models, st.m)
+		p.Available = append(p.Available, st.m.Endpoints...)
+	}
+	return p
 }

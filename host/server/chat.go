@@ -25,19 +25,26 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
+	// Rate limits (ratelimit.go): every way out below ends the admission
+	// through release, the stream's included.
+	if req.adm, aerr = s.admit(c, req.key, int64(req.PromptTokens)); aerr != nil {
+		return aerr
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.Dispatcher.RequestTimeout)
 	pl, aerr := s.Pipeline.Build(req.key.AccountID, req.Model(), req.Plugins)
 	if aerr != nil {
 		cancel()
+		req.adm.end()
 		return aerr
 	}
-	release := func() { pl.Release(); cancel() }
+	adm := req.adm
+	release := func() { pl.Release(); cancel(); adm.end() }
 	genID := newGenerationID()
 	edited, answer, aerr := s.preRequest(ctx, req, pl)
 	switch {
 	case aerr != nil:
 		release()
-		return s.writeError(c, aerr, req.pluginMeta(pl))
+		return s.writeError(c, aerr, s.pluginMeta(req, pl))
 	case answer != nil:
 		release()
 		return s.respondFromPlugin(c, req, pl, genID, answer)
@@ -65,7 +72,9 @@ func (s *Server) chat(c *fiber.Ctx) error {
 // plugins, settle, metadata.
 func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, r *dispatch.Result) error {
 	raw := wire.Completion(r.Body, r.Identity(), "chat.completion")
+	r.Body = nil // raw is the copy from here on; a 30 MB answer is not held twice
 	usage := r.Usage(raw, func() string { return wire.CompletionText(raw) })
+	req.adm.record(usage)
 	finish := gjson.GetBytes(raw, "choices.0.finish_reason").Str
 	var postErr *apierr.Error
 	if !pl.Empty() {
@@ -96,6 +105,7 @@ type chatRequest struct {
 	*validate.ChatRequest
 	meta bool // X-Service-Metadata: enabled
 	key  *keys.Key
+	adm  *admission // its rate-limit admission
 }
 
 func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
@@ -107,6 +117,9 @@ func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
 	}
 	vr, err := validate.Chat(body)
 	if err != nil {
+		return nil, err
+	}
+	if vr, err = s.normalizeChat(vr); err != nil {
 		return nil, err
 	}
 	if err := vr.SessionHeader(c.Get("X-Session-Id")); err != nil {
@@ -128,6 +141,9 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	if string(pre.Body) == string(req.Body) {
 		return req, nil, nil
 	}
+	if aerr := s.pluginBodyLimit(pre.Body); aerr != nil { // body.go
+		return req, nil, aerr
+	}
 	vr, err := validate.Chat(pre.Body)
 	if err != nil {
 		return req, nil, &apierr.Error{Status: http.StatusBadGateway, Message: "a plugin produced an invalid request: " + err.Message}
@@ -135,7 +151,7 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	if vr.SessionID == "" {
 		vr.SessionID = req.SessionID // the header's session still applies
 	}
-	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key}, nil, nil
+	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm}, nil, nil
 }
 
 // job is the request for the dispatcher.
@@ -171,12 +187,16 @@ func (req *chatRequest) failedMeta(r *dispatch.Result, pl *pipeline.Pipeline) *w
 }
 
 // pluginMeta is service_metadata of a request the pipeline stopped or
-// answered before routing.
-func (req *chatRequest) pluginMeta(pl *pipeline.Pipeline) *wire.Metadata {
+// answered before routing. Like a routed request's, it lists the endpoints
+// the request could have been routed to, none selected, and an empty
+// region (spec 2.2 shows a guardrail block so).
+func (s *Server) pluginMeta(req *chatRequest, pl *pipeline.Pipeline) *wire.Metadata {
 	if !req.meta {
 		return nil
 	}
-	return wire.PluginAnswered(req.Model(), pl.Stages)
+	m := wire.PluginAnswered(req.Model(), pl.Stages)
+	m.Endpoints = s.Router.Unrouted(req.Models, m.Strategy).Metadata(req.Model(), nil, 0).Endpoints
+	return m
 }
 
 // respondFromPlugin answers with the chat result a pre_request plugin
@@ -184,7 +204,7 @@ func (req *chatRequest) pluginMeta(pl *pipeline.Pipeline) *wire.Metadata {
 // request gets the result as a stream.
 func (s *Server) respondFromPlugin(c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, genID string, result []byte) error {
 	id := wire.Identity{GenID: genID, Model: req.Model()}
-	result = req.pluginMeta(pl).Set(wire.PluginResult(result, id))
+	result = s.pluginMeta(req, pl).Set(wire.PluginResult(result, id))
 	c.Set("X-Generation-Id", genID)
 	if !req.Stream {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

@@ -22,15 +22,24 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
+	req, text, aerr := s.normalizeEmbeddings(req)
+	if aerr != nil {
+		return aerr
+	}
 	if m := s.Catalog.Model(req.Model); m != nil && m.Kind == catalog.KindEmbedding && !m.AcceptsImages() && req.HasImage {
 		return apierr.BadRequest("input", "model %s does not accept image input; send text only", req.Model)
 	}
 	key := c.Locals(localsKey).(*keys.Key)
+	adm, aerr := s.admit(c, key, int64(req.PromptTokens))
+	if aerr != nil {
+		return aerr
+	}
+	defer adm.end()
 	acct := s.Keys.Providers(key.AccountID)
 	ctx, cancel := context.WithTimeout(context.Background(), s.Dispatcher.RequestTimeout)
 	defer cancel()
 	r, aerr := s.Dispatcher.Run(ctx, &dispatch.Job{
-		Key: key, GenID: newGenerationID(), Body: body, PromptBound: req.PromptBound, Images: req.Images,
+		Key: key, GenID: newGenerationID(), Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
 		Read: dispatch.ReadEmbeddings(req.Inputs, req.Base64),
 		Route: route.Request{Kind: catalog.KindEmbedding, Models: []string{req.Model}, Prefs: req.Prefs,
 			PromptTokens: req.PromptTokens, AccountOnly: acct.Only, AccountIgnore: acct.Ignore},
@@ -38,7 +47,9 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
-	raw, aerr := r.Settle(r.Body, r.Usage(r.Body, nil), "")
+	usage := r.Usage(r.Body, nil)
+	adm.record(usage)
+	raw, aerr := r.Settle(r.Body, usage, "")
 	if aerr != nil {
 		return aerr
 	}
@@ -83,7 +94,7 @@ func (s *Server) listModels(kind catalog.Kind) fiber.Handler {
 				e.Pricing = map[string]string{
 					"prompt":     perToken(cheapest.Price.Prompt),
 					"completion": perToken(cheapest.Price.Completion),
-					"request":    formatFloat(cheapest.Price.Request),
+					"request":    usd(cheapest.Price.Request),
 				}
 				out = append(out, e)
 			}

@@ -76,6 +76,16 @@ func TestPluginPipeline(t *testing.T) {
 			if st.Get("type").Str != "guardrail" || st.Get("name").Str != "testplugin" || !st.Get("data.detected").Bool() {
 				t.Fatalf("pipeline stage %s", b.Get("service_metadata").Raw)
 			}
+			// Spec 2.2: a guardrail stage names the guardrail, its scope and
+			// its engines; the block's metadata lists the endpoints and region.
+			if st.Get("guardrail_id").Str != "testplugin" || st.Get("guardrail_scope").Str != "request" || st.Get("data.engines.0").Str != "testplugin" {
+				t.Fatalf("guardrail stage %s", st.Raw)
+			}
+			sm := b.Get("service_metadata")
+			if sm.Get("endpoints.total").Int() != 1 || sm.Get("endpoints.available.0.provider").Str != "alpha" ||
+				sm.Get("endpoints.available.0.selected").Bool() || !sm.Get("region").Exists() || sm.Get("requested").Str != "test/chat" {
+				t.Fatalf("service_metadata of a block %s", sm.Raw)
+			}
 		}},
 		{"post edits the result", `[{"id":"testplugin","mode":"shout"}]`, 200, func(t *testing.T, b gjson.Result, n int64) {
 			if b.Get("choices.0.message.content").Str != "SHOUTED" || b.Get("usage.cost").Float() <= 0 {

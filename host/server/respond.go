@@ -13,8 +13,9 @@ import (
 // writeError answers with e's envelope. Every error response passes here.
 func (s *Server) writeError(c *fiber.Ctx, e *apierr.Error, meta *wire.Metadata) error {
 	s.logCause(c.Path(), e)
-	if e.Status == 429 || e.Status == 503 || e.Status == 529 {
-		// Clients (the OpenAI SDKs among them) honour Retry-After.
+	if (e.Status == 429 || e.Status == 503 || e.Status == 529) && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
+		// Clients (the OpenAI SDKs among them) honour Retry-After; one set
+		// already (the rate limiter's) is the better hint.
 		c.Set(fiber.HeaderRetryAfter, "1")
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

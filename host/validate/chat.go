@@ -9,21 +9,24 @@ import (
 )
 
 var (
-	roles         = []string{"system", "user", "developer", "assistant", "tool"}
-	efforts       = []string{"max", "xhigh", "high", "medium", "low", "minimal", "none"}
-	summaries     = []string{"auto", "concise", "detailed"}
-	modalities    = []string{"text", "image", "audio"}
-	serviceTiers  = []string{"auto", "default", "flex", "priority", "scale"}
-	routes        = []string{"fallback", "sort"}
-	formatTypes   = []string{"text", "json_object", "json_schema", "grammar", "python"}
-	toolChoices   = []string{"none", "auto", "required"}
-	functionType  = []string{"function"}
-	cacheTypes    = []string{"ephemeral"}
-	cacheTTLs     = []string{"5m", "1h"}
-	approximate   = []string{"approximate"}
-	encodings     = []string{"float", "base64"}
-	priceSources  = []string{"prompt", "weighted_avg"}
-	fusionPresets = []string{"general-high", "general-budget", "general-fast"}
+	roles           = []string{"system", "user", "developer", "assistant", "tool", "function"}
+	efforts         = []string{"max", "xhigh", "high", "medium", "low", "minimal", "none"}
+	summaries       = []string{"auto", "concise", "detailed"}
+	modalities      = []string{"text", "image", "audio"}
+	serviceTiers    = []string{"auto", "default", "flex", "priority", "scale"}
+	routes          = []string{"fallback", "sort"}
+	formatTypes     = []string{"text", "json_object", "json_schema", "grammar", "python"}
+	toolChoices     = []string{"none", "auto", "required"}
+	functionType    = []string{"function"}
+	toolTypes       = []string{"function", "custom"}
+	customFormats   = []string{"text", "grammar"}
+	grammarSyntaxes = []string{"lark", "regex"}
+	cacheTypes      = []string{"ephemeral"}
+	cacheTTLs       = []string{"5m", "1h"}
+	approximate     = []string{"approximate"}
+	encodings       = []string{"float", "base64"}
+	priceSources    = []string{"prompt", "weighted_avg"}
+	fusionPresets   = []string{"general-high", "general-budget", "general-fast"}
 )
 
 // Limits of spec section 8.
@@ -97,22 +100,27 @@ func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.E
 		return v.items(x, 1, -1, func(_ int, m gjson.Result) *apierr.Error { return v.message(m) })
 	case "model":
 		st.model = true
-		return v.modelID(x)
+		return v.requestModel(x)
 	case "models":
-		err := v.items(x, 0, -1, func(_ int, m gjson.Result) *apierr.Error { return v.modelID(m) })
+		err := v.items(x, 0, -1, func(_ int, m gjson.Result) *apierr.Error { return v.requestModel(m) })
 		if err == nil && st.models == 0 {
 			st.models = v.count(x)
 		}
 		return err
 	case "stream":
-		return v.boolean(x)
+		return v.nullBool(x)
 	case "stream_options":
 		if isNull(x) {
 			return nil
 		}
 		return v.strict(x, func(k string, y gjson.Result) *apierr.Error {
-			if k == "include_usage" {
+			switch k {
+			case "include_usage":
 				return v.boolean(y)
+			case "include_obfuscation":
+				// OpenAI's stream padding; the gateway's chunks carry none,
+				// so it has no effect here.
+				return v.nullBool(y)
 			}
 			return v.unknown()
 		})
@@ -148,13 +156,22 @@ func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.E
 	case "stop":
 		return v.stop(x)
 	case "response_format":
+		if isNull(x) {
+			return nil
+		}
 		return v.responseFormat(x)
 	case "tools":
+		if isNull(x) {
+			return nil
+		}
 		if !st.tools.Exists() {
 			st.tools = x
 		}
 		return v.items(x, 0, -1, func(_ int, t gjson.Result) *apierr.Error { return v.tool(t) })
 	case "tool_choice":
+		if isNull(x) {
+			return nil
+		}
 		return v.toolChoice(st, x)
 	case "reasoning":
 		return v.reasoning(st, x)
@@ -164,12 +181,21 @@ func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.E
 		}
 		return v.nullEnum(x, efforts)
 	case "modalities":
+		if isNull(x) {
+			return nil
+		}
 		return v.items(x, 0, -1, func(_ int, m gjson.Result) *apierr.Error { return v.enum(m, modalities) })
 	case "image_config":
 		return v.imageConfig(x)
 	case "metadata":
+		if isNull(x) {
+			return nil
+		}
 		return v.metadata(x)
 	case "user":
+		if isNull(x) {
+			return nil
+		}
 		return v.str(x)
 	case "session_id":
 		return v.maxChars(x, maxSessionID)
@@ -215,19 +241,22 @@ func (v *validator) message(m gjson.Result) *apierr.Error {
 	if err := v.object(m); err != nil {
 		return err
 	}
-	var f [5]gjson.Result
+	var f [6]gjson.Result
 	if dup := v.pick(m, messageKeys, f[:]); dup != "" {
 		return v.failAt(dup, "duplicate field; send it once")
 	}
-	role, content, toolCalls, toolCallID, name := f[0], f[1], f[2], f[3], f[4]
+	role, content, toolCalls, toolCallID, name, functionCall := f[0], f[1], f[2], f[3], f[4], f[5]
 	if !role.Exists() {
-		return v.failAt("role", "required: one of system, user, developer, assistant, tool")
+		return v.failAt("role", "required: one of system, user, developer, assistant, tool, function")
 	}
 	if err := v.field("role", role, func(x gjson.Result) *apierr.Error { return v.enum(x, roles) }); err != nil {
 		return err
 	}
 	r := text(role)
-	if name.Exists() {
+	if r == "function" {
+		return v.functionMessage(name, content)
+	}
+	if name.Exists() && !isNull(name) {
 		if err := v.field("name", name, v.str); err != nil {
 			return err
 		}
@@ -240,6 +269,14 @@ func (v *validator) message(m gjson.Result) *apierr.Error {
 			return err
 		}
 		hasToolCalls = v.count(toolCalls) > 0
+	}
+	if r == "assistant" && functionCall.Exists() && !isNull(functionCall) {
+		// The legacy single call that tool_calls replaced; the host maps it
+		// to a tool call before routing.
+		if err := v.field("function_call", functionCall, v.function); err != nil {
+			return err
+		}
+		hasToolCalls = true
 	}
 	v.in("content")
 	err := v.content(r, content, hasToolCalls)
@@ -305,7 +342,7 @@ func (v *validator) contentPart(p gjson.Result) *apierr.Error {
 }
 
 var (
-	messageKeys  = []string{"role", "content", "tool_calls", "tool_call_id", "name"}
+	messageKeys  = []string{"role", "content", "tool_calls", "tool_call_id", "name", "function_call"}
 	partKeys     = []string{"type", "text", "image_url"}
 	toolCallKeys = []string{"id", "type", "function"}
 	functionKeys = []string{"name", "arguments"}
@@ -339,11 +376,17 @@ func (v *validator) toolCall(c gjson.Result) *apierr.Error {
 	}
 	v.in("function")
 	defer v.out()
-	if err := v.object(f[2]); err != nil {
+	return v.function(f[2])
+}
+
+// function checks {"name": string, "arguments": string}: the function of a
+// tool call, or a legacy assistant function_call (the path is already its).
+func (v *validator) function(x gjson.Result) *apierr.Error {
+	if err := v.object(x); err != nil {
 		return err
 	}
 	var fn [2]gjson.Result // name, arguments
-	if dup := v.pick(f[2], functionKeys, fn[:]); dup != "" {
+	if dup := v.pick(x, functionKeys, fn[:]); dup != "" {
 		return v.failAt(dup, "duplicate field; send it once")
 	}
 	if err := v.field("name", fn[0], v.str); err != nil {
@@ -357,13 +400,16 @@ func (v *validator) toolCall(c gjson.Result) *apierr.Error {
 	})
 }
 
-// tool checks one item of tools:
-// {"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}, "cache_control"?}.
+// tool checks one item of tools: a function tool
+// {"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}, "cache_control"?}
+// or an OpenAI custom tool {"type": "custom", "custom": {"name", "description"?, "format"?}}.
+// A null description or parameters counts as absent.
 func (v *validator) tool(t gjson.Result) *apierr.Error {
 	if err := v.object(t); err != nil {
 		return err
 	}
-	if err := v.field("type", v.get(t, "type"), func(x gjson.Result) *apierr.Error { return v.enum(x, functionType) }); err != nil {
+	typ := v.get(t, "type")
+	if err := v.field("type", typ, func(x gjson.Result) *apierr.Error { return v.enum(x, toolTypes) }); err != nil {
 		return err
 	}
 	if cc := v.get(t, "cache_control"); cc.Exists() {
@@ -371,9 +417,10 @@ func (v *validator) tool(t gjson.Result) *apierr.Error {
 			return err
 		}
 	}
-	v.in("function")
+	kind := text(typ) // "function" or "custom": the member holding the definition
+	v.in(kind)
 	defer v.out()
-	f := v.get(t, "function")
+	f := v.get(t, kind)
 	if err := v.object(f); err != nil {
 		return err
 	}
@@ -385,16 +432,67 @@ func (v *validator) tool(t gjson.Result) *apierr.Error {
 		return err
 	}
 	return v.each(f, func(k string, x gjson.Result) *apierr.Error {
-		switch k {
-		case "description":
+		if isNull(x) {
+			return nil
+		}
+		switch {
+		case k == "description":
 			return v.str(x)
-		case "parameters":
+		case k == "parameters" && kind == "function":
 			return v.object(x)
-		case "strict":
-			return v.nullBool(x)
+		case k == "strict" && kind == "function":
+			return v.boolean(x)
+		case k == "format" && kind == "custom":
+			return v.customFormat(x)
 		}
 		return nil
 	})
+}
+
+// customFormat checks a custom tool's input format: {"type": "text"} or
+// {"type": "grammar", "grammar": {"definition": string, "syntax": "lark" | "regex"}}.
+func (v *validator) customFormat(x gjson.Result) *apierr.Error {
+	if err := v.object(x); err != nil {
+		return err
+	}
+	t := v.get(x, "type")
+	if err := v.field("type", t, func(y gjson.Result) *apierr.Error { return v.enum(y, customFormats) }); err != nil {
+		return err
+	}
+	if text(t) != "grammar" {
+		return nil
+	}
+	v.in("grammar")
+	defer v.out()
+	g := v.get(x, "grammar")
+	if err := v.object(g); err != nil {
+		return err
+	}
+	if err := v.field("definition", v.get(g, "definition"), v.nonEmpty); err != nil {
+		return err
+	}
+	return v.field("syntax", v.get(g, "syntax"), func(y gjson.Result) *apierr.Error { return v.enum(y, grammarSyntaxes) })
+}
+
+// functionMessage checks a legacy {"role": "function", "name", "content"}
+// message, the result of an assistant function_call. The host maps it to a
+// tool message before routing.
+func (v *validator) functionMessage(name, content gjson.Result) *apierr.Error {
+	if !name.Exists() {
+		return v.failAt("name", "required in a function message: the name of the function whose result it carries")
+	}
+	if err := v.field("name", name, v.nonEmpty); err != nil {
+		return err
+	}
+	v.in("content")
+	defer v.out()
+	switch {
+	case !content.Exists():
+		return v.fail("required: the function's result as a string")
+	case content.Type == gjson.String, isNull(content):
+		return nil
+	}
+	return v.fail("must be a string or null in a function message, got %s", describe(content))
 }
 
 // functionName checks ^[A-Za-z0-9_-]{1,64}$.

@@ -26,7 +26,11 @@
 //   - A key sent twice in one object is a 400: parsers disagree on which
 //     occurrence wins, so what was validated must not depend on it.
 //   - A model id is <vendor>/<model_name> with exactly one slash, optionally
-//     followed by :<variant> (openai/gpt-4o:free), without spaces.
+//     followed by :<variant> (openai/gpt-4o:free), without spaces. The
+//     request's model (and models) may also be a name without a vendor
+//     (gpt-4o-mini, as OpenAI's SDK examples send it): the catalog's aliases
+//     resolve it, or the router answers 400 with the closest catalog ids
+//     (docs/interface-choices.md).
 //   - Bodies nesting objects and arrays deeper than MaxDepth are refused.
 //   - Other choices are documented where they are made: tool_choice shapes
 //     (toolChoice), provider shapes (provider), plugins not built in
@@ -452,6 +456,27 @@ func (v *validator) modelID(x gjson.Result) *apierr.Error {
 		return v.fail("must be a model id of the form <vendor>/<model_name> (optionally :<variant>), such as openai/gpt-4o, got %s", shown(x))
 	}
 	return nil
+}
+
+// requestModel checks the request's model or an item of models: a model
+// id, or a bare name for the catalog's aliases (no slash, no spaces).
+func (v *validator) requestModel(x gjson.Result) *apierr.Error {
+	if x.Type == gjson.String && isAliasName(text(x)) {
+		return nil
+	}
+	return v.modelID(x)
+}
+
+func isAliasName(s string) bool {
+	if s == "" || strings.ContainsAny(s, "/") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func isModelID(s string) bool {

@@ -17,9 +17,11 @@ const MaxEmbeddingInputs = 2048
 //   - input (required): a non-empty string; or 1 to 2048 non-empty strings;
 //     or 1 to 2048 multimodal items {"content": [part, …]} whose parts are
 //     {"type": "text", "text": …} or {"type": "image_url", "image_url":
-//     {"url": …}}. Token-id input (an array of integers, or of arrays of
-//     integers) is refused: the gateway cannot know each provider's
-//     tokenizer. Strings and multimodal items are not mixed in one array;
+//     {"url": …}}; or token ids: an array of 1 to 2048 integers (one
+//     input), or 1 to 2048 such arrays (OpenAI's SDKs and LangChain's
+//     OpenAIEmbeddings send these). Token ids go as they are to providers
+//     that take them and are decoded to text for the others
+//     (docs/interface-choices.md). Kinds are not mixed in one array;
 //   - encoding_format: float or base64; dimensions: integer >= 1;
 //     user: string; provider: as for chat.
 //
@@ -52,15 +54,18 @@ func checkEmbeddings(body []byte, req *EmbeddingsRequest, provider *gjson.Result
 		switch k {
 		case "model":
 			hasModel = true
-			return v.modelID(x)
+			return v.requestModel(x)
 		case "input":
 			hasInput = true
 			return v.embeddingInput(x)
 		case "encoding_format":
-			return v.enum(x, encodings)
+			return v.nullEnum(x, encodings)
 		case "dimensions":
 			return v.integer(x, 1, 1<<31-1)
 		case "user":
+			if isNull(x) {
+				return nil
+			}
 			return v.str(x)
 		case "provider":
 			*provider = x
@@ -88,9 +93,12 @@ func (v *validator) embeddingInput(x gjson.Result) *apierr.Error {
 		}
 		return nil
 	case !x.IsArray():
-		return v.fail("must be a string, an array of strings, or an array of multimodal items, got %s", describe(x))
+		return v.fail("must be a string, an array of strings, or an array of multimodal items, got %s (or token ids: an array of integers)", describe(x))
 	}
-	var kind gjson.Type // of the first item: String, or JSON for multimodal items
+	if v.first(x).Type == gjson.Number {
+		return v.tokenIDs(x) // one input as token ids
+	}
+	var kind string // of the first item: a string, an array or an object
 	return v.items(x, 1, -1, func(i int, it gjson.Result) *apierr.Error {
 		switch {
 		case i == MaxEmbeddingInputs:
@@ -98,15 +106,16 @@ func (v *validator) embeddingInput(x gjson.Result) *apierr.Error {
 			err := v.fail("at most %d inputs per request, got %d; split the batch", MaxEmbeddingInputs, v.count(x))
 			v.at(i)
 			return err
-		case it.Type == gjson.Number || it.IsArray():
-			return v.fail("token-id input is not supported; send text as strings")
-		case it.Type != gjson.String && !it.IsObject():
+		case it.Type != gjson.String && !it.IsObject() && !it.IsArray():
 			return v.fail("must be a string or a multimodal item {\"content\": [...]}, got %s", describe(it))
 		}
 		if i == 0 {
-			kind = it.Type
-		} else if it.Type != kind {
-			return v.fail("mixes strings and multimodal items; send one kind per request")
+			kind = describe(it)
+		} else if describe(it) != kind {
+			return v.fail("mixes strings and multimodal items (or token-id arrays); send one kind per request")
+		}
+		if it.IsArray() {
+			return v.tokenIDs(it)
 		}
 		if it.Type == gjson.String {
 			if it.Raw == `""` {
@@ -147,4 +156,22 @@ func (v *validator) embeddingPart(p gjson.Result) *apierr.Error {
 		return v.imageURL(v.get(p, "image_url"))
 	}
 	return v.failAt("type", "must be text or image_url, got %s", shown(t))
+}
+
+// MaxTokenID bounds a token id: far above any vocabulary (o200k has about
+// 200,000 ids), within every tokenizer's integer type.
+const MaxTokenID = 1<<31 - 1
+
+// tokenIDs checks one input given as token ids: 1 to 2048 integers.
+func (v *validator) tokenIDs(x gjson.Result) *apierr.Error {
+	return v.items(x, 1, MaxEmbeddingInputs, func(_ int, id gjson.Result) *apierr.Error {
+		return v.integer(id, 0, MaxTokenID)
+	})
+}
+
+// first is the first element of array x, or a Result that does not exist.
+func (d *doc) first(x gjson.Result) gjson.Result {
+	var out gjson.Result
+	d.elements(x, func(_ int, y gjson.Result) bool { out = y; return false })
+	return out
 }

@@ -22,7 +22,8 @@ type ChatRequest struct {
 	// SessionID is session_id, or the X-Session-Id header (SessionHeader).
 	SessionID string
 	// Params are the optional routing parameters present with a non-null
-	// value (chatparams.Routed), for require_parameters and ctx.drop.
+	// value (chatparams.Routed), for require_parameters and ctx.drop, and
+	// chatparams.CustomTools when tools holds a custom tool.
 	Params []string
 	// MaxOutput is the larger of max_completion_tokens and max_tokens; 0
 	// when neither is set.
@@ -102,9 +103,22 @@ func (r *ChatRequest) collect(k string, x gjson.Result) {
 	if (k == "max_completion_tokens" || k == "max_tokens") && x.Type == gjson.Number {
 		r.MaxOutput = max(r.MaxOutput, int(x.Int()))
 	}
-	if x.Type != gjson.Null && chatparams.Has(k, chatparams.Routed) {
+	if x.Type != gjson.Null && k != chatparams.CustomTools && chatparams.Has(k, chatparams.Routed) {
 		r.Params = append(r.Params, k)
 	}
+	if k == "tools" && hasCustomTool(x) {
+		r.Params = append(r.Params, chatparams.CustomTools)
+	}
+}
+
+// hasCustomTool reports an OpenAI custom tool ({"type": "custom"}) in tools.
+func hasCustomTool(tools gjson.Result) bool {
+	found := false
+	tools.ForEach(func(_, t gjson.Result) bool {
+		found = t.Get("type").Str == "custom"
+		return !found
+	})
+	return found
 }
 
 func (r *ChatRequest) addModel(m string) {
@@ -160,7 +174,9 @@ func (r *EmbeddingsRequest) collect(k string, x gjson.Result) {
 		r.Input = x
 		r.PromptTokens = EstimateTokens(len(x.Raw))
 		r.Inputs = 1
-		if x.IsArray() {
+		// An array of token ids ([1,2,3]) is one input; an array of
+		// strings, items or token-id arrays is one input per item.
+		if x.IsArray() && x.Get("0").Type != gjson.Number {
 			r.Inputs = 0
 			x.ForEach(func(_, it gjson.Result) bool {
 				r.Inputs++

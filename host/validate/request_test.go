@@ -31,6 +31,12 @@ func TestChatRequestFields(t *testing.T) {
 		{name: "preferences parsed", body: with(`"provider":{"only":["x","y"],"max_price":{"prompt":" 1e-3 "}}`),
 			models: []string{"openai/gpt-4o"}, only: []string{"x", "y"}, n: 1},
 		{name: "plugins kept", body: with(`"plugins":[{"id":"web"}]`), models: []string{"openai/gpt-4o"}, plugins: true, n: 1},
+		{name: "custom tools route as custom_tools; null tools are absent",
+			body:   with(`"tools":[{"type":"function","function":{"name":"f"}},{"type":"custom","custom":{"name":"c"}}],"tool_choice":null`),
+			models: []string{"openai/gpt-4o"}, params: []string{"tools", "custom_tools"}, n: 1},
+		{name: "a top-level custom_tools member is not the parameter",
+			body:   with(`"tools":null,"custom_tools":true`),
+			models: []string{"openai/gpt-4o"}, n: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,6 +86,16 @@ func TestEmbeddingsRequestFields(t *testing.T) {
 	r, _ = Embeddings([]byte(`{"model":"a/b","input":"x"}`))
 	if r.Inputs != 1 || r.HasImage || r.Base64 {
 		t.Fatalf("got %+v", r)
+	}
+	// Token ids: one array is one input, an array of arrays one per array.
+	for body, want := range map[string]int{`[1,2,3]`: 1, `[[1,2],[3],[4]]`: 3} {
+		r, err = Embeddings([]byte(`{"model":"a/b","input":` + body + `}`))
+		if err != nil {
+			t.Fatalf("input %s: %v", body, err)
+		}
+		if r.Inputs != want {
+			t.Errorf("input %s: %d inputs, want %d", body, r.Inputs, want)
+		}
 	}
 }
 

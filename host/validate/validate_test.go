@@ -154,6 +154,17 @@ func TestChatAccepts(t *testing.T) {
 		{"unknown top-level fields", with(`"n":1,"audio":{"voice":"alloy"},"store":true,"verbosity":"low"`)},
 		{"whitespace around", "\n\t " + base + "} \n"},
 		{"image_config empty", with(`"image_config":{}`)},
+		// What OpenAI's SDKs and common clients send (issue 9): null for
+		// absent, legacy function messages, custom tools, vendor-less models.
+		{"client nulls", with(`"stream":null,"metadata":null,"modalities":null,"response_format":null,"tools":null,"tool_choice":null,"user":null`)},
+		{"null function fields", with(`"tools":[{"type":"function","function":{"name":"f","description":null,"parameters":null,"strict":null}}]`)},
+		{"null message name", msgs(`[{"role":"user","content":"x","name":null}]`)},
+		{"include_obfuscation", with(`"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}`)},
+		{"custom tools", with(`"tools":[{"type":"custom","custom":{"name":"code_exec","description":"runs code","format":{"type":"grammar","grammar":{"definition":"start: /.+/","syntax":"lark"}}}},{"type":"custom","custom":{"name":"free","format":{"type":"text"}}}],"tool_choice":{"type":"custom","custom":{"name":"free"}}`)},
+		{"legacy function call", msgs(`[{"role":"user","content":"x"},{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}},{"role":"function","name":"f","content":"42"}]`)},
+		{"function message null content", msgs(`[{"role":"function","name":"f","content":null}]`)},
+		{"model without vendor", withModel(`"gpt-4o-mini"`)},
+		{"models without vendor", with(`"models":["gpt-4o","a/b"]`)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,7 +245,7 @@ func TestChatRejects(t *testing.T) {
 		// model and models.
 		{"model and models missing", `{"messages":[{"role":"user","content":"x"}]}`, "model", "required (or give models)"},
 		{"models empty, no model", `{"models":[],"messages":[{"role":"user","content":"x"}]}`, "model", "required (or give models)"},
-		{"model without vendor", withModel(`"gpt-4o"`), "model", "must be a model id of the form <vendor>/<model_name>"},
+		{"model with a space", withModel(`"gpt 4o"`), "model", "must be a model id of the form <vendor>/<model_name>"},
 		{"model empty vendor", withModel(`"/gpt-4o"`), "model", "<vendor>/<model_name>"},
 		{"model empty name", withModel(`"openai/"`), "model", "<vendor>/<model_name>"},
 		{"model two slashes", withModel(`"openai/gpt/4o"`), "model", "<vendor>/<model_name>"},
@@ -244,12 +255,19 @@ func TestChatRejects(t *testing.T) {
 		{"model number", withModel(`4`), "model", "must be a model id string"},
 		{"model null", withModel(`null`), "model", "got null"},
 		{"models string", with(`"models":"a/b"`), "models", "must be an array"},
-		{"models bad item", with(`"models":["ok/x","bad"]`), "models[1]", "<vendor>/<model_name>"},
+		{"models bad item", with(`"models":["ok/x","a/b/c"]`), "models[1]", "<vendor>/<model_name>"},
 		{"models item number", with(`"models":[1]`), "models[0]", "must be a model id string"},
 
 		// stream and stream_options.
 		{"stream string", with(`"stream":"true"`), "stream", "must be a boolean, got a string"},
-		{"stream null", with(`"stream":null`), "stream", "must be a boolean, got null"},
+		{"stream_options obfuscation", with(`"stream_options":{"include_obfuscation":"no"}`), "stream_options.include_obfuscation", "must be a boolean"},
+		{"custom tool without name", with(`"tools":[{"type":"custom","custom":{"description":"d"}}]`), "tools[0].custom.name", "required"},
+		{"custom tool without custom", with(`"tools":[{"type":"custom"}]`), "tools[0].custom", "required"},
+		{"custom tool grammar syntax", with(`"tools":[{"type":"custom","custom":{"name":"c","format":{"type":"grammar","grammar":{"definition":"x","syntax":"ebnf"}}}}]`), "tools[0].custom.format.grammar.syntax", "must be one of lark, regex"},
+		{"tool type unknown", with(`"tools":[{"type":"mcp","function":{"name":"f"}}]`), "tools[0].type", "must be one of function, custom"},
+		{"function message without name", msgs(`[{"role":"function","content":"42"}]`), "messages[0].name", "required in a function message"},
+		{"function message content object", msgs(`[{"role":"function","name":"f","content":{}}]`), "messages[0].content", "must be a string or null"},
+		{"function_call without arguments", msgs(`[{"role":"assistant","content":null,"function_call":{"name":"f"}}]`), "messages[0].function_call.arguments", "required"},
 		{"stream_options string", with(`"stream_options":"usage"`), "stream_options", "must be an object"},
 		{"include_usage string", with(`"stream_options":{"include_usage":"yes"}`), "stream_options.include_usage", "must be a boolean"},
 		{"stream_options unknown", with(`"stream_options":{"include_usage":true,"x":1}`), "stream_options.x", "unknown field"},
@@ -302,7 +320,6 @@ func TestChatRejects(t *testing.T) {
 
 		// response_format (2.1.3).
 		{"format string", with(`"response_format":"json"`), "response_format", "must be an object"},
-		{"format null", with(`"response_format":null`), "response_format", "got null"},
 		{"format without type", with(`"response_format":{}`), "response_format.type", "required"},
 		{"format unknown type", with(`"response_format":{"type":"xml"}`), "response_format.type", "must be one of text, json_object, json_schema, grammar, python"},
 		{"json_schema missing", with(`"response_format":{"type":"json_schema"}`), "response_format.json_schema", "required when type is json_schema"},
@@ -537,13 +554,17 @@ func runRejects[T any](t *testing.T, fn func([]byte) (T, *apierr.Error), cases [
 
 func TestEmbeddingsAccepts(t *testing.T) {
 	for name, body := range map[string]string{
-		"string":         `{"model":"openai/text-embedding-3-small","input":"hello"}`,
-		"strings":        `{"model":"a/b","input":["a","b"],"encoding_format":"base64","dimensions":256,"user":"u","provider":{"order":["x"],"allow_fallbacks":true}}`,
-		"float":          `{"model":"a/b","input":"x","encoding_format":"float"}`,
-		"multimodal":     `{"model":"a/b","input":[{"content":[{"type":"text","text":"cat"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA"}}]},{"content":[{"type":"text","text":"dog"}]}]}`,
-		"2048 inputs":    `{"model":"a/b","input":[` + repeat(`"x"`, MaxEmbeddingInputs) + `]}`,
-		"unknown fields": `{"model":"a/b","input":"x","input_type":"query","truncate":"END"}`,
-		"null provider":  `{"model":"a/b","input":"x","provider":null}`,
+		"string":          `{"model":"openai/text-embedding-3-small","input":"hello"}`,
+		"strings":         `{"model":"a/b","input":["a","b"],"encoding_format":"base64","dimensions":256,"user":"u","provider":{"order":["x"],"allow_fallbacks":true}}`,
+		"float":           `{"model":"a/b","input":"x","encoding_format":"float"}`,
+		"multimodal":      `{"model":"a/b","input":[{"content":[{"type":"text","text":"cat"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA"}}]},{"content":[{"type":"text","text":"dog"}]}]}`,
+		"2048 inputs":     `{"model":"a/b","input":[` + repeat(`"x"`, MaxEmbeddingInputs) + `]}`,
+		"unknown fields":  `{"model":"a/b","input":"x","input_type":"query","truncate":"END"}`,
+		"null provider":   `{"model":"a/b","input":"x","provider":null}`,
+		"token ids":       `{"model":"a/b","input":[1,2,3]}`,
+		"token id arrays": `{"model":"a/b","input":[[1,2,3],[4]]}`,
+		"null user":       `{"model":"a/b","input":"x","user":null,"encoding_format":null}`,
+		"no vendor":       `{"model":"text-embedding-3-small","input":"x"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Embeddings([]byte(body)); err != nil {
@@ -560,7 +581,7 @@ func TestEmbeddingsRejects(t *testing.T) {
 		{"malformed", `{"model":"a/b",`, "", "not valid JSON"},
 		{"array body", `["x"]`, "", "must be a JSON object"},
 		{"model missing", `{"input":"x"}`, "model", "required"},
-		{"model without vendor", `{"model":"ada","input":"x"}`, "model", "<vendor>/<model_name>"},
+		{"model with a slash too many", `{"model":"a/b/c","input":"x"}`, "model", "<vendor>/<model_name>"},
 		{"model number", `{"model":1,"input":"x"}`, "model", "must be a model id string"},
 		{"input missing", `{"model":"a/b"}`, "input", "required"},
 		{"input empty", e(`"input":""`), "input", "must not be empty"},
@@ -569,8 +590,11 @@ func TestEmbeddingsRejects(t *testing.T) {
 		{"input object", e(`"input":{"content":[]}`), "input", "got an object"},
 		{"input empty array", e(`"input":[]`), "input", "must have at least 1 item"},
 		{"input empty item", e(`"input":["a",""]`), "input[1]", "must not be empty"},
-		{"token ids", e(`"input":[1,2,3]`), "input[0]", "token-id input is not supported"},
-		{"token id arrays", e(`"input":[[1,2,3]]`), "input[0]", "token-id input is not supported"},
+		{"token id negative", e(`"input":[1,-2,3]`), "input[1]", "must be an integer between 0 and"},
+		{"token id fraction", e(`"input":[[1,2.5]]`), "input[0][1]", "must be an integer"},
+		{"token id string", e(`"input":[1,"a"]`), "input[1]", "must be an integer"},
+		{"token id array empty", e(`"input":[[1],[]]`), "input[1]", "must have at least 1 item"},
+		{"token ids mixed with strings", e(`"input":["a",[1]]`), "input[1]", "mixes strings and multimodal items (or token-id arrays)"},
 		{"input bool item", e(`"input":[true]`), "input[0]", "must be a string or a multimodal item"},
 		{"too many inputs", e(`"input":[` + repeat(`"x"`, MaxEmbeddingInputs+1) + `]`), "input", "at most 2048 inputs per request, got 2049"},
 		{"mixed kinds", e(`"input":["a",{"content":[{"type":"text","text":"b"}]}]`), "input[1]", "mixes strings and multimodal items"},

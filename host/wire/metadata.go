@@ -20,6 +20,15 @@ type Metadata struct {
 	Requested string           `json:"requested"`
 	Strategy  string           `json:"strategy"`
 	Summary   string           `json:"summary"`
+	// MaxOutputTokens is set when the request's max output was above the
+	// serving endpoint's maximum and was clamped to it.
+	MaxOutputTokens *Clamp `json:"max_output_tokens,omitempty"`
+}
+
+// Clamp is a requested max output and the endpoint maximum sent instead.
+type Clamp struct {
+	Requested int `json:"requested"`
+	ClampedTo int `json:"clamped_to"`
 }
 
 // Endpoints lists the endpoints routing considered.

@@ -11,6 +11,7 @@ package translate
 
 import (
 	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/chatparams"
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
 )
@@ -23,24 +24,20 @@ type Adapter struct {
 	Build string
 }
 
-// chatParams are the request fields an OpenAI-compatible chat API accepts.
-// Everything else (gateway-only fields such as provider, plugins, models,
-// session_id, debug) is dropped; the host additionally names, in ctx.drop,
-// the optional parameters this endpoint does not support.
-//
-// This is the adapter's one parameter list; when the shared list of
-// optional chat parameters (abi/chatparams) lands, it replaces the optional
-// ones here.
-var chatParams = map[string]bool{
-	"messages": true, "stream": true, "temperature": true, "top_p": true, "top_k": true, "min_p": true,
-	"repetition_penalty": true, "frequency_penalty": true, "presence_penalty": true,
-	"logit_bias": true, "logprobs": true, "top_logprobs": true, "max_completion_tokens": true,
-	"max_tokens": true, "seed": true, "stop": true, "response_format": true, "tools": true,
-	"tool_choice": true, "parallel_tool_calls": true, "reasoning_effort": true, "modalities": true,
-	"user": true, "service_tier": true, "metadata": true, "n": true, "audio": true,
-	"prediction": true, "web_search_options": true, "verbosity": true, "prompt_cache_key": true,
-	"safety_identifier": true, "functions": true, "function_call": true, "store": true,
-}
+// forwarded are the request fields an OpenAI-compatible chat API accepts:
+// the chat parameters the shared list marks Forwarded. Everything else
+// (gateway-only fields such as provider, plugins, models, session_id,
+// debug) is dropped; the host additionally names, in ctx.drop, the optional
+// parameters this endpoint does not support. (Custom tools travel in tools;
+// the host removes them from the body of an endpoint that does not take
+// them, so ctx.drop's custom_tools needs nothing here.)
+var forwarded = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range chatparams.Names(chatparams.Forwarded) {
+		m[name] = true
+	}
+	return m
+}()
 
 func (a *Adapter) headers(out *sdk.Out) {
 	out.FieldString("Authorization: Bearer " + abi.APIKeyPlaceholder + "\nContent-Type: application/json\nX-Switchyard-Adapter: " + a.Build + "\n")
@@ -68,7 +65,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 		case key == "model" || key == "stream_options":
 		case key == "reasoning":
 			effort = v.Get("effort")
-		case !chatParams[key] || drops.Dropped(key):
+		case !forwarded[key] || drops.Dropped(key):
 		default:
 			if key == "reasoning_effort" {
 				hasEffort = true
@@ -118,9 +115,10 @@ func (a *Adapter) EmbedRequest(in *sdk.In, out *sdk.Out) error {
 	return nil
 }
 
-// writeInput passes strings through and flattens multimodal items that hold
-// only text into strings, which every OpenAI-compatible server accepts. Items
-// with images are passed as they are, for servers that embed images.
+// writeInput passes strings and token ids through and flattens multimodal
+// items that hold only text into strings, which every OpenAI-compatible
+// server accepts. Items with images are passed as they are, for servers that
+// embed images.
 func writeInput(out *sdk.Out, v gjson.Result) {
 	if !v.IsArray() || !onlyText(v) {
 		out.Member("input", v.Raw)
@@ -147,7 +145,9 @@ func writeInput(out *sdk.Out, v gjson.Result) {
 func onlyText(items gjson.Result) bool {
 	ok := true
 	items.ForEach(func(_, item gjson.Result) bool {
-		if item.IsObject() {
+		if item.Type == gjson.Number || item.IsArray() {
+			ok = false // token ids: passed as they are
+		} else if item.IsObject() {
 			item.Get("content").ForEach(func(_, p gjson.Result) bool {
 				ok = p.Get("type").Str == "text"
 				return ok

@@ -58,6 +58,14 @@ func TestEmbed(t *testing.T) {
 		{"text-only multimodal items flattened",
 			`{"model":"openai/text-embedding-3-small","dimensions":256,"input":["a",{"content":[{"type":"text","text":"b"},{"type":"text","text":"c"}]}]}`,
 			`{"model":"text-embedding-ada-002","dimensions":256,"input":["a","b\nc"],"encoding_format":"float"}`},
+		// The API reference's input: "array of integers, or array of
+		// arrays of integers" (token ids) pass as they are.
+		{"token ids",
+			`{"model":"openai/text-embedding-3-small","input":[9906,1917]}`,
+			`{"model":"text-embedding-ada-002","input":[9906,1917],"encoding_format":"float"}`},
+		{"token id arrays",
+			`{"model":"openai/text-embedding-3-small","input":[[9906],[1917,0]]}`,
+			`{"model":"text-embedding-ada-002","input":[[9906],[1917,0]],"encoding_format":"float"}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

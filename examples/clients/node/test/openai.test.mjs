@@ -72,3 +72,71 @@ test('errors surface as APIError with the gateway status', async () => {
     (err) => err instanceof OpenAI.AuthenticationError && err.status === 401,
   );
 });
+
+// What the SDK's own request types allow and the gateway once refused (issue 9).
+test('null for optional fields', async () => {
+  const res = await client.chat.completions.create({
+    model: 'test/chat',
+    messages: [{ role: 'user', content: 'nulls from node', name: null }],
+    stream: null, metadata: null, modalities: null, response_format: null,
+    tools: null, tool_choice: null, user: null,
+  });
+  assert.match(res.choices[0].message.content, /You said: nulls from node/);
+});
+
+test('stream_options.include_obfuscation', async () => {
+  const stream = await client.chat.completions.create({
+    model: 'test/chat',
+    stream: true,
+    stream_options: { include_usage: true, include_obfuscation: false },
+    messages: [{ role: 'user', content: 'obfuscation' }],
+  });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  assert.match(text, /You said: obfuscation/);
+});
+
+test('custom tools (dropped for an endpoint that does not take them)', async () => {
+  const res = await client.chat.completions.create({
+    model: 'test/chat',
+    messages: [{ role: 'user', content: 'custom tool' }],
+    tools: [
+      { type: 'function', function: { name: 'get_weather', description: null, parameters: null } },
+      { type: 'custom', custom: { name: 'code_exec', description: 'runs code', format: { type: 'grammar', grammar: { definition: 'start: /.+/', syntax: 'lark' } } } },
+    ],
+  });
+  assert.equal(res.object, 'chat.completion');
+});
+
+test('legacy function messages', async () => {
+  const res = await client.chat.completions.create({
+    model: 'test/chat',
+    messages: [
+      { role: 'user', content: 'weather in Oslo?' },
+      { role: 'assistant', content: null, function_call: { name: 'get_weather', arguments: '{"city":"Oslo"}' } },
+      { role: 'function', name: 'get_weather', content: '-3 C' },
+    ],
+  });
+  assert.equal(res.object, 'chat.completion');
+});
+
+test('max_tokens above the model maximum is clamped, not "model not found"', async () => {
+  const res = await client.chat.completions.create({
+    model: 'test/chat', max_tokens: 100000, messages: [{ role: 'user', content: 'long' }],
+  });
+  assert.equal(res.object, 'chat.completion');
+});
+
+test('embeddings from token ids (as LangChain sends them)', async () => {
+  const res = await client.embeddings.create({ model: 'test/embed', input: [[15339, 1917], [9906]] });
+  assert.equal(res.data.length, 2);
+  const one = await client.embeddings.create({ model: 'test/embed', input: [15339, 1917] });
+  assert.equal(one.data.length, 1);
+});
+
+test('a model name without a vendor: 400 with close matches', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'x' }] }),
+    (err) => err instanceof OpenAI.BadRequestError && /did you mean test\/chat/.test(err.message),
+  );
+});

@@ -1,0 +1,72 @@
+package dispatch
+
+import (
+	"slices"
+
+	"github.com/switchyard/switchyard/abi/chatparams"
+	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/route"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// bodyFor is the request body one endpoint's adapter gets. The request is
+// the same for every attempt; what an endpoint cannot take is shaped here,
+// once per attempt, so every adapter benefits (docs/interface-choices.md):
+//
+//   - chat: custom tools are removed for an endpoint that does not list
+//     custom_tools in its supported_parameters (drop names it), and a max
+//     output above the endpoint's maximum is clamped to it;
+//   - embeddings: token-id input goes to providers that take ids
+//     (embedding_token_ids); the others get Job.TextBody, the ids decoded.
+//
+// The common request needs none of it and gets Job.Body as it is.
+func (job *Job) bodyFor(ep *catalog.Endpoint, drop []string) []byte {
+	if job.Route.Kind == catalog.KindEmbedding {
+		if job.TextBody != nil && !ep.Provider.EmbeddingTokenIDs {
+			return job.TextBody
+		}
+		return job.Body
+	}
+	body := job.Body
+	if slices.Contains(drop, chatparams.CustomTools) {
+		body = withoutCustomTools(body)
+	}
+	if _, ok := route.ClampedOutput(ep, job.MaxOutput); ok {
+		for _, k := range []string{"max_tokens", "max_completion_tokens"} {
+			if n := gjson.GetBytes(body, k); n.Type == gjson.Number {
+				if limit, ok := route.ClampedOutput(ep, int(n.Int())); ok {
+					body, _ = sjson.SetBytes(body, k, limit)
+				}
+			}
+		}
+	}
+	return body
+}
+
+// withoutCustomTools removes custom tools, and a tool_choice naming one;
+// with no tool left, tools and tool_choice go. It returns a new body: the
+// job's is shared by every attempt.
+func withoutCustomTools(body []byte) []byte {
+	kept := []byte{'['}
+	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
+		if t.Get("type").Str != "custom" {
+			if len(kept) > 1 {
+				kept = append(kept, ',')
+			}
+			kept = append(kept, t.Raw...)
+		}
+		return true
+	})
+	kept = append(kept, ']')
+	if len(kept) == 2 {
+		body, _ = sjson.DeleteBytes(body, "tools")
+		body, _ = sjson.DeleteBytes(body, "tool_choice")
+		return body
+	}
+	body, _ = sjson.SetRawBytes(body, "tools", kept)
+	if gjson.GetBytes(body, "tool_choice.type").Str == "custom" {
+		body, _ = sjson.DeleteBytes(body, "tool_choice")
+	}
+	return body
+}

@@ -1,0 +1,60 @@
+package dispatch
+
+import (
+	"testing"
+
+	"github.com/switchyard/switchyard/abi/chatparams"
+	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/route"
+	"github.com/tidwall/gjson"
+)
+
+// TestBodyFor: what each endpoint's adapter gets, and that shaping one
+// attempt's body leaves the job's (every attempt's) untouched.
+func TestBodyFor(t *testing.T) {
+	const custom = `{"type":"custom","custom":{"name":"c"}}`
+	const fn = `{"type":"function","function":{"name":"f"}}`
+	chat := func(max int, body string) *Job {
+		return &Job{Route: routeKind(catalog.KindChat), MaxOutput: max, Body: []byte(body)}
+	}
+	small := &catalog.Endpoint{MaxOutput: 100, Provider: &catalog.Provider{}}
+	large := &catalog.Endpoint{MaxOutput: 0, Provider: &catalog.Provider{}}
+	ids := &catalog.Endpoint{Provider: &catalog.Provider{EmbeddingTokenIDs: true}}
+	text := &catalog.Endpoint{Provider: &catalog.Provider{}}
+	embed := &Job{Route: routeKind(catalog.KindEmbedding), Body: []byte(`{"input":[1,2]}`), TextBody: []byte(`{"input":"hi"}`)}
+	cases := []struct {
+		name string
+		job  *Job
+		ep   *catalog.Endpoint
+		drop []string
+		want string
+	}{
+		{"nothing to shape", chat(50, `{"max_tokens":50}`), small, nil, `{"max_tokens":50}`},
+		{"max output clamped", chat(500, `{"max_tokens":500,"max_completion_tokens":80}`), small, nil,
+			`{"max_tokens":100,"max_completion_tokens":80}`},
+		{"no endpoint maximum", chat(500, `{"max_tokens":500}`), large, nil, `{"max_tokens":500}`},
+		{"custom tools dropped", chat(0, `{"tools":[`+fn+`,`+custom+`],"tool_choice":"auto"}`), large,
+			[]string{chatparams.CustomTools}, `{"tools":[` + fn + `],"tool_choice":"auto"}`},
+		{"only custom tools dropped, with their choice", chat(0, `{"tools":[`+custom+`],"tool_choice":{"type":"custom","custom":{"name":"c"}}}`), large,
+			[]string{chatparams.CustomTools}, `{}`},
+		{"custom tools kept", chat(0, `{"tools":[`+custom+`]}`), large, nil, `{"tools":[` + custom + `]}`},
+		{"token ids to a provider that takes them", embed, ids, nil, `{"input":[1,2]}`},
+		{"token ids decoded for the others", embed, text, nil, `{"input":"hi"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := string(tc.job.Body)
+			got := tc.job.bodyFor(tc.ep, tc.drop)
+			if !gjson.ValidBytes(got) || compact(got) != compact([]byte(tc.want)) {
+				t.Errorf("body %s, want %s", got, tc.want)
+			}
+			if string(tc.job.Body) != before {
+				t.Errorf("the job's body changed to %s", tc.job.Body)
+			}
+		})
+	}
+}
+
+func compact(b []byte) string { return gjson.ParseBytes(b).Get("@ugly").Raw }
+
+func routeKind(k catalog.Kind) route.Request { return route.Request{Kind: k} }

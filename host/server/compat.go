@@ -1,0 +1,290 @@
+package server
+
+// Client compatibility (issue 9): what real clients send that validation
+// accepts but upstreams may refuse, normalised once in the host right after
+// validation, before plugins and routing, so every adapter benefits:
+//
+//   - null for an optional field means absent: the nulls OpenAI's SDK types
+//     allow (stream, metadata, modalities, response_format, tools,
+//     tool_choice, user, a function's description and parameters, a
+//     message's name) are removed, since some providers reject them;
+//   - stream_options.include_obfuscation has no effect (the gateway's chunks
+//     carry no obfuscation padding) and is removed;
+//   - legacy function calling in the conversation becomes tool calling: an
+//     assistant function_call becomes tool_calls[0] with a generated id, and
+//     the role "function" message answering it a role "tool" message with
+//     that id;
+//   - a model name without a vendor is resolved through the catalog's
+//     aliases (400 with close matches when none covers it);
+//   - embeddings input as token ids is also decoded to text, for the
+//     providers that take no ids.
+//
+// The typed request is read again from the normalised body, so what routes
+// and bills (models, parameters, max output) is what goes upstream. What
+// differs per endpoint — custom tools (chatparams.CustomTools), a max
+// output above the endpoint's maximum, token ids or text — is shaped per
+// attempt by the dispatcher (host/dispatch/body.go).
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/tokenize"
+	"github.com/switchyard/switchyard/host/validate"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// chatNullable are the top-level fields whose null is removed.
+var chatNullable = []string{"stream", "stream_options", "metadata", "modalities", "response_format", "tools", "tool_choice", "user"}
+
+// normalizeChat normalises a validated chat request (see the file
+// comment). A request that needed nothing is returned as it is; otherwise
+// the typed request is read again from the normalised body.
+func (s *Server) normalizeChat(req *validate.ChatRequest) (*validate.ChatRequest, *apierr.Error) {
+	body, err := s.chatCompat(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if string(body) == string(req.Body) {
+		return req, nil
+	}
+	return revalidate(validate.Chat(body))
+}
+
+// revalidate passes on the request read from a normalised body. The
+// normalisations keep a valid body valid, so a failure here is the
+// gateway's fault, not the client's.
+func revalidate[R any](req *R, err *apierr.Error) (*R, *apierr.Error) {
+	if err != nil {
+		return nil, &apierr.Error{Status: http.StatusInternalServerError,
+			Message: "the gateway made the request invalid while normalising it: " + err.Message}
+	}
+	return req, nil
+}
+
+// chatCompat normalises a validated chat body (see the file comment).
+func (s *Server) chatCompat(body []byte) ([]byte, *apierr.Error) {
+	body, err := s.resolveModels(body, "model", "models")
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Contains(body, []byte("null")) {
+		body = stripChatNulls(body)
+	}
+	if bytes.Contains(body, []byte(`"function`)) {
+		body = mapLegacyFunctions(body)
+	}
+	if gjson.GetBytes(body, "stream_options.include_obfuscation").Exists() {
+		body, _ = sjson.DeleteBytes(body, "stream_options.include_obfuscation")
+	}
+	return body, nil
+}
+
+// resolveModels rewrites the model fields (a string at the first path, an
+// array at the second, if given) to catalog ids through the aliases.
+func (s *Server) resolveModels(body []byte, single string, list ...string) ([]byte, *apierr.Error) {
+	set := func(path, name string) *apierr.Error {
+		to, err := s.Router.Resolve(name)
+		if err != nil {
+			return err
+		}
+		if to != name {
+			body, _ = sjson.SetBytes(body, path, to)
+		}
+		return nil
+	}
+	if m := gjson.GetBytes(body, single); m.Type == gjson.String {
+		if err := set(single, m.Str); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range list {
+		var err *apierr.Error
+		gjson.GetBytes(body, l).ForEach(func(k, m gjson.Result) bool {
+			if m.Type == gjson.String {
+				err = set(l+"."+k.String(), m.Str)
+			}
+			return err == nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+func stripChatNulls(body []byte) []byte {
+	del := func(path string) { body, _ = sjson.DeleteBytes(body, path) }
+	for _, k := range chatNullable {
+		if gjson.GetBytes(body, k).Type == gjson.Null {
+			del(k)
+		}
+	}
+	gjson.GetBytes(body, "tools").ForEach(func(i, t gjson.Result) bool {
+		for _, kind := range []string{"function", "custom"} {
+			t.Get(kind).ForEach(func(k, v gjson.Result) bool {
+				if v.Type == gjson.Null && k.Str != "strict" {
+					del("tools." + i.String() + "." + kind + "." + k.Str)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	gjson.GetBytes(body, "messages").ForEach(func(i, m gjson.Result) bool {
+		for _, k := range []string{"name", "function_call"} {
+			if m.Get(k).Type == gjson.Null {
+				del("messages." + i.String() + "." + k)
+			}
+		}
+		return true
+	})
+	return body
+}
+
+// mapLegacyFunctions turns assistant function_call fields and role
+// "function" messages into tool calls and tool messages. A function message
+// answers the latest unanswered function_call of the same name (the legacy
+// protocol has one call at a time, so that is the one before it); one with
+// no such call gets an id of its own.
+func mapLegacyFunctions(body []byte) []byte {
+	msgs := gjson.GetBytes(body, "messages")
+	legacy := false
+	msgs.ForEach(func(_, m gjson.Result) bool {
+		legacy = m.Get("function_call").IsObject() || m.Get("role").Str == "function"
+		return !legacy
+	})
+	if !legacy {
+		return body
+	}
+	type call struct{ id, name string }
+	var open []call
+	out := []byte{'['}
+	msgs.ForEach(func(i, m gjson.Result) bool {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		raw := []byte(m.Raw)
+		switch fc := m.Get("function_call"); {
+		case m.Get("role").Str == "assistant" && fc.IsObject():
+			id := "call_fn_" + i.String()
+			open = append(open, call{id, fc.Get("name").Str})
+			tc := `{"id":` + strconv.Quote(id) + `,"type":"function","function":` + fc.Raw + `}`
+			raw, _ = sjson.DeleteBytes(raw, "function_call")
+			if prev := m.Get("tool_calls"); prev.IsArray() && len(prev.Array()) > 0 {
+				raw, _ = sjson.SetRawBytes(raw, "tool_calls.-1", []byte(tc))
+			} else {
+				raw, _ = sjson.SetRawBytes(raw, "tool_calls", []byte("["+tc+"]"))
+			}
+		case m.Get("role").Str == "function":
+			name := m.Get("name").Str
+			id := "call_fn_" + i.String()
+			for j := len(open) - 1; j >= 0; j-- {
+				if open[j].name == name {
+					id = open[j].id
+					open = slices.Delete(open, j, j+1)
+					break
+				}
+			}
+			content := m.Get("content").Raw
+			if m.Get("content").Type != gjson.String {
+				content = `""` // a tool message's content is a string
+			}
+			raw = []byte(`{"role":"tool","tool_call_id":` + strconv.Quote(id) + `,"content":` + content + `}`)
+		}
+		out = append(out, raw...)
+		return true
+	})
+	out = append(out, ']')
+	body, _ = sjson.SetRawBytes(body, "messages", out)
+	return body
+}
+
+// normalizeEmbeddings normalises a validated embeddings request: the model
+// through the aliases, and null user and encoding_format removed. When the
+// input is token ids it also returns the body with the ids decoded to text
+// with the model's tokenizer, for providers that take text
+// (dispatch.Job.TextBody).
+func (s *Server) normalizeEmbeddings(req *validate.EmbeddingsRequest) (*validate.EmbeddingsRequest, []byte, *apierr.Error) {
+	body, err := s.resolveModels(req.Body, "model")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range []string{"user", "encoding_format"} {
+		if gjson.GetBytes(body, k).Type == gjson.Null {
+			body, _ = sjson.DeleteBytes(body, k)
+		}
+	}
+	if string(body) != string(req.Body) {
+		if req, err = revalidate(validate.Embeddings(body)); err != nil {
+			return nil, nil, err
+		}
+	}
+	text, err := decodeTokenIDs(req.Model, req.Input)
+	if err != nil || text == nil {
+		return req, nil, err
+	}
+	text, _ = sjson.SetRawBytes(append([]byte(nil), req.Body...), "input", text)
+	return req, text, nil
+}
+
+// decodeTokenIDs is an embeddings input given as token ids ([1,2,3] or
+// [[1,2],[3]]) as text (a string or an array of strings), decoded with
+// model's tokenizer; nil when the input is not token ids.
+func decodeTokenIDs(model string, input gjson.Result) ([]byte, *apierr.Error) {
+	first := input.Get("0")
+	if first.Type != gjson.Number && !first.IsArray() {
+		return nil, nil
+	}
+	enc, eerr := tokenize.ForModel(model)
+	if eerr != nil {
+		return nil, apierr.New(http.StatusInternalServerError, "tokenizer for %s: %v", model, eerr)
+	}
+	decode := func(arr gjson.Result) (string, *apierr.Error) {
+		ids := make([]int, 0, 64)
+		arr.ForEach(func(_, id gjson.Result) bool { ids = append(ids, int(id.Int())); return true })
+		t, err := enc.Decode(ids)
+		if err != nil {
+			return "", apierr.BadRequest("input", "%v; token ids must come from %s's tokenizer (%s)", err, model, enc.Name())
+		}
+		return t, nil
+	}
+	var text []byte
+	if first.Type == gjson.Number {
+		t, err := decode(input)
+		if err != nil {
+			return nil, err
+		}
+		text = jsonString(nil, t)
+	} else {
+		text = []byte{'['}
+		var derr *apierr.Error
+		input.ForEach(func(_, arr gjson.Result) bool {
+			var t string
+			if t, derr = decode(arr); derr != nil {
+				return false
+			}
+			if len(text) > 1 {
+				text = append(text, ',')
+			}
+			text = jsonString(text, t)
+			return true
+		})
+		if derr != nil {
+			return nil, derr
+		}
+		text = append(text, ']')
+	}
+	return text, nil
+}
+
+// jsonString appends t as a JSON string.
+func jsonString(dst []byte, t string) []byte {
+	q, _ := json.Marshal(t)
+	return append(dst, q...)
+}

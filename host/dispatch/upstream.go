@@ -33,7 +33,10 @@ type Call struct {
 	// Ctx is the adapter context of this attempt, for the response hooks.
 	Ctx wire.AdapterCtx
 
-	d        *Dispatcher
+	d *Dispatcher
+	// sent reports the request went out to the upstream: from then on the
+	// provider may bill it, even if we cancel the call.
+	sent     bool
 	release  func()
 	cancel   context.CancelFunc
 	timer    *time.Timer
@@ -67,7 +70,9 @@ func (u *Call) Hook(ctx context.Context, hook abi.Hook, fields ...[]byte) (*wasm
 }
 
 // send runs the adapter's request hook and calls the upstream. On success
-// the caller owns the returned call and must close it.
+// the caller owns the returned call and must close it; on a failure after
+// the request went out the call is returned closed, to date the attempt
+// and say it was sent.
 func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Hook, body []byte, actx wire.AdapterCtx) (*Call, *apierr.Error) {
 	mod, release := d.Modules.Acquire(ep.Provider.Adapter)
 	if mod == nil {
@@ -120,17 +125,18 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		timedOut.Store(true)
 		cancel()
 	})
+	u.sent = true
 	resp, derr := d.Client.Do(req)
 	if derr != nil {
 		e := u.TransportError(ctx, derr)
 		u.Close()
-		return nil, e
+		return u, e
 	}
 	u.Resp = resp
 	if resp.StatusCode/100 != 2 {
 		e := u.upstreamError(ctx)
 		u.Close()
-		return nil, e
+		return u, e
 	}
 	return u, nil
 }

@@ -129,7 +129,8 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 			return r, err
 		}
 		res.AddFailedAttempt(billing.Usage{})
-		d.report(ep, false, err.Status, time.Since(call.startedOr()), 0)
+		d.Router.Report(ep, route.Outcome{Status: err.Status, TTFT: time.Since(call.startedOr()),
+			Duration: time.Since(call.startedOr()), RetryAfter: err.RetryAfter})
 		last = err
 		if !err.Retryable || !job.Route.Prefs.AllowFallbacks() {
 			break

@@ -184,7 +184,32 @@ func (u *Call) upstreamError(ctx context.Context) *apierr.Error {
 		Metadata:  map[string]any{"provider_name": u.Endpoint.Provider.Slug, "upstream_status": status},
 		Retryable: retryable(code),
 	}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == apierr.StatusOverloaded {
+		e.RetryAfter = retryAfter(u.Resp.Header, time.Now())
+	}
 	return e
+}
+
+// maxRetryAfter bounds what an upstream's Retry-After can make the gateway
+// say or do: a day is longer than any real rate-limit window.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfter reads a response's Retry-After (RFC 9110: delay seconds or an
+// HTTP date), or OpenAI's retry-after-ms; 0 when absent, unparseable or
+// already past.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	var d time.Duration
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		d = time.Duration(ms * float64(time.Millisecond))
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs > 0 {
+			d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
+		} else if at, err := http.ParseTime(v); err == nil && at.After(now) {
+			d = at.Sub(now)
+		}
+	}
+	return min(d, maxRetryAfter)
 }
 
 func retryable(status int) bool {

@@ -3,14 +3,17 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/switchyard/switchyard/abi"
@@ -154,13 +157,37 @@ func (u *Call) TransportError(ctx context.Context, err error) *apierr.Error {
 	case ctx.Err() != nil:
 		return &apierr.Error{Status: 499, Message: "client closed the request"}
 	}
-	msg := err.Error()
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		msg = ue.Err.Error()
-	}
+	// The client learns what went wrong, not where: the dial error names the
+	// upstream's address (often an internal one). The whole error is the
+	// cause, which goes to the log only.
 	return &apierr.Error{Status: http.StatusBadGateway, Retryable: true, Cause: err,
-		Message: u.Scrub(fmt.Sprintf("could not reach provider %s: %s", slug, msg))}
+		Message: fmt.Sprintf("could not reach provider %s: %s", slug, reachFailure(err))}
+}
+
+// reachFailure names the kind of a transport failure in words that carry
+// no address, host name or port.
+func reachFailure(err error) string {
+	var dns *net.DNSError
+	var nerr net.Error
+	var cert *tls.CertificateVerificationError
+	var rec tls.RecordHeaderError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "host unreachable"
+	case errors.As(err, &dns):
+		return "its host name could not be resolved"
+	case errors.As(err, &cert), errors.As(err, &rec):
+		return "TLS handshake failed"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed before the response was complete"
+	case errors.As(err, &nerr) && nerr.Timeout():
+		return "timed out"
+	}
+	return "connection failed"
 }
 
 // upstreamError turns a non-2xx upstream response into the gateway's error,

@@ -1,11 +1,15 @@
 package server_test
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 )
 
@@ -84,4 +88,47 @@ func TestUpstreamRetryAfterKept(t *testing.T) {
 			t.Fatalf("the provider that asked for 300 s of quiet was called %d times in a row", calls.Load())
 		}
 	})
+}
+
+// TestConnectionErrorsHideUpstreamAddress: a provider that cannot be
+// reached is named, with the kind of failure — never its address or port,
+// neither in the answer nor in the generation record a tenant can read.
+func TestConnectionErrorsHideUpstreamAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	ln.Close() // nothing listens there now: connection refused
+	port := strconv.Itoa(addr.Port)
+
+	reset := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close() // a reset before any response
+		}
+	}))
+	defer reset.Close()
+	resetPort := reset.URL[strings.LastIndex(reset.URL, ":")+1:]
+
+	for _, tc := range []struct {
+		name, base, port, want string
+	}{
+		{"refused", "http://127.0.0.1:" + port + "/v1", port, "could not reach provider raw: connection refused"},
+		{"reset", reset.URL + "/v1", resetPort, "could not reach provider raw: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := rawGatewayAt(t, tc.base, false)
+			resp, body := post(t, g, "/chat/completions", rawHello)
+			wantError(t, resp, body, http.StatusBadGateway, tc.want)
+			var gens []string
+			_ = g.Ledger.Generations(g.AccountID, func(x *billing.Generation) bool { gens = append(gens, x.Error); return true })
+			for _, text := range append(gens, body.Raw) {
+				if strings.Contains(text, "127.0.0.1") || strings.Contains(text, tc.port) || strings.Contains(text, "dial tcp") {
+					t.Fatalf("the upstream's address reached a client-visible text: %q", text)
+				}
+			}
+		})
+	}
 }

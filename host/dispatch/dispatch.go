@@ -8,6 +8,7 @@ package dispatch
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -32,6 +33,16 @@ type Dispatcher struct {
 	// RequestTimeout is the whole request's limit (the caller's ctx carries
 	// it; here it only names it in messages).
 	AttemptTimeout, RequestTimeout time.Duration
+	// Log receives what the dispatcher repairs or refuses in upstream
+	// answers; nil means slog.Default().
+	Log *slog.Logger
+}
+
+func (d *Dispatcher) log() *slog.Logger {
+	if d.Log == nil {
+		return slog.Default()
+	}
+	return d.Log
 }
 
 // Job is one request to run.

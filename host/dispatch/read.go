@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/wire"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -33,9 +34,17 @@ func ReadChat(ctx context.Context, call *Call) ([]byte, *apierr.Error) {
 		}
 		raw = out.Field(0)
 	}
-	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
+	raw, fixes, ok := wire.RepairCompletion(raw)
+	if !ok {
+		call.d.log().Warn("upstream completion refused", "provider", call.Endpoint.Provider.Slug,
+			"generation", call.Ctx.GenerationID, "reasons", fixes)
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
 			Message: "provider " + call.Endpoint.Provider.Slug + " returned a response that is not a chat completion"}
+	}
+	if len(fixes) > 0 {
+		// A wrong-typed field or invalid UTF-8 never reaches the client.
+		call.d.log().Warn("upstream completion repaired", "provider", call.Endpoint.Provider.Slug,
+			"generation", call.Ctx.GenerationID, "reasons", fixes)
 	}
 	return raw, nil
 }

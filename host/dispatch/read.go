@@ -101,7 +101,7 @@ func normalizeEmbeddings(call *Call, raw []byte, want int, b64 bool) ([]byte, *a
 			out = append(out, ',')
 		}
 		emb := it.Get("embedding")
-		if !emb.IsArray() && emb.Type != gjson.String {
+		if !validEmbedding(emb) {
 			return nil, bad
 		}
 		out = append(out, `{"object":"embedding","index":`...)
@@ -123,6 +123,24 @@ func normalizeEmbeddings(call *Call, raw []byte, want int, b64 bool) ([]byte, *a
 		out, _ = sjson.SetRawBytes(out, "usage", []byte(u.Raw))
 	}
 	return out, nil
+}
+
+// validEmbedding reports whether e is what a client may be handed as an
+// embedding: an array of numbers, or base64 (the upstream encoded it).
+func validEmbedding(e gjson.Result) bool {
+	switch {
+	case e.Type == gjson.String:
+		_, err := base64.StdEncoding.DecodeString(e.Str)
+		return err == nil
+	case !e.IsArray():
+		return false
+	}
+	ok := true
+	e.ForEach(func(_, v gjson.Result) bool {
+		ok = v.Type == gjson.Number
+		return ok
+	})
+	return ok
 }
 
 // floatsToBase64 encodes a JSON number array as OpenAI does for

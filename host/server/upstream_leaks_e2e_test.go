@@ -13,8 +13,8 @@ import (
 	"github.com/switchyard/switchyard/host/gatewaytest"
 )
 
-// rawGateway starts a gateway whose provider "raw" (openai adapter, model
-// test/raw) is h, plus the demo provider alpha serving test/raw as well when
+// rawGateway starts a gateway whose provider "raw" (openai adapter, chat
+// model test/raw, embedding model test/raw-embed) is h, plus the demo provider alpha serving test/raw as well when
 // withAlpha (so a request can fall back to it).
 func rawGateway(t *testing.T, h http.Handler, withAlpha bool) *gatewaytest.Gateway {
 	t.Helper()
@@ -34,7 +34,9 @@ func rawGatewayAt(t *testing.T, baseURL string, withAlpha bool) *gatewaytest.Gat
 		eps += "      - {provider: alpha, upstream_model: echo, max_output: 1024, price: {prompt: 1, completion: 2}}\n"
 		opts.Providers = []string{"alpha"}
 	}
-	opts.ConfigYAML = yml + "models:\n  - id: test/raw\n    kind: chat\n    context_length: 8192\n    endpoints:\n" + eps
+	opts.ConfigYAML = yml + "models:\n  - id: test/raw\n    kind: chat\n    context_length: 8192\n    endpoints:\n" + eps +
+		"  - id: test/raw-embed\n    kind: embedding\n    context_length: 8192\n    endpoints:\n" +
+		"      - {provider: raw, upstream_model: embed, price: {prompt: 0.1}}\n"
 	return start(t, opts)
 }
 

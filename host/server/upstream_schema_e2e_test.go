@@ -128,3 +128,16 @@ func TestUpstreamSchemaBreaksRepaired(t *testing.T) {
 		}
 	})
 }
+
+// TestUpstreamEmbeddingsSchemaBreaks: an embedding that is not numbers (or
+// base64) is refused with a 502, not handed to the client.
+func TestUpstreamEmbeddingsSchemaBreaks(t *testing.T) {
+	for _, emb := range []string{`["a","b"]`, `[0.1,{"x":1}]`, `"not base64!"`, `"caf` + "\xe9" + `"`} {
+		g := rawGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":`+emb+`}],"model":"embed","usage":{"prompt_tokens":2,"total_tokens":2}}`)
+		}), false)
+		resp, body := post(t, g, "/embeddings", `{"model":"test/raw-embed","input":"hi"}`)
+		wantError(t, resp, body, http.StatusBadGateway, "not an embeddings list")
+	}
+}

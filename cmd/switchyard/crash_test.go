@@ -30,6 +30,45 @@ type crashGateway struct {
 	base   string        // http://addr/api/v1
 }
 
+// gatewayDirs prepares a modules directory and a data directory under dir
+// for one run of the binary, and picks a free loopback address. Only the
+// adapter the tests use, and a compilation cache shared between runs (as
+// gatewaytest's gateways share theirs): compiling the Go-built Wasm modules
+// from scratch takes seconds. The cache holds compiled code only; the data
+// directory is otherwise fresh.
+func gatewayDirs(t *testing.T, dir string) (modules, data, addr string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(gatewaytest.Root(), "build", "wasm", "openai.wasm")); err != nil {
+		t.Fatalf("build/wasm/openai.wasm is missing: run make wasm (%v)", err)
+	}
+	modules, data = filepath.Join(dir, "modules"), filepath.Join(dir, "data")
+	cache := filepath.Join(os.TempDir(), "switchyard-crash-test-wazero-cache")
+	for _, d := range []string{modules, data, cache} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"openai.json", "openai.wasm"} {
+		b, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "build", "wasm", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(modules, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(cache, filepath.Join(data, "wazero-cache")); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = ln.Addr().String()
+	ln.Close()
+	return modules, data, addr
+}
+
 // crashBuild builds the gateway from the sources under test: a binary left
 // in build/bin by an earlier `make build` may predate them.
 func crashBuild(t *testing.T) string {
@@ -44,12 +83,19 @@ func crashBuild(t *testing.T) string {
 
 func crashStart(t *testing.T, bin, cfg, addr, logFile string) *crashGateway {
 	t.Helper()
+	return startCommand(t, []string{bin, "-config", cfg}, addr, logFile)
+}
+
+// startCommand starts argv (the gateway binary, or a wrapper that execs
+// it) and waits until the gateway on addr is healthy.
+func startCommand(t *testing.T, argv []string, addr, logFile string) *crashGateway {
+	t.Helper()
 	lf, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lf.Close()
-	cmd := exec.Command(bin, "-config", cfg)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	// Only this test's settings: no SWITCHYARD_* override from the caller.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SWITCHYARD_") {
@@ -151,35 +197,7 @@ func TestCrashBillingRecovery(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	// Only the adapter this test uses, and a compilation cache shared
-	// between runs (as gatewaytest's gateways share theirs): compiling the
-	// Go-built Wasm modules from scratch takes seconds. The cache holds
-	// compiled code only; the data directory is otherwise fresh.
-	modules, data := filepath.Join(dir, "modules"), filepath.Join(dir, "data")
-	cache := filepath.Join(os.TempDir(), "switchyard-crash-test-wazero-cache")
-	for _, d := range []string{modules, data, cache} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{"openai.json", "openai.wasm"} {
-		b, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "build", "wasm", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(modules, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(cache, filepath.Join(data, "wazero-cache")); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	modules, data, addr := gatewayDirs(t, dir)
 	cfg := filepath.Join(dir, "switchyard.yaml")
 	// durable_settle: true — by default (false) the gateway acknowledges a
 	// charge from memory and commits it to disk a moment later, so a kill -9

@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gateway"
+	"github.com/switchyard/switchyard/host/netguard"
 	"github.com/switchyard/switchyard/host/tokenize"
 )
 
@@ -37,6 +38,11 @@ func run() error {
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
+	}
+	// Every client connection and its upstream call hold a descriptor: use
+	// all the hard limit allows, and derive the connection caps from it.
+	if n, err := netguard.RaiseFDLimit(); err != nil {
+		log.Warn("could not raise the open-file limit", "limit", n, "err", err)
 	}
 	go func() { _ = tokenize.Warm() }()
 	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv})

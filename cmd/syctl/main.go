@@ -8,6 +8,8 @@
 //	syctl -db PATH key create -account ID -name NAME [-management] [-limit USD] [-reset daily|weekly|monthly] [-expires RFC3339]
 //	syctl -db PATH key list [-account ID] [-all]
 //	syctl -db PATH key show|disable|enable|delete HASH
+//	syctl -db PATH key set-rate-limits [-rpm N] [-tpm N] [-concurrent N] HASH
+//	syctl -db PATH account set-rate-limits -account ID [-rpm N] [-tpm N] [-concurrent N]
 //	syctl -db PATH credits topup -account ID -amount USD [-note TEXT]
 //	syctl -db PATH credits show -account ID
 //	syctl -db PATH generation show ID
@@ -54,6 +56,8 @@ commands:
   key create -account ID -name NAME [-management] [-limit USD] [-reset daily|weekly|monthly] [-expires RFC3339]
   key list [-account ID] [-all]
   key show|disable|enable|delete HASH
+  key set-rate-limits [-rpm N] [-tpm N] [-concurrent N] HASH
+  account set-rate-limits -account ID [-rpm N] [-tpm N] [-concurrent N]
   credits topup -account ID -amount USD [-note TEXT]
   credits show -account ID
   generation show ID
@@ -155,6 +159,8 @@ func (c *cli) dispatch(args []string, stderr io.Writer) error {
 	switch cmd {
 	case "module list", "module publish", "module activate", "module rollback":
 		return c.module(cmd, fs, rest)
+	case "key set-rate-limits", "account set-rate-limits":
+		return c.rateLimits(cmd, fs, rest)
 	case "account create":
 		name := fs.String("name", "", "account name")
 		if err := parse(fs, rest, 0); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/ratelimit"
 )
 
 // LocalsKey is the fiber locals name under which the auth middleware stores
@@ -32,20 +33,25 @@ type Deps struct {
 	Keys    *keys.Store
 	Ledger  *billing.Ledger
 	Modules *modules.Registry
+	// DefaultRateLimits are every account's configured default rate
+	// limits, shown beside an account's own.
+	DefaultRateLimits ratelimit.Limits
 }
 
 type handlers struct {
-	ks   *keys.Store
-	l    *billing.Ledger
-	mods *modules.Registry
+	ks       *keys.Store
+	l        *billing.Ledger
+	mods     *modules.Registry
+	defaults ratelimit.Limits
 }
 
 // Register mounts the management API on r, the authenticated /api/v1
 // group: keys, credits, generations, modules and provider settings.
 func Register(r fiber.Router, d Deps) {
-	h := &handlers{ks: d.Keys, l: d.Ledger, mods: d.Modules}
+	h := &handlers{ks: d.Keys, l: d.Ledger, mods: d.Modules, defaults: d.DefaultRateLimits}
 	h.registerModules(r)
 	h.registerSettings(r)
+	h.registerRateLimits(r)
 	r.Get("/key", h.currentKey)
 	r.Get("/keys", ManagementOnly, h.listKeys)
 	r.Post("/keys", ManagementOnly, h.createKey)
@@ -109,6 +115,8 @@ type keyView struct {
 	CreatedAt         time.Time      `json:"created_at"`
 	UpdatedAt         *time.Time     `json:"updated_at"`
 	ExpiresAt         *time.Time     `json:"expires_at"`
+	// RateLimits bound the key alone (null: only its account's apply).
+	RateLimits *rateLimitsView `json:"rate_limits"`
 }
 
 func (h *handlers) view(k *keys.Key) keyView {
@@ -118,6 +126,7 @@ func (h *handlers) view(k *keys.Key) keyView {
 		IsOperatorKey:  h.ks.IsOperator(k),
 		LimitRemaining: u.Remaining, Usage: u.Total, UsageDaily: u.Daily, UsageWeekly: u.Weekly,
 		UsageMonthly: u.Monthly, UsageInLimitReset: u.InPeriod, Reserved: u.Held, CreatedAt: k.Created,
+		RateLimits: keyRateLimits(k),
 	}
 	if k.Limit != nil {
 		l := billing.Nanos(*k.Limit)
@@ -199,6 +208,8 @@ type keyFields struct {
 	reset      string
 	expiresSet bool
 	expires    time.Time
+	rateSet    bool
+	rate       ratelimit.Limits // zero: none (null)
 }
 
 // parseKeyFields reads a JSON object with only the allowed fields; the
@@ -276,6 +287,12 @@ func parseKeyFields(body []byte, allowed ...string) (*keyFields, error) {
 				return nil, errors.New("expires_at: must be in the future")
 			}
 			f.expires = t.UTC()
+		case "rate_limits":
+			l, err := parseRateLimits(v)
+			if err != nil {
+				return nil, err
+			}
+			f.rateSet, f.rate = true, l
 		}
 	}
 	return f, nil
@@ -290,9 +307,9 @@ func parseAmount(v json.RawMessage) (billing.Nanos, error) {
 	return billing.ParseUSD(s)
 }
 
-// POST /keys {name, limit?, limit_reset?, expires_at?, management?}
+// POST /keys {name, limit?, limit_reset?, expires_at?, management?, rate_limits?}
 func (h *handlers) createKey(c *fiber.Ctx) error {
-	f, err := parseKeyFields(c.Body(), "name", "limit", "limit_reset", "expires_at", "management", "operator")
+	f, err := parseKeyFields(c.Body(), "name", "limit", "limit_reset", "expires_at", "management", "operator", "rate_limits")
 	if err != nil {
 		return Fail(c, http.StatusBadRequest, err.Error())
 	}
@@ -314,6 +331,15 @@ func (h *handlers) createKey(c *fiber.Ctx) error {
 		if msg := h.exceedsCaller(me, o.Limit); msg != "" {
 			return Fail(c, http.StatusForbidden, msg)
 		}
+	}
+	// Without rate_limits a tenant's new key gets the tenant key's own:
+	// the most it may hand out.
+	o.RateLimits = f.rate
+	if !f.rateSet && !h.ks.IsOperator(me) {
+		o.RateLimits = me.RateLimits
+	}
+	if msg := h.checkKeyRateLimits(me, nil, o.RateLimits); msg != "" {
+		return Fail(c, http.StatusForbidden, msg)
 	}
 	secret, k, err := h.ks.Create(me.AccountID, o)
 	if err != nil {
@@ -345,9 +371,9 @@ func (h *handlers) getKey(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"data": h.view(k)})
 }
 
-// PATCH /keys/:hash {name?, disabled?, limit?, limit_reset?, expires_at?}
+// PATCH /keys/:hash {name?, disabled?, limit?, limit_reset?, expires_at?, rate_limits?}
 func (h *handlers) updateKey(c *fiber.Ctx) error {
-	f, err := parseKeyFields(c.Body(), "name", "disabled", "limit", "limit_reset", "expires_at")
+	f, err := parseKeyFields(c.Body(), "name", "disabled", "limit", "limit_reset", "expires_at", "rate_limits")
 	if err != nil {
 		return Fail(c, http.StatusBadRequest, err.Error())
 	}
@@ -365,6 +391,11 @@ func (h *handlers) updateKey(c *fiber.Ctx) error {
 			}
 		}
 	}
+	if f.rateSet {
+		if msg := h.checkKeyRateLimits(caller(c), k, f.rate); msg != "" {
+			return Fail(c, http.StatusForbidden, msg)
+		}
+	}
 	k, err = h.ks.Update(k.Hash, func(k *keys.Key) error {
 		if f.name != nil {
 			k.Name = *f.name
@@ -380,6 +411,9 @@ func (h *handlers) updateKey(c *fiber.Ctx) error {
 		}
 		if f.expiresSet {
 			k.Expires = f.expires
+		}
+		if f.rateSet {
+			k.RateLimits = f.rate
 		}
 		return nil
 	})

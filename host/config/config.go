@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/ratelimit"
 	"gopkg.in/yaml.v3"
 )
 
@@ -39,6 +40,8 @@ type Config struct {
 	ModulesDir   string   `yaml:"modules_dir"`
 	MaxBodyBytes int      `yaml:"max_body_bytes"`
 	Timeouts     Timeouts `yaml:"timeouts"`
+	// Limits bound connections, request bodies and load (limits.go).
+	Limits Limits `yaml:"limits"`
 	// KeepAlive is the interval of SSE comments while an upstream is silent.
 	KeepAlive Duration   `yaml:"keep_alive"`
 	Providers []Provider `yaml:"providers"`
@@ -47,6 +50,12 @@ type Config struct {
 	// names OpenAI's SDK examples use) to model ids. A model can also list
 	// its own aliases; both end up in the catalog.
 	Aliases map[string]string `yaml:"aliases"`
+	// RateLimits are every account's default limits (requests and tokens
+	// per minute, concurrent requests; 0 = unlimited), shared by all of an
+	// account's keys. An account's own limits (set by the operator) replace
+	// them field by field, and a key's limits apply on top (docs/ratelimit.md).
+	// The default is unlimited, so an operator who admits tenants sets them.
+	RateLimits ratelimit.Limits `yaml:"rate_limits"`
 }
 
 // Timeouts bound upstream calls.
@@ -130,6 +139,9 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	c.fillDefaults()
+	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
+		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
+	}
 	return c, nil
 }
 
@@ -192,6 +204,7 @@ func (c *Config) fillDefaults() {
 	if c.KeepAlive == 0 {
 		c.KeepAlive = Duration(15 * time.Second)
 	}
+	c.Limits.fillDefaults()
 }
 
 // Catalog builds the catalog. demoURL is the base URL of the running demo

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard/switchyard/host/ratelimit"
 )
 
 func TestDefaultCatalog(t *testing.T) {
@@ -173,6 +175,37 @@ func TestDefaultOpenAISupported(t *testing.T) {
 	for _, p := range append([]string{"custom_tools"}, DefaultSupported...) {
 		if !sup[p] {
 			t.Errorf("openai does not support %s", p)
+		}
+	}
+}
+
+func TestRateLimits(t *testing.T) {
+	c, err := Parse(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RateLimits != (ratelimit.Limits{}) {
+		t.Fatalf("default rate limits %+v, want unlimited", c.RateLimits)
+	}
+	cases := []struct {
+		yaml    string
+		want    ratelimit.Limits
+		wantErr string
+	}{
+		{"rate_limits: {requests_per_minute: 60, tokens_per_minute: 100000, concurrent: 4}", ratelimit.Limits{RequestsPerMinute: 60, TokensPerMinute: 100000, Concurrent: 4}, ""},
+		{"rate_limits: {requests_per_minute: -1}", ratelimit.Limits{}, "must not be negative"},
+		{"rate_limits: {requests_per_hour: 5}", ratelimit.Limits{}, "requests_per_hour"},
+	}
+	for _, tc := range cases {
+		c, err := Parse([]byte(tc.yaml))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("%s: err %v, want %q", tc.yaml, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || c.RateLimits != tc.want {
+			t.Fatalf("%s: %+v %v", tc.yaml, c.RateLimits, err)
 		}
 	}
 }

@@ -33,6 +33,8 @@ type Dispatcher struct {
 	// RequestTimeout is the whole request's limit (the caller's ctx carries
 	// it; here it only names it in messages).
 	AttemptTimeout, RequestTimeout time.Duration
+	// MaxResponseBytes bounds a non-streaming upstream body (0: 64 MiB).
+	MaxResponseBytes int
 	// Log receives what the dispatcher repairs or refuses in upstream
 	// answers; nil means slog.Default().
 	Log *slog.Logger

@@ -20,10 +20,9 @@ import (
 // upstream body and runs the adapter's response hook. Its failures are
 // retryable: another endpoint may answer.
 func ReadChat(ctx context.Context, call *Call) ([]byte, *apierr.Error) {
-	raw, err := io.ReadAll(io.LimitReader(call.Resp.Body, 64<<20))
-	call.HeadersReceived()
-	if err != nil {
-		return nil, call.TransportError(ctx, err)
+	raw, aerr := call.readUpstream(ctx) // body.go
+	if aerr != nil {
+		return nil, aerr
 	}
 	if !call.Module.Manifest.IsPassthrough(abi.HookChatResponse) {
 		out, err := call.Hook(ctx, abi.HookChatResponse, raw)

@@ -174,10 +174,28 @@ func (g *Gateway) startDemo() error {
 	return nil
 }
 
-// Serve serves on ln until Server.Shutdown. Closes linger while a client is
-// still uploading, so an early answer (413) reaches it instead of a reset.
+// Serve serves on ln until Server.Shutdown. The listener is guarded
+// (netguard): running out of descriptors is waited out instead of ending
+// Serve, open connections are capped in total and per client address
+// (limits.max_connections, limits.max_connections_per_ip), and closes
+// linger while a client is still uploading, so an early answer (413, 401)
+// reaches it instead of a reset. A connection's slot is freed when its
+// descriptor is really closed, after the lingering.
 func (g *Gateway) Serve(ln net.Listener) error {
-	return g.Server.Serve(netguard.NewLingerer(netguard.LingerConfig{}).Listener(ln))
+	return g.Server.Serve(g.guard(ln))
+}
+
+func (g *Gateway) guard(ln net.Listener) *netguard.Listener {
+	lim := g.Config.Limits
+	nl := netguard.Wrap(ln, netguard.Config{
+		MaxConns:      lim.MaxConnections,
+		MaxConnsPerIP: lim.MaxConnectionsPerIP,
+		Linger:        netguard.NewLingerer(netguard.LingerConfig{}),
+		Logf:          func(f string, a ...any) { g.log.Warn(fmt.Sprintf(f, a...)) },
+	})
+	total, perIP := nl.Caps()
+	g.log.Info("connection caps", "max_connections", total, "max_connections_per_ip", perIP, "fd_limit", netguard.FDLimit())
+	return nl
 }
 
 // Close releases everything New opened, in reverse order. Shut the server

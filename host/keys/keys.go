@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/ratelimit"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -39,6 +40,9 @@ type Account struct {
 	// Providers are the account-wide provider preferences every request of
 	// the account is routed with (spec 2.4: merged with the request's).
 	Providers ProviderSettings `json:"providers"`
+	// RateLimits are the account's own limits, shared by all its keys; nil
+	// means the configured defaults. A zero field takes the default's.
+	RateLimits *ratelimit.Limits `json:"rate_limits,omitempty"`
 }
 
 // ProviderSettings are account-wide allowed and ignored provider slugs.
@@ -89,6 +93,9 @@ type Key struct {
 	// "Roles"). Management keys of the operator account are operator keys
 	// without it.
 	Operator bool `json:"operator,omitempty"`
+	// RateLimits bound this key alone, on top of its account's limits
+	// (docs/ratelimit.md); zero fields are unlimited.
+	RateLimits ratelimit.Limits `json:"rate_limits,omitzero"`
 }
 
 // Options are the settable fields of a new key.
@@ -100,6 +107,7 @@ type Options struct {
 	Limit      *int64 // nano-dollars; nil: no limit
 	LimitReset string
 	Expires    time.Time // zero: never
+	RateLimits ratelimit.Limits
 }
 
 // Store is safe for concurrent use. Authenticate is on every request's path,
@@ -116,6 +124,10 @@ type Store struct {
 	// providers caches each account's provider settings for the request
 	// path; written through by SetProviders.
 	providers sync.Map // account id → ProviderSettings
+	// rateLimits caches each account's own rate limits (the zero Limits
+	// when it has none) for the request path; written through by
+	// SetRateLimits.
+	rateLimits sync.Map // account id → ratelimit.Limits
 
 	operator atomic.Value // string: the operator account, found on first use
 }
@@ -300,11 +312,14 @@ func (s *Store) Create(accountID string, o Options) (string, *Key, error) {
 	if err := validate(o.Name, o.Limit, o.LimitReset); err != nil {
 		return "", nil, err
 	}
+	if err := ValidRateLimits(o.RateLimits); err != nil {
+		return "", nil, err
+	}
 	d := digest(secret)
 	k := &Key{
 		Hash: hex.EncodeToString(d[:]), Label: label(secret), Name: o.Name, AccountID: accountID,
 		Management: o.Management || o.Operator, Operator: o.Operator, Created: time.Now().UTC(),
-		Limit: o.Limit, LimitReset: o.LimitReset,
+		Limit: o.Limit, LimitReset: o.LimitReset, RateLimits: o.RateLimits,
 	}
 	if !o.Expires.IsZero() {
 		k.Expires = o.Expires.UTC()
@@ -374,7 +389,7 @@ func (s *Store) List(accountID string, includeDisabled bool) ([]*Key, error) {
 
 // Update applies fn to a copy of the key stored under hash and stores the
 // result; the cache sees the new record as soon as it is committed. fn may
-// change Name, Disabled, Limit, LimitReset and Expires; the other fields are
+// change Name, Disabled, Limit, LimitReset, Expires and RateLimits; the other fields are
 // kept. An error from fn aborts the update and is returned as is.
 func (s *Store) Update(hash string, fn func(*Key) error) (*Key, error) {
 	var out *Key
@@ -397,6 +412,9 @@ func (s *Store) Update(hash string, fn func(*Key) error) (*Key, error) {
 			return err
 		}
 		if err := validate(k.Name, k.Limit, k.LimitReset); err != nil {
+			return err
+		}
+		if err := ValidRateLimits(k.RateLimits); err != nil {
 			return err
 		}
 		k.Hash, k.Label, k.AccountID, k.Management, k.Created = old.Hash, old.Label, old.AccountID, old.Management, old.Created
@@ -531,7 +549,16 @@ func (s *Store) Providers(accountID string) ProviderSettings {
 
 // SetProviders replaces the account-wide provider settings.
 func (s *Store) SetProviders(accountID string, p ProviderSettings) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateAccount(accountID, func(a *Account) { a.Providers = p })
+	if err == nil {
+		s.providers.Store(accountID, p)
+	}
+	return err
+}
+
+// updateAccount applies fn to the stored account and stores it.
+func (s *Store) updateAccount(accountID string, fn func(*Account)) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketAccounts)
 		v := b.Get([]byte(accountID))
 		if v == nil {
@@ -541,15 +568,58 @@ func (s *Store) SetProviders(accountID string, p ProviderSettings) error {
 		if err := json.Unmarshal(v, &a); err != nil {
 			return err
 		}
-		a.Providers = p
+		fn(&a)
 		nv, err := json.Marshal(a)
 		if err != nil {
 			return err
 		}
 		return b.Put([]byte(accountID), nv)
 	})
+}
+
+// ValidRateLimits refuses negative limits (0 is unlimited); the error is
+// ErrInvalidOptions.
+func ValidRateLimits(l ratelimit.Limits) error {
+	if l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
+		return fmt.Errorf("%w: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// RateLimits returns the account's own rate limits (zero fields: the
+// configured defaults apply). It is on every request's path, so it is
+// cached.
+func (s *Store) RateLimits(accountID string) ratelimit.Limits {
+	if v, ok := s.rateLimits.Load(accountID); ok {
+		return v.(ratelimit.Limits)
+	}
+	a, err := s.Account(accountID)
+	if err != nil {
+		return ratelimit.Limits{}
+	}
+	var l ratelimit.Limits
+	if a.RateLimits != nil {
+		l = *a.RateLimits
+	}
+	s.rateLimits.Store(accountID, l)
+	return l
+}
+
+// SetRateLimits replaces the account's own rate limits; nil returns it to
+// the configured defaults.
+func (s *Store) SetRateLimits(accountID string, l *ratelimit.Limits) error {
+	if l != nil {
+		if err := ValidRateLimits(*l); err != nil {
+			return err
+		}
+	}
+	err := s.updateAccount(accountID, func(a *Account) { a.RateLimits = l })
 	if err == nil {
-		s.providers.Store(accountID, p)
+		var v ratelimit.Limits
+		if l != nil {
+			v = *l
+		}
+		s.rateLimits.Store(accountID, v)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/store"
 )
 
@@ -187,5 +188,56 @@ func TestBootstrap(t *testing.T) {
 	}
 	if _, aerr := s.Authenticate(env); aerr == nil {
 		t.Fatal("bootstrap re-enabled a disabled key")
+	}
+}
+
+func TestRateLimitsStored(t *testing.T) {
+	s := openStore(t)
+	a, _ := s.CreateAccount("acme")
+	lim := ratelimit.Limits{RequestsPerMinute: 10, Concurrent: 2}
+	secret, k, err := s.Create(a.ID, Options{Name: "ci", RateLimits: lim})
+	if err != nil || k.RateLimits != lim {
+		t.Fatalf("create: %+v %v", k, err)
+	}
+	if _, _, err := s.Create(a.ID, Options{Name: "neg", RateLimits: ratelimit.Limits{TokensPerMinute: -1}}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("negative limits accepted: %v", err)
+	}
+	// An update is what the next request authenticates with.
+	want := ratelimit.Limits{TokensPerMinute: 500}
+	if _, err := s.Update(k.Hash, func(k *Key) error { k.RateLimits = want; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Authenticate(secret); got.RateLimits != want {
+		t.Fatalf("after update %+v", got.RateLimits)
+	}
+	if _, err := s.Update(k.Hash, func(k *Key) error { k.RateLimits.Concurrent = -3; return nil }); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("negative update accepted: %v", err)
+	}
+
+	// Account limits: none, set (cached and stored), cleared.
+	if got := s.RateLimits(a.ID); got != (ratelimit.Limits{}) {
+		t.Fatalf("fresh account %+v", got)
+	}
+	al := ratelimit.Limits{RequestsPerMinute: 100, TokensPerMinute: 1000, Concurrent: 5}
+	if err := s.SetRateLimits(a.ID, &al); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.RateLimits(a.ID); got != al {
+		t.Fatalf("account limits %+v", got)
+	}
+	if acct, _ := s.Account(a.ID); acct.RateLimits == nil || *acct.RateLimits != al {
+		t.Fatalf("stored account %+v", acct)
+	}
+	if err := s.SetRateLimits("acct_nope", &al); !errors.Is(err, ErrNoAccount) {
+		t.Fatalf("unknown account: %v", err)
+	}
+	if err := s.SetRateLimits(a.ID, &ratelimit.Limits{Concurrent: -1}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("negative account limits: %v", err)
+	}
+	if err := s.SetRateLimits(a.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.RateLimits(a.ID); got != (ratelimit.Limits{}) {
+		t.Fatalf("cleared account limits %+v", got)
 	}
 }

@@ -48,6 +48,11 @@ type Config struct {
 	// Logf reports refusals and accept errors, at most once a second per
 	// kind; nil = the standard logger.
 	Logf func(format string, args ...any)
+	// Linger, when set, closes accepted connections gracefully (see
+	// Lingerer). The connection's slot is freed only when the descriptor
+	// is really closed, after the lingering, so the caps count descriptors,
+	// not requests. Refused connections are closed at once.
+	Linger *Lingerer
 }
 
 // Backoff bounds of Accept after a transient error.
@@ -62,6 +67,7 @@ type Listener struct {
 	maxConns, maxPerIP int
 	refusal            []byte
 	logf               func(string, ...any)
+	linger             *Lingerer
 
 	mu    sync.Mutex
 	open  int
@@ -101,6 +107,7 @@ func Wrap(inner net.Listener, cfg Config) *Listener {
 		maxPerIP: perIP,
 		refusal:  refusal(retry),
 		logf:     cfg.Logf,
+		linger:   cfg.Linger,
 		perIP:    map[string]int{},
 		closed:   make(chan struct{}),
 	}
@@ -274,7 +281,15 @@ type conn struct {
 }
 
 func (c *conn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c.addr) })
+	err := net.ErrClosed
+	c.once.Do(func() {
+		release := func() { c.l.release(c.addr) }
+		if c.l.linger != nil {
+			err = c.l.linger.Close(c.Conn, release)
+			return
+		}
+		err = c.Conn.Close()
+		release()
+	})
 	return err
 }

@@ -227,3 +227,38 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("RaiseFDLimit = %d, %v (was %d)", got, err, before)
 	}
 }
+
+// With a Lingerer, a connection closed while the client is still connected
+// keeps its slot until the lingering ends (the descriptor is still open),
+// and frees it then.
+func TestLingeringConnectionKeepsItsSlot(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := Wrap(inner, Config{MaxConns: 4, MaxConnsPerIP: -1, Linger: NewLingerer(LingerConfig{Timeout: 30 * time.Second})})
+	defer ln.Close()
+	client, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.Write([]byte("POST / HTTP/1.1\r\nContent-Length: 100000\r\n\r\nabc")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close() // every close lingers
+	if ln.Open() != 1 {
+		t.Fatalf("open %d while the connection lingers, want 1", ln.Open())
+	}
+	_ = client.Close() // the client gives up: the lingering read ends
+	for attempt := 0; ln.Open() != 0; attempt++ {
+		if attempt == 500 {
+			t.Fatalf("open %d after the lingering ended, want 0", ln.Open())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -64,15 +64,15 @@ import (
 )
 
 // Limits are one subject's limits; 0 means unlimited. A key record carries
-// its overrides in this form, an account its defaults.
+// its own in this form, and so do an account and the configured defaults.
 type Limits struct {
 	RequestsPerMinute int64 `json:"requests_per_minute,omitempty" yaml:"requests_per_minute,omitempty"`
 	TokensPerMinute   int64 `json:"tokens_per_minute,omitempty" yaml:"tokens_per_minute,omitempty"`
 	Concurrent        int64 `json:"concurrent,omitempty" yaml:"concurrent,omitempty"`
 }
 
-// Or returns l with each unset field taken from d (a key's overrides over
-// its account's defaults).
+// Or returns l with each unset field taken from d (an account's own limits
+// over the configured defaults).
 func (l Limits) Or(d Limits) Limits {
 	if l.RequestsPerMinute == 0 {
 		l.RequestsPerMinute = d.RequestsPerMinute

@@ -26,6 +26,11 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
+	// Rate limits (ratelimit.go): every way out below ends the admission
+	// through release, the stream's included.
+	if req.adm, aerr = s.admit(c, req.key, int64(req.PromptTokens)); aerr != nil {
+		return aerr
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.Dispatcher.RequestTimeout)
 	// Until the handler returns, a client that hangs up cancels the work
 	// (a stream's pump notices it by its failed writes afterwards).
@@ -34,9 +39,11 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	pl, aerr := s.Pipeline.Build(req.key.AccountID, req.Model(), req.Plugins)
 	if aerr != nil {
 		cancel()
+		req.adm.end()
 		return aerr
 	}
-	release := func() { pl.Release(); cancel() }
+	adm := req.adm
+	release := func() { pl.Release(); cancel(); adm.end() }
 	genID := newGenerationID()
 	edited, answer, aerr := s.preRequest(ctx, req, pl)
 	switch {
@@ -68,7 +75,9 @@ func (s *Server) chat(c *fiber.Ctx) error {
 // plugins, settle, metadata.
 func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, r *dispatch.Result) error {
 	raw := wire.Completion(r.Body, r.Identity(), "chat.completion")
+	r.Body = nil // raw is the copy from here on; a 30 MB answer is not held twice
 	usage := r.Usage(raw, func() string { return wire.CompletionText(raw) })
+	req.adm.record(usage)
 	finish := gjson.GetBytes(raw, "choices.0.finish_reason").Str
 	var postErr *apierr.Error
 	if !pl.Empty() {
@@ -105,6 +114,7 @@ type chatRequest struct {
 	*validate.ChatRequest
 	meta bool // X-Service-Metadata: enabled
 	key  *keys.Key
+	adm  *admission // its rate-limit admission
 }
 
 func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
@@ -140,6 +150,9 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	if string(pre.Body) == string(req.Body) {
 		return req, nil, nil
 	}
+	if aerr := s.pluginBodyLimit(pre.Body); aerr != nil { // body.go
+		return req, nil, aerr
+	}
 	vr, err := validate.Chat(pre.Body)
 	if err != nil {
 		return req, nil, &apierr.Error{Status: http.StatusBadGateway, Message: "a plugin produced an invalid request: " + err.Message}
@@ -147,7 +160,7 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	if vr.SessionID == "" {
 		vr.SessionID = req.SessionID // the header's session still applies
 	}
-	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key}, nil, nil
+	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm}, nil, nil
 }
 
 // job is the request for the dispatcher.

@@ -31,6 +31,11 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 		return apierr.BadRequest("input", "model %s does not accept image input; send text only", req.Model)
 	}
 	key := c.Locals(localsKey).(*keys.Key)
+	adm, aerr := s.admit(c, key, int64(req.PromptTokens))
+	if aerr != nil {
+		return aerr
+	}
+	defer adm.end()
 	acct := s.Keys.Providers(key.AccountID)
 	ctx, cancel := context.WithTimeout(context.Background(), s.Dispatcher.RequestTimeout)
 	defer cancel()
@@ -45,7 +50,9 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
-	raw, aerr := r.Settle(r.Body, r.Usage(r.Body, nil), "")
+	usage := r.Usage(r.Body, nil)
+	adm.record(usage)
+	raw, aerr := r.Settle(r.Body, usage, "")
 	if aerr != nil {
 		return aerr
 	}

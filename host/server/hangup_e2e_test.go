@@ -82,16 +82,3 @@ func TestAbandonedJSONRequestCancelsUpstream(t *testing.T) {
 		})
 	}
 }
-
-// waitFor polls cond for up to 10 s: a bound on a test that fails, never a
-// timing assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

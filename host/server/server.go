@@ -22,6 +22,7 @@ import (
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/route"
 )
 
@@ -38,6 +39,9 @@ type Deps struct {
 	Log      *slog.Logger
 	// Client reaches upstreams; nil means a tuned default.
 	Client *http.Client
+	// Limiter enforces per-key and per-account rate limits (ratelimit.go);
+	// nil means one in-memory limiter for this server.
+	Limiter ratelimit.Limiter
 }
 
 // Server is one gateway instance.
@@ -46,6 +50,10 @@ type Server struct {
 	// Dispatcher runs requests through routing and billing.
 	Dispatcher *dispatch.Dispatcher
 	app        *fiber.App
+	// shedder refuses work when the process is overloaded (front).
+	shedder *ratelimit.Shedder
+	// bodies bounds request body bytes held across connections (readBody).
+	bodies byteBudget
 }
 
 // localsKey is where the auth middleware leaves the caller's *keys.Key,
@@ -72,28 +80,43 @@ func New(d Deps) *Server {
 	if d.Pipeline == nil {
 		d.Pipeline = &pipeline.Runner{Modules: d.Modules}
 	}
+	if d.Limiter == nil {
+		d.Limiter = ratelimit.NewMemory()
+	}
 	s := &Server{Deps: d, Dispatcher: &dispatch.Dispatcher{
 		Router: d.Router, Ledger: d.Ledger, Modules: d.Modules, Client: d.Client,
 		AttemptTimeout: time.Duration(d.Config.Timeouts.Attempt), RequestTimeout: time.Duration(d.Config.Timeouts.Request),
+		MaxResponseBytes: d.Config.Limits.MaxUpstreamBodyBytes,
 	}}
+	lim := d.Config.Limits
+	s.shedder = newShedder(lim)
+	s.bodies.max = lim.MaxBodyBytesInFlight
 	s.app = fiber.New(fiber.Config{
 		AppName:               "switchyard",
 		BodyLimit:             d.Config.MaxBodyBytes,
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
-		ReadTimeout:           2 * time.Minute,
-		IdleTimeout:           2 * time.Minute,
+		// Bodies are read by readBody, after authentication and as bytes
+		// arrive (body.go), not by fasthttp into a buffer sized by the
+		// declared Content-Length before any handler runs.
+		StreamRequestBody: true,
+		// fasthttp's ReadTimeout bounds a request's headers (and the first
+		// 8 KiB of its body): a connection that sends nothing is closed
+		// after it. readBody gives the rest of the body its own deadline.
+		ReadTimeout: time.Duration(lim.HeaderTimeout),
+		IdleTimeout: time.Duration(lim.IdleTimeout),
 		// Streams can run for minutes; writes are bounded by the request
 		// deadline instead.
 		WriteTimeout: 0,
 	})
+	s.app.Use(s.front)
 	s.app.Get("/health", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
-	api := s.app.Group("/api/v1", s.authenticate)
+	api := s.app.Group("/api/v1", s.authenticate, s.readBody)
 	api.Post("/chat/completions", s.chat)
 	api.Post("/embeddings", s.embeddings)
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
 	api.Get("/models", s.listModels(""))
-	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules})
+	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, DefaultRateLimits: d.Config.RateLimits})
 	return s
 }
 

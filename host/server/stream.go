@@ -82,7 +82,9 @@ func (p *pump) run(w *bufio.Writer) {
 	// client that went away pays for what was produced until then.
 	defer func() {
 		if !p.r.Settled() {
-			p.r.Cancel(p.r.Counted(p.text.String()))
+			u := p.r.Counted(p.text.String())
+			p.req.adm.record(u)
+			p.r.Cancel(u)
 		}
 	}()
 	if p.req.EchoUpstream && !p.emit(p.id.DebugChunk(p.r.Call.SentBody)) {
@@ -282,6 +284,7 @@ func (p *pump) finish(err error) {
 			final = p.id.UsageChunk()
 		}
 		usage := p.r.Usage(final, p.text.String)
+		p.req.adm.record(usage)
 		var aerr *apierr.Error
 		if final, aerr = p.r.Settle(final, usage, p.finishReason); aerr == nil {
 			p.held = nil
@@ -302,6 +305,7 @@ func (p *pump) finish(err error) {
 	if p.contentSent {
 		u = p.r.Counted(p.text.String())
 	}
+	p.req.adm.record(u)
 	p.r.Fail(e, u)
 	_ = p.emit(done)
 }

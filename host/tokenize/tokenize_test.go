@@ -147,3 +147,22 @@ func BenchmarkEstimatePrompt(b *testing.B) {
 		EstimatePrompt(body)
 	}
 }
+
+// Counting a long text in segments (Count cuts texts over segmentBytes at
+// a space between letters) gives the same count as counting it whole, for
+// both encodings, on prose with punctuation, digits, newlines, non-ASCII
+// letters and runs of spaces around the cut points.
+func TestSegmentedCountEqualsWhole(t *testing.T) {
+	unit := "Hello, world! Ünïcödé wörds 12345 and  two  spaces\nnew line\t tab's don't we'll I'M 3.14159 "
+	text := strings.Repeat(unit, 3*segmentBytes/len(unit)+7)
+	for _, name := range []string{"cl100k_base", "o200k_base"} {
+		e, err := Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := e.bpe.encode(text, nil, nil)
+		if got := e.Count(text); got != whole {
+			t.Errorf("%s: segmented count %d, whole %d", name, got, whole)
+		}
+	}
+}

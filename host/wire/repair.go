@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -42,7 +43,10 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 	if !gjson.ValidBytes(b) {
 		return nil, append(fixes, "not valid JSON"), false
 	}
-	root := gjson.ParseBytes(b)
+	// Parsed without a copy (an answer may be tens of MB): the results point
+	// into b, which sjson never edits in place — each edit makes a new b —
+	// so they stay valid while b changes.
+	root := gjson.Parse(unsafe.String(unsafe.SliceData(b), len(b)))
 	if !root.IsObject() {
 		return nil, append(fixes, "not a JSON object"), false
 	}

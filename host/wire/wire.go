@@ -7,8 +7,11 @@
 package wire
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/tidwall/gjson"
@@ -26,6 +29,64 @@ type Identity struct {
 // catalog model, the serving provider, the object type, and the keys the
 // spec requires even when the upstream left them out.
 func Completion(raw []byte, id Identity, object string) []byte {
+	// gjson.ParseBytes would copy raw into a string first; the results
+	// only live for this function, while raw is unchanged.
+	top := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
+	if !top.IsObject() {
+		return completionBySet(raw, id, object)
+	}
+	// One pass, one copy: the identity first, then the upstream's members
+	// but those replaced. Setting each key with sjson copied the whole
+	// body once per key (six copies of a 30 MB answer).
+	out := make([]byte, 0, len(raw)+len(id.GenID)+len(id.Model)+len(id.Provider)+128)
+	out = append(out, `{"id":`...)
+	out = appendJSONString(out, id.GenID)
+	out = append(out, `,"object":`...)
+	out = appendJSONString(out, object)
+	out = append(out, `,"model":`...)
+	out = appendJSONString(out, id.Model)
+	if id.Provider != "" {
+		out = append(out, `,"provider":`...)
+		out = appendJSONString(out, id.Provider)
+	}
+	created, fingerprint := false, false
+	top.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id", "object", "model":
+			return true
+		case "provider":
+			if id.Provider != "" {
+				return true
+			}
+		case "created":
+			created = true
+		case "system_fingerprint":
+			fingerprint = true
+		}
+		out = append(out, ',')
+		out = append(out, k.Raw...)
+		out = append(out, ':')
+		out = append(out, v.Raw...)
+		return true
+	})
+	if !created {
+		out = append(out, `,"created":`...)
+		out = strconv.AppendInt(out, time.Now().Unix(), 10)
+	}
+	if object == "chat.completion" && !fingerprint {
+		out = append(out, `,"system_fingerprint":null`...)
+	}
+	return append(out, '}')
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}
+
+// completionBySet is Completion for a body that is not a JSON object (sjson
+// decides what becomes of it, as before).
+func completionBySet(raw []byte, id Identity, object string) []byte {
 	raw, _ = sjson.SetBytes(raw, "id", id.GenID)
 	raw, _ = sjson.SetBytes(raw, "model", id.Model)
 	raw, _ = sjson.SetBytes(raw, "object", object)
@@ -152,14 +213,30 @@ func ResultChunks(result []byte, id Identity) [][]byte {
 }
 
 // CompletionText joins the message contents of a chat result, for counting
-// tokens when the upstream reported no usage.
+// tokens when the upstream reported no usage. The text may share raw's
+// memory (a 30 MB answer is not copied to be counted): use it before raw
+// changes, and do not keep it.
 func CompletionText(raw []byte) string {
-	var text string
-	gjson.GetBytes(raw, "choices.#.message.content").ForEach(func(_, v gjson.Result) bool {
-		text += v.Str
+	// Walk the choices in place: "choices.#.message.content" would copy
+	// them into a new array first, and += copies the text once per choice.
+	var texts []string
+	size := 0
+	gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw))).Get("choices").ForEach(func(_, c gjson.Result) bool {
+		if mc := c.Get("message.content"); mc.Type == gjson.String && mc.Str != "" {
+			texts = append(texts, mc.Str)
+			size += len(mc.Str)
+		}
 		return true
 	})
-	return text
+	if len(texts) == 1 {
+		return texts[0]
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, t := range texts {
+		b.WriteString(t)
+	}
+	return b.String()
 }
 
 // AdapterCtx is ctx, the JSON document every adapter hook gets first

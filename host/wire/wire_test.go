@@ -88,3 +88,48 @@ func TestMetadataNil(t *testing.T) {
 		t.Fatalf("%s", b)
 	}
 }
+
+// Completion rewrites the identity in one pass: upstream id, model, object
+// (and provider when one served) are replaced, everything else is kept as
+// sent, created and system_fingerprint are added only when missing, and
+// the result is valid JSON with each key once.
+func TestCompletionIdentity(t *testing.T) {
+	id := Identity{GenID: "gen-1", Model: "v/m", Provider: "p"}
+	for _, tc := range []struct {
+		name, in string
+		id       Identity
+		want     map[string]string // path → raw JSON
+	}{
+		{"replaces the upstream's", `{"id":"up","object":"x","model":"up-m","provider":"up-p","created":7,"system_fingerprint":"fp","choices":[{"index":0}],"usage":{"prompt_tokens":1}}`, id,
+			map[string]string{"id": `"gen-1"`, "object": `"chat.completion"`, "model": `"v/m"`, "provider": `"p"`, "created": `7`, "system_fingerprint": `"fp"`, "choices.0.index": `0`, "usage.prompt_tokens": `1`}},
+		{"adds what is missing", `{"choices":[]}`, id,
+			map[string]string{"id": `"gen-1"`, "provider": `"p"`, "system_fingerprint": `null`}},
+		{"keeps a provider field when none served", `{"provider":"x","choices":[]}`, Identity{GenID: "g", Model: "m"},
+			map[string]string{"provider": `"x"`, "id": `"g"`}},
+		{"escapes", `{"choices":[]}`, Identity{GenID: "g\"1", Model: "a\\b"},
+			map[string]string{"id": `"g\"1"`, "model": `"a\\b"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := Completion([]byte(tc.in), tc.id, "chat.completion")
+			if !gjson.ValidBytes(out) {
+				t.Fatalf("invalid JSON %s", out)
+			}
+			for path, want := range tc.want {
+				if got := gjson.GetBytes(out, path).Raw; got != want {
+					t.Errorf("%s = %s, want %s (in %s)", path, got, want, out)
+				}
+			}
+			seen := map[string]bool{}
+			gjson.ParseBytes(out).ForEach(func(k, _ gjson.Result) bool {
+				if seen[k.Str] {
+					t.Errorf("key %q twice in %s", k.Str, out)
+				}
+				seen[k.Str] = true
+				return true
+			})
+			if !seen["created"] {
+				t.Errorf("no created in %s", out)
+			}
+		})
+	}
+}

@@ -1,0 +1,60 @@
+package config
+
+import "time"
+
+// Limits protect the process itself from its clients: descriptors, memory
+// and time held by connections and requests that may never authenticate.
+// Zero values take the defaults below (docs/security.md explains each).
+type Limits struct {
+	// MaxConnections caps open client connections; 0 = derived from the
+	// descriptor limit (which the gateway raises to its hard limit at
+	// start): half of what is left of 80% of it after a reserve of 128, so
+	// each client connection can have an upstream connection too.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerIP caps open connections from one client address
+	// (an IPv6 client by its /64); 0 = a tenth of MaxConnections (at least
+	// 8), -1 = no per-address cap (behind a reverse proxy).
+	MaxConnectionsPerIP int `yaml:"max_connections_per_ip"`
+	// HeaderTimeout bounds how long a new connection may take to send its
+	// request line and headers (and, while idle, its next request after
+	// IdleTimeout); a connection that sends nothing is closed after it.
+	HeaderTimeout Duration `yaml:"header_timeout"`
+	// BodyTimeout bounds how long reading one request body may take.
+	BodyTimeout Duration `yaml:"body_timeout"`
+	// IdleTimeout closes a keep-alive connection with no next request.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxBodyBytesInFlight bounds the request body bytes held at once across
+	// all connections (read and being handled); a request whose body would
+	// pass it gets 503 with Retry-After.
+	MaxBodyBytesInFlight int64 `yaml:"max_body_bytes_in_flight"`
+	// MaxRequestsInFlight sheds requests (503 + Retry-After) while this many
+	// are being handled; 0 = 4096, -1 = no bound.
+	MaxRequestsInFlight int64 `yaml:"max_requests_in_flight"`
+	// MaxHeapBytes sheds requests while the Go heap holds more than this;
+	// 0 = 90% of GOMEMLIMIT when it is set, else no bound.
+	MaxHeapBytes int64 `yaml:"max_heap_bytes"`
+	// MaxUpstreamBodyBytes bounds a non-streaming upstream answer; a larger
+	// one is a 502. 0 = 64 MiB.
+	MaxUpstreamBodyBytes int `yaml:"max_upstream_body_bytes"`
+}
+
+func (l *Limits) fillDefaults() {
+	if l.HeaderTimeout == 0 {
+		l.HeaderTimeout = Duration(10 * time.Second)
+	}
+	if l.BodyTimeout == 0 {
+		l.BodyTimeout = Duration(2 * time.Minute)
+	}
+	if l.IdleTimeout == 0 {
+		l.IdleTimeout = Duration(time.Minute)
+	}
+	if l.MaxBodyBytesInFlight == 0 {
+		l.MaxBodyBytesInFlight = 256 << 20
+	}
+	if l.MaxRequestsInFlight == 0 {
+		l.MaxRequestsInFlight = 4096
+	}
+	if l.MaxUpstreamBodyBytes == 0 {
+		l.MaxUpstreamBodyBytes = 64 << 20
+	}
+}

@@ -1,0 +1,174 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/apierr"
+)
+
+// Request bodies are streamed (fiber.Config.StreamRequestBody): fasthttp
+// reads the headers and at most 8 KiB of a body before a handler runs,
+// instead of the whole body into a buffer sized by the declared
+// Content-Length. readBody runs after authentication, so a caller without a
+// key never costs more than those 8 KiB, and it grows its buffer only as
+// bytes arrive, so a client that declares 10 MB and sends 30 bytes costs
+// 30 bytes. The bytes held across all requests are bounded by a budget
+// (limits.max_body_bytes_in_flight); past it a request gets 503 with
+// Retry-After instead of more memory.
+
+// bodyReadKey marks in Locals a request whose body readBody has consumed:
+// only then can its connection be kept alive (unread body bytes would be
+// parsed as the next request).
+const bodyReadKey = "switchyard.bodyRead"
+
+// byteBudget is a non-blocking counting semaphore of bytes.
+type byteBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// take reserves n bytes, or reports false when that would pass the bound.
+func (b *byteBudget) take(n int64) bool {
+	if b.max <= 0 {
+		return true
+	}
+	for {
+		u := b.used.Load()
+		if u+n > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+func (b *byteBudget) give(n int64) {
+	if b.max > 0 {
+		b.used.Add(-n)
+	}
+}
+
+// firstBodyChunk is the buffer a body of unknown length starts with; known
+// lengths start with what fasthttp already read, and every buffer at most
+// doubles, so the memory held is at most twice what arrived.
+const firstBodyChunk = 16 << 10
+
+// readBody reads the request body within the body limit, the body timeout
+// and the global budget, and hands it to the handlers as c.Body().
+func (s *Server) readBody(c *fiber.Ctx) error {
+	limit := s.Config.MaxBodyBytes
+	declared := c.Request().Header.ContentLength() // -1 chunked, -2 none
+	if declared > limit {
+		return s.bodyTooLarge()
+	}
+	stream := c.Context().RequestBodyStream()
+	if declared == 0 || declared == -2 || stream == nil {
+		c.Locals(bodyReadKey, true)
+		return c.Next()
+	}
+	if conn := c.Context().Conn(); conn != nil {
+		// The header timeout (fasthttp's ReadTimeout) covered the headers;
+		// the body gets its own bound.
+		_ = conn.SetReadDeadline(time.Now().Add(time.Duration(s.Config.Limits.BodyTimeout)))
+	}
+	var held int64
+	defer func() { s.bodies.give(held) }()
+	grow := func(buf []byte, want int) ([]byte, *apierr.Error) {
+		want = min(want, limit+1) // one byte past the limit tells "too large"
+		if !s.bodies.take(int64(want - cap(buf))) {
+			return buf, s.overloaded("request bodies in flight have reached the gateway's bound; retry shortly")
+		}
+		held += int64(want - cap(buf))
+		nb := make([]byte, len(buf), want)
+		copy(nb, buf)
+		return nb, nil
+	}
+	start := firstBodyChunk
+	if declared > 0 {
+		start = min(declared+1, firstBodyChunk) // +1: room for the read that sees EOF
+	}
+	buf, aerr := grow(nil, start)
+	if aerr != nil {
+		return aerr
+	}
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > limit {
+				return s.bodyTooLarge()
+			}
+			want := 2 * cap(buf)
+			if declared > 0 {
+				want = min(want, declared+1)
+			}
+			if buf, aerr = grow(buf, want); aerr != nil {
+				return aerr
+			}
+		}
+		n, err := stream.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return apierr.Wrap(http.StatusRequestTimeout, err, "the request body did not arrive within %s", time.Duration(s.Config.Limits.BodyTimeout))
+			}
+			return apierr.Wrap(http.StatusBadRequest, err, "the request body ended early (%d bytes read)", len(buf))
+		}
+	}
+	if len(buf) > limit {
+		return s.bodyTooLarge()
+	}
+	c.Request().SetBodyRaw(buf)
+	c.Locals(bodyReadKey, true)
+	return c.Next()
+}
+
+func (s *Server) bodyTooLarge() *apierr.Error {
+	return apierr.New(http.StatusRequestEntityTooLarge, "request body exceeds the gateway's limit of %s", humanBytes(s.Config.MaxBodyBytes))
+}
+
+// overloaded is a 503 the client should retry after Retry-After seconds
+// (front writes the header).
+func (s *Server) overloaded(msg string) *apierr.Error {
+	return apierr.New(http.StatusServiceUnavailable, "%s", msg)
+}
+
+// closeUnlessBodyRead makes the connection close after this response when
+// the request had a body nobody read (a 401 before the body, a 413, a 404):
+// the unread bytes would otherwise be parsed as the next request. The
+// lingering close (netguard) lets the client read the answer first.
+func closeUnlessBodyRead(c *fiber.Ctx) {
+	if c.Locals(bodyReadKey) != nil {
+		return
+	}
+	h := &c.Request().Header
+	if cl := h.ContentLength(); cl != 0 && cl != -2 {
+		c.Context().SetConnectionClose()
+	}
+}
+
+func retryAfterHeader(d time.Duration) string {
+	return strconv.Itoa(max(int((d+time.Second-1)/time.Second), 1))
+}
+
+// pluginBodyLimit holds a request a pre_request plugin rewrote to the same
+// max_body_bytes as the client's: a plugin must not turn a small request
+// into one the gateway would have refused. It is the plugin's failure, not
+// the caller's, so a 502 (as for any invalid plugin output), naming the
+// limit so the operator can see which bound was hit.
+func (s *Server) pluginBodyLimit(body []byte) *apierr.Error {
+	if len(body) <= s.Config.MaxBodyBytes {
+		return nil
+	}
+	return apierr.New(http.StatusBadGateway, "a plugin produced a request of %d bytes, over the gateway's limit of %s (max_body_bytes)",
+		len(body), humanBytes(s.Config.MaxBodyBytes))
+}

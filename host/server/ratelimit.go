@@ -1,0 +1,77 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/ratelimit"
+)
+
+// admission is one admitted request's place in its key's and account's
+// rate limits (docs/ratelimit.md). It is given back once, by end, with
+// the tokens the request really used (record): whatever way the request
+// ends — answered, failed, streamed to the end, abandoned, answered by a
+// plugin — the concurrent slot is freed and the token estimate corrected
+// exactly once. A nil admission (no limiter) does nothing.
+type admission struct {
+	lim    ratelimit.Limiter
+	req    ratelimit.Request
+	tokens atomic.Int64 // prompt + completion, as billed; 0 until recorded
+	once   sync.Once
+}
+
+// admit checks the key's and its account's rate limits for a request of
+// about estimate tokens (its prompt; the completion is added at the end).
+// Allowed, the response carries the X-RateLimit headers and the caller
+// must end the admission; refused, it is a 429 with Retry-After and those
+// headers set, and nothing is charged.
+func (s *Server) admit(c *fiber.Ctx, key *keys.Key, estimate int64) (*admission, *apierr.Error) {
+	if s.Limiter == nil {
+		return nil, nil
+	}
+	r := ratelimit.Request{
+		Key: key.Hash, Account: key.AccountID,
+		KeyLimits:      key.RateLimits,
+		AccountLimits:  s.Keys.RateLimits(key.AccountID).Or(s.Config.RateLimits),
+		TokensEstimate: estimate,
+	}
+	if r.KeyLimits == (ratelimit.Limits{}) && r.AccountLimits == (ratelimit.Limits{}) {
+		// Nothing to enforce (the default): no state, no headers. Requests
+		// already in flight when a limit is set are not counted against it.
+		return nil, nil
+	}
+	now := time.Now()
+	d := s.Limiter.Admit(now, r)
+	d.Headers(now, func(name, value string) { c.Set(name, value) })
+	if !d.Allowed {
+		return nil, &apierr.Error{Status: http.StatusTooManyRequests, Message: d.Message(), Metadata: map[string]any{
+			"reason":              "rate_limited",
+			"limit":               strings.ReplaceAll(string(d.Reason), " ", "_"),
+			"retry_after_seconds": int64((d.RetryAfter + time.Second - 1) / time.Second),
+		}}
+	}
+	return &admission{lim: s.Limiter, req: r}, nil
+}
+
+// record notes the usage the request is billed for; the last one counts.
+func (a *admission) record(u billing.Usage) {
+	if a != nil {
+		a.tokens.Store(max(u.PromptTokens, 0) + max(u.CompletionTokens, 0))
+	}
+}
+
+// end gives the admission back with the recorded tokens; only the first
+// call counts.
+func (a *admission) end() {
+	if a == nil {
+		return
+	}
+	a.once.Do(func() { a.lim.Settle(time.Now(), a.req, a.tokens.Load()) })
+}

@@ -56,7 +56,7 @@ func run() error {
 		if err := os.WriteFile(keyFile, []byte(gw.BootstrapSecret+"\n"), 0o600); err != nil {
 			return err
 		}
-		fmt.Printf("\nBootstrap management key (shown once, also saved to %s):\n\n    %s\n\n", keyFile, gw.BootstrapSecret)
+		announceBootstrapKey(os.Stdout, keyFile, gw.BootstrapSecret)
 	}
 	if gw.DemoURL != "" {
 		log.Info("demo provider running (offline, canned answers — not a real model)", "url", gw.DemoURL)
@@ -87,4 +87,16 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// announceBootstrapKey tells the operator where the new bootstrap key is.
+// The key itself is printed only to a terminal: stdout piped to a log
+// collector (systemd, docker, a file) would keep the account's master key
+// in every log archive, so there only the file's path appears.
+func announceBootstrapKey(out *os.File, keyFile, secret string) {
+	if fi, err := out.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		fmt.Fprintf(out, "\nBootstrap management key (shown once, also saved to %s):\n\n    %s\n\n", keyFile, secret)
+		return
+	}
+	fmt.Fprintf(out, "\nBootstrap management key saved to %s (mode 0600); it is printed only when stdout is a terminal.\n\n", keyFile)
 }

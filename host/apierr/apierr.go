@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Error is rendered as the spec's envelope (section 7):
@@ -19,6 +20,9 @@ type Error struct {
 	// Retryable marks upstream failures after which another endpoint may be
 	// tried (5xx, 429, 529, timeouts, connection errors).
 	Retryable bool
+	// RetryAfter, when set, is sent to the client as Retry-After: an
+	// upstream's own Retry-After on a 429 or 503 is kept, not guessed.
+	RetryAfter time.Duration
 	// Cause is the internal error behind this one, for the log and for
 	// errors.Is/As; it never reaches the client.
 	Cause error

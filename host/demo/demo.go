@@ -51,6 +51,7 @@ type Server struct {
 	count  atomic.Int64
 	// cancelled counts streams whose client went away mid-stream.
 	cancelled atomic.Int64
+	abandoned atomic.Int64 // requests whose client left during Delay (abandoned.go)
 	// adapters maps a chat's last user message to the adapter build that
 	// sent it (header X-Switchyard-Adapter), for hot-swap tests.
 	adapters map[string]string
@@ -101,6 +102,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, fault func(w http
 		select {
 		case <-time.After(f.Delay):
 		case <-r.Context().Done():
+			s.abandoned.Add(1)
 			return nil, f, false
 		}
 	}

@@ -8,6 +8,7 @@ package dispatch
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/route"
@@ -33,6 +35,16 @@ type Dispatcher struct {
 	AttemptTimeout, RequestTimeout time.Duration
 	// MaxResponseBytes bounds a non-streaming upstream body (0: 64 MiB).
 	MaxResponseBytes int
+	// Log receives what the dispatcher repairs or refuses in upstream
+	// answers; nil means slog.Default().
+	Log *slog.Logger
+}
+
+func (d *Dispatcher) log() *slog.Logger {
+	if d.Log == nil {
+		return slog.Default()
+	}
+	return d.Log
 }
 
 // Job is one request to run.
@@ -127,8 +139,21 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 			}
 			return r, nil
 		}
+		if hangup.Gone(ctx) {
+			// The client left: no fallback, and no mark against the
+			// endpoint's health. The provider may bill a request it
+			// received; we charge the prompt, the part of its bill we can
+			// know (docs/billing.md).
+			var u billing.Usage
+			if call.sent {
+				u = r.promptUsage(ep)
+			}
+			_, _ = res.Settle(billing.Outcome{Status: billing.StatusCancelled, Usage: u, Error: err.Message})
+			return r, err
+		}
 		res.AddFailedAttempt(billing.Usage{})
-		d.report(ep, false, err.Status, time.Since(call.startedOr()), 0)
+		d.Router.Report(ep, route.Outcome{Status: err.Status, TTFT: time.Since(call.startedOr()),
+			Duration: time.Since(call.startedOr()), RetryAfter: err.RetryAfter})
 		last = err
 		if !err.Retryable || !job.Route.Prefs.AllowFallbacks() {
 			break
@@ -153,7 +178,10 @@ func (d *Dispatcher) attempt(ctx context.Context, job *Job, ep *catalog.Endpoint
 		GenerationID: job.GenID, CatalogModel: ep.Model.ID}
 	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx)
 	if err != nil {
-		return &Call{Started: started}, err
+		if call == nil {
+			call = &Call{Started: started}
+		}
+		return call, err
 	}
 	if job.Stream {
 		call.HeadersReceived()

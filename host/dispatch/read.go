@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/wire"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -32,11 +33,17 @@ func ReadChat(ctx context.Context, call *Call) ([]byte, *apierr.Error) {
 		}
 		raw = out.Field(0)
 	}
-	// "choices.#" (the count) exists only for an array, and unlike
-	// "choices" does not copy a 30 MB array to say so.
-	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices.#").Exists() {
+	raw, fixes, ok := wire.RepairCompletion(raw)
+	if !ok {
+		call.d.log().Warn("upstream completion refused", "provider", call.Endpoint.Provider.Slug,
+			"generation", call.Ctx.GenerationID, "reasons", fixes)
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
 			Message: "provider " + call.Endpoint.Provider.Slug + " returned a response that is not a chat completion"}
+	}
+	if len(fixes) > 0 {
+		// A wrong-typed field or invalid UTF-8 never reaches the client.
+		call.d.log().Warn("upstream completion repaired", "provider", call.Endpoint.Provider.Slug,
+			"generation", call.Ctx.GenerationID, "reasons", fixes)
 	}
 	return raw, nil
 }
@@ -93,7 +100,7 @@ func normalizeEmbeddings(call *Call, raw []byte, want int, b64 bool) ([]byte, *a
 			out = append(out, ',')
 		}
 		emb := it.Get("embedding")
-		if !emb.IsArray() && emb.Type != gjson.String {
+		if !validEmbedding(emb) {
 			return nil, bad
 		}
 		out = append(out, `{"object":"embedding","index":`...)
@@ -115,6 +122,24 @@ func normalizeEmbeddings(call *Call, raw []byte, want int, b64 bool) ([]byte, *a
 		out, _ = sjson.SetRawBytes(out, "usage", []byte(u.Raw))
 	}
 	return out, nil
+}
+
+// validEmbedding reports whether e is what a client may be handed as an
+// embedding: an array of numbers, or base64 (the upstream encoded it).
+func validEmbedding(e gjson.Result) bool {
+	switch {
+	case e.Type == gjson.String:
+		_, err := base64.StdEncoding.DecodeString(e.Str)
+		return err == nil
+	case !e.IsArray():
+		return false
+	}
+	ok := true
+	e.ForEach(func(_, v gjson.Result) bool {
+		ok = v.Type == gjson.Number
+		return ok
+	})
+	return ok
 }
 
 // floatsToBase64 encodes a JSON number array as OpenAI does for

@@ -3,14 +3,17 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/switchyard/switchyard/abi"
@@ -33,7 +36,10 @@ type Call struct {
 	// Ctx is the adapter context of this attempt, for the response hooks.
 	Ctx wire.AdapterCtx
 
-	d        *Dispatcher
+	d *Dispatcher
+	// sent reports the request went out to the upstream: from then on the
+	// provider may bill it, even if we cancel the call.
+	sent     bool
 	release  func()
 	cancel   context.CancelFunc
 	timer    *time.Timer
@@ -67,7 +73,9 @@ func (u *Call) Hook(ctx context.Context, hook abi.Hook, fields ...[]byte) (*wasm
 }
 
 // send runs the adapter's request hook and calls the upstream. On success
-// the caller owns the returned call and must close it.
+// the caller owns the returned call and must close it; on a failure after
+// the request went out the call is returned closed, to date the attempt
+// and say it was sent.
 func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Hook, body []byte, actx wire.AdapterCtx) (*Call, *apierr.Error) {
 	mod, release := d.Modules.Acquire(ep.Provider.Adapter)
 	if mod == nil {
@@ -120,17 +128,18 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		timedOut.Store(true)
 		cancel()
 	})
+	u.sent = true
 	resp, derr := d.Client.Do(req)
 	if derr != nil {
 		e := u.TransportError(ctx, derr)
 		u.Close()
-		return nil, e
+		return u, e
 	}
 	u.Resp = resp
 	if resp.StatusCode/100 != 2 {
 		e := u.upstreamError(ctx)
 		u.Close()
-		return nil, e
+		return u, e
 	}
 	return u, nil
 }
@@ -148,13 +157,37 @@ func (u *Call) TransportError(ctx context.Context, err error) *apierr.Error {
 	case ctx.Err() != nil:
 		return &apierr.Error{Status: 499, Message: "client closed the request"}
 	}
-	msg := err.Error()
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		msg = ue.Err.Error()
-	}
+	// The client learns what went wrong, not where: the dial error names the
+	// upstream's address (often an internal one). The whole error is the
+	// cause, which goes to the log only.
 	return &apierr.Error{Status: http.StatusBadGateway, Retryable: true, Cause: err,
-		Message: u.Scrub(fmt.Sprintf("could not reach provider %s: %s", slug, msg))}
+		Message: fmt.Sprintf("could not reach provider %s: %s", slug, reachFailure(err))}
+}
+
+// reachFailure names the kind of a transport failure in words that carry
+// no address, host name or port.
+func reachFailure(err error) string {
+	var dns *net.DNSError
+	var nerr net.Error
+	var cert *tls.CertificateVerificationError
+	var rec tls.RecordHeaderError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "host unreachable"
+	case errors.As(err, &dns):
+		return "its host name could not be resolved"
+	case errors.As(err, &cert), errors.As(err, &rec):
+		return "TLS handshake failed"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed before the response was complete"
+	case errors.As(err, &nerr) && nerr.Timeout():
+		return "timed out"
+	}
+	return "connection failed"
 }
 
 // upstreamError turns a non-2xx upstream response into the gateway's error,
@@ -178,7 +211,32 @@ func (u *Call) upstreamError(ctx context.Context) *apierr.Error {
 		Metadata:  map[string]any{"provider_name": u.Endpoint.Provider.Slug, "upstream_status": status},
 		Retryable: retryable(code),
 	}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == apierr.StatusOverloaded {
+		e.RetryAfter = retryAfter(u.Resp.Header, time.Now())
+	}
 	return e
+}
+
+// maxRetryAfter bounds what an upstream's Retry-After can make the gateway
+// say or do: a day is longer than any real rate-limit window.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfter reads a response's Retry-After (RFC 9110: delay seconds or an
+// HTTP date), or OpenAI's retry-after-ms; 0 when absent, unparseable or
+// already past.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	var d time.Duration
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		d = time.Duration(ms * float64(time.Millisecond))
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs > 0 {
+			d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
+		} else if at, err := http.ParseTime(v); err == nil && at.After(now) {
+			d = at.Sub(now)
+		}
+	}
+	return min(d, maxRetryAfter)
 }
 
 func retryable(status int) bool {

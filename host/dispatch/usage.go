@@ -27,6 +27,19 @@ func (r *Result) Usage(body []byte, completion func() string) billing.Usage {
 // per run, however often a long stream checkpoints) and completion.
 func (r *Result) Counted(completion string) billing.Usage {
 	model := r.Endpoint().Model.ID
+	u := r.promptUsage(r.Endpoint())
+	if completion != "" {
+		if c, err := tokenize.Count(model, completion); err == nil {
+			u.CompletionTokens = c
+		}
+	}
+	return u
+}
+
+// promptUsage is the prompt counted with ep's model's tokenizer (once per
+// run).
+func (r *Result) promptUsage(ep *catalog.Endpoint) billing.Usage {
+	model := ep.Model.ID
 	if r.prompt == nil {
 		p := billing.Usage{Estimated: true, Requests: 1}
 		var err error
@@ -40,11 +53,5 @@ func (r *Result) Counted(completion string) billing.Usage {
 		}
 		r.prompt = &p
 	}
-	u := *r.prompt
-	if completion != "" {
-		if c, err := tokenize.Count(model, completion); err == nil {
-			u.CompletionTokens = c
-		}
-	}
-	return u
+	return *r.prompt
 }

@@ -22,7 +22,15 @@ type Outcome struct {
 	Duration time.Duration
 	// OutputTokens produced; with Duration-TTFT it gives the throughput.
 	OutputTokens int
+	// RetryAfter is the upstream's own Retry-After on a failure (429, 503):
+	// the endpoint is in a cool-down at least that long (at most
+	// maxRetryAfterCoolDown), as the provider asked.
+	RetryAfter time.Duration
 }
+
+// maxRetryAfterCoolDown bounds the cool-down an upstream's Retry-After
+// can ask for: past it the endpoint is tried again, as after any outage.
+const maxRetryAfterCoolDown = 10 * time.Minute
 
 // Stats is a snapshot of one endpoint's live health.
 type Stats struct {
@@ -133,6 +141,16 @@ func (h *health) report(now int64, o Outcome, cfg *Options) {
 		return
 	}
 	h.consec++
+	if o.RetryAfter > 0 {
+		// The provider said when to come back: no request before then.
+		// Only ever lengthens a cool-down, never shortens one.
+		until := now + int64(min(o.RetryAfter, maxRetryAfterCoolDown))
+		if until > h.downUntil.Load() {
+			h.tripped = true
+			h.downUntil.Store(until)
+		}
+		return
+	}
 	if h.down(now) {
 		return // already in cool-down; in-flight failures do not extend it
 	}

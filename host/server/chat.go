@@ -9,6 +9,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/route"
@@ -31,6 +32,10 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		return aerr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.Dispatcher.RequestTimeout)
+	// Until the handler returns, a client that hangs up cancels the work
+	// (a stream's pump notices it by its failed writes afterwards).
+	ctx, stopWatch := hangup.Watch(ctx, c.Context().Conn())
+	defer stopWatch()
 	pl, aerr := s.Pipeline.Build(req.key.AccountID, req.Model(), req.Plugins)
 	if aerr != nil {
 		cancel()
@@ -87,6 +92,12 @@ func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatReq
 		}
 	}
 	meta := req.metadata(r).WithStages(pl.Stages)
+	if hangup.Gone(ctx) {
+		// The answer came, but nobody is there to take it: what the
+		// upstream billed is charged, as cancelled.
+		r.Cancel(usage)
+		return apierr.New(499, "client closed the request")
+	}
 	raw, aerr := r.Settle(raw, usage, finish)
 	if aerr == nil {
 		aerr = postErr

@@ -7,6 +7,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/validate"
@@ -38,6 +39,8 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	acct := s.Keys.Providers(key.AccountID)
 	ctx, cancel := context.WithTimeout(context.Background(), s.Dispatcher.RequestTimeout)
 	defer cancel()
+	ctx, stopWatch := hangup.Watch(ctx, c.Context().Conn()) // a client that hangs up cancels the call
+	defer stopWatch()
 	r, aerr := s.Dispatcher.Run(ctx, &dispatch.Job{
 		Key: key, GenID: newGenerationID(), Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
 		Read: dispatch.ReadEmbeddings(req.Inputs, req.Base64),

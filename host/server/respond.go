@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
@@ -13,9 +14,13 @@ import (
 // writeError answers with e's envelope. Every error response passes here.
 func (s *Server) writeError(c *fiber.Ctx, e *apierr.Error, meta *wire.Metadata) error {
 	s.logCause(c.Path(), e)
-	if (e.Status == 429 || e.Status == 503 || e.Status == 529) && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
-		// Clients (the OpenAI SDKs among them) honour Retry-After; one set
-		// already (the rate limiter's) is the better hint.
+	switch {
+	case e.RetryAfter > 0:
+		// The upstream's own Retry-After, kept (whole seconds, rounded up).
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
+	case (e.Status == 429 || e.Status == 503 || e.Status == 529) && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0:
+		// Clients (the OpenAI SDKs among them) honour Retry-After; one a
+		// handler set already (a rate limit's) stands.
 		c.Set(fiber.HeaderRetryAfter, "1")
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

@@ -66,6 +66,7 @@ type pump struct {
 	completion   int    // estimated output tokens, for health statistics
 	ttft         time.Duration
 	checkpointed time.Time
+	repairLogged bool
 }
 
 type sseItem struct {
@@ -163,7 +164,8 @@ func (p *pump) step(it sseItem) (end bool, err error) {
 		return true, aerr
 	}
 	for _, ch := range chunks {
-		if !gjson.ValidBytes(ch) {
+		ch, ok := p.repair(ch)
+		if !ok {
 			continue
 		}
 		if msg := gjson.GetBytes(ch, "error"); msg.Exists() {
@@ -184,6 +186,24 @@ func (p *pump) step(it sseItem) (end bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// repair checks an upstream chunk before anything reads it (wire.RepairChunk):
+// a wrong-typed field or invalid UTF-8 never reaches the client. The first
+// repair of a stream is logged with its reasons; one line per stream is
+// enough to find the upstream, and a broken upstream cannot flood the log.
+func (p *pump) repair(ch []byte) ([]byte, bool) {
+	out, fixes, ok := wire.RepairChunk(ch)
+	if len(fixes) > 0 && !p.repairLogged {
+		p.repairLogged = true
+		what := "upstream chunk repaired"
+		if !ok {
+			what = "upstream chunk dropped"
+		}
+		p.s.Log.Warn(what+" (later repairs in this stream are not logged)", "generation", p.id.GenID,
+			"provider", p.r.Call.Endpoint.Provider.Slug, "reasons", fixes, "chunk", clip(ch, 200))
+	}
+	return out, ok
 }
 
 // translate runs the adapter's stream hook on one event. Adapters keep

@@ -1,0 +1,95 @@
+package hangup
+
+import (
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// pair is a loopback TCP connection: the server side and the client side.
+func pair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return wrapped{server}, client
+}
+
+// wrapped plays a listener's wrapper (netguard's) that embeds the conn.
+type wrapped struct{ net.Conn }
+
+func (w wrapped) NetConn() net.Conn { return w.Conn }
+
+func TestWatch(t *testing.T) {
+	cases := []struct {
+		name     string
+		client   func(c net.Conn)
+		wantGone bool
+	}{
+		{"client closes", func(c net.Conn) { c.Close() }, true},
+		{"client resets", func(c net.Conn) { c.(*net.TCPConn).SetLinger(0); c.Close() }, true},
+		{"client pipelines its next request", func(c net.Conn) { c.Write([]byte("GET / HTTP/1.1\r\n")) }, false},
+		{"client waits", func(net.Conn) {}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			server, client := pair(t)
+			ctx, stop := Watch(context.Background(), server)
+			tc.client(client)
+			if tc.wantGone {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("the watch did not notice the client leave")
+				}
+				if !Gone(ctx) {
+					t.Fatalf("cause %v, want ErrClientGone", context.Cause(ctx))
+				}
+				stop()
+				return
+			}
+			stop()
+			stop() // idempotent
+			if ctx.Err() != nil {
+				t.Fatalf("context ended (%v) while the client is there", context.Cause(ctx))
+			}
+			// The watch consumed nothing and left no deadline behind: what
+			// the client sent next is still there for the server.
+			client.Write([]byte("x"))
+			got := make([]byte, 64)
+			server.SetReadDeadline(time.Now().Add(10 * time.Second))
+			n, err := server.Read(got)
+			if err != nil && err != io.EOF {
+				t.Fatal(err)
+			}
+			if want := map[bool]string{true: "GET / HTTP/1.1\r\n", false: "x"}[tc.name != "client waits"]; string(got[:n]) != want && string(got[:n]) != want+"x" {
+				t.Fatalf("server read %q after the watch, want %q", got[:n], want)
+			}
+		})
+	}
+}
+
+func TestWatchUnwatchable(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	parent := context.Background()
+	ctx, stop := Watch(parent, a)
+	stop()
+	if ctx != parent {
+		t.Fatal("a connection without a socket should get its parent context back")
+	}
+}

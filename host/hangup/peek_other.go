@@ -1,0 +1,9 @@
+//go:build !unix
+
+package hangup
+
+import "syscall"
+
+const supported = false
+
+func peekGone(syscall.RawConn) bool { return false }

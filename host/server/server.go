@@ -87,6 +87,7 @@ func New(d Deps) *Server {
 		Router: d.Router, Ledger: d.Ledger, Modules: d.Modules, Client: d.Client,
 		AttemptTimeout: time.Duration(d.Config.Timeouts.Attempt), RequestTimeout: time.Duration(d.Config.Timeouts.Request),
 		MaxResponseBytes: d.Config.Limits.MaxUpstreamBodyBytes,
+		Log:              d.Log,
 	}}
 	lim := d.Config.Limits
 	s.shedder = newShedder(lim)

@@ -100,8 +100,10 @@ func TestAdmit(t *testing.T) {
 func TestConcurrencySettles(t *testing.T) {
 	m := newAt()
 	r := Request{Key: "k", Account: "a", AccountLimits: Limits{Concurrent: 2}}
-	if !m.Admit(t0, r).Allowed || !m.Admit(t0, r).Allowed {
-		t.Fatal("first two refused")
+	for i := range 2 {
+		if !m.Admit(t0, r).Allowed {
+			t.Fatalf("request %d of 2 refused", i+1)
+		}
 	}
 	if d := m.Admit(t0, r); d.Allowed || d.Reason != AccountConcurrent {
 		t.Fatalf("third: %+v", d)

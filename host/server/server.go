@@ -121,13 +121,6 @@ func New(d Deps) *Server {
 	return s
 }
 
-// App exposes the fiber app (tests use its Test method for unit checks;
-// integration tests listen on loopback).
-func (s *Server) App() *fiber.App { return s.app }
-
-// Listen serves on addr until Shutdown.
-func (s *Server) Listen(addr string) error { return s.app.Listen(addr) }
-
 // Serve serves on an existing listener until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
 

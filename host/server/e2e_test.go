@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
@@ -29,6 +30,26 @@ func start(t *testing.T, opts gatewaytest.Options) *gatewaytest.Gateway {
 	}
 	t.Cleanup(g.Close)
 	return g
+}
+
+// newAccount creates an account with a management key and funds it with
+// credits (nanos; 0: none); it returns the account id and the key's secret.
+func newAccount(t *testing.T, g *gatewaytest.Gateway, name string, credits int64) (string, string) {
+	t.Helper()
+	acct, err := g.Keys.CreateAccount(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := g.Keys.CreateKey(acct.ID, name+"-admin", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if credits > 0 {
+		if _, err := g.Ledger.TopUp(acct.ID, billing.Nanos(credits), "test credits"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return acct.ID, key
 }
 
 const hello = `{"model":"test/chat","messages":[{"role":"user","content":"hello there"}]}`

@@ -210,17 +210,7 @@ func TestTenantAndDefaultPlugins(t *testing.T) {
 	g := start(t, gatewaytest.Options{})
 	wasmPath, mf := testPlugin(t)
 	// A second account with its own management key.
-	acct, err := g.Keys.CreateAccount("tenant-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyB, _, err := g.Keys.CreateKey(acct.ID, "b-admin", "", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Ledger.TopUp(acct.ID, 1_000_000_000, "test"); err != nil {
-		t.Fatal(err)
-	}
+	_, keyB := newAccount(t, g, "tenant-b", 1_000_000_000)
 	resp, body := publish(t, g, keyB, wasmPath, mf, "global", true)
 	wantError(t, resp, body, 403, "operator")
 	if resp, body := publish(t, g, keyB, wasmPath, mf, "account", true); resp.StatusCode != 201 {

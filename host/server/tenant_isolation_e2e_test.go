@@ -12,18 +12,11 @@ import (
 func TestAccountPluginUnreachableFromOtherAccounts(t *testing.T) {
 	g := start(t, gatewaytest.Options{})
 	wasmPath, mf := testPlugin(t)
-	acct, err := g.Keys.CreateAccount("tenant-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyB, _, err := g.Keys.CreateKey(acct.ID, "b-admin", "", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	acctB, keyB := newAccount(t, g, "tenant-b", 0)
 	if resp, body := publish(t, g, keyB, wasmPath, mf, "account", true); resp.StatusCode != 201 {
 		t.Fatalf("tenant publish: %d %s", resp.StatusCode, body.Raw)
 	}
-	for _, id := range []string{acct.ID + "/testplugin", "testplugin", "/testplugin", acct.ID + "/"} {
+	for _, id := range []string{acctB + "/testplugin", "testplugin", "/testplugin", acctB + "/"} {
 		resp, body := post(t, g, "/chat/completions", withPlugins(`[{"id":"`+id+`","mode":"block"}]`))
 		if resp.StatusCode != 400 || body.Get("error.code").Int() != 400 {
 			t.Fatalf("plugin %q from another account: %d %s", id, resp.StatusCode, body.Raw)

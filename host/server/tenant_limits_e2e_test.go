@@ -21,17 +21,7 @@ import (
 // JSON object; "" keeps the manifest's).
 func tenant(t *testing.T, g *gatewaytest.Gateway, name, limits string) string {
 	t.Helper()
-	acct, err := g.Keys.CreateAccount(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := g.Keys.CreateKey(acct.ID, name+"-admin", "", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Ledger.TopUp(acct.ID, 1_000_000_000_000, "test credits"); err != nil {
-		t.Fatal(err)
-	}
+	_, key := newAccount(t, g, name, 1_000_000_000_000)
 	wasmPath, mf := testPlugin(t)
 	if limits != "" {
 		mf, _ = sjson.SetRaw(mf, "limits", limits)

@@ -63,7 +63,8 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		return s.writeError(c, aerr, req.failedMeta(r, pl))
 	}
 	if req.Stream {
-		p := &pump{s: s, r: r, req: req, pl: pl, ctx: ctx, release: release, id: r.Identity(), meta: req.metadata(r)}
+		exit := s.keepShedSlot(c) // an open stream counts as in flight
+		p := &pump{s: s, r: r, req: req, pl: pl, ctx: ctx, release: func() { release(); exit() }, id: r.Identity(), meta: req.metadata(r)}
 		setStreamHeaders(c)
 		c.Set("X-Generation-Id", genID)
 		c.Context().SetBodyStreamWriter(p.run)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
@@ -300,4 +301,42 @@ func TestOversizedBodyGets413Reliably(t *testing.T) {
 			}
 		}
 	}
+}
+
+// An open stream counts as in flight for its whole length, not only until
+// its handler returns: with max_requests_in_flight 1, a request made while
+// a stream is still sending is shed, and served once the stream is over.
+func TestOpenStreamCountsAsInFlight(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) { c.Limits.MaxRequestsInFlight = 1 }})
+	// Ten words half a second apart: the stream stays open for seconds
+	// after its first chunk.
+	g.Upstreams["alpha"].SetFaults(demo.Faults{ChunkDelay: 500 * time.Millisecond, Reply: "one two three four five six seven eight nine ten"})
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/chat/completions",
+		strings.NewReader(`{"model":"test/chat","stream":true,"messages":[{"role":"user","content":"slowly"}]}`))
+	req.Header.Set("Authorization", "Bearer "+g.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for { // the first chunk with content: the stream is under way
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended early: %v", err)
+		}
+		if strings.Contains(line, `"content":"one`) {
+			break
+		}
+	}
+	r2, body := post(t, g, "/chat/completions", hello)
+	wantError(t, r2, body, http.StatusServiceUnavailable, "overloaded")
+	rest, _ := io.ReadAll(br)
+	if !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("stream did not finish: %q", rest)
+	}
+	waitFor(t, "the stream's slot to be given back", func() bool {
+		r3, _, err := g.Request(http.MethodPost, "/chat/completions", hello)
+		return err == nil && r3.StatusCode == http.StatusOK
+	})
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -43,8 +44,33 @@ func (s *Server) front(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderRetryAfter, retryAfterHeader(retry))
 		return err
 	}
-	// A stream's handler returns before the stream ends: streams count
-	// here until their first byte is ready, not for their whole length.
-	defer s.shedder.Exit()
+	// A stream's handler returns before the stream ends; it keeps the slot
+	// (keepShedSlot) and gives it back when the stream is over, so an open
+	// stream counts for its whole length.
+	slot := &shedSlot{}
+	c.Locals(localsShedSlot, slot)
+	defer func() {
+		if !slot.kept {
+			s.shedder.Exit()
+		}
+	}()
 	return c.Next()
+}
+
+const localsShedSlot = "shed-slot"
+
+// shedSlot is a request's place among the requests in flight.
+type shedSlot struct{ kept bool }
+
+// keepShedSlot is for a handler whose response outlives it (a stream): the
+// request keeps counting as in flight until the returned function runs
+// (once; later calls do nothing).
+func (s *Server) keepShedSlot(c *fiber.Ctx) func() {
+	slot, _ := c.Locals(localsShedSlot).(*shedSlot)
+	if slot == nil || slot.kept {
+		return func() {}
+	}
+	slot.kept = true
+	var once sync.Once
+	return func() { once.Do(s.shedder.Exit) }
 }

@@ -47,12 +47,50 @@ const (
 	// a guest whose buffer was too small asks again.
 	HostHTTPRequest  = "http_request"
 	HostHTTPResponse = "http_response"
+
+	// The functions below share one calling convention: fn(ptr i32, len i32)
+	// -> i64 takes an input frame and returns the size of the result frame
+	// (>= 0), or a negative code (HostDenied…HostBudget) whose message is the
+	// result. The guest copies the result of the last call with
+	// result(ptr i32, limit i32) -> i32 (at most limit bytes; returns the full
+	// size, so a guest whose buffer was too small asks again).
+	//
+	// chat: in [request body]; out [status, response body]. Runs a chat
+	// request through routing, billing and the pipeline as a sub-request of
+	// the current request (charged to its key, counted in its usage).
+	HostChat = "chat"
+	// count_tokens: in [model, text]; out [decimal token count].
+	HostCountTokens = "count_tokens"
+	// kv_get: in [key]; out [value], or HostNotFound.
+	HostKVGet = "kv_get"
+	// kv_put: in [key, value, ttl seconds (decimal; "0" = the store's
+	// maximum)]; out []. An empty value deletes the key.
+	HostKVPut = "kv_put"
+	// result copies the result frame of the last call above.
+	HostResult = "result"
 )
 
 // Grant names of manifest grants.host_functions.
 const (
 	GrantLog  = "log"
 	GrantHTTP = "http" // http_request and http_response, to grants.http_domains only
+	// GrantChat grants chat (and result).
+	GrantChat = "chat"
+	// GrantCountTokens grants count_tokens (and result).
+	GrantCountTokens = "count_tokens"
+	// GrantKV grants kv_get and kv_put (and result), scoped to the module
+	// and the calling account.
+	GrantKV = "kv"
+)
+
+// Host call failure codes of chat, count_tokens, kv_get, kv_put (and the
+// first two are shared with http_request).
+const (
+	HostDenied   int64 = -1 // not granted, or refused by policy (depth, destination)
+	HostFailed   int64 = -2 // the call failed
+	HostNotFound int64 = -3 // kv_get: no such key (or expired)
+	HostQuota    int64 = -4 // kv_put: the module's store quota is full
+	HostBudget   int64 = -5 // the request's budget for this function is spent
 )
 
 // http_request failure codes.
@@ -77,6 +115,13 @@ const (
 	HookPreRequest   Hook = 7 // in: ctx, request body   out: action, body, summary
 	HookPostResponse Hook = 8 // in: ctx, result body    out: action, body, summary
 	HookPostChunk    Hook = 9 // in: ctx, chunk          out: action, zero or more chunks
+
+	// HookToolCall runs one server tool the module declares in its
+	// manifest's "tools": in: ctx, tool name, arguments (JSON object text)
+	// out: result (JSON text the model sees), cost in dollars (decimal
+	// string; empty = free). A failed tool returns a result such as
+	// {"error":"…"} rather than failing the hook, so the model can react.
+	HookToolCall Hook = 10
 )
 
 // Plugin actions, the first output field of the pipeline hooks.
@@ -96,6 +141,7 @@ var hookNames = map[Hook]string{
 	HookPreRequest:      "pre_request",
 	HookPostResponse:    "post_response",
 	HookPostChunk:       "post_chunk",
+	HookToolCall:        "tool_call",
 }
 
 func (h Hook) String() string {

@@ -95,7 +95,7 @@ var (
 	toolTypeRe = regexp.MustCompile(`^service:[a-z0-9][a-z0-9_]{0,63}$`)
 	toolNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	nameRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	versionRe = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
+	versionRe  = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
 )
 
 // Parse decodes and validates a manifest. Unknown fields are an error, so a

@@ -12,7 +12,8 @@ import (
 // With tools offered, on a turn that follows the user's message:
 //   - "call:NAME" words in the user's message call tool NAME, once per word
 //     (several words: parallel calls in one turn); "tz:ZONE" adds
-//     {"timezone": ZONE} to the arguments; the word "again" makes the model
+//     {"timezone": ZONE} to the arguments, "args:{…}" (JSON without
+//     spaces) gives them all; the word "again" makes the model
 //     call them again after every tool result (a model that never stops);
 //   - without such words: a question about the time or date calls
 //     "datetime", one asking to search calls "web_search" with the message
@@ -57,8 +58,12 @@ func plan(offered []string, choice, lastUser string, results []string, prefix st
 	}
 	words := strings.Fields(lastUser)
 	var named []string
-	tz, again := "", false
+	tz, again, given := "", false, ""
 	for _, w := range words {
+		if strings.HasPrefix(w, "args:") && json.Valid([]byte(w[5:])) {
+			given = w[5:]
+			continue
+		}
 		w = strings.Trim(w, ".,;!?")
 		switch {
 		case strings.HasPrefix(w, "call:"):
@@ -104,6 +109,9 @@ func plan(offered []string, choice, lastUser string, results []string, prefix st
 			}
 		}
 		b, _ := json.Marshal(args)
+		if given != "" {
+			b = []byte(given)
+		}
 		t.calls = append(t.calls, toolCall{ID: "call_demo" + string(rune('a'+i%26)) + itoa(i), Name: n, Args: string(b)})
 	}
 	if len(t.calls) > 0 {

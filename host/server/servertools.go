@@ -189,6 +189,12 @@ func maxToolCalls(r *validate.ChatRequest) int {
 	return validate.DefaultMaxToolCalls
 }
 
+// keepAliveLine is the loop's SSE keep-alive: a comment line without the
+// blank line that would end an event. Spec parsers ignore both forms, but
+// openai-go dispatches the empty event a blank line ends and fails to
+// decode it.
+var keepAliveLine = []byte(": " + keepAliveText + "\n")
+
 // stream runs the loop behind an SSE response: keep-alive comments while
 // turns and tools run, then the answer as chunks with usage (the sum of
 // every turn) on the final one.
@@ -214,7 +220,7 @@ func (l *toolLoop) stream(ctx context.Context, w *bufio.Writer) {
 	defer keep.Stop()
 	var frame []byte
 	// The first comment at once: the client knows the request is taken.
-	alive := write(sse.AppendComment(frame[:0], keepAliveText))
+	alive := write(keepAliveLine)
 	var r result
 wait:
 	for {
@@ -222,7 +228,7 @@ wait:
 		case r = <-res:
 			break wait
 		case <-keep.C:
-			if alive && !write(sse.AppendComment(frame[:0], keepAliveText)) {
+			if alive && !write(keepAliveLine) {
 				alive = false
 				cancel() // nobody listens: stop the loop (its turns settle as cancelled)
 			}

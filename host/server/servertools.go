@@ -54,6 +54,7 @@ type toolLoop struct {
 	calls    []map[string]any
 	stopped  string // the budget that ended the loop, if one did
 	last     *dispatch.Result
+	tw       *turnWriter // the client's stream; nil for a JSON answer
 }
 
 // spend sums what a request was charged across its runs: the loop's turns
@@ -195,77 +196,44 @@ func maxToolCalls(r *validate.ChatRequest) int {
 // decode it.
 var keepAliveLine = []byte(": " + keepAliveText + "\n")
 
-// stream runs the loop behind an SSE response: keep-alive comments while
-// turns and tools run, then the answer as chunks with usage (the sum of
-// every turn) on the final one.
+// stream runs the loop behind an SSE response: every turn streams from
+// the upstream and its text goes on to the client as it comes; keep-alive
+// comments flow while tools run; the final chunk carries the usage of
+// every turn.
 func (l *toolLoop) stream(ctx context.Context, w *bufio.Writer) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	write := func(b []byte) bool {
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return w.Flush() == nil
-	}
-	type result struct {
-		raw  []byte
-		aerr *apierr.Error
-	}
-	res := make(chan result, 1)
-	go func() {
-		raw, aerr := l.run(ctx)
-		res <- result{raw, aerr}
-	}()
-	keep := time.NewTicker(time.Duration(l.s.Config.KeepAlive))
-	defer keep.Stop()
-	var frame []byte
+	tw := &turnWriter{w: w, alive: true, cancel: cancel, pl: l.pl}
+	l.tw = tw
 	// The first comment at once: the client knows the request is taken.
-	alive := write(keepAliveLine)
-	var r result
-wait:
-	for {
-		select {
-		case r = <-res:
-			break wait
-		case <-keep.C:
-			if alive && !write(keepAliveLine) {
-				alive = false
-				cancel() // nobody listens: stop the loop (its turns settle as cancelled)
-			}
-		}
-	}
-	if !alive {
-		return
-	}
+	tw.write(keepAliveLine)
+	stop := make(chan struct{})
+	var ticking sync.WaitGroup
+	ticking.Add(1)
+	go tw.keepAlive(time.Duration(l.s.Config.KeepAlive), stop, &ticking)
+	raw, aerr := l.run(ctx)
+	close(stop)
+	ticking.Wait()
 	id := wire.Identity{GenID: l.genID, Model: l.req.Model()}
 	if l.last != nil && l.last.Call != nil {
 		id = l.last.Identity()
 		id.GenID = l.genID
 	}
-	if r.aerr != nil {
-		l.s.logCause("/chat/completions (stream "+l.genID+")", r.aerr)
-		_ = write(sse.AppendEvent(frame[:0], id.ErrorChunk(r.aerr))) && write(sse.AppendEvent(frame[:0], done))
+	if aerr != nil {
+		l.s.logCause("/chat/completions (stream "+l.genID+")", aerr)
+		_ = tw.emit(ctx, id.ErrorChunk(aerr))
+		tw.write(sse.AppendEvent(nil, done))
 		return
 	}
-	for _, ch := range resultChunks(l.meta().Set(r.raw), id) {
-		out := [][]byte{ch}
-		if l.pl.HasChunkHooks() {
-			var perr *apierr.Error
-			if out, perr = l.pl.Chunk(ctx, ch); perr != nil {
-				_ = write(sse.AppendEvent(frame[:0], id.ErrorChunk(perr)))
-				break
+	for _, ch := range tail(l.meta().Set(raw), id) {
+		if e := tw.emit(ctx, ch); e != nil {
+			if e.Status != 499 {
+				_ = tw.emit(ctx, id.ErrorChunk(e))
 			}
-		}
-		for _, o := range out {
-			if !wire.IsChunk(o) {
-				continue
-			}
-			if !write(sse.AppendEvent(frame[:0], o)) {
-				return
-			}
+			break
 		}
 	}
-	_ = write(sse.AppendEvent(frame[:0], done))
+	tw.write(sse.AppendEvent(nil, done))
 }
 
 // run makes turns until the model answers. It returns the answer with the
@@ -289,10 +257,24 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 			return nil, aerr
 		}
 		l.last = r
-		raw := wire.Completion(r.Body, r.Identity(), "chat.completion")
-		r.Body = nil
-		u := r.Usage(raw, func() string { return wire.CompletionText(raw) })
-		finish := gjson.GetBytes(raw, "choices.0.finish_reason").Str
+		var raw []byte
+		var u billing.Usage
+		var finish string
+		if l.tw != nil {
+			sid := r.Identity()
+			sid.GenID = l.genID
+			if raw, u, finish, aerr = l.tw.turn(ctx, r, sid); aerr != nil {
+				if l.turns > 1 {
+					aerr = l.midLoop(aerr)
+				}
+				return nil, aerr
+			}
+		} else {
+			raw = wire.Completion(r.Body, r.Identity(), "chat.completion")
+			r.Body = nil
+			u = r.Usage(raw, func() string { return wire.CompletionText(raw) })
+			finish = gjson.GetBytes(raw, "choices.0.finish_reason").Str
+		}
 		msg := gjson.GetBytes(raw, "choices.0.message")
 		server, client := l.split(msg)
 		if turn == tools.Final || len(server) == 0 || len(client) > 0 {
@@ -343,13 +325,14 @@ func (l *toolLoop) midLoop(e *apierr.Error) *apierr.Error {
 }
 
 // job is the dispatcher's request for one turn: the conversation so far,
-// never streamed upstream (the loop must see a whole turn to know whether
-// it calls server tools), with the prompt bounds of this turn's body.
+// streamed from the upstream when the client streams, with the prompt
+// bounds of this turn's body.
 func (l *toolLoop) job(body []byte, id string) *dispatch.Job {
-	body, _ = sjson.SetBytes(body, "stream", false)
+	stream := l.tw != nil
+	body, _ = sjson.SetBytes(body, "stream", stream)
 	body, _ = sjson.DeleteBytes(body, "stream_options")
 	turn := *l.req.ChatRequest
-	turn.Body, turn.Stream = body, false
+	turn.Body, turn.Stream = body, stream
 	turn.PromptBound, turn.Images = tokenize.EstimatePrompt(body)
 	turn.PromptTokens = validate.EstimateTokens(len(gjson.GetBytes(body, "messages").Raw))
 	req := &chatRequest{ChatRequest: &turn, key: l.req.key}
@@ -548,47 +531,6 @@ func (l *toolLoop) meta() *wire.Metadata {
 	stages = append(stages, l.spend.stages()...)
 	m.Pipeline = stages
 	return m
-}
-
-// resultChunks is a complete result as stream chunks: the message (content
-// and any client tool calls) as one delta, the finish, and a final chunk
-// with usage and service_metadata.
-func resultChunks(result []byte, id wire.Identity) [][]byte {
-	head := id.ChunkHead()
-	var out [][]byte
-	gjson.GetBytes(result, "choices").ForEach(func(_, ch gjson.Result) bool {
-		idx := strconv.FormatInt(ch.Get("index").Int(), 10)
-		delta := []byte(`{"role":"assistant"}`)
-		if c := ch.Get("message.content"); c.Exists() {
-			delta, _ = sjson.SetRawBytes(delta, "content", []byte(c.Raw))
-		}
-		if tcs := ch.Get("message.tool_calls"); tcs.IsArray() {
-			arr := []byte{'['}
-			i := 0
-			tcs.ForEach(func(_, tc gjson.Result) bool {
-				if i > 0 {
-					arr = append(arr, ',')
-				}
-				item, _ := sjson.SetBytes([]byte(tc.Raw), "index", i)
-				arr = append(arr, item...)
-				i++
-				return true
-			})
-			delta, _ = sjson.SetRawBytes(delta, "tool_calls", append(arr, ']'))
-		}
-		out = append(out, []byte(head+`[{"index":`+idx+`,"delta":`+string(delta)+`,"finish_reason":null}]}`))
-		fr := ch.Get("finish_reason").Raw
-		if fr == "" {
-			fr = `"stop"`
-		}
-		out = append(out, []byte(head+`[{"index":`+idx+`,"delta":{},"finish_reason":`+fr+`}]}`))
-		return true
-	})
-	final := head + `[],"usage":` + gjson.GetBytes(result, "usage").Raw
-	if sm := gjson.GetBytes(result, "service_metadata"); sm.Exists() {
-		final += `,"service_metadata":` + sm.Raw
-	}
-	return append(out, []byte(final+"}"))
 }
 
 // subChat is CallEnv.Chat for a request: it runs a chat body as a

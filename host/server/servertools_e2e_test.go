@@ -331,6 +331,32 @@ func streamEvents(t *testing.T, g *gatewaytest.Gateway, body string) (comments i
 }
 
 func TestServerToolStream(t *testing.T) {
+	t.Run("budget fired", func(t *testing.T) {
+		g := start(t, gatewaytest.Options{})
+		_, events, doneSeen := streamEvents(t, g, toolsBody("call:datetime again", "", `,"stream":true,"max_tool_calls":2`))
+		final := events[len(events)-1]
+		if !doneSeen || final.Get("usage.server_tool_use_details.tool_calls_executed").Int() != 2 || final.Get("usage.server_tool_use_details.turns").Int() != 3 {
+			t.Fatalf("final %s", final.Raw)
+		}
+		if fr := events[len(events)-2].Get("choices.0.finish_reason").Str; fr != "stop" {
+			t.Fatalf("finish %q", fr)
+		}
+	})
+	t.Run("client tool call", func(t *testing.T) {
+		g := start(t, gatewaytest.Options{})
+		tl := `[{"type":"service:datetime"},{"type":"function","function":{"name":"get_weather"}}]`
+		_, events, _ := streamEvents(t, g, toolsBody("call:datetime call:get_weather", tl, `,"stream":true`))
+		var names []string
+		for _, e := range events {
+			e.Get("choices.0.delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
+				names = append(names, tc.Get("function.name").Str)
+				return true
+			})
+		}
+		if len(names) != 1 || names[0] != "get_weather" || events[len(events)-2].Get("choices.0.finish_reason").Str != "tool_calls" {
+			t.Fatalf("tool calls %v; %v", names, events)
+		}
+	})
 	g := start(t, gatewaytest.Options{})
 	before := g.Ledger.Balance(g.AccountID)
 	comments, events, doneSeen := streamEvents(t, g, toolsBody("what is the date today?", "", `,"stream":true`))
@@ -338,11 +364,19 @@ func TestServerToolStream(t *testing.T) {
 		t.Fatalf("comments %d, done %v, events %v", comments, doneSeen, events)
 	}
 	var text strings.Builder
+	deltas := 0
 	for _, e := range events[:len(events)-1] {
-		text.WriteString(e.Get("choices.0.delta.content").Str)
+		if c := e.Get("choices.0.delta.content").Str; c != "" {
+			text.WriteString(c)
+			deltas++
+		}
 		if e.Get("usage").Exists() {
 			t.Fatalf("usage before the final chunk: %s", e.Raw)
 		}
+	}
+	// The answer turn streamed from the upstream, as it came: word by word.
+	if sent := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body); !sent.Get("stream").Bool() || deltas < 5 {
+		t.Fatalf("upstream stream %s, %d content deltas", sent.Get("stream").Raw, deltas)
 	}
 	final := events[len(events)-1]
 	if !strings.Contains(text.String(), `"timezone":"UTC"`) || final.Get("usage.server_tool_use_details.tool_calls_executed").Int() != 1 {

@@ -188,7 +188,7 @@ type chatReq struct {
 	} `json:"tools"`
 	ToolChoice    json.RawMessage `json:"tool_choice"`
 	MaxTokens     *int            `json:"max_tokens"`
-	N             int  `json:"n"`
+	N             int             `json:"n"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`

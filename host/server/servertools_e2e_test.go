@@ -211,13 +211,14 @@ func TestServerToolFeesAndFailures(t *testing.T) {
 	}
 	toolsList := `[{"type":"service:tooltest","parameters":{"colour":"blue"}}]`
 	before := g.Ledger.Balance(g.AccountID)
-	resp, body := post(t, g, "/chat/completions", toolsBody("call:tooltest call:tooltest", toolsList, `,"plugins":[{"id":"tooltest","enabled":false}]`), "X-Service-Metadata", "enabled")
+	resp, body := post(t, g, "/chat/completions", toolsBody("call:tooltest call:tooltest", toolsList, `,"plugins":[{"id":"tooltest","region":"eu"}]`), "X-Service-Metadata", "enabled")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
 	}
-	// The module got its parameters from the request and the request id.
+	// The module got its parameters and its plugin config from the
+	// request, and the request id.
 	content := body.Get("choices.0.message.content").Str
-	if !strings.Contains(content, `"parameters":{"colour":"blue"}`) || !strings.Contains(content, `"request_id":"`+body.Get("id").Str+`"`) {
+	if !strings.Contains(content, `"parameters":{"colour":"blue"}`) || !strings.Contains(content, `"config":{"id":"tooltest","region":"eu"}`) || !strings.Contains(content, `"request_id":"`+body.Get("id").Str+`"`) {
 		t.Fatalf("answer %q", content)
 	}
 	wantSums(t, g, body, before, 3_000_000) // two calls at $0.0015

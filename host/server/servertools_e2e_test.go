@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -434,5 +435,50 @@ func TestServerToolAdapters(t *testing.T) {
 				wantSums(t, tc.g, res, before, 0)
 			})
 		}
+	}
+}
+
+// CallEnv.Chat runs a sub-request charged to the caller's key under its
+// own record, counted in the request's cost; it does not stream, use server
+// tools, or nest.
+func TestChatSubRequest(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	key, aerr := g.Keys.Authenticate(g.Key)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	chat, subCost := g.Server.SubChat(key, "gen-parent")
+	before := g.Ledger.Balance(g.AccountID)
+	status, resp, err := chat(context.Background(), []byte(hello))
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("%d %v %s", status, err, resp)
+	}
+	body := gjson.ParseBytes(resp)
+	if body.Get("id").Str != "gen-parent-sub1" || !strings.Contains(body.Get("choices.0.message.content").Str, "hello there") {
+		t.Fatalf("%s", resp)
+	}
+	rec := generation(t, g, g.Key, "gen-parent-sub1")
+	cost := usd(t, body.Get("usage.cost"))
+	if usd(t, rec.Get("total_cost")) != cost || cost == 0 || subCost() != cost {
+		t.Fatalf("cost %s, record %s, counted in the parent %s", cost, rec.Get("total_cost").Raw, subCost())
+	}
+	if err := g.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if used := g.Ledger.Balance(g.AccountID).Usage - before.Usage; used != cost {
+		t.Fatalf("credits consumed %s, cost %s", used, cost)
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"stream", `{"model":"test/chat","stream":true,"messages":[{"role":"user","content":"x"}]}`, "cannot stream"},
+		{"server tools", toolsBody("x", "", ""), "not available in a sub-request"},
+		{"invalid", `{"model":"test/chat"}`, "messages"},
+		{"unknown model", `{"model":"nobody/none","messages":[{"role":"user","content":"x"}]}`, "nobody/none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, resp, err := chat(context.Background(), []byte(tc.body))
+			if err != nil || status < 400 || gjson.GetBytes(resp, "error.code").Int() != int64(status) || !strings.Contains(gjson.GetBytes(resp, "error.message").Str, tc.want) {
+				t.Fatalf("%d %v %s", status, err, resp)
+			}
+		})
 	}
 }

@@ -18,4 +18,3 @@ func (s *Server) SubChat(key *keys.Key, parentID string) (func(context.Context, 
 		return req.spend.subCharged
 	}
 }
-

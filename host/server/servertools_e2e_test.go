@@ -482,3 +482,27 @@ func TestChatSubRequest(t *testing.T) {
 		})
 	}
 }
+
+// Credits that run out mid-loop stop it with the 402 of the turn that
+// could not be held; the turns before it were served and stay charged.
+func TestServerToolCreditsRunOut(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	req := toolsBody("call:datetime", "", `,"max_tokens":50`)
+	// What turn 1 holds, from a run on the unlimited key.
+	_, probe := post(t, g, "/chat/completions", req)
+	held := generation(t, g, g.Key, probe.Get("id").Str).Get("held")
+	// A key whose limit is exactly turn 1's hold: turn 1 runs, and after
+	// its charge turn 2's (larger) hold no longer fits.
+	key := newLimitedKey(t, g, held.Raw)
+	before := g.Ledger.Balance(g.AccountID)
+	resp, body := post(t, g, "/chat/completions", req, "Authorization", "Bearer "+key)
+	wantError(t, resp, body, http.StatusPaymentRequired, "the server-tool loop stopped at turn 2")
+	wantError(t, resp, body, http.StatusPaymentRequired, "Key limit exceeded")
+	if err := g.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	used := g.Ledger.Balance(g.AccountID).Usage - before.Usage
+	if used == 0 || !strings.Contains(body.Get("error.message").Str, used.USD()) {
+		t.Fatalf("charged %s; message %q", used, body.Get("error.message").Str)
+	}
+}

@@ -99,7 +99,7 @@ func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatReq
 			raw = edited
 		}
 	}
-	meta := req.metadata(r).WithStages(pl.Stages)
+	meta := req.metadata(r).WithStages(req.spend.withStages(pl.Stages))
 	if hangup.Gone(ctx) {
 		// The answer came, but nobody is there to take it: what the
 		// upstream billed is charged, as cancelled.

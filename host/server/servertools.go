@@ -111,10 +111,24 @@ func (sp *spend) stages() []map[string]any {
 		"data": map[string]any{"requests": sp.subs, "cost": sp.subCharged}}}
 }
 
+// withStages is stages followed by the sub-requests' stage, if any.
+func (sp *spend) withStages(stages []map[string]any) []map[string]any {
+	if sp == nil {
+		return stages
+	}
+	if subs := sp.stages(); subs != nil {
+		return append(append([]map[string]any{}, stages...), subs...)
+	}
+	return stages
+}
+
 // includeSubs adds the sub-requests' charge to the usage.cost of a result
 // that was settled alone (a request without server tools whose plugins made
 // sub-requests).
 func (sp *spend) includeSubs(raw []byte) []byte {
+	if sp == nil {
+		return raw
+	}
 	sp.mu.Lock()
 	sub := sp.subCharged
 	sp.mu.Unlock()

@@ -506,3 +506,30 @@ func TestServerToolCreditsRunOut(t *testing.T) {
 		t.Fatalf("charged %s; message %q", used, body.Get("error.message").Str)
 	}
 }
+
+// BenchmarkServerToolLoop is one whole request over loopback whose model
+// calls service:datetime once: two turns to the demo upstream, the tool
+// call, both settlements. BenchmarkPlainChat is the same request without
+// tools, for the difference (one loop turn and its tool call).
+func BenchmarkServerToolLoop(b *testing.B) {
+	benchChat(b, toolsBody("call:datetime", "", ""))
+}
+
+func BenchmarkPlainChat(b *testing.B) {
+	benchChat(b, hello)
+}
+
+func benchChat(b *testing.B, body string) {
+	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, out, err := g.Request(http.MethodPost, "/chat/completions", body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("%v %s", err, out)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package config
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"github.com/switchyard/switchyard/abi/chatparams"
 	"os"
@@ -60,6 +61,24 @@ type Config struct {
 	// the log budgets of every module (docs/security.md, "Hostile module").
 	TenantModules TenantModules `yaml:"tenant_modules"`
 	ModuleLogs    ModuleLogs    `yaml:"module_logs"`
+	// ModuleSettings are the operator's settings of global modules, by
+	// module name, handed to the module as ctx.settings (JSON): for example
+	// module_settings.web picks the web module's default search engine and
+	// each engine's base URL, secret name and fee (docs/web.md).
+	ModuleSettings map[string]any `yaml:"module_settings"`
+}
+
+// ModuleSettingsJSON is ModuleSettings with each module's settings as JSON.
+func (c *Config) ModuleSettingsJSON() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for name, v := range c.ModuleSettings {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("config: module_settings.%s: %w", name, err)
+		}
+		out[name] = b
+	}
+	return out, nil
 }
 
 // TenantModules bound account-scoped modules. A tenant's manifest asking for
@@ -163,6 +182,9 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	c.fillDefaults()
+	if _, err := c.ModuleSettingsJSON(); err != nil {
+		return nil, err
+	}
 	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
 		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
 	}

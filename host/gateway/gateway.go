@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/netguard"
+	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
@@ -128,9 +129,13 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	g.Router = route.New(g.Catalog, route.Options{})
+	settings, err := cfg.ModuleSettingsJSON()
+	if err != nil {
+		return nil, err
+	}
 	g.Server = server.New(server.Deps{
 		Config: cfg, Catalog: g.Catalog, Keys: g.Keys, Modules: g.Modules, Log: log, Ledger: g.Ledger,
-		Router: g.Router,
+		Router: g.Router, Pipeline: &pipeline.Runner{Modules: g.Modules, Settings: settings},
 	})
 	return g, nil
 }

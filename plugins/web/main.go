@@ -1,0 +1,29 @@
+//go:build wasip1
+
+// Command web is the first-party `web` module: the spec's web plugin
+// (search once, inject the results, cite them) and the service:web_search
+// server tool, over the demo engine, SearXNG, Exa, Brave or Tavily, or the
+// provider's own search (native). The translation lives in package
+// websearch; this is the glue to the ABI and to the host's outbound HTTP.
+package main
+
+import (
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/plugins/web/websearch"
+	"github.com/switchyard/switchyard/sdk"
+)
+
+func main() {}
+
+func hostHTTP(method, url, headers string, body []byte) (int, []byte, error) {
+	status, _, resp, err := sdk.HTTP(method, url, headers, body)
+	return status, resp, err
+}
+
+func init() {
+	m := &websearch.Module{HTTP: hostHTTP}
+	sdk.Handle(abi.HookPreRequest, m.PreRequest)
+	sdk.Handle(abi.HookPostResponse, m.PostResponse)
+	sdk.Handle(abi.HookPostChunk, m.PostChunk)
+	sdk.Handle(abi.HookToolCall, m.ToolCall)
+}

@@ -32,6 +32,7 @@ var demo struct {
 	once sync.Once
 	docs []demoDoc
 	df   map[string]int
+	avg  float64 // mean document size, in terms
 }
 
 // DemoSuffix marks every demo result's title.
@@ -57,7 +58,9 @@ func loadDemo() {
 			demo.df[t]++
 		}
 		demo.docs = append(demo.docs, d)
+		demo.avg += float64(d.size)
 	}
+	demo.avg /= max1(float64(len(demo.docs)))
 }
 
 // demoSearch ranks the index by BM25 against the query's terms.
@@ -68,11 +71,11 @@ func demoSearch(query string, include, exclude []string, max int) []Result {
 		return nil
 	}
 	n := float64(len(demo.docs))
-	avg := 0.0
-	for _, d := range demo.docs {
-		avg += float64(d.size)
+	idf := make([]float64, len(q))
+	for i, t := range q {
+		df := float64(demo.df[t])
+		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
 	}
-	avg /= max1(n)
 	type hit struct {
 		i     int
 		score float64
@@ -80,13 +83,12 @@ func demoSearch(query string, include, exclude []string, max int) []Result {
 	var hits []hit
 	for i, d := range demo.docs {
 		s := 0.0
-		for _, t := range q {
+		for j, t := range q {
 			tf := float64(d.terms[t])
 			if tf == 0 {
 				continue
 			}
-			idf := math.Log(1 + (n-float64(demo.df[t])+0.5)/(float64(demo.df[t])+0.5))
-			s += idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(d.size)/avg))
+			s += idf[j] * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(d.size)/demo.avg))
 		}
 		if s > 0 {
 			hits = append(hits, hit{i, s})

@@ -274,15 +274,24 @@ func setAnnotations(doc []byte, path string, existing gjson.Result, ours []byte)
 // PostChunk follows each streamed choice's content for inline citations and
 // puts the annotations on the delta of the chunk that finishes the choice.
 // What it has seen travels in the plugin's state (action continue_state),
-// since instances keep nothing between calls.
+// since instances keep nothing between calls. It runs on every chunk, so
+// it reads only the results' URLs until a choice finishes, and copies the
+// results' JSON into the new state as it came.
 func (m *Module) PostChunk(in *sdk.In, out *sdk.Out) error {
 	ctx, chunk := in.Field(0), in.Field(1)
-	st, ok := readState(ctx)
-	if !ok {
+	raw := sdk.Get(ctx, "state")
+	results := raw.Get("results")
+	if raw.Get("native").Bool() || !results.IsArray() {
 		out.FieldString(abi.ActionContinue)
 		out.Field(chunk)
 		return nil
 	}
+	var urls []Result // URLs only: what scan needs
+	results.ForEach(func(_, r gjson.Result) bool {
+		urls = append(urls, Result{URL: r.Get("url").Str})
+		return true
+	})
+	var streams map[string]*choiceScan
 	changed := false
 	var edited []byte // a copy of chunk, once a choice gets annotations
 	sdk.Get(chunk, "choices").ForEach(func(j, ch gjson.Result) bool {
@@ -290,19 +299,26 @@ func (m *Module) PostChunk(in *sdk.In, out *sdk.Out) error {
 		if idx == "" {
 			idx = j.String()
 		}
-		cs := st.Stream[idx]
-		if cs == nil {
-			cs = &choiceScan{}
-		}
 		fin := ch.Get("finish_reason")
+		final := fin.Exists() && fin.Type != gjson.Null
 		text := ch.Get("delta.content").Str
-		if text == "" && (fin.Type == gjson.Null || !fin.Exists()) {
+		if text == "" && !final {
 			return true
 		}
-		final := fin.Exists() && fin.Type != gjson.Null
+		if streams == nil {
+			streams = map[string]*choiceScan{}
+			if s := raw.Get("stream"); s.IsObject() {
+				_ = json.Unmarshal([]byte(s.Raw), &streams)
+			}
+		}
+		cs := streams[idx]
+		if cs == nil {
+			cs = &choiceScan{}
+			streams[idx] = cs
+		}
 		cs.Text += text
 		cs.N += utf8.RuneCountInString(text)
-		for _, sp := range scan(cs.Text, st.Results) {
+		for _, sp := range scan(cs.Text, urls) {
 			if cs.Base+sp.end <= cs.Done || (!final && sp.bend >= len(cs.Text)) {
 				continue // recorded already, or may still grow
 			}
@@ -317,17 +333,17 @@ func (m *Module) PostChunk(in *sdk.In, out *sdk.Out) error {
 			cs.Base += utf8.RuneCountInString(cs.Text[:cut])
 			cs.Text = cs.Text[cut:]
 		}
-		if st.Stream == nil {
-			st.Stream = map[string]*choiceScan{}
-		}
-		st.Stream[idx] = cs
 		changed = true
 		if final {
-			spans := make([]span, len(cs.Spans))
-			for i, s := range cs.Spans {
-				spans[i] = span{k: s[0], start: s[1], end: s[2]}
+			var rs []Result
+			_ = json.Unmarshal([]byte(results.Raw), &rs)
+			spans := make([]span, 0, len(cs.Spans))
+			for _, s := range cs.Spans {
+				if s[0] < len(rs) {
+					spans = append(spans, span{k: s[0], start: s[1], end: s[2]})
+				}
 			}
-			ann := append(appendAnnotations([]byte{'['}, st.Results, spans, cs.N), ']')
+			ann := append(appendAnnotations([]byte{'['}, rs, spans, cs.N), ']')
 			if edited == nil {
 				edited = append([]byte(nil), chunk...)
 			}
@@ -340,12 +356,18 @@ func (m *Module) PostChunk(in *sdk.In, out *sdk.Out) error {
 		out.Field(chunk)
 		return nil
 	}
-	b, _ := json.Marshal(st)
+	sj, _ := json.Marshal(streams)
+	out.FieldString(abi.ActionContinueState)
+	out.Open()
+	out.WriteString(`{"results":`)
+	out.WriteString(results.Raw)
+	out.WriteString(`,"stream":`)
+	out.Write(sj)
+	out.Byte('}')
+	out.Close()
 	if edited == nil {
 		edited = chunk
 	}
-	out.FieldString(abi.ActionContinueState)
-	out.Field(b)
 	out.Field(edited)
 	return nil
 }

@@ -8,6 +8,8 @@
 package main
 
 import (
+	"strconv"
+
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/plugins/web/websearch"
 	"github.com/switchyard/switchyard/sdk"
@@ -20,8 +22,25 @@ func hostHTTP(method, url, headers string, body []byte) (int, []byte, error) {
 	return status, resp, err
 }
 
+// uses counts the searches of one request in the module's kv store (scoped
+// to the module and the account). Parallel calls of one turn may each read
+// the count before the others write it, so they can overrun max_uses by
+// the calls of that turn.
+func uses(requestID string) (int, error) {
+	key := "uses/" + requestID
+	v, ok, err := sdk.KVGet(key)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	if ok {
+		n, _ = strconv.Atoi(string(v))
+	}
+	return n, sdk.KVPut(key, []byte(strconv.Itoa(n+1)), 3600)
+}
+
 func init() {
-	m := &websearch.Module{HTTP: hostHTTP}
+	m := &websearch.Module{HTTP: hostHTTP, Uses: uses}
 	sdk.Handle(abi.HookPreRequest, m.PreRequest)
 	sdk.Handle(abi.HookPostResponse, m.PostResponse)
 	sdk.Handle(abi.HookPostChunk, m.PostChunk)

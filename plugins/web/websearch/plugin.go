@@ -18,8 +18,15 @@ import (
 const DefaultPrompt = "A web search was conducted for this conversation. Incorporate the following web search results into your response.\n\n" +
 	"IMPORTANT: Cite them using markdown links named using the domain of the source.\nExample: [nytimes.com](https://nytimes.com/some-page)."
 
-// Module is the web module's hooks over an outbound HTTP function.
-type Module struct{ HTTP HTTPFunc }
+// Module is the web module's hooks over the host's services.
+type Module struct {
+	HTTP HTTPFunc
+	// Uses counts a tool call of request id and returns how many calls
+	// came before it (the module's kv store, inside the module), for
+	// max_uses when the host's ctx does not say (ctx.calls). Nil: no
+	// counting beyond ctx.calls.
+	Uses func(requestID string) (int, error)
+}
 
 // state is what pre_request hands to the post hooks of the same request
 // (ctx.state): the results the answer may cite, and in a stream what each

@@ -205,3 +205,25 @@ func TestToolCall(t *testing.T) {
 		t.Fatalf("the second of two uses runs: %s", res.Raw)
 	}
 }
+
+func TestToolMaxUsesCountedByModule(t *testing.T) {
+	seen := map[string]int{}
+	m := &websearch.Module{Uses: func(id string) (int, error) { n := seen[id]; seen[id]++; return n, nil }}
+	for i, want := range []bool{true, true, false, false} {
+		out, err := sdk.Run(m.ToolCall, []byte(`{"request_id":"r1","parameters":{"max_uses":2}}`), []byte("web_search"), []byte(`{"query":"routing"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok := !gjson.GetBytes(out[0], "error").Exists(); ok != want {
+			t.Fatalf("call %d: %s", i, out[0])
+		}
+	}
+	// Another request counts from zero; without max_uses nothing is counted.
+	if out, _ := sdk.Run(m.ToolCall, []byte(`{"request_id":"r2","parameters":{"max_uses":2}}`), []byte("web_search"), []byte(`{"query":"routing"}`)); gjson.GetBytes(out[0], "error").Exists() {
+		t.Fatalf("%s", out[0])
+	}
+	sdk.Run(m.ToolCall, []byte(`{"request_id":"r3"}`), []byte("web_search"), []byte(`{"query":"routing"}`))
+	if _, counted := seen["r3"]; counted {
+		t.Fatal("counted without max_uses")
+	}
+}

@@ -37,8 +37,10 @@ func toolError(out *sdk.Out, msg string) {
 // ToolCall runs service:web_search: in ctx, tool name, arguments
 // ({"query": "…"}); out the result JSON the model sees, and the engine's
 // fee in dollars. Failures are results ({"error": "…"}) the model can read,
-// never a failed call. ctx.calls is how many times the tool already ran in
-// this request (the loop counts); max_uses refuses the calls past it.
+// never a failed call. max_uses refuses the calls past it: the count is
+// ctx.calls (how many times the tool already ran in this request) when the
+// host gives it, else the module's own count in its kv store, keyed by
+// ctx.request_id.
 func (m *Module) ToolCall(in *sdk.In, out *sdk.Out) error {
 	ctx, name, args := in.Field(0), in.String(1), in.Field(2)
 	if name != ToolName {
@@ -54,9 +56,22 @@ func (m *Module) ToolCall(in *sdk.In, out *sdk.Out) error {
 		toolError(out, "web_search: "+err.Error())
 		return nil
 	}
-	if o.MaxUses > 0 && sdk.Get(ctx, "calls").Int() >= int64(o.MaxUses) {
-		toolError(out, "web_search: max_uses ("+strconv.Itoa(o.MaxUses)+") reached for this request; answer with the results you already have")
-		return nil
+	if o.MaxUses > 0 {
+		calls := -1
+		if c := sdk.Get(ctx, "calls"); c.Exists() {
+			calls = int(c.Int())
+		} else if id := sdk.Get(ctx, "request_id").Str; m.Uses != nil && id != "" {
+			n, err := m.Uses(id)
+			if err != nil {
+				toolError(out, "web_search: cannot count this request's searches for max_uses: "+err.Error())
+				return nil
+			}
+			calls = n
+		}
+		if calls >= o.MaxUses {
+			toolError(out, "web_search: max_uses ("+strconv.Itoa(o.MaxUses)+") reached for this request; answer with the results you already have")
+			return nil
+		}
 	}
 	if !gjson.ValidBytes(args) {
 		toolError(out, "web_search: the arguments are not a JSON object; send {\"query\": \"…\"}")

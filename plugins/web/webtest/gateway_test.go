@@ -226,3 +226,54 @@ func TestWebPluginSearXNGThroughGateway(t *testing.T) {
 		t.Fatalf("searxng got %+v", c)
 	}
 }
+
+// Each keyed engine through the real gateway: the module writes the
+// ${secret:NAME} placeholder, the host substitutes the operator's key, the
+// fake checks it, and the answer cites the fake's pages.
+func TestWebPluginKeyedEnginesThroughGateway(t *testing.T) {
+	keys := map[string]string{"exa": "exa-secret", "brave": "brave-secret", "tavily": "tvly-secret"}
+	fakes := map[string]*webtest.Engine{}
+	engines := map[string]any{}
+	for name, key := range keys {
+		f := webtest.New(name, key)
+		srv := httptest.NewServer(f)
+		t.Cleanup(srv.Close)
+		fakes[name] = f
+		engines[name] = map[string]any{"base_url": srv.URL}
+	}
+	g := start(t, gatewaytest.Options{AllowPrivateNetworks: true,
+		Secrets: map[string]string{"EXA_API_KEY": "exa-secret", "BRAVE_API_KEY": "brave-secret", "TAVILY_API_KEY": "tvly-secret"},
+		Mutate: func(c *config.Config) {
+			c.ModuleSettings = map[string]any{"web": map[string]any{"engines": engines}}
+		}})
+	publishLoopback(t, g)
+	for name := range keys {
+		t.Run(name, func(t *testing.T) {
+			b := chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"webassembly gateways"}],"plugins":[{"id":"web","engine":"`+name+`","max_results":2,"include_domains":["openai.com","*.substack.com"]}]}`)
+			anns := b.Get("choices.0.message.annotations")
+			checkCitations(t, b.Get("choices.0.message.content").Str, anns, "")
+			if len(anns.Array()) != 2 {
+				t.Fatalf("%s", anns.Raw)
+			}
+			for _, a := range anns.Array() {
+				if u := a.Get("url_citation.url").Str; !strings.Contains(u, "openai.com") && !strings.Contains(u, ".substack.com") {
+					t.Fatalf("include_domains ignored: %s", u)
+				}
+			}
+			if len(fakes[name].Calls()) != 1 {
+				t.Fatalf("one search per request, got %d", len(fakes[name].Calls()))
+			}
+		})
+	}
+	t.Run("rejected key", func(t *testing.T) {
+		fakes["exa"].Key = "rotated"
+		defer func() { fakes["exa"].Key = "exa-secret" }()
+		// The search fails, the request does not: no citations, and the
+		// pipeline stage says why without the key itself.
+		b := chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"webassembly"}],"plugins":[{"id":"web","engine":"exa"}]}`)
+		if b.Get("choices.0.message.annotations").Exists() || strings.Contains(b.Raw, "exa-secret") ||
+			!strings.Contains(b.Get("service_metadata.pipeline.0.summary").Str, "the operator's API key for it is missing or rejected") {
+			t.Fatalf("%s", b.Raw)
+		}
+	})
+}

@@ -120,21 +120,36 @@ var stop = map[string]bool{
 	"into": true, "about": true, "which": true, "there": true, "their": true, "will": true, "your": true,
 	"is": true, "it": true, "of": true, "to": true, "in": true, "on": true, "by": true, "or": true, "as": true,
 	"an": true, "be": true, "at": true, "do": true, "if": true, "me": true, "my": true, "we": true, "so": true,
-	"tell": true, "use": true, "used": true, "using": true, "explain": true, "please": true,
+	"switchyard": true, // every document is about it
+	"tell":       true, "use": true, "used": true, "using": true, "explain": true, "please": true,
 }
 
 // terms are the lowercased words of s (letters and digits), without stop
-// words, with a plural "s" dropped so "plugins" finds "plugin".
+// words, crudely stemmed so "routing", "routes" and "route" meet.
 func terms(s string) []string {
 	var out []string
 	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if len(w) < 2 || stop[w] {
 			continue
 		}
-		if len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
-			w = w[:len(w)-1]
-		}
-		out = append(out, w)
+		out = append(out, stem(w))
 	}
 	return out
+}
+
+// stem drops the commonest English endings: -ing, -ed, a plural -s, a
+// final -e.
+func stem(w string) string {
+	switch {
+	case len(w) > 5 && strings.HasSuffix(w, "ing"):
+		w = w[:len(w)-3]
+	case len(w) > 4 && strings.HasSuffix(w, "ed"):
+		w = w[:len(w)-2]
+	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss"):
+		w = w[:len(w)-1]
+	}
+	if len(w) > 3 && strings.HasSuffix(w, "e") {
+		w = w[:len(w)-1]
+	}
+	return w
 }

@@ -1,7 +1,8 @@
 // Command gendemo builds the demo search engine's index
 // (plugins/web/websearch/demo_index.json) from the project's README.md and
 // docs/*.md: one entry per section, with a demo URL, the heading as title
-// and the section's text, Markdown markup and code blocks removed.
+// and the section's text (whole: it is ranked on; results are cut to 1000
+// bytes), Markdown markup and code blocks removed.
 package main
 
 import (
@@ -14,8 +15,6 @@ import (
 	"sort"
 	"strings"
 )
-
-const maxContent = 1000
 
 func main() {
 	root := flag.String("root", ".", "repository root")
@@ -49,7 +48,7 @@ func main() {
 			if s.anchor != "" {
 				url += "#" + s.anchor
 			}
-			all = append(all, entry{URL: url, Title: s.title, Content: cut(text, maxContent)})
+			all = append(all, entry{URL: url, Title: s.title, Content: text})
 		}
 	}
 	b, err := json.MarshalIndent(all, "", " ")
@@ -86,9 +85,9 @@ func sections(doc string) []section {
 		if fence {
 			continue // code says little to a reader of search results
 		}
-		if h, ok := heading(line); ok {
+		if h, raw, ok := heading(line); ok {
 			flush()
-			cur = section{title: h, anchor: anchor(h)}
+			cur = section{title: h, anchor: anchor(raw)}
 			continue
 		}
 		body.WriteString(line)
@@ -98,13 +97,15 @@ func sections(doc string) []section {
 	return out
 }
 
-func heading(line string) (string, bool) {
+// heading is a heading line's text, plain and as written.
+func heading(line string) (text, raw string, ok bool) {
 	for _, p := range []string{"### ", "## ", "# "} {
 		if strings.HasPrefix(line, p) {
-			return plain(strings.TrimPrefix(line, p)), true
+			raw = strings.TrimSpace(strings.TrimPrefix(line, p))
+			return plain(raw), raw, true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 var nonAnchor = regexp.MustCompile(`[^a-z0-9 _-]`)
@@ -130,18 +131,4 @@ func plain(s string) string {
 	s = rule.ReplaceAllString(s, "")
 	s = markup.ReplaceAllString(s, " ")
 	return strings.TrimSpace(spaces.ReplaceAllString(s, " "))
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
-		s = s[:len(s)-1]
-	}
-	if i := strings.LastIndexByte(s, ' '); i > n/2 {
-		s = s[:i]
-	}
-	return s + " …"
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/netguard"
-	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
@@ -128,14 +127,15 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if err := g.Modules.Start(ctx, cfg.ModulesDir); err != nil {
 		return nil, err
 	}
-	g.Router = route.New(g.Catalog, route.Options{})
 	settings, err := cfg.ModuleSettingsJSON()
 	if err != nil {
 		return nil, err
 	}
+	g.Modules.SetSettings(settings)
+	g.Router = route.New(g.Catalog, route.Options{})
 	g.Server = server.New(server.Deps{
 		Config: cfg, Catalog: g.Catalog, Keys: g.Keys, Modules: g.Modules, Log: log, Ledger: g.Ledger,
-		Router: g.Router, Pipeline: &pipeline.Runner{Modules: g.Modules, Settings: settings},
+		Router: g.Router,
 	})
 	return g, nil
 }

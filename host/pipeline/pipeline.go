@@ -30,15 +30,8 @@ import (
 // Runner builds per-request pipelines from the module registry.
 type Runner struct {
 	Modules *modules.Registry
-	// Settings are the operator's settings of a module (config
-	// module_settings.<name>, as JSON), handed to each of its hooks in
-	// ctx.settings: a first-party module's endpoints, defaults and fees.
-	Settings map[string][]byte
-	schemas  sync.Map // *wasm.Module → *jsonschema.Schema (nil: no schema)
+	schemas sync.Map // *wasm.Module → *jsonschema.Schema (nil: no schema)
 }
-
-// SettingsOf is module name's operator settings (JSON), or nil.
-func (r *Runner) SettingsOf(name string) []byte { return r.Settings[name] }
 
 type stage struct {
 	mod     *wasm.Module
@@ -151,8 +144,11 @@ func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, 
 			item = `{"id":` + strconv.Quote(id) + `}`
 		}
 		base := `{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped)
-		if st := r.Settings[id]; len(st) > 0 && scoped == "global" {
-			base += `,"settings":` + string(st) // the operator's, never handed to a tenant's module of the same name
+		// The operator's settings of a global module (a first-party
+		// module's endpoints, defaults and fees), never handed to a
+		// tenant's module of the same name.
+		if st := r.Modules.Settings(id); len(st) > 0 && scoped == "global" {
+			base += `,"settings":` + string(st)
 		}
 		ctx := []byte(base + `}`)
 		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx, base: []byte(base)})

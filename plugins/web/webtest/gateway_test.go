@@ -277,3 +277,33 @@ func TestWebPluginKeyedEnginesThroughGateway(t *testing.T) {
 		}
 	})
 }
+
+// The operator's module_settings reach the global web module only: an
+// account's own module named web runs with the defaults (the demo engine),
+// never with the operator's engines.
+func TestSettingsOnlyForTheGlobalModule(t *testing.T) {
+	fake := webtest.New("searxng", "")
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	g := start(t, gatewaytest.Options{AllowPrivateNetworks: true, Mutate: func(c *config.Config) {
+		c.ModuleSettings = map[string]any{"web": map[string]any{"engine": "searxng", "engines": map[string]any{"searxng": map[string]any{"base_url": srv.URL}}}}
+	}})
+	publishLoopback(t, g)
+	engine := func() string {
+		b := chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"webassembly"}],"plugins":[{"id":"web"}]}`)
+		return b.Get("service_metadata.pipeline.0.data.engine").Str
+	}
+	if e := engine(); e != "searxng" || len(fake.Calls()) != 1 {
+		t.Fatalf("global module: engine %q, %d searches", e, len(fake.Calls()))
+	}
+	dir := filepath.Join(gatewaytest.Root(), "build", "wasm")
+	mj, _ := os.ReadFile(filepath.Join(dir, "web.json"))
+	bin, _ := os.ReadFile(filepath.Join(dir, "web.wasm"))
+	mj, _ = sjson.SetBytes(mj, "grants.http_domains.-1", "127.0.0.1")
+	if _, err := g.Modules.PublishAndActivate(context.Background(), g.AccountID, mj, bin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if e := engine(); e != "demo" || len(fake.Calls()) != 1 {
+		t.Fatalf("account module: engine %q, %d searches", e, len(fake.Calls()))
+	}
+}

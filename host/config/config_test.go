@@ -209,3 +209,20 @@ func TestRateLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultModuleSettings(t *testing.T) {
+	c, err := Parse(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.ModuleSettingsJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(s["web"]) != `{"engine":"demo"}` {
+		t.Fatalf("the default web engine must be the offline demo engine: %s", s["web"])
+	}
+	if _, err := Parse([]byte("module_settings:\n  web: {engine: exa, engines: {exa: {fee: \"0.01\"}}}\n")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -104,6 +104,7 @@ bench:
 	$(MAKE) -j$(JOBS) build
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...
 	$(GO) test -run=NONE -bench=PluginCall -benchmem -benchtime=2000x ./examples/
+	$(GO) test -run=NONE -bench=WebModule -benchmem -benchtime=2000x ./plugins/web/webtest/
 	$(GO) run ./cmd/loadbench
 
 clean:

@@ -132,6 +132,11 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if err := g.Modules.Start(ctx, cfg.ModulesDir); err != nil {
 		return nil, err
 	}
+	settings, err := cfg.ModuleSettingsJSON()
+	if err != nil {
+		return nil, err
+	}
+	g.Modules.SetSettings(settings)
 	g.Router = route.New(g.Catalog, route.Options{})
 	g.Server = server.New(server.Deps{
 		Config: cfg, Catalog: g.Catalog, Keys: g.Keys, Modules: g.Modules, Log: log, Ledger: g.Ledger,

@@ -59,6 +59,9 @@ type Options struct {
 	// AllowPrivateNetworks lets plugins granted http reach loopback (the
 	// fake servers); off, the SSRF guard is what tests see.
 	AllowPrivateNetworks bool
+	// Secrets are the operator's values of ${secret:NAME} placeholders in
+	// modules' outbound calls (a search engine's key for a fake engine).
+	Secrets map[string]string
 }
 
 // Gateway is a running test gateway.
@@ -180,6 +183,9 @@ func Start(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.closers = append(g.closers, gw.Close)
+	if opts.Secrets != nil {
+		gw.Engine.Secrets = opts.Secrets
+	}
 	g.DB, g.Keys, g.Ledger, g.Modules, g.Server, g.AccountID = gw.DB, gw.Keys, gw.Ledger, gw.Modules, gw.Server, gw.Operator
 	srv := gw.Server
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

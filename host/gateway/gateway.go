@@ -80,8 +80,13 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	}
 	log := opts.Log
 	g = &Gateway{Config: cfg, log: log}
+	// A failing return has set the named result to nil by the time the
+	// deferred call runs, and the closers read g: put the half-built
+	// gateway back to close it.
+	built := g
 	defer func() {
 		if err != nil {
+			g = built
 			g.Close()
 			g = nil
 		}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/switchyard/switchyard/host/activity"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
@@ -91,7 +92,12 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if g.Keys, err = keys.Open(g.DB); err != nil {
 		return nil, err
 	}
+	// The activity indexes are written with every generation record.
+	if err := activity.Open(g.DB); err != nil {
+		return nil, err
+	}
 	g.Ledger, err = billing.Open(g.DB, billing.Options{
+		Index:           activity.Index,
 		RequestDeadline: time.Duration(cfg.Timeouts.Request),
 		AsyncSettle:     !cfg.DurableSettle,
 		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },

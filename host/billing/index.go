@@ -2,6 +2,7 @@ package billing
 
 import (
 	"encoding/json"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -84,3 +85,14 @@ func PutGenerationIn(tx *bolt.Tx, g *Generation) error {
 
 // DB is the store the ledger writes, for the readers of what Index derives.
 func (l *Ledger) DB() *bolt.DB { return l.db }
+
+// ObserveCommits makes the ledger's writer report each group commit: how
+// many operations it carried and how long it took, fsync included.
+func (l *Ledger) ObserveCommits(fn func(ops int, d time.Duration)) { l.w.observe.Store(&fn) }
+
+// WriterQueue is the number of operations waiting for the next commit.
+func (l *Ledger) WriterQueue() int {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	return len(l.w.queue)
+}

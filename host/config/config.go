@@ -60,6 +60,10 @@ type Config struct {
 	// the log budgets of every module (docs/security.md, "Hostile module").
 	TenantModules TenantModules `yaml:"tenant_modules"`
 	ModuleLogs    ModuleLogs    `yaml:"module_logs"`
+	// Metrics and Log are the operator's view (observability.go,
+	// docs/observability.md).
+	Metrics Metrics `yaml:"metrics"`
+	Log     Log     `yaml:"log"`
 }
 
 // TenantModules bound account-scoped modules. A tenant's manifest asking for
@@ -163,6 +167,9 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	c.fillDefaults()
+	if err := c.checkObservability(); err != nil {
+		return nil, err
+	}
 	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
 		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
 	}
@@ -196,6 +203,9 @@ func Load(path string) (*Config, error) {
 	}
 	if v := os.Getenv("SWITCHYARD_MODULES_DIR"); v != "" {
 		c.ModulesDir = v
+	}
+	if err := c.observabilityEnv(os.Getenv); err != nil {
+		return nil, err
 	}
 	switch os.Getenv("SWITCHYARD_DEMO") {
 	case "0", "false":

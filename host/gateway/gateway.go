@@ -59,6 +59,8 @@ type Gateway struct {
 	BootstrapSecret string
 	// DemoURL is the base URL of the offline demo upstream (config demo).
 	DemoURL string
+	// MetricsAddr is the address /metrics is served on ("" when off).
+	MetricsAddr string
 
 	log     *slog.Logger
 	closers []func()
@@ -134,9 +136,13 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	g.Router = route.New(g.Catalog, route.Options{})
+	tel, err := g.startTelemetry(ctx) // observability.go
+	if err != nil {
+		return nil, err
+	}
 	g.Server = server.New(server.Deps{
 		Config: cfg, Catalog: g.Catalog, Keys: g.Keys, Modules: g.Modules, Log: log, Ledger: g.Ledger,
-		Router: g.Router,
+		Router: g.Router, Telemetry: tel,
 	})
 	return g, nil
 }

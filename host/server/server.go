@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/telemetry"
 )
 
 // Deps are what the server runs on; main wires them.
@@ -43,6 +44,9 @@ type Deps struct {
 	// Limiter enforces per-key and per-account rate limits (ratelimit.go);
 	// nil means one in-memory limiter for this server.
 	Limiter ratelimit.Limiter
+	// Telemetry reports every API request (metrics, traces, request log);
+	// nil: none.
+	Telemetry *telemetry.Telemetry
 }
 
 // Server is one gateway instance.
@@ -111,6 +115,7 @@ func New(d Deps) *Server {
 		// deadline instead.
 		WriteTimeout: 0,
 	})
+	s.app.Use(d.Telemetry.Middleware) // first: it sees load shedding too
 	s.app.Use(s.front)
 	s.app.Get("/health", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	api := s.app.Group("/api/v1", s.authenticate, s.readBody)

@@ -28,7 +28,8 @@ func Register(r fiber.Router, db *bolt.DB) {
 	r.Get("/activity", func(c *fiber.Ctx) error { return activity(c, db) })
 }
 
-var statuses = []string{billing.StatusSuccess, billing.StatusError, billing.StatusCancelled, billing.StatusInterrupted, billing.StatusExpired}
+// Statuses are the generation statuses a listing filters by.
+var Statuses = []string{billing.StatusSuccess, billing.StatusError, billing.StatusCancelled, billing.StatusInterrupted, billing.StatusExpired}
 
 func listGenerations(c *fiber.Ctx, db *bolt.DB) error {
 	k, _ := c.Locals(admin.LocalsKey).(*keys.Key)
@@ -44,14 +45,14 @@ func listGenerations(c *fiber.Ctx, db *bolt.DB) error {
 		limit = n
 	}
 	f := Filter{Key: c.Query("key"), Model: c.Query("model"), Provider: c.Query("provider"), Status: c.Query("status")}
-	if f.Status != "" && !contains(statuses, f.Status) {
-		return admin.Fail(c, http.StatusBadRequest, "status: must be one of "+strings.Join(statuses, ", "))
+	if f.Status != "" && !contains(Statuses, f.Status) {
+		return admin.Fail(c, http.StatusBadRequest, "status: must be one of "+strings.Join(Statuses, ", "))
 	}
 	var err error
-	if f.From, err = parseTime(c.Query("from"), false); err != nil {
+	if f.From, err = ParseTime(c.Query("from"), false); err != nil {
 		return admin.Fail(c, http.StatusBadRequest, "from: "+err.Error())
 	}
-	if f.To, err = parseTime(c.Query("to"), true); err != nil {
+	if f.To, err = ParseTime(c.Query("to"), true); err != nil {
 		return admin.Fail(c, http.StatusBadRequest, "to: "+err.Error())
 	}
 	page, err := List(db, k.AccountID, f, c.Query("cursor"), limit)
@@ -64,9 +65,9 @@ func listGenerations(c *fiber.Ctx, db *bolt.DB) error {
 	return c.JSON(fiber.Map{"data": page.Data, "next_cursor": page.Next})
 }
 
-// parseTime reads RFC 3339 or a date (YYYY-MM-DD, UTC). A date as the end
+// ParseTime reads RFC 3339 or a date (YYYY-MM-DD, UTC). A date as the end
 // of a range includes that day.
-func parseTime(v string, end bool) (time.Time, error) {
+func ParseTime(v string, end bool) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}

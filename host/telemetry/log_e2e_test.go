@@ -92,8 +92,21 @@ func TestRequestLogLine(t *testing.T) {
 
 	// Turned on for the account: the next lines carry the text, JSON and
 	// stream alike.
-	if err := g.Keys.SetLogContent(g.AccountID, true); err != nil {
+	// Only the operator turns it on: a tenant's management key cannot.
+	tenant, terr := g.Keys.CreateAccount("tenant")
+	if terr != nil {
+		t.Fatal(terr)
+	}
+	tenantKey, _, kerr := g.Keys.CreateKey(tenant.ID, "tenant-admin", "", true)
+	if kerr != nil {
 		t.Fatal(err)
+	}
+	on := `{"log_content":true}`
+	if resp, b, err := g.Request("PUT", "/accounts/me/log_content", on, "Authorization", "Bearer "+tenantKey); err != nil || resp.StatusCode != 403 {
+		t.Fatalf("tenant turning content logging on: %v %d %s", err, resp.StatusCode, b)
+	}
+	if resp, b, err := g.Request("PUT", "/accounts/me/log_content", on); err != nil || resp.StatusCode != 200 || gjson.GetBytes(b, "data.log_content").Bool() != true {
+		t.Fatalf("operator turning content logging on: %v %s", err, b)
 	}
 	resp, body = post(t, g, g.Key, hello(""))
 	if resp.StatusCode != 200 {
@@ -102,10 +115,10 @@ func TestRequestLogLine(t *testing.T) {
 	streamUsage(t, g, hello(`,"stream":true`))
 	g.Close() // the stream's line is written when it ends
 	lines = requestLines(buf.String())
-	if len(lines) != 4 {
-		t.Fatalf("%d request lines, want 4", len(lines))
+	if len(lines) != 6 { // and the two PUTs'
+		t.Fatalf("%d request lines, want 6", len(lines))
 	}
-	for _, l := range lines[2:] {
+	for _, l := range lines[4:] {
 		if !strings.Contains(l.Get("prompt").Str, prompt) || l.Get("completion").Str == "" {
 			t.Errorf("content logging on, but the line has prompt %q, completion %q", l.Get("prompt").Str, l.Get("completion").Str)
 		}

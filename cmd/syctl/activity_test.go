@@ -67,7 +67,7 @@ func TestGenerationsAndActivity(t *testing.T) {
 		t.Fatalf("other account's generations: %s", out)
 	}
 	code, out, stderr = syctl(t, db, "-json", "activity", "-account", accts[0], "-from", "2026-04-01", "-to", "2026-04-03", "-group-by", "model")
-	want := `{"data":[{"date":"2026-04-02","model":"v/m","requests":3,"prompt_tokens":30,"completion_tokens":15,"cost":"0.0000075"}]}`
+	want := `{"data":[{"date":"2026-04-02","model":"v/m","key":"","requests":3,"prompt_tokens":30,"completion_tokens":15,"cost":"0.0000075"}]}`
 	var got, exp any
 	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || json.Unmarshal([]byte(want), &exp) != nil {
 		t.Fatalf("activity: %d %s %s", code, out, stderr)

@@ -283,8 +283,8 @@ func (f Filter) matches(entry []byte) bool {
 // Row is one line of the activity totals: a day and a model and/or a key.
 type Row struct {
 	Date             string `json:"date"`
-	Model            string `json:"model,omitempty"`
-	Key              string `json:"key,omitempty"`
+	Model            string `json:"model"`
+	Key              string `json:"key"`
 	Requests         int64  `json:"requests"`
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`

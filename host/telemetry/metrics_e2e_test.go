@@ -304,3 +304,37 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		}
 	})
 }
+
+// A request shed for load is counted as a refusal, with no model.
+func TestMetricsLoadShedding(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) { c.Limits.MaxRequestsInFlight = 1 }})
+	g.Upstreams["alpha"].SetFaults(demo.Faults{Delay: 500 * time.Millisecond})
+	before := scrapeMetrics(t, g)
+	done := make(chan int)
+	go func() {
+		resp, _, err := g.Request(http.MethodPost, "/chat/completions", hello(""))
+		if err != nil {
+			done <- 0
+			return
+		}
+		done <- resp.StatusCode
+	}()
+	// The first request holds the only slot while the upstream delays it.
+	for i := 0; g.Upstreams["alpha"].Count() == 0; i++ {
+		if i > 500 {
+			t.Fatal("the first request never reached the upstream")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if resp, body := post(t, g, g.Key, hello("")); resp.StatusCode != 503 {
+		t.Fatalf("second request: %d %s, want 503", resp.StatusCode, body.Raw)
+	}
+	if st := <-done; st != 200 {
+		t.Fatalf("first request: %d", st)
+	}
+	checkDeltas(t, before, scrapeMetrics(t, g), []delta{
+		{"switchyard_rate_limit_refusals_total", labels("reason", "overload"), false, 1},
+		{"switchyard_requests_total", labels("model", "", "status", "503"), false, 1},
+		{"switchyard_requests_total", labels("model", "test/chat", "status", "200"), false, 1},
+	})
+}

@@ -169,8 +169,13 @@ func (r *Request) finish() {
 	}
 	m := &metrics.Request{Route: r.route, Model: r.model, Provider: r.provider, Status: r.status, Duration: d,
 		Overhead: d - upstream, Streamed: r.streaming}
-	if r.attempts == 0 && r.status == http.StatusTooManyRequests {
+	switch {
+	case r.attempts == 0 && r.status == http.StatusTooManyRequests:
 		m.RefusedBy = "rate_limit"
+	case r.attempts == 0 && r.status == http.StatusServiceUnavailable && r.key == nil:
+		// Load shedding answers before authentication; every other 503
+		// comes after it.
+		m.RefusedBy = "overload"
 	}
 	if g := r.gen; g != nil {
 		m.Settled, m.Model, m.Provider = true, g.Model, g.Provider

@@ -226,6 +226,32 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		}
 	})
 
+	t.Run("broken stream", func(t *testing.T) {
+		g.Upstreams["alpha"].SetFaults(demo.Faults{CutAfter: 2})
+		defer g.Upstreams["alpha"].SetFaults(demo.Faults{})
+		before := scrapeMetrics(t, g)
+		req, _ := http.NewRequest(http.MethodPost, g.URL+"/chat/completions", strings.NewReader(hello(`,"stream":true`)))
+		req.Header.Set("Authorization", "Bearer "+g.Key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		var after scrape
+		for range 500 {
+			if after = scrapeMetrics(t, g); after.value("switchyard_upstream_errors_total", nil, false) > before.value("switchyard_upstream_errors_total", nil, false) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		checkDeltas(t, before, after, []delta{
+			{"switchyard_upstream_errors_total", labels("provider", "alpha", "reason", "502"), false, 1},
+			{"switchyard_fallbacks_total", nil, false, 0},
+			{"switchyard_open_streams", nil, false, 0},
+		})
+	})
+
 	t.Run("fallback", func(t *testing.T) {
 		g.Upstreams["alpha"].SetFaults(demo.Faults{Status: 500})
 		defer g.Upstreams["alpha"].SetFaults(demo.Faults{})

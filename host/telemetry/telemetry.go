@@ -164,7 +164,13 @@ func (r *Request) finish() {
 	upstream := r.upstream
 	if a := r.openAttempt; a != nil {
 		upstream += now.Sub(a.start)
-		a.endSpan(nil, now)
+		var err *apierr.Error
+		if r.gen != nil && r.gen.Status == billing.StatusError {
+			// The stream broke after its attempt had succeeded.
+			err = apierr.New(http.StatusBadGateway, "%s", r.gen.Error)
+			r.t.o.Metrics.UpstreamError(a.ep.Provider.Slug, err.Status, false)
+		}
+		a.endSpan(err, now)
 		r.openAttempt = nil
 	}
 	m := &metrics.Request{Route: r.route, Model: r.model, Provider: r.provider, Status: r.status, Duration: d,

@@ -109,7 +109,7 @@ func TestTraceOfStreamWithPluginAndFallback(t *testing.T) {
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	req, _ := http.NewRequest(http.MethodPost, g.URL+"/chat/completions",
-		strings.NewReader(hello(`,"stream":true,"plugins":[{"id":"testplugin","mode":"shout"}]`)))
+		strings.NewReader(hello(`,"stream":true,"plugins":[{"id":"testplugin","mode":"shout"}]`+ordered)))
 	req.Header.Set("Authorization", "Bearer "+g.Key)
 	req.Header.Set("traceparent", "00-"+traceID+"-"+parentID+"-01")
 	sresp, err := http.DefaultClient.Do(req)

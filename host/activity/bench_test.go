@@ -16,8 +16,20 @@ import (
 var (
 	benchOnce sync.Once
 	benchDB   *bolt.DB
+	benchDir  string
 	benchN    = 1_000_000
 )
+
+// TestMain removes the benchmarks' store (over a gigabyte for a million
+// records) when the package's tests and benchmarks are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDB != nil {
+		_ = benchDB.Close()
+		_ = os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
 
 func benchStore(b *testing.B) *bolt.DB {
 	benchOnce.Do(func() {
@@ -28,6 +40,7 @@ func benchStore(b *testing.B) *bolt.DB {
 		if err != nil {
 			b.Fatal(err)
 		}
+		benchDir = dir
 		db, err := bolt.Open(dir+"/a.db", 0o600, &bolt.Options{NoSync: true})
 		if err != nil {
 			b.Fatal(err)

@@ -79,7 +79,7 @@ func TestRequestLogLine(t *testing.T) {
 	if !l.Get("latency_ms").Exists() {
 		t.Error("request line without latency_ms")
 	}
-	if lines[1].Get("status").Int() != 401 || lines[1].Get("key_name").Exists() {
+	if lines[1].Get("status").Int() != 401 || lines[1].Get("key_name").Exists() || lines[1].Get("route").Str != "/api/v1" {
 		t.Errorf("refused request's line: %s", lines[1].Raw)
 	}
 	log := buf.String()

@@ -513,9 +513,13 @@ func (r *Registry) seeds(dir string) ([]*startJob, error) {
 	return out, nil
 }
 
-// loadAll loads the jobs' modules, up to GOMAXPROCS at a time, each
-// compiled on one goroutine (wazero would otherwise spread every module
-// over all CPUs, and the modules would compete for them).
+// loadAll loads the jobs' modules, up to GOMAXPROCS at a time. The
+// gateway's are loaded lazily (wasm.Engine.LoadLazy: compiled on first
+// call, so a gateway keeps in memory only the code of the modules it
+// uses); a new or rebuilt seed is validated first, so a broken build still
+// stops the start. A tenant's module is loaded as when it was published,
+// compiled on one goroutine (wazero would otherwise spread it over all
+// CPUs, and the modules would compete for them).
 func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 	ctx = wasm.WithCompilationWorkers(ctx, 1)
 	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
@@ -525,7 +529,19 @@ func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			j.mod, j.err = r.load(ctx, j.name, j.m, j.bin)
+			switch {
+			case strings.Contains(j.name, "/"): // a tenant's: loaded as published
+				j.mod, j.err = r.load(ctx, j.name, j.m, j.bin)
+			case j.changed:
+				// A new or rebuilt seed: validated now (a broken build stops
+				// the start), compiled on its first call.
+				if j.err = r.engine.Validate(ctx, j.m, j.bin); j.err == nil {
+					j.mod, j.err = r.engine.LoadLazy(j.m, j.bin)
+				}
+			default:
+				// Proven to load when it was stored.
+				j.mod, j.err = r.engine.LoadLazy(j.m, j.bin)
+			}
 		}()
 	}
 	wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	extism "github.com/extism/go-sdk"
@@ -38,6 +39,13 @@ type Module struct {
 	slots   chan struct{}
 	// preempt: the module was instrumented (preempt.go).
 	preempt bool
+
+	// Loading (engine.go, ensure): rt, compiled and preempt are set once,
+	// before ready; bin is the binary until then.
+	ready   atomic.Bool
+	loadMu  sync.Mutex
+	loadErr error
+	bin     []byte
 
 	mu     sync.Mutex
 	live   int // instances alive (pooled or in use)
@@ -163,6 +171,12 @@ func (m *Module) Close(ctx context.Context) error {
 			if m.ext != nil {
 				return m.engine.closeExtismModule(ctx, m)
 			}
+			m.loadMu.Lock() // a load in progress finishes first
+			defer m.loadMu.Unlock()
+			m.bin = nil
+			if m.compiled == nil {
+				return nil // never loaded
+			}
 			return m.compiled.Close(ctx)
 		}
 	}
@@ -225,6 +239,14 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 			return nil, ae
 		}
 	} else {
+		if m.ext == nil {
+			// Compiled on first use (LoadLazy), without the request's
+			// deadline: a client that hangs up does not fail the load
+			// for everyone.
+			if lerr := m.ensure(context.WithoutCancel(ctx)); lerr != nil {
+				return nil, m.fail(hook, "does not load: "+shortReason(lerr.Error()))
+			}
+		}
 		var in *instance
 		if in, err = m.get(ctx); err != nil {
 			return nil, m.fail(hook, "no instance available: "+err.Error())

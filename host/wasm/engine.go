@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
@@ -47,6 +48,9 @@ type Engine struct {
 	// the first Load.
 	Tenants TenantLimits
 	Logs    LogLimits
+	// PoolTrimEvery is how often a module's pool gives back the instances
+	// a burst left idle (default 30 s). Set before the first Load.
+	PoolTrimEvery time.Duration
 
 	accounts sync.Map // account id → *account
 
@@ -475,6 +479,13 @@ func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) e
 		}
 	}
 	return nil
+}
+
+func (e *Engine) poolTrimEvery() time.Duration {
+	if e.PoolTrimEvery > 0 {
+		return e.PoolTrimEvery
+	}
+	return 30 * time.Second
 }
 
 // instanceOf finds the pooled instance a host function was called from.

@@ -50,8 +50,12 @@ type Module struct {
 	mu     sync.Mutex
 	live   int // instances alive (pooled or in use)
 	closed bool
-	calls  sync.WaitGroup
-	refs   refcount
+	// trim is armed while more than one instance is alive (see trimIdle);
+	// idleLow is the fewest instances the pool held since the last trim.
+	trim    *time.Timer
+	idleLow atomic.Int32
+	calls   sync.WaitGroup
+	refs    refcount
 }
 
 type instance struct {
@@ -104,12 +108,17 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 func (m *Module) get(ctx context.Context) (*instance, error) {
 	select {
 	case in := <-m.pool:
+		m.noteIdle()
 		return in, nil
 	default:
 	}
+	m.idleLow.Store(0)
 	m.mu.Lock()
 	if m.live < m.Manifest.Limits.PoolSize {
 		m.live++
+		if m.live > 1 && m.trim == nil && !m.closed {
+			m.trim = time.AfterFunc(m.engine.poolTrimEvery(), m.trimIdle)
+		}
 		m.mu.Unlock()
 		in, err := m.instantiate(context.Background())
 		if err != nil {
@@ -126,6 +135,47 @@ func (m *Module) get(ctx context.Context) (*instance, error) {
 		return in, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// noteIdle lowers idleLow to the number of instances left in the pool.
+func (m *Module) noteIdle() {
+	n := int32(len(m.pool))
+	for {
+		low := m.idleLow.Load()
+		if n >= low || m.idleLow.CompareAndSwap(low, n) {
+			return
+		}
+	}
+}
+
+// trimIdle shrinks the pool after a burst: the instances that stayed in
+// the pool for a whole period (at ~5 MiB each) were not needed, and are
+// freed, keeping one warm. It re-arms itself while more than one instance
+// is alive.
+func (m *Module) trimIdle() {
+	spare := int(m.idleLow.Swap(int32(len(m.pool))))
+	for ; spare > 0; spare-- {
+		m.mu.Lock()
+		keep := m.live <= 1 || m.closed
+		m.mu.Unlock()
+		if keep {
+			break
+		}
+		select {
+		case in := <-m.pool:
+			m.discard(in)
+		default:
+			spare = 0
+		}
+	}
+	m.idleLow.Store(int32(len(m.pool)))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live > 1 && !m.closed {
+		m.trim.Reset(m.engine.poolTrimEvery())
+	} else {
+		m.trim = nil
 	}
 }
 
@@ -161,6 +211,10 @@ func (m *Module) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closed = true
+	if m.trim != nil {
+		m.trim.Stop()
+		m.trim = nil
+	}
 	m.mu.Unlock()
 	m.calls.Wait()
 	for {

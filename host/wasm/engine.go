@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -245,6 +246,7 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 	if err != nil {
 		return nil, err
 	}
+	mod.lazy = false
 	if err := mod.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -273,7 +275,7 @@ func (e *Engine) LoadLazy(m *manifest.Manifest, wasm []byte) (*Module, error) {
 		return nil, &LoadError{Module: id, Reason: "engine is closed"}
 	}
 	return &Module{
-		Manifest: m, ID: id, engine: e, bin: wasm,
+		Manifest: m, ID: id, engine: e, bin: wasm, lazy: true,
 		pool: make(chan *instance, m.Limits.PoolSize), acct: e.accountFor("", false),
 	}, nil
 }
@@ -326,6 +328,13 @@ func (m *Module) ensure(ctx context.Context) error {
 	if m.loadErr = m.load(ctx); m.loadErr == nil {
 		m.bin = nil // compiled: the binary is no longer needed
 		m.ready.Store(true)
+		// Compiling leaves tens of MiB of garbage that the Go runtime would
+		// hand back to the OS only after heap growth forces a collection;
+		// a lazy load happens once per module, so return it now, off the
+		// call's path.
+		if m.lazy {
+			go debug.FreeOSMemory()
+		}
 	}
 	return m.loadErr
 }

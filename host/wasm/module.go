@@ -42,6 +42,7 @@ type Module struct {
 
 	// Loading (engine.go, ensure): rt, compiled and preempt are set once,
 	// before ready; bin is the binary until then.
+	lazy    bool // loaded by LoadLazy: compiled on the first call
 	ready   atomic.Bool
 	loadMu  sync.Mutex
 	loadErr error

@@ -536,15 +536,33 @@ func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 				// A new or rebuilt seed: validated now (a broken build stops
 				// the start), compiled on its first call.
 				if j.err = r.engine.Validate(ctx, j.m, j.bin); j.err == nil {
-					j.mod, j.err = r.engine.LoadLazy(j.m, j.bin)
+					j.mod, j.err = r.engine.LoadLazyFrom(j.m, nil, r.binary(j.name, j.version))
 				}
 			default:
 				// Proven to load when it was stored.
-				j.mod, j.err = r.engine.LoadLazy(j.m, j.bin)
+				j.mod, j.err = r.engine.LoadLazyFrom(j.m, nil, r.binary(j.name, j.version))
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// binary reads a stored binary when a lazily loaded module is first called
+// (start stores a new seed before it activates it), so the binaries of
+// modules nobody calls stay on disk.
+func (r *Registry) binary(name, version string) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		var bin []byte
+		err := r.db.View(func(tx *bolt.Tx) error {
+			v := tx.Bucket(bucketBinaries).Get(key(name, version))
+			if v == nil {
+				return errNotPublished(name, version)
+			}
+			bin = append([]byte(nil), v...)
+			return nil
+		})
+		return bin, err
+	}
 }
 
 // sameJSON compares two JSON documents ignoring insignificant white space

@@ -260,6 +260,19 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 // keeps their code in memory. A failure then fails that call (and every
 // later one) with the reason, as a 502. Extism modules load now.
 func (e *Engine) LoadLazy(m *manifest.Manifest, wasm []byte) (*Module, error) {
+	return e.LoadLazyFrom(m, wasm, nil)
+}
+
+// LoadLazyFrom is LoadLazy for a binary that fetch returns on the first
+// call (wasm is then nil): a module store does not keep megabytes of
+// binaries in memory for modules nobody calls.
+func (e *Engine) LoadLazyFrom(m *manifest.Manifest, wasm []byte, fetch func() ([]byte, error)) (*Module, error) {
+	if wasm == nil && fetch != nil && m.Runtime == manifest.RuntimeExtism {
+		var err error
+		if wasm, err = fetch(); err != nil {
+			return nil, &LoadError{Module: m.Name + "@" + m.Version, Reason: err.Error()}
+		}
+	}
 	id := m.Name + "@" + m.Version
 	switch m.Runtime {
 	case manifest.RuntimeNative:
@@ -275,7 +288,7 @@ func (e *Engine) LoadLazy(m *manifest.Manifest, wasm []byte) (*Module, error) {
 		return nil, &LoadError{Module: id, Reason: "engine is closed"}
 	}
 	return &Module{
-		Manifest: m, ID: id, engine: e, bin: wasm, lazy: true,
+		Manifest: m, ID: id, engine: e, bin: wasm, fetch: fetch, lazy: true,
 		pool: make(chan *instance, m.Limits.PoolSize), acct: e.accountFor("", false),
 	}, nil
 }
@@ -326,7 +339,7 @@ func (m *Module) ensure(ctx context.Context) error {
 		return m.loadErr
 	}
 	if m.loadErr = m.load(ctx); m.loadErr == nil {
-		m.bin = nil // compiled: the binary is no longer needed
+		m.bin, m.fetch = nil, nil // compiled: the binary is no longer needed
 		m.ready.Store(true)
 		// Compiling leaves tens of MiB of garbage that the Go runtime would
 		// hand back to the OS only after heap growth forces a collection;
@@ -343,6 +356,13 @@ func (m *Module) load(ctx context.Context) error {
 	e := m.engine
 	refuse := func(format string, args ...any) error {
 		return &LoadError{Module: m.ID, Reason: fmt.Sprintf(format, args...)}
+	}
+	if m.bin == nil && m.fetch != nil {
+		bin, err := m.fetch()
+		if err != nil {
+			return refuse("cannot be read: %v", err)
+		}
+		m.bin = bin
 	}
 	r, compiled, preempt, err := e.compile(ctx, m.Manifest, m.bin)
 	if err != nil {

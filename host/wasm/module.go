@@ -47,6 +47,7 @@ type Module struct {
 	loadMu  sync.Mutex
 	loadErr error
 	bin     []byte
+	fetch   func() ([]byte, error) // reads bin when it is nil (LoadLazyFrom)
 
 	mu     sync.Mutex
 	live   int // instances alive (pooled or in use)
@@ -228,7 +229,7 @@ func (m *Module) Close(ctx context.Context) error {
 			}
 			m.loadMu.Lock() // a load in progress finishes first
 			defer m.loadMu.Unlock()
-			m.bin = nil
+			m.bin, m.fetch = nil, nil
 			if m.compiled == nil {
 				return nil // never loaded
 			}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/apierr"
 )
 
 // TestPoolShrinksWhenIdle: after a burst that needed several instances, a
@@ -72,5 +74,35 @@ func TestPoolShrinksWhenIdle(t *testing.T) {
 	}
 	if _, err := mod.Call(ctx, abi.HookChatRequest, []byte(`{"model":"gpt-4o"}`), []byte(`{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}]}`)); err != nil {
 		t.Fatalf("call after trims: %v", err)
+	}
+}
+
+// TestLazyLoadFailureFailsTheCall: a lazily loaded module that turns out
+// not to compile fails each call with a 502 naming the module and the
+// reason, and is not retried on every call.
+func TestLazyLoadFailureFailsTheCall(t *testing.T) {
+	m, err := manifest.Parse([]byte(`{"name":"broken","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine("", nil)
+	defer e.Close(context.Background())
+	fetches := 0
+	mod, err := e.LoadLazyFrom(m, nil, func() ([]byte, error) { fetches++; return []byte("not wasm"), nil })
+	if err != nil {
+		t.Fatalf("LoadLazyFrom: %v", err)
+	}
+	for range 2 {
+		_, err := mod.Call(context.Background(), abi.HookPreRequest, []byte(`{}`), []byte(`{}`))
+		ae := apierr.From(err)
+		if err == nil || ae.Status != 502 || !strings.Contains(ae.Message, "broken@1.0.0") || !strings.Contains(ae.Message, "does not load") {
+			t.Fatalf("call of a module that does not compile: %v", err)
+		}
+	}
+	if fetches != 1 {
+		t.Fatalf("binary fetched %d times, want once", fetches)
+	}
+	if mod.Live() != 0 {
+		t.Fatalf("live = %d", mod.Live())
 	}
 }

@@ -533,3 +533,57 @@ func benchChat(b *testing.B, body string) {
 		}
 	}
 }
+
+// A tool module's chat sub-request (the chat host function) is charged to
+// the caller's key under its own record and counted in the request's
+// usage.cost and service_metadata; a sub-request cannot use server tools
+// (no recursion).
+func TestServerToolChatSubRequest(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	root := gatewaytest.Root()
+	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	tl := `[{"type":"service:tooltest"}]`
+	before := g.Ledger.Balance(g.AccountID)
+	sub := `{"model":"test/chat","messages":[{"role":"user","content":"from-the-tool"}]}`
+	resp, body := post(t, g, "/chat/completions", toolsBody("call:tooltest args:{\"chat\":"+sub+"}", tl, ""), "X-Service-Metadata", "enabled")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if c := body.Get("choices.0.message.content").Str; !strings.Contains(c, `"chat_status":200`) || !strings.Contains(c, "You said: from-the-tool") {
+		t.Fatalf("answer %q", c)
+	}
+	id := body.Get("id").Str
+	subRec := generation(t, g, g.Key, id+"-sub1")
+	subCost := usd(t, subRec.Get("total_cost"))
+	turns := usd(t, generation(t, g, g.Key, id).Get("total_cost")) + usd(t, generation(t, g, g.Key, id+"-2").Get("total_cost"))
+	cost := usd(t, body.Get("usage.cost"))
+	if subCost == 0 || cost != turns+subCost || usd(t, body.Get("usage.cost_details.sub_requests")) != subCost {
+		t.Fatalf("usage.cost %s, turns %s, sub-request %s (%s)", cost, turns, subCost, body.Get("usage.cost_details").Raw)
+	}
+	if err := g.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if used := g.Ledger.Balance(g.AccountID).Usage - before.Usage; used != cost {
+		t.Fatalf("credits consumed %s, usage.cost %s", used, cost)
+	}
+	found := false
+	for _, s := range body.Get("service_metadata.pipeline").Array() {
+		found = found || (s.Get("type").Str == "sub_requests" && s.Get("data.requests.0.id").Str == id+"-sub1")
+	}
+	if !found {
+		t.Fatalf("no sub_requests stage: %s", body.Get("service_metadata.pipeline").Raw)
+	}
+
+	// No recursion: the sub-request may not run server tools.
+	nested := `{"model":"test/chat","messages":[{"role":"user","content":"x"}],"tools":[{"type":"service:tooltest"}]}`
+	_, body = post(t, g, "/chat/completions", toolsBody("call:tooltest args:{\"chat\":"+nested+"}", tl, ""))
+	if c := body.Get("choices.0.message.content").Str; !strings.Contains(c, `"chat_status":400`) || !strings.Contains(c, "not available in a sub-request") {
+		t.Fatalf("answer %q", c)
+	}
+}

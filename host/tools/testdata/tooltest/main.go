@@ -9,6 +9,7 @@ package main
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/sdk"
@@ -23,6 +24,18 @@ func toolCall(in *sdk.In, out *sdk.Out) error {
 	ctx, name, args := in.Field(0), in.Field(1), in.Field(2)
 	if gjson.GetBytes(args, "fail").Bool() {
 		return errors.New("tooltest was asked to fail")
+	}
+	if q := gjson.GetBytes(args, "chat"); q.Exists() {
+		// A chat sub-request (the chat host function) with the given
+		// body; the result says what came back.
+		status, resp, err := sdk.Chat([]byte(q.Raw))
+		if err != nil {
+			out.FieldString(`{"chat_error":` + sdk.Quote(err.Error()) + `}`)
+		} else {
+			out.FieldString(`{"chat_status":` + strconv.Itoa(status) + `,"chat":` + string(resp) + `}`)
+		}
+		out.FieldString("")
+		return nil
 	}
 	out.FieldString(`{"echo":` + string(args) + `,"name":` + sdk.Quote(string(name)) +
 		`,"parameters":` + gjson.GetBytes(ctx, "parameters").Raw + `,"config":` + gjson.GetBytes(ctx, "config").Raw +

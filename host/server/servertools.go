@@ -204,12 +204,6 @@ func maxToolCalls(r *validate.ChatRequest) int {
 	return validate.DefaultMaxToolCalls
 }
 
-// keepAliveLine is the loop's SSE keep-alive: a comment line without the
-// blank line that would end an event. Spec parsers ignore both forms, but
-// openai-go dispatches the empty event a blank line ends and fails to
-// decode it.
-var keepAliveLine = []byte(": " + keepAliveText + "\n")
-
 // stream runs the loop behind an SSE response: every turn streams from
 // the upstream and its text goes on to the client as it comes; keep-alive
 // comments flow while tools run; the final chunk carries the usage of

@@ -587,3 +587,15 @@ func TestServerToolChatSubRequest(t *testing.T) {
 		t.Fatalf("answer %q", c)
 	}
 }
+
+// A streamed server-tool request that cannot start (no credit for its
+// first turn) gets its HTTP status, not an opened stream.
+func TestServerToolStreamRefusedBeforeOpening(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	key := newLimitedKey(t, g, "0.0000001")
+	resp, body := post(t, g, "/chat/completions", toolsBody("call:datetime", "", `,"stream":true`), "Authorization", "Bearer "+key)
+	wantError(t, resp, body, http.StatusPaymentRequired, "Key limit exceeded")
+	if g.Upstreams["alpha"].Count() != 0 {
+		t.Fatal("the upstream was called")
+	}
+}

@@ -222,6 +222,11 @@ func TestServerToolFeesAndFailures(t *testing.T) {
 	if !strings.Contains(content, `"parameters":{"colour":"blue"}`) || !strings.Contains(content, `"config":{"id":"tooltest","region":"eu"}`) || !strings.Contains(content, `"request_id":"`+body.Get("id").Str+`"`) {
 		t.Fatalf("answer %q", content)
 	}
+	// Each call knows how many calls of its tool ran before it (ctx.calls),
+	// parallel ones included.
+	if !strings.Contains(content, `"calls":0}`) || !strings.Contains(content, `"calls":1}`) {
+		t.Fatalf("ctx.calls: %q", content)
+	}
 	wantSums(t, g, body, before, 3_000_000) // two calls at $0.0015
 	rec := generation(t, g, g.Key, body.Get("id").Str)
 	if rec.Get("tool_fees.0.tool").Str != "service:tooltest" || rec.Get("tool_fees.0.calls").Int() != 2 {
@@ -597,5 +602,30 @@ func TestServerToolStreamRefusedBeforeOpening(t *testing.T) {
 	wantError(t, resp, body, http.StatusPaymentRequired, "Key limit exceeded")
 	if g.Upstreams["alpha"].Count() != 0 {
 		t.Fatal("the upstream was called")
+	}
+}
+
+// service:web_search through the loop, offline: the demo model searches,
+// the web module answers from its demo engine, the model quotes it.
+func TestServerToolWebSearch(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	resp, body := post(t, g, "/chat/completions", toolsBody("please search the docs for server tools billing", `[{"type":"service:web_search"}]`, ""), "X-Service-Metadata", "enabled")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	d := body.Get("usage.server_tool_use_details")
+	call := toolStage(t, body).Get("data.calls.0")
+	if d.Get("web_search_requests").Int() != 1 || body.Get("usage.server_tool_use.web_search_requests").Int() != 1 || call.Get("tool").Str != "service:web_search" {
+		t.Fatalf("%s\n%s", d.Raw, call.Raw)
+	}
+	if c := body.Get("choices.0.message.content").Str; !strings.Contains(c, "demo search engine") {
+		t.Fatalf("answer %q", c)
+	}
+	// The module's max_uses holds across the parallel calls of one turn
+	// (ctx.calls numbers them).
+	_, body = post(t, g, "/chat/completions", toolsBody("call:web_search call:web_search routing", `[{"type":"service:web_search","parameters":{"max_uses":1}}]`, ""), "X-Service-Metadata", "enabled")
+	calls := toolStage(t, body).Get("data.calls").Array()
+	if len(calls) != 2 || calls[0].Get("status").Str != "completed" || calls[1].Get("status").Str != "failed" || !strings.Contains(calls[1].Get("error").Str, "max_uses") {
+		t.Fatalf("calls %v", calls)
 	}
 }

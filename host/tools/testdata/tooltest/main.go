@@ -39,7 +39,7 @@ func toolCall(in *sdk.In, out *sdk.Out) error {
 	}
 	out.FieldString(`{"echo":` + string(args) + `,"name":` + sdk.Quote(string(name)) +
 		`,"parameters":` + gjson.GetBytes(ctx, "parameters").Raw + `,"config":` + gjson.GetBytes(ctx, "config").Raw +
-		`,"request_id":` + sdk.Quote(gjson.GetBytes(ctx, "request_id").Str) + `}`)
+		`,"request_id":` + sdk.Quote(gjson.GetBytes(ctx, "request_id").Str) + `,"calls":` + gjson.GetBytes(ctx, "calls").Raw + `}`)
 	if gjson.GetBytes(args, "bad_cost").Bool() {
 		out.FieldString("lots")
 		return nil

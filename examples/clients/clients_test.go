@@ -13,11 +13,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
 	"github.com/openai/openai-go/packages/param"
 	"github.com/openai/openai-go/shared"
+	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
@@ -51,6 +54,34 @@ func TestNodeOpenAISDK(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "# fail 0") {
 		t.Fatalf("unexpected node test output:\n%s", out)
+	}
+}
+
+// Keep-alive comments while the upstream is quiet must not break the Go
+// SDK's stream decoder (it turns an empty event into a decode error).
+func TestGoOpenAISDKKeepAlive(t *testing.T) {
+	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, Mutate: func(c *config.Config) {
+		c.KeepAlive = config.Duration(10 * time.Millisecond)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	g.Upstreams["alpha"].SetFaults(demo.Faults{ChunkDelay: 40 * time.Millisecond})
+	client := goClient(g, g.Key)
+	stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model:    "test/chat",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("slow words")},
+	})
+	acc := openai.ChatCompletionAccumulator{}
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(acc.Choices) == 0 || !strings.Contains(acc.Choices[0].Message.Content, "You said: slow words") {
+		t.Fatalf("accumulated %+v", acc.ChatCompletion)
 	}
 }
 

@@ -66,6 +66,7 @@ type Tool struct {
 	params, config string
 	mod            *wasm.Module
 	release        func()
+	made           int // calls of this tool run so far in the request (RunAll)
 }
 
 // Set is the server tools of one request. Release it when the request ends.
@@ -258,6 +259,10 @@ func isForced(c gjson.Result) bool {
 // Call is one tool call the model made.
 type Call struct {
 	ID, Name, Arguments string
+	// Seq is how many calls of the same tool the request ran before this
+	// one (ctx.calls: a module enforces its max_uses with it). RunAll sets
+	// it.
+	Seq int
 }
 
 // Env is what a tool call's ctx tells the module about the request.
@@ -301,7 +306,7 @@ func (t *Tool) Run(ctx context.Context, env Env, c Call) Outcome {
 	}
 	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
-	out, err := t.mod.Call(cctx, abi.HookToolCall, t.ctxJSON(env), []byte(t.Name), []byte(args))
+	out, err := t.mod.Call(cctx, abi.HookToolCall, t.ctxJSON(env, c.Seq), []byte(t.Name), []byte(args))
 	switch {
 	case cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
 		return fail("tool %s did not answer within %s", t.Name, CallTimeout)
@@ -331,8 +336,9 @@ func (t *Tool) Run(ctx context.Context, env Env, c Call) Outcome {
 }
 
 // ctxJSON is the tool_call hook's ctx: the request, the time of the call,
-// the tool and its parameters from the request, and the plugin's config.
-func (t *Tool) ctxJSON(env Env) []byte {
+// the tool, how many calls of it ran before in the request, its parameters
+// from the request, and the plugin's config.
+func (t *Tool) ctxJSON(env Env, seq int) []byte {
 	b := make([]byte, 0, 192+len(t.params)+len(t.config))
 	b = append(b, `{"request_id":`...)
 	b = strconv.AppendQuote(b, env.RequestID)
@@ -348,7 +354,9 @@ func (t *Tool) ctxJSON(env Env) []byte {
 	b = strconv.AppendQuote(b, t.Type)
 	b = append(b, `,"name":`...)
 	b = strconv.AppendQuote(b, t.Name)
-	b = append(b, `},"parameters":`...)
+	b = append(b, `},"calls":`...)
+	b = strconv.AppendInt(b, int64(seq), 10)
+	b = append(b, `,"parameters":`...)
 	b = append(b, t.params...)
 	b = append(b, `,"config":`...)
 	b = append(b, t.config...)
@@ -363,6 +371,10 @@ func (s *Set) RunAll(ctx context.Context, env Env, calls []Call) []Outcome {
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		t := s.Named(c.Name)
+		// Numbered before any runs: parallel calls of one turn each know
+		// their place (a module's max_uses holds within a turn too).
+		c.Seq = t.made
+		t.made++
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

@@ -227,3 +227,15 @@ func TestToolMaxUsesCountedByModule(t *testing.T) {
 		t.Fatal("counted without max_uses")
 	}
 }
+
+func TestMalformedSettings(t *testing.T) {
+	for _, st := range []string{`"exa"`, `{"engines":{"exa":"key"}}`} {
+		if _, err := sdk.Run((&websearch.Module{}).PreRequest, []byte(`{"config":{"id":"web"},"settings":`+st+`}`), []byte(convo)); err == nil || !strings.Contains(err.Error(), "module_settings.web") {
+			t.Fatalf("%s: %v", st, err)
+		}
+	}
+	s, err := websearch.ParseSettings(gjson.Parse(`{"engine":"exa","max_results":3,"engines":{"exa":{"fee":"0.01"}}}`))
+	if err != nil || s.Engine != "exa" || s.MaxResults != 3 || s.For("exa").Fee != "0.01" || s.For("exa").BaseURL != "https://api.exa.ai" || s.For("exa").Secret != "EXA_API_KEY" {
+		t.Fatalf("%+v %v", s, err)
+	}
+}

@@ -1,7 +1,6 @@
 package websearch
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -29,8 +28,7 @@ func toolOptions(p gjson.Result) Options {
 }
 
 func toolError(out *sdk.Out, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	out.Field(b)
+	out.Field(append(appendString([]byte(`{"error":`), msg), '}'))
 	out.Field(nil) // free
 }
 
@@ -102,7 +100,9 @@ func (m *Module) ToolCall(in *sdk.In, out *sdk.Out) error {
 	if rs == nil {
 		rs = []Result{}
 	}
-	b, _ := json.Marshal(map[string]any{"query": truncate(query, maxQuery), "engine": o.Engine, "results": rs})
+	b := appendString([]byte(`{"query":`), truncate(query, maxQuery))
+	b = appendString(append(b, `,"engine":`...), o.Engine)
+	b = append(appendResults(append(b, `,"results":`...), rs), '}')
 	out.Field(b)
 	fee := s.For(o.Engine).Fee
 	if f, err := strconv.ParseFloat(fee, 64); err != nil || f <= 0 {

@@ -175,6 +175,18 @@ func TestWebPluginDemoEngine(t *testing.T) {
 		}
 	})
 
+	t.Run("native", func(t *testing.T) {
+		// The provider searches: the plugin sets web_search_options and
+		// leaves its plugins item for the adapter; nothing injected, and
+		// no annotations of its own.
+		b := chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"x"}],"plugins":[{"id":"web","engine":"native","user_location":{"type":"approximate","country":"NO"}}]}`)
+		sent := gjson.ParseBytes(up.Last().Body)
+		if sent.Get("web_search_options.user_location.approximate.country").Str != "NO" || len(sent.Get("messages").Array()) != 1 ||
+			b.Get("choices.0.message.annotations").Exists() {
+			t.Fatalf("upstream got %s; answer %s", sent.Raw, b.Raw)
+		}
+	})
+
 	t.Run("disabled", func(t *testing.T) {
 		b := chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"x"}],"plugins":[{"id":"web","enabled":false}]}`)
 		if b.Get("choices.0.message.annotations").Exists() || len(gjson.ParseBytes(up.Last().Body).Get("messages").Array()) != 1 {

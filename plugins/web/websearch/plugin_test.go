@@ -201,6 +201,15 @@ func TestToolCall(t *testing.T) {
 			t.Fatalf("%s: %s %q", tc.ctx, res.Raw, cost)
 		}
 	}
+	// The request's web plugin item (ctx.config) gives what the tool's
+	// parameters leave unset.
+	res, _ = call(`{"config":{"id":"web","include_domains":["docs.switchyard.demo/billing"],"max_results":1},"parameters":{"max_results":3}}`, `{"query":"stream billing"}`)
+	if res.Get("results.#").Int() == 0 || !strings.HasPrefix(res.Get("results.0.url").Str, "https://docs.switchyard.demo/billing") {
+		t.Fatalf("%s", res.Raw)
+	}
+	if res.Get("results.#").Int() > 3 {
+		t.Fatalf("parameters.max_results wins: %s", res.Raw)
+	}
 	if res, _ := call(`{"parameters":{"max_uses":2},"calls":1}`, `{"query":"routing"}`); res.Get("error").Exists() {
 		t.Fatalf("the second of two uses runs: %s", res.Raw)
 	}

@@ -156,6 +156,21 @@ func (g *Generation) appendJSON(b []byte) []byte {
 	if g.Error != "" {
 		b = appendStringField(b, "error", g.Error)
 	}
+	if len(g.Fees) > 0 {
+		b = append(appendField(b, "tool_fees", false), '[')
+		for i, f := range g.Fees {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(appendField(append(b, '{'), "tool", true), f.Tool)
+			b = appendInt(b, "calls", int64(f.Calls))
+			b = append(appendNanos(b, "cost", f.Cost), '}')
+		}
+		b = append(b, ']')
+	}
+	if g.FeesCost != 0 {
+		b = appendNanos(b, "tool_fees_cost", g.FeesCost)
+	}
 	if g.Anomaly != "" {
 		b = appendStringField(b, "upstream_anomaly", g.Anomaly)
 	}

@@ -55,6 +55,10 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 			Usage: u, Cost: c, Attempts: int(randInt(rng)), FailedCost: randNanos(rng), Charged: randNanos(rng),
 			Uncollected: randNanos(rng), Held: randNanos(rng), LatencyMs: randInt(rng), TTFTMs: randInt(rng), PluginUs: randInt(rng),
 			Error: randString(rng), Anomaly: randString(rng), CreatedAt: randTime(rng), SettledAt: randTime(rng)}
+		for range rng.IntN(3) {
+			g.Fees = append(g.Fees, Fee{Tool: randString(rng), Calls: int(randInt(rng)), Cost: randNanos(rng)})
+			g.FeesCost += randNanos(rng)
+		}
 		var lim *int64
 		if rng.IntN(2) == 0 {
 			l := randInt(rng)

@@ -64,9 +64,12 @@ type Tool struct {
 	// config is the request's plugins[] item for the module ({} when
 	// none): both reach the module in ctx.
 	params, config string
-	mod            *wasm.Module
-	release        func()
-	made           int // calls of this tool run so far in the request (RunAll)
+	// settings are the operator's module_settings of a global module
+	// (nil for an account's module): ctx.settings.
+	settings []byte
+	mod      *wasm.Module
+	release  func()
+	made     int // calls of this tool run so far in the request (RunAll)
 }
 
 // Set is the server tools of one request. Release it when the request ends.
@@ -96,7 +99,7 @@ func Resolve(reg *modules.Registry, account string, body []byte) (*Set, *apierr.
 			err = apierr.BadRequest(at, "server tool %q is listed twice", typ)
 			return false
 		}
-		mod, release := acquire(reg, account, ModuleName(typ))
+		mod, release, global := acquire(reg, account, ModuleName(typ))
 		var decl *manifest.Tool
 		if mod != nil && mod.Manifest.Has(abi.HookToolCall) {
 			decl = mod.Manifest.Tool(typ)
@@ -111,6 +114,9 @@ func Resolve(reg *modules.Registry, account string, body []byte) (*Set, *apierr.
 			params = "{}"
 		}
 		tl := &Tool{Type: typ, Name: decl.Name, decl: decl, params: params, config: pluginConfig(body, mod.Manifest.Name), mod: mod, release: release}
+		if global {
+			tl.settings = reg.Settings(mod.Manifest.Name) // the operator's, never an account module's
+		}
 		s.Tools = append(s.Tools, tl)
 		s.byName[tl.Name] = tl
 		return true
@@ -146,14 +152,15 @@ func choiceAlias(c string) string {
 }
 
 // acquire finds module name in the account's scope first, then globally
-// (as the pipeline finds plugins).
-func acquire(reg *modules.Registry, account, name string) (*wasm.Module, func()) {
+// (as the pipeline finds plugins); global says which.
+func acquire(reg *modules.Registry, account, name string) (*wasm.Module, func(), bool) {
 	if account != "" {
 		if m, rel := reg.Acquire(modules.Scoped(account, name)); m != nil {
-			return m, rel
+			return m, rel, false
 		}
 	}
-	return reg.Acquire(name)
+	m, rel := reg.Acquire(name)
+	return m, rel, true
 }
 
 // pluginConfig is the request's plugins[] item whose id is the module's
@@ -360,6 +367,10 @@ func (t *Tool) ctxJSON(env Env, seq int) []byte {
 	b = append(b, t.params...)
 	b = append(b, `,"config":`...)
 	b = append(b, t.config...)
+	if len(t.settings) > 0 {
+		b = append(b, `,"settings":`...)
+		b = append(b, t.settings...)
+	}
 	return append(b, '}')
 }
 

@@ -45,7 +45,7 @@ func run() error {
 		log.Warn("could not raise the open-file limit", "limit", n, "err", err)
 	}
 	go func() { _ = tokenize.Warm() }()
-	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv})
+	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv, ConfigPath: *cfgPath})
 	if err != nil {
 		return err
 	}
@@ -60,6 +60,13 @@ func run() error {
 	}
 	if gw.DemoURL != "" {
 		log.Info("demo provider running (offline, canned answers — not a real model)", "url", gw.DemoURL)
+	}
+	// Providers, models, prices, aliases and rate limits reload without a
+	// restart: on SIGHUP, when the file changes, and POST /api/v1/admin/reload.
+	wctx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	if err := gw.WatchConfig(wctx); err != nil {
+		log.Warn("configuration file not watched; SIGHUP and POST /api/v1/admin/reload still reload it", "err", err)
 	}
 	for slug, p := range gw.Catalog.Providers {
 		log.Info("provider enabled", "provider", slug, "base_url", p.BaseURL, "demo", p.Demo)

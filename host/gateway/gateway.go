@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
@@ -37,6 +39,9 @@ type Options struct {
 	AllowPrivateNetworks bool
 	// Getenv reads provider API key variables (nil: none are set).
 	Getenv func(string) string
+	// ConfigPath is the file cfg was loaded from ("": the embedded
+	// default); Reload and WatchConfig read it again.
+	ConfigPath string
 }
 
 // Gateway is an assembled gateway, not yet serving: call Server.Listen or
@@ -61,6 +66,11 @@ type Gateway struct {
 
 	log     *slog.Logger
 	closers []func()
+
+	configPath string
+	getenv     func(string) string
+	reloadMu   sync.Mutex
+	lastConfig string // fingerprint of the file last loaded (reload.go)
 }
 
 // New opens cfg's store and builds everything on it. With cfg.Demo it
@@ -77,7 +87,7 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		opts.CacheDir = filepath.Join(cfg.DataDir, "wazero-cache")
 	}
 	log := opts.Log
-	g = &Gateway{Config: cfg, log: log}
+	g = &Gateway{Config: cfg, log: log, configPath: opts.ConfigPath, getenv: opts.Getenv}
 	defer func() {
 		if err != nil {
 			g.Close()
@@ -131,6 +141,9 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	g.Server = server.New(server.Deps{
 		Config: cfg, Catalog: g.Catalog, Keys: g.Keys, Modules: g.Modules, Log: log, Ledger: g.Ledger,
 		Router: g.Router,
+		Mount: func(root, api fiber.Router) {
+			g.mountReload(api)
+		},
 	})
 	return g, nil
 }

@@ -59,6 +59,10 @@ type Options struct {
 	// AllowPrivateNetworks lets plugins granted http reach loopback (the
 	// fake servers); off, the SSRF guard is what tests see.
 	AllowPrivateNetworks bool
+	// ConfigFile makes the gateway read its configuration from a file (in
+	// the gateway's data directory), so tests can change it and reload
+	// (Gateway.WriteConfig, Gateway.GW.Reload).
+	ConfigFile bool
 }
 
 // Gateway is a running test gateway.
@@ -76,6 +80,10 @@ type Gateway struct {
 	DB          *bolt.DB
 	Server      *server.Server
 	Config      *config.Config
+	// GW is the assembled gateway (reload, catalog).
+	GW *gateway.Gateway
+	// ConfigPath is the configuration file with Options.ConfigFile.
+	ConfigPath string
 
 	closers []func()
 }
@@ -154,6 +162,12 @@ func Start(opts Options) (*Gateway, error) {
 	g.closers = append(g.closers, func() { os.RemoveAll(dir) })
 	cfg.DataDir = dir
 	cfg.ModulesDir = filepath.Join(Root(), "build", "wasm")
+	if opts.ConfigFile {
+		g.ConfigPath = filepath.Join(dir, "switchyard.yaml")
+		if err := g.WriteConfig(yml); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Mutate != nil {
 		opts.Mutate(cfg)
 	}
@@ -174,13 +188,15 @@ func Start(opts Options) (*Gateway, error) {
 		// One compilation cache for every test gateway: compiling a Go
 		// guest takes about half a second, loading it from the cache
 		// milliseconds.
-		CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"),
+		CacheDir:   filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"),
+		ConfigPath: g.ConfigPath,
 	})
 	if err != nil {
 		return nil, err
 	}
 	g.closers = append(g.closers, gw.Close)
 	g.DB, g.Keys, g.Ledger, g.Modules, g.Server, g.AccountID = gw.DB, gw.Keys, gw.Ledger, gw.Modules, gw.Server, gw.Operator
+	g.GW = gw
 	srv := gw.Server
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -195,6 +211,26 @@ func Start(opts Options) (*Gateway, error) {
 	g.URL = "http://" + ln.Addr().String() + "/api/v1"
 	ok = true
 	return g, nil
+}
+
+// WriteConfig replaces the configuration file (Options.ConfigFile) with
+// yml, its "{{url:slug}}" replaced by the fake upstreams' URLs and the test
+// gateway's data and modules directories set, the way an operator's editor
+// saves: a new file renamed over the old one.
+func (g *Gateway) WriteConfig(yml string) error {
+	if g.ConfigPath == "" {
+		return fmt.Errorf("gatewaytest: WriteConfig needs Options.ConfigFile")
+	}
+	for slug, u := range g.UpstreamURL {
+		yml = strings.ReplaceAll(yml, "{{url:"+slug+"}}", u)
+	}
+	dir := filepath.Dir(g.ConfigPath)
+	yml += fmt.Sprintf("\ndata_dir: %q\nmodules_dir: %q\nbootstrap_key: %q\n", dir, filepath.Join(Root(), "build", "wasm"), Key)
+	tmp := g.ConfigPath + ".tmp"
+	if err := os.WriteFile(tmp, []byte(yml), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, g.ConfigPath)
 }
 
 // Close stops everything, in reverse order of start.

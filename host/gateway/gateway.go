@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
@@ -143,6 +144,8 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		Router: g.Router,
 		Mount: func(root, api fiber.Router) {
 			g.mountReload(api)
+			g.mountProviders(api)
+			console.Mount(root)
 		},
 	})
 	return g, nil

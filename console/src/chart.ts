@@ -15,16 +15,20 @@ export interface Point {
 
 const COLORS = ["#3b6fd4", "#e07b39", "#3aa57a", "#b4479d", "#c9a227", "#5a5f73", "#d64545", "#4bb3c4"];
 
-export function stackedBars(points: Point[], title: string): HTMLElement {
-  const days = [...new Set(points.map((p) => p.day))].sort();
+// days are the bars to draw, in order (every day of the range, so gaps
+// show); days with points outside it are added.
+export function stackedBars(points: Point[], title: string, range: string[] = []): HTMLElement {
+  const days = [...new Set([...range, ...points.map((p) => p.day)])].sort();
   const series = [...new Set(points.map((p) => p.series))].sort();
   const color = new Map(series.map((n, i) => [n, COLORS[i % COLORS.length]]));
   const totals = new Map<string, number>();
   for (const p of points) totals.set(p.day, (totals.get(p.day) ?? 0) + p.value);
   const max = Math.max(0, ...totals.values());
-  const W = 720, H = 240, left = 64, bottom = 28, top = 10;
+  const W = 760, H = 240, left = 84, bottom = 28, top = 10;
   const plotH = H - bottom - top;
-  const bw = days.length ? Math.min(48, (W - left - 8) / days.length - 6) : 0;
+  const bw = days.length ? Math.max(2, Math.min(48, (W - left - 8) / days.length - 6)) : 0;
+  // Label every day while they fit, else about ten of them.
+  const every = Math.max(1, Math.ceil(days.length / 10));
   const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title, class: "chart" });
   // Axis with the maximum and zero.
   svg.appendChild(s("line", { x1: left, y1: top, x2: left, y2: H - bottom, class: "axis" }));
@@ -44,7 +48,7 @@ export function stackedBars(points: Point[], title: string): HTMLElement {
       );
       svg.appendChild(rect);
     }
-    svg.appendChild(s("text", { x: x + bw / 2, y: H - bottom + 16, "text-anchor": "middle", class: "tick" }, day.slice(5)));
+    if (i % every === 0) svg.appendChild(s("text", { x: x + bw / 2, y: H - bottom + 16, "text-anchor": "middle", class: "tick" }, day.slice(5)));
   });
   const legend = h(
     "ul",
@@ -56,5 +60,5 @@ export function stackedBars(points: Point[], title: string): HTMLElement {
       return h("li", {}, sw, n);
     }),
   );
-  return h("figure", { class: "chart-box" }, h("figcaption", {}, title), days.length ? svg : h("p", { class: "muted" }, "No usage in this period."), legend);
+  return h("figure", { class: "chart-box" }, h("figcaption", {}, title), points.length ? svg : h("p", { class: "muted" }, "No usage in this period."), legend);
 }

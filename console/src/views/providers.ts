@@ -58,7 +58,7 @@ export async function providersView(root: HTMLElement): Promise<void> {
                     h("td", { class: "num" }, `${e.prompt_price} / ${e.completion_price}`),
                     h("td", { class: "num" }, e.samples),
                     h("td", { class: "num" }, (e.error_rate * 100).toFixed(1) + "%"),
-                    h("td", { class: "num" }, e.latency_p50 ? `${e.latency_p50.toFixed(2)} s / ${e.latency_p90.toFixed(2)} s` : "—"),
+                    h("td", { class: "num" }, e.latency_p50 ? `${secs(e.latency_p50)} / ${secs(e.latency_p90)}` : "—"),
                     h("td", { class: "num" }, e.throughput_p50 ? e.throughput_p50.toFixed(0) : "—"),
                     h("td", { class: e.down ? "status-error" : "" }, e.down ? `down until ${when(e.down_until)}` : "up"),
                   ),
@@ -75,3 +75,5 @@ export async function providersView(root: HTMLElement): Promise<void> {
   clear(root, h("h2", {}, "Provider health"), h("p", { class: "muted" }, "The router's live window per endpoint: recent outcomes, time to first token, outages. ", refresh), out);
   await load();
 }
+
+const secs = (v: number) => (v < 1 ? `${(v * 1000).toFixed(0)} ms` : `${v.toFixed(2)} s`);

@@ -85,7 +85,7 @@ export async function usageView(root: HTMLElement): Promise<void> {
         const value = m === "cost" ? Number(r.cost) : m === "requests" ? r.requests : r.prompt_tokens + r.completion_tokens;
         return { day: r.date, series: (by === "model" ? r.model : r.key) ?? "—", value, label: m === "cost" ? "$" + r.cost : String(value) };
       });
-      clear(chart, stackedBars(points, `${m === "cost" ? "Cost (USD)" : m} per day ${by === "model" ? "and model" : "and key"}`));
+      clear(chart, stackedBars(points, `${m === "cost" ? "Cost (USD)" : m} per day ${by === "model" ? "and model" : "and key"}`, daysBetween(from.value, to.value)));
       clear(
         tbl,
         h(
@@ -118,4 +118,12 @@ export async function usageView(root: HTMLElement): Promise<void> {
 
   clear(root, h("h2", {}, "Credits and usage"), credits, form, chart, tbl);
   await Promise.all([loadCredits(), load()]);
+}
+
+// daysBetween lists the dates from a to b (YYYY-MM-DD), at most 366.
+function daysBetween(a: string, b: string): string[] {
+  const out: string[] = [];
+  const end = Date.parse(b + "T00:00:00Z");
+  for (let t = Date.parse(a + "T00:00:00Z"); t <= end && out.length < 366; t += 86400e3) out.push(day(new Date(t)));
+  return out;
 }

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
@@ -73,17 +75,25 @@ func reload(t *testing.T, g *gatewaytest.Gateway, key string) (int, gjson.Result
 	return resp.StatusCode, gjson.ParseBytes(b)
 }
 
-// TestReloadUnderLoad reloads the catalog 20 times while 8 clients send
-// 25 requests each: no request fails, and a price change applies to the
-// requests sent after the reload that made it.
+// TestReloadUnderLoad reloads the catalog, cycling through three price
+// sets, for as long as 8 clients send 25 requests each: no request fails,
+// each is charged wholly at one of the price sets (never a mix of two
+// catalogs), and a price change applies to the requests sent after the
+// reload that made it.
 func TestReloadUnderLoad(t *testing.T) {
 	g := startReloadable(t)
 	wantCost(t, chat(t, g), 1, 2)
 
-	const clients, perClient, reloads = 8, 25, 20
+	const clients, perClient, maxReloads = 8, 25, 500
+	prices := [][2]float64{{1, 2}, {2, 3}, {3, 4}}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failures []string
+	fail := func(f string, a ...any) {
+		mu.Lock()
+		failures = append(failures, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}
 	for range clients {
 		wg.Add(1)
 		go func() {
@@ -91,24 +101,43 @@ func TestReloadUnderLoad(t *testing.T) {
 			for range perClient {
 				resp, b, err := g.Request("POST", "/chat/completions", hello)
 				if err != nil || resp.StatusCode != 200 {
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("%v %v %s", err, resp, b))
-					mu.Unlock()
+					fail("%v %v %s", err, resp, b)
+					continue
+				}
+				u := gjson.GetBytes(b, "usage")
+				got := fmt.Sprintf("%.9f", u.Get("cost").Float())
+				ok := false
+				for _, p := range prices {
+					want := (u.Get("prompt_tokens").Float()*p[0] + u.Get("completion_tokens").Float()*p[1]) / 1e6
+					ok = ok || got == fmt.Sprintf("%.9f", want)
+				}
+				if !ok {
+					fail("cost %s matches none of the catalogs' prices (%s)", got, u.Raw)
 				}
 			}
 		}()
 	}
-	for i := range reloads {
-		if err := g.WriteConfig(catalogYAML(1+i%3, 2+i%3)); err != nil {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	reloads := 0
+	for loading := true; loading && reloads < maxReloads; reloads++ {
+		p := prices[reloads%len(prices)]
+		if err := g.WriteConfig(catalogYAML(int(p[0]), int(p[1]))); err != nil {
 			t.Fatal(err)
 		}
 		if st, body := reload(t, g, g.Key); st != 200 || body.Get("data.models").Int() != 1 {
-			t.Fatalf("reload %d: %d %s", i, st, body.Raw)
+			t.Fatalf("reload %d: %d %s", reloads, st, body.Raw)
+		}
+		select {
+		case <-done:
+			loading = false
+		default:
 		}
 	}
-	wg.Wait()
+	<-done
+	t.Logf("%d reloads during %d requests", reloads, clients*perClient)
 	if len(failures) > 0 {
-		t.Fatalf("%d of %d requests failed during reloads, first: %s", len(failures), clients*perClient, failures[0])
+		t.Fatalf("%d of %d requests failed during %d reloads, first: %s", len(failures), clients*perClient, reloads, failures[0])
 	}
 
 	if err := g.WriteConfig(catalogYAML(5, 7)); err != nil {
@@ -221,4 +250,47 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPrice(t, g, 6, 8, "SIGHUP")
+}
+
+// TestReloadDuringStream: a stream that started before a reload is charged
+// at the prices it started with; the next request at the new ones.
+func TestReloadDuringStream(t *testing.T) {
+	g := startReloadable(t)
+	g.Upstreams["alpha"].SetFaults(demo.Faults{ChunkDelay: 20 * time.Millisecond})
+	req, err := http.NewRequest("POST", g.URL+"/chat/completions", strings.NewReader(
+		`{"model":"test/chat","stream":true,"messages":[{"role":"user","content":"one two three four five six"}],"max_tokens":64}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+g.Key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	// The first chunk has arrived: the request is routed and in flight.
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "data: {") {
+	}
+	if err := g.WriteConfig(catalogYAML(5, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if st, body := reload(t, g, g.Key); st != 200 {
+		t.Fatalf("reload: %d %s", st, body.Raw)
+	}
+	var usage gjson.Result
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && d != "[DONE]" {
+			if u := gjson.Get(d, "usage"); u.Exists() && u.Type != gjson.Null {
+				usage = u
+			}
+		}
+	}
+	if !usage.Exists() {
+		t.Fatal("the stream ended without usage")
+	}
+	wantCost(t, gjson.Parse(`{"usage":`+usage.Raw+`}`), 1, 2)
+	g.Upstreams["alpha"].SetFaults(demo.Faults{})
+	wantCost(t, chat(t, g), 5, 7)
 }

@@ -30,6 +30,10 @@ func main() {
 }
 
 func run() error {
+	// A SIGHUP while starting would end the process (its default action)
+	// before the reload handler is installed; the file is being read now
+	// anyway. WatchConfig takes SIGHUP over once the gateway runs.
+	signal.Ignore(syscall.SIGHUP)
 	cfgPath := flag.String("config", os.Getenv("SWITCHYARD_CONFIG"), "configuration file (default: the embedded default)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

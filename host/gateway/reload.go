@@ -116,7 +116,7 @@ func (g *Gateway) checkAdapters(cat *catalog.Catalog) error {
 func restartRequired(old, cur *config.Config) []string {
 	live := map[string]bool{"providers": true, "models": true, "aliases": true, "rate_limits": true}
 	ov, nv := reflect.ValueOf(old).Elem(), reflect.ValueOf(cur).Elem()
-	var out []string
+	out := []string{}
 	for i := 0; i < ov.NumField(); i++ {
 		f := ov.Type().Field(i)
 		name, _, _ := cutTag(f.Tag.Get("yaml"))

@@ -294,3 +294,35 @@ func TestReloadDuringStream(t *testing.T) {
 	g.Upstreams["alpha"].SetFaults(demo.Faults{})
 	wantCost(t, chat(t, g), 5, 7)
 }
+
+// TestReloadRateLimitsAndRestartRequired: rate_limits apply live; settings
+// that only a restart applies are named, and keep their old values.
+func TestReloadRateLimitsAndRestartRequired(t *testing.T) {
+	g := startReloadable(t)
+	if st, body := reload(t, g, g.Key); st != 200 || body.Get("data.restart_required").Raw != "[]" {
+		t.Fatalf("reloading the same file: %d %s", st, body.Raw)
+	}
+	chat(t, g)
+	if err := g.WriteConfig(catalogYAML(1, 2) + "rate_limits: {requests_per_minute: 1}\nlimits: {max_connections: 77}\n"); err != nil {
+		t.Fatal(err)
+	}
+	st, body := reload(t, g, g.Key)
+	if st != 200 || body.Get("data.restart_required").Raw != `["limits"]` {
+		t.Fatalf("reload: %d %s, want restart_required [\"limits\"]", st, body.Raw)
+	}
+	if g.GW.Config.Limits.MaxConnections == 77 {
+		t.Fatal("a setting that needs a restart changed in the running configuration")
+	}
+	chat(t, g) // the first request of the minute under the new limit
+	resp, b, err := g.Request("POST", "/chat/completions", hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second request under a reloaded limit of 1 per minute: %d %s", resp.StatusCode, b)
+	}
+	_, b, _ = g.Request("GET", "/accounts/me/rate_limits", "")
+	if gjson.GetBytes(b, "data.defaults.requests_per_minute").Int() != 1 {
+		t.Fatalf("the account's view of the defaults after a reload: %s", b)
+	}
+}

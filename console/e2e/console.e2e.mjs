@@ -6,13 +6,15 @@
 // management key), CHROMIUM (the browser binary), ARTIFACTS (screenshot
 // directory).
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
 const base = process.env.SWITCHYARD_BASE;
 const mgmtKey = process.env.SWITCHYARD_KEY;
 const artifacts = process.env.ARTIFACTS ?? "build/test-artifacts/console";
+const wasmDir = process.env.WASM_DIR ?? "../build/wasm";
 assert.ok(base && mgmtKey && process.env.CHROMIUM, "SWITCHYARD_BASE, SWITCHYARD_KEY and CHROMIUM must be set");
 mkdirSync(artifacts, { recursive: true });
 
@@ -101,10 +103,32 @@ try {
   await page.locator("#credits dd").first().waitFor();
   await shot("usage");
 
-  // 6. The other screens load without errors.
+  // 6. Modules: publish two versions of a plugin in the account's scope,
+  // roll back to the first, make it default-on.
   await page.click("nav a[href='#/modules']");
   await page.locator('#modules tr[data-module="openai"]').first().waitFor();
+  const tmp = mkdtempSync(join(tmpdir(), "console-e2e-"));
+  const manifest = JSON.parse(readFileSync(join(wasmDir, "response-healing.json"), "utf8"));
+  for (const version of ["1.0.0", "1.1.0"]) {
+    const mf = join(tmp, `healer-${version}.json`);
+    writeFileSync(mf, JSON.stringify({ ...manifest, name: "healer", version, config_schema: { ...manifest.config_schema, properties: { id: { const: "healer" }, enabled: { type: "boolean" } } } }));
+    await page.setInputFiles("#publish-module input[name=manifest]", mf);
+    await page.setInputFiles("#publish-module input[name=wasm]", join(wasmDir, "response-healing.wasm"));
+    await page.selectOption("#publish-module select[name=scope]", "account");
+    await page.click("#publish-module button[type=submit]");
+    await page.getByText(`Published healer@${version} and activated it.`).waitFor();
+  }
+  const healer = page.locator('#modules tr[data-module="healer"]');
+  assert.equal(await healer.count(), 2);
+  assert.match(await page.locator('#modules tr.active[data-module="healer"]').innerText(), /1\.1\.0/);
+  await page.locator('#modules tr.active[data-module="healer"] button', { hasText: "Roll back" }).click();
+  await page.getByText("Rolled healer back.").waitFor();
+  assert.match(await page.locator('#modules tr.active[data-module="healer"]').innerText(), /1\.0\.0/, "rollback activated 1.0.0");
+  await page.locator('#modules tr.active[data-module="healer"] input[type=checkbox]').check();
+  await page.getByText("healer is now default-on.").waitFor();
+  assert.ok(await page.locator('#modules tr.active[data-module="healer"] input[type=checkbox]').isChecked());
   await shot("modules");
+  // 7. Provider health.
   await page.click("nav a[href='#/providers']");
   const alpha = page.locator('#providers section[data-provider="alpha"]');
   await alpha.waitFor();

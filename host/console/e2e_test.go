@@ -61,7 +61,8 @@ func TestConsoleInChromium(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "e2e/console.e2e.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "SWITCHYARD_BASE="+base, "SWITCHYARD_KEY="+g.Key, "CHROMIUM="+browser, "ARTIFACTS="+artifacts)
+	cmd.Env = append(os.Environ(), "SWITCHYARD_BASE="+base, "SWITCHYARD_KEY="+g.Key, "CHROMIUM="+browser, "ARTIFACTS="+artifacts,
+		"WASM_DIR="+filepath.Join(root, "build", "wasm"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("console e2e failed: %v (screenshots in %s)\n%s", err, artifacts, out)

@@ -69,6 +69,10 @@ type Gateway struct {
 	closers []func()
 
 	configPath string
+	// started is the configuration as the file said at start (before any
+	// change the caller made in code), what a reload compares against to
+	// name the settings only a restart applies.
+	started    *config.Config
 	getenv     func(string) string
 	reloadMu   sync.Mutex
 	lastConfig string // fingerprint of the file last loaded (reload.go)
@@ -88,7 +92,12 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		opts.CacheDir = filepath.Join(cfg.DataDir, "wazero-cache")
 	}
 	log := opts.Log
-	g = &Gateway{Config: cfg, log: log, configPath: opts.ConfigPath, getenv: opts.Getenv}
+	g = &Gateway{Config: cfg, log: log, configPath: opts.ConfigPath, getenv: opts.Getenv, started: cfg}
+	if opts.ConfigPath != "" {
+		if fc, err := config.Load(opts.ConfigPath); err == nil {
+			g.started = fc
+		}
+	}
 	defer func() {
 		if err != nil {
 			g.Close()

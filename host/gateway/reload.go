@@ -86,7 +86,7 @@ func (g *Gateway) reload(trigger string) (*Reloaded, error) {
 	return &Reloaded{
 		Source: g.configPath, Trigger: trigger, At: time.Now().UTC(),
 		Models: len(cat.Models), Providers: len(cat.Providers), Aliases: len(cat.Aliases),
-		RestartRequired: restartRequired(g.Config, cfg),
+		RestartRequired: restartRequired(g.started, cfg),
 	}, nil
 }
 
@@ -110,8 +110,8 @@ func (g *Gateway) checkAdapters(cat *catalog.Catalog) error {
 }
 
 // restartRequired lists the top-level settings (by their YAML names) that
-// differ between the running configuration and the new one and that only
-// a restart applies. The catalog (providers, models, aliases) and
+// differ between the file at start and the new one and that only a restart
+// applies. The catalog (providers, models, aliases) and
 // rate_limits are applied live.
 func restartRequired(old, cur *config.Config) []string {
 	live := map[string]bool{"providers": true, "models": true, "aliases": true, "rate_limits": true}

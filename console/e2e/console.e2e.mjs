@@ -25,7 +25,8 @@ const browser = await chromium.launch({
   args: ["--no-sandbox", "--disable-dev-shm-usage"],
 });
 const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-page.setDefaultTimeout(15_000);
+// Generous bounds: make test runs this beside every other package.
+page.setDefaultTimeout(30_000);
 const problems = [];
 page.on("pageerror", (e) => problems.push("page error: " + e.message));
 page.on("console", (m) => {
@@ -78,7 +79,7 @@ try {
   for (let i = 0; ; i++) {
     await page.locator("#activity-list").waitFor();
     if (await genRow.count()) break;
-    if (i >= 20) {
+    if (i >= 40) {
       await shot("activity-missing");
       assert.fail(`generation ${genId} is not in the activity list: ${await page.locator("#activity-list").innerText()}`);
     }

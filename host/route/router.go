@@ -3,9 +3,11 @@
 // order, keeps live health statistics per endpoint from the outcomes the
 // caller reports, and pins sessions to endpoints (sticky routing).
 //
-// A Router is built once per catalog and is safe for concurrent use. The hot
-// path (Plan) takes no global lock: health is read with atomic loads, sticky
-// sessions live in sharded maps, and scratch space is pooled.
+// A Router is safe for concurrent use, and its catalog can be swapped while
+// it routes (Swap: the live configuration reload). The hot path (Plan) takes
+// no global lock: the catalog's table is one atomic load, health is read
+// with atomic loads, sticky sessions live in sharded maps, and scratch space
+// is pooled.
 //
 // The algorithm is documented for users in docs/routing.md.
 package route

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/gateway"
 	"github.com/switchyard/switchyard/host/netguard"
 	"github.com/switchyard/switchyard/host/tokenize"
@@ -83,6 +84,11 @@ func run() error {
 	errc := make(chan error, 1)
 	go func() { errc <- gw.Serve(ln) }()
 	log.Info("switchyard listening", "addr", "http://"+cfg.Listen+"/api/v1", "models", len(gw.Catalog.Models))
+	if console.Built() {
+		log.Info("web console (sign in with a management key)", "url", "http://"+cfg.Listen+"/console/")
+	} else {
+		log.Warn("web console not built into this binary: make build builds it", "url", "http://"+cfg.Listen+"/console/")
+	}
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)

@@ -72,9 +72,11 @@ try {
   const cost = body.usage.cost;
   assert.ok(genId && cost > 0, "the request has an id and a cost: " + JSON.stringify(body.usage));
 
-  // 4. The request in the activity list (records settle asynchronously:
-  // reload the list until it shows, for a bounded time).
-  await page.click("nav a[href='#/activity']");
+  // 4. The request in the activity list, reached from the key's row (the
+  // list filtered by the key). Records settle asynchronously: reload the
+  // list until it shows, for a bounded time.
+  await row.locator("a").click();
+  await page.waitForURL(/#\/activity\?key=/);
   const genRow = page.locator(`#generations tr[data-id="${genId}"]`);
   for (let i = 0; ; i++) {
     await page.locator("#activity-list").waitFor();

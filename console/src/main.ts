@@ -58,7 +58,7 @@ function login(message = ""): void {
 
 function route(): void {
   if (!key()) return login();
-  const name = location.hash.replace(/^#\/?/, "") || "keys";
+  const name = location.hash.replace(/^#\/?/, "").split("?")[0] || "keys";
   const [, view] = screens[name] ?? screens.keys;
   const main = h("main", { id: "screen" });
   const signOut = h("button", { type: "button", class: "link" }, "Sign out");

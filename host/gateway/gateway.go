@@ -54,6 +54,8 @@ type Gateway struct {
 	Ledger  *billing.Ledger
 	Engine  *wasm.Engine
 	Modules *modules.Registry
+	// Catalog is the catalog built at start; Router.Catalog() is the one
+	// in force, which Reload replaces.
 	Catalog *catalog.Catalog
 	Router  *route.Router
 	Server  *server.Server

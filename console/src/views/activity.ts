@@ -22,7 +22,9 @@ export async function activityView(root: HTMLElement): Promise<void> {
   const detail = h("div", { id: "generation-detail" });
   const more = h("button", { type: "button", hidden: true }, "Older");
   const model = h("input", { name: "model", placeholder: "model id" });
-  const key = h("input", { name: "key", placeholder: "key hash" });
+  // #/activity?key=<hash> (from the keys screen) pre-fills the filter.
+  const params = new URLSearchParams(location.hash.split("?")[1] ?? "");
+  const key = h("input", { name: "key", placeholder: "key hash", value: params.get("key") ?? "" });
   const provider = h("input", { name: "provider", placeholder: "provider" });
   const status = h(
     "select",

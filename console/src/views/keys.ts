@@ -105,7 +105,8 @@ export async function keysView(root: HTMLElement): Promise<void> {
           return h(
             "tr",
             { "data-hash": k.hash, class: k.disabled ? "disabled" : "" },
-            h("td", {}, k.name),
+            // The key's requests: the activity list filtered by its hash.
+            h("td", {}, h("a", { href: "#/activity?key=" + encodeURIComponent(k.hash), title: "this key's requests" }, k.name)),
             h("td", { class: "mono" }, k.label),
             h("td", {}, k.is_management_key ? "management" : "inference"),
             h("td", {}, k.limit === null ? "none" : `${usd(k.limit)}${k.limit_reset ? " " + k.limit_reset : ""}`),

@@ -59,6 +59,9 @@ type Options struct {
 	// AllowPrivateNetworks lets plugins granted http reach loopback (the
 	// fake servers); off, the SSRF guard is what tests see.
 	AllowPrivateNetworks bool
+	// Secrets are the operator's values of ${secret:NAME} placeholders in
+	// modules' outbound calls (a search engine's key for a fake engine).
+	Secrets map[string]string
 	// ConfigFile makes the gateway read its configuration from a file (in
 	// the gateway's data directory), so tests can change it and reload
 	// (Gateway.WriteConfig, Gateway.GW.Reload).
@@ -195,6 +198,9 @@ func Start(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.closers = append(g.closers, gw.Close)
+	if opts.Secrets != nil {
+		gw.Engine.Secrets = opts.Secrets
+	}
 	g.DB, g.Keys, g.Ledger, g.Modules, g.Server, g.AccountID = gw.DB, gw.Keys, gw.Ledger, gw.Modules, gw.Server, gw.Operator
 	g.GW = gw
 	srv := gw.Server

@@ -120,6 +120,10 @@ gotest:
 
 # Hot-path Go benchmarks, the per-call cost of one plugin through the native
 # ABI (Go, C) and through Extism (AssemblyScript), then the load benchmark.
+# ./host/... includes the cost of metrics, traces and request logs per
+# request, off and on (host/telemetry: BenchmarkRequestTelemetry in
+# process, BenchmarkChatOverLoopback end to end), and GET /generations and
+# GET /activity on a store of a million records (host/activity).
 bench:
 	$(MAKE) -j$(JOBS) build
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...

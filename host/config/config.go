@@ -74,6 +74,10 @@ type Config struct {
 	// module_settings.web picks the web module's default search engine and
 	// each engine's base URL, secret name and fee (docs/web.md).
 	ModuleSettings map[string]any `yaml:"module_settings"`
+	// Metrics and Log are the operator's view (observability.go,
+	// docs/observability.md).
+	Metrics Metrics `yaml:"metrics"`
+	Log     Log     `yaml:"log"`
 }
 
 // Modules is the configuration of module host functions; 0 means the
@@ -277,6 +281,9 @@ func Parse(data []byte) (*Config, error) {
 	if _, err := c.ModuleSettingsJSON(); err != nil {
 		return nil, err
 	}
+	if err := c.checkObservability(); err != nil {
+		return nil, err
+	}
 	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
 		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
 	}
@@ -310,6 +317,9 @@ func Load(path string) (*Config, error) {
 	}
 	if v := os.Getenv("SWITCHYARD_MODULES_DIR"); v != "" {
 		c.ModulesDir = v
+	}
+	if err := c.observabilityEnv(os.Getenv); err != nil {
+		return nil, err
 	}
 	switch os.Getenv("SWITCHYARD_DEMO") {
 	case "0", "false":

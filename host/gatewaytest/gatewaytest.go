@@ -87,6 +87,8 @@ type Gateway struct {
 	GW *gateway.Gateway
 	// ConfigPath is the configuration file with Options.ConfigFile.
 	ConfigPath string
+	// MetricsURL is the /metrics address when the test turned metrics on.
+	MetricsURL string
 
 	closers []func()
 }
@@ -171,6 +173,9 @@ func Start(opts Options) (*Gateway, error) {
 			return nil, err
 		}
 	}
+	// Test gateways run side by side: no metrics listener unless a test
+	// sets metrics.listen (127.0.0.1:0) in Mutate; MetricsURL is then set.
+	cfg.Metrics.Listen = "off"
 	if opts.Mutate != nil {
 		opts.Mutate(cfg)
 	}
@@ -203,6 +208,9 @@ func Start(opts Options) (*Gateway, error) {
 	}
 	g.DB, g.Keys, g.Ledger, g.Modules, g.Server, g.AccountID = gw.DB, gw.Keys, gw.Ledger, gw.Modules, gw.Server, gw.Operator
 	g.GW = gw
+	if gw.MetricsAddr != "" {
+		g.MetricsURL = "http://" + gw.MetricsAddr + "/metrics"
+	}
 	srv := gw.Server
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

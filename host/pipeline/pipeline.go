@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/tidwall/gjson"
 )
@@ -78,7 +79,9 @@ func (p *Pipeline) Time() time.Duration {
 // call runs one hook of stage s and adds its wall time to the pipeline's.
 func (p *Pipeline) call(ctx context.Context, s *stage, hook abi.Hook, field []byte) (*wasm.Output, error) {
 	start := time.Now()
+	ctx, done := telemetry.From(ctx).Plugin(ctx, s.name, hook.String())
 	out, err := s.mod.Call(ctx, hook, s.ctx, field)
+	done(err)
 	p.spent.Add(int64(time.Since(start)))
 	return out, err
 }

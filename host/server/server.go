@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/activity"
 	"github.com/switchyard/switchyard/host/admin"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
@@ -24,6 +25,7 @@ import (
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/telemetry"
 )
 
 // Deps are what the server runs on; main wires them.
@@ -51,6 +53,9 @@ type Deps struct {
 	// configuration reload endpoint, the web console): root is the app,
 	// api the authenticated /api/v1 group. Nil adds none.
 	Mount func(root, api fiber.Router)
+	// Telemetry reports every API request (metrics, traces, request log);
+	// nil: none.
+	Telemetry *telemetry.Telemetry
 }
 
 // Server is one gateway instance.
@@ -122,6 +127,7 @@ func New(d Deps) *Server {
 		// deadline instead.
 		WriteTimeout: 0,
 	})
+	s.app.Use(d.Telemetry.Middleware) // first: it sees load shedding too
 	s.app.Use(s.front)
 	s.app.Get("/health", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	api := s.app.Group("/api/v1", s.authenticate, s.readBody)
@@ -129,6 +135,7 @@ func New(d Deps) *Server {
 	api.Post("/embeddings", s.embeddings)
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
 	api.Get("/models", s.listModels(""))
+	activity.Register(api, d.Ledger.DB()) // GET /generations, GET /activity
 	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, DefaultRateLimits: d.RateDefaults})
 	if d.Mount != nil {
 		d.Mount(s.app, api)

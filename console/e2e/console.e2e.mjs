@@ -6,7 +6,7 @@
 // management key), CHROMIUM (the browser binary), ARTIFACTS (screenshot
 // directory).
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -32,6 +32,7 @@ page.on("pageerror", (e) => problems.push("page error: " + e.message));
 page.on("console", (m) => {
   if (m.type() === "error" && !/status of 40\d/.test(m.text())) problems.push("console error: " + m.text());
 });
+const tmp = mkdtempSync(join(tmpdir(), "console-e2e-"));
 let step = 0;
 const shot = (name) => page.screenshot({ path: join(artifacts, `${String(++step).padStart(2, "0")}-${name}.png`), fullPage: true });
 
@@ -110,7 +111,6 @@ try {
   // roll back to the first, make it default-on.
   await page.click("nav a[href='#/modules']");
   await page.locator('#modules tr[data-module="openai"]').first().waitFor();
-  const tmp = mkdtempSync(join(tmpdir(), "console-e2e-"));
   const manifest = JSON.parse(readFileSync(join(wasmDir, "response-healing.json"), "utf8"));
   for (const version of ["1.0.0", "1.1.0"]) {
     const mf = join(tmp, `healer-${version}.json`);
@@ -147,4 +147,5 @@ try {
   process.exitCode = 1;
 } finally {
   await browser.close();
+  rmSync(tmp, { recursive: true, force: true });
 }

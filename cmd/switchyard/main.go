@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/gateway"
 	"github.com/switchyard/switchyard/host/netguard"
 )
@@ -30,6 +31,10 @@ func main() {
 }
 
 func run() error {
+	// A SIGHUP while starting would end the process (its default action)
+	// before the reload handler is installed; the file is being read now
+	// anyway. WatchConfig takes SIGHUP over once the gateway runs.
+	signal.Ignore(syscall.SIGHUP)
 	cfgPath := flag.String("config", os.Getenv("SWITCHYARD_CONFIG"), "configuration file (default: the embedded default)")
 	flag.Parse()
 	cfg, err := config.Load(*cfgPath)
@@ -50,7 +55,7 @@ func run() error {
 	}
 	// The tokenizer's vocabularies (≈34 MiB) load on first use: only a
 	// response without usage needs them, and most upstreams report usage.
-	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv})
+	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv, ConfigPath: *cfgPath})
 	if err != nil {
 		return err
 	}
@@ -70,6 +75,13 @@ func run() error {
 	if gw.DemoURL != "" {
 		log.Info("demo provider running (offline, canned answers — not a real model)", "url", gw.DemoURL)
 	}
+	// Providers, models, prices, aliases and rate limits reload without a
+	// restart: on SIGHUP, when the file changes, and POST /api/v1/admin/reload.
+	wctx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	if err := gw.WatchConfig(wctx); err != nil {
+		log.Warn("configuration file not watched; SIGHUP and POST /api/v1/admin/reload still reload it", "err", err)
+	}
 	for slug, p := range gw.Catalog.Providers {
 		log.Info("provider enabled", "provider", slug, "base_url", p.BaseURL, "demo", p.Demo)
 	}
@@ -81,6 +93,11 @@ func run() error {
 	errc := make(chan error, 1)
 	go func() { errc <- gw.Serve(ln) }()
 	log.Info("switchyard listening", "addr", "http://"+cfg.Listen+"/api/v1", "models", len(gw.Catalog.Models))
+	if console.Built() {
+		log.Info("web console (sign in with a management key)", "url", "http://"+cfg.Listen+"/console/")
+	} else {
+		log.Warn("web console not built into this binary: make build builds it", "url", "http://"+cfg.Listen+"/console/")
+	}
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)

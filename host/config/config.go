@@ -60,6 +60,20 @@ type Config struct {
 	// the log budgets of every module (docs/security.md, "Hostile module").
 	TenantModules TenantModules `yaml:"tenant_modules"`
 	ModuleLogs    ModuleLogs    `yaml:"module_logs"`
+	// PluginSettings are the operator's settings of plugins, by plugin
+	// name: what a request may not choose (the moderation plugin's engines
+	// and policy). A plugin gets them in its ctx as "settings".
+	PluginSettings map[string]PluginSettings `yaml:"plugin_settings"`
+}
+
+// PluginSettings are one plugin's operator settings: Default for every
+// request, overridden key by key by the caller's account's entry, then by
+// the entry of the provider that requires the plugin (a provider's
+// condition wins over an account's preference).
+type PluginSettings struct {
+	Default   map[string]any            `yaml:"default"`
+	Accounts  map[string]map[string]any `yaml:"accounts"`
+	Providers map[string]map[string]any `yaml:"providers"`
 }
 
 // TenantModules bound account-scoped modules. A tenant's manifest asking for
@@ -124,6 +138,9 @@ type Provider struct {
 	// (OpenAI's API, vLLM and llama.cpp servers take ids) and false for the
 	// others, which get the ids decoded to text.
 	EmbeddingTokenIDs *bool `yaml:"embedding_token_ids"`
+	// RequiresModeration runs the moderation plugin on every chat request
+	// that may be routed to this provider.
+	RequiresModeration bool `yaml:"requires_moderation"`
 }
 
 // Model is a model and the endpoints serving it.
@@ -248,7 +265,7 @@ func (c *Config) Catalog(demoURL string, getenv func(string) string) (*catalog.C
 		prov := &catalog.Provider{
 			Slug: p.Slug, Name: p.Name, BaseURL: strings.TrimRight(p.BaseURL, "/"), Adapter: p.Adapter,
 			DataCollection: p.DataCollection, ZDR: p.ZDR, Region: p.Region,
-			EmbeddingTokenIDs: p.Adapter == "openai",
+			EmbeddingTokenIDs: p.Adapter == "openai", RequiresModeration: p.RequiresModeration,
 		}
 		if p.EmbeddingTokenIDs != nil {
 			prov.EmbeddingTokenIDs = *p.EmbeddingTokenIDs

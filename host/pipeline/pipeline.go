@@ -30,7 +30,53 @@ import (
 // Runner builds per-request pipelines from the module registry.
 type Runner struct {
 	Modules *modules.Registry
-	schemas sync.Map // *wasm.Module → *jsonschema.Schema (nil: no schema)
+	// Settings are the operator's settings of plugins, by plugin name; a
+	// plugin gets its merged settings in ctx as "settings".
+	Settings map[string]Settings
+	schemas  sync.Map // *wasm.Module → *jsonschema.Schema (nil: no schema)
+}
+
+// Moderation is the plugin a provider's requires_moderation adds.
+const Moderation = "moderation"
+
+// Settings are one plugin's operator settings: Default, overridden key by
+// key by the account's entry, then by the requiring provider's.
+type Settings struct {
+	Default   map[string]any
+	Accounts  map[string]map[string]any
+	Providers map[string]map[string]any
+}
+
+// settings is the ctx "settings" member of plugin id for a request of
+// account that providers require it for; "" when the operator set none.
+func (r *Runner) settings(id, account string, providers []string) string {
+	ps, ok := r.Settings[id]
+	if !ok {
+		return ""
+	}
+	m := map[string]any{}
+	for k, v := range ps.Default {
+		m[k] = v
+	}
+	for k, v := range ps.Accounts[account] {
+		m[k] = v
+	}
+	for _, p := range providers {
+		if e, ok := ps.Providers[p]; ok {
+			for k, v := range e {
+				m[k] = v
+			}
+			break
+		}
+	}
+	if len(m) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 type stage struct {
@@ -84,6 +130,16 @@ func (p *Pipeline) Release() {
 // Build resolves the plugins for a request of account: defaults first (the
 // gateway's, then the account's), then the request's list in its order.
 func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, *apierr.Error) {
+	return r.BuildModerated(account, model, plugins, nil)
+}
+
+// BuildModerated is Build for a request that may be routed to providers
+// that require moderation (moderatedBy, their slugs): the moderation
+// plugin runs whether or not the request or the account lists it, last
+// when they do not (so it sees the request as it goes upstream). Its ctx
+// names the providers ("required_by"); without the plugin installed such a
+// request is refused (503) rather than sent unmoderated.
+func (r *Runner) BuildModerated(account, model string, plugins gjson.Result, moderatedBy []string) (*Pipeline, *apierr.Error) {
 	p := &Pipeline{Stages: []map[string]any{}} // [] not null in service_metadata
 	disabled := map[string]bool{}
 	type want struct {
@@ -110,6 +166,9 @@ func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, 
 		}
 		mod, release, scoped := r.acquire(account, id)
 		if mod == nil {
+			if index == requiredIndex {
+				return &apierr.Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("provider %s requires moderation, and the moderation plugin is not installed", strings.Join(moderatedBy, ", "))}
+			}
 			if index < 0 {
 				return nil // a default that was deactivated since
 			}
@@ -127,7 +186,22 @@ func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, 
 		if item == "" {
 			item = `{"id":` + strconv.Quote(id) + `}`
 		}
-		ctx := []byte(`{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped) + `}`)
+		extra := ""
+		var required []string
+		if id == Moderation {
+			required = moderatedBy
+		}
+		if st := r.settings(id, account, required); st != "" {
+			extra += `,"settings":` + st
+		}
+		if index == -1 {
+			extra += `,"default":true`
+		}
+		if len(required) > 0 {
+			b, _ := json.Marshal(required)
+			extra += `,"required_by":` + string(b)
+		}
+		ctx := []byte(`{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped) + extra + `}`)
 		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx})
 		return nil
 	}
@@ -152,8 +226,17 @@ func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, 
 			return nil, err
 		}
 	}
+	if len(moderatedBy) > 0 {
+		if err := add(Moderation, requiredIndex, ""); err != nil {
+			p.Release()
+			return nil, err
+		}
+	}
 	return p, nil
 }
+
+// requiredIndex marks a stage a provider requires (not a default, not listed).
+const requiredIndex = -2
 
 // acquire finds plugin id in the account's scope first, then globally. An
 // id is a plugin's name, never a scope path: the registry keys account

@@ -78,7 +78,7 @@ func New(d Deps) *Server {
 		}}
 	}
 	if d.Pipeline == nil {
-		d.Pipeline = &pipeline.Runner{Modules: d.Modules}
+		d.Pipeline = &pipeline.Runner{Modules: d.Modules, Settings: pluginSettings(d.Config.PluginSettings)}
 	}
 	if d.Limiter == nil {
 		d.Limiter = ratelimit.NewMemory()
@@ -168,4 +168,13 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		e = apierr.From(err)
 	}
 	return s.writeError(c, e, nil)
+}
+
+// pluginSettings hands the operator's plugin settings to the pipeline.
+func pluginSettings(c map[string]config.PluginSettings) map[string]pipeline.Settings {
+	out := make(map[string]pipeline.Settings, len(c))
+	for name, ps := range c {
+		out[name] = pipeline.Settings(ps)
+	}
+	return out
 }

@@ -13,7 +13,10 @@ import (
 // no zero-width characters, single spaces).
 type rule struct {
 	name string
-	re   *regexp.Regexp
+	// words: the rule runs only on sentences holding one of these words
+	// (a one-pass word scan decides), so clean text costs no regexp time.
+	words string
+	re    *regexp.Regexp
 }
 
 const (
@@ -22,35 +25,35 @@ const (
 )
 
 var injectionRules = []rule{
-	{"ignore-instructions", regexp.MustCompile(`\b(?:ignore|disregard|forget|override|bypass|neglect|skip|discard)\b` + gap + `\b` + rules + `\b`)},
-	{"instructions-void", regexp.MustCompile(`\b(?:previous|prior|above|earlier|preceding|original|all|old)\s+(?:instructions?|directions|rules|directives|prompts?)\b[^.!?\n]{0,20}?\b(?:no longer appl(?:y|ies)|(?:are|is) (?:now )?(?:void|null|revoked|cancel+ed|obsolete|invalid|overridden)|revoked)`)},
-	{"stop-following", regexp.MustCompile(`\b(?:stop|do not|don't|never) (?:follow|obey)(?:ing)?\b` + gap + `\b(?:instructions?|rules|system prompt|guidelines|above)\b`)},
-	{"reveal-prompt", regexp.MustCompile(`\b(?:reveal|print|show|leak|dump|output|repeat|display|disclose|tell me|give me|write out|spell out)\b` + gap + `\b(?:system (?:prompt|message)|(?:initial|original|hidden|secret|first) (?:prompt|instructions|rules|configuration|message)|(?:your|the) (?:instructions|prompt|rules)|(?:prompt|text|instructions) above|context window)\b`)},
-	{"prompt-you-were-given", regexp.MustCompile(`\b(?:instructions|prompt|rules) you (?:were|have been) given\b`)},
-	{"repeat-above", regexp.MustCompile(`\brepeat (?:the|all|everything|every)\b[^.!?\n]{0,20}?\b(?:above|before|preceding)\b`)},
-	{"dump-context", regexp.MustCompile(`\b(?:dump|print|output)\b[^.!?\n]{0,20}?\b(?:context|memory)\b|\b(?:context|memory)\b[^.!?\n]{0,40}?\bdump\b`)},
-	{"reveal-secret", regexp.MustCompile(`\b(?:reveal|output|print|leak|tell me|give me|show me)\b` + gap + `\b(?:password|secrets?|confidential|api keys?|credentials)\b`)},
-	{"role-override", regexp.MustCompile(`\byou are (?:now|no longer)\b` + gap + `\b(?:dan|jailbr\w*|unfiltered|unrestricted|uncensored|evil|free|bound|restricted|limited|developer mode|an? (?:ai|assistant|model) (?:with(?:out)?|that has no))\b`)},
-	{"dan", regexp.MustCompile(`\bdo anything now\b|\b(?:act|acting|play|become) (?:as )?dan\b|\bdan (?:mode|has no)\b`)},
-	{"jailbreak", regexp.MustCompile(`\bjailbr(?:eak|oken)(?:ed)? (?:mode|model|ai|assistant|version)\b|\b(?:you are|now|been) jailbr(?:eak|oken)\w*|\bjailbreak (?:enabled|activated|on)\b`)},
-	{"developer-mode", regexp.MustCompile(`\b(?:enter|enable|activate|switch to|turn on)\b[^.!?\n]{0,20}?\b(?:developer|dev|god|admin|debug) mode\b|\bdeveloper override\b|\b(?:safety|filter(?:s|ing)?|moderation|guardrails?)\s*[=:]\s*(?:off|false|0|disabled)\b`)},
-	{"no-restrictions", regexp.MustCompile(`\b(?:no|without(?: any)?|free from|freed from(?: your| all| the)?)\s+(?:rules|restrictions|limitations|limits|content polic(?:y|ies)|filters?|filtering|guidelines|constraints|censorship|guardrails|ethical guidelines)\b`)},
-	{"disable-safety", regexp.MustCompile(`\b(?:disable|turn off|bypass|remove|deactivate|switch off|circumvent|ignore)\b[^.!?\n]{0,20}?\b(?:safety|content|moderation)\s*(?:filters?|restrictions|guidelines|measures|policy|policies|checks)?\b`)},
-	{"persona-override", regexp.MustCompile(`\b(?:act|behave|respond|answer|pretend|roleplay)\b[^.!?\n]{0,30}?\b(?:unfiltered|unrestricted|uncensored|evil|jailbroken|amoral)\b|\b(?:unfiltered|uncensored|unrestricted|evil|amoral) (?:ai|assistant|model|persona|mode|chatbot)\b|\bpretend (?:that )?there are no rules\b`)},
-	{"new-task", regexp.MustCompile(`\byour (?:new|real|actual|only) (?:task|role|job|instructions?|purpose|goal) (?:is|are|will be)\b|\bfollow (?:these|my) (?:new )?(?:instructions|commands|orders) (?:instead|only)\b|\bobey only\b|\bfollow my commands only\b`)},
-	{"fake-system-turn", regexp.MustCompile(`</?\s*(?:system|assistant|im_start|im_end|sys)\s*>|\[/?(?:inst|sys)\]|^\s*(?:system|###\s*(?:system|instruction))\s*:`)},
-	{"pwned", regexp.MustCompile(`\bi have been pwned\b`)},
+	{"ignore-instructions", "ignore disregard forget override bypass neglect skip discard", regexp.MustCompile(`\b(?:ignore|disregard|forget|override|bypass|neglect|skip|discard)\b` + gap + `\b` + rules + `\b`)},
+	{"instructions-void", "longer void null revoked cancelled canceled obsolete invalid overridden", regexp.MustCompile(`\b(?:previous|prior|above|earlier|preceding|original|all|old)\s+(?:instructions?|directions|rules|directives|prompts?)\b[^.!?\n]{0,20}?\b(?:no longer appl(?:y|ies)|(?:are|is) (?:now )?(?:void|null|revoked|cancel+ed|obsolete|invalid|overridden)|revoked)`)},
+	{"stop-following", "follow follows following obey obeying", regexp.MustCompile(`\b(?:stop|do not|don't|never) (?:follow|obey)(?:ing)?\b` + gap + `\b(?:instructions?|rules|system prompt|guidelines|above)\b`)},
+	{"reveal-prompt", "prompt prompts instructions system rules above configuration context message", regexp.MustCompile(`\b(?:reveal|print|show|leak|dump|output|repeat|display|disclose|tell me|give me|write out|spell out)\b` + gap + `\b(?:system (?:prompt|message)|(?:initial|original|hidden|secret|first) (?:prompt|instructions|rules|configuration|message)|(?:your|the) (?:instructions|prompt|rules)|(?:prompt|text|instructions) above|context window)\b`)},
+	{"prompt-you-were-given", "given", regexp.MustCompile(`\b(?:instructions|prompt|rules) you (?:were|have been) given\b`)},
+	{"repeat-above", "repeat", regexp.MustCompile(`\brepeat (?:the|all|everything|every)\b[^.!?\n]{0,20}?\b(?:above|before|preceding)\b`)},
+	{"dump-context", "dump", regexp.MustCompile(`\b(?:dump|print|output)\b[^.!?\n]{0,20}?\b(?:context|memory)\b|\b(?:context|memory)\b[^.!?\n]{0,40}?\bdump\b`)},
+	{"reveal-secret", "password secret secrets confidential api credentials", regexp.MustCompile(`\b(?:reveal|output|print|leak|tell me|give me|show me)\b` + gap + `\b(?:password|secrets?|confidential|api keys?|credentials)\b`)},
+	{"role-override", "now longer", regexp.MustCompile(`\byou are (?:now|no longer)\b` + gap + `\b(?:dan|jailbr\w*|unfiltered|unrestricted|uncensored|evil|free|bound|restricted|limited|developer mode|an? (?:ai|assistant|model) (?:with(?:out)?|that has no))\b`)},
+	{"dan", "dan anything", regexp.MustCompile(`\bdo anything now\b|\b(?:act|acting|play|become) (?:as )?dan\b|\bdan (?:mode|has no)\b`)},
+	{"jailbreak", "jailbreak jailbroken jailbreaked jailbreaking", regexp.MustCompile(`\bjailbr(?:eak|oken)(?:ed)? (?:mode|model|ai|assistant|version)\b|\b(?:you are|now|been) jailbr(?:eak|oken)\w*|\bjailbreak (?:enabled|activated|on)\b`)},
+	{"developer-mode", "mode override safety filter filters filtering moderation guardrail guardrails", regexp.MustCompile(`\b(?:enter|enable|activate|switch to|turn on)\b[^.!?\n]{0,20}?\b(?:developer|dev|god|admin|debug) mode\b|\bdeveloper override\b|\b(?:safety|filter(?:s|ing)?|moderation|guardrails?)\s*[=:]\s*(?:off|false|0|disabled)\b`)},
+	{"no-restrictions", "rules restrictions limitations limits policy policies filter filters filtering guidelines constraints censorship guardrails", regexp.MustCompile(`\b(?:no|without(?: any)?|free from|freed from(?: your| all| the)?)\s+(?:rules|restrictions|limitations|limits|content polic(?:y|ies)|filters?|filtering|guidelines|constraints|censorship|guardrails|ethical guidelines)\b`)},
+	{"disable-safety", "safety content moderation", regexp.MustCompile(`\b(?:disable|turn off|bypass|remove|deactivate|switch off|circumvent|ignore)\b[^.!?\n]{0,20}?\b(?:safety|content|moderation)\s*(?:filters?|restrictions|guidelines|measures|policy|policies|checks)?\b`)},
+	{"persona-override", "unfiltered unrestricted uncensored evil jailbroken amoral pretend", regexp.MustCompile(`\b(?:act|behave|respond|answer|pretend|roleplay)\b[^.!?\n]{0,30}?\b(?:unfiltered|unrestricted|uncensored|evil|jailbroken|amoral)\b|\b(?:unfiltered|uncensored|unrestricted|evil|amoral) (?:ai|assistant|model|persona|mode|chatbot)\b|\bpretend (?:that )?there are no rules\b`)},
+	{"new-task", "new real actual only instead", regexp.MustCompile(`\byour (?:new|real|actual|only) (?:task|role|job|instructions?|purpose|goal) (?:is|are|will be)\b|\bfollow (?:these|my) (?:new )?(?:instructions|commands|orders) (?:instead|only)\b|\bobey only\b|\bfollow my commands only\b`)},
+	{"fake-system-turn", "system assistant im_start im_end sys inst instruction", regexp.MustCompile(`</?\s*(?:system|assistant|im_start|im_end|sys)\s*>|\[/?(?:inst|sys)\]|^\s*(?:system|###\s*(?:system|instruction))\s*:[^.!?\n]{0,60}?\b(?:ignore|revoked?|obey|override|must|only|new|disregard|reveal)\b`)},
+	{"pwned", "pwned", regexp.MustCompile(`\bi have been pwned\b`)},
 }
 
-// injectionAny is every rule in one pattern: RE2 runs the alternation in
-// one pass, so clean text (the common case) costs one scan per variant;
-// the rules are run one by one only to name what matched.
-var injectionAny = func() *regexp.Regexp {
-	parts := make([]string, len(injectionRules))
+// ruleWords maps each gating word to the rules it wakes.
+var ruleWords = func() map[string][]int {
+	m := map[string][]int{}
 	for i, r := range injectionRules {
-		parts[i] = "(?:" + r.re.String() + ")"
+		for _, w := range strings.Fields(r.words) {
+			m[w] = append(m[w], i)
+		}
 	}
-	return regexp.MustCompile("(?m)" + strings.Join(parts, "|"))
+	return m
 }()
 
 // Injection finds prompt-injection patterns in text: as written, and after
@@ -72,13 +75,15 @@ func Injection(text string) []Finding {
 	}
 	type variant struct{ prefix, text string }
 	var vs []variant
-	if d := despace(folded); d != norm {
-		vs = append(vs, variant{"spaced:", d})
+	spaced, leet := obfuscated(folded)
+	if spaced {
+		vs = append(vs, variant{"spaced:", despace(folded)})
 	}
-	if d := unleet(norm); d != norm {
+	if leet {
+		d := unleet(norm)
 		vs = append(vs, variant{"leet:", d})
-		if dd := despace(unleet(folded)); dd != d {
-			vs = append(vs, variant{"leet:", dd})
+		if spaced {
+			vs = append(vs, variant{"leet:", despace(unleet(folded))})
 		}
 	}
 	for _, d := range decodeBase64(text) {
@@ -100,19 +105,47 @@ func Injection(text string) []Finding {
 	return nil
 }
 
+// matchRules runs the rules on the sentences of s (lower case) that hold
+// one of their words. Every rule stays within a sentence (its gaps exclude
+// . ! ? and newlines), so this finds what running them on s would.
 func matchRules(s, prefix string) []Finding {
-	if !injectionAny.MatchString(s) {
-		return nil
-	}
 	var fs []Finding
-	for _, r := range injectionRules {
-		for _, m := range r.re.FindAllStringIndex(s, -1) {
-			fs = append(fs, Finding{Category: CatInjection, Start: m[0], End: m[1], Pattern: prefix + r.name})
+	var marked [32]bool
+	var woke []int
+	start := 0
+	flush := func(end int) {
+		for _, r := range woke {
+			marked[r] = false
+			for _, m := range injectionRules[r].re.FindAllStringIndex(s[start:end], -1) {
+				fs = append(fs, Finding{Category: CatInjection, Start: start + m[0], End: start + m[1], Pattern: prefix + injectionRules[r].name})
+			}
+		}
+		woke = woke[:0]
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '.' || c == '!' || c == '?' || c == '\n':
+			flush(i)
+			i++
+			start = i
+		case isLetter(c) || c == '_':
+			j := i + 1
+			for j < len(s) && (isLetter(s[j]) || s[j] == '_') {
+				j++
+			}
+			for _, r := range ruleWords[s[i:j]] {
+				if !marked[r] {
+					marked[r] = true
+					woke = append(woke, r)
+				}
+			}
+			i = j
+		default:
+			i++
 		}
 	}
-	if fs == nil { // (?m) in the union only: a multi-line fake turn
-		fs = append(fs, Finding{Category: CatInjection, Pattern: prefix + "fake-system-turn"})
-	}
+	flush(len(s))
 	return fs
 }
 
@@ -192,29 +225,56 @@ func collapse(s string) string {
 // splits words joined with dots, hyphens or underscores
 // ("ignore.all.previous").
 func despace(s string) string {
-	var out []string
-	for _, chunk := range strings.Split(s, "  ") {
-		toks := strings.FieldsFunc(chunk, func(r rune) bool { return isSep(r) })
-		var singles []string
-		flush := func() {
-			if len(singles) >= 3 {
-				out = append(out, strings.Join(singles, ""))
-			} else {
-				out = append(out, singles...)
-			}
-			singles = singles[:0]
+	out := make([]byte, 0, len(s))
+	word := func(t string) {
+		if len(out) > 0 {
+			out = append(out, ' ')
 		}
-		for _, t := range toks {
-			if len(t) == 1 && isLetter(t[0]) {
-				singles = append(singles, t)
-				continue
-			}
-			flush()
-			out = append(out, t)
-		}
-		flush()
+		out = append(out, t...)
 	}
-	return strings.Join(out, " ")
+	runStart, runLen := -1, 0 // the pending run of single letters
+	var run []byte
+	flush := func() {
+		if runLen >= 3 {
+			word(string(run))
+		} else {
+			for _, c := range run {
+				word(string(c))
+			}
+		}
+		run, runStart, runLen = run[:0], -1, 0
+	}
+	for i := 0; i < len(s); {
+		if isSep(rune(s[i])) {
+			// a gap of two or more spaces ends a spelled-out word
+			j := i
+			for j < len(s) && isSep(rune(s[j])) {
+				j++
+			}
+			if strings.Contains(s[i:j], "  ") {
+				flush()
+			}
+			i = j
+			continue
+		}
+		j := i
+		for j < len(s) && !isSep(rune(s[j])) {
+			j++
+		}
+		if j-i == 1 && isLetter(s[i]) {
+			if runStart < 0 {
+				runStart = i
+			}
+			run = append(run, s[i])
+			runLen++
+		} else {
+			flush()
+			word(s[i:j])
+		}
+		i = j
+	}
+	flush()
+	return string(out)
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' }
@@ -223,55 +283,119 @@ func isSep(r rune) bool    { return r == ' ' || r == '.' || r == '-' || r == '_'
 // unleet reads digits and symbols inside words as the letters they stand
 // for (1gn0r3 → ignore). Tokens of digits only are numbers and stay.
 func unleet(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, tok := range strings.SplitAfter(s, " ") {
+	b := []byte(s)
+	for i := 0; i < len(b); {
+		j := i
 		letters := false
-		for i := 0; i < len(tok); i++ {
-			if isLetter(tok[i]) {
-				letters = true
-				break
+		for j < len(b) && b[j] != ' ' {
+			letters = letters || isLetter(b[j])
+			j++
+		}
+		if letters {
+			for k := i; k < j; k++ {
+				switch b[k] {
+				case '0':
+					b[k] = 'o'
+				case '1', '!', '|':
+					b[k] = 'i'
+				case '3':
+					b[k] = 'e'
+				case '4', '@':
+					b[k] = 'a'
+				case '5', '$':
+					b[k] = 's'
+				case '7', '+':
+					b[k] = 't'
+				case '8':
+					b[k] = 'b'
+				case '9':
+					b[k] = 'g'
+				}
 			}
 		}
-		if !letters {
-			b.WriteString(tok)
-			continue
-		}
-		for i := 0; i < len(tok); i++ {
-			c := tok[i]
-			switch c {
-			case '0':
-				c = 'o'
-			case '1', '!', '|':
-				c = 'i'
-			case '3':
-				c = 'e'
-			case '4', '@':
-				c = 'a'
-			case '5', '$':
-				c = 's'
-			case '7', '+':
-				c = 't'
-			case '8':
-				c = 'b'
-			case '9':
-				c = 'g'
-			}
-			b.WriteByte(c)
-		}
+		i = j + 1
 	}
-	return b.String()
+	return string(b)
 }
 
-var (
-	reBase64 = regexp.MustCompile(`[A-Za-z0-9+/_\-]{16,}={0,2}`)
-	reHex    = regexp.MustCompile(`\b(?:0x)?((?:[0-9a-fA-F]{2}){8,})\b`)
-)
+// obfuscated reports, in one pass, whether s (folded) has letters written
+// one at a time or joined by punctuation (three single letters in a row,
+// or "word.word"), and words mixing letters with digits or symbols (l33t):
+// only then are those variants worth building.
+func obfuscated(s string) (spaced, leet bool) {
+	singles := 0
+	for i := 0; i < len(s); {
+		if s[i] == ' ' {
+			i++
+			continue
+		}
+		j := i
+		letters, others := 0, 0
+		for j < len(s) && s[j] != ' ' {
+			c := s[j]
+			switch {
+			case isLetter(c):
+				letters++
+			case isSep(rune(c)):
+				if j > i && j+1 < len(s) && isLetter(s[j-1]) && isLetter(s[j+1]) {
+					spaced = true
+				}
+			case c == '\n':
+			default:
+				others++
+			}
+			j++
+		}
+		if j-i == 1 && letters == 1 {
+			singles++
+			if singles >= 3 {
+				spaced = true
+			}
+		} else {
+			singles = 0
+		}
+		if letters > 0 && others > 0 {
+			leet = true
+		}
+		if spaced && leet {
+			return
+		}
+		i = j
+	}
+	return
+}
+
+// tokens returns the runs of at least min bytes of which ok holds (at most
+// 16: an attack is not the 17th blob of a prompt).
+func tokens(s string, min int, ok func(c byte) bool) []string {
+	var out []string
+	for i := 0; i < len(s) && len(out) < 16; {
+		if !ok(s[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(s) && ok(s[j]) {
+			j++
+		}
+		if j-i >= min {
+			out = append(out, s[i:j])
+		}
+		i = j
+	}
+	return out
+}
+
+func base64Char(c byte) bool {
+	return isLetter(c|0x20) || isDigit(c) || c == '+' || c == '/' || c == '_' || c == '-' || c == '='
+}
+
+func hexChar(c byte) bool { return isDigit(c) || (c|0x20 >= 'a' && c|0x20 <= 'f') }
 
 // decodeBase64 returns the printable texts base64 tokens of s decode to.
 func decodeBase64(s string) []string {
 	var out []string
-	for _, tok := range reBase64.FindAllString(s, 16) {
+	for _, tok := range tokens(s, 16, base64Char) {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 			if d, err := enc.DecodeString(tok); err == nil {
 				if printable(d) {
@@ -287,8 +411,11 @@ func decodeBase64(s string) []string {
 // decodeHex returns the printable texts hex runs of s decode to.
 func decodeHex(s string) []string {
 	var out []string
-	for _, m := range reHex.FindAllStringSubmatch(s, 16) {
-		if d, err := hex.DecodeString(m[1]); err == nil && printable(d) {
+	for _, tok := range tokens(s, 16, hexChar) {
+		if len(tok)%2 == 1 {
+			tok = tok[:len(tok)-1]
+		}
+		if d, err := hex.DecodeString(tok); err == nil && printable(d) {
 			out = append(out, string(d))
 		}
 	}

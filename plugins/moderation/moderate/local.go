@@ -63,8 +63,7 @@ var (
 	rePhoneNat  = regexp.MustCompile(`\b0\d{2,4}[ \-]\d{3,6}(?:[ \-]\d{3,4})?\b`)
 	reCard      = regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`)
 	reSSN       = regexp.MustCompile(`\b(\d{3})([\- ])(\d{2})([\- ])(\d{4})\b`)
-	reSSNBare   = regexp.MustCompile(`(?i)\bssn\W{0,4}(\d{9})\b`)
-	reIPv4      = regexp.MustCompile(`\b(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\b`)
+	reIPv4      = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
 	reIPv6      = regexp.MustCompile(`[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}`)
 	reIBAN      = regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`)
 )
@@ -94,63 +93,167 @@ func pii(text string) []Finding {
 			fs = append(fs, Finding{Category: cat, Start: s, End: e})
 		}
 	}
-	if strings.IndexByte(text, '@') >= 0 {
-		for _, m := range reEmail.FindAllStringIndex(text, -1) {
-			add(CatEmail, m[0], m[1])
-		}
+	// The patterns run on small windows, not on the whole text: around
+	// each "@" for e-mail, on each run of digits and separators for the
+	// numbers, around each "CC00" for IBANs and each "::"-bearing token for
+	// IPv6. Prose is mostly neither, so a long clean text costs a few
+	// byte scans (Go's regexp costs far more per byte than a scan).
+	for _, w := range around(text, "@", 64, 256) {
+		each(reEmail, text, w, func(s, e int) { add(CatEmail, s, e) })
 	}
 	if !hasDigit(text) {
 		return fs
 	}
-	for _, m := range reIBAN.FindAllStringIndex(text, -1) {
-		if s, e, ok := iban(text, m[0], m[1]); ok {
-			add(CatIBAN, s, e)
-		}
+	for _, w := range ibanStarts(text) {
+		each(reIBAN, text, w, func(s, e int) {
+			if s == w[0] && bounded(text, s, s) {
+				if s, e, ok := iban(text, s, e); ok {
+					add(CatIBAN, s, e)
+				}
+			}
+		})
 	}
-	for _, m := range reCard.FindAllStringIndex(text, -1) {
-		if card(text[m[0]:m[1]]) {
-			add(CatCard, m[0], m[1])
-		}
+	runs := numericRuns(text)
+	for _, w := range runs {
+		each(reCard, text, w, func(s, e int) {
+			if bounded(text, s, e) && card(text[s:e]) {
+				add(CatCard, s, e)
+			}
+		})
 	}
-	for _, m := range reSSN.FindAllStringSubmatchIndex(text, -1) {
-		g := func(i int) string { return text[m[2*i]:m[2*i+1]] }
-		if g(2) == g(4) && ssn(g(1), g(3), g(5)) {
-			add(CatSSN, m[0], m[1])
-		}
-	}
-	for _, m := range reSSNBare.FindAllStringSubmatchIndex(text, -1) {
-		d := text[m[2]:m[3]]
-		if ssn(d[:3], d[3:5], d[5:]) {
-			add(CatSSN, m[2], m[3])
-		}
-	}
-	if strings.IndexByte(text, '.') >= 0 {
-		for _, m := range reIPv4.FindAllStringIndex(text, -1) {
-			if ipv4(text, m[0], m[1]) {
-				add(CatIP, m[0], m[1])
+	for _, w := range runs {
+		for _, m := range reSSN.FindAllStringSubmatchIndex(text[w[0]:w[1]], -1) {
+			g := func(i int) string { return text[w[0]+m[2*i] : w[0]+m[2*i+1]] }
+			if s, e := w[0]+m[0], w[0]+m[1]; bounded(text, s, e) && g(2) == g(4) && ssn(g(1), g(3), g(5)) {
+				add(CatSSN, s, e)
 			}
 		}
-	}
-	if strings.Count(text, ":") >= 2 {
-		for _, m := range reIPv6.FindAllStringIndex(text, -1) {
-			if ipv6(text, m[0], m[1]) {
-				add(CatIP, m[0], m[1])
-			}
+		// nine bare digits right after "SSN"
+		s, e := w[0], w[1]
+		for s < e && !isDigit(text[s]) {
+			s++
 		}
+		for e > s && !isDigit(text[e-1]) {
+			e--
+		}
+		if e-s == 9 && digits(text[s:e]) == 9 && bounded(text, s, e) && ssnBefore(text, s) && ssn(text[s:s+3], text[s+3:s+5], text[s+5:e]) {
+			add(CatSSN, s, e)
+		}
+	}
+	for _, w := range runs {
+		each(reIPv4, text, w, func(s, e int) {
+			if bounded(text, s, e) && ipv4(text, s, e) {
+				add(CatIP, s, e)
+			}
+		})
+	}
+	for _, w := range around(text, ":", 40, 40) {
+		each(reIPv6, text, w, func(s, e int) {
+			if bounded(text, s, e) && ipv6(text, s, e) {
+				add(CatIP, s, e)
+			}
+		})
 	}
 	for _, re := range []*regexp.Regexp{rePhoneIntl, rePhoneNANP, rePhoneNat} {
-		for _, m := range re.FindAllStringIndex(text, -1) {
-			s, e := m[0], m[1]
-			for e > s && !isDigit(text[e-1]) { // a trailing ")" or separator
-				e--
-			}
-			if n := digits(text[s:e]); n >= 7 && n <= 15 && !versionLike(text, s, e) {
-				add(CatPhone, s, e)
-			}
+		for _, w := range runs {
+			each(re, text, w, func(s, e int) {
+				for e > s && !isDigit(text[e-1]) { // a trailing ")" or separator
+					e--
+				}
+				if n := digits(text[s:e]); n >= 7 && n <= 15 && !versionLike(text, s, e) && bounded(text, s, e) {
+					add(CatPhone, s, e)
+				}
+			})
 		}
 	}
 	sort.Slice(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
 	return fs
+}
+
+// each calls fn with the spans (in text) of re's matches inside window w.
+func each(re *regexp.Regexp, text string, w [2]int, fn func(s, e int)) {
+	for _, m := range re.FindAllStringIndex(text[w[0]:w[1]], -1) {
+		fn(w[0]+m[0], w[0]+m[1])
+	}
+}
+
+// bounded reports that text[s:e] is not glued to letters or digits: the
+// windows cut the text, so a pattern's \b at a window edge proves nothing.
+func bounded(text string, s, e int) bool {
+	alnum := func(c byte) bool { return isDigit(c) || (c|0x20 >= 'a' && c|0x20 <= 'z') }
+	return (s == 0 || !alnum(text[s-1])) && (e >= len(text) || e == s || !alnum(text[e]))
+}
+
+// around returns windows of before/after bytes around each occurrence of
+// sep, merged where they overlap.
+func around(text, sep string, before, after int) [][2]int {
+	var ws [][2]int
+	for i := 0; ; {
+		j := strings.Index(text[i:], sep)
+		if j < 0 {
+			return ws
+		}
+		j += i
+		s, e := max(0, j-before), min(len(text), j+len(sep)+after)
+		if n := len(ws); n > 0 && s <= ws[n-1][1] {
+			ws[n-1][1] = e
+		} else {
+			ws = append(ws, [2]int{s, e})
+		}
+		i = j + len(sep)
+	}
+}
+
+// numericRuns returns the runs of digits and the separators numbers are
+// written with (" -.()+/") that hold at least four digits: every card, SSN,
+// phone number and IPv4 address is inside one.
+func numericRuns(text string) [][2]int {
+	var ws [][2]int
+	start, n := -1, 0
+	for i := 0; i <= len(text); i++ {
+		in := false
+		if i < len(text) {
+			switch c := text[i]; {
+			case isDigit(c):
+				in = true
+				n++
+			case c == ' ' || c == '-' || c == '.' || c == '(' || c == ')' || c == '+' || c == '/':
+				in = true
+			}
+		}
+		if in && start < 0 {
+			start, n = i, 0
+			if isDigit(text[i]) {
+				n = 1
+			}
+		}
+		if !in && start >= 0 {
+			if n >= 4 {
+				ws = append(ws, [2]int{start, i})
+			}
+			start = -1
+		}
+	}
+	return ws
+}
+
+// ibanStarts returns windows starting at each "CC00" (two capitals, two
+// digits) that begins a word: where an IBAN may start.
+func ibanStarts(text string) [][2]int {
+	var ws [][2]int
+	up := func(c byte) bool { return c >= 'A' && c <= 'Z' }
+	for i := 0; i+4 <= len(text); i++ {
+		if up(text[i]) && up(text[i+1]) && isDigit(text[i+2]) && isDigit(text[i+3]) && bounded(text, i, i) {
+			ws = append(ws, [2]int{i, min(len(text), i+42)})
+		}
+	}
+	return ws
+}
+
+// ssnBefore reports "SSN" (any case) just before position s.
+func ssnBefore(text string, s int) bool {
+	b := strings.ToLower(text[max(0, s-8):s])
+	return strings.Contains(b, "ssn")
 }
 
 func hasDigit(s string) bool {
@@ -263,6 +366,9 @@ func ssn(area, group, serial string) bool {
 func ipv4(text string, s, e int) bool {
 	if versionLike(text, s, e) {
 		return false
+	}
+	if a, err := netip.ParseAddr(text[s:e]); err != nil || !a.Is4() {
+		return false // an octet above 255, or a leading zero
 	}
 	// "version 1.2.3.4" and "v1.2.3.4" are versions.
 	before := strings.ToLower(text[max(0, s-9):s])

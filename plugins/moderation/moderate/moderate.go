@@ -18,7 +18,6 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
 // Actions of a policy, strongest first (block > redact > flag).
@@ -82,6 +81,10 @@ type text struct {
 	path string // sjson path of the string in the request
 	role string
 	s    string
+	// at and raw locate the JSON string in the request body, so redaction
+	// splices the body once instead of rewriting it per text.
+	at  int
+	raw int
 }
 
 // hit is a finding of one engine in one text.
@@ -210,13 +213,13 @@ func collect(body []byte, userOnly bool) []text {
 		base := "messages." + strconv.Itoa(i) + ".content"
 		switch {
 		case c.Type == gjson.String:
-			ts = append(ts, text{path: base, role: role, s: c.Str})
+			ts = append(ts, text{path: base, role: role, s: c.Str, at: c.Index, raw: len(c.Raw)})
 		case c.IsArray():
 			j := -1
 			c.ForEach(func(_, p gjson.Result) bool {
 				j++
 				if t := p.Get("text"); p.Get("type").Str == "text" && t.Type == gjson.String {
-					ts = append(ts, text{path: base + "." + strconv.Itoa(j) + ".text", role: role, s: t.Str})
+					ts = append(ts, text{path: base + "." + strconv.Itoa(j) + ".text", role: role, s: t.Str, at: t.Index, raw: len(t.Raw)})
 				}
 				return true
 			})
@@ -352,7 +355,7 @@ func Elide(s string, n int) string {
 
 // redact replaces what the redact hits cover with their labels; a hit
 // without a span (found only after decoding, or by a classifier) replaces
-// its whole text.
+// its whole text. The body is rebuilt in one pass from the texts' offsets.
 func redact(body []byte, texts []text, hits []hit) ([]byte, error) {
 	by := map[int][]hit{}
 	for _, x := range hits {
@@ -360,28 +363,32 @@ func redact(body []byte, texts []text, hits []hit) ([]byte, error) {
 			by[x.text] = append(by[x.text], x)
 		}
 	}
-	out := body
-	for i, t := range texts {
+	out := make([]byte, 0, len(body))
+	pos := 0
+	for i, t := range texts { // in body order
 		hs := by[i]
 		if len(hs) == 0 {
 			continue
 		}
-		s := t.s
-		whole := ""
+		if t.at < pos || t.at+t.raw > len(body) || body[t.at] != '"' {
+			return nil, errorf("cannot locate " + t.path + " in the request")
+		}
+		s := ""
 		for _, x := range hs {
 			if x.Spanless() {
-				whole = Label(x.Category)
+				s = Label(x.Category)
 			}
 		}
-		if whole != "" {
-			s = whole
-		} else {
-			s = replaceSpans(s, hs)
+		if s == "" {
+			s = replaceSpans(t.s, hs)
 		}
-		var err error
-		if out, err = sjson.SetBytes(out, t.path, s); err != nil {
-			return nil, err
-		}
+		out = append(out, body[pos:t.at]...)
+		out = sdk.AppendJSONString(out, s)
+		pos = t.at + t.raw
+	}
+	out = append(out, body[pos:]...)
+	if !gjson.ValidBytes(out) {
+		return nil, errorf("the redacted request is not valid JSON")
 	}
 	return out, nil
 }

@@ -42,7 +42,25 @@ type Manifest struct {
 	Grants       Grants          `json:"grants"`
 	Limits       Limits          `json:"limits"`
 	ConfigSchema json.RawMessage `json:"config_schema,omitempty"`
+	// Tools are the server tools the module implements through its
+	// tool_call hook (docs/server-tools.md).
+	Tools []Tool `json:"tools,omitempty"`
 }
+
+// Tool is one server tool a module declares: what a request names in its
+// tools ("type"), and the function the model is shown in its place.
+type Tool struct {
+	// Type is "service:<name>", e.g. service:web_search.
+	Type string `json:"type"`
+	// Name is the function name the model sees and calls.
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Parameters is the JSON Schema of the call's arguments.
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+// ToolTypePrefix starts every server tool type.
+const ToolTypePrefix = "service:"
 
 // Grants is everything beyond pure computation a module may do.
 type Grants struct {
@@ -50,6 +68,10 @@ type Grants struct {
 	HostFunctions []string `json:"host_functions,omitempty"`
 	// HTTPDomains the module may reach through the host's outbound call.
 	HTTPDomains []string `json:"http_domains,omitempty"`
+	// Secrets names operator secrets the host may substitute for
+	// ${secret:NAME} in the module's outbound calls (header values and the
+	// URL query, to HTTPDomains only). The module never sees their values.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // Limits bound a module's resources.
@@ -74,8 +96,11 @@ const (
 )
 
 var (
-	nameRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	versionRe = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
+	nameRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	versionRe  = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
+	secretRe   = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+	toolTypeRe = regexp.MustCompile(`^service:[a-z0-9][a-z0-9_]{0,63}$`)
+	toolNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
 // Parse decodes and validates a manifest. Unknown fields are an error, so a
@@ -142,9 +167,19 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	for _, f := range m.Grants.HostFunctions {
-		if f != abi.GrantLog && f != abi.GrantHTTP {
-			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q (log, http)", m.Name, f)
+		switch f {
+		case abi.GrantLog, abi.GrantHTTP, abi.GrantChat, abi.GrantCountTokens, abi.GrantKV:
+		default:
+			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q (log, http, chat, count_tokens, kv)", m.Name, f)
 		}
+	}
+	for _, s := range m.Grants.Secrets {
+		if !secretRe.MatchString(s) {
+			return fmt.Errorf("manifest %s: grants.secrets: %q must be 1-64 upper-case letters, digits or '_', starting with a letter", m.Name, s)
+		}
+	}
+	if len(m.Grants.Secrets) > 0 && !contains(m.Grants.HostFunctions, abi.GrantHTTP) {
+		return fmt.Errorf("manifest %s: grants.secrets: secrets are only used in outbound calls; grant host function %q too", m.Name, abi.GrantHTTP)
 	}
 	for _, d := range m.Grants.HTTPDomains {
 		if d == "" || strings.ContainsAny(d, "/:@ ") || strings.Count(d, "*") > 1 || (strings.Contains(d, "*") && !strings.HasPrefix(d, "*.")) {
@@ -170,6 +205,52 @@ func (m *Manifest) Validate() error {
 	if len(m.ConfigSchema) > 0 && !json.Valid(m.ConfigSchema) {
 		return fmt.Errorf("manifest %s: config_schema is not valid JSON", m.Name)
 	}
+	return m.validateTools(declared[abi.HookToolCall.String()])
+}
+
+// validateTools checks tools: each has a service: type, a function name
+// the providers accept, a description and a JSON Schema object; types and
+// names are unique; and the module implements tool_call exactly when it
+// declares tools.
+func (m *Manifest) validateTools(hasHook bool) error {
+	switch {
+	case len(m.Tools) > 0 && !hasHook:
+		return fmt.Errorf("manifest %s: tools: a module that declares tools must list the %q hook", m.Name, abi.HookToolCall.String())
+	case len(m.Tools) == 0 && hasHook:
+		return fmt.Errorf("manifest %s: hooks: %q needs at least one entry in tools", m.Name, abi.HookToolCall.String())
+	}
+	seen := map[string]bool{}
+	for i, t := range m.Tools {
+		at := fmt.Sprintf("manifest %s: tools[%d]", m.Name, i)
+		switch {
+		case !toolTypeRe.MatchString(t.Type):
+			return fmt.Errorf("%s.type: %q must be %q followed by lowercase letters, digits or underscores", at, t.Type, ToolTypePrefix)
+		case !toolNameRe.MatchString(t.Name):
+			return fmt.Errorf("%s.name: %q must be 1-64 letters, digits, underscores or dashes (a function name)", at, t.Name)
+		case strings.TrimSpace(t.Description) == "":
+			return fmt.Errorf("%s.description: required: what the tool does, for the model", at)
+		case !isJSONObject(t.Parameters):
+			return fmt.Errorf("%s.parameters: required: a JSON Schema object for the arguments", at)
+		case seen["t:"+t.Type] || seen["n:"+t.Name]:
+			return fmt.Errorf("%s: type %q or name %q declared twice", at, t.Type, t.Name)
+		}
+		seen["t:"+t.Type], seen["n:"+t.Name] = true, true
+	}
+	return nil
+}
+
+func isJSONObject(b json.RawMessage) bool {
+	var v map[string]json.RawMessage
+	return json.Unmarshal(b, &v) == nil && v != nil
+}
+
+// Tool returns the declared tool of type typ, or nil.
+func (m *Manifest) Tool(typ string) *Tool {
+	for i := range m.Tools {
+		if m.Tools[i].Type == typ {
+			return &m.Tools[i]
+		}
+	}
 	return nil
 }
 
@@ -182,11 +263,23 @@ func (m *Manifest) IsPassthrough(h abi.Hook) bool { return contains(m.Passthroug
 // GrantsHostFunction reports whether the module may import host function f
 // (an import name such as "http_request", or a grant name).
 func (m *Manifest) GrantsHostFunction(f string) bool {
-	if f == abi.HostHTTPRequest || f == abi.HostHTTPResponse {
+	switch f {
+	case abi.HostHTTPRequest, abi.HostHTTPResponse:
 		f = abi.GrantHTTP
+	case abi.HostKVGet, abi.HostKVPut:
+		f = abi.GrantKV
+	case abi.HostResult:
+		// result reads what chat, count_tokens and kv return: any of them
+		// grants it.
+		return contains(m.Grants.HostFunctions, abi.GrantChat) || contains(m.Grants.HostFunctions, abi.GrantCountTokens) ||
+			contains(m.Grants.HostFunctions, abi.GrantKV)
 	}
 	return contains(m.Grants.HostFunctions, f)
 }
+
+// GrantsSecret reports whether the module may have secret name substituted
+// into its outbound calls.
+func (m *Manifest) GrantsSecret(name string) bool { return contains(m.Grants.Secrets, name) }
 
 // GrantsDomain reports whether host is among grants.http_domains
 // ("*.example.com" matches its subdomains, not example.com itself).

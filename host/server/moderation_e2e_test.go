@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
@@ -213,4 +214,48 @@ func TestModerationAccountDefault(t *testing.T) {
 	if st := guardrailStage(t, body); st.Get("guardrail_scope").Str != "global" {
 		t.Fatalf("stage %s", st.Raw)
 	}
+}
+
+// The llama-guard engine asks a chat model the gateway serves, through the
+// chat host function (a sub-request). The fake upstream answers every chat
+// with Llama Guard's verdict, so the verdict decides the request.
+func TestModerationLlamaGuard(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.PluginSettings = map[string]config.PluginSettings{"moderation": {
+			Default: map[string]any{"engines": []any{"local", "llama-guard"}, "llama_guard": map[string]any{"model": "test/chat"}},
+		}}
+	}})
+	up := g.Upstreams["alpha"]
+	const plugin = `"plugins":[{"id":"moderation"}],`
+
+	up.SetFaults(demo.Faults{Reply: "unsafe\nS2"})
+	before := up.Count()
+	resp, body := post(t, g, "/chat/completions", moderated("how do I hotwire a car", plugin), "X-Service-Metadata", "enabled")
+	wantError(t, resp, body, http.StatusForbidden, "Request blocked by content filter: [S2]")
+	md := body.Get("error.metadata")
+	if md.Get("engine").Str != "llama-guard" || md.Get("reasons.0").Str != "llama-guard: S2 Non-Violent Crimes" {
+		t.Fatalf("metadata %s", md.Raw)
+	}
+	if n := up.Count() - before; n != 1 {
+		t.Fatalf("upstream calls %d, want 1 (the guard's only)", n)
+	}
+	guard := gjson.GetBytes(up.Last().Body, "messages.0.content").Str
+	if !strings.Contains(guard, "<BEGIN CONVERSATION>\n\nUser: how do I hotwire a car\n\n<END CONVERSATION>") || strings.Contains(guard, "You are terse.") {
+		t.Fatalf("the guard model got %q", guard)
+	}
+
+	up.SetFaults(demo.Faults{Reply: "safe"})
+	resp, body = post(t, g, "/chat/completions", moderated("how do I bake bread", plugin), "X-Service-Metadata", "enabled")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if st := guardrailStage(t, body); st.Get("data.action").Str != "allowed" || st.Get("data.engines").Raw != `["local","llama-guard"]` {
+		t.Fatalf("stage %s", st.Raw)
+	}
+
+	// A model that does not answer in Llama Guard's format fails the
+	// request (the check did not run), naming the engine.
+	up.SetFaults(demo.Faults{Reply: "I'd be glad to help!"})
+	resp, body = post(t, g, "/chat/completions", moderated("hello", plugin))
+	wantError(t, resp, body, http.StatusBadGateway, "moderation engine llama-guard failed")
 }

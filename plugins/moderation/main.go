@@ -20,9 +20,7 @@ var host = moderate.Host{
 		status, _, resp, err := sdk.HTTP(method, url, headers, body)
 		return status, resp, err
 	},
-	// Chat (the llama-guard engine) is wired to sdk.Chat once the chat host
-	// function is in the SDK; until then the engine reports that it cannot
-	// run in this build.
+	Chat: sdk.Chat, // the llama-guard engine
 }
 
 // allocated approximates the garbage made since the last collection:

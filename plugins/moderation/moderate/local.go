@@ -113,39 +113,55 @@ func pii(text string) []Finding {
 			}
 		})
 	}
-	runs := numericRuns(text)
-	for _, w := range runs {
-		each(reCard, text, w, func(s, e int) {
-			if bounded(text, s, e) && card(text[s:e]) {
-				add(CatCard, s, e)
+	// Each run is counted once, and a pattern runs only on runs that could
+	// hold its kind: a regexp call costs far more than the count.
+	for _, w := range numericRuns(text) {
+		nd, dots := digits(text[w[0]:w[1]]), strings.Count(text[w[0]:w[1]], ".")
+		if nd >= 13 {
+			each(reCard, text, w, func(s, e int) {
+				if bounded(text, s, e) && card(text[s:e]) {
+					add(CatCard, s, e)
+				}
+			})
+		}
+		if nd >= 9 {
+			for _, m := range reSSN.FindAllStringSubmatchIndex(text[w[0]:w[1]], -1) {
+				g := func(i int) string { return text[w[0]+m[2*i] : w[0]+m[2*i+1]] }
+				if s, e := w[0]+m[0], w[0]+m[1]; bounded(text, s, e) && g(2) == g(4) && ssn(g(1), g(3), g(5)) {
+					add(CatSSN, s, e)
+				}
 			}
-		})
-	}
-	for _, w := range runs {
-		for _, m := range reSSN.FindAllStringSubmatchIndex(text[w[0]:w[1]], -1) {
-			g := func(i int) string { return text[w[0]+m[2*i] : w[0]+m[2*i+1]] }
-			if s, e := w[0]+m[0], w[0]+m[1]; bounded(text, s, e) && g(2) == g(4) && ssn(g(1), g(3), g(5)) {
+			// nine bare digits right after "SSN"
+			s, e := w[0], w[1]
+			for s < e && !isDigit(text[s]) {
+				s++
+			}
+			for e > s && !isDigit(text[e-1]) {
+				e--
+			}
+			if e-s == 9 && digits(text[s:e]) == 9 && bounded(text, s, e) && ssnBefore(text, s) && ssn(text[s:s+3], text[s+3:s+5], text[s+5:e]) {
 				add(CatSSN, s, e)
 			}
 		}
-		// nine bare digits right after "SSN"
-		s, e := w[0], w[1]
-		for s < e && !isDigit(text[s]) {
-			s++
+		if dots >= 3 {
+			each(reIPv4, text, w, func(s, e int) {
+				if bounded(text, s, e) && ipv4(text, s, e) {
+					add(CatIP, s, e)
+				}
+			})
 		}
-		for e > s && !isDigit(text[e-1]) {
-			e--
-		}
-		if e-s == 9 && digits(text[s:e]) == 9 && bounded(text, s, e) && ssnBefore(text, s) && ssn(text[s:s+3], text[s+3:s+5], text[s+5:e]) {
-			add(CatSSN, s, e)
-		}
-	}
-	for _, w := range runs {
-		each(reIPv4, text, w, func(s, e int) {
-			if bounded(text, s, e) && ipv4(text, s, e) {
-				add(CatIP, s, e)
+		if nd >= 7 {
+			for _, re := range []*regexp.Regexp{rePhoneIntl, rePhoneNANP, rePhoneNat} {
+				each(re, text, w, func(s, e int) {
+					for e > s && !isDigit(text[e-1]) { // a trailing ")" or separator
+						e--
+					}
+					if n := digits(text[s:e]); n >= 7 && n <= 15 && !versionLike(text, s, e) && bounded(text, s, e) {
+						add(CatPhone, s, e)
+					}
+				})
 			}
-		})
+		}
 	}
 	for _, w := range around(text, ":", 40, 40) {
 		each(reIPv6, text, w, func(s, e int) {
@@ -153,18 +169,6 @@ func pii(text string) []Finding {
 				add(CatIP, s, e)
 			}
 		})
-	}
-	for _, re := range []*regexp.Regexp{rePhoneIntl, rePhoneNANP, rePhoneNat} {
-		for _, w := range runs {
-			each(re, text, w, func(s, e int) {
-				for e > s && !isDigit(text[e-1]) { // a trailing ")" or separator
-					e--
-				}
-				if n := digits(text[s:e]); n >= 7 && n <= 15 && !versionLike(text, s, e) && bounded(text, s, e) {
-					add(CatPhone, s, e)
-				}
-			})
-		}
 	}
 	sort.Slice(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
 	return fs

@@ -74,6 +74,9 @@ func loadModule(b *testing.B) *wasm.Module {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if os.Getenv("MOD_NO_TIMEOUT") != "" {
+		m.Limits.TimeoutMS = 0
+	}
 	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-moderation"), nil)
 	b.Cleanup(func() { _ = e.Close(context.Background()) })
 	mod, err := e.Load(context.Background(), m, bin)

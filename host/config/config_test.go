@@ -245,3 +245,34 @@ func TestModulesAndSecrets(t *testing.T) {
 		t.Errorf("private hosts %v", c.Modules.PrivateHosts)
 	}
 }
+
+func TestModerationSettings(t *testing.T) {
+	c, err := Parse([]byte(`
+providers:
+  - {slug: a, adapter: openai, base_url: "http://a/v1", requires_moderation: true}
+  - {slug: b, adapter: openai, base_url: "http://b/v1"}
+plugin_settings:
+  moderation:
+    default: {engines: [local], policy: {email: flag}}
+    accounts: {acct_1: {scan: user_only}}
+    providers: {a: {engines: [local, llama-guard], llama_guard: {model: x/guard}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := c.Catalog("", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cat.Providers["a"].RequiresModeration || cat.Providers["b"].RequiresModeration {
+		t.Fatalf("requires_moderation: a %v, b %v", cat.Providers["a"].RequiresModeration, cat.Providers["b"].RequiresModeration)
+	}
+	ps := c.PluginSettings["moderation"]
+	if ps.Default["policy"].(map[string]any)["email"] != "flag" || ps.Accounts["acct_1"]["scan"] != "user_only" ||
+		ps.Providers["a"]["llama_guard"].(map[string]any)["model"] != "x/guard" {
+		t.Fatalf("%+v", ps)
+	}
+	if _, err := Parse([]byte("plugin_settings: {moderation: {defaults: {}}}")); err == nil {
+		t.Fatal("a misspelt key was accepted")
+	}
+}

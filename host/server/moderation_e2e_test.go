@@ -259,3 +259,53 @@ func TestModerationLlamaGuard(t *testing.T) {
 	resp, body = post(t, g, "/chat/completions", moderated("hello", plugin))
 	wantError(t, resp, body, http.StatusBadGateway, "moderation engine llama-guard failed")
 }
+
+// Redaction happens on the unified request, before the adapter: what an
+// Anthropic or Gemini upstream receives, in its own wire format, is the
+// redacted text, JSON and streaming.
+func TestModerationOtherWireFormats(t *testing.T) {
+	const msg = "my card is 4111 1111 1111 1111"
+	cases := []struct {
+		name  string
+		start func(t *testing.T) (*gatewaytest.Gateway, *demo.Server)
+		model string
+		path  string // of the user's text in the upstream body
+	}{
+		{"anthropic", func(t *testing.T) (*gatewaytest.Gateway, *demo.Server) {
+			g, up := startAnthropic(t)
+			return g, &up.Server
+		}, "test/claude", "messages.0.content.0.text"},
+		{"gemini", func(t *testing.T) (*gatewaytest.Gateway, *demo.Server) {
+			g, up := startGemini(t)
+			return g, &up.Server
+		}, "test/gemini", "contents.0.parts.0.text"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, up := tc.start(t)
+			for _, stream := range []bool{false, true} {
+				body := `{"model":"` + tc.model + `","stream":` + strconv.FormatBool(stream) + `,"plugins":[{"id":"moderation"}],"messages":[{"role":"user","content":` + strconv.Quote(msg) + `}]}`
+				var answer string
+				if stream {
+					answer = readStream(t, g, body)
+				} else {
+					resp, b := post(t, g, "/chat/completions", body)
+					if resp.StatusCode != 200 {
+						t.Fatalf("%d %s", resp.StatusCode, b.Raw)
+					}
+					answer = b.Get("choices.0.message.content").Str
+				}
+				sent := gjson.GetBytes(up.Last().Body, tc.path)
+				if !sent.Exists() {
+					sent = gjson.GetBytes(up.Last().Body, strings.TrimSuffix(tc.path, ".0.text"))
+				}
+				if sent.Str != "my card is [CREDIT_CARD]" || strings.Contains(string(up.Last().Body), "4111") {
+					t.Fatalf("stream %v: upstream got %s", stream, up.Last().Body)
+				}
+				if !strings.Contains(answer, "[CREDIT_CARD]") || strings.Contains(answer, "4111") {
+					t.Fatalf("stream %v: answer %s", stream, answer)
+				}
+			}
+		})
+	}
+}

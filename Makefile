@@ -100,6 +100,10 @@ gotest:
 
 # Hot-path Go benchmarks, the per-call cost of one plugin through the native
 # ABI (Go, C) and through Extism (AssemblyScript), then the load benchmark.
+# ./host/... includes the cost of metrics, traces and request logs per
+# request, off and on (host/telemetry: BenchmarkRequestTelemetry in
+# process, BenchmarkChatOverLoopback end to end), and GET /generations and
+# GET /activity on a store of a million records (host/activity).
 bench:
 	$(MAKE) -j$(JOBS) build
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...
@@ -108,6 +112,7 @@ bench:
 	# labelled set, then its per-call cost at 1, 10 and 100 KB.
 	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/moderation/moderate/ | sed -n '/moderation local engine/,/benign texts/p'
 	$(GO) test -run=NONE -bench=Moderation -benchmem -benchtime=20x ./plugins/moderation/moderate/
+	$(GO) test -run=NONE -bench=WebModule -benchmem -benchtime=2000x ./plugins/web/webtest/
 	$(GO) run ./cmd/loadbench
 
 clean:

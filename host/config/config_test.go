@@ -215,6 +215,23 @@ func TestRateLimits(t *testing.T) {
 	}
 }
 
+func TestDefaultModuleSettings(t *testing.T) {
+	c, err := Parse(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.ModuleSettingsJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(s["web"]) != `{"engine":"demo"}` {
+		t.Fatalf("the default web engine must be the offline demo engine: %s", s["web"])
+	}
+	if _, err := Parse([]byte("module_settings:\n  web: {engine: exa, engines: {exa: {fee: \"0.01\"}}}\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestModulesAndSecrets: the default file parses with the documented
 // module settings, and SWITCHYARD_SECRET_<NAME> sets or overrides a secret.
 func TestModulesAndSecrets(t *testing.T) {
@@ -246,16 +263,11 @@ func TestModulesAndSecrets(t *testing.T) {
 	}
 }
 
-func TestModerationSettings(t *testing.T) {
+func TestRequiresModeration(t *testing.T) {
 	c, err := Parse([]byte(`
 providers:
   - {slug: a, adapter: openai, base_url: "http://a/v1", requires_moderation: true}
   - {slug: b, adapter: openai, base_url: "http://b/v1"}
-plugin_settings:
-  moderation:
-    default: {engines: [local], policy: {email: flag}}
-    accounts: {acct_1: {scan: user_only}}
-    providers: {a: {engines: [local, llama-guard], llama_guard: {model: x/guard}}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -266,13 +278,5 @@ plugin_settings:
 	}
 	if !cat.Providers["a"].RequiresModeration || cat.Providers["b"].RequiresModeration {
 		t.Fatalf("requires_moderation: a %v, b %v", cat.Providers["a"].RequiresModeration, cat.Providers["b"].RequiresModeration)
-	}
-	ps := c.PluginSettings["moderation"]
-	if ps.Default["policy"].(map[string]any)["email"] != "flag" || ps.Accounts["acct_1"]["scan"] != "user_only" ||
-		ps.Providers["a"]["llama_guard"].(map[string]any)["model"] != "x/guard" {
-		t.Fatalf("%+v", ps)
-	}
-	if _, err := Parse([]byte("plugin_settings: {moderation: {defaults: {}}}")); err == nil {
-		t.Fatal("a misspelt key was accepted")
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/tidwall/gjson"
 )
@@ -30,53 +31,53 @@ import (
 // Runner builds per-request pipelines from the module registry.
 type Runner struct {
 	Modules *modules.Registry
-	// Settings are the operator's settings of plugins, by plugin name; a
-	// plugin gets its merged settings in ctx as "settings".
-	Settings map[string]Settings
-	schemas  sync.Map // *wasm.Module → *jsonschema.Schema (nil: no schema)
+	schemas sync.Map // *wasm.Module → *jsonschema.Schema (nil: no schema)
 }
 
 // Moderation is the plugin a provider's requires_moderation adds.
 const Moderation = "moderation"
 
-// Settings are one plugin's operator settings: Default, overridden key by
-// key by the account's entry, then by the requiring provider's.
-type Settings struct {
-	Default   map[string]any
-	Accounts  map[string]map[string]any
-	Providers map[string]map[string]any
-}
-
-// settings is the ctx "settings" member of plugin id for a request of
-// account that providers require it for; "" when the operator set none.
-func (r *Runner) settings(id, account string, providers []string) string {
-	ps, ok := r.Settings[id]
-	if !ok {
-		return ""
+// settings is the ctx "settings" of module id for a request of account
+// that providers require it for: the operator's module_settings.<id>. The
+// moderation module's may hold per-account and per-provider overrides
+// ("accounts": {id: {…}}, "providers": {slug: {…}}), merged here key by
+// key — the account's over the defaults, then the requiring provider's
+// (a provider's condition wins over an account's preference) — so the
+// module sees only what applies to this request.
+func (r *Runner) settings(id, account string, providers []string) []byte {
+	st := r.Modules.Settings(id)
+	if id != Moderation || len(st) == 0 || (!gjson.GetBytes(st, "accounts").Exists() && !gjson.GetBytes(st, "providers").Exists()) {
+		return st
 	}
-	m := map[string]any{}
-	for k, v := range ps.Default {
-		m[k] = v
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(st, &m); err != nil {
+		return st
 	}
-	for k, v := range ps.Accounts[account] {
-		m[k] = v
-	}
-	for _, p := range providers {
-		if e, ok := ps.Providers[p]; ok {
-			for k, v := range e {
+	overlay := func(raw string) {
+		var o map[string]json.RawMessage
+		if json.Unmarshal([]byte(raw), &o) == nil {
+			for k, v := range o {
 				m[k] = v
 			}
+		}
+	}
+	accounts, provs := gjson.GetBytes(st, "accounts"), gjson.GetBytes(st, "providers")
+	delete(m, "accounts")
+	delete(m, "providers")
+	if a := accounts.Get(gjson.Escape(account)); account != "" && a.IsObject() {
+		overlay(a.Raw)
+	}
+	for _, p := range providers {
+		if e := provs.Get(gjson.Escape(p)); e.IsObject() {
+			overlay(e.Raw)
 			break
 		}
 	}
-	if len(m) == 0 {
-		return ""
-	}
 	b, err := json.Marshal(m)
 	if err != nil {
-		return ""
+		return st
 	}
-	return string(b)
+	return b
 }
 
 type stage struct {
@@ -85,6 +86,22 @@ type stage struct {
 	name    string
 	index   int    // position in the request's plugins array, -1 for a default
 	ctx     []byte // the ctx field every hook of this stage gets
+	// base is ctx without its closing brace, to append the state the
+	// plugin returns (abi.ActionContinueState).
+	base []byte
+}
+
+// setState makes state (a JSON value the plugin returned) ctx.state of the
+// stage's later hooks in this request. Anything but valid JSON is ignored.
+func (s *stage) setState(state []byte) {
+	if len(state) == 0 || !gjson.ValidBytes(state) {
+		return
+	}
+	ctx := make([]byte, 0, len(s.base)+len(state)+10)
+	ctx = append(ctx, s.base...)
+	ctx = append(ctx, `,"state":`...)
+	ctx = append(ctx, state...)
+	s.ctx = append(ctx, '}')
 }
 
 // Pipeline is the plugins of one request, pinned to the versions that were
@@ -108,7 +125,9 @@ func (p *Pipeline) Time() time.Duration {
 // call runs one hook of stage s and adds its wall time to the pipeline's.
 func (p *Pipeline) call(ctx context.Context, s *stage, hook abi.Hook, field []byte) (*wasm.Output, error) {
 	start := time.Now()
+	ctx, done := telemetry.From(ctx).Plugin(ctx, s.name, hook.String())
 	out, err := s.mod.Call(ctx, hook, s.ctx, field)
+	done(err)
 	p.spent.Add(int64(time.Since(start)))
 	return out, err
 }
@@ -186,23 +205,26 @@ func (r *Runner) BuildModerated(account, model string, plugins gjson.Result, mod
 		if item == "" {
 			item = `{"id":` + strconv.Quote(id) + `}`
 		}
-		extra := ""
+		base := `{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped)
 		var required []string
 		if id == Moderation {
 			required = moderatedBy
 		}
-		if st := r.settings(id, account, required); st != "" {
-			extra += `,"settings":` + st
+		// The operator's settings of a global module (a first-party
+		// module's endpoints, defaults and fees), never handed to a
+		// tenant's module of the same name.
+		if st := r.settings(id, account, required); len(st) > 0 && scoped == "global" {
+			base += `,"settings":` + string(st)
 		}
 		if index == -1 {
-			extra += `,"default":true`
+			base += `,"default":true`
 		}
 		if len(required) > 0 {
 			b, _ := json.Marshal(required)
-			extra += `,"required_by":` + string(b)
+			base += `,"required_by":` + string(b)
 		}
-		ctx := []byte(`{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped) + extra + `}`)
-		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx})
+		ctx := []byte(base + `}`)
+		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx, base: []byte(base)})
 		return nil
 	}
 	for _, id := range r.Modules.Defaults(account) {
@@ -344,6 +366,7 @@ func (p *Pipeline) Pre(ctx context.Context, body []byte) (Result, *apierr.Error)
 				}
 				res.Body = b
 			}
+			s.setState(out.Field(3))
 		case abi.ActionRespond:
 			if !gjson.ValidBytes(b) || !gjson.GetBytes(b, "choices").IsArray() {
 				return res, s.fail("pre_request", "responded with something that is not a chat result")
@@ -415,6 +438,11 @@ func (p *Pipeline) Chunk(ctx context.Context, chunk []byte) ([][]byte, *apierr.E
 			switch string(out.Field(0)) {
 			case abi.ActionContinue:
 				next = append(next, out.Fields[1:]...)
+			case abi.ActionContinueState:
+				s.setState(out.Field(1))
+				if len(out.Fields) > 2 {
+					next = append(next, out.Fields[2:]...)
+				}
 			case abi.ActionBlock:
 				return nil, s.block(out.Field(1), p.Stages)
 			default:

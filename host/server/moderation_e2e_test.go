@@ -131,9 +131,7 @@ func TestModerationListed(t *testing.T) {
 // flagged (recorded on the stage, the request goes on unchanged).
 func TestModerationFlagPolicy(t *testing.T) {
 	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
-		c.PluginSettings = map[string]config.PluginSettings{"moderation": {
-			Default: map[string]any{"policy": map[string]any{"email": "flag"}},
-		}}
+		c.ModuleSettings = map[string]any{"moderation": map[string]any{"policy": map[string]any{"email": "flag"}}}
 	}})
 	msg := "write to jane.roe@example.com"
 	resp, body := post(t, g, "/chat/completions", moderated(msg, `"plugins":[{"id":"moderation"}],`), "X-Service-Metadata", "enabled")
@@ -157,8 +155,8 @@ func TestModerationRequiredByProvider(t *testing.T) {
 		for i := range c.Providers {
 			c.Providers[i].RequiresModeration = c.Providers[i].Slug == "beta"
 		}
-		c.PluginSettings = map[string]config.PluginSettings{"moderation": {
-			Providers: map[string]map[string]any{"beta": {"policy": map[string]any{"credit-card": "block"}}},
+		c.ModuleSettings = map[string]any{"moderation": map[string]any{
+			"providers": map[string]any{"beta": map[string]any{"policy": map[string]any{"credit-card": "block"}}},
 		}}
 	}})
 	only := func(p string) string { return `"provider":{"only":["` + p + `"]},` }
@@ -221,9 +219,7 @@ func TestModerationAccountDefault(t *testing.T) {
 // with Llama Guard's verdict, so the verdict decides the request.
 func TestModerationLlamaGuard(t *testing.T) {
 	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
-		c.PluginSettings = map[string]config.PluginSettings{"moderation": {
-			Default: map[string]any{"engines": []any{"local", "llama-guard"}, "llama_guard": map[string]any{"model": "test/chat"}},
-		}}
+		c.ModuleSettings = map[string]any{"moderation": map[string]any{"engines": []any{"local", "llama-guard"}, "llama_guard": map[string]any{"model": "test/chat"}}}
 	}})
 	up := g.Upstreams["alpha"]
 	const plugin = `"plugins":[{"id":"moderation"}],`

@@ -305,3 +305,18 @@ func TestModerationOtherWireFormats(t *testing.T) {
 		})
 	}
 }
+
+// Per-account settings override the defaults for that account's requests
+// only.
+func TestModerationAccountSettings(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	_, otherKey := newAccount(t, g, "other", 1_000_000_000)
+	g.Modules.SetSettings(map[string][]byte{"moderation": []byte(`{"policy":{"email":"flag"},"accounts":{"` + g.AccountID + `":{"policy":{"email":"block"}}}}`)})
+	body := moderated("write to jane.roe@example.com", `"plugins":[{"id":"moderation"}],`)
+	resp, b := post(t, g, "/chat/completions", body)
+	wantError(t, resp, b, http.StatusForbidden, "[EMAIL]")
+	resp, b = post(t, g, "/chat/completions", body, "Authorization", "Bearer "+otherKey)
+	if resp.StatusCode != 200 {
+		t.Fatalf("the other account's request: %d %s", resp.StatusCode, b.Raw)
+	}
+}

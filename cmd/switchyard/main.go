@@ -13,13 +13,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gateway"
 	"github.com/switchyard/switchyard/host/netguard"
-	"github.com/switchyard/switchyard/host/tokenize"
 )
 
 func main() {
@@ -48,12 +48,17 @@ func run() error {
 	if n, err := netguard.RaiseFDLimit(); err != nil {
 		log.Warn("could not raise the open-file limit", "limit", n, "err", err)
 	}
-	go func() { _ = tokenize.Warm() }()
+	// The tokenizer's vocabularies (≈34 MiB) load on first use: only a
+	// response without usage needs them, and most upstreams report usage.
 	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv})
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
+	// Start-up leaves garbage (module validation decodes megabytes of Wasm)
+	// that the Go runtime would hand back to the OS only slowly: return it
+	// now, so the idle gateway's RSS is its live memory.
+	debug.FreeOSMemory()
 	if gw.BootstrapSecret != "" {
 		// Shown once, on the terminal and in a 0600 file, never in the log.
 		keyFile := filepath.Join(cfg.DataDir, "bootstrap.key")

@@ -2,12 +2,12 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
 	"slices"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/hangup"
@@ -283,14 +283,6 @@ func metadataRequested(c *fiber.Ctx) bool {
 	return v == "enabled"
 }
 
-func newGenerationID() string {
-	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	out := make([]byte, 4, 28)
-	copy(out, "gen-")
-	for _, x := range b {
-		out = append(out, alphabet[int(x)%len(alphabet)])
-	}
-	return string(out)
-}
+// newGenerationID is time-ordered (billing.NewID): the ledger's commits
+// stay small when ids are appended in order.
+func newGenerationID() string { return billing.NewID() }

@@ -116,7 +116,7 @@ clients:
 	cd examples/clients/node && npm ci --no-audit --no-fund --loglevel=error
 
 gotest:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Hot-path Go benchmarks, the per-call cost of one plugin through the native
 # ABI (Go, C) and through Extism (AssemblyScript), then the load benchmark.

@@ -3,6 +3,8 @@
 package sdk
 
 import (
+	"runtime"
+	"runtime/metrics"
 	"unsafe"
 
 	"github.com/switchyard/switchyard/abi"
@@ -48,6 +50,7 @@ func syHandle(hook, size int32) int64 {
 		err = errorString("hook " + abi.Hook(hook).String() + " is not implemented by this module")
 	} else {
 		err = call(h, &in, &out, inBuf[:size])
+		collect()
 	}
 	if err != nil {
 		out.buf = append(out.buf[:0], abi.StatusError)
@@ -57,4 +60,30 @@ func syHandle(hook, size int32) int64 {
 		return 0
 	}
 	return int64(uintptr(unsafe.Pointer(&out.buf[0])))<<32 | int64(len(out.buf))
+}
+
+// gcEvery is how many bytes a module allocates before the SDK runs a
+// collection after a call.
+const gcEvery = 8 << 20
+
+var (
+	heapAllocs = []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	lastGC     uint64
+)
+
+// collect runs a full collection once the module has allocated gcEvery
+// bytes since the last one. A Go reactor's collector only advances while an
+// export runs, and its mark workers are goroutines nothing schedules
+// between calls, so a cycle started during a call does not finish on its
+// own: a module that allocates per call grows until it reaches
+// limits.memory_pages and traps (the web and moderation modules did after
+// a few thousand calls). Reading the counter costs well under a
+// microsecond; calls that allocate little never pay for a collection.
+func collect() {
+	metrics.Read(heapAllocs)
+	if a := heapAllocs[0].Value.Uint64(); a-lastGC > gcEvery {
+		runtime.GC()
+		metrics.Read(heapAllocs)
+		lastGC = heapAllocs[0].Value.Uint64()
+	}
 }

@@ -6,8 +6,6 @@
 package main
 
 import (
-	"runtime"
-
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/plugins/moderation/moderate"
 	"github.com/switchyard/switchyard/sdk"
@@ -23,23 +21,9 @@ var host = moderate.Host{
 	Chat: sdk.Chat, // the llama-guard engine
 }
 
-// allocated approximates the garbage made since the last collection:
-// about a hundred bytes per input byte (measured natively: folded, decoded
-// and redacted copies of the texts, regexp state).
-var allocated int
-
 func init() {
+	// The SDK collects garbage between calls (sdk/exports.go, collect).
 	sdk.Handle(abi.HookPreRequest, func(in *sdk.In, out *sdk.Out) error {
-		err := moderate.PreRequest(host, in, out)
-		// A Go reactor's collector only finishes a cycle when the guest
-		// blocks (its mark workers are goroutines, and nothing else runs
-		// them between exported calls), so a guest that allocates per call
-		// grows until it hits memory_pages and traps. Collect explicitly
-		// once the garbage since the last collection may reach 16 MB.
-		if allocated += 128 * len(in.Field(1)); allocated > 16<<20 {
-			allocated = 0
-			runtime.GC()
-		}
-		return err
+		return moderate.PreRequest(host, in, out)
 	})
 }

@@ -99,7 +99,7 @@ func TestToolCallThroughWasm(t *testing.T) {
 	}
 }
 
-// A pooled instance serves call after call: the module collects its own
+// A pooled instance serves call after call: the SDK collects the module's
 // garbage (a Go reactor's collector does not finish cycles between
 // calls), so 3000 searches fit in its memory instead of trapping once
 // the heap reaches limits.memory_pages (about 2000 without).

@@ -22,9 +22,12 @@ var (
 )
 
 // HTTPError is a failed outbound call: Denied when the destination is not
-// granted or not public, otherwise the call itself failed.
+// granted or not public (or a secret it names is not), otherwise the call
+// itself failed. Code is the host's code (abi.HTTPDenied, abi.HTTPFailed,
+// or abi.HostBudget when the request's budget of calls is spent).
 type HTTPError struct {
 	Denied  bool
+	Code    int64
 	Message string
 }
 
@@ -32,8 +35,10 @@ func (e *HTTPError) Error() string { return e.Message }
 
 // HTTP makes an outbound call through the host. The manifest must grant
 // host function "http" and list the URL's host in grants.http_domains.
-// headers are "Name: value" lines. The returned slices are reused by the
-// next call.
+// headers are "Name: value" lines. A header value or the URL's query may
+// hold ${secret:NAME} for an operator secret the manifest lists in
+// grants.secrets: the host substitutes it, and the module never sees it.
+// The returned slices are reused by the next call.
 func HTTP(method, url, headers string, body []byte) (status int, respHeaders string, respBody []byte, err error) {
 	httpReq = abi.AppendFieldString(httpReq[:0], method)
 	httpReq = abi.AppendFieldString(httpReq, url)
@@ -57,10 +62,10 @@ func HTTP(method, url, headers string, body []byte) (status int, respHeaders str
 		if len(httpFlds) > 0 {
 			msg = string(httpFlds[0])
 		}
-		return 0, "", nil, &HTTPError{Denied: n == abi.HTTPDenied, Message: msg}
+		return 0, "", nil, &HTTPError{Denied: n == abi.HTTPDenied, Code: n, Message: msg}
 	}
 	if len(httpFlds) < 3 {
-		return 0, "", nil, &HTTPError{Message: "malformed response from host"}
+		return 0, "", nil, &HTTPError{Code: abi.HTTPFailed, Message: "malformed response from host"}
 	}
 	status, _ = strconv.Atoi(string(httpFlds[0]))
 	return status, string(httpFlds[1]), httpFlds[2], nil

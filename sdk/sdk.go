@@ -12,7 +12,8 @@
 //
 // and its main package has an empty main (never called for c-shared).
 //
-// Only the exports, Handle, HTTP and Log are wasip1-only. In, Out, the JSON
+// Only the exports, Handle, HTTP, Log and the host calls (Chat, CountTokens,
+// KVGet, KVPut) are wasip1-only. In, Out, the JSON
 // and content helpers and Run build for any platform, so a module's
 // translation can live in a plain package, be called from its thin main
 // and be tested natively with `go test` (see Run).

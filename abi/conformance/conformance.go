@@ -11,7 +11,10 @@
 //     over the cap), the frame encoding both ways, a failing hook becoming
 //     a 502 with the documented message, traps and the time limit contained
 //     to one call, stream state handed back byte for byte, concurrent calls
-//     over a bounded pool, the log and http host functions.
+//     over a bounded pool, the log and http host functions, and chat,
+//     count_tokens, kv_get/kv_put and result (each refused at load when not
+//     granted, kv scoped per account with its quota code, chat through a
+//     fake sub-request function, result copied through a small buffer).
 //   - CheckGuest checks a guest: a third-party adapter or plugin, native or
 //     Extism. It loads the module on a host and calls every hook it declares
 //     with typical inputs; every answer must have the shape its hook's
@@ -39,6 +42,18 @@ type Host interface {
 	// Logs returns the lines modules logged through the log host function
 	// since the previous call.
 	Logs() []Log
+	// WithEnv returns ctx carrying the request environment module calls
+	// made with it run in: the account kv entries are scoped to, and the
+	// function the chat host function runs sub-requests with.
+	WithEnv(ctx context.Context, env Env) context.Context
+}
+
+// Env is the request environment of the host functions.
+type Env struct {
+	Account string
+	// Chat runs a sub-request; nil means chat is not available (the host
+	// answers HostDenied).
+	Chat func(ctx context.Context, body []byte) (status int, resp []byte, err error)
 }
 
 // Module is a loaded module.

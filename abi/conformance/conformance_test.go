@@ -26,8 +26,11 @@ var (
 // example plugins in C, Go and AssemblyScript through Extism
 // (build/examples, made by `make build`).
 func TestGuest(t *testing.T) {
-	h := kithost.New(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"))
-	t.Cleanup(func() { _ = h.Engine.Close(context.Background()) })
+	h, err := kithost.New(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	if *guestFlag != "" {
 		check(t, h, *manifestFlag, *guestFlag)
 		return

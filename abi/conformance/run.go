@@ -47,7 +47,7 @@ func (k kit) manifest() []byte {
 		names[i] = strconv.Quote(h.String())
 	}
 	if k.grants == "" {
-		k.grants = `{"host_functions":["log","http"],"http_domains":["127.0.0.1"]}`
+		k.grants = `{"host_functions":["log","http","chat","count_tokens","kv"],"http_domains":["127.0.0.1"]}`
 	}
 	if k.limits == "" {
 		k.limits = `{"memory_pages":256,"pool_size":2}`
@@ -87,6 +87,10 @@ func Run(t *testing.T, host Host, guest []byte) {
 	t.Run("bounded pool", r.pool)
 	t.Run("log", r.log)
 	t.Run("http", r.http)
+	t.Run("chat", r.chat)
+	t.Run("count_tokens", r.countTokens)
+	t.Run("kv", r.kv)
+	t.Run("result", r.result)
 }
 
 type runner struct {
@@ -125,8 +129,11 @@ func (r *runner) refusals(t *testing.T) {
 		{"no marker", kit{kind: "adapter"}, patch(abi.ExportMarker, "switchyard_abx_v1"), []string{abi.ExportMarker}},
 		{"no sy_input", kit{kind: "adapter"}, patch(abi.ExportInput, "sy_inpux"), []string{abi.ExportInput}},
 		{"no sy_handle", kit{kind: "adapter"}, patch(abi.ExportHandle, "sy_handlx"), []string{abi.ExportHandle}},
-		{"log not granted", kit{kind: "adapter", grants: `{"host_functions":["http"]}`}, r.guest, []string{abi.HostLog, "grant"}},
-		{"http not granted", kit{kind: "adapter", grants: `{"host_functions":["log"]}`}, r.guest, []string{abi.HostHTTPRequest, "grant"}},
+		{"log not granted", kit{kind: "adapter", grants: `{"host_functions":["http","chat","count_tokens","kv"]}`}, r.guest, []string{abi.HostLog, "grant"}},
+		{"http not granted", kit{kind: "adapter", grants: `{"host_functions":["log","chat","count_tokens","kv"]}`}, r.guest, []string{abi.HostHTTPRequest, "grant"}},
+		{"chat not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","count_tokens","kv"]}`}, r.guest, []string{abi.HostChat, "grant"}},
+		{"count_tokens not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","chat","kv"]}`}, r.guest, []string{abi.HostCountTokens, "grant"}},
+		{"kv not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","chat","count_tokens"]}`}, r.guest, []string{"kv_", "grant"}},
 		{"memory over the cap", kit{kind: "adapter", limits: `{"memory_pages":2}`}, r.guest, []string{"memory", "limit"}},
 		{"not WebAssembly", kit{kind: "adapter"}, []byte("\x00asm but not really"), nil},
 	}
@@ -394,6 +401,130 @@ func (r *runner) http(t *testing.T) {
 	}
 	if len(out) != 2 || string(out[0]) != "denied" {
 		t.Fatalf("ungranted domain: got %s, want denied", show(out))
+	}
+}
+
+// hostCall runs one of the guest's host-function cases through pre_request
+// under env (nil: no env) and returns its output fields.
+func (r *runner) hostCall(t *testing.T, m Module, env *Env, kase string, input []byte, extra ...string) [][]byte {
+	t.Helper()
+	ctx := context.Background()
+	if env != nil {
+		ctx = r.host.WithEnv(ctx, *env)
+	}
+	out, err := m.Call(ctx, abi.HookPreRequest, ctxField(kase, extra...), input)
+	if err != nil {
+		t.Fatalf("%s: %v", kase, err)
+	}
+	return out
+}
+
+// wantCode checks out is the guest's report of a failed host call with code.
+func wantCode(t *testing.T, what string, out [][]byte, code int64) {
+	t.Helper()
+	if len(out) != 3 || string(out[0]) != "error" || string(out[1]) != strconv.FormatInt(code, 10) || len(out[2]) == 0 {
+		t.Errorf("%s: got %s, want the host's code %d and a message", what, show(out), code)
+	}
+}
+
+func (r *runner) chat(t *testing.T) {
+	m := r.load(t, kit{kind: "plugin"})
+	var got []byte
+	env := Env{Account: "kit-chat", Chat: func(_ context.Context, body []byte) (int, []byte, error) {
+		got = append([]byte(nil), body...)
+		return http.StatusOK, []byte(`{"choices":[{"message":{"role":"assistant","content":"sub"}}]}`), nil
+	}}
+	body := []byte(`{"model":"kit/model","messages":[{"role":"user","content":"judge this"}]}`)
+	out := r.hostCall(t, m, &env, "chat", body)
+	if len(out) != 3 || string(out[0]) != "ok" || string(out[1]) != "200" || !strings.Contains(string(out[2]), `"content":"sub"`) {
+		t.Errorf("chat: got %s, want ok, 200 and the sub-request's body", show(out))
+	}
+	if !bytes.Equal(got, body) {
+		t.Errorf("the sub-request got %q, want the module's body %q", got, body)
+	}
+	// An error status is a result, not a failure: the module reads it.
+	env.Chat = func(context.Context, []byte) (int, []byte, error) {
+		return http.StatusPaymentRequired, []byte(`{"error":{"code":402,"message":"no credits"}}`), nil
+	}
+	if out := r.hostCall(t, m, &env, "chat", body); len(out) != 3 || string(out[1]) != "402" {
+		t.Errorf("chat answered 402: got %s, want ok, 402 and the error body", show(out))
+	}
+	env.Chat = func(context.Context, []byte) (int, []byte, error) { return 0, nil, errors.New("depth limit") }
+	wantCode(t, "chat that could not run", r.hostCall(t, m, &env, "chat", body), abi.HostFailed)
+	// Outside a request (no env, or no chat function) chat is denied.
+	wantCode(t, "chat without an env", r.hostCall(t, m, nil, "chat", body), abi.HostDenied)
+	wantCode(t, "chat with no chat function", r.hostCall(t, m, &Env{Account: "kit-chat"}, "chat", body), abi.HostDenied)
+}
+
+func (r *runner) countTokens(t *testing.T) {
+	m := r.load(t, kit{kind: "plugin"})
+	count := func(text string) int {
+		out := r.hostCall(t, m, nil, "count_tokens", []byte(text), "tok_model", "openai/gpt-4o")
+		if len(out) != 2 || string(out[0]) != "ok" {
+			t.Fatalf("count_tokens: got %s", show(out))
+		}
+		n, err := strconv.Atoi(string(out[1]))
+		if err != nil {
+			t.Fatalf("count_tokens: %q is not a decimal count", out[1])
+		}
+		return n
+	}
+	short, long := count("Hello, world."), count(strings.Repeat("Hello, world. ", 50))
+	if short <= 0 || long <= short*10 {
+		t.Errorf("count_tokens: %d tokens for a sentence and %d for it 50 times", short, long)
+	}
+	if n := count(""); n != 0 {
+		t.Errorf("count_tokens of nothing: %d", n)
+	}
+}
+
+func (r *runner) kv(t *testing.T) {
+	m := r.load(t, kit{kind: "plugin"})
+	a, b := &Env{Account: "kit-kv-a"}, &Env{Account: "kit-kv-b"}
+	get := func(env *Env, key string) [][]byte { return r.hostCall(t, m, env, "kv_get", nil, "key", key) }
+	put := func(env *Env, key, val, ttl string) [][]byte {
+		return r.hostCall(t, m, env, "kv_put", []byte(val), "key", key, "ttl", ttl)
+	}
+	if out := get(a, "greeting"); len(out) != 1 || string(out[0]) != "missing" {
+		t.Fatalf("a key never written: got %s, want missing", show(out))
+	}
+	if out := put(a, "greeting", "hello \x00 world", "3600"); len(out) != 1 || string(out[0]) != "ok" {
+		t.Fatalf("kv_put: got %s", show(out))
+	}
+	if out := get(a, "greeting"); len(out) != 2 || string(out[0]) != "found" || string(out[1]) != "hello \x00 world" {
+		t.Errorf("kv_get after kv_put: got %s, want the value byte for byte", show(out))
+	}
+	if out := get(b, "greeting"); len(out) != 1 || string(out[0]) != "missing" {
+		t.Errorf("another account read the key: got %s", show(out))
+	}
+	if out := put(a, "greeting", "", "0"); len(out) != 1 || string(out[0]) != "ok" {
+		t.Fatalf("kv_put of an empty value: got %s", show(out))
+	}
+	if out := get(a, "greeting"); len(out) != 1 || string(out[0]) != "missing" {
+		t.Errorf("an empty value deletes the key: got %s", show(out))
+	}
+	// A full store answers HostQuota. The host's quota for the kit must be
+	// below what this writes (1024 values of 16 KiB).
+	out := r.hostCall(t, m, &Env{Account: "kit-kv-quota"}, "kv_fill", bytes.Repeat([]byte("q"), 16<<10), "max", "1024")
+	if n, _ := strconv.Atoi(string(out[0])); n == 0 || len(out) != 4 {
+		t.Fatalf("kv_fill: got %s, want some puts, then the quota code", show(out))
+	}
+	wantCode(t, "kv_put over the quota", out[1:], abi.HostQuota)
+}
+
+func (r *runner) result(t *testing.T) {
+	m := r.load(t, kit{kind: "plugin"})
+	out := r.hostCall(t, m, nil, "result_small", []byte("Hello, world."), "tok_model", "openai/gpt-4o")
+	if len(out) != 4 {
+		t.Fatalf("result_small: got %s", show(out))
+	}
+	full, _ := strconv.Atoi(string(out[0]))
+	fields, err := abi.Fields(nil, out[3])
+	if err != nil || len(fields) != 1 || full != len(out[3]) || string(out[2]) != string(out[0]) {
+		t.Fatalf("result with a 1-byte buffer must return the full size (%s) and a second call copy it all (%q, %d bytes)", out[0], out[3], len(out[3]))
+	}
+	if len(out[1]) != 1 || out[1][0] != out[3][0] {
+		t.Errorf("result with a 1-byte buffer copied %q, want the first byte %q", out[1], out[3][:1])
 	}
 }
 

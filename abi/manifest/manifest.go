@@ -50,6 +50,10 @@ type Grants struct {
 	HostFunctions []string `json:"host_functions,omitempty"`
 	// HTTPDomains the module may reach through the host's outbound call.
 	HTTPDomains []string `json:"http_domains,omitempty"`
+	// Secrets names operator secrets the host may substitute for
+	// ${secret:NAME} in the module's outbound calls (header values and the
+	// URL query, to HTTPDomains only). The module never sees their values.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // Limits bound a module's resources.
@@ -76,6 +80,7 @@ const (
 var (
 	nameRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 	versionRe = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
+	secretRe  = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 )
 
 // Parse decodes and validates a manifest. Unknown fields are an error, so a
@@ -142,12 +147,27 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	for _, f := range m.Grants.HostFunctions {
-		if f != abi.GrantLog && f != abi.GrantHTTP {
-			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q (log, http)", m.Name, f)
+		switch f {
+		case abi.GrantLog, abi.GrantHTTP, abi.GrantChat, abi.GrantCountTokens, abi.GrantKV:
+		default:
+			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q (log, http, chat, count_tokens, kv)", m.Name, f)
 		}
+	}
+	for _, s := range m.Grants.Secrets {
+		if !secretRe.MatchString(s) {
+			return fmt.Errorf("manifest %s: grants.secrets: %q must be 1-64 upper-case letters, digits or '_', starting with a letter", m.Name, s)
+		}
+	}
+	if len(m.Grants.Secrets) > 0 && !contains(m.Grants.HostFunctions, abi.GrantHTTP) {
+		return fmt.Errorf("manifest %s: grants.secrets: secrets are only used in outbound calls; grant host function %q too", m.Name, abi.GrantHTTP)
 	}
 	for _, d := range m.Grants.HTTPDomains {
 		if d == AnyDomain {
+			// A secret goes only to granted domains: with every domain
+			// granted it could be sent anywhere.
+			if len(m.Grants.Secrets) > 0 {
+				return fmt.Errorf("manifest %s: grants.http_domains \"*\" cannot be combined with grants.secrets", m.Name)
+			}
 			continue
 		}
 		if d == "" || strings.ContainsAny(d, "/:@ ") || strings.Count(d, "*") > 1 || (strings.Contains(d, "*") && !strings.HasPrefix(d, "*.")) {
@@ -185,11 +205,23 @@ func (m *Manifest) IsPassthrough(h abi.Hook) bool { return contains(m.Passthroug
 // GrantsHostFunction reports whether the module may import host function f
 // (an import name such as "http_request", or a grant name).
 func (m *Manifest) GrantsHostFunction(f string) bool {
-	if f == abi.HostHTTPRequest || f == abi.HostHTTPResponse {
+	switch f {
+	case abi.HostHTTPRequest, abi.HostHTTPResponse:
 		f = abi.GrantHTTP
+	case abi.HostKVGet, abi.HostKVPut:
+		f = abi.GrantKV
+	case abi.HostResult:
+		// result reads what chat, count_tokens and kv return: any of them
+		// grants it.
+		return contains(m.Grants.HostFunctions, abi.GrantChat) || contains(m.Grants.HostFunctions, abi.GrantCountTokens) ||
+			contains(m.Grants.HostFunctions, abi.GrantKV)
 	}
 	return contains(m.Grants.HostFunctions, f)
 }
+
+// GrantsSecret reports whether the module may have secret name substituted
+// into its outbound calls.
+func (m *Manifest) GrantsSecret(name string) bool { return contains(m.Grants.Secrets, name) }
 
 // AnyDomain in grants.http_domains grants every host. It is for modules
 // whose job is to reach pages a caller names (web-fetch); the host's guard

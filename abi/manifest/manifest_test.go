@@ -24,6 +24,45 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestGrantsHostFunction: each import name maps to its grant; result comes
+// with any of the functions whose results it copies.
+func TestGrantsHostFunction(t *testing.T) {
+	cases := []struct {
+		grants string
+		yes    []string
+		no     []string
+	}{
+		{`["kv"]`, []string{"kv", "kv_get", "kv_put", "result"}, []string{"chat", "count_tokens", "http_request", "log"}},
+		{`["chat"]`, []string{"chat", "result"}, []string{"kv_get", "count_tokens"}},
+		{`["count_tokens"]`, []string{"count_tokens", "result"}, []string{"chat", "kv_put"}},
+		{`["http","log"]`, []string{"http_request", "http_response", "log"}, []string{"result", "chat", "kv_get"}},
+		{`[]`, nil, []string{"result", "log", "http_request", "chat", "count_tokens", "kv_get", "kv_put"}},
+	}
+	for _, tc := range cases {
+		m, err := Parse([]byte(strings.Replace(good, `["log"]`, tc.grants, 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.grants, err)
+		}
+		for _, f := range tc.yes {
+			if !m.GrantsHostFunction(f) {
+				t.Errorf("grants %s: %s should be granted", tc.grants, f)
+			}
+		}
+		for _, f := range tc.no {
+			if m.GrantsHostFunction(f) {
+				t.Errorf("grants %s: %s should not be granted", tc.grants, f)
+			}
+		}
+	}
+	m, err := Parse([]byte(strings.Replace(good, `["log"]`, `["http"],"secrets":["EXA_API_KEY"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.GrantsSecret("EXA_API_KEY") || m.GrantsSecret("BRAVE_KEY") {
+		t.Errorf("GrantsSecret: got %v/%v", m.GrantsSecret("EXA_API_KEY"), m.GrantsSecret("BRAVE_KEY"))
+	}
+}
+
 func TestParseRejects(t *testing.T) {
 	cases := []struct{ name, edit, want string }{
 		{"not json", `{`, "manifest"},
@@ -39,6 +78,10 @@ func TestParseRejects(t *testing.T) {
 		{"passthrough not declared", strings.Replace(good, `"passthrough":["error"]`, `"passthrough":["chat_response"]`, 1), "passthrough"},
 		{"plugin hook on an adapter", strings.Replace(good, `"chat_request",`, `"pre_request",`, 1), "not a hook of kind adapter"},
 		{"unknown grant", strings.Replace(good, `["log"]`, `["fs"]`, 1), "unknown host function"},
+		{"kv_get is not a grant name", strings.Replace(good, `["log"]`, `["kv_get"]`, 1), "unknown host function"},
+		{"secret name lower case", strings.Replace(good, `["log"]`, `["log","http"],"secrets":["exa_key"]`, 1), "grants.secrets"},
+		{"secret name with a brace", strings.Replace(good, `["log"]`, `["log","http"],"secrets":["EXA}"]`, 1), "grants.secrets"},
+		{"secret without http", strings.Replace(good, `["log"]`, `["log"],"secrets":["EXA_API_KEY"]`, 1), "grant host function \"http\""},
 		{"memory too big", strings.Replace(good, `"memory_pages":128`, `"memory_pages":70000`, 1), "memory_pages"},
 		{"timeout negative", strings.Replace(good, `"timeout_ms":50`, `"timeout_ms":-1`, 1), "timeout_ms"},
 		{"pool negative", strings.Replace(good, `"pool_size":4`, `"pool_size":-4`, 1), "pool_size"},
@@ -104,6 +147,9 @@ func TestGrantsDomain(t *testing.T) {
 		if _, err := Parse([]byte(strings.Replace(good, `"grants":{"host_functions":["log"]}`, `"grants":{"http_domains":["`+d+`"]}`, 1))); err != nil {
 			t.Errorf("http_domains %q refused: %v", d, err)
 		}
+	}
+	if _, err := Parse([]byte(strings.Replace(good, `"grants":{"host_functions":["log"]}`, `"grants":{"host_functions":["http"],"http_domains":["*"],"secrets":["EXA_API_KEY"]}`, 1))); err == nil || !strings.Contains(err.Error(), "secrets") {
+		t.Errorf("every domain with a secret accepted: %v", err)
 	}
 	for _, d := range []string{"**", "*example.com", "a.*.com"} {
 		if _, err := Parse([]byte(strings.Replace(good, `"grants":{"host_functions":["log"]}`, `"grants":{"http_domains":["`+d+`"]}`, 1))); err == nil {

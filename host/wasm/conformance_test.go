@@ -16,7 +16,10 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (run make wasm)", err)
 	}
-	h := kithost.New(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"))
-	t.Cleanup(func() { _ = h.Engine.Close(context.Background()) })
+	h, err := kithost.New(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	conformance.Run(t, h, guest)
 }

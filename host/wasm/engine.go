@@ -23,6 +23,7 @@ import (
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/kv"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -47,6 +48,24 @@ type Engine struct {
 	// the first Load.
 	Tenants TenantLimits
 	Logs    LogLimits
+
+	// KV backs the kv_get and kv_put host functions (nil: they answer
+	// HostFailed, "no store"). Set before the first call.
+	KV *kv.Store
+	// HTTP bounds the http_request host function and names the private
+	// hosts it may reach (zero fields: DefaultHTTPLimits). Set before the
+	// first Load.
+	HTTP HTTPLimits
+	// ChatCallsPerRequest is the default budget of chat calls of one
+	// request (CallEnv.ChatCalls overrides it; 0: DefaultChatCalls).
+	ChatCallsPerRequest int
+	// Secrets are the operator's values substituted for ${secret:NAME} in
+	// the outbound calls of modules whose manifest grants NAME.
+	// TenantSecrets names those that modules published by accounts may
+	// use too (none by default: a tenant's module could send the
+	// operator's key to a server of the tenant's choosing).
+	Secrets       map[string]string
+	TenantSecrets []string
 
 	accounts sync.Map // account id → *account
 
@@ -130,6 +149,11 @@ func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	_, err := rt.NewHostModuleBuilder(abi.ImportModule).
 		NewFunctionBuilder().WithFunc(e.hostHTTPRequest).Export(abi.HostHTTPRequest).
 		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostHTTPResponse).
+		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostChat)).Export(abi.HostChat).
+		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostCountTokens)).Export(abi.HostCountTokens).
+		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostKVGet)).Export(abi.HostKVGet).
+		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostKVPut)).Export(abi.HostKVPut).
+		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostResult).
 		NewFunctionBuilder().WithFunc(hostYield).Export(yieldImport).
 		NewFunctionBuilder().
 		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
@@ -372,6 +396,12 @@ func sameTypes(a, b []api.ValueType) bool {
 	return true
 }
 
+// hostFunctions are the imports of module "switchyard" a manifest can grant.
+var hostFunctions = map[string]bool{
+	abi.HostLog: true, abi.HostHTTPRequest: true, abi.HostHTTPResponse: true,
+	abi.HostChat: true, abi.HostCountTokens: true, abi.HostKVGet: true, abi.HostKVPut: true, abi.HostResult: true,
+}
+
 func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) error {
 	for _, f := range c.ImportedFunctions() {
 		mod, name, _ := f.Import()
@@ -382,7 +412,7 @@ func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) e
 			if name == yieldImport && preempt {
 				continue // added by instrument
 			}
-			if name != abi.HostLog && name != abi.HostHTTPRequest && name != abi.HostHTTPResponse {
+			if !hostFunctions[name] {
 				return fmt.Errorf("imports unknown host function %s.%s", mod, name)
 			}
 			if !m.GrantsHostFunction(name) {

@@ -222,7 +222,7 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
 		Memory: &extism.ManifestMemory{
 			MaxPages:             m.Limits.MemoryPages,
-			MaxHttpResponseBytes: maxHTTPResponse,
+			MaxHttpResponseBytes: e.HTTP.withDefaults().MaxResponseBytes,
 			MaxVarBytes:          extismMaxVarBytes,
 		},
 		Timeout: uint64(m.Limits.TimeoutMS), // Module.Call sets the same deadline

@@ -25,10 +25,54 @@ import (
 // address: the check runs on the address actually dialled, so DNS rebinding
 // does not get around it. Redirects are not followed.
 
-const (
-	maxHTTPResponse = 4 << 20
-	httpTimeout     = 10 * time.Second
-)
+// HTTPLimits bound the http_request host function. Zero fields take the
+// defaults of DefaultHTTPLimits.
+type HTTPLimits struct {
+	// CallsPerRequest is the default budget of http_request calls of one
+	// request, across all its module calls (CallEnv.HTTPCalls overrides
+	// it). Past it a call answers HostBudget.
+	CallsPerRequest int
+	// MaxResponseBytes caps a response body; a larger one fails the call.
+	MaxResponseBytes int64
+	// Timeout bounds one call, from dialling to the end of the body.
+	Timeout time.Duration
+	// PrivateHosts are "host:port" (or "host", any port) destinations the
+	// operator lets modules reach although they are loopback or private
+	// (an intranet page, a test server). The module still needs the host
+	// in grants.http_domains; every other destination stays public-only.
+	PrivateHosts []string
+}
+
+// DefaultHTTPLimits are the limits the operator did not set.
+func DefaultHTTPLimits() HTTPLimits {
+	return HTTPLimits{CallsPerRequest: 16, MaxResponseBytes: 4 << 20, Timeout: 10 * time.Second}
+}
+
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	d := DefaultHTTPLimits()
+	orDefault(&l.CallsPerRequest, d.CallsPerRequest)
+	orDefault(&l.MaxResponseBytes, d.MaxResponseBytes)
+	if l.Timeout <= 0 {
+		l.Timeout = d.Timeout
+	}
+	return l
+}
+
+// privateHost reports whether the operator granted hostport ("host:port",
+// the address a request dials) although it is not public.
+func (l HTTPLimits) privateHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	for _, p := range l.PrivateHosts {
+		p = strings.ToLower(p)
+		if p == strings.ToLower(hostport) || p == strings.ToLower(host) {
+			return true
+		}
+	}
+	return false
+}
 
 var errNotPublic = errors.New("destination address is not public")
 
@@ -73,14 +117,25 @@ func isPublic(ip netip.Addr) bool {
 
 func (e *Engine) httpClient() *http.Client {
 	e.httpOnce.Do(func() {
-		d := &net.Dialer{Timeout: 5 * time.Second}
+		lim := e.HTTP.withDefaults()
+		open := &net.Dialer{Timeout: 5 * time.Second}
+		guarded := &net.Dialer{Timeout: 5 * time.Second}
 		if !e.AllowPrivateNetworks {
-			d.Control = publicOnly
+			guarded.Control = publicOnly
+		}
+		// addr is the URL's host and port, before resolution: the
+		// operator's private hosts are granted by name, and their
+		// connections are pooled apart from everyone else's by it.
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if lim.privateHost(addr) {
+				return open.DialContext(ctx, network, addr)
+			}
+			return guarded.DialContext(ctx, network, addr)
 		}
 		e.client = &http.Client{
-			Timeout: httpTimeout,
+			Timeout: lim.Timeout,
 			Transport: &http.Transport{
-				DialContext:         d.DialContext,
+				DialContext:         dial,
 				MaxIdleConnsPerHost: 16,
 				TLSHandshakeTimeout: 5 * time.Second,
 				Proxy:               nil, // a proxy would dial on the module's behalf, past the check
@@ -97,11 +152,21 @@ func (e *Engine) hostHTTPRequest(ctx context.Context, m api.Module, ptr, n uint3
 	if in == nil {
 		return abi.HTTPFailed
 	}
-	fail := func(code int64, format string, args ...any) int64 {
-		in.pending = abi.AppendFieldString(nil, fmt.Sprintf(format, args...))
-		return code
+	var code int64
+	in.pending, code = e.httpCall(ctx, in.owner, m, ptr, n)
+	return code
+}
+
+// httpCall makes the outbound call the frame at ptr asks for and returns
+// the response frame and its size, or a message and a negative code.
+func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n uint32) ([]byte, int64) {
+	var secrets []usedSecret
+	fail := func(code int64, format string, args ...any) ([]byte, int64) {
+		// A message may quote the URL (the client's errors do): never
+		// with a secret in it.
+		return abi.AppendFieldString(nil, scrub(fmt.Sprintf(format, args...), secrets)), code
 	}
-	if !in.owner.Manifest.GrantsHostFunction(abi.HostHTTPRequest) {
+	if !mod.Manifest.GrantsHostFunction(abi.HostHTTPRequest) {
 		return fail(abi.HTTPDenied, "http is not granted")
 	}
 	frame, ok := m.Memory().Read(ptr, n)
@@ -112,21 +177,37 @@ func (e *Engine) hostHTTPRequest(ctx context.Context, m api.Module, ptr, n uint3
 	if err != nil || len(fields) < 2 {
 		return fail(abi.HTTPFailed, "malformed request frame")
 	}
+	lim := e.HTTP.withDefaults()
+	env := envOf(ctx)
+	budget := env.HTTPCalls
+	if budget <= 0 {
+		budget = lim.CallsPerRequest
+	}
+	if !spend(&env.httpUsed, budget) {
+		return fail(abi.HostBudget, "this request's budget of %d http calls is spent", budget)
+	}
 	method, rawURL := string(fields[0]), string(fields[1])
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 		return fail(abi.HTTPDenied, "url %q is not an http(s) URL", rawURL)
 	}
-	if !in.owner.Manifest.GrantsDomain(u.Hostname()) {
+	if !mod.Manifest.GrantsDomain(u.Hostname()) {
 		return fail(abi.HTTPDenied, "domain %s is not granted to this module", u.Hostname())
 	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !isPublic(ip) && !e.AllowPrivateNetworks {
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !isPublic(ip) && !e.AllowPrivateNetworks && !lim.privateHost(hostPort(u)) {
 		return fail(abi.HTTPDenied, "%v: %s", errNotPublic, ip)
+	}
+	// Secrets go in only now that the destination is known to be granted,
+	// and only into the query and header values.
+	if u.RawQuery, secrets, err = e.substituteSecrets(mod, u.RawQuery, true, secrets); err != nil {
+		return fail(abi.HTTPDenied, "%v", err)
 	}
 	var body io.Reader
 	if len(fields) > 3 {
 		body = bytes.NewReader(fields[3])
 	}
+	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return fail(abi.HTTPFailed, "%v", err)
@@ -134,7 +215,10 @@ func (e *Engine) hostHTTPRequest(ctx context.Context, m api.Module, ptr, n uint3
 	if len(fields) > 2 {
 		for _, line := range strings.Split(string(fields[2]), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
-				req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+				if v, secrets, err = e.substituteSecrets(mod, strings.TrimSpace(v), false, secrets); err != nil {
+					return fail(abi.HTTPDenied, "%v", err)
+				}
+				req.Header.Add(strings.TrimSpace(k), v)
 			}
 		}
 	}
@@ -146,12 +230,12 @@ func (e *Engine) hostHTTPRequest(ctx context.Context, m api.Module, ptr, n uint3
 		return fail(abi.HTTPFailed, "request failed: %v", err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPResponse+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, lim.MaxResponseBytes+1))
 	if err != nil {
 		return fail(abi.HTTPFailed, "reading the response: %v", err)
 	}
-	if len(b) > maxHTTPResponse {
-		return fail(abi.HTTPFailed, "response larger than %d bytes", maxHTTPResponse)
+	if int64(len(b)) > lim.MaxResponseBytes {
+		return fail(abi.HTTPFailed, "response larger than %d bytes", lim.MaxResponseBytes)
 	}
 	var hdr strings.Builder
 	for k, vs := range resp.Header {
@@ -159,10 +243,26 @@ func (e *Engine) hostHTTPRequest(ctx context.Context, m api.Module, ptr, n uint3
 			hdr.WriteString(k + ": " + v + "\n")
 		}
 	}
+	// A server that echoes the request (or a hostile one on a granted
+	// domain) must not hand the secret to the module.
+	if len(secrets) > 0 {
+		b = scrubBytes(b, secrets)
+	}
 	out := abi.AppendFieldString(nil, strconv.Itoa(resp.StatusCode))
-	out = abi.AppendFieldString(out, hdr.String())
-	in.pending = abi.AppendField(out, b)
-	return int64(len(in.pending))
+	out = abi.AppendFieldString(out, scrub(hdr.String(), secrets))
+	out = abi.AppendField(out, b)
+	return out, int64(len(out))
+}
+
+// hostPort is u's host and port, the port defaulted from the scheme.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // hostHTTPResponse copies the pending response into the guest.

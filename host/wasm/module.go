@@ -54,8 +54,11 @@ type instance struct {
 	handle api.Function
 	mem    api.Memory
 	stack  [2]uint64
-	// pending is the response of the last http_request, until read.
+	// pending is the result of the last http_request, chat,
+	// count_tokens, kv_get or kv_put, until read; fields is scratch for
+	// decoding their input frames.
 	pending []byte
+	fields  [][]byte
 	// ext is set instead of mod for an Extism instance (extism.go).
 	ext *extismInstance
 }
@@ -214,6 +217,9 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		defer cancel()
 	}
 	cl := &callLog{acct: m.acct, lim: m.engine.Logs.withDefaults()}
+	if cl.env = CallEnvFrom(ctx); cl.env == nil {
+		cl.env = &cl.local
+	}
 	ctx = context.WithValue(ctx, callLogKey{}, cl)
 	defer m.engine.droppedNote(ctx, m, cl)
 

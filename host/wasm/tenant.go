@@ -189,8 +189,12 @@ func (a *account) refill(lim TenantLimits, now time.Time) float64 {
 	return a.budget
 }
 
-// callLog is one call's log budget and what it dropped.
+// callLog is one call's state the host functions read: its log budget and
+// what it dropped, and the request's env (the caller's, or local when the
+// caller set none).
 type callLog struct {
+	env     *CallEnv
+	local   CallEnv
 	acct    *account
 	lim     LogLimits
 	bytes   int64

@@ -12,6 +12,13 @@
 //	spin    the guest never returns (the host's time limit must stop it)
 //	log     one line at each level, then one longer than a log line may be
 //	http    an outbound call through http_request/http_response
+//	http_repeat  the same call "times" times: how many succeeded, then the
+//	        first failure's code and message
+//	chat, count_tokens, kv_get, kv_put, kv_fill   the host functions
+//	        through the SDK (see each case for its fields)
+//	result_small  count_tokens, then its result copied with a 1-byte
+//	        buffer first: the full size comes back, and a second copy
+//	        gets it all
 //
 // chat_stream_event always treats its state field as a decimal counter: it
 // returns the counter plus one and as many chunks as its event data says.
@@ -20,12 +27,36 @@ package main
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/sdk"
 )
 
 func main() {}
+
+// The raw imports, for the result_small case (the SDK always sizes its
+// buffer first).
+//
+//go:wasmimport switchyard count_tokens
+func rawCountTokens(ptr unsafe.Pointer, n int32) int64
+
+//go:wasmimport switchyard result
+func rawResult(ptr unsafe.Pointer, limit int32) int32
+
+// hostFailure writes "error", the host's code and its message.
+func hostFailure(out *sdk.Out, err error) error {
+	out.FieldString("error")
+	if he, ok := err.(*sdk.HostError); ok {
+		out.FieldString(strconv.FormatInt(he.Code, 10))
+	} else if he, ok := err.(*sdk.HTTPError); ok {
+		out.FieldString(strconv.FormatInt(he.Code, 10))
+	} else {
+		out.FieldString("?")
+	}
+	out.FieldString(err.Error())
+	return nil
+}
 
 func init() {
 	for _, h := range []abi.Hook{
@@ -70,6 +101,89 @@ func handler(h abi.Hook) sdk.Handler {
 			out.FieldString(strconv.Itoa(status))
 			out.FieldString(headers)
 			out.Field(body)
+			return nil
+		case "http_repeat":
+			times, _ := strconv.Atoi(sdk.Get(ctx, "times").Str)
+			ok := 0
+			for range times {
+				_, _, _, err := sdk.HTTP("GET", sdk.Get(ctx, "url").Str, "", nil)
+				if err != nil {
+					out.FieldString(strconv.Itoa(ok))
+					return hostFailure(out, err)
+				}
+				ok++
+			}
+			out.FieldString(strconv.Itoa(ok))
+			return nil
+		case "chat":
+			// in: body; out: "ok", status, response body.
+			status, resp, err := sdk.Chat(in.Field(1))
+			if err != nil {
+				return hostFailure(out, err)
+			}
+			out.FieldString("ok")
+			out.FieldString(strconv.Itoa(status))
+			out.Field(resp)
+			return nil
+		case "count_tokens":
+			// ctx.tok_model; in: text; out: "ok", count.
+			n, err := sdk.CountTokens(sdk.Get(ctx, "tok_model").Str, in.String(1))
+			if err != nil {
+				return hostFailure(out, err)
+			}
+			out.FieldString("ok")
+			out.FieldString(strconv.Itoa(n))
+			return nil
+		case "kv_get":
+			// ctx.key; out: "found", value, or "missing".
+			v, ok, err := sdk.KVGet(sdk.Get(ctx, "key").Str)
+			switch {
+			case err != nil:
+				return hostFailure(out, err)
+			case !ok:
+				out.FieldString("missing")
+			default:
+				out.FieldString("found")
+				out.Field(v)
+			}
+			return nil
+		case "kv_put":
+			// ctx.key, ctx.ttl; in: value; out: "ok".
+			ttl, _ := strconv.Atoi(sdk.Get(ctx, "ttl").Str)
+			if err := sdk.KVPut(sdk.Get(ctx, "key").Str, in.Field(1), ttl); err != nil {
+				return hostFailure(out, err)
+			}
+			out.FieldString("ok")
+			return nil
+		case "kv_fill":
+			// ctx.max; in: value. Puts fill-0, fill-1, … until one fails
+			// or max; out: how many succeeded, then the failure.
+			limit, _ := strconv.Atoi(sdk.Get(ctx, "max").Str)
+			for i := range limit {
+				if err := sdk.KVPut("fill-"+strconv.Itoa(i), in.Field(1), 0); err != nil {
+					out.FieldString(strconv.Itoa(i))
+					return hostFailure(out, err)
+				}
+			}
+			out.FieldString(strconv.Itoa(limit))
+			return nil
+		case "result_small":
+			// ctx.tok_model; in: text; out: the size result reports with a
+			// 1-byte buffer, the byte it copied, and the whole result.
+			req := abi.AppendFieldString(nil, sdk.Get(ctx, "tok_model").Str)
+			req = abi.AppendField(req, in.Field(1))
+			n := rawCountTokens(unsafe.Pointer(&req[0]), int32(len(req)))
+			if n <= 1 {
+				return sdk.Error("count_tokens returned " + strconv.FormatInt(n, 10))
+			}
+			small := make([]byte, 1, 2)
+			full := rawResult(unsafe.Pointer(&small[0]), 1)
+			all := make([]byte, full)
+			again := rawResult(unsafe.Pointer(&all[0]), full)
+			out.FieldString(strconv.Itoa(int(full)))
+			out.Field(small)
+			out.FieldString(strconv.Itoa(int(again)))
+			out.Field(all)
 			return nil
 		}
 		return frame(h, in, out)

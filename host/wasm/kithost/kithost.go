@@ -9,29 +9,65 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/conformance"
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/wasm"
+	bolt "go.etcd.io/bbolt"
 )
 
 // Host is a wasm.Engine seen by the kit. It records module log lines.
 type Host struct {
 	Engine *wasm.Engine
 	logs   *recorder
+	db     *bolt.DB
+	dir    string
 }
+
+// KVLimits are the module store's limits on the kit's host: a small quota,
+// so the kit's quota check fills it in a few puts.
+var KVLimits = kv.Limits{MaxBytes: 256 << 10, MaxKeys: 64}
 
 // New makes an engine with the compilation cache in cacheDir ("" for none)
 // that lets modules reach loopback (the kit's http check uses a local
-// server). Close it with Engine.Close.
-func New(cacheDir string) *Host {
+// server), with a module store in a temporary file. Close it with Close.
+func New(cacheDir string) (*Host, error) {
 	rec := &recorder{}
 	e := wasm.NewEngine(cacheDir, slog.New(rec))
 	e.AllowPrivateNetworks = true
-	return &Host{Engine: e, logs: rec}
+	dir, err := os.MkdirTemp("", "switchyard-kithost-")
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(filepath.Join(dir, "kv.db"))
+	if err == nil {
+		e.KV, err = kv.Open(db, KVLimits)
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return &Host{Engine: e, logs: rec, db: db, dir: dir}, nil
+}
+
+// Close closes the engine and removes the module store.
+func (h *Host) Close(ctx context.Context) error {
+	err := h.Engine.Close(ctx)
+	_ = h.db.Close()
+	_ = os.RemoveAll(h.dir)
+	return err
+}
+
+// WithEnv puts env in ctx as the request's wasm.CallEnv.
+func (h *Host) WithEnv(ctx context.Context, env conformance.Env) context.Context {
+	return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: env.Account, Chat: env.Chat})
 }
 
 // Load parses the manifest as the gateway does and loads the module.

@@ -1,0 +1,323 @@
+// Package kv is the small key-value store modules reach through the kv_get
+// and kv_put host functions (docs/abi.md section 5). It lives in the
+// gateway's bbolt file (host/store), under its own top-level bucket, so there
+// is still one file to back up.
+//
+// Every entry belongs to a scope: the module (its owner account and name)
+// and the account of the request that called it, so one account's requests
+// never read what another's left, and two modules never share keys. Each
+// scope has a quota in keys and bytes. Entries carry an expiry: a read past
+// it answers "not found" (lazy expiry), a put that would go over the quota
+// first drops the scope's expired entries, and Sweep (run periodically by
+// Run) drops every expired entry so abandoned scopes do not hold space.
+package kv
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Limits bound the store. Zero fields take the defaults of DefaultLimits.
+type Limits struct {
+	// MaxKeys and MaxBytes are the quota of one scope (module × account);
+	// an entry's bytes are its key's plus its value's.
+	MaxKeys  int
+	MaxBytes int64
+	// MaxKeyBytes and MaxValueBytes cap one entry.
+	MaxKeyBytes   int
+	MaxValueBytes int
+	// MaxTTL is the longest an entry lives, and the TTL of a put that asks
+	// for none.
+	MaxTTL time.Duration
+	// SweepEvery is the period of Run's sweep of expired entries.
+	SweepEvery time.Duration
+}
+
+// DefaultLimits are the limits an operator did not set.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxKeys:       1000,
+		MaxBytes:      4 << 20,
+		MaxKeyBytes:   512,
+		MaxValueBytes: 1 << 20,
+		MaxTTL:        30 * 24 * time.Hour,
+		SweepEvery:    10 * time.Minute,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxKeys <= 0 {
+		l.MaxKeys = d.MaxKeys
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = d.MaxBytes
+	}
+	if l.MaxKeyBytes <= 0 {
+		l.MaxKeyBytes = d.MaxKeyBytes
+	}
+	if l.MaxValueBytes <= 0 {
+		l.MaxValueBytes = d.MaxValueBytes
+	}
+	if l.MaxTTL <= 0 {
+		l.MaxTTL = d.MaxTTL
+	}
+	if l.SweepEvery <= 0 {
+		l.SweepEvery = d.SweepEvery
+	}
+	return l
+}
+
+// Errors of Put. ErrQuota is the scope being full (the host function's
+// HostQuota); ErrTooLarge an entry over the size caps.
+var (
+	ErrQuota    = errors.New("kv: the store quota of this module and account is full")
+	ErrTooLarge = errors.New("kv: entry too large")
+)
+
+// Scope names whose entries a call reads and writes.
+type Scope struct {
+	// Owner is the account that published the module ("" for the
+	// gateway's own), Module its name: two accounts' modules of the same
+	// name never share entries.
+	Owner, Module string
+	// Account is the account of the request the module runs for.
+	Account string
+}
+
+func (s Scope) bucket() []byte {
+	// NUL cannot appear in module names or account ids.
+	return []byte(s.Owner + "\x00" + s.Module + "\x00" + s.Account)
+}
+
+// Store is the module key-value store. It is safe for concurrent use.
+type Store struct {
+	db  *bolt.DB
+	lim Limits
+	// Now is the clock (tests replace it).
+	Now func() time.Time
+}
+
+var (
+	rootBucket = []byte("module_kv")
+	dataBucket = []byte("d")
+	usageKey   = []byte("u") // 16 bytes: keys, bytes (uint64 each)
+)
+
+// Open makes the store's bucket in db.
+func Open(db *bolt.DB, lim Limits) (*Store, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(rootBucket)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kv: %w", err)
+	}
+	return &Store{db: db, lim: lim.withDefaults(), Now: time.Now}, nil
+}
+
+// Limits returns the limits in force (defaults filled).
+func (s *Store) Limits() Limits { return s.lim }
+
+// An entry's value is its expiry (unix nanoseconds, big-endian) then the
+// module's bytes.
+const headerLen = 8
+
+// Get returns the value of key in scope; false when absent or expired.
+// The value is a copy.
+func (s *Store) Get(sc Scope, key string) ([]byte, bool, error) {
+	var out []byte
+	now := s.Now().UnixNano()
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(rootBucket).Bucket(sc.bucket())
+		if b == nil {
+			return nil
+		}
+		v := b.Bucket(dataBucket).Get([]byte(key))
+		if len(v) < headerLen || int64(binary.BigEndian.Uint64(v)) <= now {
+			return nil
+		}
+		out = append([]byte{}, v[headerLen:]...)
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("kv: %w", err)
+	}
+	return out, out != nil, nil
+}
+
+// Put stores val under key in scope for ttl (0 or more than MaxTTL:
+// MaxTTL). An empty val deletes the key. It fails with ErrTooLarge for an
+// entry over the size caps and ErrQuota when the scope would go over its
+// quota even after its expired entries are dropped.
+func (s *Store) Put(sc Scope, key string, val []byte, ttl time.Duration) error {
+	if key == "" || len(key) > s.lim.MaxKeyBytes {
+		return fmt.Errorf("%w: a key is 1 to %d bytes", ErrTooLarge, s.lim.MaxKeyBytes)
+	}
+	if len(val) > s.lim.MaxValueBytes {
+		return fmt.Errorf("%w: a value is at most %d bytes", ErrTooLarge, s.lim.MaxValueBytes)
+	}
+	if ttl <= 0 || ttl > s.lim.MaxTTL {
+		ttl = s.lim.MaxTTL
+	}
+	now := s.Now()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		scope, err := tx.Bucket(rootBucket).CreateBucketIfNotExists(sc.bucket())
+		if err != nil {
+			return err
+		}
+		data, err := scope.CreateBucketIfNotExists(dataBucket)
+		if err != nil {
+			return err
+		}
+		keys, size := usage(scope)
+		k := []byte(key)
+		if old := data.Get(k); old != nil {
+			keys--
+			size -= int64(len(k) + len(old) - headerLen)
+		}
+		if len(val) == 0 {
+			if err := data.Delete(k); err != nil {
+				return err
+			}
+			return setUsage(scope, keys, size)
+		}
+		keys++
+		size += int64(len(k) + len(val))
+		if keys > int64(s.lim.MaxKeys) || size > s.lim.MaxBytes {
+			// Lazy expiry pays off here: what expired no longer counts.
+			n, freed, err := dropExpired(data, now.UnixNano(), k)
+			if err != nil {
+				return err
+			}
+			keys, size = keys-n, size-freed
+			if keys > int64(s.lim.MaxKeys) || size > s.lim.MaxBytes {
+				return ErrQuota
+			}
+		}
+		v := make([]byte, headerLen+len(val))
+		binary.BigEndian.PutUint64(v, uint64(now.Add(ttl).UnixNano()))
+		copy(v[headerLen:], val)
+		if err := data.Put(k, v); err != nil {
+			return err
+		}
+		return setUsage(scope, keys, size)
+	})
+	if errors.Is(err, ErrQuota) {
+		return fmt.Errorf("%w (%d keys, %d bytes)", ErrQuota, s.lim.MaxKeys, s.lim.MaxBytes)
+	}
+	if err != nil {
+		return fmt.Errorf("kv: %w", err)
+	}
+	return nil
+}
+
+// Usage returns the keys and bytes scope holds, expired entries not yet
+// dropped included.
+func (s *Store) Usage(sc Scope) (keys, bytes int64, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(rootBucket).Bucket(sc.bucket()); b != nil {
+			keys, bytes = usage(b)
+		}
+		return nil
+	})
+	return keys, bytes, err
+}
+
+// Sweep drops every expired entry and returns how many it dropped.
+func (s *Store) Sweep() (int, error) {
+	now := s.Now().UnixNano()
+	total := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(rootBucket)
+		var scopes [][]byte
+		if err := root.ForEachBucket(func(k []byte) error {
+			scopes = append(scopes, append([]byte{}, k...))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, name := range scopes {
+			scope := root.Bucket(name)
+			data := scope.Bucket(dataBucket)
+			if data == nil {
+				continue
+			}
+			n, freed, err := dropExpired(data, now, nil)
+			if err != nil {
+				return err
+			}
+			keys, size := usage(scope)
+			keys, size = keys-n, size-freed
+			if keys <= 0 {
+				// Nothing left: drop the scope, so accounts that went
+				// away leave no buckets behind.
+				if err := root.DeleteBucket(name); err != nil {
+					return err
+				}
+			} else if err := setUsage(scope, keys, size); err != nil {
+				return err
+			}
+			total += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return total, fmt.Errorf("kv: sweep: %w", err)
+	}
+	return total, nil
+}
+
+// Run sweeps every SweepEvery until ctx ends. Errors go to logf.
+func (s *Store) Run(ctx context.Context, logf func(format string, args ...any)) {
+	t := time.NewTicker(s.lim.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Sweep(); err != nil && logf != nil {
+				logf("%v", err)
+			}
+		}
+	}
+}
+
+// dropExpired deletes data's entries expired at now (except keep) and
+// returns how many and their bytes.
+func dropExpired(data *bolt.Bucket, now int64, keep []byte) (n, freed int64, err error) {
+	var dead [][]byte
+	c := data.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) >= headerLen && int64(binary.BigEndian.Uint64(v)) <= now && string(k) != string(keep) {
+			dead = append(dead, append([]byte{}, k...))
+			freed += int64(len(k) + len(v) - headerLen)
+		}
+	}
+	for _, k := range dead {
+		if err := data.Delete(k); err != nil {
+			return 0, 0, err
+		}
+	}
+	return int64(len(dead)), freed, nil
+}
+
+func usage(scope *bolt.Bucket) (keys, size int64) {
+	if u := scope.Get(usageKey); len(u) == 16 {
+		return int64(binary.BigEndian.Uint64(u)), int64(binary.BigEndian.Uint64(u[8:]))
+	}
+	return 0, 0
+}
+
+func setUsage(scope *bolt.Bucket, keys, size int64) error {
+	var u [16]byte
+	binary.BigEndian.PutUint64(u[:], uint64(max(keys, 0)))
+	binary.BigEndian.PutUint64(u[8:], uint64(max(size, 0)))
+	return scope.Put(usageKey, u[:])
+}

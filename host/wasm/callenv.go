@@ -1,0 +1,63 @@
+package wasm
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// CallEnv is the request a module call runs for, as the host functions see
+// it. The server makes one per client request and puts it in the ctx of
+// every Module.Call it makes for that request (pipeline hooks, tool calls),
+// so budgets count per request, across every module call.
+//
+// A call without an env (adapters, tests, anything that did not set one)
+// runs with an empty one of its own: account "" (kv is scoped to it), no
+// Chat (the chat host function answers HostDenied), and the engine's
+// default budgets counted for that call alone.
+type CallEnv struct {
+	// Account is the account the request is billed to: kv entries are
+	// scoped to it. KeyID and RequestID are for the server's own use (a
+	// Chat implementation finds the caller through them).
+	Account, KeyID, RequestID string
+	// Chat runs a chat request body as a sub-request of this request
+	// (routing, billing, the pipeline, the depth limit and the parent's
+	// deadline are its business) and returns the response's HTTP status
+	// and body. nil: chat is refused with HostDenied. An error is a call
+	// that could not run at all (HostFailed, with its message); an API
+	// error is a status and body like any response.
+	Chat func(ctx context.Context, body []byte) (status int, resp []byte, err error)
+	// HTTPCalls and ChatCalls are the request's budgets of http_request
+	// and chat calls (0: the engine's defaults, Engine.HTTP.CallsPerRequest
+	// and Engine.ChatCallsPerRequest). Past them the call answers
+	// HostBudget.
+	HTTPCalls, ChatCalls int
+
+	httpUsed, chatUsed atomic.Int64
+}
+
+// HTTPCallsUsed and ChatCallsUsed report what the request has spent, for
+// metadata and tests.
+func (e *CallEnv) HTTPCallsUsed() int { return int(e.httpUsed.Load()) }
+func (e *CallEnv) ChatCallsUsed() int { return int(e.chatUsed.Load()) }
+
+// spend takes one call of budget limit from used; false once spent.
+func spend(used *atomic.Int64, limit int) bool {
+	if used.Add(1) > int64(limit) {
+		used.Add(-1)
+		return false
+	}
+	return true
+}
+
+type callEnvKey struct{}
+
+// WithCallEnv returns ctx carrying env for the module calls made with it.
+func WithCallEnv(ctx context.Context, env *CallEnv) context.Context {
+	return context.WithValue(ctx, callEnvKey{}, env)
+}
+
+// CallEnvFrom returns the env ctx carries, or nil.
+func CallEnvFrom(ctx context.Context) *CallEnv {
+	env, _ := ctx.Value(callEnvKey{}).(*CallEnv)
+	return env
+}

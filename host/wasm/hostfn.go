@@ -1,0 +1,161 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/tokenize"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// The host functions chat, count_tokens, kv_get and kv_put (docs/abi.md
+// section 5). They share one calling convention: fn(ptr, len) -> i64 reads
+// an input frame from guest memory and returns the size of the result frame,
+// or a negative code whose message is the result; the guest copies the
+// result with result(ptr, limit) (the same code as http_response). What
+// each does is runtime-independent (hostCall), so Extism modules could get
+// them through another shim.
+
+// DefaultChatCalls is the default budget of chat calls of one request.
+const DefaultChatCalls = 8
+
+// nativeHostFunc is host function name for native modules.
+func (e *Engine) nativeHostFunc(name string) func(ctx context.Context, m api.Module, ptr, n uint32) int64 {
+	return func(ctx context.Context, m api.Module, ptr, n uint32) int64 {
+		in := e.instanceOf(m)
+		if in == nil {
+			return abi.HostFailed
+		}
+		frame, ok := m.Memory().Read(ptr, n)
+		if !ok {
+			in.pending = abi.AppendFieldString(in.pending[:0], "input outside module memory")
+			return abi.HostFailed
+		}
+		var err error
+		if in.fields, err = abi.Fields(in.fields, frame); err != nil {
+			in.pending = abi.AppendFieldString(in.pending[:0], "malformed input frame")
+			return abi.HostFailed
+		}
+		var code int64
+		in.pending, code = e.hostCall(ctx, in.owner, name, in.fields, in.pending[:0])
+		return code
+	}
+}
+
+// hostCall runs host function name for mod on the input fields. It appends
+// the result frame to dst and returns it with its size, or a frame holding
+// one message and a negative code.
+func (e *Engine) hostCall(ctx context.Context, mod *Module, name string, fields [][]byte, dst []byte) ([]byte, int64) {
+	fail := func(code int64, msg string) ([]byte, int64) {
+		return abi.AppendFieldString(dst, msg), code
+	}
+	// Refused at load already; checked again so no path around the load
+	// check (a host module shared by runtimes) grants anything.
+	if !mod.Manifest.GrantsHostFunction(name) {
+		return fail(abi.HostDenied, name+" is not granted to this module")
+	}
+	field := func(i int) []byte {
+		if i < len(fields) {
+			return fields[i]
+		}
+		return nil
+	}
+	env := envOf(ctx)
+	switch name {
+	case abi.HostChat:
+		if env.Chat == nil {
+			return fail(abi.HostDenied, "chat is not available to this call (no request to run it under)")
+		}
+		limit := env.ChatCalls
+		if limit <= 0 {
+			limit = e.chatCalls()
+		}
+		if !spend(&env.chatUsed, limit) {
+			return fail(abi.HostBudget, "this request's budget of "+strconv.Itoa(limit)+" chat calls is spent")
+		}
+		// A copy: the sub-request may outlive this view of guest memory's
+		// contents (the instance is reused once the call returns).
+		status, resp, err := env.Chat(ctx, append([]byte(nil), field(0)...))
+		if err != nil {
+			return fail(abi.HostFailed, "chat: "+err.Error())
+		}
+		dst = abi.AppendFieldString(dst, strconv.Itoa(status))
+		dst = abi.AppendField(dst, resp)
+		return dst, int64(len(dst))
+	case abi.HostCountTokens:
+		if len(fields) < 2 {
+			return fail(abi.HostFailed, "count_tokens takes [model, text]")
+		}
+		n, err := tokenize.Count(string(fields[0]), unsafeString(fields[1]))
+		if err != nil {
+			return fail(abi.HostFailed, "count_tokens: "+err.Error())
+		}
+		dst = abi.AppendFieldString(dst, strconv.FormatInt(n, 10))
+		return dst, int64(len(dst))
+	case abi.HostKVGet, abi.HostKVPut:
+		if e.KV == nil {
+			return fail(abi.HostFailed, "this gateway has no module store")
+		}
+		sc := kv.Scope{Owner: mod.account, Module: mod.Manifest.Name, Account: env.Account}
+		if name == abi.HostKVGet {
+			v, ok, err := e.KV.Get(sc, string(field(0)))
+			switch {
+			case err != nil:
+				return fail(abi.HostFailed, err.Error())
+			case !ok:
+				return fail(abi.HostNotFound, "no such key")
+			}
+			dst = abi.AppendField(dst, v)
+			return dst, int64(len(dst))
+		}
+		ttl := int64(0)
+		if t := field(2); len(t) > 0 {
+			var err error
+			if ttl, err = strconv.ParseInt(string(t), 10, 64); err != nil || ttl < 0 {
+				return fail(abi.HostFailed, "kv_put: the ttl must be a decimal number of seconds (0: the store's maximum)")
+			}
+		}
+		err := e.KV.Put(sc, string(field(0)), field(1), time.Duration(min(ttl, 1<<32))*time.Second)
+		switch {
+		case errors.Is(err, kv.ErrQuota):
+			return fail(abi.HostQuota, err.Error())
+		case err != nil:
+			return fail(abi.HostFailed, err.Error())
+		}
+		return dst, 0
+	}
+	return fail(abi.HostFailed, "unknown host function "+name)
+}
+
+func (e *Engine) chatCalls() int {
+	if e.ChatCallsPerRequest > 0 {
+		return e.ChatCallsPerRequest
+	}
+	return DefaultChatCalls
+}
+
+// envOf is the env of the call ctx belongs to (an empty one outside a
+// Module.Call, which host functions never are).
+func envOf(ctx context.Context) *CallEnv {
+	if c := logOf(ctx); c != nil {
+		return c.env
+	}
+	if env := CallEnvFrom(ctx); env != nil {
+		return env
+	}
+	return &CallEnv{}
+}
+
+// unsafeString views b as a string without copying, for reads that do not
+// keep it.
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}

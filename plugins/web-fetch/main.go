@@ -26,7 +26,12 @@ func init() {
 	// calls until it hit memory_pages (BenchmarkModuleToolCall trapped
 	// after some 30 calls of a 100 KB page at 64 MiB).
 	debug.SetGCPercent(400)
-	m := &fetch.Module{Env: &fetch.Env{HTTP: sdk.HTTP}}
+	m := &fetch.Module{Env: &fetch.Env{
+		HTTP:        sdk.HTTP,
+		KVGet:       sdk.KVGet,
+		KVPut:       sdk.KVPut,
+		CountTokens: sdk.CountTokens,
+	}}
 	sdk.Handle(abi.HookPreRequest, collect(m.PreRequest))
 	sdk.Handle(abi.HookToolCall, collect(m.ToolCall))
 }

@@ -59,8 +59,9 @@ type Env struct {
 	HTTP        HTTPFunc
 	KVGet       func(key string) ([]byte, bool, error)
 	KVPut       func(key string, val []byte, ttlSeconds int) error
-	CountTokens func(text string) (int, error)
-	Now         func() time.Time
+	CountTokens func(model, text string) (int, error)
+	// Now is the time of the call (the tool_call ctx's "now").
+	Now func() time.Time
 }
 
 // Options are the web-fetch plugin's options of spec 2.3, which are also
@@ -70,6 +71,9 @@ type Options struct {
 	BlockedDomains   []string `json:"blocked_domains,omitempty"`
 	MaxContentTokens int      `json:"max_content_tokens,omitempty"`
 	MaxUses          int      `json:"max_uses,omitempty"`
+	// model is the request's model, whose tokenizer counts
+	// max_content_tokens.
+	model string
 }
 
 // Result is what the model sees: {url, title, content, status:
@@ -119,7 +123,7 @@ func (env *Env) Fetch(opts Options, rawURL string) Result {
 		}
 	}
 	if r.Status == StatusCompleted {
-		r.Content, r.Truncated = env.truncate(r.Content, opts.MaxContentTokens)
+		r.Content, r.Truncated = env.truncate(r.Content, opts.model, opts.MaxContentTokens)
 	}
 	return r
 }
@@ -162,7 +166,14 @@ func (env *Env) fetch(opts Options, u *url.URL) Result {
 		r := convert(u, header(headers, "Content-Type"), body)
 		r.HTTPStatus = status
 		if r.Status == StatusCompleted {
-			r.RetrievedAt = env.now().UTC().Format(time.RFC3339)
+			// The server's Date is when the page was retrieved; the module
+			// itself has no wall clock (the host runs it on a fixed one),
+			// so without a Date the time the host gave the call is used.
+			at, err := time.Parse(time.RFC1123, header(headers, "Date"))
+			if err != nil {
+				at = env.now()
+			}
+			r.RetrievedAt = at.UTC().Format(time.RFC3339)
 		}
 		return r
 	}
@@ -361,11 +372,11 @@ func matchDomain(rule string, u *url.URL) bool {
 const truncMark = "\n\n[… content truncated]"
 
 // truncate cuts content to maxTokens (0: no limit) and marks the cut.
-func (env *Env) truncate(content string, maxTokens int) (string, bool) {
+func (env *Env) truncate(content, model string, maxTokens int) (string, bool) {
 	if maxTokens <= 0 {
 		return content, false
 	}
-	n := env.tokens(content)
+	n := env.tokens(model, content)
 	if n <= maxTokens {
 		return content, false
 	}
@@ -374,7 +385,7 @@ func (env *Env) truncate(content string, maxTokens int) (string, bool) {
 	keep := len(content) * maxTokens / n
 	for i := 0; i < 4 && keep > 0; i++ {
 		c := cut(content, keep)
-		if m := env.tokens(c); m <= maxTokens {
+		if m := env.tokens(model, c); m <= maxTokens {
 			return c + truncMark, true
 		}
 		keep = keep * 9 / 10
@@ -382,9 +393,11 @@ func (env *Env) truncate(content string, maxTokens int) (string, bool) {
 	return cut(content, keep) + truncMark, true
 }
 
-func (env *Env) tokens(s string) int {
-	if env.CountTokens != nil {
-		if n, err := env.CountTokens(s); err == nil {
+// tokens counts s with the host's tokenizer for model, or estimates 4
+// bytes a token when the host cannot count.
+func (env *Env) tokens(model, s string) int {
+	if env.CountTokens != nil && model != "" {
+		if n, err := env.CountTokens(model, s); err == nil {
 			return n
 		}
 	}

@@ -163,7 +163,16 @@ func newWeb(t *testing.T) *web {
 		rw.Write([]byte("<html><head><title>Caf\xe9</title></head><body><main><p>Cr\xe8me br\xfbl\xe9e</p></main></body></html>"))
 	})
 	mux.HandleFunc("/missing", func(rw http.ResponseWriter, r *http.Request) { http.NotFound(rw, r) })
-	w.srv = httptest.NewServer(mux)
+	// Every page is dated by a fixed Date header but the text file, which
+	// has none: its retrieved_at is the time of the call.
+	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/notes.txt" {
+			rw.Header()["Date"] = nil
+		} else {
+			rw.Header().Set("Date", "Mon, 23 Nov 2026 21:00:00 GMT")
+		}
+		mux.ServeHTTP(rw, r)
+	}))
 	t.Cleanup(func() { close(w.release); w.srv.Close() })
 	return w
 }
@@ -253,8 +262,14 @@ func TestFetch(t *testing.T) {
 				if r.Content != "" || r.Title != "" {
 					t.Errorf("a failed result carries content %q", r.Content)
 				}
-			} else if r.RetrievedAt != "2026-11-23T22:00:00Z" {
-				t.Errorf("retrieved_at %q", r.RetrievedAt)
+			} else {
+				want := "2026-11-23T21:00:00Z" // the page's Date
+				if strings.HasSuffix(tc.url, "/notes.txt") {
+					want = "2026-11-23T22:00:00Z" // env.Now
+				}
+				if r.RetrievedAt != want {
+					t.Errorf("retrieved_at %q, want %q", r.RetrievedAt, want)
+				}
 			}
 			for _, want := range tc.content {
 				if !strings.Contains(got, want) {
@@ -283,12 +298,17 @@ func TestFetchTruncates(t *testing.T) {
 		t.Fatalf("not marked as truncated: %q", r.Content)
 	}
 	body := strings.TrimSuffix(r.Content, truncMark)
-	if env.tokens(body) > 10 || !strings.HasPrefix(full.Content, body) {
-		t.Fatalf("truncated to %d tokens (%q), want a prefix of at most 10", env.tokens(body), body)
+	if env.tokens("", body) > 10 || !strings.HasPrefix(full.Content, body) {
+		t.Fatalf("truncated to %d tokens (%q), want a prefix of at most 10", env.tokens("", body), body)
 	}
-	// With the host's tokenizer the cut follows its count.
-	env.CountTokens = func(s string) (int, error) { return len(strings.Fields(s)), nil }
-	r = env.Fetch(Options{MaxContentTokens: 5}, "http://harbour.example/article")
+	// With the host's tokenizer the cut follows its count for the model.
+	env.CountTokens = func(model, s string) (int, error) {
+		if model != "m" {
+			t.Errorf("counted for model %q", model)
+		}
+		return len(strings.Fields(s)), nil
+	}
+	r = env.Fetch(Options{MaxContentTokens: 5, model: "m"}, "http://harbour.example/article")
 	if n := len(strings.Fields(strings.TrimSuffix(r.Content, truncMark))); n > 5 || n == 0 {
 		t.Fatalf("%d words kept: %q", n, r.Content)
 	}

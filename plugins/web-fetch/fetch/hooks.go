@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/sdk"
@@ -19,7 +20,7 @@ type Module struct{ Env *Env }
 // under "config", overridden by the server tool's "parameters" from the
 // request's tools entry.
 func options(ctx []byte) Options {
-	var o Options
+	o := Options{model: sdk.Get(ctx, "model").Str}
 	c := sdk.Get(ctx, "config")
 	if c.IsObject() {
 		_ = json.Unmarshal([]byte(c.Raw), &o)
@@ -58,6 +59,9 @@ func (m *Module) ToolCall(in *sdk.In, out *sdk.Out) error {
 		r = failed(u.Str, `the arguments must be {"url": "<an http(s) URL>"}`)
 	default:
 		o := options(ctx)
+		if now, err := time.Parse(time.RFC3339Nano, sdk.Get(ctx, "now").Str); err == nil {
+			m.Env.Now = func() time.Time { return now }
+		}
 		if n, ok := m.Env.use(requestID(ctx), o.maxUses()); !ok {
 			r = failed(u.Str, "max_uses reached: this request may fetch at most "+strconv.Itoa(n)+" pages")
 		} else {

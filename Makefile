@@ -5,7 +5,7 @@ WASM    := build/wasm
 TESTWASM := build/testdata
 GUEST   := GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared
 GUEST_LD := -s -w
-GUEST_SRC := $(shell find abi sdk plugins -name '*.go' -o -name '*.json') go.mod go.sum Makefile
+GUEST_SRC := $(shell find abi sdk plugins -name '*.go' -o -name '*.json' -o -name '*.html') go.mod go.sum Makefile
 
 .PHONY: all build wasm modules testwasm examples gateway syctl run deps test vet gotest clients bench clean
 

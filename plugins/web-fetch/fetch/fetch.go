@@ -130,9 +130,17 @@ func (env *Env) Fetch(opts Options, rawURL string) Result {
 
 func (env *Env) fetch(opts Options, u *url.URL) Result {
 	for hop := 0; ; hop++ {
-		status, headers, body, err := env.HTTP("GET", u.String(), "Accept: text/html,application/xhtml+xml,text/plain,application/json;q=0.9,*/*;q=0.5\nUser-Agent: Switchyard-web-fetch/1.0", nil)
-		if err != nil {
-			return failed(u.String(), "fetching "+u.Host+" failed: "+err.Error())
+		var status int
+		var headers string
+		var body []byte
+		if isDemo(u) {
+			status, headers, body = demoHTTP(u)
+		} else {
+			var err error
+			status, headers, body, err = env.HTTP("GET", u.String(), "Accept: text/html,application/xhtml+xml,text/plain,application/json;q=0.9,*/*;q=0.5\nUser-Agent: Switchyard-web-fetch/1.0", nil)
+			if err != nil {
+				return failed(u.String(), "fetching "+u.Host+" failed: "+err.Error())
+			}
 		}
 		if status >= 300 && status < 400 && status != 304 {
 			loc := header(headers, "Location")
@@ -156,7 +164,11 @@ func (env *Env) fetch(opts Options, u *url.URL) Result {
 			continue
 		}
 		if status < 200 || status >= 300 {
-			r := failed(u.String(), "the page answered HTTP "+strconv.Itoa(status))
+			msg := "the page answered HTTP " + strconv.Itoa(status)
+			if isDemo(u) {
+				msg += ": " + string(body)
+			}
+			r := failed(u.String(), msg)
 			r.HTTPStatus = status
 			return r
 		}

@@ -484,3 +484,37 @@ func BenchmarkMarkdown100K(b *testing.B) {
 		}
 	}
 }
+
+func TestDemoSite(t *testing.T) {
+	env := &Env{
+		Now: func() time.Time { return time.Date(2026, 11, 23, 22, 0, 0, 0, time.UTC) },
+		HTTP: func(method, url, headers string, body []byte) (int, string, []byte, error) {
+			t.Errorf("the demo site went to the network: %s", url)
+			return 0, "", nil, errors.New("no network")
+		},
+	}
+	r := env.Fetch(Options{}, "https://switchyard.demo/web-fetch/tides")
+	if r.Status != StatusCompleted || r.Title != "Tide tables for beginners (Switchyard demo page)" {
+		t.Fatalf("%+v", r)
+	}
+	for _, want := range []string{"# Tide tables for beginners", "not a real web site", "| Dover | 06:12 | 6.4 m |", "[glossary](https://switchyard.demo/web-fetch/glossary)", "1. Find your port"} {
+		if !strings.Contains(r.Content, want) {
+			t.Errorf("demo page lacks %q:\n%s", want, r.Content)
+		}
+	}
+	for _, noise := range []string{"analytics", "cookies", "Subscribe", "Wind for sailors", "Privacy", "font-family"} {
+		if strings.Contains(r.Content, noise) {
+			t.Errorf("demo page keeps %q:\n%s", noise, r.Content)
+		}
+	}
+	if r := env.Fetch(Options{}, "https://switchyard.demo/web-fetch/tides.json"); r.Status != StatusCompleted || !strings.Contains(r.Content, `"port": "Dover"`) {
+		t.Errorf("json: %+v", r)
+	}
+	if r := env.Fetch(Options{}, "https://switchyard.demo/nope"); r.Status != StatusFailed || !strings.Contains(r.Error, "HTTP 404") {
+		t.Errorf("missing page: %+v", r)
+	}
+	// Domain rules apply to the demo site like to any other.
+	if r := env.Fetch(Options{BlockedDomains: []string{"switchyard.demo"}}, "https://switchyard.demo/web-fetch/tides"); r.Status != StatusFailed {
+		t.Errorf("blocked demo site fetched: %+v", r)
+	}
+}

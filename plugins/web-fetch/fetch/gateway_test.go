@@ -104,3 +104,19 @@ func TestGatewayPluginSSRFGuard(t *testing.T) {
 		t.Fatalf("loopback page fetched past the guard:\n%s", inj)
 	}
 }
+
+// TestGatewayDemoSite is the README's offline example: the demo page built
+// into the module is fetched with no network and no private-host grant.
+func TestGatewayDemoSite(t *testing.T) {
+	g := startGateway(t, false)
+	status, res := chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"Summarise https://switchyard.demo/web-fetch/tides please."}],"plugins":[{"id":"web-fetch","max_content_tokens":2000}]}`)
+	if status != 200 {
+		t.Fatalf("%d %s", status, res.Raw)
+	}
+	inj := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body).Get("messages.0.content").Str
+	for _, want := range []string{`title="Tide tables for beginners (Switchyard demo page)"`, "| Dover | 06:12 | 6.4 m |", "not a real web site"} {
+		if !strings.Contains(inj, want) {
+			t.Errorf("the model was not given %q:\n%s", want, inj)
+		}
+	}
+}

@@ -403,6 +403,28 @@ func TestToolCall(t *testing.T) {
 	if r.Get("status").Str != "completed" {
 		t.Fatalf("other request: %s", r.Raw)
 	}
+	// A count from the host (ctx.calls) is the one used.
+	r = toolCall(t, m, `{"request_id":"req_3","calls":2,"parameters":{"max_uses":2}}`, `{"url":"http://harbour.example/article"}`)
+	if r.Get("status").Str != "failed" || !strings.Contains(r.Get("error").Str, "max_uses") {
+		t.Fatalf("ctx.calls 2 of max_uses 2: %s", r.Raw)
+	}
+	r = toolCall(t, m, `{"request_id":"req_3","calls":1,"parameters":{"max_uses":2}}`, `{"url":"http://harbour.example/article"}`)
+	if r.Get("status").Str != "completed" {
+		t.Fatalf("ctx.calls 1 of max_uses 2: %s", r.Raw)
+	}
+	// A store that fails: an explicit max_uses is not silently ignored; the
+	// default one does not stop fetching.
+	broken := &Module{Env: w.env()}
+	broken.Env.KVGet = func(string) ([]byte, bool, error) { return nil, false, errors.New("kv is not available") }
+	broken.Env.KVPut = func(string, []byte, int) error { return errors.New("kv is not available") }
+	r = toolCall(t, broken, `{"request_id":"req_4","parameters":{"max_uses":3}}`, `{"url":"http://harbour.example/article"}`)
+	if r.Get("status").Str != "failed" || !strings.Contains(r.Get("error").Str, "cannot count") {
+		t.Fatalf("explicit max_uses without a count: %s", r.Raw)
+	}
+	r = toolCall(t, broken, `{"request_id":"req_4"}`, `{"url":"http://harbour.example/article"}`)
+	if r.Get("status").Str != "completed" {
+		t.Fatalf("default max_uses without a count: %s", r.Raw)
+	}
 	for _, bad := range []string{`{}`, `{"url":42}`, `not json`, `{"url":"  "}`} {
 		r = toolCall(t, m, ctx, bad)
 		if r.Get("status").Str != "failed" || !strings.Contains(r.Get("error").Str, `{"url"`) {

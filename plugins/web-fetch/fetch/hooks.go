@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
@@ -62,7 +63,10 @@ func (m *Module) ToolCall(in *sdk.In, out *sdk.Out) error {
 		if now, err := time.Parse(time.RFC3339Nano, sdk.Get(ctx, "now").Str); err == nil {
 			m.Env.Now = func() time.Time { return now }
 		}
-		if n, ok := m.Env.use(requestID(ctx), o.maxUses()); !ok {
+		if n, ok, err := m.Env.use(ctx, o.maxUses()); err != nil && o.MaxUses > 0 {
+			// An explicit max_uses that cannot be counted is not ignored.
+			r = failed(u.Str, "cannot count this request's fetches for max_uses: "+err.Error())
+		} else if !ok {
 			r = failed(u.Str, "max_uses reached: this request may fetch at most "+strconv.Itoa(n)+" pages")
 		} else {
 			r = m.Env.Fetch(o, u.Str)
@@ -97,26 +101,40 @@ func requestID(ctx []byte) string {
 	return sdk.Get(ctx, "id").Str
 }
 
-// use counts one fetch of request id against limit, in the kv store
-// (calls of one request may run on different instances of the module). It
-// reports false when the limit is spent. Without kv, or without a request
-// id, nothing is counted.
-func (env *Env) use(id string, limit int) (int, bool) {
+// use counts one fetch of the request against limit and reports false
+// when the limit is spent. The count is ctx.calls (how many times the tool
+// already ran in this request) when the host gives it: the host orders a
+// turn's parallel calls, which the module cannot. Otherwise the module
+// counts in its kv store under ctx.request_id (calls of one request may run
+// on different instances) — exact for calls in sequence, but two parallel
+// calls may both read the same count (kv has no atomic increment). Without
+// either, nothing is counted.
+func (env *Env) use(ctx []byte, limit int) (int, bool, error) {
+	if c := sdk.Get(ctx, "calls"); c.Exists() {
+		return limit, int(c.Int()) < limit, nil
+	}
+	id := requestID(ctx)
 	if id == "" || env.KVGet == nil || env.KVPut == nil {
-		return limit, true
+		return limit, true, errors.New("the host gives neither a call count nor a request id with a kv store")
 	}
 	key := "uses:" + id
 	n := 0
-	if v, ok, err := env.KVGet(key); err == nil && ok {
+	v, ok, err := env.KVGet(key)
+	if err != nil {
+		return limit, true, err
+	}
+	if ok {
 		n, _ = strconv.Atoi(string(v))
 	}
 	if n >= limit {
-		return limit, false
+		return limit, false, nil
 	}
 	// An hour outlives any request (the gateway's request deadline is far
 	// shorter), and the key then expires on its own.
-	_ = env.KVPut(key, []byte(strconv.Itoa(n+1)), 3600)
-	return limit, true
+	if err := env.KVPut(key, []byte(strconv.Itoa(n+1)), 3600); err != nil {
+		return limit, true, err
+	}
+	return limit, true, nil
 }
 
 var urlRe = regexp.MustCompile(`https?://[^\s<>"'\x60]+`)

@@ -94,11 +94,13 @@ gotest:
 	$(GO) test -race -count=1 ./...
 
 # Hot-path Go benchmarks, the per-call cost of one plugin through the native
-# ABI (Go, C) and through Extism (AssemblyScript), then the load benchmark.
+# ABI (Go, C) and through Extism (AssemblyScript), the web-fetch module's
+# per-call cost (a 100 KB page), then the load benchmark.
 bench:
 	$(MAKE) -j$(JOBS) build
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...
 	$(GO) test -run=NONE -bench=PluginCall -benchmem -benchtime=2000x ./examples/
+	$(GO) test -run=NONE -bench=. -benchmem -benchtime=20x ./plugins/web-fetch/fetch/
 	$(GO) run ./cmd/loadbench
 
 clean:

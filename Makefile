@@ -27,7 +27,7 @@ wasm: modules testwasm
 modules: $(foreach p,$(PLUGINS),$(WASM)/$(p).wasm $(WASM)/$(p).json)
 
 ## Modules only the tests load.
-testwasm: $(TESTWASM)/openai-variant.wasm $(TESTWASM)/failing.wasm $(TESTWASM)/testplugin.wasm $(TESTWASM)/conformance.wasm
+testwasm: $(TESTWASM)/openai-variant.wasm $(TESTWASM)/failing.wasm $(TESTWASM)/testplugin.wasm $(TESTWASM)/conformance.wasm $(TESTWASM)/tooltest.wasm
 
 $(WASM)/%.wasm: $(GUEST_SRC)
 	@mkdir -p $(WASM)
@@ -50,6 +50,11 @@ $(TESTWASM)/failing.wasm: $(GUEST_SRC) host/wasm/testdata/failing/main.go
 $(TESTWASM)/testplugin.wasm: $(GUEST_SRC) host/pipeline/testdata/testplugin/main.go
 	@mkdir -p $(TESTWASM)
 	$(GUEST) -ldflags "$(GUEST_LD)" -o $@ ./host/pipeline/testdata/testplugin
+
+# A server-tool module with a fee (host/tools/testdata/tooltest).
+$(TESTWASM)/tooltest.wasm: $(GUEST_SRC) host/tools/testdata/tooltest/main.go
+	@mkdir -p $(TESTWASM)
+	$(GUEST) -ldflags "$(GUEST_LD)" -o $@ ./host/tools/testdata/tooltest
 
 # The ABI conformance kit's guest (abi/conformance).
 $(TESTWASM)/conformance.wasm: $(GUEST_SRC)

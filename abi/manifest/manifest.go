@@ -42,7 +42,25 @@ type Manifest struct {
 	Grants       Grants          `json:"grants"`
 	Limits       Limits          `json:"limits"`
 	ConfigSchema json.RawMessage `json:"config_schema,omitempty"`
+	// Tools are the server tools the module implements through its
+	// tool_call hook (docs/server-tools.md).
+	Tools []Tool `json:"tools,omitempty"`
 }
+
+// Tool is one server tool a module declares: what a request names in its
+// tools ("type"), and the function the model is shown in its place.
+type Tool struct {
+	// Type is "service:<name>", e.g. service:web_search.
+	Type string `json:"type"`
+	// Name is the function name the model sees and calls.
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Parameters is the JSON Schema of the call's arguments.
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+// ToolTypePrefix starts every server tool type.
+const ToolTypePrefix = "service:"
 
 // Grants is everything beyond pure computation a module may do.
 type Grants struct {
@@ -78,9 +96,11 @@ const (
 )
 
 var (
-	nameRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	versionRe = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
-	secretRe  = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+	nameRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	versionRe  = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
+	secretRe   = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+	toolTypeRe = regexp.MustCompile(`^service:[a-z0-9][a-z0-9_]{0,63}$`)
+	toolNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
 // Parse decodes and validates a manifest. Unknown fields are an error, so a
@@ -192,6 +212,52 @@ func (m *Manifest) Validate() error {
 	}
 	if len(m.ConfigSchema) > 0 && !json.Valid(m.ConfigSchema) {
 		return fmt.Errorf("manifest %s: config_schema is not valid JSON", m.Name)
+	}
+	return m.validateTools(declared[abi.HookToolCall.String()])
+}
+
+// validateTools checks tools: each has a service: type, a function name
+// the providers accept, a description and a JSON Schema object; types and
+// names are unique; and the module implements tool_call exactly when it
+// declares tools.
+func (m *Manifest) validateTools(hasHook bool) error {
+	switch {
+	case len(m.Tools) > 0 && !hasHook:
+		return fmt.Errorf("manifest %s: tools: a module that declares tools must list the %q hook", m.Name, abi.HookToolCall.String())
+	case len(m.Tools) == 0 && hasHook:
+		return fmt.Errorf("manifest %s: hooks: %q needs at least one entry in tools", m.Name, abi.HookToolCall.String())
+	}
+	seen := map[string]bool{}
+	for i, t := range m.Tools {
+		at := fmt.Sprintf("manifest %s: tools[%d]", m.Name, i)
+		switch {
+		case !toolTypeRe.MatchString(t.Type):
+			return fmt.Errorf("%s.type: %q must be %q followed by lowercase letters, digits or underscores", at, t.Type, ToolTypePrefix)
+		case !toolNameRe.MatchString(t.Name):
+			return fmt.Errorf("%s.name: %q must be 1-64 letters, digits, underscores or dashes (a function name)", at, t.Name)
+		case strings.TrimSpace(t.Description) == "":
+			return fmt.Errorf("%s.description: required: what the tool does, for the model", at)
+		case !isJSONObject(t.Parameters):
+			return fmt.Errorf("%s.parameters: required: a JSON Schema object for the arguments", at)
+		case seen["t:"+t.Type] || seen["n:"+t.Name]:
+			return fmt.Errorf("%s: type %q or name %q declared twice", at, t.Type, t.Name)
+		}
+		seen["t:"+t.Type], seen["n:"+t.Name] = true, true
+	}
+	return nil
+}
+
+func isJSONObject(b json.RawMessage) bool {
+	var v map[string]json.RawMessage
+	return json.Unmarshal(b, &v) == nil && v != nil
+}
+
+// Tool returns the declared tool of type typ, or nil.
+func (m *Manifest) Tool(typ string) *Tool {
+	for i := range m.Tools {
+		if m.Tools[i].Type == typ {
+			return &m.Tools[i]
+		}
 	}
 	return nil
 }

@@ -104,6 +104,37 @@ func TestParseRejects(t *testing.T) {
 	}
 }
 
+const toolModule = `{"name":"datetime","version":"1.0.0","abi":1,"kind":"plugin","hooks":["tool_call"],"tools":[{"type":"service:datetime","name":"datetime","description":"Current time","parameters":{"type":"object"}}]}`
+
+func TestTools(t *testing.T) {
+	m, err := Parse([]byte(toolModule))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl := m.Tool("service:datetime"); tl == nil || tl.Name != "datetime" || m.Tool("service:web_search") != nil {
+		t.Fatalf("Tool lookup: %+v", m.Tools)
+	}
+	cases := []struct{ name, edit, want string }{
+		{"tools without the hook", strings.Replace(toolModule, `"tool_call"`, `"pre_request"`, 1), `must list the "tool_call" hook`},
+		{"hook without tools", strings.Replace(toolModule, `,"tools":[{"type":"service:datetime","name":"datetime","description":"Current time","parameters":{"type":"object"}}]`, ``, 1), "needs at least one entry in tools"},
+		{"type without prefix", strings.Replace(toolModule, `"service:datetime"`, `"datetime"`, 1), "tools[0].type"},
+		{"bad name", strings.Replace(toolModule, `"name":"datetime","desc`, `"name":"date time","desc`, 1), "tools[0].name"},
+		{"no description", strings.Replace(toolModule, `"Current time"`, `" "`, 1), "tools[0].description"},
+		{"parameters not an object", strings.Replace(toolModule, `{"type":"object"}`, `[]`, 1), "tools[0].parameters"},
+		{"parameters missing", strings.Replace(toolModule, `,"parameters":{"type":"object"}`, ``, 1), "tools[0].parameters"},
+		{"declared twice", strings.Replace(toolModule, `}]}`, `},{"type":"service:datetime","name":"clock","description":"x","parameters":{}}]}`, 1), "declared twice"},
+		{"tool_call on an adapter", strings.Replace(toolModule, `"plugin"`, `"adapter"`, 1), "not a hook of kind adapter"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.edit))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Parse(%s) = %v, want an error mentioning %q", tc.edit, err, tc.want)
+			}
+		})
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
 	f.Add([]byte(`{"name":"a","version":"1.0.0","abi":1,"kind":"plugin","hooks":["post_chunk"]}`))

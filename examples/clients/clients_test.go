@@ -99,6 +99,44 @@ func TestGoOpenAISDK(t *testing.T) {
 		}
 	})
 
+	// A server tool: the SDK's params have no such tool type, so it goes in
+	// as extra JSON, as a user of the SDK would send it.
+	serverTool := []option.RequestOption{
+		option.WithJSONSet("tools", []map[string]any{{"type": "service:datetime", "parameters": map[string]any{"timezone": "Asia/Tokyo"}}}),
+		option.WithJSONSet("max_tool_calls", 2),
+	}
+	t.Run("server tool", func(t *testing.T) {
+		res, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model:    "test/chat",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("what time is it")},
+		}, serverTool...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Choices[0].Message.Content, `"timezone":"Asia/Tokyo"`) || res.Choices[0].FinishReason != "stop" || len(res.Choices[0].Message.ToolCalls) != 0 {
+			t.Fatalf("completion %+v", res.Choices[0])
+		}
+		if gjson.Get(res.Usage.RawJSON(), "server_tool_use_details.tool_calls_executed").Int() != 1 {
+			t.Fatalf("usage %s", res.Usage.RawJSON())
+		}
+	})
+	t.Run("server tool streaming", func(t *testing.T) {
+		stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+			Model:    "test/chat",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("what time is it")},
+		}, serverTool...)
+		acc := openai.ChatCompletionAccumulator{}
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(acc.Choices) == 0 || !strings.Contains(acc.Choices[0].Message.Content, `"timezone":"Asia/Tokyo"`) || acc.Usage.CompletionTokens == 0 {
+			t.Fatalf("accumulated %+v", acc.ChatCompletion)
+		}
+	})
+
 	t.Run("embeddings", func(t *testing.T) {
 		res, err := client.Embeddings.New(ctx, openai.EmbeddingNewParams{
 			Model: "test/embed",

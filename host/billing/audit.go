@@ -39,9 +39,9 @@ func (l *Ledger) Audit() ([]string, error) {
 			}
 			charged[g.AccountID] += g.Charged
 			byKey[g.KeyHash] += g.Charged
-			if g.Charged < 0 || g.Uncollected < 0 || g.Charged+g.Uncollected != g.Cost.Total+g.FailedCost {
-				problems = append(problems, fmt.Sprintf("generation %s: charged %s + uncollected %s != cost %s + failed %s",
-					g.ID, g.Charged, g.Uncollected, g.Cost.Total, g.FailedCost))
+			if g.Charged < 0 || g.Uncollected < 0 || g.Charged+g.Uncollected != g.Cost.Total+g.FailedCost+g.FeesCost {
+				problems = append(problems, fmt.Sprintf("generation %s: charged %s + uncollected %s != cost %s + failed %s + tool fees %s",
+					g.ID, g.Charged, g.Uncollected, g.Cost.Total, g.FailedCost, g.FeesCost))
 			}
 			return nil
 		})

@@ -537,3 +537,38 @@ func BenchmarkReserveSettle(b *testing.B) {
 	})
 	b.ReportMetric(float64(reserveNs.Load())/float64(b.N), "reserve-ns/op")
 }
+
+// Server-tool fees are charged with the generation and itemised on it; a
+// fee beyond the available credit is recorded as uncollected, never
+// overdrawn.
+func TestFees(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		credits, fee      Nanos
+		charged, uncolled Nanos
+	}{
+		{"fits", NanosPerUSD, 7_000_000, 120_000 + 7_000_000, 0},
+		// The hold (3_000_000) is all there is: the fee gets what is left.
+		{"beyond credit", testHold, 7_000_000, testHold, 120_000 + 7_000_000 - testHold},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, k := newEnv(t, tc.credits, nil, "", Options{})
+			r, aerr := e.l.Reserve(k, testReq("gen-fee"))
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			r.AddFees(Fee{Tool: "service:web_search", Calls: 2, Cost: tc.fee - 1_000_000}, Fee{Tool: "service:datetime", Calls: 1, Cost: 1_000_000})
+			g, err := r.Settle(Outcome{Usage: Usage{PromptTokens: 100, CompletionTokens: 10}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Charged != tc.charged || g.Uncollected != tc.uncolled || g.FeesCost != tc.fee || len(g.Fees) != 2 || g.Fees[0].Calls != 2 {
+				t.Fatalf("charged %s uncollected %s fees %s %+v", g.Charged, g.Uncollected, g.FeesCost, g.Fees)
+			}
+			if b := e.l.Balance(e.acct); b.Usage != tc.charged || b.Held != 0 || b.Balance < 0 {
+				t.Fatalf("balance %+v", b)
+			}
+			mustAudit(t, e.l)
+		})
+	}
+}

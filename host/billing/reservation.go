@@ -48,6 +48,16 @@ type Reservation struct {
 	failedCost Cost
 	checkpoint Usage
 	done       bool
+	fees       []Fee // server-tool fees (AddFees)
+	feeTotal   Nanos
+}
+
+// Fee is a charge beside the tokens: a server tool's calls made during the
+// request (a search engine's per-request price, a tool module's cost).
+type Fee struct {
+	Tool  string `json:"tool"`
+	Calls int    `json:"calls"`
+	Cost  Nanos  `json:"cost"`
 }
 
 // Outcome is how a request ended, for Settle.
@@ -95,6 +105,10 @@ type Generation struct {
 	// what tenants' module time is accounted by.
 	PluginUs int64  `json:"plugin_us,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Fees itemise the server-tool fees charged with this generation
+	// (AddFees); FeesCost is their sum, included in Charged.
+	Fees     []Fee `json:"tool_fees,omitempty"`
+	FeesCost Nanos `json:"tool_fees_cost,omitempty"`
 	// Anomaly says why the cost went past the hold (Uncollected): the
 	// upstream reported more usage than the request could have produced.
 	Anomaly   string    `json:"upstream_anomaly,omitempty"`
@@ -219,6 +233,36 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 	return nil
 }
 
+// AddFees adds server-tool fees to the charge. The tools have run already,
+// so it never refuses: the hold grows by as much of the fees as the
+// account's available balance and the key's remaining limit allow, and
+// what does not fit is recorded as Uncollected at settlement, as any cost
+// beyond the hold is (docs/server-tools.md).
+func (r *Reservation) AddFees(fees ...Fee) {
+	var sum Nanos
+	for _, f := range fees {
+		sum = addSat(sum, f.Cost)
+	}
+	a := r.acct
+	a.mu.Lock()
+	if r.done || len(fees) == 0 {
+		a.mu.Unlock()
+		return
+	}
+	grow := min(sum, max(a.balance-a.held, 0))
+	if r.limit != nil {
+		grow = min(grow, max(Nanos(*r.limit)-r.key.usage.inPeriod(r.reset, r.l.now())-r.key.held, 0))
+	}
+	a.held += grow
+	r.key.held += grow
+	r.hold += grow
+	r.fees = append(r.fees, fees...)
+	r.feeTotal = addSat(r.feeTotal, sum)
+	rec := r.record()
+	a.mu.Unlock()
+	r.l.w.async(rec.put)
+}
+
 // AddFailedAttempt records an attempt that failed; when the provider bills
 // failed attempts, u is what it billed and its cost at the current price is
 // added to the charge. Call it before Retarget to the next endpoint.
@@ -300,7 +344,7 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	}
 	ks := r.key
 	cost := r.rates.Compute(o.Usage)
-	total := addSat(cost.Total, r.failedCost.Total)
+	total := addSat(addSat(cost.Total, r.failedCost.Total), r.feeTotal)
 	// The hold is the most the caller authorised: a bound on the prompt
 	// and on every choice's output. Usage that costs more than it is not
 	// something the caller asked for (an upstream that over-reports, or
@@ -310,6 +354,9 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	anomaly := ""
 	if total > r.hold {
 		anomaly = fmt.Sprintf("usage reported by %s costs %s, more than the %s the request authorised", r.provider, total, r.hold)
+		if r.feeTotal > 0 && addSat(cost.Total, r.failedCost.Total) <= r.hold {
+			anomaly = fmt.Sprintf("server-tool fees of %s went past the account's available credit", r.feeTotal)
+		}
 	}
 	g := &Generation{
 		ID: r.ID, AccountID: a.id, KeyHash: r.keyHash, Model: r.model, Provider: r.provider,
@@ -317,6 +364,7 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 		Attempts: r.failedN + 1, FailedCost: r.failedCost.Total, Charged: charge, Uncollected: total - charge,
 		Held: r.hold, LatencyMs: o.Latency.Milliseconds(), Error: o.Error, Anomaly: anomaly,
 		PluginUs: o.PluginTime.Microseconds(), CreatedAt: r.created, SettledAt: now,
+		Fees: r.fees, FeesCost: r.feeTotal,
 	}
 	if o.Provider != "" {
 		g.Provider = o.Provider

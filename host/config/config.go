@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/switchyard/switchyard/abi/chatparams"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -60,6 +61,94 @@ type Config struct {
 	// the log budgets of every module (docs/security.md, "Hostile module").
 	TenantModules TenantModules `yaml:"tenant_modules"`
 	ModuleLogs    ModuleLogs    `yaml:"module_logs"`
+	// Modules bound the host functions modules call (docs/abi.md section
+	// 5): outbound HTTP, chat sub-requests, the key-value store.
+	Modules Modules `yaml:"modules"`
+	// Secrets are operator secrets modules may have substituted into their
+	// outbound calls (${secret:NAME}, granted by name in the manifest).
+	// SWITCHYARD_SECRET_<NAME> in the environment sets or overrides one.
+	Secrets map[string]string `yaml:"secrets"`
+}
+
+// Modules is the configuration of module host functions; 0 means the
+// built-in default (docs/plugins.md, "Host functions").
+type Modules struct {
+	// PrivateHosts are "host:port" (or "host": any port) destinations
+	// modules granted http may reach although they are loopback or private
+	// addresses (an intranet page, a local search engine). Everything else
+	// stays behind the SSRF guard.
+	PrivateHosts []string `yaml:"private_hosts"`
+	// TenantSecrets names the secrets modules published by accounts may
+	// use (none by default: only the operator's modules get secrets).
+	TenantSecrets []string `yaml:"tenant_secrets"`
+	// ChatCallsPerRequest is the budget of chat host calls of one request.
+	ChatCallsPerRequest int         `yaml:"chat_calls_per_request"`
+	HTTP                ModulesHTTP `yaml:"http"`
+	KV                  ModulesKV   `yaml:"kv"`
+}
+
+// ModulesHTTP bounds the http host function.
+type ModulesHTTP struct {
+	CallsPerRequest  int      `yaml:"calls_per_request"`
+	MaxResponseBytes int64    `yaml:"max_response_bytes"`
+	Timeout          Duration `yaml:"timeout"`
+}
+
+// ModulesKV bounds the module key-value store: the quota of one module for
+// one account, the size of one entry, the longest TTL, and how often
+// expired entries are swept.
+type ModulesKV struct {
+	MaxKeys       int      `yaml:"max_keys"`
+	MaxBytes      int64    `yaml:"max_bytes"`
+	MaxKeyBytes   int      `yaml:"max_key_bytes"`
+	MaxValueBytes int      `yaml:"max_value_bytes"`
+	MaxTTL        Duration `yaml:"max_ttl"`
+	SweepEvery    Duration `yaml:"sweep_every"`
+}
+
+// SecretEnvPrefix prefixes environment variables that set secrets.
+const SecretEnvPrefix = "SWITCHYARD_SECRET_"
+
+var secretName = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+
+// ResolveSecrets returns the secrets of the file with those of environ
+// (os.Environ's "KEY=value" form) named SWITCHYARD_SECRET_<NAME> on top.
+func (c *Config) ResolveSecrets(environ []string) map[string]string {
+	out := map[string]string{}
+	for k, v := range c.Secrets {
+		out[k] = v
+	}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if name, ok := strings.CutPrefix(k, SecretEnvPrefix); ok && secretName.MatchString(name) && v != "" {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+func (c *Config) checkModules() error {
+	for name := range c.Secrets {
+		if !secretName.MatchString(name) {
+			return fmt.Errorf("config: secrets: %q must be 1-64 upper-case letters, digits or '_', starting with a letter (the name modules write in ${secret:NAME})", name)
+		}
+	}
+	for _, name := range c.Modules.TenantSecrets {
+		if !secretName.MatchString(name) {
+			return fmt.Errorf("config: modules.tenant_secrets: %q is not a secret name", name)
+		}
+	}
+	for _, h := range c.Modules.PrivateHosts {
+		if h == "" || strings.ContainsAny(h, "/@ ") {
+			return fmt.Errorf("config: modules.private_hosts: %q must be host:port or host (no scheme or path)", h)
+		}
+	}
+	m := c.Modules
+	if m.ChatCallsPerRequest < 0 || m.HTTP.CallsPerRequest < 0 || m.HTTP.MaxResponseBytes < 0 || m.HTTP.Timeout < 0 ||
+		m.KV.MaxKeys < 0 || m.KV.MaxBytes < 0 || m.KV.MaxKeyBytes < 0 || m.KV.MaxValueBytes < 0 || m.KV.MaxTTL < 0 || m.KV.SweepEvery < 0 {
+		return fmt.Errorf("config: modules: limits must not be negative (0 = the default)")
+	}
+	return nil
 }
 
 // TenantModules bound account-scoped modules. A tenant's manifest asking for
@@ -163,6 +252,9 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	c.fillDefaults()
+	if err := c.checkModules(); err != nil {
+		return nil, err
+	}
 	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
 		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
 	}

@@ -47,6 +47,11 @@ func TestParseRejects(t *testing.T) {
 	cases := []struct{ name, yaml, want string }{
 		{"unknown field", "listen: x\nlisten_addr: y\n", "listen_addr"},
 		{"bad duration", "timeouts: {attempt: soon}\n", "soon"},
+		{"secret name", "secrets: {exa_key: x}\n", "exa_key"},
+		{"tenant secret name", "modules: {tenant_secrets: [\"a b\"]}\n", "tenant_secrets"},
+		{"private host with scheme", "modules: {private_hosts: [\"http://intranet.local\"]}\n", "private_hosts"},
+		{"negative budget", "modules: {http: {calls_per_request: -1}}\n", "negative"},
+		{"unknown kv field", "modules: {kv: {max_values: 3}}\n", "max_values"},
 	}
 	for _, tc := range cases {
 		if _, err := Parse([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -207,5 +212,36 @@ func TestRateLimits(t *testing.T) {
 		if err != nil || c.RateLimits != tc.want {
 			t.Fatalf("%s: %+v %v", tc.yaml, c.RateLimits, err)
 		}
+	}
+}
+
+// TestModulesAndSecrets: the default file parses with the documented
+// module settings, and SWITCHYARD_SECRET_<NAME> sets or overrides a secret.
+func TestModulesAndSecrets(t *testing.T) {
+	c, err := Parse(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Modules
+	if m.HTTP.CallsPerRequest != 16 || m.HTTP.MaxResponseBytes != 4<<20 || m.HTTP.Timeout != Duration(10*time.Second) ||
+		m.KV.MaxKeys != 1000 || m.KV.MaxTTL != Duration(720*time.Hour) || m.ChatCallsPerRequest != 8 || len(m.PrivateHosts) != 0 || len(m.TenantSecrets) != 0 {
+		t.Errorf("default modules settings: %+v", m)
+	}
+	c, err = Parse([]byte("secrets: {EXA_API_KEY: from-file, BRAVE_KEY: file}\nmodules: {private_hosts: [\"127.0.0.1:39999\", intranet.local]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.ResolveSecrets([]string{"SWITCHYARD_SECRET_BRAVE_KEY=from-env", "SWITCHYARD_SECRET_TAVILY=t", "SWITCHYARD_SECRET_bad=x", "OTHER=y", "SWITCHYARD_SECRET_EMPTY="})
+	want := map[string]string{"EXA_API_KEY": "from-file", "BRAVE_KEY": "from-env", "TAVILY": "t"}
+	if len(got) != len(want) {
+		t.Errorf("secrets %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("secret %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(c.Modules.PrivateHosts) != 2 {
+		t.Errorf("private hosts %v", c.Modules.PrivateHosts)
 	}
 }

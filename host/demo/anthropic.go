@@ -55,6 +55,10 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Tools []struct {
 			Name string `json:"name"`
 		} `json:"tools"`
+		ToolChoice struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"tool_choice"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "invalid JSON body")
@@ -73,14 +77,38 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	lastUser := ""
 	input := 0
+	var results []string // tool_result contents after the last user text
 	for _, m := range req.Messages {
 		t := text(m.Content)
 		input += words(t) + 3
-		if m.Role == "user" {
-			lastUser = t
+		if m.Role != "user" {
+			continue
+		}
+		if t != "" {
+			lastUser, results = t, nil
+		}
+		var blocks []struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		}
+		_ = json.Unmarshal(m.Content, &blocks)
+		for _, b := range blocks {
+			if b.Type == "tool_result" {
+				results = append(results, text(b.Content))
+				input += words(text(b.Content))
+			}
 		}
 	}
+	var offered []string
+	for _, t := range req.Tools {
+		offered = append(offered, t.Name)
+	}
+	choice := map[string]string{"none": "none", "auto": "auto", "any": "required", "tool": req.ToolChoice.Name}[req.ToolChoice.Type]
+	turn := plan(offered, choice, lastUser, results, "This is the Switchyard demo of Anthropic (offline).")
 	reply := f.Reply
+	if reply == "" {
+		reply = turn.reply
+	}
 	if reply == "" {
 		reply = "This is the Switchyard demo of Anthropic (offline). You said: " + lastUser
 	}
@@ -92,6 +120,9 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var tool string
 	if len(req.Tools) > 0 && strings.Contains(lastUser, "weather") {
 		tool, stop = req.Tools[0].Name, "tool_use"
+	} else if len(turn.calls) > 0 {
+		a.toolUse(w, r, req.Model, req.Stream, turn.calls, input, f)
+		return
 	}
 	id := fmt.Sprintf("msg_demo%d", time.Now().UnixNano())
 	if !req.Stream {
@@ -135,5 +166,43 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			send("content_block_stop", `{"type":"content_block_stop","index":1}`)
 	}
 	ok = ok && send("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, stop, len(toks)))
+	_ = ok && send("message_stop", `{"type":"message_stop"}`)
+}
+
+// toolUse answers a turn in which the model calls tools, as Anthropic does:
+// tool_use content blocks and stop_reason "tool_use", or in a stream their
+// content_block_start events with the input as input_json_delta.
+func (a *Anthropic) toolUse(w http.ResponseWriter, r *http.Request, model string, stream bool, calls []toolCall, input int, f Faults) {
+	id := fmt.Sprintf("msg_demo%d", time.Now().UnixNano())
+	output := 0
+	for _, c := range calls {
+		output += words(c.Args) + 3
+	}
+	if !stream {
+		var content []map[string]any
+		for _, c := range calls {
+			content = append(content, map[string]any{"type": "tool_use", "id": "toolu_" + c.ID, "name": c.Name, "input": json.RawMessage(c.Args)})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": id, "type": "message", "role": "assistant", "model": model, "content": content,
+			"stop_reason": "tool_use", "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": input, "output_tokens": output},
+		})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	send := func(event, data string) bool {
+		return a.emit(w, r, "event: "+event+"\ndata: "+data+"\n\n", f.ChunkDelay)
+	}
+	ok := send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%q,"type":"message","role":"assistant","content":[],"model":%q,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"output_tokens":1}}}`, id, model, input))
+	for i, c := range calls {
+		args, _ := json.Marshal(c.Args)
+		ok = ok && send("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":%q,"input":{}}}`, i, "toolu_"+c.ID, c.Name)) &&
+			send("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, i, args)) &&
+			send("content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
+	}
+	ok = ok && send("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":%d}}`, output))
 	_ = ok && send("message_stop", `{"type":"message_stop"}`)
 }

@@ -181,8 +181,14 @@ type chatReq struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	MaxTokens     *int `json:"max_tokens"`
-	N             int  `json:"n"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
+	MaxTokens     *int            `json:"max_tokens"`
+	N             int             `json:"n"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -227,12 +233,25 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 	}
 	prompt := 0
 	lastUser := ""
+	var results []string // tool results after the last user message
 	for _, m := range req.Messages {
 		t := text(m.Content)
 		prompt += words(t) + 3
-		if m.Role == "user" {
-			lastUser = t
+		switch m.Role {
+		case "user":
+			lastUser, results = t, nil
+		case "tool":
+			results = append(results, t)
 		}
+	}
+	var offered []string
+	for _, t := range req.Tools {
+		offered = append(offered, t.Function.Name)
+	}
+	turn := plan(offered, openAIChoice(req.ToolChoice), lastUser, results, "This is the Switchyard demo provider (offline, no model behind it).")
+	if len(turn.calls) > 0 {
+		s.toolCalls(w, r, req, turn.calls, prompt, f)
+		return
 	}
 	s.mu.Lock()
 	if s.adapters == nil || len(s.adapters) > 100000 {
@@ -241,6 +260,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 	s.adapters[lastUser] = r.Header.Get("X-Switchyard-Adapter")
 	s.mu.Unlock()
 	reply := f.Reply
+	if reply == "" {
+		reply = turn.reply
+	}
 	if reply == "" {
 		reply = "This is the Switchyard demo provider (offline, no model behind it). You said: " + lastUser
 	}
@@ -308,6 +330,73 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 		if !send(head + `[],"usage":` + usage + `}`) {
 			return
 		}
+	}
+	send("[DONE]")
+}
+
+// openAIChoice reads tool_choice: "none", "auto", "required", or the name
+// of the function a named choice forces.
+func openAIChoice(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var named struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	_ = json.Unmarshal(raw, &named)
+	return named.Function.Name
+}
+
+// toolCalls answers a turn in which the model calls tools, as OpenAI does:
+// an assistant message with tool_calls and finish_reason "tool_calls", or
+// their deltas in a stream (id and name first, the arguments after).
+func (s *Server) toolCalls(w http.ResponseWriter, r *http.Request, req chatReq, calls []toolCall, prompt int, f Faults) {
+	id := "chatcmpl-demo" + fmt.Sprint(time.Now().UnixNano())
+	created := time.Now().Unix()
+	completion := 0
+	for _, c := range calls {
+		completion += words(c.Args) + 3
+	}
+	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, completion, prompt+completion)
+	if f.Usage != "" {
+		usage = f.Usage
+	}
+	if !req.Stream {
+		var tc strings.Builder
+		for i, c := range calls {
+			if i > 0 {
+				tc.WriteByte(',')
+			}
+			args, _ := json.Marshal(c.Args)
+			fmt.Fprintf(&tc, `{"id":%q,"type":"function","function":{"name":%q,"arguments":%s}}`, c.ID, c.Name, args)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","created":%d,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[%s],"refusal":null},"logprobs":null,"finish_reason":"tool_calls"}],"usage":%s,"system_fingerprint":"fp_demo"}`,
+			id, created, req.Model, tc.String(), usage)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	head := fmt.Sprintf(`{"id":%q,"object":"chat.completion.chunk","created":%d,"model":%q,"system_fingerprint":"fp_demo","choices":`, id, created, req.Model)
+	send := func(data string) bool { return s.emit(w, r, "data: "+data+"\n\n", f.ChunkDelay) }
+	if !send(head + `[{"index":0,"delta":{"role":"assistant","content":null},"logprobs":null,"finish_reason":null}]}`) {
+		return
+	}
+	for i, c := range calls {
+		args, _ := json.Marshal(c.Args)
+		if !send(head+fmt.Sprintf(`[{"index":0,"delta":{"tool_calls":[{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]},"logprobs":null,"finish_reason":null}]}`, i, c.ID, c.Name)) ||
+			!send(head+fmt.Sprintf(`[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":%s}}]},"logprobs":null,"finish_reason":null}]}`, i, args)) {
+			return
+		}
+	}
+	if !send(head + `[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]}`) {
+		return
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && !f.NoUsage && !send(head+`[],"usage":`+usage+`}`) {
+		return
 	}
 	send("[DONE]")
 }

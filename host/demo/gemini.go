@@ -31,9 +31,12 @@ func geminiError(w http.ResponseWriter, status int, msg string) {
 }
 
 type geminiPart struct {
-	Text         string          `json:"text"`
-	InlineData   json.RawMessage `json:"inlineData"`
-	FunctionCall json.RawMessage `json:"functionCall"`
+	Text             string          `json:"text"`
+	InlineData       json.RawMessage `json:"inlineData"`
+	FunctionCall     json.RawMessage `json:"functionCall"`
+	FunctionResponse *struct {
+		Response json.RawMessage `json:"response"`
+	} `json:"functionResponse"`
 }
 
 func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -105,21 +108,51 @@ func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f
 				Name string `json:"name"`
 			} `json:"functionDeclarations"`
 		} `json:"tools"`
+		ToolConfig struct {
+			FunctionCallingConfig struct {
+				Mode                 string   `json:"mode"`
+				AllowedFunctionNames []string `json:"allowedFunctionNames"`
+			} `json:"functionCallingConfig"`
+		} `json:"toolConfig"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Contents) == 0 {
 		geminiError(w, http.StatusBadRequest, "* GenerateContentRequest.contents: contents is not specified")
 		return
 	}
 	lastUser, prompt := "", 0
+	var results []string // function responses after the last user text
 	for _, c := range req.Contents {
 		for _, p := range c.Parts {
 			prompt += words(p.Text) + 1
 			if c.Role == "user" && p.Text != "" {
-				lastUser = p.Text
+				lastUser, results = p.Text, nil
+			}
+			if p.FunctionResponse != nil {
+				results = append(results, string(p.FunctionResponse.Response))
+				prompt += words(string(p.FunctionResponse.Response))
 			}
 		}
 	}
+	var offered []string
+	for _, t := range req.Tools {
+		for _, d := range t.FunctionDeclarations {
+			offered = append(offered, d.Name)
+		}
+	}
+	choice := ""
+	switch fc := req.ToolConfig.FunctionCallingConfig; {
+	case fc.Mode == "NONE":
+		choice = "none"
+	case fc.Mode == "ANY" && len(fc.AllowedFunctionNames) == 1:
+		choice = fc.AllowedFunctionNames[0]
+	case fc.Mode == "ANY":
+		choice = "required"
+	}
+	turn := plan(offered, choice, lastUser, results, "This is the Switchyard demo of Gemini (offline).")
 	reply := f.Reply
+	if reply == "" {
+		reply = turn.reply
+	}
 	if reply == "" {
 		reply = "This is the Switchyard demo of Gemini (offline). You said: " + lastUser
 	}
@@ -127,6 +160,15 @@ func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f
 	call := ""
 	if len(req.Tools) > 0 && len(req.Tools[0].FunctionDeclarations) > 0 && strings.Contains(lastUser, "weather") {
 		call = `{"functionCall":{"name":"` + req.Tools[0].FunctionDeclarations[0].Name + `","args":{"city":"Oslo"}}}`
+	} else if len(turn.calls) > 0 {
+		// Gemini answers a tool turn with functionCall parts only (and
+		// finishReason STOP, as it does).
+		var calls []string
+		for _, c := range turn.calls {
+			calls = append(calls, `{"functionCall":{"name":`+fmt.Sprintf("%q", c.Name)+`,"args":`+c.Args+`}}`)
+		}
+		call = strings.Join(calls, ",")
+		toks = []string{""}
 	}
 	usage := fmt.Sprintf(`"usageMetadata":{"promptTokenCount":%d,"candidatesTokenCount":%d,"totalTokenCount":%d,"cachedContentTokenCount":1}`, prompt, len(toks), prompt+len(toks))
 	head := fmt.Sprintf(`"modelVersion":%q,"responseId":"resp_demo%d"`, model, time.Now().UnixNano())

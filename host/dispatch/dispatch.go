@@ -254,15 +254,25 @@ func (r *Result) Metadata(requested string) *wire.Metadata {
 // body. A charge that cannot be made durable fails the request: a result
 // whose cost the ledger could lose is not handed out.
 func (r *Result) Settle(body []byte, u billing.Usage, finish string) ([]byte, *apierr.Error) {
+	out, _, err := r.SettleRecord(body, u, finish)
+	return out, err
+}
+
+// SettleRecord is Settle that also returns the generation record, for a
+// caller that sums several runs (the server-tool loop's turns).
+func (r *Result) SettleRecord(body []byte, u billing.Usage, finish string) ([]byte, *billing.Generation, *apierr.Error) {
 	g, err := r.res.Settle(billing.Outcome{Usage: u, FinishReason: finish, PluginTime: r.job.pluginTime()})
 	if err != nil {
-		return nil, apierr.Wrap(http.StatusServiceUnavailable, err, "the charge for this request could not be recorded; nothing was billed, try again")
+		return nil, nil, apierr.Wrap(http.StatusServiceUnavailable, err, "the charge for this request could not be recorded; nothing was billed, try again")
 	}
 	if out, err := wire.WriteUsage(body, g); err == nil {
-		return out, nil
+		return out, g, nil
 	}
-	return body, nil
+	return body, g, nil
 }
+
+// AddFees adds server-tool fees to this run's charge (billing.Reservation.AddFees).
+func (r *Result) AddFees(fees ...billing.Fee) { r.res.AddFees(fees...) }
 
 // Fail settles a request that failed after its attempt succeeded (e.g. a
 // stream broke): u is what the client received and pays for.

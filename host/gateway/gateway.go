@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/netguard"
 	"github.com/switchyard/switchyard/host/route"
@@ -117,6 +119,9 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	tm, ml := cfg.TenantModules, cfg.ModuleLogs
 	g.Engine.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute}
 	g.Engine.Logs = wasm.LogLimits{BytesPerCall: ml.BytesPerCall, LinesPerCall: ml.LinesPerCall, BytesPerMinute: ml.BytesPerMinute, LinesPerMinute: ml.LinesPerMinute}
+	if err := g.hostFunctions(); err != nil {
+		return nil, err
+	}
 	g.closers = append(g.closers, func() { _ = g.Engine.Close(ctx) })
 	if g.Modules, err = modules.Open(g.DB, g.Engine, log); err != nil {
 		return nil, err
@@ -133,6 +138,35 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		Router: g.Router,
 	})
 	return g, nil
+}
+
+// hostFunctions configures the module host functions (config "modules" and
+// "secrets") and starts the module store's sweep.
+func (g *Gateway) hostFunctions() error {
+	mc := g.Config.Modules
+	g.Engine.HTTP = wasm.HTTPLimits{
+		CallsPerRequest: mc.HTTP.CallsPerRequest, MaxResponseBytes: mc.HTTP.MaxResponseBytes,
+		Timeout: time.Duration(mc.HTTP.Timeout), PrivateHosts: mc.PrivateHosts,
+	}
+	g.Engine.ChatCallsPerRequest = mc.ChatCallsPerRequest
+	g.Engine.Secrets = g.Config.ResolveSecrets(os.Environ())
+	g.Engine.TenantSecrets = mc.TenantSecrets
+	kvs, err := kv.Open(g.DB, kv.Limits{
+		MaxKeys: mc.KV.MaxKeys, MaxBytes: mc.KV.MaxBytes, MaxKeyBytes: mc.KV.MaxKeyBytes, MaxValueBytes: mc.KV.MaxValueBytes,
+		MaxTTL: time.Duration(mc.KV.MaxTTL), SweepEvery: time.Duration(mc.KV.SweepEvery),
+	})
+	if err != nil {
+		return err
+	}
+	g.Engine.KV = kvs
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		kvs.Run(ctx, func(f string, a ...any) { g.log.Error(fmt.Sprintf(f, a...)) })
+	}()
+	g.closers = append(g.closers, func() { stop(); <-done })
+	return nil
 }
 
 // bootstrap creates the first account and management key (cfg.BootstrapKey

@@ -36,6 +36,11 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	// (a stream's pump notices it by its failed writes afterwards).
 	ctx, stopWatch := hangup.Watch(ctx, c.Context().Conn())
 	defer stopWatch()
+	genID := newGenerationID()
+	// Host functions called by this request's modules (chat sub-requests
+	// among them) act for it: the same key, counted in its usage.
+	req.spend = &spend{}
+	ctx = withCallEnv(ctx, req, genID, s.subChat(req, genID, req.spend))
 	pl, aerr := s.Pipeline.Build(req.key.AccountID, req.Model(), req.Plugins)
 	if aerr != nil {
 		cancel()
@@ -44,7 +49,6 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	}
 	adm := req.adm
 	release := func() { pl.Release(); cancel(); adm.end() }
-	genID := newGenerationID()
 	edited, answer, aerr := s.preRequest(ctx, req, pl)
 	switch {
 	case aerr != nil:
@@ -55,6 +59,9 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		return s.respondFromPlugin(c, req, pl, genID, answer)
 	}
 	req = edited
+	if req.ServerTools {
+		return s.serverTools(c, ctx, req, pl, genID, release) // servertools.go
+	}
 	job := req.job(s.Keys, genID)
 	job.PluginTime = pl.Time
 	r, aerr := s.Dispatcher.Run(ctx, job)
@@ -92,7 +99,7 @@ func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatReq
 			raw = edited
 		}
 	}
-	meta := req.metadata(r).WithStages(pl.Stages)
+	meta := req.metadata(r).WithStages(req.spend.withStages(pl.Stages))
 	if hangup.Gone(ctx) {
 		// The answer came, but nobody is there to take it: what the
 		// upstream billed is charged, as cancelled.
@@ -107,6 +114,7 @@ func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatReq
 		return s.writeError(c, aerr, meta)
 	}
 	r.Succeeded(0, int(usage.CompletionTokens))
+	raw = req.spend.includeSubs(raw) // chat sub-requests its plugins made
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	c.Set("X-Generation-Id", r.Identity().GenID)
 	return c.Send(meta.Set(raw))
@@ -118,6 +126,8 @@ type chatRequest struct {
 	meta bool // X-Service-Metadata: enabled
 	key  *keys.Key
 	adm  *admission // its rate-limit admission
+	// spend sums the charges of its runs (server-tool turns, sub-requests).
+	spend *spend
 }
 
 func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
@@ -163,7 +173,7 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	if vr.SessionID == "" {
 		vr.SessionID = req.SessionID // the header's session still applies
 	}
-	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm}, nil, nil
+	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm, spend: req.spend}, nil, nil
 }
 
 // job is the request for the dispatcher.

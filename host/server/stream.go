@@ -288,7 +288,8 @@ func (p *pump) finish(err error) {
 		var aerr *apierr.Error
 		if final, aerr = p.r.Settle(final, usage, p.finishReason); aerr == nil {
 			p.held = nil
-			_ = p.emit(p.meta.WithStages(p.pl.Stages).Set(final))
+			final = p.req.spend.includeSubs(final) // chat sub-requests its plugins made
+			_ = p.emit(p.meta.WithStages(p.req.spend.withStages(p.pl.Stages)).Set(final))
 			_ = p.emit(done)
 			p.r.Succeeded(p.ttft, int(usage.CompletionTokens))
 			return

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/host/apierr"
@@ -38,7 +39,20 @@ const (
 	maxSessionID     = 256
 	maxFunctionName  = 64
 	maxTopLogprobs   = 20
+	// MaxToolCalls is the most server-tool calls one request may make
+	// (max_tool_calls' maximum and the cap whatever the stop conditions);
+	// DefaultMaxToolCalls applies when the request gives neither
+	// max_tool_calls nor stop_server_tools_when (docs/server-tools.md).
+	MaxToolCalls        = 30
+	DefaultMaxToolCalls = 8
 )
+
+// ServerToolPrefix starts the type of a server tool ({"type": "service:web_search"}).
+const ServerToolPrefix = "service:"
+
+// serverToolAliases are OpenAI's names for web search in tool_choice,
+// accepted for service:web_search.
+var serverToolAliases = map[string]string{"web_search": "service:web_search", "web_search_preview": "service:web_search"}
 
 // chatState carries what cross-field rules need from the one walk over the
 // body.
@@ -47,6 +61,7 @@ type chatState struct {
 	models                    int
 	tools                     gjson.Result // the tools array
 	choice                    gjson.Result // tool_choice.function.name
+	serverChoice              string       // tool_choice's server tool type
 	effort, reasoningEffort   string       // "" when absent or null
 	hasEffort, hasShortEffort bool
 }
@@ -89,7 +104,10 @@ func checkChat(body []byte, req *ChatRequest) *apierr.Error {
 	if st.hasEffort && st.hasShortEffort && st.effort != st.reasoningEffort {
 		return apierr.BadRequest("reasoning_effort", "%q differs from reasoning.effort %q; send one of them, or the same value in both", st.reasoningEffort, st.effort)
 	}
-	return v.checkChoiceNamed(st.tools, st.choice)
+	if err := v.checkChoiceNamed(st.tools, st.choice); err != nil {
+		return err
+	}
+	return v.checkChoiceServer(st.tools, st.serverChoice)
 }
 
 // chatField checks one top-level member; the path is already k.
@@ -220,6 +238,14 @@ func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.E
 		return v.object(x) // its fields are not specified
 	case "stop_server_tools_when":
 		return v.items(x, 1, -1, func(_ int, c gjson.Result) *apierr.Error { return v.stopCondition(c) })
+	case "max_tool_calls":
+		if isNull(x) {
+			return nil
+		}
+		if x.Type != gjson.Number || x.Num != float64(int64(x.Num)) || x.Num < 1 || x.Num > MaxToolCalls {
+			return v.fail("must be an integer from 1 to %d (server-tool calls per request; default %d), got %s", MaxToolCalls, DefaultMaxToolCalls, shown(x))
+		}
+		return nil
 	}
 	return nil // unknown top-level fields are accepted: see the package comment
 }
@@ -409,6 +435,9 @@ func (v *validator) tool(t gjson.Result) *apierr.Error {
 		return err
 	}
 	typ := v.get(t, "type")
+	if typ.Type == gjson.String && strings.HasPrefix(text(typ), ServerToolPrefix) {
+		return v.serverTool(t, typ)
+	}
 	if err := v.field("type", typ, func(x gjson.Result) *apierr.Error { return v.enum(x, toolTypes) }); err != nil {
 		return err
 	}
@@ -446,6 +475,36 @@ func (v *validator) tool(t gjson.Result) *apierr.Error {
 			return v.customFormat(x)
 		}
 		return nil
+	})
+}
+
+// serverTool checks a server tool {"type": "service:<name>", "parameters"?: {…}}.
+// Whether a module implements the type is decided when the request is
+// routed (host/tools), with the modules of the caller's account; its
+// parameters are the module's business.
+func (v *validator) serverTool(t, typ gjson.Result) *apierr.Error {
+	name := strings.TrimPrefix(text(typ), ServerToolPrefix)
+	ok := name != "" && len(name) <= 64
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'
+	}
+	if !ok {
+		return v.failAt("type", "a server tool type is service: followed by lowercase letters, digits or underscores (such as service:web_search), got %s", shown(typ))
+	}
+	return v.each(t, func(k string, x gjson.Result) *apierr.Error {
+		switch k {
+		case "type":
+			return nil
+		case "parameters":
+			if isNull(x) {
+				return nil
+			}
+			return v.object(x)
+		case "cache_control":
+			return v.object(x)
+		}
+		return v.fail(`unknown field of a server tool; give its options in "parameters"`)
 	})
 }
 
@@ -530,6 +589,11 @@ func (v *validator) toolChoice(st *chatState, x gjson.Result) *apierr.Error {
 	if t.Type != gjson.String || t.Raw == `""` {
 		return v.failAt("type", `required: "function" for a named tool, or a server tool's type, got %s`, describe(t))
 	}
+	if typ := text(t); strings.HasPrefix(typ, ServerToolPrefix) {
+		st.serverChoice = typ
+	} else if alias := serverToolAliases[typ]; alias != "" && st.serverChoice == "" {
+		st.serverChoice = "?" + alias // only checked when tools has it
+	}
 	if text(t) != "function" {
 		return nil
 	}
@@ -563,6 +627,27 @@ func (v *validator) checkChoiceNamed(tools, name gjson.Result) *apierr.Error {
 	})
 	if !found {
 		return apierr.BadRequest("tool_choice.function.name", "%q is not the name of one of the request's tools", clip(want, 64))
+	}
+	return nil
+}
+
+// checkChoiceServer checks a server-tool choice against the request's
+// tools: the model can only be made to call a tool it is offered.
+func (v *validator) checkChoiceServer(tools gjson.Result, typ string) *apierr.Error {
+	if typ == "" {
+		return nil
+	}
+	alias := strings.HasPrefix(typ, "?")
+	typ = strings.TrimPrefix(typ, "?")
+	found := false
+	if tools.IsArray() {
+		v.elements(tools, func(_ int, t gjson.Result) bool {
+			found = v.get(t, "type").Str == typ
+			return !found
+		})
+	}
+	if !found && !alias {
+		return apierr.BadRequest("tool_choice.type", "%q is not one of the request's tools: add {\"type\": %q} to tools", clip(typ, 64), clip(typ, 64))
 	}
 	return nil
 }
@@ -744,10 +829,12 @@ func (v *validator) cacheControl(x gjson.Result) *apierr.Error {
 	return nil
 }
 
-// stopCondition checks one condition of stop_server_tools_when. Two types
-// are specified: step_count_is (integer step_count >= 1) and max_cost
-// (number max_cost_in_dollars > 0). Other types are accepted as objects with
-// a string type, so a client that knows a newer type is not refused.
+// stopCondition checks one condition of stop_server_tools_when:
+// step_count_is {step_count: integer >= 1}, max_cost {max_cost_in_dollars:
+// number > 0}, has_tool_call {tool_name: string}, max_tokens_used
+// {max_tokens: integer >= 1}, finish_reason_is {reason: string}. Other
+// types are accepted as objects with a string type, so a client that knows
+// a newer type is not refused; the loop ignores them (docs/server-tools.md).
 func (v *validator) stopCondition(c gjson.Result) *apierr.Error {
 	if err := v.object(c); err != nil {
 		return err
@@ -765,6 +852,14 @@ func (v *validator) stopCondition(c gjson.Result) *apierr.Error {
 		return v.field("max_cost_in_dollars", v.get(c, "max_cost_in_dollars"), func(x gjson.Result) *apierr.Error {
 			return v.atLeast(x, 0, true)
 		})
+	case "max_tokens_used":
+		return v.field("max_tokens", v.get(c, "max_tokens"), func(x gjson.Result) *apierr.Error {
+			return v.integer(x, 1, math.MaxInt64)
+		})
+	case "has_tool_call":
+		return v.field("tool_name", v.get(c, "tool_name"), v.nonEmpty)
+	case "finish_reason_is":
+		return v.field("reason", v.get(c, "reason"), v.nonEmpty)
 	}
 	return nil
 }

@@ -42,6 +42,13 @@ type ChatRequest struct {
 	PromptBound, Images int64
 	// EchoUpstream is debug.echo_upstream_body.
 	EchoUpstream bool
+	// ServerTools reports a server tool ({"type": "service:…"}) in tools:
+	// the request runs the server-tool loop (host/tools, docs/server-tools.md).
+	ServerTools bool
+	// MaxToolCalls is max_tool_calls (0 when absent); StopWhen is
+	// stop_server_tools_when (absent when not given).
+	MaxToolCalls int
+	StopWhen     gjson.Result
 
 	provider, route gjson.Result
 }
@@ -99,6 +106,12 @@ func (r *ChatRequest) collect(k string, x gjson.Result) {
 		r.Plugins = x
 	case k == "messages":
 		r.PromptTokens = EstimateTokens(len(x.Raw))
+	case k == "max_tool_calls":
+		if x.Type == gjson.Number {
+			r.MaxToolCalls = int(x.Int())
+		}
+	case k == "stop_server_tools_when":
+		r.StopWhen = x
 	}
 	if (k == "max_completion_tokens" || k == "max_tokens") && x.Type == gjson.Number {
 		r.MaxOutput = max(r.MaxOutput, int(x.Int()))
@@ -108,6 +121,12 @@ func (r *ChatRequest) collect(k string, x gjson.Result) {
 	}
 	if k == "tools" && hasCustomTool(x) {
 		r.Params = append(r.Params, chatparams.CustomTools)
+	}
+	if k == "tools" {
+		x.ForEach(func(_, t gjson.Result) bool {
+			r.ServerTools = strings.HasPrefix(t.Get("type").Str, ServerToolPrefix)
+			return !r.ServerTools
+		})
 	}
 }
 

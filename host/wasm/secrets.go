@@ -51,12 +51,6 @@ func (e *Engine) substituteSecrets(mod *Module, s string, query bool, used []use
 			return b.String(), used, nil
 		}
 		name := s[i+len(secretOpen) : i+j]
-		if query {
-			// The module may have escaped the placeholder's braces.
-			if n, err := url.QueryUnescape(name); err == nil {
-				name = n
-			}
-		}
 		v, err := e.secret(mod, name)
 		if err != nil {
 			return "", used, err

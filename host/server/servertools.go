@@ -1,0 +1,621 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/hangup"
+	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/switchyard/switchyard/host/sse"
+	"github.com/switchyard/switchyard/host/tokenize"
+	"github.com/switchyard/switchyard/host/tools"
+	"github.com/switchyard/switchyard/host/validate"
+	"github.com/switchyard/switchyard/host/wasm"
+	"github.com/switchyard/switchyard/host/wire"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// The server-tool agent loop (docs/server-tools.md): the model is called,
+// the server tools it calls are run through their modules, their results
+// are appended and the model is called again, until it answers without a
+// server-tool call, calls a client function tool, or a budget fires — then
+// one last turn with tools disabled so the answer ends in prose. Every turn
+// is a dispatcher run of its own: routed, held, attempted and settled like
+// any request, with the tool fees of its calls charged on its record. The
+// client gets one answer whose usage sums every turn.
+
+// toolLoop is one request's loop.
+type toolLoop struct {
+	s     *Server
+	req   *chatRequest
+	pl    *pipeline.Pipeline
+	set   *tools.Set
+	genID string
+	env   tools.Env
+	spend *spend
+
+	maxCalls int
+	body     []byte // the conversation so far, as the client's body
+	turns    int    // model turns made
+	steps    int    // turns that called server tools
+	executed int    // server-tool calls run
+	asked    int    // server-tool calls the model made
+	searches int    // service:web_search calls run
+	calls    []map[string]any
+	stopped  string // the budget that ended the loop, if one did
+	last     *dispatch.Result
+	tw       *turnWriter // the client's stream; nil for a JSON answer
+}
+
+// spend sums what a request was charged across its runs: the loop's turns
+// and the chat sub-requests modules made (CallEnv.Chat). Safe for
+// concurrent use: tools of one turn run in parallel.
+type spend struct {
+	mu          sync.Mutex
+	usage       billing.Usage
+	cost        billing.Cost
+	failed      billing.Nanos
+	fees        billing.Nanos
+	charged     billing.Nanos
+	uncollected billing.Nanos
+	subs        []map[string]any // service_metadata entries of sub-requests
+	subCharged  billing.Nanos
+}
+
+func (sp *spend) add(g *billing.Generation) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.usage = sp.usage.Add(g.Usage)
+	sp.cost = sp.cost.Add(g.Cost)
+	sp.failed += g.FailedCost
+	sp.fees += g.FeesCost
+	sp.charged += g.Charged
+	sp.uncollected += g.Uncollected
+}
+
+// addSub counts a sub-request's charge in the request's cost.
+func (sp *spend) addSub(g *billing.Generation, model string) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.subCharged += g.Charged
+	sp.uncollected += g.Uncollected
+	sp.subs = append(sp.subs, map[string]any{"id": g.ID, "model": model, "provider": g.Provider,
+		"status": g.Status, "cost": g.Charged, "prompt_tokens": g.Usage.PromptTokens, "completion_tokens": g.Usage.CompletionTokens})
+}
+
+// total is everything charged so far, sub-requests included.
+func (sp *spend) total() billing.Nanos {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.charged + sp.subCharged + sp.uncollected
+}
+
+// stages are the service_metadata.pipeline entries of sub-requests.
+func (sp *spend) stages() []map[string]any {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if len(sp.subs) == 0 {
+		return nil
+	}
+	return []map[string]any{{"type": "sub_requests", "name": "chat", "summary": fmt.Sprintf("%d chat sub-request(s) made by modules", len(sp.subs)),
+		"data": map[string]any{"requests": sp.subs, "cost": sp.subCharged}}}
+}
+
+// withStages is stages followed by the sub-requests' stage, if any.
+func (sp *spend) withStages(stages []map[string]any) []map[string]any {
+	if sp == nil {
+		return stages
+	}
+	if subs := sp.stages(); subs != nil {
+		return append(append([]map[string]any{}, stages...), subs...)
+	}
+	return stages
+}
+
+// includeSubs adds the sub-requests' charge to the usage.cost of a result
+// that was settled alone (a request without server tools whose plugins made
+// sub-requests).
+func (sp *spend) includeSubs(raw []byte) []byte {
+	if sp == nil {
+		return raw
+	}
+	sp.mu.Lock()
+	sub := sp.subCharged
+	sp.mu.Unlock()
+	if sub == 0 {
+		return raw
+	}
+	cost, err := billing.ParseUSD(gjson.GetBytes(raw, "usage.cost").Raw)
+	if err != nil {
+		return raw
+	}
+	raw, _ = sjson.SetRawBytes(raw, "usage.cost", []byte((cost + sub).USD()))
+	raw, _ = sjson.SetRawBytes(raw, "usage.cost_details.sub_requests", []byte(sub.USD()))
+	return raw
+}
+
+// serverTools serves a request whose tools hold server tools; it owns
+// release from here on.
+func (s *Server) serverTools(c *fiber.Ctx, ctx context.Context, req *chatRequest, pl *pipeline.Pipeline, genID string, release func()) error {
+	set, aerr := tools.Resolve(s.Modules, req.key.AccountID, req.Body)
+	if aerr == nil && set != nil && req.N > 1 {
+		aerr = apierr.BadRequest("n", "must be 1 with server tools: the loop continues one conversation")
+	}
+	if aerr != nil {
+		set.Release()
+		release()
+		return s.writeError(c, aerr, s.pluginMeta(req, pl))
+	}
+	done := func() { set.Release(); release() }
+	l := &toolLoop{s: s, req: req, pl: pl, set: set, genID: genID, body: req.Body, spend: req.spend,
+		env: tools.Env{RequestID: genID, Account: req.key.AccountID, Model: req.Model()}, maxCalls: maxToolCalls(req.ChatRequest)}
+	if !req.Stream {
+		defer done()
+		raw, aerr := l.run(ctx)
+		if aerr != nil {
+			return s.writeError(c, aerr, l.meta())
+		}
+		if !pl.Empty() {
+			// The turns were charged whatever a post plugin decides.
+			edited, perr := pl.Post(ctx, raw)
+			if perr != nil {
+				return s.writeError(c, perr, l.meta())
+			}
+			raw = edited
+		}
+		if hangup.Gone(ctx) {
+			return apierr.New(499, "client closed the request")
+		}
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		c.Set("X-Generation-Id", genID)
+		return c.Send(l.meta().Set(raw))
+	}
+	exit := s.keepShedSlot(c)
+	setStreamHeaders(c)
+	c.Set("X-Generation-Id", genID)
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer exit()
+		defer done()
+		l.stream(ctx, w)
+	})
+	return nil
+}
+
+// maxToolCalls is the request's budget of server-tool calls: max_tool_calls,
+// else the default — unless stop conditions are given, which override the
+// default (the hard maximum still bounds the loop).
+func maxToolCalls(r *validate.ChatRequest) int {
+	switch {
+	case r.MaxToolCalls > 0:
+		return r.MaxToolCalls
+	case r.StopWhen.IsArray():
+		return validate.MaxToolCalls
+	}
+	return validate.DefaultMaxToolCalls
+}
+
+// keepAliveLine is the loop's SSE keep-alive: a comment line without the
+// blank line that would end an event. Spec parsers ignore both forms, but
+// openai-go dispatches the empty event a blank line ends and fails to
+// decode it.
+var keepAliveLine = []byte(": " + keepAliveText + "\n")
+
+// stream runs the loop behind an SSE response: every turn streams from
+// the upstream and its text goes on to the client as it comes; keep-alive
+// comments flow while tools run; the final chunk carries the usage of
+// every turn.
+func (l *toolLoop) stream(ctx context.Context, w *bufio.Writer) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tw := &turnWriter{w: w, alive: true, cancel: cancel, pl: l.pl}
+	l.tw = tw
+	// The first comment at once: the client knows the request is taken.
+	tw.write(keepAliveLine)
+	stop := make(chan struct{})
+	var ticking sync.WaitGroup
+	ticking.Add(1)
+	go tw.keepAlive(time.Duration(l.s.Config.KeepAlive), stop, &ticking)
+	raw, aerr := l.run(ctx)
+	close(stop)
+	ticking.Wait()
+	id := wire.Identity{GenID: l.genID, Model: l.req.Model()}
+	if l.last != nil && l.last.Call != nil {
+		id = l.last.Identity()
+		id.GenID = l.genID
+	}
+	if aerr != nil {
+		l.s.logCause("/chat/completions (stream "+l.genID+")", aerr)
+		_ = tw.emit(ctx, id.ErrorChunk(aerr))
+		tw.write(sse.AppendEvent(nil, done))
+		return
+	}
+	for _, ch := range tail(l.meta().Set(raw), id) {
+		if e := tw.emit(ctx, ch); e != nil {
+			if e.Status != 499 {
+				_ = tw.emit(ctx, id.ErrorChunk(e))
+			}
+			break
+		}
+	}
+	tw.write(sse.AppendEvent(nil, done))
+}
+
+// run makes turns until the model answers. It returns the answer with the
+// summed usage written into it; on error every turn made was settled.
+func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
+	turn := tools.First
+	for {
+		id := l.genID
+		if l.turns > 0 {
+			id += "-" + strconv.Itoa(l.turns+1)
+		}
+		r, aerr := l.s.Dispatcher.Run(ctx, l.job(l.set.Body(l.body, turn), id))
+		l.turns++
+		if aerr != nil {
+			if r != nil {
+				l.last = r
+			}
+			if l.turns > 1 {
+				aerr = l.midLoop(aerr)
+			}
+			return nil, aerr
+		}
+		l.last = r
+		var raw []byte
+		var u billing.Usage
+		var finish string
+		if l.tw != nil {
+			sid := r.Identity()
+			sid.GenID = l.genID
+			if raw, u, finish, aerr = l.tw.turn(ctx, r, sid); aerr != nil {
+				if l.turns > 1 {
+					aerr = l.midLoop(aerr)
+				}
+				return nil, aerr
+			}
+		} else {
+			raw = wire.Completion(r.Body, r.Identity(), "chat.completion")
+			r.Body = nil
+			u = r.Usage(raw, func() string { return wire.CompletionText(raw) })
+			finish = gjson.GetBytes(raw, "choices.0.finish_reason").Str
+		}
+		msg := gjson.GetBytes(raw, "choices.0.message")
+		server, client := l.split(msg)
+		if turn == tools.Final || len(server) == 0 || len(client) > 0 {
+			// The answer: prose, or a call the client runs. Server calls
+			// beside client calls (or past the end) are not run.
+			if len(server) > 0 {
+				raw, finish = l.dropServerCalls(raw, msg, client, finish)
+			}
+			raw, g, aerr := r.SettleRecord(raw, u, finish)
+			if aerr != nil {
+				return nil, aerr
+			}
+			l.spend.add(g)
+			r.Succeeded(0, int(u.CompletionTokens))
+			return l.answer(raw, r), nil
+		}
+		l.steps++
+		l.asked += len(server)
+		outs := l.runCalls(ctx, server)
+		if fees := feesOf(outs); len(fees) > 0 {
+			r.AddFees(fees...)
+		}
+		_, g, aerr := r.SettleRecord(raw, u, finish)
+		if aerr != nil {
+			return nil, aerr
+		}
+		l.spend.add(g)
+		r.Succeeded(0, int(u.CompletionTokens))
+		if hangup.Gone(ctx) || ctx.Err() != nil {
+			return nil, apierr.New(499, "client closed the request")
+		}
+		l.body = appendTurn(l.body, msg, outs)
+		if l.stopped = l.stopWhy(finish, outs); l.stopped != "" {
+			turn = tools.Final
+		} else {
+			turn = tools.Next
+		}
+	}
+}
+
+// midLoop words an error of a later turn: the earlier turns were served and
+// charged, and the client should know it.
+func (l *toolLoop) midLoop(e *apierr.Error) *apierr.Error {
+	out := *e
+	out.Message = fmt.Sprintf("the server-tool loop stopped at turn %d: %s (the %d turn(s) before it and their tool calls were charged: %s)",
+		l.turns, e.Message, l.turns-1, l.spend.total().USD())
+	return &out
+}
+
+// job is the dispatcher's request for one turn: the conversation so far,
+// streamed from the upstream when the client streams, with the prompt
+// bounds of this turn's body.
+func (l *toolLoop) job(body []byte, id string) *dispatch.Job {
+	stream := l.tw != nil
+	body, _ = sjson.SetBytes(body, "stream", stream)
+	body, _ = sjson.DeleteBytes(body, "stream_options")
+	turn := *l.req.ChatRequest
+	turn.Body, turn.Stream = body, stream
+	turn.PromptBound, turn.Images = tokenize.EstimatePrompt(body)
+	turn.PromptTokens = validate.EstimateTokens(len(gjson.GetBytes(body, "messages").Raw))
+	req := &chatRequest{ChatRequest: &turn, key: l.req.key}
+	j := req.job(l.s.Keys, id)
+	j.PluginTime = l.pl.Time
+	return j
+}
+
+// split sorts the tool calls of an assistant message into server-tool calls
+// and calls the client runs.
+func (l *toolLoop) split(msg gjson.Result) (server, client []tools.Call) {
+	msg.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+		c := tools.Call{ID: tc.Get("id").Str, Name: tc.Get("function.name").Str, Arguments: tc.Get("function.arguments").Str}
+		if l.set.Named(c.Name) != nil {
+			server = append(server, c)
+		} else {
+			client = append(client, c)
+		}
+		return true
+	})
+	return server, client
+}
+
+// dropServerCalls removes server-tool calls the loop will not run from the
+// answer: the client cannot run them. With no call left the turn ends as
+// prose.
+func (l *toolLoop) dropServerCalls(raw []byte, msg gjson.Result, client []tools.Call, finish string) ([]byte, string) {
+	if len(client) == 0 {
+		raw, _ = sjson.DeleteBytes(raw, "choices.0.message.tool_calls")
+		if finish == "tool_calls" {
+			finish = "stop"
+			raw, _ = sjson.SetBytes(raw, "choices.0.finish_reason", finish)
+		}
+		if !gjson.GetBytes(raw, "choices.0.message.content").Exists() {
+			raw, _ = sjson.SetBytes(raw, "choices.0.message.content", "")
+		}
+		return raw, finish
+	}
+	kept := []byte{'['}
+	msg.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+		if l.set.Named(tc.Get("function.name").Str) == nil {
+			if len(kept) > 1 {
+				kept = append(kept, ',')
+			}
+			kept = append(kept, tc.Raw...)
+		}
+		return true
+	})
+	raw, _ = sjson.SetRawBytes(raw, "choices.0.message.tool_calls", append(kept, ']'))
+	return raw, finish
+}
+
+// runCalls runs a turn's server-tool calls within the request's budget;
+// calls past it get a result saying so (every call needs a result).
+func (l *toolLoop) runCalls(ctx context.Context, calls []tools.Call) []tools.Outcome {
+	n := min(len(calls), max(l.maxCalls-l.executed, 0))
+	outs := make([]tools.Outcome, 0, len(calls))
+	outs = append(outs, l.set.RunAll(ctx, l.env, calls[:n])...)
+	for _, c := range calls[n:] {
+		outs = append(outs, tools.Skipped(l.set.Named(c.Name), c,
+			fmt.Sprintf("not run: this request's limit of %d server-tool calls (max_tool_calls) is reached; answer with what you have", l.maxCalls)))
+	}
+	l.executed += n
+	for _, o := range outs {
+		if o.Status != "skipped" && o.Type == "service:web_search" {
+			l.searches++
+		}
+		l.calls = append(l.calls, map[string]any{"tool": o.Type, "name": o.Name, "id": o.ID,
+			"arguments": clip([]byte(o.Arguments), 200), "status": o.Status, "error": o.Error,
+			"cost": o.Cost, "duration_ms": o.Duration.Milliseconds(), "turn": l.turns})
+	}
+	return outs
+}
+
+// feesOf itemises a turn's tool costs by tool.
+func feesOf(outs []tools.Outcome) []billing.Fee {
+	var fees []billing.Fee
+	for _, o := range outs {
+		if o.Cost <= 0 {
+			continue
+		}
+		i := 0
+		for i < len(fees) && fees[i].Tool != o.Type {
+			i++
+		}
+		if i == len(fees) {
+			fees = append(fees, billing.Fee{Tool: o.Type})
+		}
+		fees[i].Calls++
+		fees[i].Cost += o.Cost
+	}
+	return fees
+}
+
+// appendTurn appends the assistant's turn and one tool message per call.
+func appendTurn(body []byte, msg gjson.Result, outs []tools.Outcome) []byte {
+	content := msg.Get("content").Raw
+	if content == "" {
+		content = "null"
+	}
+	asst := []byte(`{"role":"assistant","content":` + content + `,"tool_calls":` + msg.Get("tool_calls").Raw + `}`)
+	body, _ = sjson.SetRawBytes(body, "messages.-1", asst)
+	for _, o := range outs {
+		m := []byte(`{"role":"tool","tool_call_id":` + strconv.Quote(o.ID) + `,"content":` + strconv.Quote(o.Result) + `}`)
+		body, _ = sjson.SetRawBytes(body, "messages.-1", m)
+	}
+	return body
+}
+
+// stopWhy returns the budget that ends the loop after a turn, or "": the
+// first of the request's stop conditions that holds, else max_tool_calls.
+func (l *toolLoop) stopWhy(finish string, outs []tools.Outcome) string {
+	why := ""
+	l.req.StopWhen.ForEach(func(_, c gjson.Result) bool {
+		typ := c.Get("type").Str
+		var fired bool
+		switch typ {
+		case "step_count_is":
+			fired = int64(l.steps) >= c.Get("step_count").Int()
+		case "max_cost":
+			max, err := billing.ParseUSD(c.Get("max_cost_in_dollars").Raw)
+			fired = err == nil && l.spend.total() >= max
+		case "has_tool_call":
+			name := c.Get("tool_name").Str
+			for _, o := range outs {
+				fired = fired || o.Name == name || o.Type == name || o.Type == validate.ServerToolPrefix+name
+			}
+		case "max_tokens_used":
+			l.spend.mu.Lock()
+			fired = l.spend.usage.TotalTokens() >= c.Get("max_tokens").Int()
+			l.spend.mu.Unlock()
+		case "finish_reason_is":
+			fired = finish == c.Get("reason").Str
+		}
+		if fired {
+			why = typ
+		}
+		return !fired
+	})
+	if why == "" && l.executed >= l.maxCalls {
+		why = "max_tool_calls"
+	}
+	return why
+}
+
+// answer is the final turn's result as the request's: its generation id,
+// usage summed over every turn (and the tool fees and sub-requests), and
+// the server-tool counts.
+func (l *toolLoop) answer(raw []byte, r *dispatch.Result) []byte {
+	id := r.Identity()
+	id.GenID = l.genID
+	raw = wire.Completion(raw, id, "chat.completion")
+	sp := l.spend
+	sp.mu.Lock()
+	g := &billing.Generation{Usage: sp.usage, Cost: sp.cost, FailedCost: sp.failed, Charged: sp.charged + sp.subCharged,
+		Uncollected: sp.uncollected}
+	fees, subs := sp.fees, sp.subCharged
+	sp.mu.Unlock()
+	if out, err := wire.WriteUsage(raw, g); err == nil {
+		raw = out
+	}
+	raw, _ = sjson.SetRawBytes(raw, "usage.cost_details.tool_fees", []byte(fees.USD()))
+	if subs > 0 {
+		raw, _ = sjson.SetRawBytes(raw, "usage.cost_details.sub_requests", []byte(subs.USD()))
+	}
+	raw, _ = sjson.SetRawBytes(raw, "usage.server_tool_use_details", []byte(fmt.Sprintf(
+		`{"tool_calls_requested":%d,"tool_calls_executed":%d,"web_search_requests":%d,"turns":%d}`, l.asked, l.executed, l.searches, l.turns)))
+	raw, _ = sjson.SetRawBytes(raw, "usage.server_tool_use", []byte(fmt.Sprintf(`{"web_search_requests":%d}`, l.searches)))
+	l.req.adm.record(g.Usage)
+	return raw
+}
+
+// meta is service_metadata: the last turn's routing, the pipeline's
+// stages, and the server_tools stage listing every call.
+func (l *toolLoop) meta() *wire.Metadata {
+	if !l.req.meta {
+		return nil
+	}
+	var m *wire.Metadata
+	if l.last != nil {
+		m = l.last.Metadata(l.req.Model())
+	} else {
+		m = l.s.pluginMeta(l.req, l.pl)
+	}
+	stages := append([]map[string]any{}, l.pl.Stages...)
+	calls := l.calls
+	if calls == nil {
+		calls = []map[string]any{}
+	}
+	summary := fmt.Sprintf("%d server-tool call(s) in %d turn(s)", l.executed, l.turns)
+	if l.stopped != "" {
+		summary += "; stopped by " + l.stopped
+	}
+	stages = append(stages, map[string]any{"type": "server_tools", "name": "server_tools", "summary": summary,
+		"data": map[string]any{"turns": l.turns, "calls": calls, "stopped_by": l.stopped, "max_tool_calls": l.maxCalls}})
+	stages = append(stages, l.spend.stages()...)
+	m.Pipeline = stages
+	return m
+}
+
+// subChat is CallEnv.Chat for a request: it runs a chat body as a
+// sub-request — validated, through the pipeline, routed, held and settled
+// under its own generation id (<request id>-sub<n>), charged to the
+// request's key — and counts its charge in the request's usage. The
+// sub-request's modules get no Chat of their own (depth 1: no recursion),
+// and the request's deadline (in ctx) bounds it.
+func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend) func(ctx context.Context, body []byte) (int, []byte, error) {
+	var mu sync.Mutex
+	n := 0
+	return func(ctx context.Context, body []byte) (int, []byte, error) {
+		mu.Lock()
+		n++
+		id := parentID + "-sub" + strconv.Itoa(n)
+		mu.Unlock()
+		fail := func(e *apierr.Error) (int, []byte, error) { return e.Status, e.Envelope(nil), nil }
+		vr, aerr := validate.Chat(body)
+		switch {
+		case aerr != nil:
+			return fail(aerr)
+		case vr.Stream:
+			return fail(apierr.BadRequest("stream", "a sub-request cannot stream: send stream false"))
+		case vr.ServerTools:
+			return fail(apierr.BadRequest("tools", "server tools are not available in a sub-request"))
+		}
+		if vr, aerr = s.normalizeChat(vr); aerr != nil {
+			return fail(aerr)
+		}
+		req := &chatRequest{ChatRequest: vr, key: parent.key, spend: &spend{}}
+		ctx = withCallEnv(ctx, req, id, nil)
+		pl, aerr := s.Pipeline.Build(req.key.AccountID, req.Model(), req.Plugins)
+		if aerr != nil {
+			return fail(aerr)
+		}
+		defer pl.Release()
+		edited, answer, aerr := s.preRequest(ctx, req, pl)
+		switch {
+		case aerr != nil:
+			return fail(aerr)
+		case answer != nil:
+			return http.StatusOK, wire.PluginResult(answer, wire.Identity{GenID: id, Model: req.Model()}), nil
+		}
+		req = edited
+		job := req.job(s.Keys, id)
+		job.PluginTime = pl.Time
+		r, aerr := s.Dispatcher.Run(ctx, job)
+		if aerr != nil {
+			return fail(aerr)
+		}
+		raw := wire.Completion(r.Body, r.Identity(), "chat.completion")
+		r.Body = nil
+		u := r.Usage(raw, func() string { return wire.CompletionText(raw) })
+		raw, g, aerr := r.SettleRecord(raw, u, gjson.GetBytes(raw, "choices.0.finish_reason").Str)
+		if aerr != nil {
+			return fail(aerr)
+		}
+		sp.addSub(g, req.Model())
+		r.Succeeded(0, int(u.CompletionTokens))
+		if !pl.Empty() {
+			if edited, perr := pl.Post(ctx, raw); perr == nil {
+				raw = edited
+			}
+		}
+		return http.StatusOK, raw, nil
+	}
+}
+
+// withCallEnv puts the request's environment for host functions in ctx
+// (wasm.CallEnv): who pays, the request id, and the chat sub-request
+// function (nil for a sub-request: no recursion).
+func withCallEnv(ctx context.Context, req *chatRequest, id string, chat func(context.Context, []byte) (int, []byte, error)) context.Context {
+	return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: req.key.AccountID, KeyID: req.key.Hash, RequestID: id, Chat: chat})
+}

@@ -1,0 +1,262 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/switchyard/switchyard/host/sse"
+	"github.com/switchyard/switchyard/host/wire"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// turnWriter is the client's stream of a server-tool request. Every turn
+// is streamed from the upstream: its text is passed on as it comes, its
+// tool calls are held until the turn ends (server calls are run, never
+// shown; client calls end the loop and are sent then), and keep-alive
+// comments flow while tools run. Writes come from the loop and from the
+// keep-alive ticker, hence the lock.
+type turnWriter struct {
+	mu     sync.Mutex
+	w      *bufio.Writer
+	alive  bool
+	cancel context.CancelFunc // stops the loop when the client is gone
+	pl     *pipeline.Pipeline
+	frame  []byte
+	role   bool // the role delta was sent
+}
+
+func (tw *turnWriter) write(b []byte) bool {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if !tw.alive {
+		return false
+	}
+	if _, err := tw.w.Write(b); err != nil || tw.w.Flush() != nil {
+		tw.alive = false
+		tw.cancel()
+	}
+	return tw.alive
+}
+
+// emit sends one chunk through the post_chunk plugins.
+func (tw *turnWriter) emit(ctx context.Context, ch []byte) *apierr.Error {
+	out := [][]byte{ch}
+	if tw.pl.HasChunkHooks() {
+		var err *apierr.Error
+		if out, err = tw.pl.Chunk(ctx, ch); err != nil {
+			return err
+		}
+	}
+	for _, o := range out {
+		if !wire.IsChunk(o) {
+			continue // as the pump does: a plugin cannot put a non-chunk on the stream
+		}
+		tw.mu.Lock()
+		tw.frame = sse.AppendEvent(tw.frame[:0], o)
+		f := tw.frame
+		tw.mu.Unlock()
+		if !tw.write(f) {
+			return apierr.New(499, "client closed the request")
+		}
+	}
+	return nil
+}
+
+// keepAlive writes a comment every interval until stop is closed.
+func (tw *turnWriter) keepAlive(every time.Duration, stop <-chan struct{}, done *sync.WaitGroup) {
+	defer done.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if !tw.write(keepAliveLine) {
+				return
+			}
+		}
+	}
+}
+
+// heldCall is a tool call assembled from a turn's deltas.
+type heldCall struct {
+	id, name string
+	args     strings.Builder
+}
+
+// turn reads one streamed turn of r: text deltas go to the client as they
+// come (with the request's generation id), tool-call deltas are assembled.
+// It returns the turn as a complete result (what the loop reads), its usage
+// and finish reason. The call is closed when it returns; on error the turn
+// is settled (failed or cancelled).
+func (tw *turnWriter) turn(ctx context.Context, r *dispatch.Result, id wire.Identity) ([]byte, billing.Usage, string, *apierr.Error) {
+	call := r.Call
+	defer call.Close()
+	rd := sse.NewReader(call.Resp.Body, 16<<20)
+	var (
+		state      []byte
+		text       strings.Builder
+		calls      = map[int64]*heldCall{}
+		finish     string
+		finished   bool
+		usageChunk []byte
+		first      = true
+	)
+	fail := func(e *apierr.Error) ([]byte, billing.Usage, string, *apierr.Error) {
+		u := r.Counted(text.String())
+		if e.Status == 499 {
+			r.Cancel(u)
+		} else {
+			r.Fail(e, u)
+		}
+		return nil, u, "", e
+	}
+	slug := call.Endpoint.Provider.Slug
+	for {
+		ev, err := rd.Next()
+		switch {
+		case errors.Is(err, io.EOF) && finished:
+		case errors.Is(err, io.EOF):
+			return fail(apierr.New(http.StatusBadGateway, "provider %s ended the stream before it was complete", slug))
+		case err != nil:
+			return fail(call.TransportError(ctx, err))
+		}
+		if err != nil || string(ev.Data) == "[DONE]" {
+			break
+		}
+		chunks := [][]byte{ev.Data}
+		if !call.Module.Manifest.IsPassthrough(abi.HookChatStreamEvent) {
+			out, herr := call.Hook(ctx, abi.HookChatStreamEvent, ev.Data, state)
+			if herr != nil {
+				return fail(apierr.From(herr))
+			}
+			state = out.Field(0)
+			chunks = out.Fields[min(1, len(out.Fields)):]
+		}
+		for _, ch := range chunks {
+			ch, _, ok := wire.RepairChunk(ch)
+			if !ok {
+				continue
+			}
+			if msg := gjson.GetBytes(ch, "error"); msg.Exists() {
+				return fail(apierr.New(http.StatusBadGateway, "%s", call.Scrub("provider "+slug+": "+msg.Get("message").Str)))
+			}
+			if gjson.GetBytes(ch, "usage").IsObject() {
+				usageChunk = append(usageChunk[:0], ch...)
+			}
+			c := gjson.GetBytes(ch, "choices.0")
+			if fr := c.Get("finish_reason"); fr.Type == gjson.String {
+				finish, finished = fr.Str, true
+			}
+			c.Get("delta.tool_calls").ForEach(func(_, d gjson.Result) bool {
+				i := d.Get("index").Int()
+				h := calls[i]
+				if h == nil {
+					h = &heldCall{}
+					calls[i] = h
+				}
+				if v := d.Get("id").Str; v != "" {
+					h.id = v
+				}
+				if v := d.Get("function.name").Str; v != "" {
+					h.name = v
+				}
+				h.args.WriteString(d.Get("function.arguments").Str)
+				return true
+			})
+			if t := c.Get("delta.content").Str; t != "" {
+				if first {
+					r.FirstToken()
+					first = false
+				}
+				text.WriteString(t)
+				delta := `{"content":` + strconv.Quote(t) + `}`
+				if !tw.role {
+					tw.role = true
+					delta = `{"role":"assistant","content":` + strconv.Quote(t) + `}`
+				}
+				if e := tw.emit(ctx, []byte(id.ChunkHead()+`[{"index":0,"delta":`+delta+`,"finish_reason":null}]}`)); e != nil {
+					return fail(e)
+				}
+			}
+		}
+	}
+	// The turn as a result.
+	raw := []byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":null},"finish_reason":null}]}`)
+	if text.Len() > 0 {
+		raw, _ = sjson.SetBytes(raw, "choices.0.message.content", text.String())
+	}
+	if finish != "" {
+		raw, _ = sjson.SetBytes(raw, "choices.0.finish_reason", finish)
+	}
+	if len(calls) > 0 {
+		idx := make([]int64, 0, len(calls))
+		for i := range calls {
+			idx = append(idx, i)
+		}
+		sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
+		arr := []byte{'['}
+		for n, i := range idx {
+			h := calls[i]
+			if n > 0 {
+				arr = append(arr, ',')
+			}
+			arr = append(arr, `{"id":`+strconv.Quote(h.id)+`,"type":"function","function":{"name":`+strconv.Quote(h.name)+`,"arguments":`+strconv.Quote(h.args.String())+`}}`...)
+		}
+		raw, _ = sjson.SetRawBytes(raw, "choices.0.message.tool_calls", append(arr, ']'))
+	}
+	raw = wire.Completion(raw, r.Identity(), "chat.completion")
+	if u := gjson.GetBytes(usageChunk, "usage"); u.IsObject() {
+		raw, _ = sjson.SetRawBytes(raw, "usage", []byte(u.Raw))
+	}
+	u := r.Usage(raw, text.String)
+	return raw, u, finish, nil
+}
+
+// tail is what ends the client's stream once the loop answered: the
+// answer's client tool calls (its text went out as it came), the finish,
+// and the final chunk with the summed usage and service_metadata.
+func tail(result []byte, id wire.Identity) [][]byte {
+	head := id.ChunkHead()
+	var out [][]byte
+	ch := gjson.GetBytes(result, "choices.0")
+	if tcs := ch.Get("message.tool_calls"); tcs.IsArray() {
+		arr := []byte{'['}
+		i := 0
+		tcs.ForEach(func(_, tc gjson.Result) bool {
+			if i > 0 {
+				arr = append(arr, ',')
+			}
+			item, _ := sjson.SetBytes([]byte(tc.Raw), "index", i)
+			arr = append(arr, item...)
+			i++
+			return true
+		})
+		out = append(out, []byte(head+`[{"index":0,"delta":{"role":"assistant","tool_calls":`+string(arr)+`]},"finish_reason":null}]}`))
+	}
+	fr := ch.Get("finish_reason").Raw
+	if fr == "" || fr == "null" {
+		fr = `"stop"`
+	}
+	out = append(out, []byte(head+`[{"index":0,"delta":{},"finish_reason":`+fr+`}]}`))
+	final := head + `[],"usage":` + gjson.GetBytes(result, "usage").Raw
+	if sm := gjson.GetBytes(result, "service_metadata"); sm.Exists() {
+		final += `,"service_metadata":` + sm.Raw
+	}
+	return append(out, []byte(final+"}"))
+}

@@ -1,0 +1,36 @@
+//go:build wasip1
+
+// Command tooltest is a test-only server-tool module (service:tooltest): it
+// answers every call with its arguments, the request's tool parameters and
+// its config, for a fee of $0.0015, so tests can see what a tool module is
+// given and that its fee is charged; asked to, it fails or reports a
+// nonsense cost.
+package main
+
+import (
+	"errors"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/sdk"
+	"github.com/tidwall/gjson"
+)
+
+func main() {}
+
+func init() { sdk.Handle(abi.HookToolCall, toolCall) }
+
+func toolCall(in *sdk.In, out *sdk.Out) error {
+	ctx, name, args := in.Field(0), in.Field(1), in.Field(2)
+	if gjson.GetBytes(args, "fail").Bool() {
+		return errors.New("tooltest was asked to fail")
+	}
+	out.FieldString(`{"echo":` + string(args) + `,"name":` + sdk.Quote(string(name)) +
+		`,"parameters":` + gjson.GetBytes(ctx, "parameters").Raw + `,"config":` + gjson.GetBytes(ctx, "config").Raw +
+		`,"request_id":` + sdk.Quote(gjson.GetBytes(ctx, "request_id").Str) + `}`)
+	if gjson.GetBytes(args, "bad_cost").Bool() {
+		out.FieldString("lots")
+		return nil
+	}
+	out.FieldString("0.0015")
+	return nil
+}

@@ -1,0 +1,506 @@
+package wasm_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/tokenize"
+	"github.com/switchyard/switchyard/host/wasm"
+)
+
+// The host functions are exercised through the conformance kit's guest
+// (abi/conformance/guest, `make wasm`), which calls each through the SDK
+// as its ctx's "case" says, under manifests the tests write.
+
+func kitGuest(t testing.TB) []byte {
+	t.Helper()
+	bin, err := os.ReadFile(filepath.Join("..", "..", "build", "testdata", "conformance.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make wasm)", err)
+	}
+	return bin
+}
+
+// hostEngine is an engine with a module store (its clock settable) and
+// the given setup, logging into log.
+func hostEngine(t testing.TB, log io.Writer, setup func(e *wasm.Engine)) (*wasm.Engine, *fakeClock) {
+	t.Helper()
+	if log == nil {
+		log = io.Discard
+	}
+	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	db, err := store.Open(filepath.Join(t.TempDir(), "kv.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if e.KV, err = kv.Open(db, kv.Limits{MaxKeys: 8}); err != nil {
+		t.Fatal(err)
+	}
+	e.KV.Now = clock.now
+	if setup != nil {
+		setup(e)
+	}
+	t.Cleanup(func() {
+		_ = e.Close(context.Background())
+		_ = db.Close()
+	})
+	return e, clock
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// kitManifest is the kit guest as a plugin with grants (JSON).
+func kitManifest(t testing.TB, grants string) *manifest.Manifest {
+	t.Helper()
+	m, err := manifest.Parse([]byte(`{"name":"conformance","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":` + grants + `,"limits":{"pool_size":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+const allGrants = `{"host_functions":["log","http","chat","count_tokens","kv"],"http_domains":["127.0.0.1"]`
+
+func loadKit(t testing.TB, e *wasm.Engine, grants string) *wasm.Module {
+	t.Helper()
+	mod, err := e.Load(context.Background(), kitManifest(t, grants), kitGuest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod
+}
+
+// kitCall runs one case of the guest; extra are ctx members (name, value).
+func kitCall(t testing.TB, mod *wasm.Module, ctx context.Context, kase string, input []byte, extra ...string) [][]byte {
+	t.Helper()
+	c := `{"case":` + strconv.Quote(kase)
+	for i := 0; i+1 < len(extra); i += 2 {
+		c += "," + strconv.Quote(extra[i]) + ":" + strconv.Quote(extra[i+1])
+	}
+	out, err := mod.Call(ctx, abi.HookPreRequest, []byte(c+"}"), input)
+	if err != nil {
+		t.Fatalf("%s: %v", kase, err)
+	}
+	return out.Fields
+}
+
+func fields(f [][]byte) string {
+	s := make([]string, len(f))
+	for i, b := range f {
+		s[i] = strconv.Quote(string(b))
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+// wantHostCode checks the guest reported a failed host call with code.
+func wantHostCode(t *testing.T, out [][]byte, code int64) {
+	t.Helper()
+	if len(out) < 3 || string(out[len(out)-3]) != "error" || string(out[len(out)-2]) != strconv.FormatInt(code, 10) {
+		t.Fatalf("got %s, want a failure with code %d", fields(out), code)
+	}
+}
+
+// TestUngrantedHostFunctionRefused: a module importing a host function its
+// manifest does not grant is refused at load, naming the import.
+func TestUngrantedHostFunctionRefused(t *testing.T) {
+	e := wasm.NewEngine("", nil)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	call := imp{"switchyard", "", []byte{i32, i32}, []byte{i64}}
+	res := imp{"switchyard", abi.HostResult, []byte{i32, i32}, []byte{i32}}
+	cases := []struct {
+		name    string
+		imports []imp
+		grants  string
+		refused bool
+	}{
+		{"chat without grant", []imp{with(call, abi.HostChat)}, `["log"]`, true},
+		{"chat granted", []imp{with(call, abi.HostChat), res}, `["chat"]`, false},
+		{"count_tokens under the chat grant", []imp{with(call, abi.HostCountTokens)}, `["chat"]`, true},
+		{"count_tokens granted", []imp{with(call, abi.HostCountTokens), res}, `["count_tokens"]`, false},
+		{"kv_get without grant", []imp{with(call, abi.HostKVGet)}, `["http"]`, true},
+		{"kv_put without grant", []imp{with(call, abi.HostKVPut)}, `["count_tokens"]`, true},
+		{"kv granted", []imp{with(call, abi.HostKVGet), with(call, abi.HostKVPut), res}, `["kv"]`, false},
+		{"result alone needs one of them", []imp{res}, `["log","http"]`, true},
+		{"unknown host function", []imp{with(call, "kv_list")}, `["kv"]`, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := manifest.Parse([]byte(`{"name":"x","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":` + tc.grants + `}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mod, err := e.Load(context.Background(), m, module(tc.imports, abiFuncs("switchyard_abi_v1", nil), 1))
+			if !tc.refused {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				_ = mod.Close(context.Background())
+				return
+			}
+			var le *wasm.LoadError
+			if !errors.As(err, &le) || !strings.Contains(err.Error(), tc.imports[0].name) {
+				t.Fatalf("got %v, want a refusal naming %s", err, tc.imports[0].name)
+			}
+		})
+	}
+}
+
+func with(i imp, name string) imp { i.name = name; return i }
+
+// TestChatHostFunction: chat runs env.Chat with the module's body, counts
+// against the request's budget (shared by all module calls of the
+// request), and is denied without a chat function.
+func TestChatHostFunction(t *testing.T) {
+	e, _ := hostEngine(t, nil, func(e *wasm.Engine) { e.ChatCallsPerRequest = 3 })
+	mod := loadKit(t, e, allGrants+"}")
+	var calls []string
+	env := &wasm.CallEnv{Account: "acct", Chat: func(_ context.Context, body []byte) (int, []byte, error) {
+		calls = append(calls, string(body))
+		return 200, []byte(`{"n":` + strconv.Itoa(len(calls)) + `}`), nil
+	}}
+	ctx := wasm.WithCallEnv(context.Background(), env)
+	for i := 1; i <= 3; i++ {
+		out := kitCall(t, mod, ctx, "chat", []byte(`{"i":`+strconv.Itoa(i)+`}`))
+		if len(out) != 3 || string(out[0]) != "ok" || string(out[1]) != "200" || string(out[2]) != `{"n":`+strconv.Itoa(i)+`}` {
+			t.Fatalf("call %d: %s", i, fields(out))
+		}
+	}
+	wantHostCode(t, kitCall(t, mod, ctx, "chat", []byte(`{}`)), abi.HostBudget)
+	if len(calls) != 3 || calls[2] != `{"i":3}` || env.ChatCallsUsed() != 3 {
+		t.Errorf("env.Chat got %q (used %d), want the three bodies", calls, env.ChatCallsUsed())
+	}
+	// The env's own budget wins over the engine's.
+	env2 := &wasm.CallEnv{ChatCalls: 1, Chat: env.Chat}
+	ctx2 := wasm.WithCallEnv(context.Background(), env2)
+	kitCall(t, mod, ctx2, "chat", []byte(`{}`))
+	wantHostCode(t, kitCall(t, mod, ctx2, "chat", []byte(`{}`)), abi.HostBudget)
+	wantHostCode(t, kitCall(t, mod, context.Background(), "chat", []byte(`{}`)), abi.HostDenied)
+}
+
+// TestCountTokensAgreesWithServer: count_tokens is the count the gateway
+// bills with (tokenize.Count), for each vocabulary.
+func TestCountTokensAgreesWithServer(t *testing.T) {
+	e, _ := hostEngine(t, nil, nil)
+	mod := loadKit(t, e, allGrants+"}")
+	texts := []string{"", "Hello, world.", "naïve café — 日本語のテキスト 🙂", strings.Repeat("The quick brown fox. ", 50), "<|endoftext|> special markers count as text"}
+	for _, model := range []string{"openai/gpt-4o", "openai/gpt-3.5-turbo", "anthropic/claude-sonnet-4", "gpt-5"} {
+		for i, text := range texts {
+			want, err := tokenize.Count(model, text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := kitCall(t, mod, context.Background(), "count_tokens", []byte(text), "tok_model", model)
+			if len(out) != 2 || string(out[1]) != strconv.FormatInt(want, 10) {
+				t.Errorf("%s text %d: got %s, want %d", model, i, fields(out), want)
+			}
+		}
+	}
+}
+
+// TestKVHostFunctions: round trip, TTL, per-account and per-owner scopes,
+// the quota code.
+func TestKVHostFunctions(t *testing.T) {
+	e, clock := hostEngine(t, nil, func(e *wasm.Engine) { e.Tenants = wasm.TenantLimits{TimeoutMS: 10_000} })
+	mod := loadKit(t, e, allGrants+"}")
+	tenant, err := e.LoadTenant(context.Background(), "publisher", kitManifest(t, allGrants+"}"), kitGuest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := wasm.WithCallEnv(context.Background(), &wasm.CallEnv{Account: "a"})
+	b := wasm.WithCallEnv(context.Background(), &wasm.CallEnv{Account: "b"})
+	get := func(m *wasm.Module, ctx context.Context, key string) string {
+		out := kitCall(t, m, ctx, "kv_get", nil, "key", key)
+		if string(out[0]) == "found" {
+			return string(out[1])
+		}
+		return string(out[0])
+	}
+	put := func(m *wasm.Module, ctx context.Context, key, val string, ttl int) [][]byte {
+		return kitCall(t, m, ctx, "kv_put", []byte(val), "key", key, "ttl", strconv.Itoa(ttl))
+	}
+	put(mod, a, "page", "cached for a", 60)
+	put(mod, a, "forever", "kept", 0)
+	cases := []struct {
+		name string
+		mod  *wasm.Module
+		ctx  context.Context
+		key  string
+		want string
+	}{
+		{"round trip", mod, a, "page", "cached for a"},
+		{"another account", mod, b, "page", "missing"},
+		{"no env is account \"\"", mod, context.Background(), "page", "missing"},
+		{"a tenant's module of the same name", tenant, a, "page", "missing"},
+	}
+	for _, tc := range cases {
+		if got := get(tc.mod, tc.ctx, tc.key); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	clock.advance(61 * time.Second)
+	if got := get(mod, a, "page"); got != "missing" {
+		t.Errorf("past its ttl: got %q", got)
+	}
+	if got := get(mod, a, "forever"); got != "kept" {
+		t.Errorf("ttl 0: got %q", got)
+	}
+	// The store holds 8 keys a scope (hostEngine): "forever" and 7 more.
+	out := kitCall(t, mod, a, "kv_fill", []byte("v"), "max", "20")
+	if string(out[0]) != "7" {
+		t.Errorf("kv_fill stored %s keys, want 7", out[0])
+	}
+	wantHostCode(t, out, abi.HostQuota)
+	if out := put(mod, b, "k", strings.Repeat("x", 2<<20), 0); string(out[0]) != "error" || string(out[1]) != strconv.FormatInt(abi.HostFailed, 10) {
+		t.Errorf("a value over the cap: got %s", fields(out))
+	}
+}
+
+// echoServer records what reaches it and echoes it back in a header and
+// the body, as a hostile or careless server on a granted domain might.
+type echoServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string
+	hits int
+}
+
+func newEchoServer(t *testing.T, body int) *echoServer {
+	s := &echoServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen := r.URL.RawQuery + " " + r.Header.Get("X-Api-Key") + " " + r.Header.Get("Authorization")
+		s.mu.Lock()
+		s.seen = append(s.seen, seen)
+		s.hits++
+		s.mu.Unlock()
+		if r.URL.Path == "/slow" {
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("X-Echo", seen)
+		_, _ = w.Write([]byte("echo " + seen + " "))
+		_, _ = w.Write(bytes.Repeat([]byte("b"), body))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *echoServer) hostPort() string { u, _ := url.Parse(s.URL); return u.Host }
+
+func (s *echoServer) received() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.seen...)
+}
+
+// TestHTTPLimits: the request's call budget, the response cap, the
+// timeout, and the operator's private hosts (the SSRF guard on for
+// everything else).
+func TestHTTPLimits(t *testing.T) {
+	srv := newEchoServer(t, 100)
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedAddr := closed.Addr().String()
+	_ = closed.Close()
+	cases := []struct {
+		name    string
+		lim     wasm.HTTPLimits
+		env     *wasm.CallEnv
+		kase    string
+		url     string
+		times   int
+		wantOK  int   // calls that succeed (http_repeat)
+		wantErr int64 // then this code (0: none)
+	}{
+		{"private host granted by the operator", wasm.HTTPLimits{PrivateHosts: []string{srv.hostPort()}}, nil, "http_repeat", srv.URL + "/", 1, 1, 0},
+		{"private host granted by name without a port", wasm.HTTPLimits{PrivateHosts: []string{"127.0.0.1"}}, nil, "http_repeat", srv.URL + "/", 1, 1, 0},
+		{"another port of the private host", wasm.HTTPLimits{PrivateHosts: []string{closedAddr}}, nil, "http_repeat", srv.URL + "/", 1, 0, abi.HTTPDenied},
+		{"no private hosts: SSRF guard", wasm.HTTPLimits{}, nil, "http_repeat", srv.URL + "/", 1, 0, abi.HTTPDenied},
+		{"engine budget per call without env", wasm.HTTPLimits{PrivateHosts: []string{srv.hostPort()}, CallsPerRequest: 2}, nil, "http_repeat", srv.URL + "/", 5, 2, abi.HostBudget},
+		{"env budget", wasm.HTTPLimits{PrivateHosts: []string{srv.hostPort()}}, &wasm.CallEnv{HTTPCalls: 3}, "http_repeat", srv.URL + "/", 5, 3, abi.HostBudget},
+		{"response over the cap", wasm.HTTPLimits{PrivateHosts: []string{srv.hostPort()}, MaxResponseBytes: 50}, nil, "http_repeat", srv.URL + "/", 1, 0, abi.HTTPFailed},
+		{"response under the cap", wasm.HTTPLimits{PrivateHosts: []string{srv.hostPort()}, MaxResponseBytes: 1000}, nil, "http_repeat", srv.URL + "/", 1, 1, 0},
+		{"timeout", wasm.HTTPLimits{PrivateHosts: []string{srv.hostPort()}, Timeout: 300 * time.Millisecond}, nil, "http_repeat", srv.URL + "/slow", 1, 0, abi.HTTPFailed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := hostEngine(t, nil, func(e *wasm.Engine) { e.HTTP = tc.lim })
+			mod := loadKit(t, e, allGrants+"}")
+			ctx := context.Background()
+			if tc.env != nil {
+				ctx = wasm.WithCallEnv(ctx, tc.env)
+			}
+			out := kitCall(t, mod, ctx, tc.kase, nil, "url", tc.url, "times", strconv.Itoa(tc.times))
+			if string(out[0]) != strconv.Itoa(tc.wantOK) {
+				t.Errorf("%s calls succeeded, want %d: %s", out[0], tc.wantOK, fields(out))
+			}
+			if tc.wantErr != 0 {
+				wantHostCode(t, out, tc.wantErr)
+			} else if len(out) != 1 {
+				t.Errorf("unexpected failure: %s", fields(out))
+			}
+		})
+	}
+	// One request's budget spans its module calls.
+	e, _ := hostEngine(t, nil, func(e *wasm.Engine) { e.HTTP = wasm.HTTPLimits{PrivateHosts: []string{srv.hostPort()}} })
+	mod := loadKit(t, e, allGrants+"}")
+	env := &wasm.CallEnv{HTTPCalls: 4}
+	ctx := wasm.WithCallEnv(context.Background(), env)
+	kitCall(t, mod, ctx, "http_repeat", nil, "url", srv.URL+"/", "times", "3")
+	out := kitCall(t, mod, ctx, "http_repeat", nil, "url", srv.URL+"/", "times", "3")
+	if string(out[0]) != "1" || env.HTTPCallsUsed() != 4 {
+		t.Errorf("second call of the request: %s (used %d), want 1 call then the budget", fields(out), env.HTTPCallsUsed())
+	}
+	wantHostCode(t, out, abi.HostBudget)
+}
+
+// TestHTTPSecrets: ${secret:NAME} reaches the server only when granted and
+// set, never the module's view of the exchange nor the log.
+func TestHTTPSecrets(t *testing.T) {
+	const secret = "sk-exa-s3cr3t+/="
+	srv := newEchoServer(t, 10)
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedURL := "http://" + closed.Addr().String()
+	_ = closed.Close()
+	grants := allGrants + `,"secrets":["EXA_API_KEY","UNSET_KEY"]}`
+	cases := []struct {
+		name     string
+		tenant   bool
+		tenantOK []string
+		url      string
+		headers  string
+		want     string // what reaches the server ("" = nothing)
+		wantCode int64  // 0: the call succeeds
+	}{
+		{"header and query", false, nil, srv.URL + "/s?q=x&key=${secret:EXA_API_KEY}", "X-Api-Key: ${secret:EXA_API_KEY}\nAuthorization: Bearer ${secret:EXA_API_KEY}\n",
+			"q=x&key=" + url.QueryEscape(secret) + " " + secret + " Bearer " + secret, 0},
+		{"an escaped placeholder is not one", false, nil, srv.URL + "/s?key=%24%7Bsecret:EXA_API_KEY%7D", "", "key=%24%7Bsecret:EXA_API_KEY%7D  ", 0},
+		{"not granted", false, nil, srv.URL + "/s", "X-Api-Key: ${secret:BRAVE_KEY}\n", "", abi.HTTPDenied},
+		{"granted but not set", false, nil, srv.URL + "/s?key=${secret:UNSET_KEY}", "", "", abi.HTTPDenied},
+		{"tenant module, operator allows none", true, nil, srv.URL + "/s", "X-Api-Key: ${secret:EXA_API_KEY}\n", "", abi.HTTPDenied},
+		{"tenant module, operator allows it", true, []string{"EXA_API_KEY"}, srv.URL + "/s", "X-Api-Key: ${secret:EXA_API_KEY}\n", " " + secret + " ", 0},
+		{"ungranted domain", false, nil, "http://localhost:1/?key=${secret:EXA_API_KEY}", "", "", abi.HTTPDenied},
+		{"failed call quotes no secret", false, nil, closedURL + "/?key=${secret:EXA_API_KEY}", "", "", abi.HTTPFailed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var log syncBuffer
+			e, _ := hostEngine(t, &log, func(e *wasm.Engine) {
+				e.HTTP.PrivateHosts = []string{srv.hostPort(), strings.TrimPrefix(closedURL, "http://")}
+				e.Secrets = map[string]string{"EXA_API_KEY": secret}
+				e.TenantSecrets = tc.tenantOK
+				e.Tenants = wasm.TenantLimits{TimeoutMS: 10_000}
+			})
+			var mod *wasm.Module
+			if tc.tenant {
+				var err error
+				if mod, err = e.LoadTenant(context.Background(), "tenant", kitManifest(t, grants), kitGuest(t)); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				mod = loadKit(t, e, grants)
+			}
+			before := len(srv.received())
+			out := kitCall(t, mod, context.Background(), "http", nil, "method", "GET", "url", tc.url, "headers", tc.headers)
+			got := srv.received()[before:]
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("the server was called with %q", got)
+			case tc.want != "" && (len(got) != 1 || got[0] != tc.want):
+				t.Errorf("the server got %q, want %q", got, tc.want)
+			}
+			if tc.wantCode == 0 && (len(out) != 3 || string(out[0]) != "200") {
+				t.Errorf("call failed: %s", fields(out))
+			}
+			if tc.wantCode != 0 && (len(out) != 2 || string(out[0]) != map[int64]string{abi.HTTPDenied: "denied", abi.HTTPFailed: "failed"}[tc.wantCode]) {
+				t.Errorf("got %s, want code %d", fields(out), tc.wantCode)
+			}
+			for _, leak := range []string{secret, url.QueryEscape(secret)} {
+				if strings.Contains(fields(out), leak) {
+					t.Errorf("the module saw the secret: %s", fields(out))
+				}
+				if strings.Contains(log.String(), leak) {
+					t.Errorf("the log has the secret: %s", log.String())
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHostFunctions is the per-call cost of each host function as a
+// module sees it: one pre_request call of the kit's guest that makes one
+// host call, next to the same call making none (baseline). kv_put includes
+// bbolt's commit (an fsync), as in the gateway.
+func BenchmarkHostFunctions(b *testing.B) {
+	e, _ := hostEngine(b, nil, func(e *wasm.Engine) {})
+	mod := loadKit(b, e, allGrants+"}")
+	env := &wasm.CallEnv{Account: "bench", ChatCalls: 1 << 30, Chat: func(_ context.Context, body []byte) (int, []byte, error) {
+		return 200, []byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}`), nil
+	}}
+	ctx := wasm.WithCallEnv(context.Background(), env)
+	text := []byte(strings.Repeat("The quick brown fox jumps over the lazy dog. ", 23)[:1024])
+	if _, err := tokenize.Count("openai/gpt-4o", "warm"); err != nil {
+		b.Fatal(err)
+	}
+	kitCall(b, mod, ctx, "kv_put", []byte(`{"cached":"page"}`), "key", "k", "ttl", "0")
+	cases := []struct {
+		name, kase string
+		input      []byte
+		extra      []string
+	}{
+		{"baseline", "frame", []byte(`{}`), []string{"action", "continue"}},
+		{"kv_get", "kv_get", nil, []string{"key", "k"}},
+		{"kv_put", "kv_put", []byte(`{"cached":"page"}`), []string{"key", "k", "ttl", "60"}},
+		{"count_tokens_1KB", "count_tokens", text, []string{"tok_model", "openai/gpt-4o"}},
+		{"chat", "chat", []byte(`{"model":"demo/echo","messages":[{"role":"user","content":"hi"}]}`), nil},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			c := `{"case":` + strconv.Quote(tc.kase)
+			for i := 0; i+1 < len(tc.extra); i += 2 {
+				c += "," + strconv.Quote(tc.extra[i]) + ":" + strconv.Quote(tc.extra[i+1])
+			}
+			cf := []byte(c + "}")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				out, err := mod.Call(ctx, abi.HookPreRequest, cf, tc.input)
+				if err != nil || len(out.Fields) == 0 || string(out.Fields[0]) == "error" {
+					b.Fatalf("%v %v", err, out)
+				}
+			}
+		})
+	}
+}

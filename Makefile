@@ -99,12 +99,17 @@ gotest:
 	$(GO) test -race -count=1 ./...
 
 # Hot-path Go benchmarks, the per-call cost of one plugin through the native
-# ABI (Go, C) and through Extism (AssemblyScript), the web-fetch module's
-# per-call cost (a 100 KB page), then the load benchmark.
+# ABI (Go, C) and through Extism (AssemblyScript), the web and web-fetch
+# modules' per-call costs (web-fetch: a 100 KB page), then the load benchmark.
+# ./host/... includes the cost of metrics, traces and request logs per
+# request, off and on (host/telemetry: BenchmarkRequestTelemetry in
+# process, BenchmarkChatOverLoopback end to end), and GET /generations and
+# GET /activity on a store of a million records (host/activity).
 bench:
 	$(MAKE) -j$(JOBS) build
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...
 	$(GO) test -run=NONE -bench=PluginCall -benchmem -benchtime=2000x ./examples/
+	$(GO) test -run=NONE -bench=WebModule -benchmem -benchtime=2000x ./plugins/web/webtest/
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=20x ./plugins/web-fetch/fetch/
 	$(GO) run ./cmd/loadbench
 

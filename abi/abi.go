@@ -129,6 +129,12 @@ const (
 	ActionContinue = "continue" // go on; a non-empty body field replaces the body
 	ActionRespond  = "respond"  // answer now with body (a complete chat result); no upstream call
 	ActionBlock    = "block"    // refuse: body is {"code":403,"message":…,"metadata":{…}}
+	// ActionContinueState is continue for post_chunk with the plugin's new
+	// state first: fields [action, state, chunks…]. The host hands the
+	// latest state a plugin returned (pre_request's optional fourth field,
+	// or this) to its later hooks of the same request in ctx.state, so a
+	// pooled, memoryless instance can follow a stream.
+	ActionContinueState = "continue_state"
 )
 
 var hookNames = map[Hook]string{

@@ -32,13 +32,17 @@ func main() {
 func run() error {
 	cfgPath := flag.String("config", os.Getenv("SWITCHYARD_CONFIG"), "configuration file (default: the embedded default)")
 	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	slog.SetDefault(log)
-
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
 	}
+	// config log: level and format (text or json); request lines are info.
+	var handler slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
+	if cfg.Log.Format == "json" {
+		handler = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
+	}
+	log := slog.New(handler)
+	slog.SetDefault(log)
 	// Every client connection and its upstream call hold a descriptor: use
 	// all the hard limit allows, and derive the connection caps from it.
 	if n, err := netguard.RaiseFDLimit(); err != nil {

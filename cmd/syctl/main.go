@@ -13,6 +13,9 @@
 //	syctl -db PATH credits topup -account ID -amount USD [-note TEXT]
 //	syctl -db PATH credits show -account ID
 //	syctl -db PATH generation show ID
+//	syctl -db PATH generations -account ID [-key HASH] [-model ID] [-provider SLUG] [-status S] [-from T] [-to T] [-limit N] [-cursor C]
+//	syctl -db PATH activity -account ID [-from DATE] [-to DATE] [-group-by model|key]
+//	syctl -db PATH account set-log-content -account ID -on|-off
 //	syctl -db PATH audit
 //	syctl -db PATH module list [-scope ACCOUNT]
 //	syctl -db PATH module publish -manifest FILE -wasm FILE [-scope ACCOUNT] [-activate]
@@ -40,6 +43,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/switchyard/switchyard/host/activity"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/store"
@@ -61,6 +65,9 @@ commands:
   credits topup -account ID -amount USD [-note TEXT]
   credits show -account ID
   generation show ID
+  generations -account ID [-key HASH] [-model ID] [-provider SLUG] [-status S] [-from T] [-to T] [-limit N] [-cursor C]
+  activity -account ID [-from DATE] [-to DATE] [-group-by model|key]
+  account set-log-content -account ID -on|-off
   audit
   module list [-scope ACCOUNT]
   module publish -manifest FILE -wasm FILE [-scope ACCOUNT] [-activate]
@@ -125,7 +132,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1
 	}
-	l, err := billing.Open(db, billing.Options{})
+	// Records that recovery settles are indexed like the gateway's.
+	if err := activity.Open(db); err != nil {
+		fmt.Fprintln(stderr, "syctl:", err)
+		return 1
+	}
+	l, err := billing.Open(db, billing.Options{Index: activity.Index})
 	if err != nil {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1
@@ -149,6 +161,9 @@ func (c *cli) dispatch(args []string, stderr io.Writer) error {
 	}
 	if args[0] == "audit" {
 		return c.audit()
+	}
+	if args[0] == "generations" || args[0] == "activity" { // activity.go
+		return c.activityCommand(args[0], args[1:], stderr)
 	}
 	if len(args) < 2 {
 		return errUsage
@@ -318,6 +333,19 @@ func (c *cli) dispatch(args []string, stderr io.Writer) error {
 			return fmt.Errorf("credits show: no account %q", *acct)
 		}
 		return c.printBalance(*acct, c.l.Balance(*acct))
+	case "account set-log-content":
+		acct := fs.String("account", "", "account id")
+		on := fs.Bool("on", false, "log the account's prompts and completions")
+		off := fs.Bool("off", false, "stop logging them (the default)")
+		if err := parse(fs, rest, 0); err != nil || *on == *off {
+			return errUsage
+		}
+		if err := c.ks.SetLogContent(*acct, *on); err != nil {
+			return fmt.Errorf("account set-log-content: %w", err)
+		}
+		return c.print(map[string]any{"account": *acct, "log_content": *on}, func(w io.Writer) {
+			fmt.Fprintf(w, "%s log_content=%t\n", *acct, *on)
+		})
 	case "generation show":
 		if err := parse(fs, rest, 1); err != nil {
 			return err

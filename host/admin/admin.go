@@ -52,6 +52,7 @@ func Register(r fiber.Router, d Deps) {
 	h.registerModules(r)
 	h.registerSettings(r)
 	h.registerRateLimits(r)
+	h.registerLogContent(r) // logcontent.go
 	r.Get("/key", h.currentKey)
 	r.Get("/keys", ManagementOnly, h.listKeys)
 	r.Post("/keys", ManagementOnly, h.createKey)

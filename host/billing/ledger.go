@@ -77,6 +77,8 @@ type Options struct {
 	// one process per file — so recovery settles it at once instead of
 	// keeping its money held until the request deadline.
 	InstanceID string
+	// Index, when set, runs in every settlement's transaction (index.go).
+	Index IndexFunc
 }
 
 const numShards = 64

@@ -384,11 +384,11 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	if l.opts.AsyncSettle {
 		// Acknowledge from memory; the group-committing writer makes it
 		// durable within one commit (see Options.AsyncSettle).
-		l.w.async(func(tx *bolt.Tx) error { return commitSettlement(tx, g) })
+		l.w.async(func(tx *bolt.Tx) error { return l.commit(tx, g) })
 		r.result = g
 		return g, nil
 	}
-	err := l.w.do(func(tx *bolt.Tx) error { return commitSettlement(tx, g) })
+	err := l.w.do(func(tx *bolt.Tx) error { return l.commit(tx, g) })
 	if err != nil {
 		// Not durable: undo the charge and reopen with nothing held, so a
 		// retry charges from the available balance and never overdraws.

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -32,6 +33,9 @@ type writer struct {
 	// in flight compete with). Zero commits at once.
 	window time.Duration
 	exited chan struct{}
+	// observe, when set, is told each group commit's size and time
+	// (metrics).
+	observe atomic.Pointer[func(ops int, d time.Duration)]
 }
 
 type op struct {
@@ -119,6 +123,7 @@ func (w *writer) flush() bool {
 	if len(batch) == 0 {
 		return false
 	}
+	start := time.Now()
 	err := w.db.Update(func(tx *bolt.Tx) error {
 		for _, o := range batch {
 			if err := o.fn(tx); err != nil {
@@ -127,6 +132,9 @@ func (w *writer) flush() bool {
 		}
 		return nil
 	})
+	if f := w.observe.Load(); f != nil {
+		(*f)(len(batch), time.Since(start))
+	}
 	if err == nil {
 		for _, o := range batch {
 			if o.done != nil {

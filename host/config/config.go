@@ -4,6 +4,7 @@ package config
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"github.com/switchyard/switchyard/abi/chatparams"
 	"os"
@@ -68,6 +69,15 @@ type Config struct {
 	// outbound calls (${secret:NAME}, granted by name in the manifest).
 	// SWITCHYARD_SECRET_<NAME> in the environment sets or overrides one.
 	Secrets map[string]string `yaml:"secrets"`
+	// ModuleSettings are the operator's settings of global modules, by
+	// module name, handed to the module as ctx.settings (JSON): for example
+	// module_settings.web picks the web module's default search engine and
+	// each engine's base URL, secret name and fee (docs/web.md).
+	ModuleSettings map[string]any `yaml:"module_settings"`
+	// Metrics and Log are the operator's view (observability.go,
+	// docs/observability.md).
+	Metrics Metrics `yaml:"metrics"`
+	Log     Log     `yaml:"log"`
 }
 
 // Modules is the configuration of module host functions; 0 means the
@@ -149,6 +159,19 @@ func (c *Config) checkModules() error {
 		return fmt.Errorf("config: modules: limits must not be negative (0 = the default)")
 	}
 	return nil
+}
+
+// ModuleSettingsJSON is ModuleSettings with each module's settings as JSON.
+func (c *Config) ModuleSettingsJSON() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for name, v := range c.ModuleSettings {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("config: module_settings.%s: %w", name, err)
+		}
+		out[name] = b
+	}
+	return out, nil
 }
 
 // TenantModules bound account-scoped modules. A tenant's manifest asking for
@@ -255,6 +278,12 @@ func Parse(data []byte) (*Config, error) {
 	if err := c.checkModules(); err != nil {
 		return nil, err
 	}
+	if _, err := c.ModuleSettingsJSON(); err != nil {
+		return nil, err
+	}
+	if err := c.checkObservability(); err != nil {
+		return nil, err
+	}
 	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
 		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
 	}
@@ -288,6 +317,9 @@ func Load(path string) (*Config, error) {
 	}
 	if v := os.Getenv("SWITCHYARD_MODULES_DIR"); v != "" {
 		c.ModulesDir = v
+	}
+	if err := c.observabilityEnv(os.Getenv); err != nil {
+		return nil, err
 	}
 	switch os.Getenv("SWITCHYARD_DEMO") {
 	case "0", "false":

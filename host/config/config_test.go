@@ -215,6 +215,23 @@ func TestRateLimits(t *testing.T) {
 	}
 }
 
+func TestDefaultModuleSettings(t *testing.T) {
+	c, err := Parse(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.ModuleSettingsJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(s["web"]) != `{"engine":"demo"}` {
+		t.Fatalf("the default web engine must be the offline demo engine: %s", s["web"])
+	}
+	if _, err := Parse([]byte("module_settings:\n  web: {engine: exa, engines: {exa: {fee: \"0.01\"}}}\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestModulesAndSecrets: the default file parses with the documented
 // module settings, and SWITCHYARD_SECRET_<NAME> sets or overrides a secret.
 func TestModulesAndSecrets(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/wire"
 )
 
@@ -98,6 +99,7 @@ type Result struct {
 	d      *Dispatcher
 	job    *Job
 	res    *billing.Reservation
+	obs    *telemetry.Request
 	prompt *billing.Usage // the prompt counted once, for usage the upstream did not report
 }
 
@@ -106,21 +108,26 @@ type Result struct {
 // the result is nil when nothing was attempted (no endpoint, no funds);
 // otherwise it describes the failed attempts and is already settled.
 func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error) {
+	obs := telemetry.From(ctx) // metrics and trace spans of this request; nil-safe
+	_, endSpan := obs.Span(ctx, "route")
 	plan, err := d.Router.Plan(job.Route)
+	endSpan(err)
 	if err != nil {
 		return nil, err
 	}
 	first := plan.Attempts[0]
 	t := target(first, job.MaxOutput)
+	_, endSpan = obs.Span(ctx, "billing.reserve")
 	res, err := d.Ledger.Reserve(job.Key, billing.Request{
 		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
 		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
 	})
+	endSpan(err)
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Plan: plan, d: d, job: job, res: res}
+	r := &Result{Plan: plan, d: d, job: job, res: res, obs: obs}
 	var last *apierr.Error
 	for i, ep := range plan.Attempts {
 		if i > 0 {
@@ -131,8 +138,10 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 			}
 		}
 		r.Attempts++
-		call, err := d.attempt(ctx, job, ep, plan.Dropped[ep], r)
+		actx, at := obs.Attempt(ctx, ep, r.Attempts)
+		call, err := d.attempt(actx, job, ep, plan.Dropped[ep], r)
 		if err == nil {
+			at.End(nil, false, job.Stream)
 			r.Call = call
 			if job.Route.SessionID != "" {
 				d.Router.Stick(job.Route.SessionID, ep)
@@ -148,9 +157,12 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 			if call.sent {
 				u = r.promptUsage(ep)
 			}
-			_, _ = res.Settle(billing.Outcome{Status: billing.StatusCancelled, Usage: u, Error: err.Message})
+			at.End(err, false, false)
+			g, _ := res.Settle(billing.Outcome{Status: billing.StatusCancelled, Usage: u, Error: err.Message})
+			obs.Settled(g)
 			return r, err
 		}
+		at.End(err, err.Retryable && job.Route.Prefs.AllowFallbacks() && i+1 < len(plan.Attempts), false)
 		res.AddFailedAttempt(billing.Usage{})
 		d.Router.Report(ep, route.Outcome{Status: err.Status, TTFT: time.Since(call.startedOr()),
 			Duration: time.Since(call.startedOr()), RetryAfter: err.RetryAfter})
@@ -162,7 +174,8 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 	if last == nil {
 		last = apierr.New(http.StatusServiceUnavailable, "no provider is available for %s", job.Route.Models[0])
 	}
-	_, _ = res.Settle(billing.Outcome{Status: billing.StatusError, Error: last.Message, PluginTime: job.pluginTime()})
+	g, _ := res.Settle(billing.Outcome{Status: billing.StatusError, Error: last.Message, PluginTime: job.pluginTime()})
+	obs.Settled(g)
 	return r, last
 }
 
@@ -261,7 +274,10 @@ func (r *Result) Settle(body []byte, u billing.Usage, finish string) ([]byte, *a
 // SettleRecord is Settle that also returns the generation record, for a
 // caller that sums several runs (the server-tool loop's turns).
 func (r *Result) SettleRecord(body []byte, u billing.Usage, finish string) ([]byte, *billing.Generation, *apierr.Error) {
+	end := r.obs.Phase("billing.settle")
 	g, err := r.res.Settle(billing.Outcome{Usage: u, FinishReason: finish, PluginTime: r.job.pluginTime()})
+	r.obs.Settled(g)
+	end(apierr.From(err))
 	if err != nil {
 		return nil, nil, apierr.Wrap(http.StatusServiceUnavailable, err, "the charge for this request could not be recorded; nothing was billed, try again")
 	}
@@ -277,7 +293,8 @@ func (r *Result) AddFees(fees ...billing.Fee) { r.res.AddFees(fees...) }
 // Fail settles a request that failed after its attempt succeeded (e.g. a
 // stream broke): u is what the client received and pays for.
 func (r *Result) Fail(e *apierr.Error, u billing.Usage) {
-	_, _ = r.res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message, Usage: u, PluginTime: r.job.pluginTime()})
+	g, _ := r.res.Settle(billing.Outcome{Status: billing.StatusError, Error: e.Message, Usage: u, PluginTime: r.job.pluginTime()})
+	r.obs.Settled(g)
 	r.d.report(r.Endpoint(), false, e.Status, time.Since(r.Call.Started), int(u.CompletionTokens))
 }
 
@@ -285,7 +302,8 @@ func (r *Result) Fail(e *apierr.Error, u billing.Usage) {
 // already: u is what was generated until then.
 func (r *Result) Cancel(u billing.Usage) {
 	if !r.res.Settled() {
-		_, _ = r.res.Settle(billing.Outcome{Status: billing.StatusCancelled, Usage: u, PluginTime: r.job.pluginTime()})
+		g, _ := r.res.Settle(billing.Outcome{Status: billing.StatusCancelled, Usage: u, PluginTime: r.job.pluginTime()})
+		r.obs.Settled(g)
 	}
 }
 
@@ -304,7 +322,7 @@ func (r *Result) Succeeded(ttft time.Duration, outTokens int) {
 func (r *Result) Settled() bool { return r.res.Settled() }
 
 // FirstToken records the time to first token for the generation record.
-func (r *Result) FirstToken() { r.res.FirstToken() }
+func (r *Result) FirstToken() { r.res.FirstToken(); r.obs.FirstToken() }
 
 // Checkpoint records the usage so far of a long stream: what crash
 // recovery charges at least.

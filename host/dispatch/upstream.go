@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/redact"
+	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/host/wire"
 )
@@ -122,6 +123,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		}
 		req.Header.Set(strings.TrimSpace(name), value)
 	}
+	telemetry.From(ctx).Inject(ctx, req.Header) // W3C trace context of this attempt's span
 	u.SentBody = ubody
 	timedOut := u.timedOut
 	u.timer = time.AfterFunc(d.AttemptTimeout, func() {

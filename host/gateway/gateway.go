@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/switchyard/switchyard/host/activity"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
@@ -60,6 +61,8 @@ type Gateway struct {
 	BootstrapSecret string
 	// DemoURL is the base URL of the offline demo upstream (config demo).
 	DemoURL string
+	// MetricsAddr is the address /metrics is served on ("" when off).
+	MetricsAddr string
 
 	log     *slog.Logger
 	closers []func()
@@ -80,8 +83,13 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	}
 	log := opts.Log
 	g = &Gateway{Config: cfg, log: log}
+	// A failing return has set the named result to nil by the time the
+	// deferred call runs, and the closers read g: put the half-built
+	// gateway back to close it.
+	built := g
 	defer func() {
 		if err != nil {
+			g = built
 			g.Close()
 			g = nil
 		}
@@ -93,7 +101,12 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if g.Keys, err = keys.Open(g.DB); err != nil {
 		return nil, err
 	}
+	// The activity indexes are written with every generation record.
+	if err := activity.Open(g.DB); err != nil {
+		return nil, err
+	}
 	g.Ledger, err = billing.Open(g.DB, billing.Options{
+		Index:           activity.Index,
 		RequestDeadline: time.Duration(cfg.Timeouts.Request),
 		AsyncSettle:     !cfg.DurableSettle,
 		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },
@@ -132,10 +145,19 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if err := g.Modules.Start(ctx, cfg.ModulesDir); err != nil {
 		return nil, err
 	}
+	settings, err := cfg.ModuleSettingsJSON()
+	if err != nil {
+		return nil, err
+	}
+	g.Modules.SetSettings(settings)
 	g.Router = route.New(g.Catalog, route.Options{})
+	tel, err := g.startTelemetry(ctx) // observability.go
+	if err != nil {
+		return nil, err
+	}
 	g.Server = server.New(server.Deps{
 		Config: cfg, Catalog: g.Catalog, Keys: g.Keys, Modules: g.Modules, Log: log, Ledger: g.Ledger,
-		Router: g.Router,
+		Router: g.Router, Telemetry: tel,
 	})
 	return g, nil
 }

@@ -59,6 +59,9 @@ type Options struct {
 	// AllowPrivateNetworks lets plugins granted http reach loopback (the
 	// fake servers); off, the SSRF guard is what tests see.
 	AllowPrivateNetworks bool
+	// Secrets are the operator's values of ${secret:NAME} placeholders in
+	// modules' outbound calls (a search engine's key for a fake engine).
+	Secrets map[string]string
 }
 
 // Gateway is a running test gateway.
@@ -76,6 +79,8 @@ type Gateway struct {
 	DB          *bolt.DB
 	Server      *server.Server
 	Config      *config.Config
+	// MetricsURL is the /metrics address when the test turned metrics on.
+	MetricsURL string
 
 	closers []func()
 }
@@ -154,6 +159,9 @@ func Start(opts Options) (*Gateway, error) {
 	g.closers = append(g.closers, func() { os.RemoveAll(dir) })
 	cfg.DataDir = dir
 	cfg.ModulesDir = filepath.Join(Root(), "build", "wasm")
+	// Test gateways run side by side: no metrics listener unless a test
+	// sets metrics.listen (127.0.0.1:0) in Mutate; MetricsURL is then set.
+	cfg.Metrics.Listen = "off"
 	if opts.Mutate != nil {
 		opts.Mutate(cfg)
 	}
@@ -180,7 +188,13 @@ func Start(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.closers = append(g.closers, gw.Close)
+	if opts.Secrets != nil {
+		gw.Engine.Secrets = opts.Secrets
+	}
 	g.DB, g.Keys, g.Ledger, g.Modules, g.Server, g.AccountID = gw.DB, gw.Keys, gw.Ledger, gw.Modules, gw.Server, gw.Operator
+	if gw.MetricsAddr != "" {
+		g.MetricsURL = "http://" + gw.MetricsAddr + "/metrics"
+	}
 	srv := gw.Server
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -43,6 +43,9 @@ type Account struct {
 	// RateLimits are the account's own limits, shared by all its keys; nil
 	// means the configured defaults. A zero field takes the default's.
 	RateLimits *ratelimit.Limits `json:"rate_limits,omitempty"`
+	// LogContent puts the prompt and completion text of the account's
+	// requests in the request log (logcontent.go); off by default.
+	LogContent bool `json:"log_content,omitempty"`
 }
 
 // ProviderSettings are account-wide allowed and ignored provider slugs.
@@ -124,6 +127,8 @@ type Store struct {
 	// providers caches each account's provider settings for the request
 	// path; written through by SetProviders.
 	providers sync.Map // account id → ProviderSettings
+	// logContent caches Account.LogContent (logcontent.go).
+	logContent sync.Map // account id → bool
 	// rateLimits caches each account's own rate limits (the zero Limits
 	// when it has none) for the request path; written through by
 	// SetRateLimits.

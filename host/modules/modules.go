@@ -72,7 +72,21 @@ type Registry struct {
 	mu       sync.Mutex // serialises activations
 	active   atomic.Pointer[map[string]*wasm.Module]
 	defaults atomic.Pointer[map[string][]string] // scope → default-on plugin names
+
+	// settings are the operator's settings of global modules (config
+	// module_settings), by module name, as JSON.
+	settings map[string][]byte
 }
+
+// SetSettings installs the operator's module settings (config
+// module_settings, each module's as JSON). Call it before serving.
+func (r *Registry) SetSettings(s map[string][]byte) { r.settings = s }
+
+// Settings is the operator's settings of global module name (JSON), or
+// nil. Every caller of a global module's hooks hands them over in
+// ctx.settings (the pipeline's plugin hooks, the server tools' tool_call);
+// a module in an account's scope never gets them, whatever its name.
+func (r *Registry) Settings(name string) []byte { return r.settings[name] }
 
 // Open creates the buckets.
 func Open(db *bolt.DB, engine *wasm.Engine, log *slog.Logger) (*Registry, error) {

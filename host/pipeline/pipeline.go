@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/tidwall/gjson"
 )
@@ -39,6 +40,22 @@ type stage struct {
 	name    string
 	index   int    // position in the request's plugins array, -1 for a default
 	ctx     []byte // the ctx field every hook of this stage gets
+	// base is ctx without its closing brace, to append the state the
+	// plugin returns (abi.ActionContinueState).
+	base []byte
+}
+
+// setState makes state (a JSON value the plugin returned) ctx.state of the
+// stage's later hooks in this request. Anything but valid JSON is ignored.
+func (s *stage) setState(state []byte) {
+	if len(state) == 0 || !gjson.ValidBytes(state) {
+		return
+	}
+	ctx := make([]byte, 0, len(s.base)+len(state)+10)
+	ctx = append(ctx, s.base...)
+	ctx = append(ctx, `,"state":`...)
+	ctx = append(ctx, state...)
+	s.ctx = append(ctx, '}')
 }
 
 // Pipeline is the plugins of one request, pinned to the versions that were
@@ -62,7 +79,9 @@ func (p *Pipeline) Time() time.Duration {
 // call runs one hook of stage s and adds its wall time to the pipeline's.
 func (p *Pipeline) call(ctx context.Context, s *stage, hook abi.Hook, field []byte) (*wasm.Output, error) {
 	start := time.Now()
+	ctx, done := telemetry.From(ctx).Plugin(ctx, s.name, hook.String())
 	out, err := s.mod.Call(ctx, hook, s.ctx, field)
+	done(err)
 	p.spent.Add(int64(time.Since(start)))
 	return out, err
 }
@@ -127,8 +146,15 @@ func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, 
 		if item == "" {
 			item = `{"id":` + strconv.Quote(id) + `}`
 		}
-		ctx := []byte(`{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped) + `}`)
-		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx})
+		base := `{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped)
+		// The operator's settings of a global module (a first-party
+		// module's endpoints, defaults and fees), never handed to a
+		// tenant's module of the same name.
+		if st := r.Modules.Settings(id); len(st) > 0 && scoped == "global" {
+			base += `,"settings":` + string(st)
+		}
+		ctx := []byte(base + `}`)
+		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx, base: []byte(base)})
 		return nil
 	}
 	for _, id := range r.Modules.Defaults(account) {
@@ -261,6 +287,7 @@ func (p *Pipeline) Pre(ctx context.Context, body []byte) (Result, *apierr.Error)
 				}
 				res.Body = b
 			}
+			s.setState(out.Field(3))
 		case abi.ActionRespond:
 			if !gjson.ValidBytes(b) || !gjson.GetBytes(b, "choices").IsArray() {
 				return res, s.fail("pre_request", "responded with something that is not a chat result")
@@ -332,6 +359,11 @@ func (p *Pipeline) Chunk(ctx context.Context, chunk []byte) ([][]byte, *apierr.E
 			switch string(out.Field(0)) {
 			case abi.ActionContinue:
 				next = append(next, out.Fields[1:]...)
+			case abi.ActionContinueState:
+				s.setState(out.Field(1))
+				if len(out.Fields) > 2 {
+					next = append(next, out.Fields[2:]...)
+				}
 			case abi.ActionBlock:
 				return nil, s.block(out.Field(1), p.Stages)
 			default:

@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/sse"
+	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/switchyard/switchyard/host/wire"
 	"github.com/tidwall/gjson"
@@ -22,7 +23,9 @@ import (
 // chat serves POST /chat/completions: typed request → plugins (pre) →
 // dispatcher → stream pump or JSON writer.
 func (s *Server) chat(c *fiber.Ctx) error {
+	endSpan := telemetry.From(c.UserContext()).Phase("validate")
 	req, aerr := s.chatRequest(c)
+	endSpan(aerr)
 	if aerr != nil {
 		return aerr
 	}
@@ -31,7 +34,8 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if req.adm, aerr = s.admit(c, req.key, int64(req.PromptTokens)); aerr != nil {
 		return aerr
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.Dispatcher.RequestTimeout)
+	// The user context carries the request's telemetry (host/telemetry).
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.Dispatcher.RequestTimeout)
 	// Until the handler returns, a client that hangs up cancels the work
 	// (a stream's pump notices it by its failed writes afterwards).
 	ctx, stopWatch := hangup.Watch(ctx, c.Context().Conn())

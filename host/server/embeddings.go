@@ -37,7 +37,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	}
 	defer adm.end()
 	acct := s.Keys.Providers(key.AccountID)
-	ctx, cancel := context.WithTimeout(context.Background(), s.Dispatcher.RequestTimeout)
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.Dispatcher.RequestTimeout) // with the request's telemetry
 	defer cancel()
 	ctx, stopWatch := hangup.Watch(ctx, c.Context().Conn()) // a client that hangs up cancels the call
 	defer stopWatch()

@@ -16,6 +16,7 @@ import (
 	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/sse"
+	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/switchyard/switchyard/host/wire"
 	"github.com/tidwall/gjson"
@@ -76,6 +77,8 @@ type sseItem struct {
 
 func (p *pump) run(w *bufio.Writer) {
 	p.w, p.checkpointed = w, time.Now()
+	// Last of all (after settlement): the request's metrics, span and log line.
+	defer func() { telemetry.From(p.ctx).EndStream(p.text.String()) }()
 	defer p.release()
 	defer p.r.Call.Close()
 	// Whatever way the stream ends, what was generated is charged once. A

@@ -1,0 +1,365 @@
+// Package activity lists an account's generation records and totals them
+// per day, fast on stores with millions of records: the records are keyed
+// by id, so every listing would otherwise read them all. Index (passed to
+// the ledger as billing.Options.Index) writes, in the settlement's own
+// transaction, one time-ordered entry per record, entries per key and per
+// model, and adds the record to its account's daily totals.
+package activity
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/switchyard/switchyard/host/billing"
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	// account 0 created(8, big endian ns) id → model 0 provider 0 status 0 key hash
+	bucketByTime = []byte("activity_by_time")
+	// account 0 key hash 0 created id → ""
+	bucketByKey = []byte("activity_by_key")
+	// account 0 model 0 created id → ""
+	bucketByModel = []byte("activity_by_model")
+	// account 0 date 0 model 0 key hash → totals (4 × 8 bytes)
+	bucketDaily = []byte("activity_daily")
+	bucketMeta  = []byte("activity_meta")
+	// backfilled marks a store whose records written before the indexes
+	// existed have been indexed.
+	keyBackfilled = []byte("backfilled_v1")
+)
+
+const sep = 0
+
+// Open creates the index buckets and indexes every record written before
+// they existed (once per store, in batches, idempotent if interrupted). Run
+// it before the ledger opens, so nothing settles meanwhile.
+func Open(db *bolt.DB) error {
+	done := false
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketByTime, bucketByKey, bucketByModel, bucketDaily, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		done = tx.Bucket(bucketMeta).Get(keyBackfilled) != nil
+		return nil
+	}); err != nil || done {
+		return err
+	}
+	after := ""
+	for {
+		n := 0
+		err := db.Update(func(tx *bolt.Tx) error {
+			var ierr error
+			last, err := billing.ForEachGenerationIn(tx, after, func(g *billing.Generation) bool {
+				n++
+				ierr = Index(tx, g)
+				return ierr == nil && n < 10000
+			})
+			after = last
+			if err != nil {
+				return err
+			}
+			if ierr != nil {
+				return ierr
+			}
+			if n == 0 {
+				return tx.Bucket(bucketMeta).Put(keyBackfilled, []byte{1})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("activity: indexing existing generations: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// Index adds g to its account's indexes and daily totals, once: a record
+// already indexed is left alone (the ledger may replay a transaction).
+func Index(tx *bolt.Tx, g *billing.Generation) error {
+	byTime, err := tx.CreateBucketIfNotExists(bucketByTime)
+	if err != nil {
+		return err
+	}
+	suffix := timeID(g.CreatedAt, g.ID)
+	pk := join(g.AccountID, string(suffix))
+	if byTime.Get(pk) != nil {
+		return nil
+	}
+	if err := byTime.Put(pk, []byte(g.Model+"\x00"+g.Provider+"\x00"+g.Status+"\x00"+g.KeyHash)); err != nil {
+		return err
+	}
+	for _, ix := range []struct {
+		bucket []byte
+		value  string
+	}{{bucketByKey, g.KeyHash}, {bucketByModel, g.Model}} {
+		b, err := tx.CreateBucketIfNotExists(ix.bucket)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(join(g.AccountID, ix.value, string(suffix)), nil); err != nil {
+			return err
+		}
+	}
+	daily, err := tx.CreateBucketIfNotExists(bucketDaily)
+	if err != nil {
+		return err
+	}
+	dk := join(g.AccountID, g.CreatedAt.UTC().Format(time.DateOnly), g.Model, g.KeyHash)
+	var t totals
+	t.decode(daily.Get(dk))
+	t.Requests++
+	t.PromptTokens += g.Usage.PromptTokens
+	t.CompletionTokens += g.Usage.CompletionTokens
+	t.Cost += g.Charged
+	return daily.Put(dk, t.encode())
+}
+
+// join is parts separated by 0 bytes (ids, models and key hashes have none).
+func join(parts ...string) []byte {
+	var b []byte
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, sep)
+		}
+		b = append(b, p...)
+	}
+	return b
+}
+
+func timeID(t time.Time, id string) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano()))
+	return append(b, id...)
+}
+
+type totals struct {
+	Requests, PromptTokens, CompletionTokens int64
+	Cost                                     billing.Nanos
+}
+
+func (t *totals) decode(v []byte) {
+	if len(v) < 32 {
+		return
+	}
+	t.Requests = int64(binary.BigEndian.Uint64(v))
+	t.PromptTokens = int64(binary.BigEndian.Uint64(v[8:]))
+	t.CompletionTokens = int64(binary.BigEndian.Uint64(v[16:]))
+	t.Cost = billing.Nanos(binary.BigEndian.Uint64(v[24:]))
+}
+
+func (t *totals) encode() []byte {
+	b := make([]byte, 0, 32)
+	for _, x := range []int64{t.Requests, t.PromptTokens, t.CompletionTokens, int64(t.Cost)} {
+		b = binary.BigEndian.AppendUint64(b, uint64(x))
+	}
+	return b
+}
+
+// Filter narrows a listing; zero fields match everything. From is
+// inclusive, To exclusive (by the record's created_at).
+type Filter struct {
+	Key, Model, Provider, Status string
+	From, To                     time.Time
+}
+
+// ErrBadCursor is a cursor this package did not make.
+var ErrBadCursor = errors.New("cursor: not one this API returned; pass next_cursor as is")
+
+// Page is one page of a listing, newest first. Next is the cursor of the
+// page after it, "" when there is none.
+type Page struct {
+	Data []*billing.Generation
+	Next string
+
+	lastSuffix []byte // created+id of the last record in Data
+}
+
+// List returns up to limit records of account matching f, newest first,
+// starting after cursor ("" = from the newest). It walks the key or model
+// index when the filter names one, so a narrow filter reads only its own
+// entries; the other fields are checked on the index entry before any
+// record is read.
+func List(db *bolt.DB, account string, f Filter, cursor string, limit int) (*Page, error) {
+	var after []byte
+	if cursor != "" {
+		c, err := base64.RawURLEncoding.DecodeString(cursor)
+		if err != nil || len(c) <= 8 {
+			return nil, ErrBadCursor
+		}
+		after = c
+	}
+	page := &Page{Data: []*billing.Generation{}}
+	err := db.View(func(tx *bolt.Tx) error {
+		byTime := tx.Bucket(bucketByTime)
+		if byTime == nil {
+			return nil
+		}
+		b, prefix := byTime, join(account, "")
+		switch {
+		case f.Key != "":
+			b, prefix = tx.Bucket(bucketByKey), join(account, f.Key, "")
+		case f.Model != "":
+			b, prefix = tx.Bucket(bucketByModel), join(account, f.Model, "")
+		}
+		// The walk starts below the first key it may return: the cursor's
+		// entry, or the end of the time range.
+		upper := append(append([]byte(nil), prefix...), 0xff)
+		if !f.To.IsZero() {
+			upper = append(append([]byte(nil), prefix...), binary.BigEndian.AppendUint64(nil, uint64(f.To.UnixNano()))...)
+		}
+		if after != nil {
+			if a := append(append([]byte(nil), prefix...), after...); bytes.Compare(a, upper) < 0 {
+				upper = a
+			}
+		}
+		c := b.Cursor()
+		k, _ := c.Seek(upper)
+		if k == nil || bytes.Compare(k, upper) >= 0 {
+			k, _ = c.Prev()
+		}
+		var fromNs uint64
+		if !f.From.IsZero() {
+			fromNs = uint64(f.From.UnixNano())
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+			suffix := k[len(prefix):]
+			if len(suffix) <= 8 {
+				continue
+			}
+			if binary.BigEndian.Uint64(suffix) < fromNs {
+				break
+			}
+			entry := byTime.Get(join(account, string(suffix)))
+			if entry == nil || !f.matches(entry) {
+				continue
+			}
+			if len(page.Data) == limit { // one more matches: there is a next page
+				page.Next = base64.RawURLEncoding.EncodeToString(page.lastSuffix)
+				break
+			}
+			g, err := billing.GenerationIn(tx, suffix[8:])
+			if err != nil {
+				return err
+			}
+			if g == nil {
+				continue
+			}
+			page.Data = append(page.Data, g)
+			page.lastSuffix = append(page.lastSuffix[:0], suffix...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// matches checks the fields of an index entry (model 0 provider 0 status
+// 0 key hash) against f.
+func (f Filter) matches(entry []byte) bool {
+	fields := strings.SplitN(string(entry), "\x00", 4)
+	if len(fields) != 4 {
+		return false
+	}
+	for i, want := range []string{f.Model, f.Provider, f.Status, f.Key} {
+		if want != "" && fields[i] != want {
+			return false
+		}
+	}
+	return true
+}
+
+// Row is one line of the activity totals: a day and a model and/or a key.
+type Row struct {
+	Date             string `json:"date"`
+	Model            string `json:"model"`
+	Key              string `json:"key"`
+	Requests         int64  `json:"requests"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	Cost             string `json:"cost"`
+	cost             billing.Nanos
+}
+
+// GroupBy says which of model and key a row of Activity is per.
+type GroupBy int
+
+const (
+	ByModelAndKey GroupBy = iota // a row per day, model and key
+	ByModel                      // a row per day and model, keys summed
+	ByKey                        // a row per day and key, models summed
+)
+
+// Activity totals account's records per UTC day (of created_at) from from
+// to to inclusive (dates "YYYY-MM-DD"), ordered by date, then model, then
+// key. It reads the daily totals only, never a record.
+func Activity(db *bolt.DB, account, from, to string, by GroupBy) ([]Row, error) {
+	rows := map[[3]string]*Row{}
+	err := db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketDaily)
+		if b == nil {
+			return nil
+		}
+		prefix := join(account, "")
+		c := b.Cursor()
+		for k, v := c.Seek(join(account, from)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			parts := strings.SplitN(string(k[len(prefix):]), "\x00", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			date, model, key := parts[0], parts[1], parts[2]
+			if date > to {
+				break
+			}
+			switch by {
+			case ByModel:
+				key = ""
+			case ByKey:
+				model = ""
+			}
+			id := [3]string{date, model, key}
+			r := rows[id]
+			if r == nil {
+				r = &Row{Date: date, Model: model, Key: key}
+				rows[id] = r
+			}
+			var t totals
+			t.decode(v)
+			r.Requests += t.Requests
+			r.PromptTokens += t.PromptTokens
+			r.CompletionTokens += t.CompletionTokens
+			r.cost += t.Cost
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		r.Cost = r.cost.USD()
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Date != b.Date {
+			return a.Date < b.Date
+		}
+		if a.Model != b.Model {
+			return a.Model < b.Model
+		}
+		return a.Key < b.Key
+	})
+	return out, nil
+}

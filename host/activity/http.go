@@ -1,0 +1,141 @@
+package activity
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/admin"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/keys"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Page sizes of GET /generations.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// Register mounts GET /generations and GET /activity on r, the
+// authenticated /api/v1 group. Like GET /generation, any key of an account
+// reads the account's records, and only its account's (docs/api.md).
+func Register(r fiber.Router, db *bolt.DB) {
+	r.Get("/generations", func(c *fiber.Ctx) error { return listGenerations(c, db) })
+	r.Get("/activity", func(c *fiber.Ctx) error { return activity(c, db) })
+}
+
+// Statuses are the generation statuses a listing filters by.
+var Statuses = []string{billing.StatusSuccess, billing.StatusError, billing.StatusCancelled, billing.StatusInterrupted, billing.StatusExpired}
+
+func listGenerations(c *fiber.Ctx, db *bolt.DB) error {
+	k, _ := c.Locals(admin.LocalsKey).(*keys.Key)
+	if k == nil {
+		return admin.Fail(c, http.StatusUnauthorized, "Missing Authentication header")
+	}
+	limit := DefaultLimit
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			return admin.Fail(c, http.StatusBadRequest, "limit: must be a whole number from 1 to "+strconv.Itoa(MaxLimit))
+		}
+		limit = n
+	}
+	f := Filter{Key: c.Query("key"), Model: c.Query("model"), Provider: c.Query("provider"), Status: c.Query("status")}
+	if f.Status != "" && !contains(Statuses, f.Status) {
+		return admin.Fail(c, http.StatusBadRequest, "status: must be one of "+strings.Join(Statuses, ", "))
+	}
+	var err error
+	if f.From, err = ParseTime(c.Query("from"), false); err != nil {
+		return admin.Fail(c, http.StatusBadRequest, "from: "+err.Error())
+	}
+	if f.To, err = ParseTime(c.Query("to"), true); err != nil {
+		return admin.Fail(c, http.StatusBadRequest, "to: "+err.Error())
+	}
+	page, err := List(db, k.AccountID, f, c.Query("cursor"), limit)
+	if errors.Is(err, ErrBadCursor) {
+		return admin.Fail(c, http.StatusBadRequest, err.Error())
+	}
+	if err != nil {
+		return admin.Fail(c, http.StatusInternalServerError, "internal server error")
+	}
+	return c.JSON(fiber.Map{"data": page.Data, "next_cursor": page.Next})
+}
+
+// ParseTime reads RFC 3339 or a date (YYYY-MM-DD, UTC). A date as the end
+// of a range includes that day.
+func ParseTime(v string, end bool) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.DateOnly, v)
+	if err != nil {
+		return time.Time{}, errors.New("must be an RFC 3339 time (2026-01-02T15:04:05Z) or a date (2026-01-02)")
+	}
+	if end {
+		t = t.AddDate(0, 0, 1)
+	}
+	return t, nil
+}
+
+// MaxActivityDays bounds the range of GET /activity.
+const MaxActivityDays = 366
+
+func activity(c *fiber.Ctx, db *bolt.DB) error {
+	k, _ := c.Locals(admin.LocalsKey).(*keys.Key)
+	if k == nil {
+		return admin.Fail(c, http.StatusUnauthorized, "Missing Authentication header")
+	}
+	to := time.Now().UTC().Truncate(24 * time.Hour)
+	if v := c.Query("to"); v != "" {
+		t, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			return admin.Fail(c, http.StatusBadRequest, "to: must be a date (2026-01-02)")
+		}
+		to = t
+	}
+	from := to.AddDate(0, 0, -29)
+	if v := c.Query("from"); v != "" {
+		t, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			return admin.Fail(c, http.StatusBadRequest, "from: must be a date (2026-01-02)")
+		}
+		from = t
+	}
+	if from.After(to) {
+		return admin.Fail(c, http.StatusBadRequest, "from: must not be after to")
+	}
+	if to.Sub(from) >= MaxActivityDays*24*time.Hour {
+		return admin.Fail(c, http.StatusBadRequest, "from, to: the range must be at most "+strconv.Itoa(MaxActivityDays)+" days")
+	}
+	var by GroupBy
+	switch c.Query("group_by") {
+	case "":
+	case "model":
+		by = ByModel
+	case "key":
+		by = ByKey
+	default:
+		return admin.Fail(c, http.StatusBadRequest, "group_by: must be model or key (or absent: both)")
+	}
+	rows, err := Activity(db, k.AccountID, from.Format(time.DateOnly), to.Format(time.DateOnly), by)
+	if err != nil {
+		return admin.Fail(c, http.StatusInternalServerError, "internal server error")
+	}
+	return c.JSON(fiber.Map{"data": rows})
+}
+
+func contains(list []string, v string) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,98 @@
+package billing
+
+import (
+	"encoding/json"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// IndexFunc writes what is derived from a generation record (host/activity's
+// indexes and daily totals) in the transaction that writes the record, so
+// an index never names a record that is not there nor misses one that is.
+// It must be idempotent: a group that fails is replayed one operation at a
+// time.
+type IndexFunc func(tx *bolt.Tx, g *Generation) error
+
+// commit is the settlement transaction plus the index.
+func (l *Ledger) commit(tx *bolt.Tx, g *Generation) error {
+	if err := commitSettlement(tx, g); err != nil {
+		return err
+	}
+	if l.opts.Index != nil {
+		return l.opts.Index(tx, g)
+	}
+	return nil
+}
+
+// GenerationIn reads the record id in tx; nil when there is none.
+func GenerationIn(tx *bolt.Tx, id []byte) (*Generation, error) {
+	b := tx.Bucket(bucketGenerations)
+	if b == nil {
+		return nil, nil
+	}
+	v := b.Get(id)
+	if v == nil {
+		return nil, nil
+	}
+	g := new(Generation)
+	return g, json.Unmarshal(v, g)
+}
+
+// ForEachGenerationIn calls fn for every record in tx, in id order, from
+// the first id after `after` ("" = from the start) until fn returns false.
+// It returns the id of the last record seen.
+func ForEachGenerationIn(tx *bolt.Tx, after string, fn func(*Generation) bool) (string, error) {
+	b := tx.Bucket(bucketGenerations)
+	if b == nil {
+		return "", nil
+	}
+	c := b.Cursor()
+	k, v := c.First()
+	if after != "" {
+		k, v = c.Seek([]byte(after))
+		if k != nil && string(k) == after {
+			k, v = c.Next()
+		}
+	}
+	last := after
+	for ; k != nil; k, v = c.Next() {
+		g := new(Generation)
+		if err := json.Unmarshal(v, g); err != nil {
+			return last, err
+		}
+		last = string(k)
+		if !fn(g) {
+			break
+		}
+	}
+	return last, nil
+}
+
+// PutGenerationIn writes a settled record as is, moving no money: for
+// imports and the activity benchmarks, which need a large store fast.
+func PutGenerationIn(tx *bolt.Tx, g *Generation) error {
+	b, err := tx.CreateBucketIfNotExists(bucketGenerations)
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(g)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(g.ID), v)
+}
+
+// DB is the store the ledger writes, for the readers of what Index derives.
+func (l *Ledger) DB() *bolt.DB { return l.db }
+
+// ObserveCommits makes the ledger's writer report each group commit: how
+// many operations it carried and how long it took, fsync included.
+func (l *Ledger) ObserveCommits(fn func(ops int, d time.Duration)) { l.w.observe.Store(&fn) }
+
+// WriterQueue is the number of operations waiting for the next commit.
+func (l *Ledger) WriterQueue() int {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	return len(l.w.queue)
+}

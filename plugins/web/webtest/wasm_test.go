@@ -1,0 +1,100 @@
+//go:build !wasip1
+
+package webtest_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/wasm"
+	"github.com/switchyard/switchyard/plugins/web/webtest"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The service:web_search tool through the Wasm boundary and the host's
+// services: the built module, the host's outbound HTTP with the operator's
+// key substituted for the placeholder, the kv store counting max_uses
+// under the request's id, and the fee reported as the call's cost.
+func TestToolCallThroughWasm(t *testing.T) {
+	brave := webtest.New("brave", "brave-secret")
+	srv := httptest.NewServer(brave)
+	defer srv.Close()
+
+	dir := filepath.Join(gatewaytest.Root(), "build", "wasm")
+	mj, err := os.ReadFile(filepath.Join(dir, "web.json"))
+	if err != nil {
+		t.Fatalf("run `make wasm` first: %v", err)
+	}
+	bin, err := os.ReadFile(filepath.Join(dir, "web.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mj, _ = sjson.SetBytes(mj, "grants.http_domains.-1", "127.0.0.1")
+	m, err := manifest.Parse(mj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "kv.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store, err := kv.Open(db, kv.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
+	defer e.Close(context.Background())
+	e.AllowPrivateNetworks = true
+	e.Secrets = map[string]string{"BRAVE_API_KEY": "brave-secret"}
+	e.KV = store
+	mod, err := e.Load(context.Background(), m, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(requestID string) (gjson.Result, string) {
+		ctx := wasm.WithCallEnv(context.Background(), &wasm.CallEnv{Account: "acct_1", RequestID: requestID})
+		tctx := `{"request_id":"` + requestID + `","parameters":{"engine":"brave","max_uses":2,"max_results":2},"config":{},` +
+			`"settings":{"engines":{"brave":{"base_url":"` + srv.URL + `"}}}}`
+		out, err := mod.Call(ctx, abi.HookToolCall, []byte(tctx), []byte("web_search"), []byte(`{"query":"webassembly"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gjson.ParseBytes(out.Field(0)), string(out.Field(1))
+	}
+	for i := 0; i < 2; i++ {
+		res, cost := call("req_1")
+		if res.Get("error").Exists() || res.Get("results.#").Int() != 2 || cost != "0.005" {
+			t.Fatalf("call %d: %s cost %q", i, res.Raw, cost)
+		}
+	}
+	if got := brave.Last().Header.Get("X-Subscription-Token"); got != "brave-secret" {
+		t.Fatalf("the engine got token %q", got)
+	}
+	res, cost := call("req_1")
+	if !strings.Contains(res.Get("error").Str, "max_uses (2) reached") || cost != "" {
+		t.Fatalf("third call: %s %q", res.Raw, cost)
+	}
+	if len(brave.Calls()) != 2 {
+		t.Fatalf("a refused call must not search: %d searches", len(brave.Calls()))
+	}
+	if res, _ := call("req_2"); res.Get("error").Exists() {
+		t.Fatalf("another request counts afresh: %s", res.Raw)
+	}
+	// Without the operator's key the call fails as a result naming it.
+	e.Secrets = nil
+	res, _ = call("req_3")
+	if !strings.Contains(res.Get("error").Str, "BRAVE_API_KEY") {
+		t.Fatalf("%s", res.Raw)
+	}
+}

@@ -66,6 +66,17 @@ func TestNativeSearchThroughTheGateway(t *testing.T) {
 	if tools.Raw != `[{"googleSearch":{}}]` {
 		t.Fatalf("Gemini got tools %s", tools.Raw)
 	}
+	// Through the web plugin's native engine (the module on main): it
+	// leaves its item in the request and the adapter builds the tool.
+	post(`{"model":"test/claude","messages":[{"role":"user","content":"Who won the euro 2024?"}],"plugins":[{"id":"web","engine":"native","max_uses":2,"exclude_domains":["*.example.com"]}]}`)
+	tools = gjson.ParseBytes(g.Anthropics["anth"].Last().Body).Get("tools")
+	if tools.Get("#").Int() != 1 || tools.Get("0.name").Str != "web_search" || tools.Get("0.max_uses").Int() != 2 || tools.Get("0.blocked_domains").Raw != `["example.com"]` {
+		t.Fatalf("Anthropic got tools %s from the web plugin", tools.Raw)
+	}
+	post(`{"model":"test/gemini","messages":[{"role":"user","content":"Who won the euro 2024?"}],"plugins":[{"id":"web","engine":"native"}]}`)
+	if tools := gjson.ParseBytes(g.Geminis["gem"].Last().Body).Get("tools"); tools.Raw != `[{"googleSearch":{}}]` {
+		t.Fatalf("Gemini got tools %s from the web plugin", tools.Raw)
+	}
 	// Without the ask, neither gets a search tool.
 	post(`{"model":"test/claude","messages":[{"role":"user","content":"Hello"}]}`)
 	if tools := gjson.ParseBytes(g.Anthropics["anth"].Last().Body).Get("tools"); tools.Exists() {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and a fresh machine may lack: Node.js and
-# npm (the npm client tests, the AssemblyScript example), clang and lld (the
-# C example plugin). Go and make must be there already. Used by `make test`
+# npm (the npm client tests, the AssemblyScript example, the web console),
+# clang and lld (the C example plugin), Chromium (the console's end-to-end
+# test, driven by playwright-core with Debian's browser). Go and make must be there already. Used by `make test`
 # and by .ci/run. Debian/Ubuntu (apt-get); as root it installs, otherwise
 # it says what to install and fails.
 set -euo pipefail
@@ -18,6 +19,7 @@ for c in clang-14 clang; do
   if command -v "$c" >/dev/null 2>&1; then clang=$c; break; fi
 done
 [ -n "$clang" ] || need+=(clang-14)
+{ command -v chromium || command -v chromium-browser; } >/dev/null 2>&1 || need+=(chromium)
 # wasm-ld as clang will look for it.
 if [ -z "$clang" ] || ! command -v "$("$clang" -print-prog-name=wasm-ld)" >/dev/null 2>&1; then
   command -v wasm-ld-14 >/dev/null 2>&1 || command -v wasm-ld >/dev/null 2>&1 || need+=(lld-14)

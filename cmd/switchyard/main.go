@@ -13,13 +13,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/gateway"
 	"github.com/switchyard/switchyard/host/netguard"
-	"github.com/switchyard/switchyard/host/tokenize"
 )
 
 func main() {
@@ -30,6 +31,10 @@ func main() {
 }
 
 func run() error {
+	// A SIGHUP while starting would end the process (its default action)
+	// before the reload handler is installed; the file is being read now
+	// anyway. WatchConfig takes SIGHUP over once the gateway runs.
+	signal.Ignore(syscall.SIGHUP)
 	cfgPath := flag.String("config", os.Getenv("SWITCHYARD_CONFIG"), "configuration file (default: the embedded default)")
 	flag.Parse()
 	cfg, err := config.Load(*cfgPath)
@@ -48,12 +53,17 @@ func run() error {
 	if n, err := netguard.RaiseFDLimit(); err != nil {
 		log.Warn("could not raise the open-file limit", "limit", n, "err", err)
 	}
-	go func() { _ = tokenize.Warm() }()
-	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv})
+	// The tokenizer's vocabularies (≈34 MiB) load on first use: only a
+	// response without usage needs them, and most upstreams report usage.
+	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv, ConfigPath: *cfgPath})
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
+	// Start-up leaves garbage (module validation decodes megabytes of Wasm)
+	// that the Go runtime would hand back to the OS only slowly: return it
+	// now, so the idle gateway's RSS is its live memory.
+	debug.FreeOSMemory()
 	if gw.BootstrapSecret != "" {
 		// Shown once, on the terminal and in a 0600 file, never in the log.
 		keyFile := filepath.Join(cfg.DataDir, "bootstrap.key")
@@ -64,6 +74,13 @@ func run() error {
 	}
 	if gw.DemoURL != "" {
 		log.Info("demo provider running (offline, canned answers — not a real model)", "url", gw.DemoURL)
+	}
+	// Providers, models, prices, aliases and rate limits reload without a
+	// restart: on SIGHUP, when the file changes, and POST /api/v1/admin/reload.
+	wctx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	if err := gw.WatchConfig(wctx); err != nil {
+		log.Warn("configuration file not watched; SIGHUP and POST /api/v1/admin/reload still reload it", "err", err)
 	}
 	for slug, p := range gw.Catalog.Providers {
 		log.Info("provider enabled", "provider", slug, "base_url", p.BaseURL, "demo", p.Demo)
@@ -76,6 +93,11 @@ func run() error {
 	errc := make(chan error, 1)
 	go func() { errc <- gw.Serve(ln) }()
 	log.Info("switchyard listening", "addr", "http://"+cfg.Listen+"/api/v1", "models", len(gw.Catalog.Models))
+	if console.Built() {
+		log.Info("web console (sign in with a management key)", "url", "http://"+cfg.Listen+"/console/")
+	} else {
+		log.Warn("web console not built into this binary: make build builds it", "url", "http://"+cfg.Listen+"/console/")
+	}
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)

@@ -34,15 +34,16 @@ type Deps struct {
 	Ledger  *billing.Ledger
 	Modules *modules.Registry
 	// DefaultRateLimits are every account's configured default rate
-	// limits, shown beside an account's own.
-	DefaultRateLimits ratelimit.Limits
+	// limits, shown beside an account's own (live: a configuration reload
+	// replaces them; nil: unlimited).
+	DefaultRateLimits *ratelimit.Defaults
 }
 
 type handlers struct {
 	ks       *keys.Store
 	l        *billing.Ledger
 	mods     *modules.Registry
-	defaults ratelimit.Limits
+	defaults *ratelimit.Defaults
 }
 
 // Register mounts the management API on r, the authenticated /api/v1

@@ -107,7 +107,7 @@ type accountRateLimitsView struct {
 
 func (h *handlers) accountRateLimits(id string) accountRateLimitsView {
 	own := h.ks.RateLimits(id)
-	v := accountRateLimitsView{AccountID: id, Defaults: viewOf(h.defaults), Effective: viewOf(own.Or(h.defaults))}
+	v := accountRateLimitsView{AccountID: id, Defaults: viewOf(h.defaults.Load()), Effective: viewOf(own.Or(h.defaults.Load()))}
 	if own != (ratelimit.Limits{}) {
 		o := viewOf(own)
 		v.RateLimits = &o

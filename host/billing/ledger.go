@@ -9,8 +9,6 @@
 package billing
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"hash/maphash"
@@ -366,16 +364,12 @@ func updateAccount(tx *bolt.Tx, id string, fn func(*accountRec)) error {
 	b := tx.Bucket(bucketAccounts)
 	var r accountRec
 	if v := b.Get([]byte(id)); v != nil {
-		if err := json.Unmarshal(v, &r); err != nil {
+		if err := decodeAccount(v, &r); err != nil {
 			return err
 		}
 	}
 	fn(&r)
-	v, err := json.Marshal(&r)
-	if err != nil {
-		return err
-	}
-	return b.Put([]byte(id), v)
+	return b.Put([]byte(id), r.appendJSON(make([]byte, 0, 64)))
 }
 
 // Generation returns the record of a settled request, or ErrNotFound.
@@ -416,14 +410,6 @@ func (l *Ledger) Generations(accountID string, fn func(*Generation) bool) error 
 		return nil
 	}
 	return err
-}
-
-// NewID returns a fresh generation id ("gen-" + time + random), the form
-// Reserve uses when none is given.
-func NewID() string {
-	var b [10]byte
-	_, _ = rand.Read(b[:])
-	return "gen-" + strconv.FormatInt(time.Now().Unix(), 10) + "-" + hex.EncodeToString(b[:])
 }
 
 // Request describes what is about to be sent upstream, for the hold.

@@ -20,26 +20,32 @@ const NanosPerUSD Nanos = 1_000_000_000
 // USD renders n as an exact decimal number of dollars with no trailing
 // zeros ("0.0042", "12.5", "0"); it is used both for JSON numbers and for
 // messages.
-func (n Nanos) USD() string {
-	neg := n < 0
+func (n Nanos) USD() string { return string(n.AppendUSD(nil)) }
+
+// AppendUSD appends USD() to b (the ledger's records encode amounts on
+// every settlement: no intermediate strings).
+func (n Nanos) AppendUSD(b []byte) []byte {
 	u := uint64(n)
-	if neg {
+	if n < 0 {
+		b = append(b, '-')
 		u = uint64(-n) // MinInt64 wraps to itself, which is the right magnitude as uint64
 	}
-	whole := u / uint64(NanosPerUSD)
+	b = strconv.AppendUint(b, u/uint64(NanosPerUSD), 10)
 	frac := u % uint64(NanosPerUSD)
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
+	if frac == 0 {
+		return b
 	}
-	b.WriteString(strconv.FormatUint(whole, 10))
-	if frac != 0 {
-		f := strconv.FormatUint(frac, 10)
-		b.WriteByte('.')
-		b.WriteString(strings.Repeat("0", 9-len(f)))
-		b.WriteString(strings.TrimRight(f, "0"))
+	var d [10]byte
+	d[0] = '.'
+	for i := 9; i >= 1; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
 	}
-	return b.String()
+	end := 10
+	for d[end-1] == '0' {
+		end--
+	}
+	return append(b, d[:end]...)
 }
 
 // String is "$" + USD(), for messages and logs.
@@ -51,7 +57,7 @@ func (n Nanos) String() string {
 }
 
 // MarshalJSON writes the amount as a JSON number of dollars, exactly.
-func (n Nanos) MarshalJSON() ([]byte, error) { return []byte(n.USD()), nil }
+func (n Nanos) MarshalJSON() ([]byte, error) { return n.AppendUSD(nil), nil }
 
 // UnmarshalJSON reads a JSON number of dollars (see ParseUSD).
 func (n *Nanos) UnmarshalJSON(b []byte) error {
@@ -75,6 +81,9 @@ var nanosPerUSDRat = new(big.Rat).SetInt64(int64(NanosPerUSD))
 // rounded half away from zero to the nearest nano.
 func ParseUSD(s string) (Nanos, error) {
 	s = strings.TrimSpace(s)
+	if v, ok := parsePlainUSD(s); ok {
+		return v, nil
+	}
 	if s == "" || len(s) > 64 || strings.ContainsAny(s, "/_") {
 		return 0, errNotNumber
 	}
@@ -98,6 +107,44 @@ func ParseUSD(s string) (Nanos, error) {
 		v = -v
 	}
 	return Nanos(v), nil
+}
+
+// parsePlainUSD is ParseUSD's fast path, for what AppendUSD writes (every
+// amount in the ledger's records): an optional minus, at most 9 whole
+// digits, and at most 9 decimals — exact in int64 arithmetic, with no
+// rounding to do. Anything else (exponents, more digits) is left to
+// big.Rat.
+func parsePlainUSD(s string) (Nanos, bool) {
+	neg := false
+	if s != "" && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	whole, frac, dot := strings.Cut(s, ".")
+	if whole == "" || len(whole) > 9 || (dot && (frac == "" || len(frac) > 9)) {
+		return 0, false
+	}
+	var v int64
+	for i := 0; i < len(whole); i++ {
+		c := whole[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	v *= int64(NanosPerUSD)
+	scale := int64(NanosPerUSD)
+	for i := 0; i < len(frac); i++ {
+		c := frac[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		scale /= 10
+		v += int64(c-'0') * scale
+	}
+	if neg {
+		v = -v
+	}
+	return Nanos(v), true
 }
 
 // FromUSD converts a float dollar amount (a catalog price) to nanos,

@@ -1,7 +1,6 @@
 package billing
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -157,11 +156,7 @@ func (h *holdRec) put(tx *bolt.Tx) error {
 	if tx.Bucket(bucketGenerations).Get([]byte(h.ID)) != nil {
 		return nil
 	}
-	v, err := json.Marshal(h)
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(bucketHolds).Put([]byte(h.ID), v)
+	return tx.Bucket(bucketHolds).Put([]byte(h.ID), h.appendJSON(make([]byte, 0, 512)))
 }
 
 // Hold is the amount currently held.
@@ -410,12 +405,18 @@ func (a *account) charge(ks *keyState, amount Nanos, t time.Time) {
 	ks.usage.add(amount, t)
 }
 
+const generationsFill = 0.95
+
 // commitSettlement is the one transaction that moves money: it debits the
 // account and the key, deletes the hold and writes the generation record,
 // all or nothing. A record already present means it was committed before,
 // and nothing happens.
 func commitSettlement(tx *bolt.Tx, g *Generation) error {
 	gens := tx.Bucket(bucketGenerations)
+	// Generation records are only appended, in id order (NewID): pages
+	// filled to 95% instead of bbolt's 50% split less and take half the
+	// space.
+	gens.FillPercent = generationsFill
 	if gens.Get([]byte(g.ID)) != nil {
 		return nil
 	}
@@ -428,26 +429,18 @@ func commitSettlement(tx *bolt.Tx, g *Generation) error {
 	kb := tx.Bucket(bucketKeys)
 	ku := keyUsage{Account: g.AccountID}
 	if v := kb.Get([]byte(g.KeyHash)); v != nil {
-		if err := json.Unmarshal(v, &ku); err != nil {
+		if err := decodeKeyUsage(v, &ku); err != nil {
 			return err
 		}
 	}
 	ku.add(g.Charged, g.SettledAt)
-	kv, err := json.Marshal(&ku)
-	if err != nil {
-		return err
-	}
-	if err := kb.Put([]byte(g.KeyHash), kv); err != nil {
+	if err := kb.Put([]byte(g.KeyHash), ku.appendJSON(make([]byte, 0, 192))); err != nil {
 		return err
 	}
 	if err := tx.Bucket(bucketHolds).Delete([]byte(g.ID)); err != nil {
 		return err
 	}
-	gv, err := json.Marshal(g)
-	if err != nil {
-		return err
-	}
-	return gens.Put([]byte(g.ID), gv)
+	return gens.Put([]byte(g.ID), g.appendJSON(make([]byte, 0, 640)))
 }
 
 // recover turns the holds found on disk into open reservations again and

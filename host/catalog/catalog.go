@@ -45,6 +45,10 @@ type Provider struct {
 	// EmbeddingTokenIDs: the provider's embeddings API takes input as token
 	// ids (OpenAI's does); for the others the host decodes ids to text.
 	EmbeddingTokenIDs bool
+	// RequiresModeration: the provider accepts only moderated input, so
+	// every chat request that may be routed to it runs the moderation
+	// plugin, listed or not (docs/plugins.md, "moderation").
+	RequiresModeration bool
 }
 
 // Endpoint is one model served by one provider.

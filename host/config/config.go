@@ -236,6 +236,9 @@ type Provider struct {
 	// (OpenAI's API, vLLM and llama.cpp servers take ids) and false for the
 	// others, which get the ids decoded to text.
 	EmbeddingTokenIDs *bool `yaml:"embedding_token_ids"`
+	// RequiresModeration runs the moderation plugin on every chat request
+	// that may be routed to this provider.
+	RequiresModeration bool `yaml:"requires_moderation"`
 }
 
 // Model is a model and the endpoints serving it.
@@ -372,7 +375,7 @@ func (c *Config) Catalog(demoURL string, getenv func(string) string) (*catalog.C
 		prov := &catalog.Provider{
 			Slug: p.Slug, Name: p.Name, BaseURL: strings.TrimRight(p.BaseURL, "/"), Adapter: p.Adapter,
 			DataCollection: p.DataCollection, ZDR: p.ZDR, Region: p.Region,
-			EmbeddingTokenIDs: p.Adapter == "openai",
+			EmbeddingTokenIDs: p.Adapter == "openai", RequiresModeration: p.RequiresModeration,
 		}
 		if p.EmbeddingTokenIDs != nil {
 			prov.EmbeddingTokenIDs = *p.EmbeddingTokenIDs

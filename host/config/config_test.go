@@ -262,3 +262,21 @@ func TestModulesAndSecrets(t *testing.T) {
 		t.Errorf("private hosts %v", c.Modules.PrivateHosts)
 	}
 }
+
+func TestRequiresModeration(t *testing.T) {
+	c, err := Parse([]byte(`
+providers:
+  - {slug: a, adapter: openai, base_url: "http://a/v1", requires_moderation: true}
+  - {slug: b, adapter: openai, base_url: "http://b/v1"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := c.Catalog("", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cat.Providers["a"].RequiresModeration || cat.Providers["b"].RequiresModeration {
+		t.Fatalf("requires_moderation: a %v, b %v", cat.Providers["a"].RequiresModeration, cat.Providers["b"].RequiresModeration)
+	}
+}

@@ -12,12 +12,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/activity"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/kv"
@@ -40,6 +43,9 @@ type Options struct {
 	AllowPrivateNetworks bool
 	// Getenv reads provider API key variables (nil: none are set).
 	Getenv func(string) string
+	// ConfigPath is the file cfg was loaded from ("": the embedded
+	// default); Reload and WatchConfig read it again.
+	ConfigPath string
 }
 
 // Gateway is an assembled gateway, not yet serving: call Server.Listen or
@@ -51,6 +57,8 @@ type Gateway struct {
 	Ledger  *billing.Ledger
 	Engine  *wasm.Engine
 	Modules *modules.Registry
+	// Catalog is the catalog built at start; Router.Catalog() is the one
+	// in force, which Reload replaces.
 	Catalog *catalog.Catalog
 	Router  *route.Router
 	Server  *server.Server
@@ -66,6 +74,15 @@ type Gateway struct {
 
 	log     *slog.Logger
 	closers []func()
+
+	configPath string
+	// started is the configuration as the file said at start (before any
+	// change the caller made in code), what a reload compares against to
+	// name the settings only a restart applies.
+	started    *config.Config
+	getenv     func(string) string
+	reloadMu   sync.Mutex
+	lastConfig string // fingerprint of the file last loaded (reload.go)
 }
 
 // New opens cfg's store and builds everything on it. With cfg.Demo it
@@ -82,7 +99,12 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		opts.CacheDir = filepath.Join(cfg.DataDir, "wazero-cache")
 	}
 	log := opts.Log
-	g = &Gateway{Config: cfg, log: log}
+	g = &Gateway{Config: cfg, log: log, configPath: opts.ConfigPath, getenv: opts.Getenv, started: cfg}
+	if opts.ConfigPath != "" {
+		if fc, err := config.Load(opts.ConfigPath); err == nil {
+			g.started = fc
+		}
+	}
 	// A failing return has set the named result to nil by the time the
 	// deferred call runs, and the closers read g: put the half-built
 	// gateway back to close it.
@@ -158,6 +180,11 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	g.Server = server.New(server.Deps{
 		Config: cfg, Catalog: g.Catalog, Keys: g.Keys, Modules: g.Modules, Log: log, Ledger: g.Ledger,
 		Router: g.Router, Telemetry: tel,
+		Mount: func(root, api fiber.Router) {
+			g.mountReload(api)
+			g.mountProviders(api)
+			console.Mount(root)
+		},
 	})
 	return g, nil
 }

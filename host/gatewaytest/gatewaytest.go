@@ -62,6 +62,10 @@ type Options struct {
 	// Secrets are the operator's values of ${secret:NAME} placeholders in
 	// modules' outbound calls (a search engine's key for a fake engine).
 	Secrets map[string]string
+	// ConfigFile makes the gateway read its configuration from a file (in
+	// the gateway's data directory), so tests can change it and reload
+	// (Gateway.WriteConfig, Gateway.GW.Reload).
+	ConfigFile bool
 }
 
 // Gateway is a running test gateway.
@@ -79,6 +83,10 @@ type Gateway struct {
 	DB          *bolt.DB
 	Server      *server.Server
 	Config      *config.Config
+	// GW is the assembled gateway (reload, catalog).
+	GW *gateway.Gateway
+	// ConfigPath is the configuration file with Options.ConfigFile.
+	ConfigPath string
 	// MetricsURL is the /metrics address when the test turned metrics on.
 	MetricsURL string
 
@@ -159,6 +167,12 @@ func Start(opts Options) (*Gateway, error) {
 	g.closers = append(g.closers, func() { os.RemoveAll(dir) })
 	cfg.DataDir = dir
 	cfg.ModulesDir = filepath.Join(Root(), "build", "wasm")
+	if opts.ConfigFile {
+		g.ConfigPath = filepath.Join(dir, "switchyard.yaml")
+		if err := g.WriteConfig(yml); err != nil {
+			return nil, err
+		}
+	}
 	// Test gateways run side by side: no metrics listener unless a test
 	// sets metrics.listen (127.0.0.1:0) in Mutate; MetricsURL is then set.
 	cfg.Metrics.Listen = "off"
@@ -182,7 +196,8 @@ func Start(opts Options) (*Gateway, error) {
 		// One compilation cache for every test gateway: compiling a Go
 		// guest takes about half a second, loading it from the cache
 		// milliseconds.
-		CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"),
+		CacheDir:   filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"),
+		ConfigPath: g.ConfigPath,
 	})
 	if err != nil {
 		return nil, err
@@ -192,6 +207,7 @@ func Start(opts Options) (*Gateway, error) {
 		gw.Engine.Secrets = opts.Secrets
 	}
 	g.DB, g.Keys, g.Ledger, g.Modules, g.Server, g.AccountID = gw.DB, gw.Keys, gw.Ledger, gw.Modules, gw.Server, gw.Operator
+	g.GW = gw
 	if gw.MetricsAddr != "" {
 		g.MetricsURL = "http://" + gw.MetricsAddr + "/metrics"
 	}
@@ -209,6 +225,26 @@ func Start(opts Options) (*Gateway, error) {
 	g.URL = "http://" + ln.Addr().String() + "/api/v1"
 	ok = true
 	return g, nil
+}
+
+// WriteConfig replaces the configuration file (Options.ConfigFile) with
+// yml, its "{{url:slug}}" replaced by the fake upstreams' URLs and the test
+// gateway's data and modules directories set, the way an operator's editor
+// saves: a new file renamed over the old one.
+func (g *Gateway) WriteConfig(yml string) error {
+	if g.ConfigPath == "" {
+		return fmt.Errorf("gatewaytest: WriteConfig needs Options.ConfigFile")
+	}
+	for slug, u := range g.UpstreamURL {
+		yml = strings.ReplaceAll(yml, "{{url:"+slug+"}}", u)
+	}
+	dir := filepath.Dir(g.ConfigPath)
+	yml += fmt.Sprintf("\ndata_dir: %q\nmodules_dir: %q\nbootstrap_key: %q\n", dir, filepath.Join(Root(), "build", "wasm"), Key)
+	tmp := g.ConfigPath + ".tmp"
+	if err := os.WriteFile(tmp, []byte(yml), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, g.ConfigPath)
 }
 
 // Close stops everything, in reverse order of start.

@@ -275,18 +275,22 @@ func (r *Registry) load(ctx context.Context, name string, m *manifest.Manifest, 
 // store writes a version. Only seeding may replace one (a rebuild of the
 // same version from the build directory).
 func (r *Registry) store(name, version string, manifestJSON, bin []byte, source string, replace bool) error {
-	sum := sha256.Sum256(bin)
-	rec, _ := json.Marshal(Record{Manifest: manifestJSON, SHA256: hex.EncodeToString(sum[:]), Size: len(bin), Published: time.Now().UTC(), Source: source})
 	return r.db.Update(func(tx *bolt.Tx) error {
-		k := key(name, version)
-		if !replace && tx.Bucket(bucketManifests).Get(k) != nil {
-			return errExists(name, version)
-		}
-		if err := tx.Bucket(bucketBinaries).Put(k, bin); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketManifests).Put(k, rec)
+		return storeTx(tx, name, version, manifestJSON, bin, source, replace, time.Now().UTC())
 	})
+}
+
+func storeTx(tx *bolt.Tx, name, version string, manifestJSON, bin []byte, source string, replace bool, now time.Time) error {
+	sum := sha256.Sum256(bin)
+	rec, _ := json.Marshal(Record{Manifest: manifestJSON, SHA256: hex.EncodeToString(sum[:]), Size: len(bin), Published: now, Source: source})
+	k := key(name, version)
+	if !replace && tx.Bucket(bucketManifests).Get(k) != nil {
+		return errExists(name, version)
+	}
+	if err := tx.Bucket(bucketBinaries).Put(k, bin); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketManifests).Put(k, rec)
 }
 
 // Activate makes version the active one for name. An unknown version is
@@ -470,25 +474,52 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 		closeFrom(0)
 		return skipped, fatal
 	}
-	for i, j := range all {
-		if j.err != nil {
-			continue
-		}
-		if j.changed {
-			if err := r.store(j.name, j.version, j.mj, j.bin, "seed", true); err != nil {
-				closeFrom(i)
-				return skipped, err
+	// The seeds and the activations are written in one transaction each
+	// (two fsyncs, not two per module): a fresh start stores megabytes of
+	// binaries, and each commit waits on the disk.
+	now := time.Now().UTC()
+	err := r.db.Update(func(tx *bolt.Tx) error {
+		for _, j := range all {
+			if j.err == nil && j.changed {
+				if err := storeTx(tx, j.name, j.version, j.mj, j.bin, "seed", true, now); err != nil {
+					return err
+				}
 			}
+		}
+		return nil
+	})
+	if err != nil {
+		closeFrom(0)
+		return skipped, err
+	}
+	var act []*startJob
+	for _, j := range all {
+		switch {
+		case j.err != nil:
+			continue
+		case j.changed:
 			r.log.Info("module seeded", "module", j.name+"@"+j.version)
 		}
-		if !j.activate {
+		if j.activate {
+			act = append(act, j)
+		} else {
 			_ = j.mod.Close(ctx)
-			continue
 		}
-		if err := r.commit(ctx, j.name, j.version, j.mod); err != nil {
-			closeFrom(i + 1) // commit closed j.mod
-			return skipped, err
+	}
+	if err := r.db.Update(func(tx *bolt.Tx) error {
+		for _, j := range act {
+			if err := tx.Bucket(bucketActive).Put([]byte(j.name), []byte(j.version)); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		closeFrom(0)
+		return skipped, err
+	}
+	for _, j := range act {
+		r.swap(strings.Clone(j.name), j.mod)
+		r.log.Info("module activated", "module", j.mod.ID)
 	}
 	return skipped, nil
 }
@@ -527,9 +558,13 @@ func (r *Registry) seeds(dir string) ([]*startJob, error) {
 	return out, nil
 }
 
-// loadAll loads the jobs' modules, up to GOMAXPROCS at a time, each
-// compiled on one goroutine (wazero would otherwise spread every module
-// over all CPUs, and the modules would compete for them).
+// loadAll loads the jobs' modules, up to GOMAXPROCS at a time. The
+// gateway's are loaded lazily (wasm.Engine.LoadLazy: compiled on first
+// call, so a gateway keeps in memory only the code of the modules it
+// uses); a new or rebuilt seed is validated first, so a broken build still
+// stops the start. A tenant's module is loaded as when it was published,
+// compiled on one goroutine (wazero would otherwise spread it over all
+// CPUs, and the modules would compete for them).
 func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 	ctx = wasm.WithCompilationWorkers(ctx, 1)
 	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
@@ -539,10 +574,40 @@ func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			j.mod, j.err = r.load(ctx, j.name, j.m, j.bin)
+			switch {
+			case strings.Contains(j.name, "/"): // a tenant's: loaded as published
+				j.mod, j.err = r.load(ctx, j.name, j.m, j.bin)
+			case j.changed:
+				// A new or rebuilt seed: validated now (a broken build stops
+				// the start), compiled on its first call.
+				if j.err = r.engine.Validate(ctx, j.m, j.bin); j.err == nil {
+					j.mod, j.err = r.engine.LoadLazyFrom(j.m, nil, r.binary(j.name, j.version))
+				}
+			default:
+				// Proven to load when it was stored.
+				j.mod, j.err = r.engine.LoadLazyFrom(j.m, nil, r.binary(j.name, j.version))
+			}
 		}()
 	}
 	wg.Wait()
+}
+
+// binary reads a stored binary when a lazily loaded module is first called
+// (start stores a new seed before it activates it), so the binaries of
+// modules nobody calls stay on disk.
+func (r *Registry) binary(name, version string) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		var bin []byte
+		err := r.db.View(func(tx *bolt.Tx) error {
+			v := tx.Bucket(bucketBinaries).Get(key(name, version))
+			if v == nil {
+				return errNotPublished(name, version)
+			}
+			bin = append([]byte(nil), v...)
+			return nil
+		})
+		return bin, err
+	}
 }
 
 // sameJSON compares two JSON documents ignoring insignificant white space

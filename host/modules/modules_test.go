@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/modules"
@@ -354,5 +355,49 @@ func TestStartRefusesABrokenSeed(t *testing.T) {
 	}
 	if len(r.List("")) != 0 {
 		t.Fatalf("a failed start stored modules: %v", r.List(""))
+	}
+}
+
+// TestStartCompilesOnFirstCall: a start — fresh store or restart — compiles
+// no module; the first calls (several at once) compile, check and
+// instantiate it and are served.
+func TestStartCompilesOnFirstCall(t *testing.T) {
+	ctx := context.Background()
+	dir := builtOpenAI(t)
+	path := filepath.Join(t.TempDir(), "sy.db")
+	for _, restart := range []string{"fresh store", "restart"} {
+		r, closeAll := open(t, path)
+		if err := r.Start(ctx, dir); err != nil {
+			t.Fatal(err)
+		}
+		m, rel := r.Acquire("openai")
+		if m == nil {
+			t.Fatalf("%s: openai is not active", restart)
+		}
+		if n := m.Live(); n != 0 {
+			t.Errorf("%s: %d instances before any call, want none (compiled on first use)", restart, n)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := m.Call(ctx, abi.HookChatRequest, []byte(`{"model":"gpt-4o"}`), []byte(`{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}]}`))
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("%s: first calls: %v", restart, err)
+			}
+		}
+		if n := m.Live(); n < 1 || n > 4 {
+			t.Errorf("%s: %d instances after 4 calls", restart, n)
+		}
+		rel()
+		closeAll()
 	}
 }

@@ -34,6 +34,52 @@ type Runner struct {
 	schemas sync.Map // *wasm.Module → *jsonschema.Schema (nil: no schema)
 }
 
+// Moderation is the plugin a provider's requires_moderation adds.
+const Moderation = "moderation"
+
+// settings is the ctx "settings" of module id for a request of account
+// that providers require it for: the operator's module_settings.<id>. The
+// moderation module's may hold per-account and per-provider overrides
+// ("accounts": {id: {…}}, "providers": {slug: {…}}), merged here key by
+// key — the account's over the defaults, then the requiring provider's
+// (a provider's condition wins over an account's preference) — so the
+// module sees only what applies to this request.
+func (r *Runner) settings(id, account string, providers []string) []byte {
+	st := r.Modules.Settings(id)
+	if id != Moderation || len(st) == 0 || (!gjson.GetBytes(st, "accounts").Exists() && !gjson.GetBytes(st, "providers").Exists()) {
+		return st
+	}
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(st, &m); err != nil {
+		return st
+	}
+	overlay := func(raw string) {
+		var o map[string]json.RawMessage
+		if json.Unmarshal([]byte(raw), &o) == nil {
+			for k, v := range o {
+				m[k] = v
+			}
+		}
+	}
+	accounts, provs := gjson.GetBytes(st, "accounts"), gjson.GetBytes(st, "providers")
+	delete(m, "accounts")
+	delete(m, "providers")
+	if a := accounts.Get(gjson.Escape(account)); account != "" && a.IsObject() {
+		overlay(a.Raw)
+	}
+	for _, p := range providers {
+		if e := provs.Get(gjson.Escape(p)); e.IsObject() {
+			overlay(e.Raw)
+			break
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return st
+	}
+	return b
+}
+
 type stage struct {
 	mod     *wasm.Module
 	release func()
@@ -103,6 +149,16 @@ func (p *Pipeline) Release() {
 // Build resolves the plugins for a request of account: defaults first (the
 // gateway's, then the account's), then the request's list in its order.
 func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, *apierr.Error) {
+	return r.BuildModerated(account, model, plugins, nil)
+}
+
+// BuildModerated is Build for a request that may be routed to providers
+// that require moderation (moderatedBy, their slugs): the moderation
+// plugin runs whether or not the request or the account lists it, last
+// when they do not (so it sees the request as it goes upstream). Its ctx
+// names the providers ("required_by"); without the plugin installed such a
+// request is refused (503) rather than sent unmoderated.
+func (r *Runner) BuildModerated(account, model string, plugins gjson.Result, moderatedBy []string) (*Pipeline, *apierr.Error) {
 	p := &Pipeline{Stages: []map[string]any{}} // [] not null in service_metadata
 	disabled := map[string]bool{}
 	type want struct {
@@ -129,6 +185,9 @@ func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, 
 		}
 		mod, release, scoped := r.acquire(account, id)
 		if mod == nil {
+			if index == requiredIndex {
+				return &apierr.Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("provider %s requires moderation, and the moderation plugin is not installed", strings.Join(moderatedBy, ", "))}
+			}
 			if index < 0 {
 				return nil // a default that was deactivated since
 			}
@@ -147,11 +206,22 @@ func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, 
 			item = `{"id":` + strconv.Quote(id) + `}`
 		}
 		base := `{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped)
+		var required []string
+		if id == Moderation {
+			required = moderatedBy
+		}
 		// The operator's settings of a global module (a first-party
 		// module's endpoints, defaults and fees), never handed to a
 		// tenant's module of the same name.
-		if st := r.Modules.Settings(id); len(st) > 0 && scoped == "global" {
+		if st := r.settings(id, account, required); len(st) > 0 && scoped == "global" {
 			base += `,"settings":` + string(st)
+		}
+		if index == -1 {
+			base += `,"default":true`
+		}
+		if len(required) > 0 {
+			b, _ := json.Marshal(required)
+			base += `,"required_by":` + string(b)
 		}
 		ctx := []byte(base + `}`)
 		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx, base: []byte(base)})
@@ -178,8 +248,17 @@ func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, 
 			return nil, err
 		}
 	}
+	if len(moderatedBy) > 0 {
+		if err := add(Moderation, requiredIndex, ""); err != nil {
+			p.Release()
+			return nil, err
+		}
+	}
 	return p, nil
 }
+
+// requiredIndex marks a stage a provider requires (not a default, not listed).
+const requiredIndex = -2
 
 // acquire finds plugin id in the account's scope first, then globally. An
 // id is a plugin's name, never a scope path: the registry keys account

@@ -499,7 +499,7 @@ func TestStickyFallbackModelAndPartition(t *testing.T) {
 	// Stick ignores endpoints of other catalogs and empty sessions.
 	r.Stick("", groq)
 	r.Stick("x", ep(testCatalog(), llama, "groq"))
-	if n := r.sessions.len(); n != 1 {
+	if n := r.tab.Load().sessions.len(); n != 1 {
 		t.Fatalf("%d sessions", n)
 	}
 }
@@ -511,14 +511,14 @@ func TestStickySessionsBounded(t *testing.T) {
 	for i := range 10_000 {
 		r.Stick("session-"+jsonNum(i), e)
 	}
-	if n := r.sessions.len(); n > 64 {
+	if n := r.tab.Load().sessions.len(); n > 64 {
 		t.Fatalf("%d sessions kept, cap 64", n)
 	}
 	// The most recent survives, the oldest is gone.
-	if r.sessions.get("session-9999", time.Now().UnixNano()) != e {
+	if r.tab.Load().sessions.get("session-9999", time.Now().UnixNano()) != e {
 		t.Fatal("newest session evicted")
 	}
-	if r.sessions.get("session-0", time.Now().UnixNano()) != nil {
+	if r.tab.Load().sessions.get("session-0", time.Now().UnixNano()) != nil {
 		t.Fatal("oldest session kept")
 	}
 }
@@ -900,4 +900,83 @@ func TestBlendedAndWeight(t *testing.T) {
 	if w := Weight(ep(c, llama, "free")); w != 0 {
 		t.Fatalf("free weight %v", w)
 	}
+}
+
+// TestSwap replaces the catalog of a router in use: plans made before keep
+// their endpoints and prices, plans made after see the new catalog, and
+// outcomes and sessions reported with an old endpoint land on its successor.
+func TestSwap(t *testing.T) {
+	clk := newClock()
+	oc := testCatalog()
+	r := New(oc, Options{Now: clk.Now})
+	before, err := r.Plan(Request{Models: []string{gpt}, Prefs: Preferences{Only: []string{"openai"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldPrice := before.Attempts[0].Price.Prompt
+
+	nc := testCatalog()
+	ep(nc, gpt, "openai").Price.Prompt = oldPrice + 7
+	delete(nc.Models, llama)
+	r.Swap(nc)
+
+	if r.Catalog() != nc {
+		t.Fatal("Catalog() is not the swapped-in catalog")
+	}
+	if got := before.Attempts[0].Price.Prompt; got != oldPrice {
+		t.Fatalf("a plan made before the swap changed price: %v, want %v", got, oldPrice)
+	}
+	after, err := r.Plan(Request{Models: []string{gpt}, Prefs: Preferences{Only: []string{"openai"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.Attempts[0].Price.Prompt; got != oldPrice+7 {
+		t.Fatalf("a plan made after the swap has price %v, want %v", got, oldPrice+7)
+	}
+	if _, err := r.Plan(Request{Models: []string{llama}}); err == nil || err.Status != 404 {
+		t.Fatalf("a model removed by the swap still routes: %v", err)
+	}
+	// The request planned before the swap finishes after it.
+	for range 3 {
+		r.Report(before.Attempts[0], Outcome{})
+	}
+	if !r.Stats(ep(nc, gpt, "openai")).Down {
+		t.Fatal("failures reported with an endpoint of the old catalog were lost")
+	}
+	r.Stick("s", ep(oc, gpt, "azure"))
+	p, _ := r.Plan(Request{Models: []string{gpt}, SessionID: "s"})
+	if p.Strategy != "sticky" || p.Attempts[0] != ep(nc, gpt, "azure") {
+		t.Fatalf("a session pinned with an old endpoint: %s %s", p.Strategy, slugs(p.Attempts, false))
+	}
+}
+
+// TestSwapConcurrent swaps catalogs while goroutines plan and report (run
+// with -race): every plan is made over one whole catalog.
+func TestSwapConcurrent(t *testing.T) {
+	r := New(testCatalog(), Options{Rand: seeded(3)})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				p, err := r.Plan(Request{Models: []string{gpt}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, e := range p.Attempts {
+					if e.Model != p.Attempts[0].Model {
+						t.Error("a plan mixes endpoints of two catalogs")
+						return
+					}
+				}
+				r.Report(p.Attempts[0], Outcome{Success: true, Status: 200})
+			}
+		}()
+	}
+	for range 50 {
+		r.Swap(testCatalog())
+	}
+	wg.Wait()
 }

@@ -3,9 +3,11 @@
 // order, keeps live health statistics per endpoint from the outcomes the
 // caller reports, and pins sessions to endpoints (sticky routing).
 //
-// A Router is built once per catalog and is safe for concurrent use. The hot
-// path (Plan) takes no global lock: health is read with atomic loads, sticky
-// sessions live in sharded maps, and scratch space is pooled.
+// A Router is safe for concurrent use, and its catalog can be swapped while
+// it routes (Swap: the live configuration reload). The hot path (Plan) takes
+// no global lock: the catalog's table is one atomic load, health is read
+// with atomic loads, sticky sessions live in sharded maps, and scratch space
+// is pooled.
 //
 // The algorithm is documented for users in docs/routing.md.
 package route
@@ -18,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchyard/switchyard/host/apierr"
@@ -91,16 +94,34 @@ func (o *Options) defaults() {
 	}
 }
 
-// Router plans routes over one immutable catalog.
+// Router plans routes over a catalog. The catalog can be replaced while
+// requests are routed (Swap, the live configuration reload): everything a
+// plan needs is read from one table loaded once per call, so a request is
+// planned entirely over the catalog it started with.
 type Router struct {
-	cat      *catalog.Catalog
-	opts     Options
-	models   map[string]*modelState
-	health   map[*catalog.Endpoint]*health
-	sessions *sessions
+	opts Options
+	tab  atomic.Pointer[table]
+	// swapMu orders Swaps, so each new table inherits from the last one.
+	swapMu sync.Mutex
 
 	randMu sync.Mutex // guards opts.Rand
 	pool   sync.Pool  // *scratch
+}
+
+// table is one catalog with the router's live state over it. It is never
+// changed after it is published; a Swap publishes a new one.
+type table struct {
+	cat    *catalog.Catalog
+	models map[string]*modelState
+	health map[*catalog.Endpoint]*health
+	// byKey is the health by model id and provider slug, and retired maps
+	// the endpoints of the catalog swapped out last to those keys: a
+	// request planned before a Swap reports its outcome after it, and that
+	// still counts (a request outliving two swaps reports into the void).
+	// An endpoint of a catalog this router never planned over is unknown.
+	byKey    map[string]*health
+	retired  map[*catalog.Endpoint]string
+	sessions *sessions
 }
 
 // modelState is a model with the health of its endpoints, index for index.
@@ -109,34 +130,48 @@ type modelState struct {
 	health []*health
 }
 
+func endpointKey(ep *catalog.Endpoint) string {
+	if ep == nil || ep.Model == nil || ep.Provider == nil {
+		return ""
+	}
+	return ep.Model.ID + "\x00" + ep.Provider.Slug
+}
+
 // New builds a router for c. c must not change afterwards.
 func New(c *catalog.Catalog, opts Options) *Router {
 	opts.defaults()
 	old := opts.Inherit
 	opts.Inherit = nil
-	r := &Router{
+	r := &Router{opts: opts}
+	r.pool.New = func() any { return &scratch{cands: make([]cand, 0, 32), order: make([]*cand, 0, 32)} }
+	var prev *table
+	if old != nil {
+		prev = old.tab.Load()
+	}
+	r.tab.Store(r.build(c, prev))
+	return r
+}
+
+// Swap makes c the catalog of plans made from now on. Plans made before
+// keep the endpoints (and so the prices) of the catalog they were made
+// over. Live health and sticky sessions carry over to the endpoints of c
+// with the same model id and provider slug, as with Options.Inherit. c
+// must not change afterwards.
+func (r *Router) Swap(c *catalog.Catalog) {
+	r.swapMu.Lock()
+	defer r.swapMu.Unlock()
+	r.tab.Store(r.build(c, r.tab.Load()))
+}
+
+// build makes the table of c, sharing health with old's endpoints of the
+// same key and copying old's sessions (old may be nil).
+func (r *Router) build(c *catalog.Catalog, old *table) *table {
+	t := &table{
 		cat:      c,
-		opts:     opts,
 		models:   make(map[string]*modelState, len(c.Models)),
 		health:   make(map[*catalog.Endpoint]*health),
-		sessions: newSessions(int64(opts.SessionTTL), opts.MaxSessions),
-	}
-	r.pool.New = func() any { return &scratch{cands: make([]cand, 0, 32), order: make([]*cand, 0, 32)} }
-
-	var oldHealth map[string]*health
-	var oldKeys map[*catalog.Endpoint]string
-	if old != nil {
-		oldHealth = make(map[string]*health, len(old.health))
-		oldKeys = make(map[*catalog.Endpoint]string, len(old.health))
-		for id, st := range old.models {
-			for i, ep := range st.m.Endpoints {
-				if ep != nil && ep.Provider != nil {
-					k := id + "\x00" + ep.Provider.Slug
-					oldHealth[k] = st.health[i]
-					oldKeys[ep] = k
-				}
-			}
-		}
+		byKey:    make(map[string]*health),
+		sessions: newSessions(int64(r.opts.SessionTTL), r.opts.MaxSessions),
 	}
 	byKey := make(map[string]*catalog.Endpoint)
 	for id, m := range c.Models {
@@ -146,32 +181,54 @@ func New(c *catalog.Catalog, opts Options) *Router {
 		st := &modelState{m: m, health: make([]*health, len(m.Endpoints))}
 		for i, ep := range m.Endpoints {
 			h := &health{}
-			if ep != nil && ep.Provider != nil && old != nil {
+			if ep != nil && ep.Provider != nil {
 				k := id + "\x00" + ep.Provider.Slug
 				byKey[k] = ep
-				if oh := oldHealth[k]; oh != nil {
-					h = oh
+				if old != nil {
+					if oh := old.byKey[k]; oh != nil {
+						h = oh
+					}
 				}
+				t.byKey[k] = h
 			}
 			st.health[i] = h
 			if ep != nil {
-				r.health[ep] = h
+				t.health[ep] = h
 			}
 		}
-		r.models[id] = st
+		t.models[id] = st
 	}
 	if old != nil {
+		t.retired = make(map[*catalog.Endpoint]string, len(old.health))
+		for ep := range old.health {
+			if k := endpointKey(ep); k != "" {
+				t.retired[ep] = k
+			}
+		}
 		old.sessions.each(func(id string, ep *catalog.Endpoint, last int64) {
-			if nep := byKey[oldKeys[ep]]; nep != nil {
-				r.sessions.put(id, nep, last)
+			if nep := byKey[endpointKey(ep)]; nep != nil {
+				t.sessions.put(id, nep, last)
 			}
 		})
 	}
-	return r
+	return t
 }
 
-// Catalog returns the catalog the router plans over.
-func (r *Router) Catalog() *catalog.Catalog { return r.cat }
+// healthOf finds ep's health in the current table, by pointer or, for an
+// endpoint of a catalog swapped out since, by model and provider.
+func (r *Router) healthOf(ep *catalog.Endpoint) (*table, *health) {
+	t := r.tab.Load()
+	if h := t.health[ep]; h != nil {
+		return t, h
+	}
+	if k, ok := t.retired[ep]; ok {
+		return t, t.byKey[k]
+	}
+	return t, nil
+}
+
+// Catalog returns the catalog the router plans over now.
+func (r *Router) Catalog() *catalog.Catalog { return r.tab.Load().cat }
 
 // Request is what Plan needs to know about one request.
 type Request struct {
@@ -259,13 +316,14 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 	}
 	var states [4]*modelState
 	sts := states[:0]
+	t := r.tab.Load()
 	for _, id := range req.Models {
-		st := r.models[id]
+		st := t.models[id]
 		if st == nil {
-			st = r.models[r.cat.Resolve(id)]
+			st = t.models[t.cat.Resolve(id)]
 		}
 		if st == nil {
-			return nil, r.unknownModel(id)
+			return nil, unknownModel(t.cat, id)
 		}
 		if st.m.Kind != kind {
 			what := "a chat"
@@ -386,8 +444,8 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 	slices.SortStableFunc(order, compare)
 
 	if req.SessionID != "" && plan.Strategy == "load-balance" {
-		if ep := r.sessions.get(req.SessionID, now); ep != nil && promote(order, ep) {
-			r.sessions.touch(req.SessionID, ep, now)
+		if ep := t.sessions.get(req.SessionID, now); ep != nil && promote(order, ep) {
+			t.sessions.touch(req.SessionID, ep, now)
 			if order[0].ep == ep {
 				plan.Strategy = "sticky"
 			}
@@ -578,14 +636,14 @@ func misses(s *Stats, p *Preferences) bool {
 // Report records the outcome of one attempt on ep. Endpoints not in the
 // router's catalog are ignored.
 func (r *Router) Report(ep *catalog.Endpoint, o Outcome) {
-	if h := r.health[ep]; h != nil {
+	if _, h := r.healthOf(ep); h != nil {
 		h.report(r.opts.Now().UnixNano(), o, &r.opts)
 	}
 }
 
 // Stats returns the live statistics of ep (zero for an unknown endpoint).
 func (r *Router) Stats(ep *catalog.Endpoint) Stats {
-	h := r.health[ep]
+	_, h := r.healthOf(ep)
 	if h == nil {
 		return Stats{}
 	}
@@ -596,10 +654,21 @@ func (r *Router) Stats(ep *catalog.Endpoint) Stats {
 // load-balanced plans of the session try ep first while it stays eligible
 // and healthy.
 func (r *Router) Stick(sessionID string, ep *catalog.Endpoint) {
-	if sessionID == "" || r.health[ep] == nil {
+	if sessionID == "" {
 		return
 	}
-	r.sessions.put(sessionID, ep, r.opts.Now().UnixNano())
+	t, h := r.healthOf(ep)
+	if h == nil {
+		return
+	}
+	if t.health[ep] == nil {
+		// Planned over a swapped-out catalog: pin its successor.
+		ep = t.endpoint(t.retired[ep])
+		if ep == nil {
+			return
+		}
+	}
+	t.sessions.put(sessionID, ep, r.opts.Now().UnixNano())
 }
 
 // Constraints that can eliminate an endpoint, in the order error messages
@@ -864,9 +933,9 @@ func outputTooLarge(ms []*catalog.Model, req *Request, rejected *[nConstraints]i
 // unknownModel is the error for a model the catalog does not know: 400 for
 // a name without a vendor (the caller used a short name no alias covers),
 // 404 for a model id; both list the closest catalog ids.
-func (r *Router) unknownModel(id string) *apierr.Error {
+func unknownModel(cat *catalog.Catalog, id string) *apierr.Error {
 	hint := ""
-	near := r.cat.Suggest(id, 3)
+	near := cat.Suggest(id, 3)
 	if len(near) > 0 {
 		hint = "; did you mean " + strings.Join(near, ", ") + "?"
 	}
@@ -887,11 +956,12 @@ func (r *Router) unknownModel(id string) *apierr.Error {
 // listing close matches, so the caller learns it before anything runs; an
 // unknown <vendor>/<model> id is returned unchanged for Plan to answer 404.
 func (r *Router) Resolve(id string) (string, *apierr.Error) {
-	if to := r.cat.Resolve(id); to != "" {
+	cat := r.Catalog()
+	if to := cat.Resolve(id); to != "" {
 		return to, nil
 	}
 	if !strings.Contains(id, "/") {
-		return "", r.unknownModel(id)
+		return "", unknownModel(cat, id)
 	}
 	return id, nil
 }
@@ -901,8 +971,9 @@ func (r *Router) Resolve(id string) (string, *apierr.Error) {
 // request stopped before routing, such as a guardrail block.
 func (r *Router) Unrouted(models []string, strategy string) *Plan {
 	p := &Plan{Strategy: strategy}
+	t := r.tab.Load()
 	for _, id := range models {
-		st := r.models[r.cat.Resolve(id)]
+		st := t.models[t.cat.Resolve(id)]
 		if st == nil || slices.Contains(p.models, st.m) {
 			continue
 		}
@@ -910,4 +981,17 @@ func (r *Router) Unrouted(models []string, strategy string) *Plan {
 		p.Available = append(p.Available, st.m.Endpoints...)
 	}
 	return p
+}
+
+// endpoint finds the endpoint of key (model id and provider slug) in t.
+func (t *table) endpoint(key string) *catalog.Endpoint {
+	id, slug, _ := strings.Cut(key, "\x00")
+	if st := t.models[id]; st != nil {
+		for _, ep := range st.m.Endpoints {
+			if ep != nil && ep.Provider != nil && ep.Provider.Slug == slug {
+				return ep
+			}
+		}
+	}
+	return nil
 }

@@ -2,11 +2,12 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
+	"slices"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/hangup"
@@ -45,7 +46,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	// among them) act for it: the same key, counted in its usage.
 	req.spend = &spend{}
 	ctx = withCallEnv(ctx, req, genID, s.subChat(req, genID, req.spend))
-	pl, aerr := s.Pipeline.Build(req.key.AccountID, req.Model(), req.Plugins)
+	pl, aerr := s.Pipeline.BuildModerated(req.key.AccountID, req.Model(), req.Plugins, s.moderatedBy(req))
 	if aerr != nil {
 		cancel()
 		req.adm.end()
@@ -83,6 +84,34 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	}
 	defer release()
 	return s.writeCompletion(ctx, c, req, pl, r)
+}
+
+// moderatedBy lists the providers requiring moderation (catalog flag
+// requires_moderation) among every endpoint the request may be routed to,
+// fallbacks included: moderation runs before routing, so it runs when any
+// of them could receive the request.
+func (s *Server) moderatedBy(req *chatRequest) []string {
+	cat := s.Router.Catalog()
+	required := false
+	for _, p := range cat.Providers {
+		required = required || p.RequiresModeration
+	}
+	if !required {
+		return nil
+	}
+	rr := req.job(s.Keys, "").Route
+	rr.Prefs.NoFallbacks = false // the dispatcher may pick any eligible one first
+	plan, err := s.Router.Plan(rr)
+	if err != nil {
+		return nil // the dispatcher refuses the request the same way
+	}
+	var slugs []string
+	for _, ep := range plan.Attempts {
+		if ep.Provider.RequiresModeration && !slices.Contains(slugs, ep.Provider.Slug) {
+			slugs = append(slugs, ep.Provider.Slug)
+		}
+	}
+	return slugs
 }
 
 // writeCompletion answers a non-streaming request with its result: post
@@ -254,14 +283,6 @@ func metadataRequested(c *fiber.Ctx) bool {
 	return v == "enabled"
 }
 
-func newGenerationID() string {
-	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	out := make([]byte, 4, 28)
-	copy(out, "gen-")
-	for _, x := range b {
-		out = append(out, alphabet[int(x)%len(alphabet)])
-	}
-	return string(out)
-}
+// newGenerationID is time-ordered (billing.NewID): the ledger's commits
+// stay small when ids are appended in order.
+func newGenerationID() string { return billing.NewID() }

@@ -27,7 +27,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
-	if m := s.Catalog.Model(req.Model); m != nil && m.Kind == catalog.KindEmbedding && !m.AcceptsImages() && req.HasImage {
+	if m := s.Router.Catalog().Model(req.Model); m != nil && m.Kind == catalog.KindEmbedding && !m.AcceptsImages() && req.HasImage {
 		return apierr.BadRequest("input", "model %s does not accept image input; send text only", req.Model)
 	}
 	key := c.Locals(localsKey).(*keys.Key)
@@ -83,7 +83,7 @@ func (s *Server) listModels(kind catalog.Kind) fiber.Handler {
 			if kind != "" && k != kind {
 				continue
 			}
-			for _, m := range s.Catalog.ModelsOfKind(k) {
+			for _, m := range s.Router.Catalog().ModelsOfKind(k) {
 				e := entry{ID: m.ID, Object: "model", Name: m.Name, Kind: m.Kind, ContextLength: m.ContextLength,
 					Modalities: m.InputModalities, OwnedBy: m.ID[:indexSlash(m.ID)]}
 				cheapest := m.Endpoints[0]

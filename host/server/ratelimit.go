@@ -39,7 +39,7 @@ func (s *Server) admit(c *fiber.Ctx, key *keys.Key, estimate int64) (*admission,
 	r := ratelimit.Request{
 		Key: key.Hash, Account: key.AccountID,
 		KeyLimits:      key.RateLimits,
-		AccountLimits:  s.Keys.RateLimits(key.AccountID).Or(s.Config.RateLimits),
+		AccountLimits:  s.Keys.RateLimits(key.AccountID).Or(s.RateDefaults.Load()),
 		TokensEstimate: estimate,
 	}
 	if r.KeyLimits == (ratelimit.Limits{}) && r.AccountLimits == (ratelimit.Limits{}) {

@@ -30,7 +30,9 @@ import (
 
 // Deps are what the server runs on; main wires them.
 type Deps struct {
-	Config  *config.Config
+	Config *config.Config
+	// Catalog is the catalog at start; handlers read Router.Catalog(),
+	// which a configuration reload replaces (Router.Swap).
 	Catalog *catalog.Catalog
 	Keys    *keys.Store
 	Modules *modules.Registry
@@ -44,6 +46,13 @@ type Deps struct {
 	// Limiter enforces per-key and per-account rate limits (ratelimit.go);
 	// nil means one in-memory limiter for this server.
 	Limiter ratelimit.Limiter
+	// RateDefaults are every account's default rate limits; nil means
+	// Config.RateLimits. A configuration reload replaces them.
+	RateDefaults *ratelimit.Defaults
+	// Mount adds routes served beside the API by other packages (the
+	// configuration reload endpoint, the web console): root is the app,
+	// api the authenticated /api/v1 group. Nil adds none.
+	Mount func(root, api fiber.Router)
 	// Telemetry reports every API request (metrics, traces, request log);
 	// nil: none.
 	Telemetry *telemetry.Telemetry
@@ -88,6 +97,9 @@ func New(d Deps) *Server {
 	if d.Limiter == nil {
 		d.Limiter = ratelimit.NewMemory()
 	}
+	if d.RateDefaults == nil {
+		d.RateDefaults = ratelimit.NewDefaults(d.Config.RateLimits)
+	}
 	s := &Server{Deps: d, Dispatcher: &dispatch.Dispatcher{
 		Router: d.Router, Ledger: d.Ledger, Modules: d.Modules, Client: d.Client,
 		AttemptTimeout: time.Duration(d.Config.Timeouts.Attempt), RequestTimeout: time.Duration(d.Config.Timeouts.Request),
@@ -124,7 +136,10 @@ func New(d Deps) *Server {
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
 	api.Get("/models", s.listModels(""))
 	activity.Register(api, d.Ledger.DB()) // GET /generations, GET /activity
-	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, DefaultRateLimits: d.Config.RateLimits})
+	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, DefaultRateLimits: d.RateDefaults})
+	if d.Mount != nil {
+		d.Mount(s.app, api)
+	}
 	return s
 }
 

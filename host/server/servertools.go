@@ -55,6 +55,10 @@ type toolLoop struct {
 	stopped  string // the budget that ended the loop, if one did
 	last     *dispatch.Result
 	tw       *turnWriter // the client's stream; nil for a JSON answer
+	// streaming: turns stream from the upstream; first is the first
+	// turn's run when it was made before the stream opened.
+	streaming bool
+	first     *dispatch.Result
 }
 
 // spend sums what a request was charged across its runs: the loop's turns
@@ -180,6 +184,15 @@ func (s *Server) serverTools(c *fiber.Ctx, ctx context.Context, req *chatRequest
 		c.Set("X-Generation-Id", genID)
 		return c.Send(l.meta().Set(raw))
 	}
+	// The first turn is sent before the stream opens, so what fails before
+	// any upstream answered (no endpoint, no credit) keeps its HTTP status.
+	l.streaming = true
+	first, aerr := s.Dispatcher.Run(ctx, l.job(set.Body(req.Body, tools.First), genID))
+	if aerr != nil {
+		done()
+		return s.writeError(c, aerr, req.failedMeta(first, pl))
+	}
+	l.first = first
 	exit := s.keepShedSlot(c)
 	setStreamHeaders(c)
 	c.Set("X-Generation-Id", genID)
@@ -203,12 +216,6 @@ func maxToolCalls(r *validate.ChatRequest) int {
 	}
 	return validate.DefaultMaxToolCalls
 }
-
-// keepAliveLine is the loop's SSE keep-alive: a comment line without the
-// blank line that would end an event. Spec parsers ignore both forms, but
-// openai-go dispatches the empty event a blank line ends and fails to
-// decode it.
-var keepAliveLine = []byte(": " + keepAliveText + "\n")
 
 // stream runs the loop behind an SSE response: every turn streams from
 // the upstream and its text goes on to the client as it comes; keep-alive
@@ -259,7 +266,12 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		if l.turns > 0 {
 			id += "-" + strconv.Itoa(l.turns+1)
 		}
-		r, aerr := l.s.Dispatcher.Run(ctx, l.job(l.set.Body(l.body, turn), id))
+		r, aerr := l.first, (*apierr.Error)(nil)
+		if l.first != nil {
+			l.first = nil // sent before the stream opened
+		} else {
+			r, aerr = l.s.Dispatcher.Run(ctx, l.job(l.set.Body(l.body, turn), id))
+		}
 		l.turns++
 		if aerr != nil {
 			if r != nil {
@@ -342,7 +354,7 @@ func (l *toolLoop) midLoop(e *apierr.Error) *apierr.Error {
 // streamed from the upstream when the client streams, with the prompt
 // bounds of this turn's body.
 func (l *toolLoop) job(body []byte, id string) *dispatch.Job {
-	stream := l.tw != nil
+	stream := l.streaming
 	body, _ = sjson.SetBytes(body, "stream", stream)
 	body, _ = sjson.DeleteBytes(body, "stream_options")
 	turn := *l.req.ChatRequest
@@ -576,7 +588,7 @@ func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend) func(c
 		}
 		req := &chatRequest{ChatRequest: vr, key: parent.key, spend: &spend{}}
 		ctx = withCallEnv(ctx, req, id, nil)
-		pl, aerr := s.Pipeline.Build(req.key.AccountID, req.Model(), req.Plugins)
+		pl, aerr := s.Pipeline.BuildModerated(req.key.AccountID, req.Model(), req.Plugins, s.moderatedBy(req))
 		if aerr != nil {
 			return fail(aerr)
 		}

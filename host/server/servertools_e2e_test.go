@@ -222,6 +222,11 @@ func TestServerToolFeesAndFailures(t *testing.T) {
 	if !strings.Contains(content, `"parameters":{"colour":"blue"}`) || !strings.Contains(content, `"config":{"id":"tooltest","region":"eu"}`) || !strings.Contains(content, `"request_id":"`+body.Get("id").Str+`"`) {
 		t.Fatalf("answer %q", content)
 	}
+	// Each call knows how many calls of its tool ran before it (ctx.calls),
+	// parallel ones included.
+	if !strings.Contains(content, `"calls":0}`) || !strings.Contains(content, `"calls":1}`) {
+		t.Fatalf("ctx.calls: %q", content)
+	}
 	wantSums(t, g, body, before, 3_000_000) // two calls at $0.0015
 	rec := generation(t, g, g.Key, body.Get("id").Str)
 	if rec.Get("tool_fees.0.tool").Str != "service:tooltest" || rec.Get("tool_fees.0.calls").Int() != 2 {
@@ -531,5 +536,96 @@ func benchChat(b *testing.B, body string) {
 		if err != nil || resp.StatusCode != http.StatusOK {
 			b.Fatalf("%v %s", err, out)
 		}
+	}
+}
+
+// A tool module's chat sub-request (the chat host function) is charged to
+// the caller's key under its own record and counted in the request's
+// usage.cost and service_metadata; a sub-request cannot use server tools
+// (no recursion).
+func TestServerToolChatSubRequest(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	root := gatewaytest.Root()
+	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	tl := `[{"type":"service:tooltest"}]`
+	before := g.Ledger.Balance(g.AccountID)
+	sub := `{"model":"test/chat","messages":[{"role":"user","content":"from-the-tool"}]}`
+	resp, body := post(t, g, "/chat/completions", toolsBody("call:tooltest args:{\"chat\":"+sub+"}", tl, ""), "X-Service-Metadata", "enabled")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if c := body.Get("choices.0.message.content").Str; !strings.Contains(c, `"chat_status":200`) || !strings.Contains(c, "You said: from-the-tool") {
+		t.Fatalf("answer %q", c)
+	}
+	id := body.Get("id").Str
+	subRec := generation(t, g, g.Key, id+"-sub1")
+	subCost := usd(t, subRec.Get("total_cost"))
+	turns := usd(t, generation(t, g, g.Key, id).Get("total_cost")) + usd(t, generation(t, g, g.Key, id+"-2").Get("total_cost"))
+	cost := usd(t, body.Get("usage.cost"))
+	if subCost == 0 || cost != turns+subCost || usd(t, body.Get("usage.cost_details.sub_requests")) != subCost {
+		t.Fatalf("usage.cost %s, turns %s, sub-request %s (%s)", cost, turns, subCost, body.Get("usage.cost_details").Raw)
+	}
+	if err := g.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if used := g.Ledger.Balance(g.AccountID).Usage - before.Usage; used != cost {
+		t.Fatalf("credits consumed %s, usage.cost %s", used, cost)
+	}
+	found := false
+	for _, s := range body.Get("service_metadata.pipeline").Array() {
+		found = found || (s.Get("type").Str == "sub_requests" && s.Get("data.requests.0.id").Str == id+"-sub1")
+	}
+	if !found {
+		t.Fatalf("no sub_requests stage: %s", body.Get("service_metadata.pipeline").Raw)
+	}
+
+	// No recursion: the sub-request may not run server tools.
+	nested := `{"model":"test/chat","messages":[{"role":"user","content":"x"}],"tools":[{"type":"service:tooltest"}]}`
+	_, body = post(t, g, "/chat/completions", toolsBody("call:tooltest args:{\"chat\":"+nested+"}", tl, ""))
+	if c := body.Get("choices.0.message.content").Str; !strings.Contains(c, `"chat_status":400`) || !strings.Contains(c, "not available in a sub-request") {
+		t.Fatalf("answer %q", c)
+	}
+}
+
+// A streamed server-tool request that cannot start (no credit for its
+// first turn) gets its HTTP status, not an opened stream.
+func TestServerToolStreamRefusedBeforeOpening(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	key := newLimitedKey(t, g, "0.0000001")
+	resp, body := post(t, g, "/chat/completions", toolsBody("call:datetime", "", `,"stream":true`), "Authorization", "Bearer "+key)
+	wantError(t, resp, body, http.StatusPaymentRequired, "Key limit exceeded")
+	if g.Upstreams["alpha"].Count() != 0 {
+		t.Fatal("the upstream was called")
+	}
+}
+
+// service:web_search through the loop, offline: the demo model searches,
+// the web module answers from its demo engine, the model quotes it.
+func TestServerToolWebSearch(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	resp, body := post(t, g, "/chat/completions", toolsBody("please search the docs for server tools billing", `[{"type":"service:web_search"}]`, ""), "X-Service-Metadata", "enabled")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	d := body.Get("usage.server_tool_use_details")
+	call := toolStage(t, body).Get("data.calls.0")
+	if d.Get("web_search_requests").Int() != 1 || body.Get("usage.server_tool_use.web_search_requests").Int() != 1 || call.Get("tool").Str != "service:web_search" {
+		t.Fatalf("%s\n%s", d.Raw, call.Raw)
+	}
+	if c := body.Get("choices.0.message.content").Str; !strings.Contains(c, "demo search engine") {
+		t.Fatalf("answer %q", c)
+	}
+	// The module's max_uses holds across the parallel calls of one turn
+	// (ctx.calls numbers them).
+	_, body = post(t, g, "/chat/completions", toolsBody("call:web_search call:web_search routing", `[{"type":"service:web_search","parameters":{"max_uses":1}}]`, ""), "X-Service-Metadata", "enabled")
+	calls := toolStage(t, body).Get("data.calls").Array()
+	if len(calls) != 2 || calls[0].Get("status").Str != "completed" || calls[1].Get("status").Str != "failed" || !strings.Contains(calls[1].Get("error").Str, "max_uses") {
+		t.Fatalf("calls %v", calls)
 	}
 }

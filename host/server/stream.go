@@ -28,6 +28,12 @@ var done = []byte("[DONE]")
 // keepAliveText is the SSE comment sent while the upstream is quiet.
 const keepAliveText = "SWITCHYARD PROCESSING"
 
+// keepAliveLine is the keep-alive as written: a comment line without the
+// blank line that would end an event. Spec parsers ignore both forms, but
+// the official Go SDK (openai-go) dispatches the empty event a blank line
+// ends and fails the stream decoding it (examples/clients tests this).
+var keepAliveLine = []byte(": " + keepAliveText + "\n")
+
 // checkpointEvery is how often a long stream records its usage so far, which
 // is what crash recovery charges for it (docs/billing.md).
 const checkpointEvery = 5 * time.Second
@@ -108,7 +114,7 @@ func (p *pump) run(w *bufio.Writer) {
 				return
 			}
 		case <-keep.C:
-			if !p.write(sse.AppendComment(p.frame[:0], keepAliveText)) {
+			if !p.write(keepAliveLine) {
 				return
 			}
 		case <-p.ctx.Done():

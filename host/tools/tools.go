@@ -64,8 +64,12 @@ type Tool struct {
 	// config is the request's plugins[] item for the module ({} when
 	// none): both reach the module in ctx.
 	params, config string
-	mod            *wasm.Module
-	release        func()
+	// settings are the operator's module_settings of a global module
+	// (nil for an account's module): ctx.settings.
+	settings []byte
+	mod      *wasm.Module
+	release  func()
+	made     int // calls of this tool run so far in the request (RunAll)
 }
 
 // Set is the server tools of one request. Release it when the request ends.
@@ -95,7 +99,7 @@ func Resolve(reg *modules.Registry, account string, body []byte) (*Set, *apierr.
 			err = apierr.BadRequest(at, "server tool %q is listed twice", typ)
 			return false
 		}
-		mod, release := acquire(reg, account, ModuleName(typ))
+		mod, release, global := acquire(reg, account, ModuleName(typ))
 		var decl *manifest.Tool
 		if mod != nil && mod.Manifest.Has(abi.HookToolCall) {
 			decl = mod.Manifest.Tool(typ)
@@ -110,6 +114,9 @@ func Resolve(reg *modules.Registry, account string, body []byte) (*Set, *apierr.
 			params = "{}"
 		}
 		tl := &Tool{Type: typ, Name: decl.Name, decl: decl, params: params, config: pluginConfig(body, mod.Manifest.Name), mod: mod, release: release}
+		if global {
+			tl.settings = reg.Settings(mod.Manifest.Name) // the operator's, never an account module's
+		}
 		s.Tools = append(s.Tools, tl)
 		s.byName[tl.Name] = tl
 		return true
@@ -145,14 +152,15 @@ func choiceAlias(c string) string {
 }
 
 // acquire finds module name in the account's scope first, then globally
-// (as the pipeline finds plugins).
-func acquire(reg *modules.Registry, account, name string) (*wasm.Module, func()) {
+// (as the pipeline finds plugins); global says which.
+func acquire(reg *modules.Registry, account, name string) (*wasm.Module, func(), bool) {
 	if account != "" {
 		if m, rel := reg.Acquire(modules.Scoped(account, name)); m != nil {
-			return m, rel
+			return m, rel, false
 		}
 	}
-	return reg.Acquire(name)
+	m, rel := reg.Acquire(name)
+	return m, rel, true
 }
 
 // pluginConfig is the request's plugins[] item whose id is the module's
@@ -258,6 +266,10 @@ func isForced(c gjson.Result) bool {
 // Call is one tool call the model made.
 type Call struct {
 	ID, Name, Arguments string
+	// Seq is how many calls of the same tool the request ran before this
+	// one (ctx.calls: a module enforces its max_uses with it). RunAll sets
+	// it.
+	Seq int
 }
 
 // Env is what a tool call's ctx tells the module about the request.
@@ -301,7 +313,7 @@ func (t *Tool) Run(ctx context.Context, env Env, c Call) Outcome {
 	}
 	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
-	out, err := t.mod.Call(cctx, abi.HookToolCall, t.ctxJSON(env), []byte(t.Name), []byte(args))
+	out, err := t.mod.Call(cctx, abi.HookToolCall, t.ctxJSON(env, c.Seq), []byte(t.Name), []byte(args))
 	switch {
 	case cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
 		return fail("tool %s did not answer within %s", t.Name, CallTimeout)
@@ -331,8 +343,9 @@ func (t *Tool) Run(ctx context.Context, env Env, c Call) Outcome {
 }
 
 // ctxJSON is the tool_call hook's ctx: the request, the time of the call,
-// the tool and its parameters from the request, and the plugin's config.
-func (t *Tool) ctxJSON(env Env) []byte {
+// the tool, how many calls of it ran before in the request, its parameters
+// from the request, and the plugin's config.
+func (t *Tool) ctxJSON(env Env, seq int) []byte {
 	b := make([]byte, 0, 192+len(t.params)+len(t.config))
 	b = append(b, `{"request_id":`...)
 	b = strconv.AppendQuote(b, env.RequestID)
@@ -348,10 +361,16 @@ func (t *Tool) ctxJSON(env Env) []byte {
 	b = strconv.AppendQuote(b, t.Type)
 	b = append(b, `,"name":`...)
 	b = strconv.AppendQuote(b, t.Name)
-	b = append(b, `},"parameters":`...)
+	b = append(b, `},"calls":`...)
+	b = strconv.AppendInt(b, int64(seq), 10)
+	b = append(b, `,"parameters":`...)
 	b = append(b, t.params...)
 	b = append(b, `,"config":`...)
 	b = append(b, t.config...)
+	if len(t.settings) > 0 {
+		b = append(b, `,"settings":`...)
+		b = append(b, t.settings...)
+	}
 	return append(b, '}')
 }
 
@@ -363,6 +382,10 @@ func (s *Set) RunAll(ctx context.Context, env Env, calls []Call) []Outcome {
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		t := s.Named(c.Name)
+		// Numbered before any runs: parallel calls of one turn each know
+		// their place (a module's max_uses holds within a turn too).
+		c.Seq = t.made
+		t.made++
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

@@ -17,9 +17,11 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
@@ -48,6 +50,9 @@ type Engine struct {
 	// the first Load.
 	Tenants TenantLimits
 	Logs    LogLimits
+	// PoolTrimEvery is how often a module's pool gives back the instances
+	// a burst left idle (default 30 s). Set before the first Load.
+	PoolTrimEvery time.Duration
 
 	// KV backs the kv_get and kv_put host functions (nil: they answer
 	// HostFailed, "no store"). Set before the first call.
@@ -258,24 +263,132 @@ func (e *Engine) LoadTenant(ctx context.Context, account string, m *manifest.Man
 // Load compiles wasm for the manifest m, validates it against ABI v1 and the
 // grants, and instantiates its first instance.
 func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*Module, error) {
-	id := m.Name + "@" + m.Version
-	refuse := func(format string, args ...any) (*Module, error) {
-		return nil, &LoadError{Module: id, Reason: fmt.Sprintf(format, args...)}
+	if m.Runtime == manifest.RuntimeExtism {
+		return e.loadExtism(ctx, m, m.Name+"@"+m.Version, wasm)
 	}
+	mod, err := e.LoadLazy(m, wasm)
+	if err != nil {
+		return nil, err
+	}
+	mod.lazy = false
+	if err := mod.ensure(ctx); err != nil {
+		return nil, err
+	}
+	return mod, nil
+}
+
+// LoadLazy is Load for a module already proven to load (a stored active
+// version, or a seed identical to the stored one): it compiles, validates
+// and instantiates on the first call instead of now, so a gateway with
+// modules it does not use neither pays their compilation at start nor
+// keeps their code in memory. A failure then fails that call (and every
+// later one) with the reason, as a 502. Extism modules load now.
+func (e *Engine) LoadLazy(m *manifest.Manifest, wasm []byte) (*Module, error) {
+	return e.LoadLazyFrom(m, wasm, nil)
+}
+
+// LoadLazyFrom is LoadLazy for a binary that fetch returns on the first
+// call (wasm is then nil): a module store does not keep megabytes of
+// binaries in memory for modules nobody calls.
+func (e *Engine) LoadLazyFrom(m *manifest.Manifest, wasm []byte, fetch func() ([]byte, error)) (*Module, error) {
+	if wasm == nil && fetch != nil && m.Runtime == manifest.RuntimeExtism {
+		var err error
+		if wasm, err = fetch(); err != nil {
+			return nil, &LoadError{Module: m.Name + "@" + m.Version, Reason: err.Error()}
+		}
+	}
+	id := m.Name + "@" + m.Version
 	switch m.Runtime {
 	case manifest.RuntimeNative:
 	case manifest.RuntimeExtism:
-		return e.loadExtism(ctx, m, id, wasm)
+		return e.loadExtism(context.Background(), m, id, wasm)
 	default:
-		return refuse("runtime %q is not supported by this host", m.Runtime)
+		return nil, &LoadError{Module: id, Reason: fmt.Sprintf("runtime %q is not supported by this host", m.Runtime)}
 	}
 	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return refuse("engine is closed")
-	}
+	closed := e.closed
 	e.mu.Unlock()
-	r, compiled, preempt, err := e.compile(ctx, m, wasm)
+	if closed {
+		return nil, &LoadError{Module: id, Reason: "engine is closed"}
+	}
+	return &Module{
+		Manifest: m, ID: id, engine: e, bin: wasm, fetch: fetch, lazy: true,
+		pool: make(chan *instance, m.Limits.PoolSize), acct: e.accountFor("", false),
+	}, nil
+}
+
+// Validate checks wasm for the manifest m as Load does — it decodes and
+// validates, its exports are ABI v1's and it imports only what m grants —
+// without compiling it to machine code (wazero's interpreter front end,
+// ~10× cheaper than the compiler) or instantiating it. The registry's
+// start uses it for new seeds, which it then loads lazily: a fresh gateway
+// does not compile modules it may never call.
+func (e *Engine) Validate(ctx context.Context, m *manifest.Manifest, wasm []byte) error {
+	id := m.Name + "@" + m.Version
+	if m.Runtime != manifest.RuntimeNative {
+		mod, err := e.Load(ctx, m, wasm)
+		if err == nil {
+			err = mod.Close(ctx)
+		}
+		return err
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer rt.Close(ctx)
+	c, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return &LoadError{Module: id, Reason: fmt.Sprintf("does not compile: %v", err)}
+	}
+	if err := checkExports(c); err != nil {
+		return &LoadError{Module: id, Reason: err.Error()}
+	}
+	if err := checkImports(c, m, false); err != nil {
+		return &LoadError{Module: id, Reason: err.Error()}
+	}
+	return nil
+}
+
+// ensure compiles, validates and instantiates the module's first instance,
+// once: concurrent first calls wait for one compilation, and a failure is
+// kept (a module that does not compile is not recompiled on every call).
+func (m *Module) ensure(ctx context.Context) error {
+	if m.ready.Load() {
+		return nil
+	}
+	m.loadMu.Lock()
+	defer m.loadMu.Unlock()
+	if m.ready.Load() {
+		return nil
+	}
+	if m.loadErr != nil {
+		return m.loadErr
+	}
+	if m.loadErr = m.load(ctx); m.loadErr == nil {
+		m.bin, m.fetch = nil, nil // compiled: the binary is no longer needed
+		m.ready.Store(true)
+		// Compiling leaves tens of MiB of garbage that the Go runtime would
+		// hand back to the OS only after heap growth forces a collection;
+		// a lazy load happens once per module, so return it now, off the
+		// call's path.
+		if m.lazy {
+			go debug.FreeOSMemory()
+		}
+	}
+	return m.loadErr
+}
+
+func (m *Module) load(ctx context.Context) error {
+	e := m.engine
+	refuse := func(format string, args ...any) error {
+		return &LoadError{Module: m.ID, Reason: fmt.Sprintf(format, args...)}
+	}
+	if m.bin == nil && m.fetch != nil {
+		bin, err := m.fetch()
+		if err != nil {
+			return refuse("cannot be read: %v", err)
+		}
+		m.bin = bin
+	}
+	r, compiled, preempt, err := e.compile(ctx, m.Manifest, m.bin)
 	if err != nil {
 		return refuse("does not compile: %v", err)
 	}
@@ -283,22 +396,22 @@ func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*
 		_ = compiled.Close(ctx)
 		return refuse("%v", err)
 	}
-	if err := checkImports(compiled, m, preempt); err != nil {
+	if err := checkImports(compiled, m.Manifest, preempt); err != nil {
 		_ = compiled.Close(ctx)
 		return refuse("%v", err)
 	}
-	mod := &Module{
-		Manifest: m, ID: id, rt: r.rt, compiled: compiled, engine: e, preempt: preempt,
-		pool: make(chan *instance, m.Limits.PoolSize), acct: e.accountFor("", false),
-	}
-	first, err := mod.instantiate(ctx)
+	m.rt, m.compiled, m.preempt = r.rt, compiled, preempt
+	first, err := m.instantiate(ctx)
 	if err != nil {
+		m.rt, m.compiled = nil, nil
 		_ = compiled.Close(ctx)
 		return refuse("does not instantiate: %v", err)
 	}
-	mod.live = 1
-	mod.pool <- first
-	return mod, nil
+	m.mu.Lock()
+	m.live++
+	m.mu.Unlock()
+	m.pool <- first
+	return nil
 }
 
 // compile compiles a native module. A module with a time limit is
@@ -425,6 +538,13 @@ func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) e
 		}
 	}
 	return nil
+}
+
+func (e *Engine) poolTrimEvery() time.Duration {
+	if e.PoolTrimEvery > 0 {
+		return e.PoolTrimEvery
+	}
+	return 30 * time.Second
 }
 
 // instanceOf finds the pooled instance a host function was called from.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	extism "github.com/extism/go-sdk"
@@ -39,11 +40,24 @@ type Module struct {
 	// preempt: the module was instrumented (preempt.go).
 	preempt bool
 
+	// Loading (engine.go, ensure): rt, compiled and preempt are set once,
+	// before ready; bin is the binary until then.
+	lazy    bool // loaded by LoadLazy: compiled on the first call
+	ready   atomic.Bool
+	loadMu  sync.Mutex
+	loadErr error
+	bin     []byte
+	fetch   func() ([]byte, error) // reads bin when it is nil (LoadLazyFrom)
+
 	mu     sync.Mutex
 	live   int // instances alive (pooled or in use)
 	closed bool
-	calls  sync.WaitGroup
-	refs   refcount
+	// trim is armed while more than one instance is alive (see trimIdle);
+	// idleLow is the fewest instances the pool held since the last trim.
+	trim    *time.Timer
+	idleLow atomic.Int32
+	calls   sync.WaitGroup
+	refs    refcount
 }
 
 type instance struct {
@@ -99,12 +113,17 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 func (m *Module) get(ctx context.Context) (*instance, error) {
 	select {
 	case in := <-m.pool:
+		m.noteIdle()
 		return in, nil
 	default:
 	}
+	m.idleLow.Store(0)
 	m.mu.Lock()
 	if m.live < m.Manifest.Limits.PoolSize {
 		m.live++
+		if m.live > 1 && m.trim == nil && !m.closed {
+			m.trim = time.AfterFunc(m.engine.poolTrimEvery(), m.trimIdle)
+		}
 		m.mu.Unlock()
 		in, err := m.instantiate(context.Background())
 		if err != nil {
@@ -121,6 +140,47 @@ func (m *Module) get(ctx context.Context) (*instance, error) {
 		return in, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// noteIdle lowers idleLow to the number of instances left in the pool.
+func (m *Module) noteIdle() {
+	n := int32(len(m.pool))
+	for {
+		low := m.idleLow.Load()
+		if n >= low || m.idleLow.CompareAndSwap(low, n) {
+			return
+		}
+	}
+}
+
+// trimIdle shrinks the pool after a burst: the instances that stayed in
+// the pool for a whole period (at ~5 MiB each) were not needed, and are
+// freed, keeping one warm. It re-arms itself while more than one instance
+// is alive.
+func (m *Module) trimIdle() {
+	spare := int(m.idleLow.Swap(int32(len(m.pool))))
+	for ; spare > 0; spare-- {
+		m.mu.Lock()
+		keep := m.live <= 1 || m.closed
+		m.mu.Unlock()
+		if keep {
+			break
+		}
+		select {
+		case in := <-m.pool:
+			m.discard(in)
+		default:
+			spare = 0
+		}
+	}
+	m.idleLow.Store(int32(len(m.pool)))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live > 1 && !m.closed {
+		m.trim.Reset(m.engine.poolTrimEvery())
+	} else {
+		m.trim = nil
 	}
 }
 
@@ -156,6 +216,10 @@ func (m *Module) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closed = true
+	if m.trim != nil {
+		m.trim.Stop()
+		m.trim = nil
+	}
 	m.mu.Unlock()
 	m.calls.Wait()
 	for {
@@ -165,6 +229,12 @@ func (m *Module) Close(ctx context.Context) error {
 		default:
 			if m.ext != nil {
 				return m.engine.closeExtismModule(ctx, m)
+			}
+			m.loadMu.Lock() // a load in progress finishes first
+			defer m.loadMu.Unlock()
+			m.bin, m.fetch = nil, nil
+			if m.compiled == nil {
+				return nil // never loaded
 			}
 			return m.compiled.Close(ctx)
 		}
@@ -231,6 +301,14 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 			return nil, ae
 		}
 	} else {
+		if m.ext == nil {
+			// Compiled on first use (LoadLazy), without the request's
+			// deadline: a client that hangs up does not fail the load
+			// for everyone.
+			if lerr := m.ensure(context.WithoutCancel(ctx)); lerr != nil {
+				return nil, m.fail(hook, "does not load: "+shortReason(lerr.Error()))
+			}
+		}
 		var in *instance
 		if in, err = m.get(ctx); err != nil {
 			return nil, m.fail(hook, "no instance available: "+err.Error())

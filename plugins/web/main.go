@@ -8,6 +8,8 @@
 package main
 
 import (
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 
 	"github.com/switchyard/switchyard/abi"
@@ -39,10 +41,39 @@ func uses(requestID string) (int, error) {
 	return n, sdk.KVPut(key, []byte(strconv.Itoa(n+1)), 3600)
 }
 
+// gcAfter is how many bytes the module allocates before it forces a
+// collection (see collected).
+const gcAfter = 8 << 20
+
+var (
+	allocs    = []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	lastAlloc uint64
+)
+
+// collected runs h, then a full garbage collection once the module has
+// allocated gcAfter bytes since the last one. A Go reactor module's
+// collector only advances while an export runs, and its background workers
+// are not scheduled between calls, so cycles do not finish on their own:
+// without this the heap grows call after call until it reaches
+// limits.memory_pages and the instance traps (after a few thousand
+// pre_request calls). Calls that allocate little never pay for it.
+func collected(h sdk.Handler) sdk.Handler {
+	return func(in *sdk.In, out *sdk.Out) error {
+		err := h(in, out)
+		metrics.Read(allocs)
+		if a := allocs[0].Value.Uint64(); a-lastAlloc > gcAfter {
+			runtime.GC()
+			metrics.Read(allocs)
+			lastAlloc = allocs[0].Value.Uint64()
+		}
+		return err
+	}
+}
+
 func init() {
 	m := &websearch.Module{HTTP: hostHTTP, Uses: uses}
-	sdk.Handle(abi.HookPreRequest, m.PreRequest)
-	sdk.Handle(abi.HookPostResponse, m.PostResponse)
-	sdk.Handle(abi.HookPostChunk, m.PostChunk)
-	sdk.Handle(abi.HookToolCall, m.ToolCall)
+	sdk.Handle(abi.HookPreRequest, collected(m.PreRequest))
+	sdk.Handle(abi.HookPostResponse, collected(m.PostResponse))
+	sdk.Handle(abi.HookPostChunk, collected(m.PostChunk))
+	sdk.Handle(abi.HookToolCall, collected(m.ToolCall))
 }

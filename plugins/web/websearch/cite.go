@@ -1,7 +1,7 @@
 package websearch
 
 import (
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -63,7 +63,7 @@ func scan(text string, rs []Result) []span {
 			out = append(out, span{k, cs, cs + utf8.RuneCountInString(text[start:end]), end})
 		}
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].start < out[b].start })
+	slices.SortFunc(out, func(a, b span) int { return a.start - b.start })
 	return out
 }
 

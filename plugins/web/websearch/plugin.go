@@ -29,23 +29,21 @@ type Module struct {
 }
 
 // state is what pre_request hands to the post hooks of the same request
-// (ctx.state): the results the answer may cite, and in a stream what each
-// choice has said so far.
+// (ctx.state: {"results": […]}, or {"native": true}); post_chunk adds
+// "stream", what each choice has said so far (choiceScan).
 type state struct {
-	Native  bool                   `json:"native,omitempty"`
-	Results []Result               `json:"results,omitempty"`
-	Stream  map[string]*choiceScan `json:"stream,omitempty"`
+	Native  bool
+	Results []Result
 }
 
 // choiceScan follows one streamed choice: N code points so far; Text, the
 // last part of the content (from code point Base), where a citation may
-// still be completing; Done, the end of the last citation recorded.
+// still be completing; Done, the end of the last citation recorded; Spans,
+// the inline citations found ([result, start, end]).
 type choiceScan struct {
-	N     int      `json:"n"`
-	Base  int      `json:"base"`
-	Text  string   `json:"text"`
-	Done  int      `json:"done"`
-	Spans [][3]int `json:"spans,omitempty"`
+	N, Base, Done int
+	Text          string
+	Spans         [][3]int
 }
 
 // maxTail bounds the text a stream keeps for citations split across
@@ -64,9 +62,44 @@ func pluginOptions(cfg gjson.Result) Options {
 	}
 }
 
-func summary(text string, data map[string]any) []byte {
-	b, _ := json.Marshal(map[string]any{"type": "plugin", "summary": text, "data": data})
-	return b
+// summary is the pipeline stage object; data holds key, raw JSON value
+// pairs. (Built by hand, like every JSON on the hot paths: encoding/json's
+// reflection costs milliseconds inside a Go guest.)
+func summary(text string, data ...string) []byte {
+	b := append([]byte(nil), `{"type":"plugin","summary":`...)
+	b = appendString(b, text)
+	b = append(b, `,"data":{`...)
+	for i := 0; i+1 < len(data); i += 2 {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, data[i])
+		b = append(b, ':')
+		b = append(b, data[i+1]...)
+	}
+	return append(b, "}}"...)
+}
+
+// appendResults writes rs as a JSON array of result objects.
+func appendResults(b []byte, rs []Result) []byte {
+	b = append(b, '[')
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"url":`...)
+		b = appendString(b, r.URL)
+		b = append(b, `,"title":`...)
+		b = appendString(b, r.Title)
+		b = append(b, `,"content":`...)
+		b = appendString(b, r.Content)
+		if r.Published != "" {
+			b = append(b, `,"published_date":`...)
+			b = appendString(b, r.Published)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 // PreRequest searches once on the conversation (the query is the last user
@@ -86,7 +119,7 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 		out.Field(nil)
 		return nil
 	}
-	data := map[string]any{"engine": o.Engine}
+	data := []string{"engine", sdk.Quote(o.Engine)}
 	if o.Engine == EngineNative {
 		nb, err := native(body, o)
 		if err != nil {
@@ -94,7 +127,7 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 		}
 		out.FieldString(abi.ActionContinue)
 		out.Field(nb)
-		out.Field(summary("native search: left to the provider", data))
+		out.Field(summary("native search: left to the provider", data...))
 		out.FieldString(`{"native":true}`)
 		return nil
 	}
@@ -103,27 +136,26 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 	if last < 0 {
 		out.FieldString(abi.ActionContinue)
 		out.Field(nil)
-		out.Field(summary("no user message to search for", data))
+		out.Field(summary("no user message to search for", data...))
 		return nil
 	}
 	query := sdk.ContentText(msgs.Get(strconv.Itoa(last) + ".content"))
-	data["query"] = truncate(query, maxQuery)
+	data = append(data, "query", sdk.Quote(truncate(query, maxQuery)))
 	rs, err := Search(m.HTTP, s, o, query)
 	if err != nil {
 		// A search outage does not fail the request: the model answers
 		// without results, and the stage says why.
-		data["error"] = err.Error()
+		data = append(data, "error", sdk.Quote(err.Error()))
 		out.FieldString(abi.ActionContinue)
 		out.Field(nil)
-		out.Field(summary("web search failed: "+err.Error(), data))
+		out.Field(summary("web search failed: "+err.Error(), data...))
 		return nil
 	}
-	data["results"] = len(rs)
-	data["fee"] = s.For(o.Engine).Fee
+	data = append(data, "results", strconv.Itoa(len(rs)), "fee", sdk.Quote(s.For(o.Engine).Fee))
 	if len(rs) == 0 {
 		out.FieldString(abi.ActionContinue)
 		out.Field(nil)
-		out.Field(summary("web search ("+o.Engine+"): no results", data))
+		out.Field(summary("web search ("+o.Engine+"): no results", data...))
 		return nil
 	}
 	prompt := o.SearchPrompt
@@ -134,10 +166,10 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 	if err != nil {
 		return err
 	}
-	st, _ := json.Marshal(state{Results: rs})
+	st := append(appendResults([]byte(`{"results":`), rs), '}')
 	out.FieldString(abi.ActionContinue)
 	out.Field(nb)
-	out.Field(summary("web search ("+o.Engine+"): "+strconv.Itoa(len(rs))+" results injected", data))
+	out.Field(summary("web search ("+o.Engine+"): "+strconv.Itoa(len(rs))+" results injected", data...))
 	out.Field(st)
 	return nil
 }
@@ -225,13 +257,27 @@ func native(body []byte, o Options) ([]byte, error) {
 	return sjson.SetRawBytes(append([]byte(nil), body...), "web_search_options", b)
 }
 
+// readState reads the results pre_request left in ctx.state. (gjson, not
+// encoding/json: reflection is slow inside a Go guest.)
 func readState(ctx []byte) (state, bool) {
 	var st state
 	raw := sdk.Get(ctx, "state")
-	if !raw.IsObject() || json.Unmarshal([]byte(raw.Raw), &st) != nil {
+	if !raw.IsObject() {
 		return st, false
 	}
+	st.Native = raw.Get("native").Bool()
+	st.Results = resultsOf(raw.Get("results"))
 	return st, !st.Native && len(st.Results) > 0
+}
+
+// resultsOf reads a JSON array of results.
+func resultsOf(a gjson.Result) []Result {
+	var rs []Result
+	a.ForEach(func(_, r gjson.Result) bool {
+		rs = append(rs, Result{URL: r.Get("url").Str, Title: r.Get("title").Str, Content: r.Get("content").Str, Published: r.Get("published_date").Str})
+		return true
+	})
+	return rs
 }
 
 // PostResponse adds the url_citation annotations to each choice's message,
@@ -261,7 +307,7 @@ func (m *Module) PostResponse(in *sdk.In, out *sdk.Out) error {
 	})
 	out.FieldString(abi.ActionContinue)
 	out.Field(edited)
-	out.Field(summary("cited "+strconv.Itoa(len(st.Results))+" results in "+strconv.Itoa(n)+" choice(s)", map[string]any{"results": len(st.Results)}))
+	out.Field(summary("cited "+strconv.Itoa(len(st.Results))+" results in "+strconv.Itoa(n)+" choice(s)", "results", strconv.Itoa(len(st.Results))))
 	return nil
 }
 
@@ -313,10 +359,7 @@ func (m *Module) PostChunk(in *sdk.In, out *sdk.Out) error {
 			return true
 		}
 		if streams == nil {
-			streams = map[string]*choiceScan{}
-			if s := raw.Get("stream"); s.IsObject() {
-				_ = json.Unmarshal([]byte(s.Raw), &streams)
-			}
+			streams = readStreams(raw.Get("stream"))
 		}
 		cs := streams[idx]
 		if cs == nil {
@@ -342,8 +385,7 @@ func (m *Module) PostChunk(in *sdk.In, out *sdk.Out) error {
 		}
 		changed = true
 		if final {
-			var rs []Result
-			_ = json.Unmarshal([]byte(results.Raw), &rs)
+			rs := resultsOf(results)
 			spans := make([]span, 0, len(cs.Spans))
 			for _, s := range cs.Spans {
 				if s[0] < len(rs) {
@@ -363,13 +405,12 @@ func (m *Module) PostChunk(in *sdk.In, out *sdk.Out) error {
 		out.Field(chunk)
 		return nil
 	}
-	sj, _ := json.Marshal(streams)
 	out.FieldString(abi.ActionContinueState)
 	out.Open()
 	out.WriteString(`{"results":`)
 	out.WriteString(results.Raw)
 	out.WriteString(`,"stream":`)
-	out.Write(sj)
+	out.Write(appendStreams(nil, streams))
 	out.Byte('}')
 	out.Close()
 	if edited == nil {
@@ -379,4 +420,86 @@ func (m *Module) PostChunk(in *sdk.In, out *sdk.Out) error {
 	return nil
 }
 
-func appendString(dst []byte, s string) []byte { return sdk.AppendJSONString(dst, s) }
+// appendString appends s as a JSON string literal, copying runs of bytes
+// that need no escape at once (a byte-at-a-time loop is what costs inside
+// a Go guest).
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// readStreams decodes state.stream: {"<choice>": {"n","base","text","done","spans":[[k,start,end]…]}}.
+func readStreams(v gjson.Result) map[string]*choiceScan {
+	m := map[string]*choiceScan{}
+	v.ForEach(func(k, c gjson.Result) bool {
+		cs := &choiceScan{N: int(c.Get("n").Int()), Base: int(c.Get("base").Int()), Text: c.Get("text").Str, Done: int(c.Get("done").Int())}
+		c.Get("spans").ForEach(func(_, sp gjson.Result) bool {
+			a := sp.Array()
+			if len(a) == 3 {
+				cs.Spans = append(cs.Spans, [3]int{int(a[0].Int()), int(a[1].Int()), int(a[2].Int())})
+			}
+			return true
+		})
+		m[k.String()] = cs
+		return true
+	})
+	return m
+}
+
+func appendStreams(b []byte, m map[string]*choiceScan) []byte {
+	b = append(b, '{')
+	first := true
+	for k, cs := range m {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendString(b, k)
+		b = append(b, `:{"n":`...)
+		b = strconv.AppendInt(b, int64(cs.N), 10)
+		b = append(b, `,"base":`...)
+		b = strconv.AppendInt(b, int64(cs.Base), 10)
+		b = append(b, `,"text":`...)
+		b = appendString(b, cs.Text)
+		b = append(b, `,"done":`...)
+		b = strconv.AppendInt(b, int64(cs.Done), 10)
+		b = append(b, `,"spans":[`...)
+		for i, sp := range cs.Spans {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(sp[0]), 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(sp[1]), 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(sp[2]), 10)
+			b = append(b, ']')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, '}')
+}

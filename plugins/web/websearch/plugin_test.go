@@ -201,6 +201,15 @@ func TestToolCall(t *testing.T) {
 			t.Fatalf("%s: %s %q", tc.ctx, res.Raw, cost)
 		}
 	}
+	// The request's web plugin item (ctx.config) gives what the tool's
+	// parameters leave unset.
+	res, _ = call(`{"config":{"id":"web","include_domains":["docs.switchyard.demo/billing"],"max_results":1},"parameters":{"max_results":3}}`, `{"query":"stream billing"}`)
+	if res.Get("results.#").Int() == 0 || !strings.HasPrefix(res.Get("results.0.url").Str, "https://docs.switchyard.demo/billing") {
+		t.Fatalf("%s", res.Raw)
+	}
+	if res.Get("results.#").Int() > 3 {
+		t.Fatalf("parameters.max_results wins: %s", res.Raw)
+	}
 	if res, _ := call(`{"parameters":{"max_uses":2},"calls":1}`, `{"query":"routing"}`); res.Get("error").Exists() {
 		t.Fatalf("the second of two uses runs: %s", res.Raw)
 	}
@@ -225,5 +234,17 @@ func TestToolMaxUsesCountedByModule(t *testing.T) {
 	sdk.Run(m.ToolCall, []byte(`{"request_id":"r3"}`), []byte("web_search"), []byte(`{"query":"routing"}`))
 	if _, counted := seen["r3"]; counted {
 		t.Fatal("counted without max_uses")
+	}
+}
+
+func TestMalformedSettings(t *testing.T) {
+	for _, st := range []string{`"exa"`, `{"engines":{"exa":"key"}}`} {
+		if _, err := sdk.Run((&websearch.Module{}).PreRequest, []byte(`{"config":{"id":"web"},"settings":`+st+`}`), []byte(convo)); err == nil || !strings.Contains(err.Error(), "module_settings.web") {
+			t.Fatalf("%s: %v", st, err)
+		}
+	}
+	s, err := websearch.ParseSettings(gjson.Parse(`{"engine":"exa","max_results":3,"engines":{"exa":{"fee":"0.01"}}}`))
+	if err != nil || s.Engine != "exa" || s.MaxResults != 3 || s.For("exa").Fee != "0.01" || s.For("exa").BaseURL != "https://api.exa.ai" || s.For("exa").Secret != "EXA_API_KEY" {
+		t.Fatalf("%+v %v", s, err)
 	}
 }

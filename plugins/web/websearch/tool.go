@@ -1,7 +1,6 @@
 package websearch
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -28,9 +27,31 @@ func toolOptions(p gjson.Result) Options {
 	return o
 }
 
+// fill takes from p (the request's plugins[] item for web, which the host
+// hands the tool as ctx.config) what the tool's parameters leave unset.
+func (o *Options) fill(p Options) {
+	if o.Engine == "" {
+		o.Engine = p.Engine
+	}
+	if len(o.Include) == 0 {
+		o.Include = p.Include
+	}
+	if len(o.Exclude) == 0 {
+		o.Exclude = p.Exclude
+	}
+	if o.MaxResults == 0 {
+		o.MaxResults = p.MaxResults
+	}
+	if o.MaxUses == 0 {
+		o.MaxUses = p.MaxUses
+	}
+	if !o.UserLocation.Exists() {
+		o.UserLocation = p.UserLocation
+	}
+}
+
 func toolError(out *sdk.Out, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	out.Field(b)
+	out.Field(append(appendString([]byte(`{"error":`), msg), '}'))
 	out.Field(nil) // free
 }
 
@@ -52,6 +73,7 @@ func (m *Module) ToolCall(in *sdk.In, out *sdk.Out) error {
 		return err
 	}
 	o := toolOptions(sdk.Get(ctx, "parameters"))
+	o.fill(pluginOptions(sdk.Get(ctx, "config")))
 	if err := o.Resolve(s); err != nil {
 		toolError(out, "web_search: "+err.Error())
 		return nil
@@ -102,7 +124,9 @@ func (m *Module) ToolCall(in *sdk.In, out *sdk.Out) error {
 	if rs == nil {
 		rs = []Result{}
 	}
-	b, _ := json.Marshal(map[string]any{"query": truncate(query, maxQuery), "engine": o.Engine, "results": rs})
+	b := appendString([]byte(`{"query":`), truncate(query, maxQuery))
+	b = appendString(append(b, `,"engine":`...), o.Engine)
+	b = append(appendResults(append(b, `,"results":`...), rs), '}')
 	out.Field(b)
 	fee := s.For(o.Engine).Fee
 	if f, err := strconv.ParseFloat(fee, 64); err != nil || f <= 0 {

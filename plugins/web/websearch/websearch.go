@@ -7,7 +7,6 @@
 package websearch
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -49,8 +48,25 @@ type Settings struct {
 func ParseSettings(raw gjson.Result) (Settings, error) {
 	var s Settings
 	if raw.Exists() && raw.Type != gjson.Null {
-		if err := json.Unmarshal([]byte(raw.Raw), &s); err != nil {
-			return s, errorf("module_settings.web is malformed: " + err.Error())
+		if !raw.IsObject() {
+			return s, errorf("module_settings.web must be an object")
+		}
+		s.Engine = raw.Get("engine").String()
+		s.MaxResults = int(raw.Get("max_results").Int())
+		var bad error
+		raw.Get("engines").ForEach(func(k, v gjson.Result) bool {
+			if !v.IsObject() {
+				bad = errorf("module_settings.web.engines." + k.String() + " must be an object")
+				return false
+			}
+			if s.Engines == nil {
+				s.Engines = map[string]EngineSettings{}
+			}
+			s.Engines[k.String()] = EngineSettings{BaseURL: v.Get("base_url").String(), Secret: v.Get("secret").String(), Fee: v.Get("fee").String()}
+			return true
+		})
+		if bad != nil {
+			return s, bad
 		}
 	}
 	if s.Engine == "" {

@@ -66,6 +66,9 @@ func BenchmarkWebModule(b *testing.B) {
 	}{
 		{"pre_request/demo", abi.HookPreRequest, [][]byte{pctx, body}},
 		{"post_response", abi.HookPostResponse, [][]byte{sctx, result}},
+		{"post_response/no-search", abi.HookPostResponse, [][]byte{pctx, result}},
+		{"tool_call/bad-engine", abi.HookToolCall, [][]byte{[]byte(`{"parameters":{"engine":"x"}}`), []byte("web_search"), []byte(`{"query":"stream billing abandoned client"}`)}},
+		{"tool_call/no-results", abi.HookToolCall, [][]byte{[]byte(`{"parameters":{}}`), []byte("web_search"), []byte(`{"query":"zzzqqq"}`)}},
 		{"post_chunk", abi.HookPostChunk, [][]byte{sctx, chunk}},
 		{"tool_call/demo", abi.HookToolCall, [][]byte{[]byte(`{"parameters":{}}`), []byte("web_search"), []byte(`{"query":"stream billing abandoned client"}`)}},
 	}

@@ -175,6 +175,18 @@ func TestWebPluginDemoEngine(t *testing.T) {
 		}
 	})
 
+	t.Run("native", func(t *testing.T) {
+		// The provider searches: the plugin sets web_search_options and
+		// leaves its plugins item for the adapter; nothing injected, and
+		// no annotations of its own.
+		b := chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"x"}],"plugins":[{"id":"web","engine":"native","user_location":{"type":"approximate","country":"NO"}}]}`)
+		sent := gjson.ParseBytes(up.Last().Body)
+		if sent.Get("web_search_options.user_location.approximate.country").Str != "NO" || len(sent.Get("messages").Array()) != 1 ||
+			b.Get("choices.0.message.annotations").Exists() {
+			t.Fatalf("upstream got %s; answer %s", sent.Raw, b.Raw)
+		}
+	})
+
 	t.Run("disabled", func(t *testing.T) {
 		b := chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"x"}],"plugins":[{"id":"web","enabled":false}]}`)
 		if b.Get("choices.0.message.annotations").Exists() || len(gjson.ParseBytes(up.Last().Body).Get("messages").Array()) != 1 {
@@ -305,5 +317,47 @@ func TestSettingsOnlyForTheGlobalModule(t *testing.T) {
 	}
 	if e := engine(); e != "demo" || len(fake.Calls()) != 1 {
 		t.Fatalf("account module: engine %q, %d searches", e, len(fake.Calls()))
+	}
+}
+
+// The injected system message sits before the last user message, mid
+// conversation: the Anthropic and Gemini adapters take it (into their
+// system prompt) and the answer is cited as with OpenAI.
+func TestWebPluginThroughEveryAdapter(t *testing.T) {
+	const yml = `demo: false
+timeouts: {attempt: 5s, request: 30s}
+providers:
+  - {slug: anth, name: Anthropic, adapter: anthropic, base_url: "{{url:anth}}", api_key_env: ANTH_KEY, data_collection: deny, region: us}
+  - {slug: gem, name: Google, adapter: gemini, base_url: "{{url:gem}}", api_key_env: GEM_KEY, data_collection: deny, region: us}
+models:
+  - id: test/claude
+    kind: chat
+    context_length: 200000
+    endpoints:
+      - {provider: anth, upstream_model: claude-test-1, max_output: 8192, price: {prompt: 3, completion: 15}}
+  - id: test/gemini
+    kind: chat
+    context_length: 1000000
+    endpoints:
+      - {provider: gem, upstream_model: gemini-test, max_output: 8192, price: {prompt: 0.3, completion: 2.5}}
+`
+	g := start(t, gatewaytest.Options{ConfigYAML: yml, Anthropic: []string{"anth"}, Gemini: []string{"gem"},
+		Env: map[string]string{"ANTH_KEY": "sk-ant-test-0123456789", "GEM_KEY": "gem-test-key"}})
+	for _, model := range []string{"test/claude", "test/gemini"} {
+		t.Run(model, func(t *testing.T) {
+			b := chat(t, g, `{"model":"`+model+`","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"How are streams billed?"}],"plugins":[{"id":"web","max_results":2}]}`)
+			msg := b.Get("choices.0.message")
+			checkCitations(t, msg.Get("content").Str, msg.Get("annotations"), "switchyard.demo")
+			if !strings.Contains(msg.Get("content").Str, "How are streams billed?") {
+				t.Fatalf("the model did not get the user's question last: %s", msg.Raw)
+			}
+			sent := string(g.Anthropics["anth"].Last().Body)
+			if model == "test/gemini" {
+				sent = string(g.Geminis["gem"].Last().Body)
+			}
+			if !strings.Contains(sent, "A web search was conducted") || !strings.Contains(sent, "(demo search engine)") {
+				t.Fatalf("the provider did not get the results: %s", sent)
+			}
+		})
 	}
 }

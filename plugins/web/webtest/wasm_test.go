@@ -98,3 +98,37 @@ func TestToolCallThroughWasm(t *testing.T) {
 		t.Fatalf("%s", res.Raw)
 	}
 }
+
+// A pooled instance serves call after call: the module collects its own
+// garbage (a Go reactor's collector does not finish cycles between
+// calls), so 3000 searches fit in its memory instead of trapping once
+// the heap reaches limits.memory_pages (about 2000 without).
+func TestManyCallsStayWithinMemory(t *testing.T) {
+	dir := filepath.Join(gatewaytest.Root(), "build", "wasm")
+	mj, err := os.ReadFile(filepath.Join(dir, "web.json"))
+	if err != nil {
+		t.Fatalf("run `make wasm` first: %v", err)
+	}
+	bin, _ := os.ReadFile(filepath.Join(dir, "web.wasm"))
+	mj, _ = sjson.SetBytes(mj, "limits.pool_size", 1)
+	m, err := manifest.Parse(mj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
+	defer e.Close(context.Background())
+	mod, err := e.Load(context.Background(), m, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"model":"test/chat","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"How does the gateway bill a stream that the client abandons?"}],"plugins":[{"id":"web"}]}`)
+	for i := 0; i < 3000; i++ {
+		out, err := mod.Call(context.Background(), abi.HookPreRequest, []byte(`{"config":{"id":"web"}}`), body)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if len(out.Fields) < 4 || len(out.Field(1)) <= len(body) {
+			t.Fatalf("call %d did not inject: %q", i, out.Fields)
+		}
+	}
+}

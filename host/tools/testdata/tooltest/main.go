@@ -9,6 +9,7 @@ package main
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/sdk"
@@ -24,9 +25,21 @@ func toolCall(in *sdk.In, out *sdk.Out) error {
 	if gjson.GetBytes(args, "fail").Bool() {
 		return errors.New("tooltest was asked to fail")
 	}
+	if q := gjson.GetBytes(args, "chat"); q.Exists() {
+		// A chat sub-request (the chat host function) with the given
+		// body; the result says what came back.
+		status, resp, err := sdk.Chat([]byte(q.Raw))
+		if err != nil {
+			out.FieldString(`{"chat_error":` + sdk.Quote(err.Error()) + `}`)
+		} else {
+			out.FieldString(`{"chat_status":` + strconv.Itoa(status) + `,"chat":` + string(resp) + `}`)
+		}
+		out.FieldString("")
+		return nil
+	}
 	out.FieldString(`{"echo":` + string(args) + `,"name":` + sdk.Quote(string(name)) +
 		`,"parameters":` + gjson.GetBytes(ctx, "parameters").Raw + `,"config":` + gjson.GetBytes(ctx, "config").Raw +
-		`,"request_id":` + sdk.Quote(gjson.GetBytes(ctx, "request_id").Str) + `}`)
+		`,"request_id":` + sdk.Quote(gjson.GetBytes(ctx, "request_id").Str) + `,"calls":` + gjson.GetBytes(ctx, "calls").Raw + `}`)
 	if gjson.GetBytes(args, "bad_cost").Bool() {
 		out.FieldString("lots")
 		return nil

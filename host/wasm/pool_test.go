@@ -1,0 +1,108 @@
+package wasm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/apierr"
+)
+
+// TestPoolShrinksWhenIdle: after a burst that needed several instances, a
+// trim period in which the pool never ran low frees the spare instances
+// and keeps one warm; an instance in use is never taken.
+func TestPoolShrinksWhenIdle(t *testing.T) {
+	root := filepath.Join("..", "..")
+	bin, err := os.ReadFile(filepath.Join(root, "build", "wasm", "openai.wasm"))
+	if err != nil {
+		t.Fatalf("read adapter (run `make build` first): %v", err)
+	}
+	mj, err := os.ReadFile(filepath.Join(root, "plugins", "openai", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Parse(mj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), nil)
+	e.PoolTrimEvery = 1 << 40 // the test trims by hand
+	defer e.Close(context.Background())
+	mod, err := e.LoadLazy(m, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if mod.Live() != 0 {
+		t.Fatalf("a lazy module has %d instances before its first call", mod.Live())
+	}
+	if err := mod.ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A burst: four calls at once.
+	var held []*instance
+	for range 4 {
+		in, err := mod.get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, in)
+	}
+	if mod.Live() != 4 {
+		t.Fatalf("live = %d during the burst, want 4", mod.Live())
+	}
+	// One still in use; the other three back in the pool.
+	for _, in := range held[1:] {
+		mod.put(in)
+	}
+	mod.trimIdle() // ends the period of the burst: the pool ran empty in it
+	if mod.Live() != 4 {
+		t.Fatalf("live = %d after a period the pool ran empty in, want 4", mod.Live())
+	}
+	mod.trimIdle() // a quiet period: three instances idle throughout
+	if mod.Live() != 1 {
+		t.Fatalf("live = %d after a quiet period, want 1 (the one in use)", mod.Live())
+	}
+	mod.put(held[0])
+	mod.trimIdle()
+	if mod.Live() != 1 {
+		t.Fatalf("live = %d, want one instance kept warm", mod.Live())
+	}
+	if _, err := mod.Call(ctx, abi.HookChatRequest, []byte(`{"model":"gpt-4o"}`), []byte(`{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}]}`)); err != nil {
+		t.Fatalf("call after trims: %v", err)
+	}
+}
+
+// TestLazyLoadFailureFailsTheCall: a lazily loaded module that turns out
+// not to compile fails each call with a 502 naming the module and the
+// reason, and is not retried on every call.
+func TestLazyLoadFailureFailsTheCall(t *testing.T) {
+	m, err := manifest.Parse([]byte(`{"name":"broken","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine("", nil)
+	defer e.Close(context.Background())
+	fetches := 0
+	mod, err := e.LoadLazyFrom(m, nil, func() ([]byte, error) { fetches++; return []byte("not wasm"), nil })
+	if err != nil {
+		t.Fatalf("LoadLazyFrom: %v", err)
+	}
+	for range 2 {
+		_, err := mod.Call(context.Background(), abi.HookPreRequest, []byte(`{}`), []byte(`{}`))
+		ae := apierr.From(err)
+		if err == nil || ae.Status != 502 || !strings.Contains(ae.Message, "broken@1.0.0") || !strings.Contains(ae.Message, "does not load") {
+			t.Fatalf("call of a module that does not compile: %v", err)
+		}
+	}
+	if fetches != 1 {
+		t.Fatalf("binary fetched %d times, want once", fetches)
+	}
+	if mod.Live() != 0 {
+		t.Fatalf("live = %d", mod.Live())
+	}
+}

@@ -5,7 +5,7 @@ WASM    := build/wasm
 TESTWASM := build/testdata
 GUEST   := GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared
 GUEST_LD := -s -w
-GUEST_SRC := $(shell find abi sdk plugins -name '*.go' -o -name '*.json') go.mod go.sum Makefile
+GUEST_SRC := $(shell find abi sdk plugins -name '*.go' -o -name '*.json' -o -name '*.html') go.mod go.sum Makefile
 
 .PHONY: all build wasm modules testwasm examples console gateway syctl run deps test vet gotest clients bench clean
 
@@ -119,7 +119,8 @@ gotest:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Hot-path Go benchmarks, the per-call cost of one plugin through the native
-# ABI (Go, C) and through Extism (AssemblyScript), then the load benchmark.
+# ABI (Go, C) and through Extism (AssemblyScript), the web and web-fetch
+# modules' per-call costs (web-fetch: a 100 KB page), then the load benchmark.
 # ./host/... includes the cost of metrics, traces and request logs per
 # request, off and on (host/telemetry: BenchmarkRequestTelemetry in
 # process, BenchmarkChatOverLoopback end to end), and GET /generations and
@@ -133,6 +134,7 @@ bench:
 	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/moderation/moderate/ | sed -n '/moderation local engine/,/benign texts/p'
 	$(GO) test -run=NONE -bench=Moderation -benchmem -benchtime=20x ./plugins/moderation/moderate/
 	$(GO) test -run=NONE -bench=WebModule -benchmem -benchtime=2000x ./plugins/web/webtest/
+	$(GO) test -run=NONE -bench=. -benchmem -benchtime=20x ./plugins/web-fetch/fetch/
 	$(GO) run ./cmd/loadbench
 
 clean:

@@ -182,8 +182,16 @@ func (m *Manifest) Validate() error {
 		return fmt.Errorf("manifest %s: grants.secrets: secrets are only used in outbound calls; grant host function %q too", m.Name, abi.GrantHTTP)
 	}
 	for _, d := range m.Grants.HTTPDomains {
+		if d == AnyDomain {
+			// A secret goes only to granted domains: with every domain
+			// granted it could be sent anywhere.
+			if len(m.Grants.Secrets) > 0 {
+				return fmt.Errorf("manifest %s: grants.http_domains \"*\" cannot be combined with grants.secrets", m.Name)
+			}
+			continue
+		}
 		if d == "" || strings.ContainsAny(d, "/:@ ") || strings.Count(d, "*") > 1 || (strings.Contains(d, "*") && !strings.HasPrefix(d, "*.")) {
-			return fmt.Errorf("manifest %s: grants.http_domains: %q must be a host name or *.domain", m.Name, d)
+			return fmt.Errorf("manifest %s: grants.http_domains: %q must be a host name, *.domain or *", m.Name, d)
 		}
 	}
 	l := &m.Limits
@@ -281,13 +289,20 @@ func (m *Manifest) GrantsHostFunction(f string) bool {
 // into its outbound calls.
 func (m *Manifest) GrantsSecret(name string) bool { return contains(m.Grants.Secrets, name) }
 
+// AnyDomain in grants.http_domains grants every host. It is for modules
+// whose job is to reach pages a caller names (web-fetch); the host's guard
+// against loopback, private and link-local addresses still applies to every
+// call, so it grants the public web only.
+const AnyDomain = "*"
+
 // GrantsDomain reports whether host is among grants.http_domains
-// ("*.example.com" matches its subdomains, not example.com itself).
+// ("*.example.com" matches its subdomains, not example.com itself; "*"
+// matches every host).
 func (m *Manifest) GrantsDomain(host string) bool {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	for _, d := range m.Grants.HTTPDomains {
 		d = strings.ToLower(d)
-		if d == host || (strings.HasPrefix(d, "*.") && strings.HasSuffix(host, d[1:])) {
+		if d == AnyDomain || d == host || (strings.HasPrefix(d, "*.") && strings.HasSuffix(host, d[1:])) {
 			return true
 		}
 	}

@@ -154,3 +154,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestGrantsDomain(t *testing.T) {
+	cases := []struct {
+		grants []string
+		host   string
+		want   bool
+	}{
+		{[]string{"api.example.com"}, "api.example.com", true},
+		{[]string{"api.example.com"}, "example.com", false},
+		{[]string{"*.example.com"}, "a.example.com", true},
+		{[]string{"*.example.com"}, "example.com", false},
+		{[]string{"*"}, "anything.org", true},
+		{nil, "anything.org", false},
+	}
+	for _, tc := range cases {
+		m := &Manifest{Grants: Grants{HTTPDomains: tc.grants}}
+		if got := m.GrantsDomain(tc.host); got != tc.want {
+			t.Errorf("grants %v, host %s: got %v, want %v", tc.grants, tc.host, got, tc.want)
+		}
+	}
+	for _, d := range []string{"*", "*.example.com", "example.com"} {
+		if _, err := Parse([]byte(strings.Replace(good, `"grants":{"host_functions":["log"]}`, `"grants":{"http_domains":["`+d+`"]}`, 1))); err != nil {
+			t.Errorf("http_domains %q refused: %v", d, err)
+		}
+	}
+	if _, err := Parse([]byte(strings.Replace(good, `"grants":{"host_functions":["log"]}`, `"grants":{"host_functions":["http"],"http_domains":["*"],"secrets":["EXA_API_KEY"]}`, 1))); err == nil || !strings.Contains(err.Error(), "secrets") {
+		t.Errorf("every domain with a secret accepted: %v", err)
+	}
+	for _, d := range []string{"**", "*example.com", "a.*.com"} {
+		if _, err := Parse([]byte(strings.Replace(good, `"grants":{"host_functions":["log"]}`, `"grants":{"http_domains":["`+d+`"]}`, 1))); err == nil {
+			t.Errorf("http_domains %q accepted", d)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/plugins/internal/websearch"
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -146,7 +147,8 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	if req.Get("stream").Bool() {
 		out.Member("stream", "true")
 	}
-	if tools := p.Get("tools"); tools.IsArray() && len(tools.Array()) > 0 {
+	search, native := websearch.Requested(req)
+	if tools := p.Get("tools"); (tools.IsArray() && len(tools.Array()) > 0) || native {
 		var b []byte
 		b = append(b, '[')
 		i := 0
@@ -171,6 +173,12 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 			b = append(b, '}')
 			return true
 		})
+		if native {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, webSearchTool(search)...)
+		}
 		b = append(b, ']')
 		out.Member("tools", string(b))
 		if tc := toolChoice(p.Get("tool_choice"), p.Get("parallel_tool_calls")); tc != "" {
@@ -183,6 +191,37 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	out.Byte('}')
 	out.Close()
 	return nil
+}
+
+// webSearchTool is Anthropic's web search server tool for the web plugin's
+// native engine (docs/web-search.md). Anthropic takes allowed_domains or
+// blocked_domains, not both: include_domains wins when both are given.
+func webSearchTool(o websearch.Options) string {
+	t := `{"type":"web_search_20250305","name":"web_search"`
+	if o.MaxUses > 0 {
+		t += `,"max_uses":` + itoa(o.MaxUses)
+	}
+	domains := func(ds []string) string {
+		q := make([]string, len(ds))
+		for i, d := range ds {
+			q[i] = sdk.Quote(websearch.Domain(d))
+		}
+		return "[" + strings.Join(q, ",") + "]"
+	}
+	switch {
+	case len(o.Include) > 0:
+		t += `,"allowed_domains":` + domains(o.Include)
+	case len(o.Exclude) > 0:
+		t += `,"blocked_domains":` + domains(o.Exclude)
+	}
+	if o.Location != "" {
+		t += `,"user_location":{"type":"approximate"`
+		for _, f := range websearch.LocationFields(o.Location) {
+			t += "," + f
+		}
+		t += "}"
+	}
+	return t + "}"
 }
 
 // toolResult appends the tool_result block for a tool message.
@@ -330,6 +369,29 @@ func usage(input, cacheRead, cacheWrite, output int64) string {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
+// citations appends the url_citation annotations of a text block's
+// web_search_result_location citations: each cites the whole block, which
+// spans [start, end) of the message content (docs/web-search.md).
+func citations(dst []string, cs gjson.Result, start, end int) []string {
+	cs.ForEach(func(_, c gjson.Result) bool {
+		if c.Get("type").Str == "web_search_result_location" {
+			dst = append(dst, websearch.Annotation(c.Get("url").Str, c.Get("title").Str, c.Get("cited_text").Str, start, end))
+		}
+		return true
+	})
+	return dst
+}
+
+// withSearches adds Anthropic's count of server-side web searches to the
+// usage object u as usage.server_tool_use.web_search_requests.
+func withSearches(usage string, u gjson.Result) string {
+	n := u.Get("server_tool_use.web_search_requests").Int()
+	if n == 0 {
+		return usage
+	}
+	return usage[:len(usage)-1] + `,"server_tool_use":{"web_search_requests":` + itoa(n) + `}}`
+}
+
 // ChatResponse is the chat_response hook.
 func ChatResponse(in *sdk.In, out *sdk.Out) error {
 	msg := gjson.ParseBytes(in.Field(1))
@@ -337,11 +399,16 @@ func ChatResponse(in *sdk.In, out *sdk.Out) error {
 		return sdk.Error("upstream response is not an Anthropic message")
 	}
 	var content, reasoning strings.Builder
-	var calls []string
+	var calls, annotations []string
+	runes := 0 // code points of content so far: the unit of annotation indices
 	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
 		switch b.Get("type").Str {
 		case "text":
-			content.WriteString(b.Get("text").Str)
+			text := b.Get("text").Str
+			start := runes
+			runes += websearch.Runes(text)
+			content.WriteString(text)
+			annotations = citations(annotations, b.Get("citations"), start, runes)
 		case "thinking":
 			reasoning.WriteString(b.Get("thinking").Str)
 		case "tool_use":
@@ -364,74 +431,138 @@ func ChatResponse(in *sdk.In, out *sdk.Out) error {
 	if len(calls) > 0 {
 		b.WriteString(`,"tool_calls":[` + strings.Join(calls, ",") + `]`)
 	}
+	if len(annotations) > 0 {
+		b.WriteString(`,"annotations":[` + strings.Join(annotations, ",") + `]`)
+	}
 	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(msg.Get("stop_reason").Str)) + `}]`)
-	b.WriteString(`,"usage":` + usage(u.Get("input_tokens").Int(), u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int(), u.Get("output_tokens").Int()))
+	b.WriteString(`,"usage":` + withSearches(usage(u.Get("input_tokens").Int(), u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int(), u.Get("output_tokens").Int()), u))
 	b.WriteString(`,"system_fingerprint":null}`)
 	out.FieldString(b.String())
 	return nil
 }
 
+// streamState is what later events of a Messages stream need: the ids and
+// input counts of message_start, the index of the current tool call, the
+// code points of content sent so far and where the current text block
+// began (annotation indices), the citations of that block (sent when it
+// ends, once its span is known), and whether the current block is a server
+// tool's (web_search), whose input is not a client's tool call.
+type streamState struct {
+	ID, Model    string
+	In, CR, CW   int64
+	Tool         int64
+	Runes, Start int64
+	Server       bool
+	Cites        string // raw JSON array of citations, or ""
+}
+
+// The state is written and read by hand (gjson), not with encoding/json:
+// it crosses the boundary on every event of every stream.
+func (st *streamState) write(out *sdk.Out) {
+	s := `{"id":` + sdk.Quote(st.ID) + `,"model":` + sdk.Quote(st.Model) + `,"in":` + itoa(st.In) + `,"cr":` + itoa(st.CR) + `,"cw":` + itoa(st.CW) + `,"tool":` + itoa(st.Tool)
+	if st.Runes > 0 {
+		s += `,"n":` + itoa(st.Runes) + `,"bs":` + itoa(st.Start)
+	}
+	if st.Server {
+		s += `,"srv":true`
+	}
+	if st.Cites != "" {
+		s += `,"cit":` + st.Cites
+	}
+	out.FieldString(s + "}")
+}
+
+func readState(raw []byte) streamState {
+	g := gjson.ParseBytes(raw)
+	st := streamState{ID: g.Get("id").Str, Model: g.Get("model").Str, In: g.Get("in").Int(), CR: g.Get("cr").Int(), CW: g.Get("cw").Int(),
+		Tool: -1, Runes: g.Get("n").Int(), Start: g.Get("bs").Int(), Server: g.Get("srv").Bool(), Cites: g.Get("cit").Raw}
+	if t := g.Get("tool"); t.Exists() {
+		st.Tool = t.Int()
+	}
+	return st
+}
+
 // StreamEvent is the chat_stream_event hook: it translates one Messages
-// stream event. The stream state is
-// {"id","model","in","cr","cw","tool"}: what later events need from
-// message_start, and the index of the current tool call.
+// stream event (state: streamState).
 func StreamEvent(in *sdk.In, out *sdk.Out) error {
 	ev := gjson.ParseBytes(in.Field(1))
-	st := gjson.ParseBytes(in.Field(2))
-	id, model := st.Get("id").Str, st.Get("model").Str
-	tool := st.Get("tool").Int()
-	if !st.Get("tool").Exists() {
-		tool = -1
-	}
-	state := func(id, model string, input, cr, cw, tool int64) string {
-		return `{"id":` + sdk.Quote(id) + `,"model":` + sdk.Quote(model) + `,"in":` + itoa(input) + `,"cr":` + itoa(cr) + `,"cw":` + itoa(cw) + `,"tool":` + itoa(tool) + `}`
-	}
-	in0, cr, cw := st.Get("in").Int(), st.Get("cr").Int(), st.Get("cw").Int()
+	st := readState(in.Field(2))
 	chunk := func(choices string) string {
-		return `{"id":` + sdk.Quote(id) + `,"object":"chat.completion.chunk","model":` + sdk.Quote(model) + `,"choices":` + choices + `}`
+		return `{"id":` + sdk.Quote(st.ID) + `,"object":"chat.completion.chunk","model":` + sdk.Quote(st.Model) + `,"choices":` + choices + `}`
 	}
 	delta := func(d string) string { return chunk(`[{"index":0,"delta":` + d + `,"finish_reason":null}]`) }
 
 	switch ev.Get("type").Str {
 	case "message_start":
 		m := ev.Get("message")
-		id, model = m.Get("id").Str, m.Get("model").Str
 		u := m.Get("usage")
-		out.FieldString(state(id, model, u.Get("input_tokens").Int(), u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int(), -1))
+		st = streamState{ID: m.Get("id").Str, Model: m.Get("model").Str, In: u.Get("input_tokens").Int(),
+			CR: u.Get("cache_read_input_tokens").Int(), CW: u.Get("cache_creation_input_tokens").Int(), Tool: -1}
+		st.write(out)
 		out.FieldString(delta(`{"role":"assistant","content":""}`))
 	case "content_block_start":
 		b := ev.Get("content_block")
+		st.Server = b.Get("type").Str == "server_tool_use"
+		st.Start = st.Runes
 		if b.Get("type").Str != "tool_use" {
-			out.Field(in.Field(2))
+			st.write(out)
 			return nil
 		}
-		tool++
-		out.FieldString(state(id, model, in0, cr, cw, tool))
-		out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(tool) + `,"id":` + sdk.Quote(b.Get("id").Str) + `,"type":"function","function":{"name":` + sdk.Quote(b.Get("name").Str) + `,"arguments":""}}]}`))
+		st.Tool++
+		st.write(out)
+		out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(st.Tool) + `,"id":` + sdk.Quote(b.Get("id").Str) + `,"type":"function","function":{"name":` + sdk.Quote(b.Get("name").Str) + `,"arguments":""}}]}`))
 	case "content_block_delta":
-		out.Field(in.Field(2))
 		d := ev.Get("delta")
 		switch d.Get("type").Str {
 		case "text_delta":
-			out.FieldString(delta(`{"content":` + sdk.Quote(d.Get("text").Str) + `}`))
+			text := d.Get("text").Str
+			st.Runes += int64(websearch.Runes(text))
+			st.write(out)
+			out.FieldString(delta(`{"content":` + sdk.Quote(text) + `}`))
 		case "thinking_delta":
+			out.Field(in.Field(2))
 			out.FieldString(delta(`{"reasoning":` + sdk.Quote(d.Get("thinking").Str) + `}`))
 		case "input_json_delta":
-			out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(tool) + `,"function":{"arguments":` + sdk.Quote(d.Get("partial_json").Str) + `}}]}`))
+			out.Field(in.Field(2))
+			if !st.Server { // a server tool's query is Anthropic's business
+				out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(st.Tool) + `,"function":{"arguments":` + sdk.Quote(d.Get("partial_json").Str) + `}}]}`))
+			}
+		case "citations_delta":
+			c := d.Get("citation")
+			if c.Get("type").Str == "web_search_result_location" {
+				if st.Cites == "" {
+					st.Cites = "[" + c.Raw + "]"
+				} else {
+					st.Cites = st.Cites[:len(st.Cites)-1] + "," + c.Raw + "]"
+				}
+			}
+			st.write(out)
+		default:
+			out.Field(in.Field(2))
 		}
+	case "content_block_stop":
+		if len(st.Cites) == 0 {
+			out.Field(in.Field(2))
+			return nil
+		}
+		anns := citations(nil, gjson.Parse(st.Cites), int(st.Start), int(st.Runes))
+		st.Cites = ""
+		st.write(out)
+		out.FieldString(delta(`{"annotations":[` + strings.Join(anns, ",") + `]}`))
 	case "message_delta":
 		out.Field(in.Field(2))
 		fr := finishReason(ev.Get("delta.stop_reason").Str)
 		out.FieldString(chunk(`[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(fr) + `}]`))
 		u := ev.Get("usage")
+		in0 := st.In
 		if v := u.Get("input_tokens"); v.Exists() && v.Int() > 0 {
 			in0 = v.Int()
 		}
-		out.FieldString(chunk(`[],"usage":` + usage(in0, cr, cw, u.Get("output_tokens").Int())))
+		out.FieldString(chunk(`[],"usage":` + withSearches(usage(in0, st.CR, st.CW, u.Get("output_tokens").Int()), u)))
 	case "error":
 		out.Field(in.Field(2))
 		out.FieldString(`{"error":{"message":` + sdk.Quote(ev.Get("error.message").Str) + `,"type":` + sdk.Quote(ev.Get("error.type").Str) + `}}`)
-	default: // ping, content_block_stop, message_stop
+	default: // ping, message_stop
 		out.Field(in.Field(2))
 	}
 	return nil

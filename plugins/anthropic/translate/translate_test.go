@@ -2,6 +2,7 @@ package translate_test
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -101,6 +102,49 @@ func TestStreamEvents(t *testing.T) {
 			t.Errorf("errors %q", s.Errors)
 		}
 	})
+}
+
+// TestWebSearch: Anthropic's web_search citations become the gateway's
+// url_citation annotations, each spanning the text block it cites; the
+// server tool's blocks are neither content nor client tool calls.
+func TestWebSearch(t *testing.T) {
+	out := fixture.Call(t, translate.ChatResponse, `{}`, string(fixture.Read(t, testdata("message_web_search.json"))))
+	content := "I'll search for when Claude Shannon was born.Based on the search results, Claude Shannon was born on April 30, 1916, in Petoskey, Michigan"
+	cited := "Claude Shannon was born on April 30, 1916, in Petoskey, Michigan"
+	start := strings.Index(content, cited)
+	fixture.Check(t, out[0], map[string]string{
+		"choices.0.message.content":                                content,
+		"choices.0.message.tool_calls":                             "",
+		"choices.0.finish_reason":                                  "stop",
+		"choices.0.message.annotations.#":                          "1",
+		"choices.0.message.annotations.0.type":                     "url_citation",
+		"choices.0.message.annotations.0.url_citation.url":         "https://en.wikipedia.org/wiki/Claude_Shannon",
+		"choices.0.message.annotations.0.url_citation.title":       "Claude Shannon - Wikipedia",
+		"choices.0.message.annotations.0.url_citation.content":     "Claude Elwood Shannon (April 30, 1916 – February 24, 2001) was an American mathematician, electrical engineer, computer scientist, cryptographer and i...",
+		"choices.0.message.annotations.0.url_citation.start_index": strconv.Itoa(start),
+		"choices.0.message.annotations.0.url_citation.end_index":   strconv.Itoa(start + len(cited)),
+		"usage.server_tool_use.web_search_requests":                "1",
+	})
+
+	s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_web_search.sse"))))
+	want := "I'll search for the latest breakthroughs. Researchers demonstrated error-corrected qubits — a first."
+	if s.Content != want || len(s.Calls) != 0 || s.Finish != "stop" {
+		t.Fatalf("content %q calls %+v finish %q", s.Content, s.Calls, s.Finish)
+	}
+	if len(s.Annotations) != 1 {
+		t.Fatalf("annotations %v", s.Annotations)
+	}
+	a := s.Annotations[0].Get("url_citation")
+	// Indices count code points: the em dash is one.
+	runes := []rune(want)
+	got := string(runes[a.Get("start_index").Int():a.Get("end_index").Int()])
+	if got != "Researchers demonstrated error-corrected qubits — a first." || a.Get("url").Str != "https://example.com" ||
+		a.Get("title").Str != "Quantum Computing Breakthroughs in 2025" || a.Get("content").Str != "Researchers demonstrated a logical qubit…" {
+		t.Fatalf("annotation %s spans %q", a.Raw, got)
+	}
+	if s.Usage.Get("server_tool_use.web_search_requests").Int() != 1 {
+		t.Errorf("usage %s", s.Usage.Raw)
+	}
 }
 
 func TestMapError(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/plugins/internal/websearch"
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
 )
@@ -127,6 +128,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	if len(gc) > 0 {
 		out.Member("generationConfig", "{"+strings.Join(gc, ",")+"}")
 	}
+	_, native := websearch.Requested(req)
 	if tools := p.Get("tools"); tools.IsArray() && len(tools.Array()) > 0 {
 		var decls []string
 		tools.ForEach(func(_, t gjson.Result) bool {
@@ -141,7 +143,11 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 			decls = append(decls, d+"}")
 			return true
 		})
-		out.Member("tools", `[{"functionDeclarations":[`+strings.Join(decls, ",")+`]}]`)
+		search := ""
+		if native {
+			search = `,` + googleSearch
+		}
+		out.Member("tools", `[{"functionDeclarations":[`+strings.Join(decls, ",")+`]}`+search+`]`)
 		switch tc := p.Get("tool_choice"); {
 		case tc.Str == "none":
 			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"NONE"}}`)
@@ -150,10 +156,58 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 		case tc.Get("function.name").Exists():
 			out.Member("toolConfig", `{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":[`+sdk.Quote(tc.Get("function.name").Str)+`]}}`)
 		}
+	} else if native {
+		out.Member("tools", `[`+googleSearch+`]`)
 	}
 	out.Byte('}')
 	out.Close()
 	return nil
+}
+
+// googleSearch is the Google Search grounding tool, for the web plugin's
+// native engine (docs/web-search.md). It takes no options: the web
+// plugin's domain filters, max_uses and location do not reach Gemini.
+const googleSearch = `{"googleSearch":{}}`
+
+// grounding turns a candidate's groundingMetadata into url_citation
+// annotations: one per grounding chunk a support cites, spanning the
+// support's segment. Segment offsets are bytes of the text; index turns a
+// byte offset into a code point offset of the message content (part is
+// the segment's partIndex). Supports ending at or before done (a byte
+// offset) were annotated already and are skipped.
+func grounding(gm gjson.Result, index func(part, byteOffset int64) int, done int64) (annotations []string, end int64) {
+	chunks := gm.Get("groundingChunks").Array()
+	end = done
+	gm.Get("groundingSupports").ForEach(func(_, s gjson.Result) bool {
+		seg := s.Get("segment")
+		part, from, to := seg.Get("partIndex").Int(), seg.Get("startIndex").Int(), seg.Get("endIndex").Int()
+		if to <= done {
+			return true
+		}
+		end = max(end, to)
+		s.Get("groundingChunkIndices").ForEach(func(_, i gjson.Result) bool {
+			if n := int(i.Int()); n >= 0 && n < len(chunks) {
+				w := chunks[n].Get("web")
+				if !w.Exists() {
+					w = chunks[n].Get("retrievedContext")
+				}
+				annotations = append(annotations, websearch.Annotation(w.Get("uri").Str, w.Get("title").Str, seg.Get("text").Str, index(part, from), index(part, to)))
+			}
+			return true
+		})
+		return true
+	})
+	return annotations, end
+}
+
+// searches is usage.server_tool_use for a grounded answer: Gemini reports
+// the queries it ran as webSearchQueries.
+func searches(usage string, gm gjson.Result) string {
+	n := len(gm.Get("webSearchQueries").Array())
+	if n == 0 {
+		return usage
+	}
+	return usage[:len(usage)-1] + `,"server_tool_use":{"web_search_requests":` + strconv.Itoa(n) + `}}`
 }
 
 // functionResponse is FunctionResponse.response for a tool result: a
@@ -278,25 +332,78 @@ func ChatResponse(in *sdk.In, out *sdk.Out) error {
 	if len(calls) > 0 {
 		b.WriteString(`,"tool_calls":[` + strings.Join(calls, ",") + `]`)
 	}
+	gm := c.Get("groundingMetadata")
+	if gm.Exists() {
+		// Offsets are within the segment's part; the content joins the
+		// text parts, so each part's offset in it comes first.
+		starts := map[int64]int{}
+		at := 0
+		c.Get("content.parts").ForEach(func(i, p gjson.Result) bool {
+			if !p.Get("functionCall").Exists() && !p.Get("thought").Bool() {
+				starts[i.Int()] = at
+				at += len(p.Get("text").Str)
+			}
+			return true
+		})
+		index := func(part, off int64) int { return websearch.RuneIndex(t, starts[part]+int(off)) }
+		if anns, _ := grounding(gm, index, -1); len(anns) > 0 {
+			b.WriteString(`,"annotations":[` + strings.Join(anns, ",") + `]`)
+		}
+	}
 	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(c.Get("finishReason").Str, len(calls) > 0)) + `}]`)
-	b.WriteString(`,"usage":` + usage(resp.Get("usageMetadata")) + `}`)
+	b.WriteString(`,"usage":` + searches(usage(resp.Get("usageMetadata")), gm) + `}`)
 	out.FieldString(b.String())
 	return nil
 }
 
 // StreamEvent is the chat_stream_event hook: it translates one streamed
-// GenerateContentResponse. State:
-// {"calls": n} (tool calls numbered so far; the role is sent with the
-// first event, when the state is empty).
+// GenerateContentResponse. State: {"calls": n, "a": …, "u": …, "g": …}:
+// the tool calls numbered so far (the role is sent with the first event,
+// when the state is empty), and what grounding annotations need: the
+// answer's text so far as a count of leading ASCII bytes "a" (where bytes
+// and code points agree) and the text after the first other byte "u", so
+// only answers with non-ASCII text carry text in the state; and "g", the
+// byte offset up to which supports were annotated (a support seen again in
+// a later chunk is not sent twice). In a stream, segment offsets count
+// bytes of the whole answer.
 func StreamEvent(in *sdk.In, out *sdk.Out) error {
 	resp := gjson.ParseBytes(in.Field(1))
 	st := gjson.ParseBytes(in.Field(2))
 	first := !st.Exists()
 	n := st.Get("calls").Int()
+	ascii, rest, done := st.Get("a").Int(), st.Get("u").Str, int64(-1)
+	if g := st.Get("g"); g.Exists() {
+		done = g.Int()
+	}
 	head := `{"id":` + sdk.Quote(resp.Get("responseId").Str) + `,"object":"chat.completion.chunk","model":` + sdk.Quote(resp.Get("modelVersion").Str) + `,"choices":`
 	c := resp.Get("candidates.0")
 	t, r, calls := candidate(c, n)
-	out.FieldString(`{"calls":` + itoa(n+int64(len(calls))) + `}`)
+	if rest == "" && isASCII(t) {
+		ascii += int64(len(t))
+	} else {
+		rest += t
+	}
+	var anns []string
+	if gm := c.Get("groundingMetadata"); gm.Exists() {
+		index := func(_, off int64) int {
+			if off <= ascii {
+				return int(off)
+			}
+			return int(ascii) + websearch.RuneIndex(rest, int(off-ascii))
+		}
+		anns, done = grounding(gm, index, done)
+	}
+	state := `{"calls":` + itoa(n+int64(len(calls)))
+	if ascii > 0 {
+		state += `,"a":` + itoa(ascii)
+	}
+	if rest != "" {
+		state += `,"u":` + sdk.Quote(rest)
+	}
+	if done >= 0 {
+		state += `,"g":` + itoa(done)
+	}
+	out.FieldString(state + "}")
 	var delta []string
 	if first {
 		delta = append(delta, `"role":"assistant"`)
@@ -310,16 +417,28 @@ func StreamEvent(in *sdk.In, out *sdk.Out) error {
 	if len(calls) > 0 {
 		delta = append(delta, `"tool_calls":[`+strings.Join(calls, ",")+`]`)
 	}
+	if len(anns) > 0 {
+		delta = append(delta, `"annotations":[`+strings.Join(anns, ",")+`]`)
+	}
 	if len(delta) > 0 {
 		out.FieldString(head + `[{"index":0,"delta":{` + strings.Join(delta, ",") + `},"finish_reason":null}]}`)
 	}
 	if fr := c.Get("finishReason").Str; fr != "" {
 		out.FieldString(head + `[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(finishReason(fr, n+int64(len(calls)) > 0)) + `}]}`)
 		if u := resp.Get("usageMetadata"); u.Exists() {
-			out.FieldString(head + `[],"usage":` + usage(u) + `}`)
+			out.FieldString(head + `[],"usage":` + searches(usage(u), c.Get("groundingMetadata")) + `}`)
 		}
 	}
 	return nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // EmbedRequest is the embed_request hook.

@@ -75,6 +75,45 @@ func TestChatResponse(t *testing.T) {
 	}
 }
 
+// TestGoogleSearchGrounding: Gemini's groundingSupports become url_citation
+// annotations over the message content, whose indices count code points
+// where Gemini counts bytes.
+func TestGoogleSearchGrounding(t *testing.T) {
+	content := "The current weather in London, United Kingdom is cloudy. The temperature is 67°F (19°C), but it feels like 75°F (24°C). There is a 0% chance of rain, and the humidity is around 41%.\n"
+	want := []struct{ url, title, text string }{
+		{"https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbF9wXHS4dqThDQYaHdj81DtSjCLnxmtgYPqLKTfc8-Ea4_ATkuKibe-C2xm9XLREootlLWWk7o7FN6Ktd7PpgEIaA9KH38l33kunUQcrqm77_xaHI9tsqJ1LOgkCG9fV6HKw6WC_fbQ-9JMkaFoJT0Xwkwb1rog-kHLu6qCTv810KzfSBUcH-lZLVxOow==", "accuweather.com", "The current weather in London, United Kingdom is cloudy."},
+		{"https://www.google.com/search?q=weather+in+London", "Weather information for locality: London", "The temperature is 67°F (19°C), but it feels like 75°F (24°C)."},
+		{"https://www.google.com/search?q=weather+in+London", "Weather information for locality: London", "There is a 0% chance of rain, and the humidity is around 41%."},
+	}
+	check := func(t *testing.T, got string, anns []gjson.Result) {
+		t.Helper()
+		if got != content || len(anns) != len(want) {
+			t.Fatalf("content %q, %d annotations", got, len(anns))
+		}
+		runes := []rune(content)
+		for i, w := range want {
+			a := anns[i]
+			c := a.Get("url_citation")
+			s, e := c.Get("start_index").Int(), c.Get("end_index").Int()
+			if a.Get("type").Str != "url_citation" || c.Get("url").Str != w.url || c.Get("title").Str != w.title || c.Get("content").Str != w.text ||
+				e > int64(len(runes)) || string(runes[s:e]) != w.text {
+				t.Errorf("annotation %d: %s", i, a.Raw)
+			}
+		}
+	}
+	out := fixture.Call(t, translate.ChatResponse, `{}`, string(fixture.Read(t, testdata("response_google_search.json"))))
+	check(t, gjson.Get(out[0], "choices.0.message.content").Str, gjson.Get(out[0], "choices.0.message.annotations").Array())
+	if gjson.Get(out[0], "usage.server_tool_use.web_search_requests").Int() != 1 {
+		t.Errorf("usage %s", gjson.Get(out[0], "usage").Raw)
+	}
+
+	s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_google_search.sse"))))
+	check(t, s.Content, s.Annotations)
+	if s.Finish != "stop" || s.Usage.Get("server_tool_use.web_search_requests").Int() != 1 {
+		t.Errorf("finish %q usage %s", s.Finish, s.Usage.Raw)
+	}
+}
+
 func TestStreamEvents(t *testing.T) {
 	t.Run("text (SDK recording)", func(t *testing.T) {
 		s := fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, `{}`, fixture.Events(t, testdata("stream_basic.sse"))))

@@ -10,8 +10,11 @@
 package translate
 
 import (
+	"strings"
+
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/chatparams"
+	"github.com/switchyard/switchyard/plugins/internal/websearch"
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
 )
@@ -79,6 +82,13 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	if !hasEffort && effort.Type == gjson.String && !drops.Dropped("reasoning_effort") {
 		out.Member("reasoning_effort", effort.Raw)
 	}
+	// The web plugin's native engine: OpenAI searches when the request
+	// carries web_search_options (forwarded above when the client sent it).
+	if !sdk.Get(body, "web_search_options").Exists() && sdk.Get(body, "plugins").Exists() {
+		if o, on := websearch.Requested(gjson.ParseBytes(body)); on {
+			out.Member("web_search_options", searchOptions(o))
+		}
+	}
 	if stream {
 		// Usage arrives in a last chunk only when asked for; the gateway
 		// always reports full usage (spec 2.1 stream_options).
@@ -87,6 +97,16 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	out.Byte('}')
 	out.Close()
 	return nil
+}
+
+// searchOptions is web_search_options for the web plugin's options:
+// OpenAI takes the user's location (in its nested form) and no domain
+// filters or use cap, which are left out.
+func searchOptions(o websearch.Options) string {
+	if o.Location == "" {
+		return "{}"
+	}
+	return `{"user_location":{"type":"approximate","approximate":{` + strings.Join(websearch.LocationFields(o.Location), ",") + `}}}`
 }
 
 // EmbedRequest is the embed_request hook.

@@ -22,6 +22,21 @@ func TestChatRequestMatchesChatCompletions(t *testing.T) {
 		"Authorization: Bearer ${API_KEY}", "X-Switchyard-Adapter: openai/test")
 }
 
+// TestWebSearchCitations: OpenAI's url_citation annotations are already the
+// gateway's (docs/web-search.md), so they reach the client as OpenAI sent them.
+func TestWebSearchCitations(t *testing.T) {
+	body := string(fixture.Read(t, testdata("chat_completion_web_search.json")))
+	out := fixture.Call(t, translate.PassBody, `{}`, body)
+	fixture.Check(t, out[0], map[string]string{
+		"choices.0.message.annotations.#":                          "1",
+		"choices.0.message.annotations.0.type":                     "url_citation",
+		"choices.0.message.annotations.0.url_citation.url":         "https://...",
+		"choices.0.message.annotations.0.url_citation.title":       "Page title...",
+		"choices.0.message.annotations.0.url_citation.start_index": "764",
+		"choices.0.message.annotations.0.url_citation.end_index":   "985",
+	})
+}
+
 // TestResponsesPassThrough: OpenAI's responses and chunks are already
 // unified; the hooks must hand them on byte for byte.
 func TestResponsesPassThrough(t *testing.T) {

@@ -7,7 +7,6 @@
 package main
 
 import (
-	"runtime"
 	"runtime/debug"
 
 	"github.com/switchyard/switchyard/abi"
@@ -21,10 +20,10 @@ func init() {
 	// HTML conversion allocates many short-lived nodes and strings, and the
 	// Go runtime in Wasm collects on one thread: collecting less often
 	// during a call is cheaper (the heap may grow to 5× the live set, well
-	// inside memory_pages). After each call a full collection returns the
-	// call's garbage: without it the heap of an instance kept growing over
-	// calls until it hit memory_pages (BenchmarkModuleToolCall trapped
-	// after some 30 calls of a 100 KB page at 64 MiB).
+	// inside memory_pages). Between calls the SDK returns the garbage
+	// (sdk/exports.go, collect): without that the heap of an instance kept
+	// growing over calls until it hit memory_pages (BenchmarkModuleToolCall
+	// trapped after some 30 calls of a 100 KB page at 64 MiB).
 	debug.SetGCPercent(400)
 	m := &fetch.Module{Env: &fetch.Env{
 		HTTP:        sdk.HTTP,
@@ -32,14 +31,6 @@ func init() {
 		KVPut:       sdk.KVPut,
 		CountTokens: sdk.CountTokens,
 	}}
-	sdk.Handle(abi.HookPreRequest, collect(m.PreRequest))
-	sdk.Handle(abi.HookToolCall, collect(m.ToolCall))
-}
-
-func collect(h sdk.Handler) sdk.Handler {
-	return func(in *sdk.In, out *sdk.Out) error {
-		err := h(in, out)
-		runtime.GC()
-		return err
-	}
+	sdk.Handle(abi.HookPreRequest, m.PreRequest)
+	sdk.Handle(abi.HookToolCall, m.ToolCall)
 }

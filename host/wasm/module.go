@@ -280,6 +280,15 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 	m.mu.Unlock()
 	defer m.calls.Done()
 
+	if m.slots == nil && m.ext == nil {
+		// Compiled on first use (LoadLazy), without the request's
+		// deadline (a client that hangs up does not fail the load for
+		// everyone) and before the call's time limit starts: compiling a
+		// Go guest takes longer than most modules' whole limit.
+		if lerr := m.ensure(context.WithoutCancel(ctx)); lerr != nil {
+			return nil, m.fail(hook, "does not load: "+shortReason(lerr.Error()))
+		}
+	}
 	timeout := time.Duration(m.Manifest.Limits.TimeoutMS) * time.Millisecond
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -301,14 +310,6 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 			return nil, ae
 		}
 	} else {
-		if m.ext == nil {
-			// Compiled on first use (LoadLazy), without the request's
-			// deadline: a client that hangs up does not fail the load
-			// for everyone.
-			if lerr := m.ensure(context.WithoutCancel(ctx)); lerr != nil {
-				return nil, m.fail(hook, "does not load: "+shortReason(lerr.Error()))
-			}
-		}
 		var in *instance
 		if in, err = m.get(ctx); err != nil {
 			return nil, m.fail(hook, "no instance available: "+err.Error())

@@ -111,6 +111,10 @@ type Pipeline struct {
 	spent  atomic.Int64 // wall time of hook calls, ns
 	// Stages are the service_metadata.pipeline entries, in order of running.
 	Stages []map[string]any
+	// Fees are what plugins said their work cost (a stage summary's
+	// "cost", dollars as a decimal string: a paid search engine's fee),
+	// charged with the request (docs/plugins.md, "Fees").
+	Fees []Fee
 }
 
 // Time is the wall time the pipeline's hook calls took so far (recorded on
@@ -475,7 +479,16 @@ func (p *Pipeline) record(s *stage, hook, action string, summary []byte) {
 	if e["type"] == "guardrail" {
 		guardrailStage(e, s.name, hook)
 	}
+	if c, ok := e["cost"].(string); ok && c != "" {
+		p.Fees = append(p.Fees, Fee{Plugin: s.name, Cost: c})
+	}
 	p.Stages = append(p.Stages, e)
+}
+
+// Fee is one plugin's charge for its work in a request.
+type Fee struct {
+	Plugin string
+	Cost   string // dollars, as the plugin wrote it
 }
 
 // guardrailStage completes a guardrail stage with the fields spec 2.2 shows

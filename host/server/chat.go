@@ -74,6 +74,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		release()
 		return s.writeError(c, aerr, req.failedMeta(r, pl))
 	}
+	r.AddFees(s.pluginFees(pl)...)
 	if req.Stream {
 		exit := s.keepShedSlot(c) // an open stream counts as in flight
 		p := &pump{s: s, r: r, req: req, pl: pl, ctx: ctx, release: func() { release(); exit() }, id: r.Identity(), meta: req.metadata(r)}
@@ -286,3 +287,23 @@ func metadataRequested(c *fiber.Ctx) bool {
 // newGenerationID is time-ordered (billing.NewID): the ledger's commits
 // stay small when ids are appended in order.
 func newGenerationID() string { return billing.NewID() }
+
+// pluginFees turns the fees plugins reported (a paid search engine's) into
+// charges itemised on the generation as "plugin:<id>". They are charged
+// with the request's generation, so only when a model answered: a request
+// that failed costs nothing. A cost that is not a non-negative dollar
+// amount is a broken module: logged and not charged.
+func (s *Server) pluginFees(pl *pipeline.Pipeline) []billing.Fee {
+	var fees []billing.Fee
+	for _, f := range pl.Fees {
+		n, err := billing.ParseUSD(f.Cost)
+		if err != nil || n < 0 {
+			s.Log.Warn("a plugin reported a cost that is not a dollar amount; not charged", "plugin", f.Plugin, "cost", f.Cost)
+			continue
+		}
+		if n > 0 {
+			fees = append(fees, billing.Fee{Tool: "plugin:" + f.Plugin, Calls: 1, Cost: n})
+		}
+	}
+	return fees
+}

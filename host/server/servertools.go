@@ -283,6 +283,9 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 			return nil, aerr
 		}
 		l.last = r
+		if l.turns == 1 {
+			r.AddFees(l.s.pluginFees(l.pl)...) // the pipeline ran once, before the first turn
+		}
 		var raw []byte
 		var u billing.Usage
 		var finish string

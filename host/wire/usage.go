@@ -97,9 +97,18 @@ func WriteUsage(body []byte, g *billing.Generation) ([]byte, error) {
 	set("cost_details", `{"prompt":`+c.Prompt.USD()+`,"cache_read":`+c.CacheRead.USD()+
 		`,"completion":`+c.Completion.USD()+`,"reasoning":`+c.Reasoning.USD()+
 		`,"audio":`+c.Audio.USD()+`,"request":`+c.Request.USD()+`,"image":`+c.Image.USD()+
-		`,"failed_attempts":`+g.FailedCost.USD()+`,"uncollected":`+g.Uncollected.USD()+`}`)
+		`,"failed_attempts":`+g.FailedCost.USD()+`,"uncollected":`+g.Uncollected.USD()+feesField(g)+`}`)
 	if err != nil {
 		return body, err
 	}
 	return sjson.SetRawBytes(body, "usage", []byte(usage))
+}
+
+// feesField is the cost_details entry of the fees charged with a
+// generation (a paid search engine's), when there are any.
+func feesField(g *billing.Generation) string {
+	if g.FeesCost == 0 {
+		return ""
+	}
+	return `,"tool_fees":` + g.FeesCost.USD()
 }

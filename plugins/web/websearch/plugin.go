@@ -80,6 +80,18 @@ func summary(text string, data ...string) []byte {
 	return append(b, "}}"...)
 }
 
+// withCost adds the engine's fee for the search as the stage's "cost",
+// which the host charges with the request (docs/plugins.md, "Fees"). A
+// free engine (the demo, a self-hosted SearXNG) adds nothing.
+func withCost(summary []byte, fee string) []byte {
+	if fee == "" || strings.Trim(fee, "0.") == "" {
+		return summary
+	}
+	b := append(summary[:len(summary)-1:len(summary)-1], `,"cost":`...)
+	b = appendString(b, fee)
+	return append(b, '}')
+}
+
 // appendResults writes rs as a JSON array of result objects.
 func appendResults(b []byte, rs []Result) []byte {
 	b = append(b, '[')
@@ -155,7 +167,7 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 	if len(rs) == 0 {
 		out.FieldString(abi.ActionContinue)
 		out.Field(nil)
-		out.Field(summary("web search ("+o.Engine+"): no results", data...))
+		out.Field(withCost(summary("web search ("+o.Engine+"): no results", data...), s.For(o.Engine).Fee))
 		return nil
 	}
 	prompt := o.SearchPrompt
@@ -169,7 +181,7 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 	st := append(appendResults([]byte(`{"results":`), rs), '}')
 	out.FieldString(abi.ActionContinue)
 	out.Field(nb)
-	out.Field(summary("web search ("+o.Engine+"): "+strconv.Itoa(len(rs))+" results injected", data...))
+	out.Field(withCost(summary("web search ("+o.Engine+"): "+strconv.Itoa(len(rs))+" results injected", data...), s.For(o.Engine).Fee))
 	out.Field(st)
 	return nil
 }

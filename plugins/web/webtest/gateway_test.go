@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/host/config"
@@ -359,5 +360,63 @@ models:
 				t.Fatalf("the provider did not get the results: %s", sent)
 			}
 		})
+	}
+}
+
+// The plugin form's search fee (a paid engine's, from the operator's
+// settings) is charged with the request and itemised: usage.cost and the
+// generation record include it, and the credits consumed equal usage.cost.
+// A search that failed is not charged.
+func TestWebPluginFeeCharged(t *testing.T) {
+	exa := webtest.New("exa", "exa-secret")
+	srv := httptest.NewServer(exa)
+	defer srv.Close()
+	g := start(t, gatewaytest.Options{AllowPrivateNetworks: true, Secrets: map[string]string{"EXA_API_KEY": "exa-secret"},
+		Mutate: func(c *config.Config) {
+			c.ModuleSettings = map[string]any{"web": map[string]any{"engines": map[string]any{"exa": map[string]any{"base_url": srv.URL, "fee": "0.005"}}}}
+		}})
+	publishLoopback(t, g)
+	credits := func() float64 {
+		t.Helper()
+		_, b, err := g.Request("GET", "/credits", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gjson.GetBytes(b, "data.total_credits").Float() - gjson.GetBytes(b, "data.total_usage").Float()
+	}
+	before := credits()
+	b := chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"webassembly gateways"}],"plugins":[{"id":"web","engine":"exa"}]}`)
+	if fee := b.Get("usage.cost_details.tool_fees").Float(); fee < 0.00499 || fee > 0.00501 {
+		t.Fatalf("the search fee is not in usage: %s", b.Get("usage").Raw)
+	}
+	cost := b.Get("usage.cost").Float()
+	model := b.Get("usage.cost_details.prompt").Float() + b.Get("usage.cost_details.completion").Float()
+	if d := cost - model - 0.005; d < -1e-9 || d > 1e-9 {
+		t.Fatalf("usage.cost %v is not the model's %v plus the fee: %s", cost, model, b.Get("usage").Raw)
+	}
+	if spent := before - credits(); spent < cost-1e-9 || spent > cost+1e-9 {
+		t.Fatalf("credits consumed %v, usage.cost %v", spent, cost)
+	}
+	// Settlements are acknowledged before their group commit: wait for
+	// the record to be readable.
+	var rec []byte
+	for i := 0; ; i++ {
+		resp, body, err := g.Request("GET", "/generation?id="+b.Get("id").Str, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec = body; resp.StatusCode == 200 || i == 250 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f := gjson.GetBytes(rec, "data.tool_fees.0"); f.Get("tool").Str != "plugin:web" || f.Get("cost").Float() < 0.00499 {
+		t.Fatalf("the fee is not itemised on the generation: %s", rec)
+	}
+
+	exa.Key = "rotated" // the search fails: the request goes on, free of the fee
+	b = chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"webassembly"}],"plugins":[{"id":"web","engine":"exa"}]}`)
+	if b.Get("usage.cost_details.tool_fees").Exists() {
+		t.Fatalf("a failed search was charged: %s", b.Get("usage").Raw)
 	}
 }

@@ -45,6 +45,9 @@ type Provider struct {
 	// EmbeddingTokenIDs: the provider's embeddings API takes input as token
 	// ids (OpenAI's does); for the others the host decodes ids to text.
 	EmbeddingTokenIDs bool
+	// MaxMessages is the most messages a chat request may have (0: no
+	// known limit); the context-compression plugin keeps to it.
+	MaxMessages int
 }
 
 // Endpoint is one model served by one provider.

@@ -576,7 +576,7 @@ func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend) func(c
 		}
 		req := &chatRequest{ChatRequest: vr, key: parent.key, spend: &spend{}}
 		ctx = withCallEnv(ctx, req, id, nil)
-		pl, aerr := s.Pipeline.Build(req.key.AccountID, req.Model(), req.Plugins)
+		pl, aerr := s.buildPipeline(req) // compress.go
 		if aerr != nil {
 			return fail(aerr)
 		}

@@ -18,6 +18,7 @@ package middleout
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -67,6 +68,10 @@ type Outcome struct {
 	Dropped, Truncated int
 	// Fits is false when even the kept messages, truncated, do not fit.
 	Fits bool
+	// Counted is false when the prompt was not tokenized because its size
+	// alone proves it fits: Before.Tokens and After.Tokens are then that
+	// bound, not a count.
+	Counted bool
 }
 
 // The chat framing of the host's tokenizer (host/tokenize): per message,
@@ -154,6 +159,15 @@ func Compress(body []byte, w Window, count Counter) (Outcome, error) {
 	}
 	o.Reserved = max(out, 0)
 	s := &state{context: w.MaxContext, reserved: o.Reserved, maxMessages: w.MaxMessages, bytes: 2}
+	if bound, n, ok := sizeBound(req, msgs); ok && (w.MaxContext <= 0 || bound+o.Reserved <= w.MaxContext) && (w.MaxMessages <= 0 || n <= w.MaxMessages) {
+		// Tokenizing costs about as much as the rest of the request's
+		// handling in the gateway; a prompt whose size proves it fits
+		// needs none.
+		o.Before = Stats{Messages: n, Tokens: bound}
+		o.After, o.Fits = o.Before, true
+		return o, nil
+	}
+	o.Counted = true
 	roles := map[string]int{}
 	var err error
 	countRole := func(r string) int {
@@ -306,6 +320,20 @@ func Compress(body []byte, w Window, count Counter) (Outcome, error) {
 	arr = append(arr, ']')
 	o.Body, err = sjson.SetRawBytes(append([]byte(nil), body...), "messages", arr)
 	return o, err
+}
+
+// sizeBound is an upper bound of the prompt's tokens from its size, and
+// its message count: every token of the gateway's tokenizers covers at
+// least one byte of text, and a JSON string is at least as long as its
+// text. ok is false when an image part may cost more than its bytes.
+func sizeBound(req, msgs gjson.Result) (bound, n int, ok bool) {
+	if strings.Contains(msgs.Raw, "image") {
+		return 0, 0, false
+	}
+	msgs.ForEach(func(_, _ gjson.Result) bool { n++; return true })
+	bound = len(msgs.Raw) + n*(tokensPerMessage+tokensPerName) + tokensReplyStart
+	bound += len(req.Get("tools").Raw) + len(req.Get("response_format.json_schema").Raw)
+	return bound, n, true
 }
 
 func countOf(count Counter, s string, err *error) int {

@@ -43,8 +43,13 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 	data["reserved_output"] = o.Reserved
 	data["original_count"] = o.Before.Messages
 	data["compressed_count"] = o.After.Messages
-	data["original_tokens"] = o.Before.Tokens
-	data["compressed_tokens"] = o.After.Tokens
+	if o.Counted {
+		data["original_tokens"] = o.Before.Tokens
+		data["compressed_tokens"] = o.After.Tokens
+	} else {
+		// Not tokenized: its size proves it fits.
+		data["tokens_at_most"] = o.Before.Tokens
+	}
 	data["dropped"] = o.Dropped
 	data["truncated"] = o.Truncated
 	if w.MaxMessages > 0 {
@@ -66,7 +71,11 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 	out.FieldString(abi.ActionContinue)
 	if o.Body == nil {
 		out.Field(nil)
-		out.Field(stage("middle-out: "+strconv.Itoa(o.Before.Tokens)+" tokens fit the context of "+strconv.Itoa(o.Context)+": left unchanged", data))
+		what := strconv.Itoa(o.Before.Tokens) + " tokens fit"
+		if !o.Counted {
+			what = "at most " + what
+		}
+		out.Field(stage("middle-out: "+what+" the context of "+strconv.Itoa(o.Context)+": left unchanged", data))
 		return nil
 	}
 	out.Field(o.Body)

@@ -49,6 +49,9 @@ type Provider struct {
 	// every chat request that may be routed to it runs the moderation
 	// plugin, listed or not (docs/plugins.md, "moderation").
 	RequiresModeration bool
+	// MaxMessages is the most messages a chat request may have (0: no
+	// known limit); the context-compression plugin keeps to it.
+	MaxMessages int
 }
 
 // Endpoint is one model served by one provider.

@@ -239,6 +239,9 @@ type Provider struct {
 	// RequiresModeration runs the moderation plugin on every chat request
 	// that may be routed to this provider.
 	RequiresModeration bool `yaml:"requires_moderation"`
+	// MaxMessages is the provider's limit on the messages of one chat
+	// request (0: none known), for the context-compression plugin.
+	MaxMessages int `yaml:"max_messages"`
 }
 
 // Model is a model and the endpoints serving it.
@@ -369,13 +372,16 @@ func (c *Config) Catalog(demoURL string, getenv func(string) string) (*catalog.C
 		if p.Slug == "" || p.Adapter == "" {
 			return nil, fmt.Errorf("config: provider %q needs slug and adapter", p.Slug)
 		}
+		if p.MaxMessages < 0 {
+			return nil, fmt.Errorf("config: provider %q: max_messages must not be negative (0 = no limit)", p.Slug)
+		}
 		if _, dup := cat.Providers[p.Slug]; dup {
 			return nil, fmt.Errorf("config: provider %q defined twice", p.Slug)
 		}
 		prov := &catalog.Provider{
 			Slug: p.Slug, Name: p.Name, BaseURL: strings.TrimRight(p.BaseURL, "/"), Adapter: p.Adapter,
 			DataCollection: p.DataCollection, ZDR: p.ZDR, Region: p.Region,
-			EmbeddingTokenIDs: p.Adapter == "openai", RequiresModeration: p.RequiresModeration,
+			EmbeddingTokenIDs: p.Adapter == "openai", RequiresModeration: p.RequiresModeration, MaxMessages: p.MaxMessages,
 		}
 		if p.EmbeddingTokenIDs != nil {
 			prov.EmbeddingTokenIDs = *p.EmbeddingTokenIDs

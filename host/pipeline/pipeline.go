@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,16 +154,32 @@ func (p *Pipeline) Release() {
 // Build resolves the plugins for a request of account: defaults first (the
 // gateway's, then the account's), then the request's list in its order.
 func (r *Runner) Build(account, model string, plugins gjson.Result) (*Pipeline, *apierr.Error) {
-	return r.BuildModerated(account, model, plugins, nil)
+	return r.BuildWith(account, model, plugins, Extra{})
 }
 
-// BuildModerated is Build for a request that may be routed to providers
-// that require moderation (moderatedBy, their slugs): the moderation
-// plugin runs whether or not the request or the account lists it, last
-// when they do not (so it sees the request as it goes upstream). Its ctx
-// names the providers ("required_by"); without the plugin installed such a
-// request is refused (503) rather than sent unmoderated.
-func (r *Runner) BuildModerated(account, model string, plugins gjson.Result, moderatedBy []string) (*Pipeline, *apierr.Error) {
+// Extra is what the host adds to a request's pipeline beyond its plugins
+// array and the configured defaults.
+type Extra struct {
+	// Context becomes ctx.context of every hook: a JSON object describing
+	// the endpoints the request may be routed to (route.Window), or nil.
+	Context []byte
+	// Defaults are plugins the host turns on for this request after the
+	// configured defaults (context-compression for a small context),
+	// unless the request disables them; one that is not installed is
+	// skipped.
+	Defaults []string
+	// ModeratedBy are the providers requiring moderation the request may
+	// be routed to (their slugs): the moderation plugin runs whether or
+	// not the request or the account lists it, last when they do not (so
+	// it sees the request as it goes upstream). Its ctx names the
+	// providers ("required_by"); without the plugin installed such a
+	// request is refused (503) rather than sent unmoderated.
+	ModeratedBy []string
+}
+
+// BuildWith is Build with the host's extras.
+func (r *Runner) BuildWith(account, model string, plugins gjson.Result, extra Extra) (*Pipeline, *apierr.Error) {
+	moderatedBy := extra.ModeratedBy
 	p := &Pipeline{Stages: []map[string]any{}} // [] not null in service_metadata
 	disabled := map[string]bool{}
 	type want struct {
@@ -227,11 +244,18 @@ func (r *Runner) BuildModerated(account, model string, plugins gjson.Result, mod
 			b, _ := json.Marshal(required)
 			base += `,"required_by":` + string(b)
 		}
+		if len(extra.Context) > 0 {
+			base += `,"context":` + string(extra.Context)
+		}
 		ctx := []byte(base + `}`)
 		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx, base: []byte(base)})
 		return nil
 	}
-	for _, id := range r.Modules.Defaults(account) {
+	defaults := r.Modules.Defaults(account)
+	if len(extra.Defaults) > 0 {
+		defaults = append(slices.Clip(defaults), extra.Defaults...)
+	}
+	for _, id := range defaults {
 		if disabled[id] {
 			continue
 		}

@@ -183,8 +183,6 @@ func TestPreferenceFilters(t *testing.T) {
 		{name: "max output with require_parameters", model: llama, provider: `{"require_parameters":true}`, req: Request{PromptTokens: 100, MaxOutputTokens: 2000}, want: "free,groq,together"},
 		{name: "max output above a limit is clamped", model: llama, req: Request{PromptTokens: 100, MaxOutputTokens: 2000}, want: "free,deepinfra,groq,together"},
 		{name: "clamped output counts for the context", model: llama, req: Request{PromptTokens: 7000, MaxOutputTokens: 4000}, want: "deepinfra"},
-		{name: "context length too long", model: llama, req: Request{PromptTokens: 9000},
-			wantErr: "no endpoint for meta/llama-3 satisfies a context length of 9000 tokens (9000 prompt + 0 max output)"},
 		{name: "allow_fallbacks false", provider: `{"allow_fallbacks":false}`, want: "deepinfra"},
 		{name: "allow_fallbacks false with order", provider: `{"allow_fallbacks":false,"order":["openai","azure"]}`, want: "openai", strategy: "order"},
 

@@ -814,6 +814,11 @@ func noEndpoint(ms []*catalog.Model, req *Request, rejected *[nConstraints]int) 
 	if e := outputTooLarge(ms, req, rejected, ids); e != nil {
 		return e
 	}
+	if rejected[cContext] > 0 {
+		if e := contextTooLong(ms, req, ids); e != nil {
+			return e
+		}
+	}
 	var why []string
 	by := map[string]any{}
 	for c := range nConstraints {

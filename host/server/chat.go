@@ -46,7 +46,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	// among them) act for it: the same key, counted in its usage.
 	req.spend = &spend{}
 	ctx = withCallEnv(ctx, req, genID, s.subChat(req, genID, req.spend))
-	pl, aerr := s.Pipeline.BuildModerated(req.key.AccountID, req.Model(), req.Plugins, s.moderatedBy(req))
+	pl, aerr := s.buildPipeline(req) // compress.go
 	if aerr != nil {
 		cancel()
 		req.adm.end()

@@ -591,7 +591,7 @@ func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend) func(c
 		}
 		req := &chatRequest{ChatRequest: vr, key: parent.key, spend: &spend{}}
 		ctx = withCallEnv(ctx, req, id, nil)
-		pl, aerr := s.Pipeline.BuildModerated(req.key.AccountID, req.Model(), req.Plugins, s.moderatedBy(req))
+		pl, aerr := s.buildPipeline(req) // compress.go
 		if aerr != nil {
 			return fail(aerr)
 		}

@@ -1,0 +1,90 @@
+package route
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/catalog"
+)
+
+// Window sums up the endpoints a chat request may be routed to, for the
+// context-compression plugin (ctx.context): the smallest and largest
+// context length, the largest maximum output (0: none known) and the
+// smallest message-count limit of their providers (0: none). An endpoint
+// counts when it passes every preference of req but the context length,
+// which is what compression is about.
+type Window struct {
+	MinContext  int `json:"min_context"`
+	MaxContext  int `json:"max_context"`
+	MaxOutput   int `json:"max_output"`
+	MaxMessages int `json:"max_messages"`
+}
+
+// Window computes req's window. Unknown models count for nothing: Plan
+// answers them.
+func (r *Router) Window(req Request) Window {
+	var w Window
+	t := r.tab.Load() // one catalog for the whole window
+	for _, id := range req.Models {
+		st := t.models[id]
+		if st == nil {
+			st = t.models[t.cat.Resolve(id)]
+		}
+		if st == nil || st.m.Kind != catalog.KindChat {
+			continue
+		}
+		for _, ep := range st.m.Endpoints {
+			if ep == nil || ep.Provider == nil || check(st.m, ep, &req)&^(1<<cContext) != 0 {
+				continue
+			}
+			c := contextOf(st.m, ep)
+			if c > 0 && (w.MinContext == 0 || c < w.MinContext) {
+				w.MinContext = c
+			}
+			w.MaxContext = max(w.MaxContext, c)
+			w.MaxOutput = max(w.MaxOutput, ep.MaxOutput)
+			if mm := ep.Provider.MaxMessages; mm > 0 && (w.MaxMessages == 0 || mm < w.MaxMessages) {
+				w.MaxMessages = mm
+			}
+		}
+	}
+	return w
+}
+
+func contextOf(m *catalog.Model, ep *catalog.Endpoint) int {
+	if ep.ContextLength > 0 {
+		return ep.ContextLength
+	}
+	return m.ContextLength
+}
+
+// contextTooLong is the 400 for a prompt too long for every endpoint that
+// the preferences leave: the request, not the catalog, must change, so it
+// names the largest context available and the plugin that would make the
+// prompt fit. Nil when some endpoint failed for another reason.
+func contextTooLong(ms []*catalog.Model, req *Request, ids []string) *apierr.Error {
+	largest, at := 0, ""
+	for _, m := range ms {
+		for _, ep := range m.Endpoints {
+			if ep == nil || ep.Provider == nil || check(m, ep, req) != 1<<cContext {
+				continue
+			}
+			if c := contextOf(m, ep); c > largest {
+				largest, at = c, m.ID+" at "+ep.Provider.Slug
+			}
+		}
+	}
+	if largest == 0 {
+		return nil
+	}
+	out := ""
+	if req.MaxOutputTokens > 0 {
+		out = " plus " + strconv.Itoa(req.MaxOutputTokens) + " output tokens (max_tokens)"
+	}
+	e := apierr.BadRequest("messages", "the prompt (about %d tokens)%s does not fit the largest context available for %s: %d tokens (%s). "+
+		`Shorten the conversation, lower max_tokens, or add the context-compression plugin, "plugins": [{"id": "context-compression"}], to drop messages from the middle until it fits`,
+		req.PromptTokens, out, strings.Join(ids, ", "), largest, at)
+	e.Metadata = map[string]any{"models": ids, "context_length": largest, "prompt_tokens": req.PromptTokens, "max_output_tokens": req.MaxOutputTokens, "suggestion": "context-compression"}
+	return e
+}

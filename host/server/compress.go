@@ -1,0 +1,50 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/tidwall/gjson"
+)
+
+// compressionPlugin fits an over-long prompt into the context of the
+// endpoints a request may be routed to (plugins/context-compression). It
+// is on by default when all of them have a context of at most
+// compressionDefaultMax tokens (spec 2.3; the request turns it off with
+// "enabled": false).
+const (
+	compressionPlugin     = "context-compression"
+	compressionDefaultMax = 8192
+)
+
+// buildPipeline builds req's plugin pipeline with ctx.context (the window
+// of the endpoints req may be routed to) and, for a small-context request
+// that may not fit, context-compression as a default.
+func (s *Server) buildPipeline(req *chatRequest) (*pipeline.Pipeline, *apierr.Error) {
+	w := s.Router.Window(req.job(s.Keys, "").Route)
+	// By hand: this runs for every request.
+	extra := pipeline.Extra{Context: fmt.Appendf(nil, `{"min_context":%d,"max_context":%d,"max_output":%d,"max_messages":%d}`,
+		w.MinContext, w.MaxContext, w.MaxOutput, w.MaxMessages)}
+	if w.MaxContext > 0 && w.MaxContext <= compressionDefaultMax && mayNotFit(req, w.MaxContext, w.MaxOutput, w.MaxMessages) {
+		extra.Defaults = []string{compressionPlugin}
+	}
+	extra.ModeratedBy = s.moderatedBy(req)
+	return s.Pipeline.BuildWith(req.key.AccountID, req.Model(), req.Plugins, extra)
+}
+
+// mayNotFit reports whether req might not fit a context of ctx tokens. It
+// is cheap and never wrong when it says a request fits: PromptBound is an
+// upper bound of the prompt's tokens, and of the router's estimate. So the
+// default plugin (a Wasm call that tokenizes the prompt) runs only for a
+// request it may change.
+func mayNotFit(req *chatRequest, ctx, maxOutput, maxMessages int) bool {
+	out := req.MaxOutput
+	if maxOutput > 0 && out > maxOutput {
+		out = maxOutput
+	}
+	if int(req.PromptBound)+max(out, 0) > ctx {
+		return true
+	}
+	return maxMessages > 0 && int(gjson.GetBytes(req.Body, "messages.#").Int()) > maxMessages
+}

@@ -1,0 +1,212 @@
+package fileparser
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ledongthuc/pdf"
+)
+
+// Limits bound the work one file may cost, so that a hostile file (a
+// decompression bomb, a page tree with millions of pages, a content stream
+// of endless operators) is refused with a 400 instead of exhausting the
+// module's memory or running into the host's call time limit (a 502).
+type Limits struct {
+	Bytes        int // the file itself, after base64 decoding
+	Pages        int
+	Decompressed int // decoded bytes of every content and ToUnicode stream, summed
+	Text         int // extracted text, in bytes; past it the text is cut
+}
+
+// DefaultLimits are used unless the operator's settings say otherwise.
+var DefaultLimits = Limits{Bytes: 8 << 20, Pages: 300, Decompressed: 48 << 20, Text: 1 << 20}
+
+// FileError is a file the module refuses: Reason is a short machine code
+// (encrypted, malformed, too_large, too_many_pages, decompressed_too_large,
+// unsupported), Message says what the caller can do.
+type FileError struct {
+	Reason  string
+	Message string
+}
+
+func (e *FileError) Error() string { return e.Message }
+
+func fileErr(reason, format string, a ...any) *FileError {
+	return &FileError{Reason: reason, Message: fmt.Sprintf(format, a...)}
+}
+
+// Doc is a parsed PDF: the text of each page, in page order.
+type Doc struct {
+	Pages     []string
+	Truncated bool // the text was cut at Limits.Text
+}
+
+// ExtractPDF returns the text of each page of data. The PDF library
+// (github.com/ledongthuc/pdf, a maintained fork of rsc.io/pdf) panics on
+// many malformed inputs; every panic is turned into a "malformed" error.
+func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			doc, err = nil, fileErr("malformed", "the PDF is malformed (%v)", short(fmt.Sprint(r)))
+		}
+	}()
+	if len(data) > lim.Bytes {
+		return nil, fileErr("too_large", "the file is %d bytes, over the limit of %d", len(data), lim.Bytes)
+	}
+	if !bytes.HasPrefix(bytes.TrimLeft(data, "\x00\t\r\n\f "), []byte("%PDF-")) {
+		return nil, fileErr("malformed", "not a PDF (no %%PDF- header)")
+	}
+	// Encrypted files are refused even when the empty user password would
+	// open them: the library's decryption is partial (no AES-256), and a
+	// text that half decrypts would be worse than a clear refusal.
+	r, err := pdf.NewReaderEncrypted(bytes.NewReader(data), int64(len(data)), func() string { return "" })
+	if err != nil {
+		if isEncrypted(data, err) {
+			return nil, fileErr("encrypted", "the PDF is encrypted; send a copy without a password")
+		}
+		return nil, fileErr("malformed", "the PDF cannot be read (%s)", short(err.Error()))
+	}
+	if !r.Trailer().Key("Encrypt").IsNull() {
+		return nil, fileErr("encrypted", "the PDF is encrypted; send a copy without a password")
+	}
+	n := r.NumPage()
+	if n > lim.Pages {
+		return nil, fileErr("too_many_pages", "the PDF has %d pages, over the limit of %d", n, lim.Pages)
+	}
+	if n == 0 {
+		return nil, fileErr("malformed", "the PDF has no pages")
+	}
+	// Measure the decoded size of what extraction will decode before
+	// decoding it for real: the interpreter keeps operands on a stack, so a
+	// bomb would grow memory without bound.
+	budget := lim.Decompressed
+	for i := 1; i <= n; i++ {
+		p := r.Page(i)
+		if p.V.IsNull() {
+			return nil, fileErr("malformed", "page %d is missing from the page tree", i)
+		}
+		if budget, err = spend(p.V.Key("Contents"), budget, lim.Decompressed); err != nil {
+			return nil, err
+		}
+		fonts := p.Resources().Key("Font")
+		for _, k := range fonts.Keys() {
+			if budget, err = spend(fonts.Key(k).Key("ToUnicode"), budget, lim.Decompressed); err != nil {
+				return nil, err
+			}
+		}
+	}
+	doc = &Doc{Pages: make([]string, 0, n)}
+	total := 0
+	for i := 1; i <= n; i++ {
+		p := r.Page(i)
+		text := clean(pageText(p))
+		if total+len(text) > lim.Text {
+			text = cutUTF8(text, lim.Text-total)
+			doc.Truncated = true
+		}
+		total += len(text)
+		doc.Pages = append(doc.Pages, text)
+		if doc.Truncated {
+			break
+		}
+	}
+	return doc, nil
+}
+
+// spend reads the decoded bytes of v (a stream, or an array of streams)
+// and takes them from budget.
+func spend(v pdf.Value, budget, limit int) (int, error) {
+	switch v.Kind() {
+	case pdf.Array:
+		var err error
+		for i := 0; i < v.Len(); i++ {
+			if budget, err = spend(v.Index(i), budget, limit); err != nil {
+				return budget, err
+			}
+		}
+		return budget, nil
+	case pdf.Stream:
+	default:
+		return budget, nil
+	}
+	rc := v.Reader()
+	defer rc.Close()
+	n, err := io.Copy(io.Discard, io.LimitReader(rc, int64(budget)+1))
+	if n > int64(budget) {
+		return 0, fileErr("decompressed_too_large", "the PDF's content decompresses to more than %d bytes (a decompression bomb?)", limit)
+	}
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return 0, fileErr("malformed", "a content stream cannot be decoded (%s)", short(err.Error()))
+	}
+	return budget - int(n), nil
+}
+
+func isEncrypted(data []byte, err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "encrypt") || strings.Contains(msg, "password") || bytes.Contains(data, []byte("/Encrypt"))
+}
+
+// clean drops the NUL and replacement characters a font without a
+// ToUnicode map produces, and trims each line.
+func clean(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == 0 || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, s)
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func cutUTF8(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func short(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}
+
+// Text is the text part that replaces a file part: a header naming the
+// file and its page count, then each page under a "--- page N ---" line.
+func (d *Doc) Text(name string) string {
+	var b strings.Builder
+	b.WriteString("[file ")
+	b.WriteString(name)
+	b.WriteString(", ")
+	b.WriteString(strconv.Itoa(len(d.Pages)))
+	b.WriteString(" page(s), text extracted by the gateway]")
+	for i, p := range d.Pages {
+		b.WriteString("\n--- page ")
+		b.WriteString(strconv.Itoa(i + 1))
+		b.WriteString(" ---\n")
+		b.WriteString(p)
+	}
+	if d.Truncated {
+		b.WriteString("\n[text truncated at the gateway's limit]")
+	}
+	return b.String()
+}

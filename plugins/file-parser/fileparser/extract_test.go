@@ -1,0 +1,73 @@
+package fileparser
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readPDF(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// PDFs from three producers: the text of each page, in order, with the
+// words a reader would look for (accents, euro sign, Cyrillic, Greek).
+func TestExtractProducers(t *testing.T) {
+	cases := []struct {
+		file  string
+		pages [][]string // words each page must hold
+	}{
+		{"groff.pdf", [][]string{{"Switchyard Quarterly Report", "forty-two", "third quarter", "180 milliseconds", "Café", "résumé"}, {"Second page", "alpha, beta and gamma"}}},
+		{"ghostscript.pdf", [][]string{{"Switchyard Quarterly Report", "forty-two", "third quarter"}, {"Second page", "alpha, beta and gamma"}}},
+		{"fpdf-multilingual.pdf", [][]string{{"Отчёт о работе шлюза", "сорок два миллиона", "σαράντα δύο εκατομμύρια"}, {"příliš žluťoučký kůň"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			doc, err := ExtractPDF(readPDF(t, tc.file), DefaultLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.Pages) != len(tc.pages) {
+				t.Fatalf("%d pages, want %d: %q", len(doc.Pages), len(tc.pages), doc.Pages)
+			}
+			for i, words := range tc.pages {
+				flat := strings.Join(strings.Fields(doc.Pages[i]), " ")
+				for _, w := range words {
+					if !strings.Contains(flat, w) {
+						t.Errorf("page %d lacks %q: %q", i+1, w, flat)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Hostile and broken files are refused with a reason, quickly and without
+// a panic.
+func TestExtractRefuses(t *testing.T) {
+	cases := []struct {
+		file, reason string
+		lim          Limits
+	}{
+		{"bomb.pdf", "decompressed_too_large", DefaultLimits},
+		{"encrypted.pdf", "encrypted", DefaultLimits},
+		{"malformed.pdf", "malformed", DefaultLimits},
+		{"groff.pdf", "too_many_pages", Limits{Bytes: 1 << 20, Pages: 1, Decompressed: 1 << 20, Text: 1 << 20}},
+		{"groff.pdf", "too_large", Limits{Bytes: 1000, Pages: 10, Decompressed: 1 << 20, Text: 1 << 20}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file+"/"+tc.reason, func(t *testing.T) {
+			_, err := ExtractPDF(readPDF(t, tc.file), tc.lim)
+			fe, ok := err.(*FileError)
+			if !ok || fe.Reason != tc.reason {
+				t.Fatalf("got %v, want reason %s", err, tc.reason)
+			}
+		})
+	}
+}

@@ -109,6 +109,7 @@ bench:
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...
 	$(GO) test -run=NONE -bench=PluginCall -benchmem -benchtime=2000x ./examples/
 	$(GO) test -run=NONE -bench=WebModule -benchmem -benchtime=2000x ./plugins/web/webtest/
+	$(GO) test -run=NONE -bench=FileParserModule -benchmem -benchtime=50x ./plugins/file-parser/fileparsertest/
 	$(GO) run ./cmd/loadbench
 
 clean:

@@ -102,9 +102,10 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 	}
 	doc = &Doc{Pages: make([]string, 0, n)}
 	total := 0
+	fonts := map[string]*font{}
 	for i := 1; i <= n; i++ {
 		p := r.Page(i)
-		text := clean(pageText(p))
+		text := clean(pageText(p, fonts))
 		if total+len(text) > lim.Text {
 			text = cutUTF8(text, lim.Text-total)
 			doc.Truncated = true

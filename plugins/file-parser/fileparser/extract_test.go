@@ -71,3 +71,13 @@ func TestExtractRefuses(t *testing.T) {
 		})
 	}
 }
+
+func TestExtractLong(t *testing.T) {
+	doc, err := ExtractPDF(readPDF(t, "long.pdf"), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Pages) < 10 || !strings.Contains(doc.Pages[9], "Section 10") {
+		t.Fatalf("%d pages; last: %.200q", len(doc.Pages), doc.Pages[len(doc.Pages)-1])
+	}
+}

@@ -99,26 +99,38 @@ func (m *cmap) lookup(code string) (string, bool) {
 // simple decodes a one-byte (simple) font: its ToUnicode map for the codes
 // the map has (producers such as groff map only their ligatures, and write
 // the codes with two bytes), its encoding for the rest.
-type simple struct {
-	cm  *cmap
-	enc decoder
-}
+//
+// The table is built once per font: the library's Differences decoder
+// walks the whole array for every byte, which made a page cost
+// milliseconds.
+type simple struct{ table [256]string }
 
-func (s simple) decode(raw string) string {
-	var b strings.Builder
-	for i := 0; i < len(raw); i++ {
-		c := raw[i : i+1]
-		if s.cm != nil {
-			if t, ok := s.cm.lookup(c); ok {
-				b.WriteString(t)
+func newSimple(cm *cmap, enc decoder) *simple {
+	s := &simple{}
+	for i := range s.table {
+		c := string([]byte{byte(i)})
+		if cm != nil {
+			if t, ok := cm.lookup(c); ok {
+				s.table[i] = t
 				continue
 			}
-			if t, ok := s.cm.lookup("\x00" + c); ok {
-				b.WriteString(t)
+			if t, ok := cm.lookup("\x00" + c); ok {
+				s.table[i] = t
 				continue
 			}
 		}
-		b.WriteString(s.enc.decode(c))
+		s.table[i] = enc.decode(c)
+	}
+	return s
+}
+
+func (s *simple) decode(raw string) string {
+	if len(raw) == 1 {
+		return s.table[raw[0]]
+	}
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		b.WriteString(s.table[raw[i]])
 	}
 	return b.String()
 }
@@ -238,7 +250,7 @@ func loadFont(p pdf.Page, name string) *font {
 		return f
 	}
 	lf := p.Font(name)
-	f.dec = simple{cm: cm, enc: libDecoder{lf.Encoder()}}
+	f.dec = newSimple(cm, libDecoder{lf.Encoder()})
 	fc := int(fv.Key("FirstChar").Int64())
 	ws := fv.Key("Widths")
 	for i := 0; i < ws.Len(); i++ {
@@ -262,7 +274,10 @@ func (ucs2) decode(raw string) string { return utf16BE(raw) }
 // sixth of an em (producers such as Ghostscript place the words of a
 // justified line by moves, character spacing and TJ offsets, not space
 // characters).
-func pageText(p pdf.Page) string {
+//
+// docFonts caches the document's fonts across its pages, keyed by the font
+// dictionary as written (its references unresolved): pages share fonts.
+func pageText(p pdf.Page, docFonts map[string]*font) string {
 	contents := p.V.Key("Contents")
 	if contents.IsNull() {
 		return ""
@@ -349,7 +364,11 @@ func pageText(p pdf.Page) string {
 			if n >= 2 {
 				name := args[0].Name()
 				if _, ok := fonts[name]; !ok {
-					fonts[name] = loadFont(p, name)
+					key := p.Resources().Key("Font").Key(name).String()
+					if docFonts[key] == nil {
+						docFonts[key] = loadFont(p, name)
+					}
+					fonts[name] = docFonts[key]
 				}
 				f, fs = fonts[name], num(1)
 			}

@@ -89,9 +89,18 @@ func block(out *sdk.Out, msg string, meta map[string]any) {
 func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 	ctx, body := in.Field(0), in.Field(1)
 	engine := sdk.Get(ctx, "config.pdf.engine").Str
-	switch engine {
-	case "", EnginePDFText:
+	if engine == "" {
+		// Native where every endpoint the request may go to reads files
+		// itself: the host says so in ctx.context.native_files (a model
+		// whose catalog input_modalities include "file", served through
+		// an adapter that translates file parts).
 		engine = EnginePDFText
+		if sdk.Get(ctx, "context.native_files").Bool() {
+			engine = EngineNative
+		}
+	}
+	switch engine {
+	case EnginePDFText:
 	case EngineNative:
 		out.FieldString(abi.ActionContinue)
 		out.Field(nil)

@@ -7,13 +7,18 @@ package fileparsertest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -205,5 +210,66 @@ func TestFileParserOptions(t *testing.T) {
 		if status != 400 || !strings.Contains(body.Get("error.message").Str, tc.want) {
 			t.Fatalf("%s: %d %s", tc.plugin, status, body.Raw)
 		}
+	}
+}
+
+// capture records the bodies a fake upstream receives.
+type capture struct {
+	mu     sync.Mutex
+	bodies [][]byte
+	next   http.Handler
+}
+
+func (c *capture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	c.mu.Lock()
+	c.bodies = append(c.bodies, b)
+	c.mu.Unlock()
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	c.next.ServeHTTP(w, r)
+}
+
+func (c *capture) last() gjson.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return gjson.ParseBytes(c.bodies[len(c.bodies)-1])
+}
+
+// Engine native hands the PDF to the provider: an OpenAI-format upstream
+// gets the file part as it came, an Anthropic one a document block with the
+// same bytes; nothing is parsed.
+func TestFileParserNative(t *testing.T) {
+	anth := &capture{next: demo.NewAnthropic()}
+	srv := httptest.NewServer(anth)
+	defer srv.Close()
+	yml := gatewaytest.DefaultYAML([]string{"alpha"}) +
+		"  - id: test/claude\n    kind: chat\n    context_length: 200000\n    endpoints:\n" +
+		"      - {provider: claude, upstream_model: claude-test, max_output: 1024, price: {prompt: 1, completion: 2}}\n"
+	yml = strings.Replace(yml, "models:\n", "  - {slug: claude, name: claude, adapter: anthropic, base_url: \""+srv.URL+"/v1\", data_collection: deny, region: us}\nmodels:\n", 1)
+	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, ConfigYAML: yml})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	url := dataURL(t, "groff.pdf")
+	native := `{"id":"file-parser","pdf":{"engine":"native"}}`
+
+	status, body := post(t, g, fileRequest("groff.pdf", url, native))
+	if status != 200 {
+		t.Fatalf("%d %s", status, body.Raw)
+	}
+	part := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body).Get("messages.0.content.1")
+	if part.Get("type").Str != "file" || part.Get("file.file_data").Str != url {
+		t.Fatalf("openai upstream got %.300s", part.Raw)
+	}
+
+	req, _ := sjson.Set(fileRequest("groff.pdf", url, native), "model", "test/claude")
+	status, body = post(t, g, req)
+	if status != 200 {
+		t.Fatalf("%d %s", status, body.Raw)
+	}
+	doc := anth.last().Get(`messages.0.content.#(type=="document")`)
+	if doc.Get("source.media_type").Str != "application/pdf" || "data:application/pdf;base64,"+doc.Get("source.data").Str != url {
+		t.Fatalf("anthropic upstream got %.300s", anth.last().Get("messages").Raw)
 	}
 }

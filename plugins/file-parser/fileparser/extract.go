@@ -74,10 +74,15 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 	if !r.Trailer().Key("Encrypt").IsNull() {
 		return nil, fileErr("encrypted", "the PDF is encrypted; send a copy without a password")
 	}
-	n := r.NumPage()
-	if n > lim.Pages {
-		return nil, fileErr("too_many_pages", "the PDF has %d pages, over the limit of %d", n, lim.Pages)
+	// The page tree is walked here with a depth and node budget: the
+	// library's own walk (NumPage, Page) trusts /Count and never leaves a
+	// tree whose node lists itself as a kid.
+	var pages []pdf.Value
+	nodes := 4*lim.Pages + 64
+	if err := collectPages(r.Trailer().Key("Root").Key("Pages"), 0, &pages, &nodes, lim.Pages); err != nil {
+		return nil, err
 	}
+	n := len(pages)
 	if n == 0 {
 		return nil, fileErr("malformed", "the PDF has no pages")
 	}
@@ -85,17 +90,13 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 	// decoding it for real: the interpreter keeps operands on a stack, so a
 	// bomb would grow memory without bound.
 	budget := lim.Decompressed
-	for i := 1; i <= n; i++ {
-		p := r.Page(i)
-		if p.V.IsNull() {
-			return nil, fileErr("malformed", "page %d is missing from the page tree", i)
-		}
-		if budget, err = spend(p.V.Key("Contents"), budget, lim.Decompressed); err != nil {
+	for _, pv := range pages {
+		if budget, err = spend(pv.Key("Contents"), budget, lim.Decompressed, 0); err != nil {
 			return nil, err
 		}
-		fonts := p.Resources().Key("Font")
+		fonts := resources(pv).Key("Font")
 		for _, k := range fonts.Keys() {
-			if budget, err = spend(fonts.Key(k).Key("ToUnicode"), budget, lim.Decompressed); err != nil {
+			if budget, err = spend(fonts.Key(k).Key("ToUnicode"), budget, lim.Decompressed, 0); err != nil {
 				return nil, err
 			}
 		}
@@ -103,9 +104,8 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 	doc = &Doc{Pages: make([]string, 0, n)}
 	total := 0
 	fonts := map[string]*font{}
-	for i := 1; i <= n; i++ {
-		p := r.Page(i)
-		text := clean(pageText(p, fonts))
+	for _, pv := range pages {
+		text := clean(pageText(pv, fonts))
 		if total+len(text) > lim.Text {
 			text = cutUTF8(text, lim.Text-total)
 			doc.Truncated = true
@@ -119,14 +119,59 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 	return doc, nil
 }
 
+// maxDepth bounds every walk of the object graph (page tree, parents,
+// arrays of streams): a PDF can make any of them a loop.
+const maxDepth = 64
+
+// collectPages appends the leaves of the page tree under v in order.
+func collectPages(v pdf.Value, depth int, out *[]pdf.Value, nodes *int, maxPages int) error {
+	*nodes--
+	if depth > maxDepth || *nodes < 0 {
+		return fileErr("malformed", "the page tree is too deep or loops")
+	}
+	kids := v.Key("Kids")
+	if v.Key("Type").Name() == "Pages" || kids.Kind() == pdf.Array {
+		for i := 0; i < kids.Len(); i++ {
+			if err := collectPages(kids.Index(i), depth+1, out, nodes, maxPages); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if v.Kind() != pdf.Dict {
+		return fileErr("malformed", "the page tree holds something that is not a page")
+	}
+	if len(*out) >= maxPages {
+		return fileErr("too_many_pages", "the PDF has more than %d pages, the limit", maxPages)
+	}
+	*out = append(*out, v)
+	return nil
+}
+
+// resources is the page's resource dictionary, inherited from its
+// ancestors, walking at most maxDepth parents.
+func resources(page pdf.Value) pdf.Value {
+	v := page
+	for i := 0; i < maxDepth && !v.IsNull(); i++ {
+		if r := v.Key("Resources"); !r.IsNull() {
+			return r
+		}
+		v = v.Key("Parent")
+	}
+	return pdf.Value{}
+}
+
 // spend reads the decoded bytes of v (a stream, or an array of streams)
 // and takes them from budget.
-func spend(v pdf.Value, budget, limit int) (int, error) {
+func spend(v pdf.Value, budget, limit, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, fileErr("malformed", "the content streams nest too deep or loop")
+	}
 	switch v.Kind() {
 	case pdf.Array:
 		var err error
 		for i := 0; i < v.Len(); i++ {
-			if budget, err = spend(v.Index(i), budget, limit); err != nil {
+			if budget, err = spend(v.Index(i), budget, limit, depth+1); err != nil {
 				return budget, err
 			}
 		}

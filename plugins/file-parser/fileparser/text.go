@@ -212,8 +212,8 @@ func (f *font) width(code int) float64 {
 	return f.dw
 }
 
-func loadFont(p pdf.Page, name string) *font {
-	fv := p.Resources().Key("Font").Key(name)
+func loadFont(page pdf.Value, name string) *font {
+	fv := resources(page).Key("Font").Key(name)
 	f := &font{widths: map[int]float64{}}
 	var cm *cmap
 	if tu := fv.Key("ToUnicode"); tu.Kind() == pdf.Stream {
@@ -249,7 +249,7 @@ func loadFont(p pdf.Page, name string) *font {
 		}
 		return f
 	}
-	lf := p.Font(name)
+	lf := pdf.Font{V: fv}
 	f.dec = newSimple(cm, libDecoder{lf.Encoder()})
 	fc := int(fv.Key("FirstChar").Int64())
 	ws := fv.Key("Widths")
@@ -277,8 +277,8 @@ func (ucs2) decode(raw string) string { return utf16BE(raw) }
 //
 // docFonts caches the document's fonts across its pages, keyed by the font
 // dictionary as written (its references unresolved): pages share fonts.
-func pageText(p pdf.Page, docFonts map[string]*font) string {
-	contents := p.V.Key("Contents")
+func pageText(page pdf.Value, docFonts map[string]*font) string {
+	contents := page.Key("Contents")
 	if contents.IsNull() {
 		return ""
 	}
@@ -364,9 +364,9 @@ func pageText(p pdf.Page, docFonts map[string]*font) string {
 			if n >= 2 {
 				name := args[0].Name()
 				if _, ok := fonts[name]; !ok {
-					key := p.Resources().Key("Font").Key(name).String()
+					key := resources(page).Key("Font").Key(name).String()
 					if docFonts[key] == nil {
-						docFonts[key] = loadFont(p, name)
+						docFonts[key] = loadFont(page, name)
 					}
 					fonts[name] = docFonts[key]
 				}

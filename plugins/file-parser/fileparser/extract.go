@@ -236,6 +236,15 @@ func short(s string) string {
 	return s
 }
 
+func (d *Doc) empty() bool {
+	for _, p := range d.Pages {
+		if p != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // Text is the text part that replaces a file part: a header naming the
 // file and its page count, then each page under a "--- page N ---" line.
 func (d *Doc) Text(name string) string {
@@ -253,6 +262,9 @@ func (d *Doc) Text(name string) string {
 	}
 	if d.Truncated {
 		b.WriteString("\n[text truncated at the gateway's limit]")
+	}
+	if d.empty() {
+		b.WriteString("\n[no text layer: a scanned PDF? its pages are images, which engine pdf-text does not read]")
 	}
 	return b.String()
 }

@@ -82,3 +82,15 @@ func TestExtractLong(t *testing.T) {
 		t.Fatalf("%d pages; last: %.200q", len(doc.Pages), doc.Pages[len(doc.Pages)-1])
 	}
 }
+
+// A PDF without a text layer says so instead of handing the model nothing.
+func TestNoTextLayer(t *testing.T) {
+	doc := &Doc{Pages: []string{"", ""}}
+	if txt := doc.Text("scan.pdf"); !strings.Contains(txt, "2 page(s)") || !strings.Contains(txt, "no text layer") {
+		t.Fatal(txt)
+	}
+	doc = &Doc{Pages: []string{"x"}}
+	if strings.Contains(doc.Text("a.pdf"), "no text layer") {
+		t.Fatal("a page with text")
+	}
+}

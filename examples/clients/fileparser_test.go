@@ -18,7 +18,7 @@ import (
 // goes in as the SDK's own file content part (a data URL), the plugin as an
 // extra body field; the upstream gets the extracted text and the answer's
 // file annotation (a type the SDK does not model) is in the message's raw
-// JSON.
+// JSON, or on the finishing chunk of a stream.
 func TestGoOpenAISDKFileParser(t *testing.T) {
 	g := gateway(t)
 	client := goClient(g, g.Key)
@@ -36,8 +36,29 @@ func TestGoOpenAISDKFileParser(t *testing.T) {
 			}),
 		})},
 	}
-	res, err := client.Chat.Completions.New(context.Background(), params,
-		option.WithJSONSet("plugins", []map[string]any{{"id": "file-parser", "pdf": map[string]any{"engine": "pdf-text"}}}))
+	plugin := option.WithJSONSet("plugins", []map[string]any{{"id": "file-parser", "pdf": map[string]any{"engine": "pdf-text"}}})
+
+	// Streamed: the annotation arrives on the finishing chunk's delta (in
+	// its raw JSON: the SDK's delta type has no annotations field).
+	s := client.Chat.Completions.NewStreaming(context.Background(), params, plugin)
+	var streamed gjson.Result
+	for s.Next() {
+		ch := s.Current()
+		if len(ch.Choices) == 0 {
+			continue
+		}
+		if a := gjson.Get(ch.Choices[0].Delta.RawJSON(), `annotations.#(type=="file")`); a.Exists() {
+			streamed = a
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if streamed.Get("file.name").Str != "report.pdf" || !strings.Contains(streamed.Get("file.content.0.text").Str, "σαράντα δύο") {
+		t.Fatalf("streamed annotation %s", streamed.Raw)
+	}
+
+	res, err := client.Chat.Completions.New(context.Background(), params, plugin)
 	if err != nil {
 		t.Fatal(err)
 	}

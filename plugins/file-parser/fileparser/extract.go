@@ -91,12 +91,12 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 	// bomb would grow memory without bound.
 	budget := lim.Decompressed
 	for _, pv := range pages {
-		if budget, err = spend(pv.Key("Contents"), budget, lim.Decompressed, 0); err != nil {
+		if budget, err = spendContent(pv.Key("Contents"), budget, lim.Decompressed, 0); err != nil {
 			return nil, err
 		}
 		fonts := resources(pv).Key("Font")
 		for _, k := range fonts.Keys() {
-			if budget, err = spend(fonts.Key(k).Key("ToUnicode"), budget, lim.Decompressed, 0); err != nil {
+			if budget, err = spendContent(fonts.Key(k).Key("ToUnicode"), budget, lim.Decompressed, 0); err != nil {
 				return nil, err
 			}
 		}
@@ -159,6 +159,146 @@ func resources(page pdf.Value) pdf.Value {
 		v = v.Key("Parent")
 	}
 	return pdf.Value{}
+}
+
+// maxOperands bounds the operands in a row before an operator in a
+// content stream: the library's interpreter holds them all on its stack
+// (a few dozen bytes each), so a stream of millions of numbers and no
+// operator would exhaust the module's memory. Real pages have a handful
+// per operator; a TJ array counts as one.
+const maxOperands = 1 << 16
+
+// operandCounter scans a content stream as it is decoded and fails when
+// more than maxOperands operands come in a row. It knows strings
+// (parentheses, nested, with escapes), hex strings and arrays, so the
+// spaces inside them do not count.
+type operandCounter struct {
+	run      int  // operands since the last operator
+	inTok    bool // inside a token
+	tokOp    bool // the token started with a letter: an operator (or true/false/null)
+	paren    int  // depth of a literal string
+	esc      bool
+	hex      bool
+	array    int
+	exceeded bool
+}
+
+func (c *operandCounter) Write(b []byte) (int, error) {
+	for _, ch := range b {
+		switch {
+		case c.paren > 0:
+			switch {
+			case c.esc:
+				c.esc = false
+			case ch == '\\':
+				c.esc = true
+			case ch == '(':
+				c.paren++
+			case ch == ')':
+				c.paren--
+			}
+			continue
+		case c.hex:
+			if ch == '>' {
+				c.hex = false
+			}
+			continue
+		}
+		switch ch {
+		case ' ', '\n', '\r', '\t', '\f', 0:
+			c.end()
+		case '(':
+			c.end()
+			c.paren = 1
+			c.operand()
+		case '<':
+			c.end()
+			c.hex = true
+			c.operand()
+		case '[':
+			c.end()
+			c.array++
+		case ']':
+			c.end()
+			if c.array > 0 {
+				c.array--
+			}
+			c.operand()
+		case '/', '{', '}', '>', ')':
+			c.end()
+			if ch == '/' {
+				c.inTok, c.tokOp = true, false
+			}
+		default:
+			if !c.inTok {
+				c.inTok = true
+				c.tokOp = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '\'' || ch == '"'
+			}
+		}
+		if c.exceeded {
+			return 0, errTooManyOperands
+		}
+	}
+	return len(b), nil
+}
+
+// end closes the token being read.
+func (c *operandCounter) end() {
+	if !c.inTok {
+		return
+	}
+	c.inTok = false
+	if c.tokOp && c.array == 0 {
+		c.run = 0
+		return
+	}
+	c.operand()
+}
+
+func (c *operandCounter) operand() {
+	if c.array > 0 {
+		return // an array is one operand, counted at its ]
+	}
+	c.run++
+	if c.run > maxOperands {
+		c.exceeded = true
+	}
+}
+
+var errTooManyOperands = errors.New("too many operands")
+
+// spendContent is spend for a page's content streams, checking the
+// operands in a row as well.
+func spendContent(v pdf.Value, budget, limit, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, fileErr("malformed", "the content streams nest too deep or loop")
+	}
+	switch v.Kind() {
+	case pdf.Array:
+		var err error
+		for i := 0; i < v.Len(); i++ {
+			if budget, err = spendContent(v.Index(i), budget, limit, depth+1); err != nil {
+				return budget, err
+			}
+		}
+		return budget, nil
+	case pdf.Stream:
+	default:
+		return budget, nil
+	}
+	rc := v.Reader()
+	defer rc.Close()
+	n, err := io.Copy(&operandCounter{}, io.LimitReader(rc, int64(budget)+1))
+	if errors.Is(err, errTooManyOperands) {
+		return 0, fileErr("malformed", "a content stream has more than %d operands in a row", maxOperands)
+	}
+	if n > int64(budget) {
+		return 0, fileErr("decompressed_too_large", "the PDF's content decompresses to more than %d bytes (a decompression bomb?)", limit)
+	}
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return 0, fileErr("malformed", "a content stream cannot be decoded (%s)", short(err.Error()))
+	}
+	return budget - int(n), nil
 }
 
 // spend reads the decoded bytes of v (a stream, or an array of streams)

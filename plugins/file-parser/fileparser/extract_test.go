@@ -59,6 +59,7 @@ func TestExtractRefuses(t *testing.T) {
 		{"encrypted.pdf", "encrypted", DefaultLimits},
 		{"malformed.pdf", "malformed", DefaultLimits},
 		{"cycle.pdf", "malformed", DefaultLimits},
+		{"operands.pdf", "malformed", DefaultLimits},
 		{"groff.pdf", "too_many_pages", Limits{Bytes: 1 << 20, Pages: 1, Decompressed: 1 << 20, Text: 1 << 20}},
 		{"groff.pdf", "too_large", Limits{Bytes: 1000, Pages: 10, Decompressed: 1 << 20, Text: 1 << 20}},
 	}

@@ -109,6 +109,7 @@ func TestFileParserRefusesBadFiles(t *testing.T) {
 		{"encrypted.pdf", dataURL(t, "encrypted.pdf"), "encrypted"},
 		{"malformed.pdf", dataURL(t, "malformed.pdf"), "malformed"},
 		{"cycle.pdf", dataURL(t, "cycle.pdf"), "malformed"},
+		{"operands.pdf", dataURL(t, "operands.pdf"), "malformed"},
 		{"not-base64.pdf", "data:application/pdf;base64,%%%", "malformed"},
 		{"photo.png", "data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte{0x89, 'P', 'N', 'G', 0, 0, 0xff}), "unsupported"},
 		{"remote.pdf", "https://example.com/remote.pdf", "unsupported"},

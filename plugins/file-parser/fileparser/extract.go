@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -60,6 +61,9 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 	}
 	if !bytes.HasPrefix(bytes.TrimLeft(data, "\x00\t\r\n\f "), []byte("%PDF-")) {
 		return nil, fileErr("malformed", "not a PDF (no %%PDF- header)")
+	}
+	if err := checkObjectCounts(data); err != nil {
+		return nil, err
 	}
 	// Encrypted files are refused even when the empty user password would
 	// open them: the library's decryption is partial (no AES-256), and a
@@ -117,6 +121,52 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 		}
 	}
 	return doc, nil
+}
+
+// maxObjects bounds the object numbers a file may declare. The library
+// allocates its cross-reference table from /Size and from the xref
+// subsection headers before reading any object, so a file that claims
+// four hundred million objects exhausted the module's memory (a trap, a
+// 502). 500,000 objects is far beyond what an 8 MiB file holds.
+const maxObjects = 500_000
+
+var (
+	sizeRe   = regexp.MustCompile(`/Size\s+(\d+)`)
+	xrefRe   = regexp.MustCompile(`(?:^|[\r\n])xref[ \t]*[\r\n]+`)
+	subsecRe = regexp.MustCompile(`^[ \t]*(\d+)[ \t]+(\d+)[ \t]*[\r\n]+`)
+)
+
+// checkObjectCounts refuses a /Size, or a classic xref subsection reaching
+// an object number, past maxObjects.
+func checkObjectCounts(data []byte) *FileError {
+	for _, m := range sizeRe.FindAllSubmatch(data, -1) {
+		if n, err := strconv.Atoi(string(m[1])); err != nil || n > maxObjects {
+			return fileErr("malformed", "the PDF declares %s objects, over the limit of %d", m[1], maxObjects)
+		}
+	}
+	for _, loc := range xrefRe.FindAllIndex(data, -1) {
+		rest := data[loc[1]:]
+		for {
+			m := subsecRe.FindSubmatch(rest)
+			if m == nil {
+				break
+			}
+			start, err1 := strconv.Atoi(string(m[1]))
+			count, err2 := strconv.Atoi(string(m[2]))
+			if err1 != nil || err2 != nil || start+count > maxObjects {
+				return fileErr("malformed", "the PDF's cross-reference table reaches object %s+%s, over the limit of %d", m[1], m[2], maxObjects)
+			}
+			rest = rest[len(m[0]):]
+			// Skip the subsection's entries (20 bytes each by the
+			// standard; a short one just ends the scan).
+			if skip := 20 * count; skip <= len(rest) {
+				rest = rest[skip:]
+			} else {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // maxDepth bounds every walk of the object graph (page tree, parents,

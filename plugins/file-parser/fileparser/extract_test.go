@@ -1,8 +1,10 @@
 package fileparser
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -93,5 +95,24 @@ func TestNoTextLayer(t *testing.T) {
 	doc = &Doc{Pages: []string{"x"}}
 	if strings.Contains(doc.Text("a.pdf"), "no text layer") {
 		t.Fatal("a page with text")
+	}
+}
+
+// A file that declares hundreds of millions of objects (the library sizes
+// its cross-reference table from them before reading anything) is refused.
+func TestExtractObjectCounts(t *testing.T) {
+	g := readPDF(t, "groff.pdf")
+	cases := map[string][]byte{
+		"trailer /Size":   regexp.MustCompile(`/Size \d+`).ReplaceAll(g, []byte("/Size 400000000")),
+		"xref subsection": regexp.MustCompile(`xref\n0 \d+\n`).ReplaceAll(g, []byte("xref\n0 400000000\n")),
+	}
+	for name, data := range cases {
+		if bytes.Equal(data, g) {
+			t.Fatalf("%s: the edit did not apply", name)
+		}
+		_, err := ExtractPDF(data, DefaultLimits)
+		if fe, ok := err.(*FileError); !ok || fe.Reason != "malformed" || !strings.Contains(fe.Message, "400000000") {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 }

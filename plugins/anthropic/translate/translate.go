@@ -291,6 +291,10 @@ func userContent(b []byte, c gjson.Result) []byte {
 			block += `}`
 		case "image_url":
 			block = imageBlock(p.Get("image_url.url").Str)
+		case "file":
+			// A PDF for the model to read itself (the file-parser plugin's
+			// native engine, or a request without the plugin).
+			block = documentBlock(p.Get("file.file_data").Str)
 		default:
 			return true
 		}
@@ -310,6 +314,15 @@ func imageBlock(url string) string {
 		return `{"type":"image","source":{"type":"base64","media_type":` + sdk.Quote(mediaType) + `,"data":` + sdk.Quote(data) + `}}`
 	}
 	return `{"type":"image","source":{"type":"url","url":` + sdk.Quote(url) + `}}`
+}
+
+// documentBlock turns a file's data URL (or https URL) into a document
+// block, Anthropic's PDF input.
+func documentBlock(url string) string {
+	if mediaType, data, ok := sdk.DataURL(url); ok {
+		return `{"type":"document","source":{"type":"base64","media_type":` + sdk.Quote(mediaType) + `,"data":` + sdk.Quote(data) + `}}`
+	}
+	return `{"type":"document","source":{"type":"url","url":` + sdk.Quote(url) + `}}`
 }
 
 func assistantContent(b []byte, m gjson.Result) []byte {

@@ -232,6 +232,10 @@ func userParts(c gjson.Result) string {
 			parts = append(parts, `{"text":`+sdk.Quote(p.Get("text").Str)+`}`)
 		case "image_url":
 			parts = append(parts, imagePart(p.Get("image_url.url").Str))
+		case "file":
+			// A PDF for the model to read itself (the file-parser plugin's
+			// native engine, or a request without the plugin).
+			parts = append(parts, filePart(p.Get("file.file_data").Str))
 		}
 		return true
 	})
@@ -253,6 +257,15 @@ func imagePart(url string) string {
 		mime = "image/gif"
 	}
 	return `{"fileData":{"mimeType":` + sdk.Quote(mime) + `,"fileUri":` + sdk.Quote(url) + `}}`
+}
+
+// filePart is inline data for a file's data URL, a file reference (a PDF)
+// otherwise.
+func filePart(url string) string {
+	if mime, data, ok := sdk.DataURL(url); ok {
+		return `{"inlineData":{"mimeType":` + sdk.Quote(mime) + `,"data":` + sdk.Quote(data) + `}}`
+	}
+	return `{"fileData":{"mimeType":"application/pdf","fileUri":` + sdk.Quote(url) + `}}`
 }
 
 var finishReasons = map[string]string{

@@ -26,7 +26,9 @@ const browser = await chromium.launch({
 });
 const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
 // Generous bounds: make test runs this beside every other package.
-page.setDefaultTimeout(30_000);
+// Bounds, not timing assertions: under `go test -race` beside other packages
+// on two cores, publishing a module (compiling it) took over 30 s.
+page.setDefaultTimeout(120_000);
 const problems = [];
 page.on("pageerror", (e) => problems.push("page error: " + e.message));
 page.on("console", (m) => {

@@ -57,7 +57,7 @@ func TestConsoleInChromium(t *testing.T) {
 	artifacts := filepath.Join(root, "build", "test-artifacts", "console")
 	_ = os.RemoveAll(artifacts)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "e2e/console.e2e.mjs")
 	cmd.Dir = dir

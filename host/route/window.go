@@ -1,6 +1,7 @@
 package route
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,12 +20,22 @@ type Window struct {
 	MaxContext  int `json:"max_context"`
 	MaxOutput   int `json:"max_output"`
 	MaxMessages int `json:"max_messages"`
+	// NativeFiles: every endpoint takes file parts (PDFs) itself — the
+	// model lists "file" among its input modalities and the endpoint's
+	// adapter translates file parts (openai, anthropic, gemini) — so the
+	// file-parser plugin can hand the file on instead of extracting it.
+	NativeFiles bool `json:"native_files"`
 }
+
+// fileAdapters translate file content parts into their provider's own form
+// (plugins/openai, anthropic, gemini: docs/plugins.md, file-parser).
+var fileAdapters = map[string]bool{"openai": true, "anthropic": true, "gemini": true}
 
 // Window computes req's window. Unknown models count for nothing: Plan
 // answers them.
 func (r *Router) Window(req Request) Window {
 	var w Window
+	endpoints, native := 0, 0
 	t := r.tab.Load() // one catalog for the whole window
 	for _, id := range req.Models {
 		st := t.models[id]
@@ -44,11 +55,16 @@ func (r *Router) Window(req Request) Window {
 			}
 			w.MaxContext = max(w.MaxContext, c)
 			w.MaxOutput = max(w.MaxOutput, ep.MaxOutput)
+			endpoints++
+			if fileAdapters[ep.Provider.Adapter] && slices.Contains(st.m.InputModalities, "file") {
+				native++
+			}
 			if mm := ep.Provider.MaxMessages; mm > 0 && (w.MaxMessages == 0 || mm < w.MaxMessages) {
 				w.MaxMessages = mm
 			}
 		}
 	}
+	w.NativeFiles = endpoints > 0 && native == endpoints
 	return w
 }
 

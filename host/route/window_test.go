@@ -86,3 +86,36 @@ func TestContextTooLong(t *testing.T) {
 		})
 	}
 }
+
+// native_files is true only when every endpoint left takes file parts
+// itself: the model accepts files and each endpoint's adapter translates
+// them; one endpoint that does not (a preference can remove it) makes the
+// file-parser plugin extract the text instead.
+func TestWindowNativeFiles(t *testing.T) {
+	c := testCatalog()
+	for _, p := range c.Providers {
+		p.Adapter = "openai"
+	}
+	c.Providers["deepinfra"].Adapter = "custom"
+	c.Models[gpt].InputModalities = []string{"text", "file"}
+	r := New(c, Options{Rand: seeded(1)})
+	tests := []struct {
+		name     string
+		models   []string
+		provider string
+		want     bool
+	}{
+		{"one endpoint's adapter does not translate files", []string{gpt}, `{}`, false},
+		{"a preference removes it", []string{gpt}, `{"ignore":["deepinfra"]}`, true},
+		{"the model does not take files", []string{llama}, `{"ignore":["deepinfra"]}`, false},
+		{"a fallback model that does not", []string{gpt, llama}, `{"ignore":["deepinfra"]}`, false},
+		{"nothing left", []string{gpt}, `{"only":["nope"]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.Window(Request{Models: tt.models, Prefs: prefs(t, tt.provider)}).NativeFiles; got != tt.want {
+				t.Fatalf("native_files = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

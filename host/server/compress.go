@@ -24,8 +24,8 @@ const (
 func (s *Server) buildPipeline(req *chatRequest) (*pipeline.Pipeline, *apierr.Error) {
 	w := s.Router.Window(req.job(s.Keys, "").Route)
 	// By hand: this runs for every request.
-	extra := pipeline.Extra{Context: fmt.Appendf(nil, `{"min_context":%d,"max_context":%d,"max_output":%d,"max_messages":%d}`,
-		w.MinContext, w.MaxContext, w.MaxOutput, w.MaxMessages)}
+	extra := pipeline.Extra{Context: fmt.Appendf(nil, `{"min_context":%d,"max_context":%d,"max_output":%d,"max_messages":%d,"native_files":%t}`,
+		w.MinContext, w.MaxContext, w.MaxOutput, w.MaxMessages, w.NativeFiles)}
 	if w.MaxContext > 0 && w.MaxContext <= compressionDefaultMax && mayNotFit(req, w.MaxContext, w.MaxOutput, w.MaxMessages) {
 		extra.Defaults = []string{compressionPlugin}
 	}

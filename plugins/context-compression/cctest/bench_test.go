@@ -5,41 +5,17 @@ package cctest_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/switchyard/switchyard/abi"
-	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/tidwall/gjson"
 )
 
 // load loads the built module (make wasm) in an engine of its own.
-func load(b *testing.B) *wasm.Module {
-	dir := filepath.Join(gatewaytest.Root(), "build", "wasm")
-	mj, err := os.ReadFile(filepath.Join(dir, "context-compression.json"))
-	if err != nil {
-		b.Fatalf("run `make wasm` first: %v", err)
-	}
-	bin, err := os.ReadFile(filepath.Join(dir, "context-compression.wasm"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := manifest.Parse(mj)
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
-	b.Cleanup(func() { _ = e.Close(context.Background()) })
-	mod, err := e.Load(context.Background(), m, bin)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return mod
-}
+func load(b *testing.B) *wasm.Module { return gatewaytest.BuiltModule(b, "context-compression", nil) }
 
 // sized is a conversation of about size bytes: a system prompt, turns of
 // about 1 KB, and a last question.

@@ -4,14 +4,10 @@ package fileparsertest
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/switchyard/switchyard/abi"
-	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/gatewaytest"
-	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/tidwall/gjson"
 )
 
@@ -20,25 +16,7 @@ import (
 // time (the engine has no kv store, so nothing is cached), reported per
 // call and per page.
 func BenchmarkFileParserModule(b *testing.B) {
-	dir := filepath.Join(gatewaytest.Root(), "build", "wasm")
-	mj, err := os.ReadFile(filepath.Join(dir, "file-parser.json"))
-	if err != nil {
-		b.Fatalf("run `make wasm` first: %v", err)
-	}
-	bin, err := os.ReadFile(filepath.Join(dir, "file-parser.wasm"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := manifest.Parse(mj)
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
-	b.Cleanup(func() { _ = e.Close(context.Background()) })
-	mod, err := e.Load(context.Background(), m, bin)
-	if err != nil {
-		b.Fatal(err)
-	}
+	mod := gatewaytest.BuiltModule(b, "file-parser", nil)
 	ctx := context.Background()
 	pctx := []byte(`{"config":{"id":"file-parser"},"model":"test/chat","scope":"global"}`)
 	for _, file := range []string{"groff.pdf", "ghostscript.pdf", "fpdf-multilingual.pdf", "long.pdf"} {

@@ -5,13 +5,13 @@ package moderate_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/plugins/moderation/moderate"
 	"github.com/tidwall/gjson"
@@ -60,30 +60,11 @@ func body(size int, withPII bool) []byte {
 }
 
 func loadModule(b *testing.B) *wasm.Module {
-	b.Helper()
-	root := filepath.Join("..", "..", "..")
-	mj, err := os.ReadFile(filepath.Join(root, "build", "wasm", "moderation.json"))
-	if err != nil {
-		b.Fatalf("%v (run make wasm)", err)
-	}
-	bin, err := os.ReadFile(filepath.Join(root, "build", "wasm", "moderation.wasm"))
-	if err != nil {
-		b.Fatalf("%v (run make wasm)", err)
-	}
-	m, err := manifest.Parse(mj)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if os.Getenv("MOD_NO_TIMEOUT") != "" {
-		m.Limits.TimeoutMS = 0
-	}
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-moderation"), nil)
-	b.Cleanup(func() { _ = e.Close(context.Background()) })
-	mod, err := e.Load(context.Background(), m, bin)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return mod
+	return gatewaytest.BuiltModule(b, "moderation", func(m *manifest.Manifest, _ *wasm.Engine) {
+		if os.Getenv("MOD_NO_TIMEOUT") != "" {
+			m.Limits.TimeoutMS = 0
+		}
+	})
 }
 
 var sizes = []struct {

@@ -6,8 +6,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/switchyard/switchyard/abi"
@@ -21,27 +19,8 @@ import (
 // module (make wasm): the host's http function fetches a 100 KB page from
 // loopback, the module converts it to Markdown and returns the result.
 func BenchmarkModuleToolCall(b *testing.B) {
-	root := gatewaytest.Root()
-	bin, err := os.ReadFile(filepath.Join(root, "build", "wasm", "web-fetch.wasm"))
-	if err != nil {
-		b.Fatalf("%v (run make wasm)", err)
-	}
-	mj, err := os.ReadFile(filepath.Join(root, "plugins", "web-fetch", "manifest.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := manifest.Parse(mj)
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
-	e.AllowPrivateNetworks = true
+	mod := gatewaytest.BuiltModule(b, "web-fetch", func(_ *manifest.Manifest, e *wasm.Engine) { e.AllowPrivateNetworks = true })
 	ctx := context.Background()
-	defer e.Close(ctx)
-	mod, err := e.Load(ctx, m, bin)
-	if err != nil {
-		b.Fatal(err)
-	}
 	page := page100K()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")

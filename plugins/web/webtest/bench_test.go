@@ -5,7 +5,6 @@ package webtest_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/switchyard/switchyard/abi"
@@ -17,29 +16,11 @@ import (
 
 // loadWeb loads the built web module (make wasm) in an engine of its own.
 func loadWeb(b *testing.B) *wasm.Module {
-	dir := filepath.Join(gatewaytest.Root(), "build", "wasm")
-	mj, err := os.ReadFile(filepath.Join(dir, "web.json"))
-	if err != nil {
-		b.Fatalf("run `make wasm` first: %v", err)
-	}
-	bin, err := os.ReadFile(filepath.Join(dir, "web.wasm"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := manifest.Parse(mj)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if os.Getenv("WEB_BENCH_NO_TIMEOUT") != "" {
-		m.Limits.TimeoutMS = 0
-	}
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
-	b.Cleanup(func() { _ = e.Close(context.Background()) })
-	mod, err := e.Load(context.Background(), m, bin)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return mod
+	return gatewaytest.BuiltModule(b, "web", func(m *manifest.Manifest, _ *wasm.Engine) {
+		if os.Getenv("WEB_BENCH_NO_TIMEOUT") != "" {
+			m.Limits.TimeoutMS = 0
+		}
+	})
 }
 
 // BenchmarkWebModule is the per-call cost of the web module's hooks through

@@ -5,7 +5,6 @@ package webtest_test
 import (
 	"context"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/plugins/web/webtest"
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -30,20 +28,6 @@ func TestToolCallThroughWasm(t *testing.T) {
 	srv := httptest.NewServer(brave)
 	defer srv.Close()
 
-	dir := filepath.Join(gatewaytest.Root(), "build", "wasm")
-	mj, err := os.ReadFile(filepath.Join(dir, "web.json"))
-	if err != nil {
-		t.Fatalf("run `make wasm` first: %v", err)
-	}
-	bin, err := os.ReadFile(filepath.Join(dir, "web.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mj, _ = sjson.SetBytes(mj, "grants.http_domains.-1", "127.0.0.1")
-	m, err := manifest.Parse(mj)
-	if err != nil {
-		t.Fatal(err)
-	}
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "kv.db"), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -53,15 +37,14 @@ func TestToolCallThroughWasm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
-	defer e.Close(context.Background())
-	e.AllowPrivateNetworks = true
-	e.Secrets = map[string]string{"BRAVE_API_KEY": "brave-secret"}
-	e.KV = store
-	mod, err := e.Load(context.Background(), m, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var e *wasm.Engine
+	mod := gatewaytest.BuiltModule(t, "web", func(m *manifest.Manifest, eng *wasm.Engine) {
+		e = eng
+		m.Grants.HTTPDomains = append(m.Grants.HTTPDomains, "127.0.0.1")
+		e.AllowPrivateNetworks = true
+		e.Secrets = map[string]string{"BRAVE_API_KEY": "brave-secret"}
+		e.KV = store
+	})
 	call := func(requestID string) (gjson.Result, string) {
 		ctx := wasm.WithCallEnv(context.Background(), &wasm.CallEnv{Account: "acct_1", RequestID: requestID})
 		tctx := `{"request_id":"` + requestID + `","parameters":{"engine":"brave","max_uses":2,"max_results":2},"config":{},` +
@@ -104,23 +87,7 @@ func TestToolCallThroughWasm(t *testing.T) {
 // calls), so 3000 searches fit in its memory instead of trapping once
 // the heap reaches limits.memory_pages (about 2000 without).
 func TestManyCallsStayWithinMemory(t *testing.T) {
-	dir := filepath.Join(gatewaytest.Root(), "build", "wasm")
-	mj, err := os.ReadFile(filepath.Join(dir, "web.json"))
-	if err != nil {
-		t.Fatalf("run `make wasm` first: %v", err)
-	}
-	bin, _ := os.ReadFile(filepath.Join(dir, "web.wasm"))
-	mj, _ = sjson.SetBytes(mj, "limits.pool_size", 1)
-	m, err := manifest.Parse(mj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
-	defer e.Close(context.Background())
-	mod, err := e.Load(context.Background(), m, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod := gatewaytest.BuiltModule(t, "web", func(m *manifest.Manifest, _ *wasm.Engine) { m.Limits.PoolSize = 1 })
 	body := []byte(`{"model":"test/chat","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"How does the gateway bill a stream that the client abandons?"}],"plugins":[{"id":"web"}]}`)
 	for i := 0; i < 3000; i++ {
 		out, err := mod.Call(context.Background(), abi.HookPreRequest, []byte(`{"config":{"id":"web"}}`), body)

@@ -93,8 +93,10 @@ clients:
 gotest:
 	$(GO) test -race -count=1 ./...
 
-# Hot-path Go benchmarks, the per-call cost of one plugin through the native
-# ABI (Go, C) and through Extism (AssemblyScript), then the load benchmark.
+# Hot-path Go benchmarks (among them each module host function's per-call
+# cost, BenchmarkHostFunctions in host/wasm), the per-call cost of one plugin
+# through the native ABI (Go, C) and through Extism (AssemblyScript), then
+# the load benchmark.
 bench:
 	$(MAKE) -j$(JOBS) build
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...

@@ -118,9 +118,11 @@ clients:
 gotest:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-# Hot-path Go benchmarks, the per-call cost of one plugin through the native
-# ABI (Go, C) and through Extism (AssemblyScript), the web and web-fetch
-# modules' per-call costs (web-fetch: a 100 KB page), then the load benchmark.
+# Hot-path Go benchmarks (among them each module host function's per-call
+# cost, BenchmarkHostFunctions in host/wasm), the per-call cost of one plugin
+# through the native ABI (Go, C) and through Extism (AssemblyScript), the
+# web, web-fetch, moderation, context-compression and file-parser modules'
+# per-call costs, then the load benchmark.
 # ./host/... includes the cost of metrics, traces and request logs per
 # request, off and on (host/telemetry: BenchmarkRequestTelemetry in
 # process, BenchmarkChatOverLoopback end to end), and GET /generations and

@@ -95,8 +95,9 @@ const (
 
 // http_request failure codes.
 const (
-	HTTPDenied int64 = -1 // the URL's host is not granted, or resolves to a private address
-	HTTPFailed int64 = -2 // the call failed (connection, timeout, size)
+	HTTPDenied int64 = -1         // the URL's host is not granted, or resolves to a private address
+	HTTPFailed int64 = -2         // the call failed (connection, timeout, size)
+	HTTPBudget int64 = HostBudget // the request's budget of outbound calls is spent
 )
 
 // Hook identifies what a call asks the module to do.

@@ -24,7 +24,7 @@ var (
 // HTTPError is a failed outbound call: Denied when the destination is not
 // granted or not public (or a secret it names is not), otherwise the call
 // itself failed. Code is the host's code (abi.HTTPDenied, abi.HTTPFailed,
-// or abi.HostBudget when the request's budget of calls is spent).
+// or abi.HTTPBudget when the request's budget of calls is spent).
 type HTTPError struct {
 	Denied  bool
 	Code    int64

@@ -41,6 +41,8 @@ func sampleInput(hook abi.Hook) [][]byte {
 		return [][]byte{sampleVectors}
 	case abi.HookError:
 		return [][]byte{[]byte("429"), sampleError}
+	case abi.HookToolCall:
+		return [][]byte{[]byte("web_search"), []byte(`{"query":"switchyard gateway"}`)}
 	}
 	return nil
 }
@@ -159,6 +161,18 @@ func checkOutput(hook abi.Hook, out [][]byte) string {
 		}
 		if s, err := strconv.Atoi(string(out[0])); err != nil || s < 400 || s > 599 {
 			return "the status must be a decimal HTTP error status"
+		}
+	case abi.HookToolCall:
+		if len(out) != 2 {
+			return "want 2 fields: result, cost"
+		}
+		if !json.Valid(out[0]) {
+			return "the result must be JSON text (the model reads it)"
+		}
+		if c := string(out[1]); c != "" {
+			if f, err := strconv.ParseFloat(c, 64); err != nil || f < 0 || strings.ContainsAny(c, "eE") {
+				return "the cost must be empty or a non-negative decimal number of dollars"
+			}
 		}
 	case abi.HookPreRequest, abi.HookPostResponse, abi.HookPostChunk:
 		if len(out) < 1 {

@@ -19,11 +19,13 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/conformance"
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/switchyard/switchyard/host/wasm"
+	"github.com/switchyard/switchyard/host/wasm/kithost"
 )
 
 // The host functions are exercised through the conformance kit's guest
@@ -503,4 +505,38 @@ func BenchmarkHostFunctions(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestToolCallHook: a Go guest registered for tool_call with sdk.Handle
+// answers it (result JSON, cost), and the kit's guest check accepts the
+// shape.
+func TestToolCallHook(t *testing.T) {
+	e, _ := hostEngine(t, nil, nil)
+	m, err := manifest.Parse([]byte(`{"name":"tools","version":"1.0.0","abi":1,"kind":"plugin","hooks":["tool_call"],"grants":` + allGrants + `}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := e.Load(context.Background(), m, kitGuest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, args, cost, want string }{
+		{"web_search", `{"query":"bbolt"}`, "0.005", `{"tool":"web_search","arguments":{"query":"bbolt"}}`},
+		{"datetime", `{}`, "", `{"tool":"datetime","arguments":{}}`},
+	}
+	for _, tc := range cases {
+		out, err := mod.Call(context.Background(), abi.HookToolCall, []byte(`{"cost":`+strconv.Quote(tc.cost)+`}`), []byte(tc.name), []byte(tc.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Fields) != 2 || string(out.Fields[0]) != tc.want || string(out.Fields[1]) != tc.cost {
+			t.Errorf("%s: got %s, want %s and cost %q", tc.name, fields(out.Fields), tc.want, tc.cost)
+		}
+	}
+	h, err := kithost.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	conformance.CheckGuest(t, h, []byte(`{"name":"tools","version":"1.0.0","abi":1,"kind":"plugin","hooks":["tool_call"],"grants":`+allGrants+`}}`), kitGuest(t))
 }

@@ -184,7 +184,7 @@ func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n
 		budget = lim.CallsPerRequest
 	}
 	if !spend(&env.httpUsed, budget) {
-		return fail(abi.HostBudget, "this request's budget of %d http calls is spent", budget)
+		return fail(abi.HTTPBudget, "this request's budget of %d http calls is spent", budget)
 	}
 	method, rawURL := string(fields[0]), string(fields[1])
 	u, err := url.Parse(rawURL)

@@ -62,6 +62,7 @@ func init() {
 	for _, h := range []abi.Hook{
 		abi.HookChatRequest, abi.HookChatResponse, abi.HookChatStreamEvent, abi.HookEmbedRequest,
 		abi.HookEmbedResponse, abi.HookError, abi.HookPreRequest, abi.HookPostResponse, abi.HookPostChunk,
+		abi.HookToolCall,
 	} {
 		sdk.Handle(h, handler(h))
 	}
@@ -219,6 +220,16 @@ func frame(h abi.Hook, in *sdk.In, out *sdk.Out) error {
 		for i := 1; i < in.Len(); i++ {
 			out.Field(in.Field(i))
 		}
+	case abi.HookToolCall:
+		// result: the tool name and arguments as JSON; cost: ctx's "cost".
+		out.Open()
+		out.WriteString(`{"tool":`)
+		out.WriteString(strconv.Quote(in.String(1)))
+		out.WriteString(`,"arguments":`)
+		out.Write(in.Field(2))
+		out.Byte('}')
+		out.Close()
+		out.FieldString(sdk.Get(in.Field(0), "cost").Str)
 	default: // chat_response, embed_response: every input field after ctx
 		for i := 1; i < in.Len(); i++ {
 			out.Field(in.Field(i))

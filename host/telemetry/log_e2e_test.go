@@ -118,6 +118,11 @@ func TestRequestLogLine(t *testing.T) {
 	if len(lines) != 6 { // and the two PUTs'
 		t.Fatalf("%d request lines, want 6", len(lines))
 	}
+	for _, l := range lines[2:4] { // the PUTs' own lines carry no body
+		if l.Get("prompt").Exists() {
+			t.Errorf("a management call's body was logged: %s", l.Raw)
+		}
+	}
 	for _, l := range lines[4:] {
 		if !strings.Contains(l.Get("prompt").Str, prompt) || l.Get("completion").Str == "" {
 			t.Errorf("content logging on, but the line has prompt %q, completion %q", l.Get("prompt").Str, l.Get("completion").Str)

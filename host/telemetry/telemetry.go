@@ -121,7 +121,9 @@ func (t *Telemetry) Middleware(c *fiber.Ctx) error {
 	r.route = c.Route().Path
 	r.key, _ = c.Locals(t.o.LocalsKey).(*keys.Key)
 	r.status = c.Response().StatusCode()
-	if r.key != nil && t.o.LogContent != nil && t.o.Log != nil && t.o.LogContent(r.key.AccountID) {
+	// Content is the prompt and answer of model calls only: a module
+	// upload or a key's creation is not the tenant's conversation.
+	if r.key != nil && t.o.LogContent != nil && t.o.Log != nil && modelRoute(r.route) && t.o.LogContent(r.key.AccountID) {
 		r.prompt = append([]byte(nil), c.Body()...)
 		if !c.Response().IsBodyStream() {
 			r.completion = completionText(c.Response().Body())
@@ -436,4 +438,9 @@ func (r *Request) FirstToken() {
 		r.ttft = max(time.Since(r.start), time.Nanosecond)
 	}
 	r.mu.Unlock()
+}
+
+// modelRoute reports whether route calls a model.
+func modelRoute(route string) bool {
+	return strings.HasSuffix(route, "/chat/completions") || strings.HasSuffix(route, "/embeddings")
 }

@@ -512,7 +512,8 @@ func BenchmarkHostFunctions(b *testing.B) {
 // shape.
 func TestToolCallHook(t *testing.T) {
 	e, _ := hostEngine(t, nil, nil)
-	m, err := manifest.Parse([]byte(`{"name":"tools","version":"1.0.0","abi":1,"kind":"plugin","hooks":["tool_call"],"grants":` + allGrants + `}}`))
+	mj := `{"name":"tools","version":"1.0.0","abi":1,"kind":"plugin","hooks":["tool_call"],"tools":[{"type":"service:web_search","name":"web_search","description":"Search the web.","parameters":{"type":"object"}},{"type":"service:datetime","name":"datetime","description":"The time now.","parameters":{"type":"object"}}],"grants":` + allGrants + `}}`
+	m, err := manifest.Parse([]byte(mj))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,5 +539,5 @@ func TestToolCallHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
-	conformance.CheckGuest(t, h, []byte(`{"name":"tools","version":"1.0.0","abi":1,"kind":"plugin","hooks":["tool_call"],"grants":`+allGrants+`}}`), kitGuest(t))
+	conformance.CheckGuest(t, h, []byte(mj), kitGuest(t))
 }

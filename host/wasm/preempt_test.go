@@ -15,9 +15,12 @@ import (
 
 // Spinning guests on every core are stopped at their time limit while the
 // garbage collector stops the world again and again: the instrumented
-// loops pass through Go often enough for both. (A guest that never leaves
-// native code would hold the collector, and with it every goroutine,
-// until its call ended.)
+// loops pass through Go often enough for both. With wazero's own check
+// (NoInstrument, the fallback for modules the rewrite cannot handle) the
+// calls are still stopped at their limit, but a collection completes only
+// when calls happen to end on both cores between its stops — sometimes
+// during the spin, sometimes not (it failed about one package run in three
+// on two cores) — so only the instrumented loops are held to it.
 func TestPreemptedSpinLetsGCRun(t *testing.T) {
 	for _, instrumented := range []bool{true, false} {
 		name := "instrumented"
@@ -65,7 +68,7 @@ func TestPreemptedSpinLetsGCRun(t *testing.T) {
 					t.Fatalf("a spinning call: %v", err)
 				}
 			}
-			if gcs.Load() == 0 {
+			if instrumented && gcs.Load() == 0 {
 				t.Fatal("no garbage collection completed while guests spun")
 			}
 		})

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,10 +162,10 @@ type Extra struct {
 	// Context becomes ctx.context of every hook: a JSON object describing
 	// the endpoints the request may be routed to (route.Window), or nil.
 	Context []byte
-	// Defaults are plugins the host turns on for this request after the
-	// configured defaults (context-compression for a small context),
-	// unless the request disables them; one that is not installed is
-	// skipped.
+	// Defaults are plugins the host turns on for this request, after the
+	// configured defaults and the request's plugins
+	// (context-compression for a small context), unless the request
+	// disables them; one that is not installed is skipped.
 	Defaults []string
 	// ModeratedBy are the providers requiring moderation the request may
 	// be routed to (their slugs): the moderation plugin runs whether or
@@ -252,9 +251,6 @@ func (r *Runner) BuildWith(account, model string, plugins gjson.Result, extra Ex
 		return nil
 	}
 	defaults := r.Modules.Defaults(account)
-	if len(extra.Defaults) > 0 {
-		defaults = append(slices.Clip(defaults), extra.Defaults...)
-	}
 	for _, id := range defaults {
 		if disabled[id] {
 			continue
@@ -272,6 +268,20 @@ func (r *Runner) BuildWith(account, model string, plugins gjson.Result, extra Ex
 	}
 	for _, w := range listed {
 		if err := add(w.id, w.index, w.item); err != nil {
+			p.Release()
+			return nil, err
+		}
+	}
+	// The host's own defaults for this request run after every plugin the
+	// request or the account asked for: context-compression must fit the
+	// prompt as it will go upstream, after file-parser has turned a PDF
+	// into text or web has injected results (a request listing it runs it
+	// where it listed it).
+	for _, id := range extra.Defaults {
+		if disabled[id] {
+			continue
+		}
+		if err := add(id, -1, ""); err != nil {
 			p.Release()
 			return nil, err
 		}

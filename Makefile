@@ -116,7 +116,7 @@ clients:
 	cd examples/clients/node && npm ci --no-audit --no-fund --loglevel=error
 
 gotest:
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 45m ./...
 
 # Hot-path Go benchmarks (among them each module host function's per-call
 # cost, BenchmarkHostFunctions in host/wasm), the per-call cost of one plugin

@@ -6,10 +6,12 @@ package manifest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/switchyard/switchyard/abi"
 )
 
@@ -57,6 +59,60 @@ type Tool struct {
 	Description string `json:"description"`
 	// Parameters is the JSON Schema of the call's arguments.
 	Parameters json.RawMessage `json:"parameters"`
+
+	// schema is Parameters compiled by Validate, so a call's arguments
+	// are checked without compiling the schema per call.
+	schema *jsonschema.Schema
+}
+
+// CheckArguments reports how args (a JSON object) fail the tool's
+// parameters schema, naming the field: the host refuses such a call before
+// the module runs, and the model reads why and can call again.
+func (t *Tool) CheckArguments(args []byte) error {
+	s := t.schema
+	if s == nil {
+		var err error
+		if s, err = compileSchema(t.Parameters); err != nil {
+			return err
+		}
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return fmt.Errorf("not valid JSON")
+	}
+	if err := s.Validate(inst); err != nil {
+		ve, ok := err.(*jsonschema.ValidationError)
+		if !ok {
+			return err
+		}
+		for len(ve.Causes) > 0 {
+			ve = ve.Causes[0]
+		}
+		msg := ve.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		if at := strings.Join(ve.InstanceLocation, "."); at != "" {
+			return fmt.Errorf("%s: %s", at, msg)
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// compileSchema compiles a tool's parameters schema. The compiler loads
+// no remote documents: a $ref to anything but the standard metaschemas
+// fails here, at publish, instead of reaching the network.
+func compileSchema(doc json.RawMessage) (*jsonschema.Schema, error) {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("parameters.json", v); err != nil {
+		return nil, err
+	}
+	return c.Compile("parameters.json")
 }
 
 // ToolTypePrefix starts every server tool type.
@@ -242,6 +298,11 @@ func (m *Manifest) validateTools(hasHook bool) error {
 		case seen["t:"+t.Type] || seen["n:"+t.Name]:
 			return fmt.Errorf("%s: type %q or name %q declared twice", at, t.Type, t.Name)
 		}
+		sch, err := compileSchema(t.Parameters)
+		if err != nil {
+			return fmt.Errorf("%s.parameters: not a valid JSON Schema: %v", at, err)
+		}
+		m.Tools[i].schema = sch
 		seen["t:"+t.Type], seen["n:"+t.Name] = true, true
 	}
 	return nil

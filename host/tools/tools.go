@@ -311,6 +311,9 @@ func (t *Tool) Run(ctx context.Context, env Env, c Call) Outcome {
 	if !gjson.Valid(args) || !gjson.Parse(args).IsObject() {
 		return fail("tool %s was called with arguments that are not a JSON object", t.Name)
 	}
+	if err := t.decl.CheckArguments([]byte(args)); err != nil {
+		return fail("tool %s was called with arguments that do not match its parameters schema: %v", t.Name, err)
+	}
 	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	out, err := t.mod.Call(cctx, abi.HookToolCall, t.ctxJSON(env, c.Seq), []byte(t.Name), []byte(args))

@@ -69,6 +69,10 @@ func TestRun(t *testing.T) {
 		{"unknown zone", `{"timezone":"Nowhere/Special"}`, "failed", "unknown time zone"},
 		{"arguments not an object", `[1]`, "failed", "not a JSON object"},
 		{"arguments not JSON", `{"timezone":`, "failed", "not a JSON object"},
+		// Checked against the manifest's parameters schema before the
+		// module runs; the model is told which field is wrong.
+		{"argument of the wrong type", `{"timezone":5}`, "failed", "do not match its parameters schema: timezone"},
+		{"argument the schema does not allow", `{"timezone":"UTC","tz":"UTC"}`, "failed", "additional properties 'tz' not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			outs := set.RunAll(context.Background(), env, []tools.Call{{ID: "c1", Name: "datetime", Arguments: tc.args}})

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -27,7 +28,8 @@ func TracingEnabled(getenv func(string) string) bool {
 	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
-// Tracing starts an OTLP/HTTP trace exporter configured by the OTEL_*
+// Tracing starts an OTLP trace exporter (HTTP/protobuf, or gRPC when
+// OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL is "grpc") configured by the OTEL_*
 // environment variables (endpoint, headers, timeout, compression, the
 // batch processor's OTEL_BSP_*, the sampler's OTEL_TRACES_SAMPLER and the
 // resource's OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES), or returns a
@@ -41,10 +43,18 @@ func Tracing(ctx context.Context) (tr trace.Tracer, shutdown func(context.Contex
 	if proto == "" {
 		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 	}
-	if proto != "" && proto != "http/protobuf" {
-		return nil, nil, fmt.Errorf("tracing: OTLP protocol %q is not supported; switchyard exports over OTLP/HTTP (OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf)", proto)
+	// Both exporters read the same OTEL_EXPORTER_OTLP_* variables
+	// (endpoint, headers, timeout, compression, certificates; for gRPC also
+	// OTEL_EXPORTER_OTLP_INSECURE, or an http:// endpoint, for plaintext).
+	var exp sdktrace.SpanExporter
+	switch proto {
+	case "", "http/protobuf":
+		exp, err = otlptracehttp.New(ctx)
+	case "grpc":
+		exp, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, nil, fmt.Errorf("tracing: OTLP protocol %q is not supported; use OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf (the default) or grpc", proto)
 	}
-	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tracing: %w", err)
 	}

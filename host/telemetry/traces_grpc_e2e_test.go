@@ -1,0 +1,92 @@
+package telemetry_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/switchyard/switchyard/host/telemetry"
+	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+)
+
+// grpcReceiver is an OTLP/gRPC trace collector on loopback.
+type grpcReceiver struct {
+	collector.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func (rc *grpcReceiver) Export(_ context.Context, req *collector.ExportTraceServiceRequest) (*collector.ExportTraceServiceResponse, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			rc.spans = append(rc.spans, ss.Spans...)
+		}
+	}
+	return &collector.ExportTraceServiceResponse{}, nil
+}
+
+// With OTEL_EXPORTER_OTLP_PROTOCOL=grpc the spans go to an OTLP/gRPC
+// collector (4317 is what most collectors listen on by default).
+func TestTracesOverGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &grpcReceiver{}
+	srv := grpc.NewServer()
+	collector.RegisterTraceServiceServer(srv, rc)
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Stop()
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+	g := start(t, gatewaytest.Options{})
+	resp, b, err := g.Request(http.MethodPost, "/chat/completions", hello(""))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("chat: %v %d %s", err, resp.StatusCode, b)
+	}
+	g.Close() // flushes the queued spans
+
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var server *tracepb.Span
+	for _, s := range rc.spans {
+		if s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+			server = s
+		}
+	}
+	if server == nil {
+		t.Fatalf("no server span among %d spans received over gRPC", len(rc.spans))
+	}
+	if got := attr(server, "gen_ai.request.model"); got != "test/chat" {
+		t.Fatalf("server span gen_ai.request.model %q, want test/chat", got)
+	}
+}
+
+// A protocol the gateway cannot speak is refused at start, naming the ones
+// it can, rather than exporting nowhere.
+func TestTracesUnknownProtocol(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+	_, _, err := telemetry.Tracing(context.Background())
+	if err == nil || !contains(err.Error(), "http/protobuf", "grpc") {
+		t.Fatalf("Tracing with http/json: %v", err)
+	}
+}
+
+func contains(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

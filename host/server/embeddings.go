@@ -10,25 +10,17 @@ import (
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/validate"
 )
 
 // embeddings serves POST /embeddings: typed request → dispatcher → JSON.
 func (s *Server) embeddings(c *fiber.Ctx) error {
-	body := append([]byte(nil), c.Body()...) // the request aliases it
-	if len(body) == 0 {
-		return apierr.BadRequest("", "request body is empty; send a JSON embeddings request")
-	}
-	req, aerr := validate.Embeddings(body)
+	endSpan := telemetry.From(c.UserContext()).Phase("validate")
+	req, text, aerr := s.embeddingsRequest(c)
+	endSpan(aerr)
 	if aerr != nil {
 		return aerr
-	}
-	req, text, aerr := s.normalizeEmbeddings(req)
-	if aerr != nil {
-		return aerr
-	}
-	if m := s.Router.Catalog().Model(req.Model); m != nil && m.Kind == catalog.KindEmbedding && !m.AcceptsImages() && req.HasImage {
-		return apierr.BadRequest("input", "model %s does not accept image input; send text only", req.Model)
 	}
 	key := c.Locals(localsKey).(*keys.Key)
 	adm, aerr := s.admit(c, key, int64(req.PromptTokens))
@@ -104,4 +96,25 @@ func (s *Server) listModels(kind catalog.Kind) fiber.Handler {
 		}
 		return c.JSON(fiber.Map{"object": "list", "data": out})
 	}
+}
+
+// embeddingsRequest is the typed, normalised request of c, and its input
+// in the form the adapters take (normalizeEmbeddings).
+func (s *Server) embeddingsRequest(c *fiber.Ctx) (*validate.EmbeddingsRequest, []byte, *apierr.Error) {
+	body := append([]byte(nil), c.Body()...) // the request aliases it
+	if len(body) == 0 {
+		return nil, nil, apierr.BadRequest("", "request body is empty; send a JSON embeddings request")
+	}
+	req, aerr := validate.Embeddings(body)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	req, text, aerr := s.normalizeEmbeddings(req)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	if m := s.Router.Catalog().Model(req.Model); m != nil && m.Kind == catalog.KindEmbedding && !m.AcceptsImages() && req.HasImage {
+		return nil, nil, apierr.BadRequest("input", "model %s does not accept image input; send text only", req.Model)
+	}
+	return req, text, nil
 }

@@ -1,9 +1,11 @@
 package telemetry_test
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -89,4 +91,44 @@ func contains(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// An embeddings request's trace has the same shape as a chat request's:
+// validation, routing, the hold, the attempt and the settlement under the
+// server span.
+func TestTraceOfEmbeddings(t *testing.T) {
+	rc := &receiver{}
+	otlp := httptest.NewServer(rc)
+	defer otlp.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+	g := start(t, gatewaytest.Options{})
+	resp, b, err := g.Request(http.MethodPost, "/embeddings", `{"model":"test/embed","input":"x"}`)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("embeddings: %v %d %s", err, resp.StatusCode, b)
+	}
+	g.Close()
+
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var server *tracepb.Span
+	for _, s := range rc.spans {
+		if s.Kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasSuffix(s.Name, "/embeddings") {
+			server = s
+		}
+	}
+	if server == nil {
+		t.Fatalf("no server span for the embeddings request among %d spans", len(rc.spans))
+	}
+	names := map[string]bool{}
+	for _, s := range rc.spans {
+		if bytes.Equal(s.ParentSpanId, server.SpanId) {
+			names[s.Name] = true
+		}
+	}
+	for _, want := range []string{"validate", "route", "billing.reserve", "billing.settle"} {
+		if !names[want] {
+			t.Errorf("no %q span under the embeddings server span (children: %v)", want, names)
+		}
+	}
 }

@@ -10,6 +10,8 @@ package wasm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -332,6 +334,12 @@ func (e *Engine) Validate(ctx context.Context, m *manifest.Manifest, wasm []byte
 		}
 		return err
 	}
+	key, keyed := validationKey(m, wasm)
+	if keyed {
+		if _, ok := validated.Load(key); ok {
+			return nil
+		}
+	}
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
 	defer rt.Close(ctx)
 	c, err := rt.CompileModule(ctx, wasm)
@@ -344,7 +352,35 @@ func (e *Engine) Validate(ctx context.Context, m *manifest.Manifest, wasm []byte
 	if err := checkImports(c, m, false); err != nil {
 		return &LoadError{Module: id, Reason: err.Error()}
 	}
+	if keyed {
+		validated.Store(key, struct{}{})
+	}
 	return nil
+}
+
+// validated holds the keys (validationKey) of the modules this process
+// has validated. A gateway validates every stored module when it starts
+// and a publish validates again: compiling a module only to read its
+// imports and exports costs 20-100 ms per Go module (seconds under the
+// race detector), paid again for the same bytes by every start. Only
+// successes are kept; the set is bounded by the distinct modules ever
+// published to the process.
+var validated sync.Map
+
+// validationKey is what a validation depends on: the module's bytes and
+// its manifest (the grants decide which imports are allowed).
+func validationKey(m *manifest.Manifest, wasm []byte) ([sha256.Size]byte, bool) {
+	mj, err := json.Marshal(m)
+	if err != nil {
+		return [sha256.Size]byte{}, false
+	}
+	h := sha256.New()
+	h.Write(wasm)
+	h.Write([]byte{0})
+	h.Write(mj)
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k, true
 }
 
 // ensure compiles, validates and instantiates the module's first instance,

@@ -152,3 +152,31 @@ func loadTestPlugin(t *testing.T, e *wasm.Engine) *wasm.Module {
 	}
 	return mod
 }
+
+// Validations are remembered per process by module bytes and manifest: the
+// same bytes under a manifest that grants less are still refused after
+// they were accepted with the grants they need.
+func TestValidateRemembersOnlyWhatWasValidated(t *testing.T) {
+	bin, err := os.ReadFile(filepath.Join("..", "..", "build", "testdata", "testplugin.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make wasm)", err)
+	}
+	e := wasm.NewEngine("", nil)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	granted, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stingy, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["log"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := e.Validate(context.Background(), granted, bin); err != nil {
+			t.Fatalf("round %d, with its grants: %v", i, err)
+		}
+		if err := e.Validate(context.Background(), stingy, bin); err == nil || !strings.Contains(err.Error(), "http") {
+			t.Fatalf("round %d, without the http grant: %v", i, err)
+		}
+	}
+}

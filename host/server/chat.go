@@ -281,7 +281,7 @@ func (s *Server) pluginMeta(req *chatRequest, pl *pipeline.Pipeline) *wire.Metad
 // becomes the answer's. A streaming request gets the result as a stream.
 func (s *Server) respondFromPlugin(c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, genID string, result []byte) error {
 	id := wire.Identity{GenID: genID, Model: req.Model()}
-	result = s.pluginMeta(req, pl).Set(req.spend.answered(wire.PluginResult(result, id)))
+	result = s.pluginMeta(req, pl).Set(req.spend.answered(wire.PluginResult(result, id), req.adm))
 	c.Set("X-Generation-Id", genID)
 	if !req.Stream {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

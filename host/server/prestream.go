@@ -98,7 +98,7 @@ func (s *Server) streamPre(c *fiber.Ctx, ctx context.Context, req *chatRequest, 
 			tw.write(sse.AppendEvent(nil, done))
 			return
 		}
-		result := s.pluginMeta(req, pl).Set(req.spend.answered(wire.PluginResult(o.answer, id)))
+		result := s.pluginMeta(req, pl).Set(req.spend.answered(wire.PluginResult(o.answer, id), req.adm))
 		for _, ch := range pieces(wire.ResultChunks(result, id)) {
 			if e := tw.emit(pctx, ch); e != nil {
 				return

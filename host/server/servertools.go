@@ -188,7 +188,7 @@ func (sp *spend) withStages(stages []map[string]any) []map[string]any {
 // usage is their usage summed and its cost what they were charged (which
 // is what the ledger's generations <id>-sub<n> hold). A result without
 // sub-requests is left as the plugin wrote it.
-func (sp *spend) answered(raw []byte) []byte {
+func (sp *spend) answered(raw []byte, adm *admission) []byte {
 	if sp == nil {
 		return raw
 	}
@@ -199,6 +199,7 @@ func (sp *spend) answered(raw []byte) []byte {
 	if n == 0 {
 		return raw
 	}
+	adm.record(g.Usage) // the rate limit's token count
 	if out, err := wire.WriteUsage(raw, g); err == nil {
 		raw = out
 	}

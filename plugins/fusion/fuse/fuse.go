@@ -61,6 +61,7 @@ type fusion struct {
 	h        Host
 	o        *Options
 	messages string // the conversation, as the request's messages JSON
+	client   gjson.Result
 	panel    []*call
 	judge    *call
 	final    *call
@@ -81,9 +82,16 @@ func Run(h Host, ctx, body []byte) Outcome {
 	if !messages.IsArray() || len(messages.Array()) == 0 {
 		return block(400, "fusion needs the conversation in messages", ReasonConfig, nil, nil)
 	}
-	f := &fusion{h: h, o: o, messages: messages.Raw}
+	f := &fusion{h: h, o: o, messages: messages.Raw, client: gjson.ParseBytes(body)}
+	if n := max(f.client.Get("max_completion_tokens").Int(), f.client.Get("max_tokens").Int()); n > 0 {
+		o.FinalTokens = min(o.FinalTokens, int(n)) // the client's bound is on the answer it gets
+	}
 	return f.run()
 }
+
+// finalParams are the client's parameters that shape the answer it gets,
+// passed to the final call (the panel and the judge answer the module).
+var finalParams = []string{"response_format", "temperature", "top_p", "stop", "seed", "user"}
 
 func (f *fusion) run() Outcome {
 	if out, ok := f.reserve(); !ok {
@@ -236,7 +244,13 @@ func (f *fusion) finalBody() []byte {
 		return true
 	})
 	msgs += "]"
-	return []byte(`{"model":` + sdk.Quote(f.o.Judge) + `,"messages":` + msgs + `,"max_tokens":` + strconv.Itoa(f.o.FinalTokens) + `}`)
+	b := `{"model":` + sdk.Quote(f.o.Judge) + `,"messages":` + msgs + `,"max_tokens":` + strconv.Itoa(f.o.FinalTokens)
+	for _, p := range finalParams {
+		if v := f.client.Get(p); v.Exists() && v.Type != gjson.Null {
+			b += `,"` + p + `":` + v.Raw
+		}
+	}
+	return []byte(b + `}`)
 }
 
 // answers lists the panel's answers, numbered and attributed.

@@ -200,6 +200,24 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// The client's answer-shaping parameters reach the final call only, and
+// its max_tokens bounds the final answer.
+func TestRunClientParams(t *testing.T) {
+	ctx := []byte(`{"config":{"id":"fusion","tools":[]},"settings":` + settings + `}`)
+	h := &fakeHost{replies: map[string]string{"a/one": "1", "b/two": "2", "c/three": "3", "j/judge": analysis}}
+	body := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":100,"temperature":0.3,"response_format":{"type":"json_object"},"tools":[{"type":"function","function":{"name":"f"}}]}`
+	if o := Run(h.host(), ctx, []byte(body)); o.Action != "respond" {
+		t.Fatalf("%s", o.Body)
+	}
+	final := gjson.Parse(h.bodies[4])
+	if final.Get("max_tokens").Int() != 100 || final.Get("temperature").Float() != 0.3 || final.Get("response_format.type").Str != "json_object" || final.Get("tools").Exists() {
+		t.Fatalf("final body %s", final.Raw)
+	}
+	if p := gjson.Parse(h.bodies[0]); p.Get("temperature").Exists() || p.Get("tools").Exists() || p.Get("max_tokens").Int() != DefaultPanelTokens {
+		t.Fatalf("panel body %s", p.Raw)
+	}
+}
+
 func TestRunPanelTools(t *testing.T) {
 	ctx := []byte(`{"config":{"id":"fusion","max_tool_calls":3},"settings":` + settings + `}`)
 	h := &fakeHost{replies: map[string]string{"a/one": "1", "b/two": "2", "c/three": "3", "j/judge": analysis}}

@@ -351,8 +351,12 @@ func TestFusionInsufficientCredits(t *testing.T) {
 	if after.Usage != before.Usage || after.Held != 0 {
 		t.Fatalf("balance %+v, before %+v", after, before)
 	}
-	if _, err := g.Ledger.Generation(resp.Header.Get("X-Generation-Id") + "-sub1"); err == nil {
-		t.Fatal("a sub-request was recorded")
+	if err := g.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	records := 0
+	if err := g.Ledger.Generations(g.AccountID, func(*billing.Generation) bool { records++; return true }); err != nil || records != 0 {
+		t.Fatalf("%d generation records (%v)", records, err)
 	}
 	resp, body = post(t, g, "/chat/completions", `{"model":"test/sage","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`)
 	if resp.StatusCode != 200 {
@@ -475,5 +479,27 @@ func TestFusionCancelled(t *testing.T) {
 	}
 	if g.Upstreams["jd"].Count() != 0 {
 		t.Fatal("the judge was called after the client left")
+	}
+}
+
+// No fusion inside a fusion: with fusion on by default for every request,
+// the panel's, the judge's and the final call's sub-requests pass through
+// it as they are, so a request makes exactly its five calls.
+func TestFusionNotNested(t *testing.T) {
+	g := startFusion(t, 0)
+	if err := g.Modules.SetDefault("fusion", true); err != nil {
+		t.Fatal(err)
+	}
+	before := g.Ledger.Balance(g.AccountID)
+	resp, body := post(t, g, "/chat/completions", `{"model":"test/sage","messages":[{"role":"user","content":"hi"}],"plugins":[{"id":"fusion","tools":[]}]}`, "X-Service-Metadata", "enabled")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if n := fusionStage(t, body.Get("service_metadata")).Get("data.panel.#").Int(); n != 3 {
+		t.Fatalf("panel of %d", n)
+	}
+	wantFusionSums(t, g, body.Get("id").Str, body.Get("usage"), before, 5)
+	if n := upstreamCount(g); n != 5 {
+		t.Fatalf("%d upstream calls, want 5", n)
 	}
 }

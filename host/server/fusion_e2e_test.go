@@ -503,3 +503,33 @@ func TestFusionNotNested(t *testing.T) {
 		t.Fatalf("%d upstream calls, want 5", n)
 	}
 }
+
+// A streamed fusion that fails after its stream opened ends with an error
+// chunk carrying the reason.
+func TestFusionStreamFailure(t *testing.T) {
+	g := startFusion(t, 0)
+	g.Upstreams["oa"].SetFaults(demo.Faults{Status: 500})
+	g.Anthropics["anth"].SetFaults(demo.Faults{Status: 500})
+	g.Geminis["gem"].SetFaults(demo.Faults{Status: 500})
+	resp := fusionStream(t, context.Background(), g, fusionBody("Is Pluto a planet?", `{"id":"fusion","tools":[]}`, `,"stream":true`))
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var errChunk gjson.Result
+	var last string
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, "data: ") {
+			last = l
+			if ch := gjson.Parse(strings.TrimPrefix(l, "data: ")); ch.Get("error").Exists() {
+				errChunk = ch
+			}
+		}
+	}
+	e := errChunk.Get("error")
+	if resp.StatusCode != 200 || e.Get("code").Int() != 502 || e.Get("metadata.reason").Str != "all_panels_failed" || last != "data: [DONE]" {
+		t.Fatalf("status %d, error chunk %s, last %q", resp.StatusCode, errChunk.Raw, last)
+	}
+	if errChunk.Get("choices.0.finish_reason").Str != "error" {
+		t.Fatalf("%s", errChunk.Raw)
+	}
+}

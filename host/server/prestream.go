@@ -47,7 +47,8 @@ func (s *Server) streamPre(c *fiber.Ctx, ctx context.Context, req *chatRequest, 
 	// write is how the client's leaving is noticed, and it cancels the work
 	// as a hang-up does (no fallbacks, the records settled as cancelled).
 	pctx, cancelCause := context.WithCancelCause(ctx)
-	pcancel := func() { cancelCause(hangup.ErrClientGone) }
+	gone := func() { cancelCause(hangup.ErrClientGone) }
+	pcancel := func() { cancelCause(nil) } // the work is over
 	outcome := make(chan preOutcome, 1)
 	go func() {
 		e, a, err := s.preRequest(pctx, req, pl)
@@ -70,7 +71,7 @@ func (s *Server) streamPre(c *fiber.Ctx, ctx context.Context, req *chatRequest, 
 	setStreamHeaders(c)
 	c.Set("X-Generation-Id", genID)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		tw := &turnWriter{w: w, alive: true, cancel: pcancel, pl: pl}
+		tw := &turnWriter{w: w, alive: true, cancel: gone, pl: pl}
 		tw.write(keepAliveLine) // at once: the client knows the request is taken
 		stop := make(chan struct{})
 		var ticking sync.WaitGroup

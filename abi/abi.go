@@ -59,6 +59,27 @@ const (
 	// request through routing, billing and the pipeline as a sub-request of
 	// the current request (charged to its key, counted in its usage).
 	HostChat = "chat"
+	// chat_batch: in [body 1, …, body N] (1 ≤ N ≤ MaxChatBatch); out
+	// [status 1, response 1, …, status N, response N]. Runs the N chat
+	// sub-requests concurrently (a module's instance is single-threaded,
+	// so N chat calls would run one after another); each counts one call of
+	// the request's chat budget, and a batch that does not fit in what is
+	// left is refused whole (HostBudget). Added in ABI 1 revision 2
+	// (additive: a module that does not import it is unaffected; one that
+	// does fails to load on an older host, naming the import).
+	HostChatBatch = "chat_batch"
+	// chat_reserve: in [plan JSON]; out [status, body]. Holds, before any
+	// of them runs, the worst-case cost of the chat sub-requests a module
+	// plans, so a group of calls (a fusion's panel, judge and final answer)
+	// either starts covered or not at all. The plan is
+	// {"calls":[{"model","prompt_tokens","max_tokens","turns"?}, …]}
+	// (at most MaxChatReserve calls); the body is {"held":"<USD>",
+	// "calls":N} with status 200, or an error body (402 insufficient
+	// credits, 400 a bad plan). The sub-requests then draw their holds
+	// from it; what is left returns to the account when the request ends.
+	// A reserved plan also raises the request's chat budget to cover its
+	// calls. Revision 2, like chat_batch.
+	HostChatReserve = "chat_reserve"
 	// count_tokens: in [model, text]; out [decimal token count].
 	HostCountTokens = "count_tokens"
 	// kv_get: in [key]; out [value], or HostNotFound.
@@ -74,7 +95,7 @@ const (
 const (
 	GrantLog  = "log"
 	GrantHTTP = "http" // http_request and http_response, to grants.http_domains only
-	// GrantChat grants chat (and result).
+	// GrantChat grants chat, chat_batch and chat_reserve (and result).
 	GrantChat = "chat"
 	// GrantCountTokens grants count_tokens (and result).
 	GrantCountTokens = "count_tokens"
@@ -82,6 +103,17 @@ const (
 	// and the calling account.
 	GrantKV = "kv"
 )
+
+// Limits of chat_batch and chat_reserve.
+const (
+	MaxChatBatch   = 8
+	MaxChatReserve = 16
+)
+
+// Revision is the revision of ABI Version this host implements: additions
+// that leave every older module working (revision 2: chat_batch and
+// chat_reserve).
+const Revision = 2
 
 // Host call failure codes of chat, count_tokens, kv_get, kv_put (and the
 // first two are shared with http_request).

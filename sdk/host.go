@@ -18,6 +18,12 @@ import (
 //go:wasmimport switchyard chat
 func hostChat(ptr unsafe.Pointer, n int32) int64
 
+//go:wasmimport switchyard chat_batch
+func hostChatBatch(ptr unsafe.Pointer, n int32) int64
+
+//go:wasmimport switchyard chat_reserve
+func hostChatReserve(ptr unsafe.Pointer, n int32) int64
+
 //go:wasmimport switchyard count_tokens
 func hostCountTokens(ptr unsafe.Pointer, n int32) int64
 
@@ -88,6 +94,56 @@ func Chat(body []byte) (status int, resp []byte, err error) {
 	}
 	if len(f) < 2 {
 		return 0, nil, &HostError{Code: abi.HostFailed, Message: "malformed chat result from host"}
+	}
+	status, _ = strconv.Atoi(string(f[0]))
+	return status, f[1], nil
+}
+
+// ChatResult is one answer of ChatBatch: the sub-request's HTTP status and
+// body (its own copy, kept across host calls).
+type ChatResult struct {
+	Status int
+	Body   []byte
+}
+
+// ChatBatch runs up to abi.MaxChatBatch chat requests as sub-requests of
+// the current request, concurrently (Chat runs one at a time: the module's
+// instance waits for each). The results are in the order of bodies; a
+// sub-request that failed is an error status and body, like Chat's. err is
+// a batch that did not run (not available here, budget spent).
+func ChatBatch(bodies [][]byte) ([]ChatResult, error) {
+	hostReq = hostReq[:0]
+	for _, b := range bodies {
+		hostReq = abi.AppendField(hostReq, b)
+	}
+	f, err := hostResultOf(hostChatBatch(reqPtr(), int32(len(hostReq))))
+	if err != nil {
+		return nil, err
+	}
+	if len(f) != 2*len(bodies) {
+		return nil, &HostError{Code: abi.HostFailed, Message: "malformed chat_batch result from host"}
+	}
+	out := make([]ChatResult, len(bodies))
+	for i := range out {
+		out[i].Status, _ = strconv.Atoi(string(f[2*i]))
+		out[i].Body = append([]byte(nil), f[2*i+1]...)
+	}
+	return out, nil
+}
+
+// ChatReserve holds the worst-case cost of the chat sub-requests the module
+// is about to make (plan: {"calls":[{"model","prompt_tokens","max_tokens",
+// "turns"}]}, docs/abi.md) before any of them runs. status 200: held (resp
+// {"held","calls"}); 402: the account cannot cover them (resp is the error
+// body, nothing was held or charged).
+func ChatReserve(plan []byte) (status int, resp []byte, err error) {
+	hostReq = abi.AppendField(hostReq[:0], plan)
+	f, err := hostResultOf(hostChatReserve(reqPtr(), int32(len(hostReq))))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(f) < 2 {
+		return 0, nil, &HostError{Code: abi.HostFailed, Message: "malformed chat_reserve result from host"}
 	}
 	status, _ = strconv.Atoi(string(f[0]))
 	return status, f[1], nil

@@ -54,6 +54,9 @@ type Env struct {
 	// Chat runs a sub-request; nil means chat is not available (the host
 	// answers HostDenied).
 	Chat func(ctx context.Context, body []byte) (status int, resp []byte, err error)
+	// Reserve holds a plan of sub-requests (chat_reserve); nil means it is
+	// not available (HostDenied).
+	Reserve func(ctx context.Context, plan []byte) (status int, resp []byte, calls int, err error)
 }
 
 // Module is a loaded module.

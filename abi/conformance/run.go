@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/abi"
 )
@@ -88,6 +89,8 @@ func Run(t *testing.T, host Host, guest []byte) {
 	t.Run("log", r.log)
 	t.Run("http", r.http)
 	t.Run("chat", r.chat)
+	t.Run("chat_batch", r.chatBatch)
+	t.Run("chat_reserve", r.chatReserve)
 	t.Run("count_tokens", r.countTokens)
 	t.Run("kv", r.kv)
 	t.Run("result", r.result)
@@ -454,6 +457,77 @@ func (r *runner) chat(t *testing.T) {
 	// Outside a request (no env, or no chat function) chat is denied.
 	wantCode(t, "chat without an env", r.hostCall(t, m, nil, "chat", body), abi.HostDenied)
 	wantCode(t, "chat with no chat function", r.hostCall(t, m, &Env{Account: "kit-chat"}, "chat", body), abi.HostDenied)
+}
+
+// chatBatch checks chat_batch: the bodies run as sub-requests at the same
+// time (each call waits until all have started: a host that runs them one
+// after another fails them), and the results come back in order.
+func (r *runner) chatBatch(t *testing.T) {
+	m := r.load(t, kit{kind: "plugin"})
+	const n = 3
+	var mu sync.Mutex
+	started := 0
+	all := make(chan struct{})
+	env := Env{Account: "kit-chat", Chat: func(ctx context.Context, body []byte) (int, []byte, error) {
+		mu.Lock()
+		if started++; started == n {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+			return http.StatusGatewayTimeout, []byte(`{"error":{"code":504,"message":"the other calls of the batch never started"}}`), nil
+		}
+		return http.StatusOK, []byte(`{"choices":[{"message":{"role":"assistant","content":"re: ` + string(body) + `"}}]}`), nil
+	}}
+	bodies := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	out, err := m.Call(r.host.WithEnv(context.Background(), env), abi.HookPreRequest, append([][]byte{ctxField("chat_batch")}, bodies...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1+2*n || string(out[0]) != "ok" {
+		t.Fatalf("chat_batch: got %s, want ok and a status and body per request", show(out))
+	}
+	for i, b := range bodies {
+		if string(out[1+2*i]) != "200" || !strings.Contains(string(out[2+2*i]), "re: "+string(b)) {
+			t.Errorf("chat_batch result %d: status %s body %s (the calls ran one at a time, or out of order)", i, out[1+2*i], out[2+2*i])
+		}
+	}
+	tooMany := make([][]byte, abi.MaxChatBatch+1)
+	for i := range tooMany {
+		tooMany[i] = []byte("x")
+	}
+	out, err = m.Call(r.host.WithEnv(context.Background(), env), abi.HookPreRequest, append([][]byte{ctxField("chat_batch")}, tooMany...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "chat_batch of too many", out, abi.HostFailed)
+	wantCode(t, "chat_batch without an env", r.hostCall(t, m, nil, "chat_batch", []byte("x")), abi.HostDenied)
+}
+
+// chatReserve checks chat_reserve hands the plan to the host and its
+// answer back, an error status included.
+func (r *runner) chatReserve(t *testing.T) {
+	m := r.load(t, kit{kind: "plugin"})
+	var got []byte
+	env := Env{Account: "kit-chat", Chat: func(context.Context, []byte) (int, []byte, error) { return 200, []byte("{}"), nil },
+		Reserve: func(_ context.Context, plan []byte) (int, []byte, int, error) {
+			got = append([]byte(nil), plan...)
+			return http.StatusOK, []byte(`{"held":0.25,"calls":2}`), 2, nil
+		}}
+	plan := []byte(`{"calls":[{"model":"kit/model","prompt_tokens":10,"max_tokens":5}]}`)
+	out := r.hostCall(t, m, &env, "chat_reserve", plan)
+	if len(out) != 3 || string(out[0]) != "ok" || string(out[1]) != "200" || !strings.Contains(string(out[2]), `"held":0.25`) || !bytes.Equal(got, plan) {
+		t.Errorf("chat_reserve: got %s (host saw %q)", show(out), got)
+	}
+	env.Reserve = func(context.Context, []byte) (int, []byte, int, error) {
+		return http.StatusPaymentRequired, []byte(`{"error":{"code":402,"message":"no credits"}}`), 0, nil
+	}
+	if out := r.hostCall(t, m, &env, "chat_reserve", plan); len(out) != 3 || string(out[1]) != "402" {
+		t.Errorf("chat_reserve refused: got %s, want ok, 402 and the error body", show(out))
+	}
+	wantCode(t, "chat_reserve with no reserve function", r.hostCall(t, m, &Env{Account: "kit-chat", Chat: env.Chat}, "chat_reserve", plan), abi.HostDenied)
 }
 
 func (r *runner) countTokens(t *testing.T) {

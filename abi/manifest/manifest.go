@@ -337,6 +337,8 @@ func (m *Manifest) GrantsHostFunction(f string) bool {
 		f = abi.GrantHTTP
 	case abi.HostKVGet, abi.HostKVPut:
 		f = abi.GrantKV
+	case abi.HostChatBatch, abi.HostChatReserve:
+		f = abi.GrantChat
 	case abi.HostResult:
 		// result reads what chat, count_tokens and kv return: any of them
 		// grants it.

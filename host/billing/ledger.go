@@ -435,6 +435,10 @@ type Request struct {
 	// Zero means one.
 	Choices  int64
 	Streamed bool
+	// Envelope, when set, is a hold taken for this request's group
+	// (Ledger.Hold): the reservation's hold is drawn from it first, and
+	// only the rest must fit the account.
+	Envelope *Envelope
 }
 
 // bound is the worst case of req: its prompt and each choice's output
@@ -489,7 +493,9 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 	}
 	ks := a.key(k.Hash)
 	r.key = ks
+	drawn := req.Envelope.draw(a, ks, hold)
 	if e := l.fits(a, ks, r, hold, now); e != nil {
+		req.Envelope.undraw(drawn)
 		a.mu.Unlock()
 		return nil, e
 	}

@@ -192,6 +192,12 @@ type chatReq struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
 }
 
 // words is a crude token count: the demo has no tokenizer, and says so by
@@ -262,6 +268,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 	reply := f.Reply
 	if reply == "" {
 		reply = turn.reply
+	}
+	if reply == "" && req.ResponseFormat != nil && req.ResponseFormat.Type == "json_schema" && req.ResponseFormat.JSONSchema != nil {
+		// Structured output: an instance of the schema, as a model that
+		// honours strict json_schema answers.
+		reply = Instance(req.ResponseFormat.JSONSchema.Schema, req.Model+": "+firstWords(lastUser, 8))
+	}
+	if reply == "" && req.Model != "echo" && req.Model != "" {
+		// The demo's other models (echo-<name>) answer in their own words,
+		// so a request that asks several of them shows who said what.
+		reply = "This is the Switchyard demo provider (offline, no model behind it), answering as " + req.Model + ". You said: " + lastUser
 	}
 	if reply == "" {
 		reply = "This is the Switchyard demo provider (offline, no model behind it). You said: " + lastUser

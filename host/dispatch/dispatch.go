@@ -75,6 +75,10 @@ type Job struct {
 	// PluginTime, when set, reports the wall time of the request's plugin
 	// hooks so far; settlement records it on the generation.
 	PluginTime func() time.Duration
+	// Envelope, when set, is a hold taken for a group of requests this one
+	// belongs to (a module's planned sub-requests): its hold is drawn from
+	// it first (billing.Ledger.Hold).
+	Envelope *billing.Envelope
 }
 
 func (j *Job) pluginTime() time.Duration {
@@ -122,6 +126,7 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
 		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
+		Envelope: job.Envelope,
 	})
 	endSpan(err)
 	if err != nil {
@@ -285,6 +290,16 @@ func (r *Result) SettleRecord(body []byte, u billing.Usage, finish string) ([]by
 		return out, g, nil
 	}
 	return body, g, nil
+}
+
+// Record is the generation a settled run left (a failed run is settled by
+// Run), or nil when r is nil or not settled yet.
+func (r *Result) Record() *billing.Generation {
+	if r == nil || r.res == nil || !r.res.Settled() {
+		return nil
+	}
+	g, _ := r.res.Settle(billing.Outcome{}) // settled: returns the record, changes nothing
+	return g
 }
 
 // AddFees adds server-tool fees to this run's charge (billing.Reservation.AddFees).

@@ -555,12 +555,14 @@ func (s *stage) fail(hook, msg string) *apierr.Error {
 }
 
 // block turns a plugin's block body into the error the caller gets: 403
-// unless the plugin chose another 4xx, with its metadata (e.g. the patterns
+// unless the plugin chose another 4xx or 5xx status, with its metadata (e.g. the patterns
 // a guardrail matched).
 func (s *stage) block(b []byte, stages []map[string]any) *apierr.Error {
 	e := &apierr.Error{Status: http.StatusForbidden, Message: "request blocked by plugin " + s.name}
 	if gjson.ValidBytes(b) {
-		if c := int(gjson.GetBytes(b, "code").Int()); c >= 400 && c < 500 {
+		// A 4xx refuses the request; a 5xx says the plugin's own work
+		// failed upstream (a fusion whose every panel member failed).
+		if c := int(gjson.GetBytes(b, "code").Int()); c >= 400 && c < 600 {
 			e.Status = c
 		}
 		if m := gjson.GetBytes(b, "message").Str; m != "" {

@@ -45,19 +45,35 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	// Host functions called by this request's modules (chat sub-requests
 	// among them) act for it: the same key, counted in its usage.
 	req.spend = &spend{}
-	ctx = withCallEnv(ctx, req, genID, s.subChat(req, genID, req.spend))
+	req.group = newSubGroup()
+	ctx = withCallEnv(ctx, req, genID, s.subChat(req, genID, req.spend), s.reserveFor(req))
 	pl, aerr := s.buildPipeline(req) // compress.go
 	if aerr != nil {
 		cancel()
 		req.adm.end()
 		return aerr
 	}
-	adm := req.adm
-	release := func() { pl.Release(); cancel(); adm.end() }
-	edited, answer, aerr := s.preRequest(ctx, req, pl)
+	adm, group := req.adm, req.group
+	release := func() { pl.Release(); cancel(); group.release(); adm.end() }
+	var edited *chatRequest
+	var answer []byte
+	if req.Stream && !pl.Empty() {
+		o, opened := s.streamPre(c, ctx, req, pl, genID, release) // prestream.go
+		if opened {
+			return nil
+		}
+		edited, answer, aerr = o.edited, o.answer, o.aerr
+	} else {
+		edited, answer, aerr = s.preRequest(ctx, req, pl)
+	}
 	switch {
 	case aerr != nil:
 		release()
+		if req.spend.made() {
+			// Its plugins' sub-requests were charged: their records are
+			// <id>-sub<n> (a failed fusion's panel).
+			c.Set("X-Generation-Id", genID)
+		}
 		return s.writeError(c, aerr, s.pluginMeta(req, pl))
 	case answer != nil:
 		release()
@@ -162,6 +178,9 @@ type chatRequest struct {
 	adm  *admission // its rate-limit admission
 	// spend sums the charges of its runs (server-tool turns, sub-requests).
 	spend *spend
+	// group is shared with the chat sub-requests its modules make: their
+	// reserved hold and the signal that they started (subgroup.go).
+	group *subGroup
 }
 
 func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
@@ -207,14 +226,15 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	if vr.SessionID == "" {
 		vr.SessionID = req.SessionID // the header's session still applies
 	}
-	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm, spend: req.spend}, nil, nil
+	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm, spend: req.spend, group: req.group}, nil, nil
 }
 
 // job is the request for the dispatcher.
 func (req *chatRequest) job(ks *keys.Store, genID string) *dispatch.Job {
 	acct := ks.Providers(req.key.AccountID)
 	return &dispatch.Job{
-		Key: req.key, GenID: genID, Body: req.Body, Stream: req.Stream, MaxOutput: req.MaxOutput, Choices: req.N,
+		Envelope: req.group.hold(),
+		Key:      req.key, GenID: genID, Body: req.Body, Stream: req.Stream, MaxOutput: req.MaxOutput, Choices: req.N,
 		PromptBound: req.PromptBound, Images: req.Images, Read: dispatch.ReadChat,
 		Route: route.Request{
 			Kind: catalog.KindChat, Models: req.Models, Prefs: req.Prefs, Params: req.Params,
@@ -250,17 +270,18 @@ func (s *Server) pluginMeta(req *chatRequest, pl *pipeline.Pipeline) *wire.Metad
 	if !req.meta {
 		return nil
 	}
-	m := wire.PluginAnswered(req.Model(), pl.Stages)
+	m := wire.PluginAnswered(req.Model(), req.spend.withStages(pl.Stages))
 	m.Endpoints = s.Router.Unrouted(req.Models, m.Strategy).Metadata(req.Model(), nil, 0).Endpoints
 	return m
 }
 
 // respondFromPlugin answers with the chat result a pre_request plugin
-// produced. Nothing went upstream, so nothing is charged. A streaming
-// request gets the result as a stream.
+// produced. Nothing went upstream for the request itself: what is charged
+// is the chat sub-requests the plugin made (a fusion's panel), whose usage
+// becomes the answer's. A streaming request gets the result as a stream.
 func (s *Server) respondFromPlugin(c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, genID string, result []byte) error {
 	id := wire.Identity{GenID: genID, Model: req.Model()}
-	result = s.pluginMeta(req, pl).Set(wire.PluginResult(result, id))
+	result = s.pluginMeta(req, pl).Set(req.spend.answered(wire.PluginResult(result, id), req.adm))
 	c.Set("X-Generation-Id", genID)
 	if !req.Stream {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

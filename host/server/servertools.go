@@ -74,6 +74,9 @@ type spend struct {
 	uncollected billing.Nanos
 	subs        []map[string]any // service_metadata entries of sub-requests
 	subCharged  billing.Nanos
+	subUsage    billing.Usage // the sub-requests' usage summed
+	subCost     billing.Cost  // and their cost by part (their final attempts)
+	subFailed   billing.Nanos // their failed attempts
 }
 
 func (sp *spend) add(g *billing.Generation) {
@@ -92,9 +95,63 @@ func (sp *spend) addSub(g *billing.Generation, model string) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.subCharged += g.Charged
+	sp.subUsage = sp.subUsage.Add(g.Usage)
+	sp.subCost = sp.subCost.Add(g.Cost)
+	sp.subFailed += g.FailedCost
 	sp.uncollected += g.Uncollected
 	sp.subs = append(sp.subs, map[string]any{"id": g.ID, "model": model, "provider": g.Provider,
 		"status": g.Status, "cost": g.Charged, "prompt_tokens": g.Usage.PromptTokens, "completion_tokens": g.Usage.CompletionTokens})
+}
+
+// addFailedSub counts a sub-request that failed: what its settled record
+// charged (a cancelled attempt's prompt) and the error, for
+// service_metadata.
+func (sp *spend) addFailedSub(id, model string, r *dispatch.Result, e *apierr.Error) {
+	g := r.Record()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	entry := map[string]any{"id": id, "model": model, "status": "error", "error": e.Message, "http_status": e.Status, "cost": billing.Nanos(0)}
+	if g != nil {
+		sp.subCharged += g.Charged
+		sp.subUsage = sp.subUsage.Add(g.Usage)
+		sp.subCost = sp.subCost.Add(g.Cost)
+		sp.subFailed += g.FailedCost
+		sp.uncollected += g.Uncollected
+		entry["status"], entry["cost"], entry["provider"] = g.Status, g.Charged, g.Provider
+	}
+	sp.subs = append(sp.subs, entry)
+}
+
+// addLoop counts a sub-request that ran the server-tool loop: every turn's
+// charge and usage (sub is the loop's own spend).
+func (sp *spend) addLoop(sub *spend, id, model, status string, e *apierr.Error, turns, calls int) {
+	sub.mu.Lock()
+	charged, usage, unc := sub.charged+sub.subCharged, sub.usage, sub.uncollected
+	cost, failed := sub.cost, sub.failed
+	sub.mu.Unlock()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.subCharged += charged
+	sp.subUsage = sp.subUsage.Add(usage)
+	sp.subCost = sp.subCost.Add(cost)
+	sp.subFailed += failed
+	sp.uncollected += unc
+	entry := map[string]any{"id": id, "model": model, "status": status, "cost": charged,
+		"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "turns": turns, "tool_calls": calls}
+	if e != nil {
+		entry["error"], entry["http_status"] = e.Message, e.Status
+	}
+	sp.subs = append(sp.subs, entry)
+}
+
+// made reports whether the request's modules made sub-requests.
+func (sp *spend) made() bool {
+	if sp == nil {
+		return false
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return len(sp.subs) > 0
 }
 
 // total is everything charged so far, sub-requests included.
@@ -124,6 +181,30 @@ func (sp *spend) withStages(stages []map[string]any) []map[string]any {
 		return append(append([]map[string]any{}, stages...), subs...)
 	}
 	return stages
+}
+
+// answered writes the usage of a result a plugin answered with (pre_request
+// respond) when its modules made sub-requests: the answer is theirs, so its
+// usage is their usage summed and its cost what they were charged (which
+// is what the ledger's generations <id>-sub<n> hold). A result without
+// sub-requests is left as the plugin wrote it.
+func (sp *spend) answered(raw []byte, adm *admission) []byte {
+	if sp == nil {
+		return raw
+	}
+	sp.mu.Lock()
+	n := len(sp.subs)
+	g := &billing.Generation{Usage: sp.subUsage, Cost: sp.subCost, FailedCost: sp.subFailed, Charged: sp.subCharged, Uncollected: sp.uncollected}
+	sp.mu.Unlock()
+	if n == 0 {
+		return raw
+	}
+	adm.record(g.Usage) // the rate limit's token count
+	if out, err := wire.WriteUsage(raw, g); err == nil {
+		raw = out
+	}
+	raw, _ = sjson.SetRawBytes(raw, "usage.cost_details.sub_requests", []byte(g.Charged.USD()))
+	return raw
 }
 
 // includeSubs adds the sub-requests' charge to the usage.cost of a result
@@ -364,7 +445,7 @@ func (l *toolLoop) job(body []byte, id string) *dispatch.Job {
 	turn.Body, turn.Stream = body, stream
 	turn.PromptBound, turn.Images = tokenize.EstimatePrompt(body)
 	turn.PromptTokens = validate.EstimateTokens(len(gjson.GetBytes(body, "messages").Raw))
-	req := &chatRequest{ChatRequest: &turn, key: l.req.key}
+	req := &chatRequest{ChatRequest: &turn, key: l.req.key, group: l.req.group}
 	j := req.job(l.s.Keys, id)
 	j.PluginTime = l.pl.Time
 	return j
@@ -583,14 +664,24 @@ func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend) func(c
 			return fail(aerr)
 		case vr.Stream:
 			return fail(apierr.BadRequest("stream", "a sub-request cannot stream: send stream false"))
-		case vr.ServerTools:
-			return fail(apierr.BadRequest("tools", "server tools are not available in a sub-request"))
+		case vr.ServerTools && parent.group.hold() == nil:
+			// A loop's turns multiply a sub-request's cost: only calls
+			// a module reserved up front (chat_reserve, a fusion's panel)
+			// may run one.
+			return fail(apierr.BadRequest("tools", "server tools are not available in a sub-request unless its module reserved the calls first (chat_reserve)"))
+		case vr.ServerTools && vr.N > 1:
+			return fail(apierr.BadRequest("n", "must be 1 with server tools: the loop continues one conversation"))
 		}
 		if vr, aerr = s.normalizeChat(vr); aerr != nil {
 			return fail(aerr)
 		}
-		req := &chatRequest{ChatRequest: vr, key: parent.key, spend: &spend{}}
-		ctx = withCallEnv(ctx, req, id, nil)
+		req := &chatRequest{ChatRequest: vr, key: parent.key, spend: &spend{}, group: parent.group}
+		if parent.group.hold() != nil {
+			// A reserved group (a fusion) is under way: a streaming
+			// parent may open its stream now (prestream.go).
+			parent.group.start()
+		}
+		ctx = withCallEnv(ctx, req, id, nil, nil)
 		pl, aerr := s.buildPipeline(req) // compress.go
 		if aerr != nil {
 			return fail(aerr)
@@ -604,20 +695,26 @@ func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend) func(c
 			return http.StatusOK, wire.PluginResult(answer, wire.Identity{GenID: id, Model: req.Model()}), nil
 		}
 		req = edited
+		if req.ServerTools {
+			return s.subToolLoop(ctx, req, pl, id, sp)
+		}
 		job := req.job(s.Keys, id)
 		job.PluginTime = pl.Time
 		r, aerr := s.Dispatcher.Run(ctx, job)
 		if aerr != nil {
+			sp.addFailedSub(id, req.Model(), r, aerr)
 			return fail(aerr)
 		}
 		raw := wire.Completion(r.Body, r.Identity(), "chat.completion")
 		r.Body = nil
 		u := r.Usage(raw, func() string { return wire.CompletionText(raw) })
 		raw, g, aerr := r.SettleRecord(raw, u, gjson.GetBytes(raw, "choices.0.finish_reason").Str)
+		if g != nil {
+			sp.addSub(g, req.Model())
+		}
 		if aerr != nil {
 			return fail(aerr)
 		}
-		sp.addSub(g, req.Model())
 		r.Succeeded(0, int(u.CompletionTokens))
 		if !pl.Empty() {
 			if edited, perr := pl.Post(ctx, raw); perr == nil {
@@ -628,9 +725,44 @@ func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend) func(c
 	}
 }
 
+// subToolLoop runs a sub-request whose tools hold server tools through the
+// server-tool loop (JSON, never streamed): every turn is held (from the
+// parent's reservation first), settled and charged like a client's, and the
+// whole loop counts as one sub-request in the parent's usage.
+func (s *Server) subToolLoop(ctx context.Context, req *chatRequest, pl *pipeline.Pipeline, id string, sp *spend) (int, []byte, error) {
+	set, aerr := tools.Resolve(s.Modules, req.key.AccountID, req.Body)
+	if aerr != nil {
+		return aerr.Status, aerr.Envelope(nil), nil
+	}
+	defer set.Release()
+	l := &toolLoop{s: s, req: req, pl: pl, set: set, genID: id, body: req.Body, spend: req.spend,
+		env: tools.Env{RequestID: id, Account: req.key.AccountID, Model: req.Model()}, maxCalls: maxToolCalls(req.ChatRequest)}
+	raw, aerr := l.run(ctx)
+	status := billing.StatusSuccess
+	if aerr != nil {
+		status = "error"
+		if l.last != nil {
+			if g := l.last.Record(); g != nil {
+				status = g.Status
+			}
+		}
+	}
+	sp.addLoop(req.spend, id, req.Model(), status, aerr, l.turns, l.executed)
+	if aerr != nil {
+		return aerr.Status, aerr.Envelope(nil), nil
+	}
+	if !pl.Empty() {
+		if edited, perr := pl.Post(ctx, raw); perr == nil {
+			raw = edited
+		}
+	}
+	return http.StatusOK, raw, nil
+}
+
 // withCallEnv puts the request's environment for host functions in ctx
 // (wasm.CallEnv): who pays, the request id, and the chat sub-request
 // function (nil for a sub-request: no recursion).
-func withCallEnv(ctx context.Context, req *chatRequest, id string, chat func(context.Context, []byte) (int, []byte, error)) context.Context {
-	return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: req.key.AccountID, KeyID: req.key.Hash, RequestID: id, Chat: chat})
+func withCallEnv(ctx context.Context, req *chatRequest, id string, chat func(context.Context, []byte) (int, []byte, error),
+	reserve func(context.Context, []byte) (int, []byte, int, error)) context.Context {
+	return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: req.key.AccountID, KeyID: req.key.Hash, RequestID: id, Chat: chat, Reserve: reserve})
 }

@@ -26,6 +26,12 @@ type CallEnv struct {
 	// that could not run at all (HostFailed, with its message); an API
 	// error is a status and body like any response.
 	Chat func(ctx context.Context, body []byte) (status int, resp []byte, err error)
+	// Reserve holds the worst-case cost of the chat sub-requests a module
+	// plans (chat_reserve: the plan JSON of docs/abi.md) before any runs;
+	// the request's later sub-requests draw their holds from it. It returns
+	// the status and body the module reads and the number of calls
+	// reserved. nil: chat_reserve is refused with HostDenied.
+	Reserve func(ctx context.Context, plan []byte) (status int, resp []byte, calls int, err error)
 	// HTTPCalls and ChatCalls are the request's budgets of http_request
 	// and chat calls (0: the engine's defaults, Engine.HTTP.CallsPerRequest
 	// and Engine.ChatCallsPerRequest). Past them the call answers
@@ -33,12 +39,43 @@ type CallEnv struct {
 	HTTPCalls, ChatCalls int
 
 	httpUsed, chatUsed atomic.Int64
+	// chatRaised is a chat budget a reservation raised (0: none).
+	chatRaised atomic.Int64
+}
+
+// chatLimit is the request's chat budget: ChatCalls, else def, or what a
+// reservation raised it to.
+func (e *CallEnv) chatLimit(def int) int {
+	limit := e.ChatCalls
+	if limit <= 0 {
+		limit = def
+	}
+	return max(limit, int(e.chatRaised.Load()))
+}
+
+// raiseChatLimit lets the request make n chat calls in all.
+func (e *CallEnv) raiseChatLimit(n int) {
+	for {
+		cur := e.chatRaised.Load()
+		if int64(n) <= cur || e.chatRaised.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
 }
 
 // HTTPCallsUsed and ChatCallsUsed report what the request has spent, for
 // metadata and tests.
 func (e *CallEnv) HTTPCallsUsed() int { return int(e.httpUsed.Load()) }
 func (e *CallEnv) ChatCallsUsed() int { return int(e.chatUsed.Load()) }
+
+// spendN takes n calls of budget limit from used, all or none.
+func spendN(used *atomic.Int64, n, limit int) bool {
+	if used.Add(int64(n)) > int64(limit) {
+		used.Add(-int64(n))
+		return false
+	}
+	return true
+}
 
 // spend takes one call of budget limit from used; false once spent.
 func spend(used *atomic.Int64, limit int) bool {

@@ -157,6 +157,8 @@ func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		NewFunctionBuilder().WithFunc(e.hostHTTPRequest).Export(abi.HostHTTPRequest).
 		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostHTTPResponse).
 		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostChat)).Export(abi.HostChat).
+		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostChatBatch)).Export(abi.HostChatBatch).
+		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostChatReserve)).Export(abi.HostChatReserve).
 		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostCountTokens)).Export(abi.HostCountTokens).
 		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostKVGet)).Export(abi.HostKVGet).
 		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostKVPut)).Export(abi.HostKVPut).
@@ -548,7 +550,7 @@ func sameTypes(a, b []api.ValueType) bool {
 // hostFunctions are the imports of module "switchyard" a manifest can grant.
 var hostFunctions = map[string]bool{
 	abi.HostLog: true, abi.HostHTTPRequest: true, abi.HostHTTPResponse: true,
-	abi.HostChat: true, abi.HostCountTokens: true, abi.HostKVGet: true, abi.HostKVPut: true, abi.HostResult: true,
+	abi.HostChat: true, abi.HostChatBatch: true, abi.HostChatReserve: true, abi.HostCountTokens: true, abi.HostKVGet: true, abi.HostKVPut: true, abi.HostResult: true,
 }
 
 func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -71,10 +72,7 @@ func (e *Engine) hostCall(ctx context.Context, mod *Module, name string, fields 
 		if env.Chat == nil {
 			return fail(abi.HostDenied, "chat is not available to this call (no request to run it under)")
 		}
-		limit := env.ChatCalls
-		if limit <= 0 {
-			limit = e.chatCalls()
-		}
+		limit := env.chatLimit(e.chatCalls())
 		if !spend(&env.chatUsed, limit) {
 			return fail(abi.HostBudget, "this request's budget of "+strconv.Itoa(limit)+" chat calls is spent")
 		}
@@ -83,6 +81,60 @@ func (e *Engine) hostCall(ctx context.Context, mod *Module, name string, fields 
 		status, resp, err := env.Chat(ctx, append([]byte(nil), field(0)...))
 		if err != nil {
 			return fail(abi.HostFailed, "chat: "+err.Error())
+		}
+		dst = abi.AppendFieldString(dst, strconv.Itoa(status))
+		dst = abi.AppendField(dst, resp)
+		return dst, int64(len(dst))
+	case abi.HostChatBatch:
+		if env.Chat == nil {
+			return fail(abi.HostDenied, "chat_batch is not available to this call (no request to run it under)")
+		}
+		if len(fields) < 1 || len(fields) > abi.MaxChatBatch {
+			return fail(abi.HostFailed, "chat_batch takes 1 to "+strconv.Itoa(abi.MaxChatBatch)+" request bodies, got "+strconv.Itoa(len(fields)))
+		}
+		limit := env.chatLimit(e.chatCalls())
+		if !spendN(&env.chatUsed, len(fields), limit) {
+			return fail(abi.HostBudget, "this request's budget of "+strconv.Itoa(limit)+" chat calls cannot take "+strconv.Itoa(len(fields))+" more")
+		}
+		type answer struct {
+			status int
+			resp   []byte
+			err    error
+		}
+		out := make([]answer, len(fields))
+		var wg sync.WaitGroup
+		for i, f := range fields {
+			// Copies: the fields view the instance's buffers, reused once
+			// this call returns.
+			body := append([]byte(nil), f...)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[i].status, out[i].resp, out[i].err = env.Chat(ctx, body)
+			}()
+		}
+		wg.Wait()
+		for _, a := range out {
+			if a.err != nil {
+				// A call that could not run at all reads like an error
+				// response, so the others' results are kept.
+				a.status, a.resp = 500, []byte(`{"error":{"code":500,"message":`+strconv.Quote("chat: "+a.err.Error())+`}}`)
+			}
+			dst = abi.AppendFieldString(dst, strconv.Itoa(a.status))
+			dst = abi.AppendField(dst, a.resp)
+		}
+		return dst, int64(len(dst))
+	case abi.HostChatReserve:
+		if env.Chat == nil || env.Reserve == nil {
+			return fail(abi.HostDenied, "chat_reserve is not available to this call (no request to run it under)")
+		}
+		status, resp, calls, err := env.Reserve(ctx, append([]byte(nil), field(0)...))
+		if err != nil {
+			return fail(abi.HostFailed, "chat_reserve: "+err.Error())
+		}
+		if status == 200 && calls > 0 {
+			// The reserved calls are paid for: the budget covers them.
+			env.raiseChatLimit(int(env.chatUsed.Load()) + calls)
 		}
 		dst = abi.AppendFieldString(dst, strconv.Itoa(status))
 		dst = abi.AppendField(dst, resp)

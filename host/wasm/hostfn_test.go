@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,6 +212,46 @@ func TestChatHostFunction(t *testing.T) {
 	kitCall(t, mod, ctx2, "chat", []byte(`{}`))
 	wantHostCode(t, kitCall(t, mod, ctx2, "chat", []byte(`{}`)), abi.HostBudget)
 	wantHostCode(t, kitCall(t, mod, context.Background(), "chat", []byte(`{}`)), abi.HostDenied)
+}
+
+// TestChatBatchBudget: a batch takes one call of the chat budget per body,
+// all or none, and a reservation raises the budget to the calls it planned.
+func TestChatBatchBudget(t *testing.T) {
+	e, _ := hostEngine(t, nil, func(e *wasm.Engine) { e.ChatCallsPerRequest = 3 })
+	mod := loadKit(t, e, allGrants+"}")
+	var n atomic.Int64
+	env := &wasm.CallEnv{Account: "acct", Chat: func(context.Context, []byte) (int, []byte, error) {
+		n.Add(1)
+		return 200, []byte(`{}`), nil
+	}, Reserve: func(context.Context, []byte) (int, []byte, int, error) {
+		return 200, []byte(`{"held":1,"calls":6}`), 6, nil
+	}}
+	ctx := wasm.WithCallEnv(context.Background(), env)
+	batch := func(k int) [][]byte {
+		fields := [][]byte{[]byte(`{"case":"chat_batch"}`)}
+		for range k {
+			fields = append(fields, []byte(`{}`))
+		}
+		out, err := mod.Call(ctx, abi.HookPreRequest, fields...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Fields
+	}
+	if out := batch(2); len(out) != 5 || string(out[0]) != "ok" {
+		t.Fatalf("a batch of 2: %s", fields(out))
+	}
+	wantHostCode(t, batch(2), abi.HostBudget) // 1 left: refused whole
+	if n.Load() != 2 || env.ChatCallsUsed() != 2 {
+		t.Fatalf("%d calls ran, %d counted", n.Load(), env.ChatCallsUsed())
+	}
+	if out := kitCall(t, mod, ctx, "chat_reserve", []byte(`{"calls":[]}`)); len(out) != 3 || string(out[1]) != "200" {
+		t.Fatalf("chat_reserve: %s", fields(out))
+	}
+	if out := batch(6); len(out) != 13 { // 2 used + 6 reserved: 8 in all
+		t.Fatalf("after the reservation: %s", fields(out))
+	}
+	wantHostCode(t, batch(1), abi.HostBudget)
 }
 
 // TestCountTokensAgreesWithServer: count_tokens is the count the gateway

@@ -14,7 +14,8 @@
 //	http    an outbound call through http_request/http_response
 //	http_repeat  the same call "times" times: how many succeeded, then the
 //	        first failure's code and message
-//	chat, count_tokens, kv_get, kv_put, kv_fill   the host functions
+//	chat, chat_batch, chat_reserve, count_tokens, kv_get, kv_put, kv_fill
+//	        the host functions
 //	        through the SDK (see each case for its fields)
 //	result_small  count_tokens, then its result copied with a 1-byte
 //	        buffer first: the full size comes back, and a second copy
@@ -119,6 +120,32 @@ func handler(h abi.Hook) sdk.Handler {
 		case "chat":
 			// in: body; out: "ok", status, response body.
 			status, resp, err := sdk.Chat(in.Field(1))
+			if err != nil {
+				return hostFailure(out, err)
+			}
+			out.FieldString("ok")
+			out.FieldString(strconv.Itoa(status))
+			out.Field(resp)
+			return nil
+		case "chat_batch":
+			// in: bodies; out: "ok", then status and body per body.
+			var bodies [][]byte
+			for i := 1; i < in.Len(); i++ {
+				bodies = append(bodies, in.Field(i))
+			}
+			rs, err := sdk.ChatBatch(bodies)
+			if err != nil {
+				return hostFailure(out, err)
+			}
+			out.FieldString("ok")
+			for _, r := range rs {
+				out.FieldString(strconv.Itoa(r.Status))
+				out.Field(r.Body)
+			}
+			return nil
+		case "chat_reserve":
+			// in: plan; out: "ok", status, body.
+			status, resp, err := sdk.ChatReserve(in.Field(1))
 			if err != nil {
 				return hostFailure(out, err)
 			}

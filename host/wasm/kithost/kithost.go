@@ -67,7 +67,7 @@ func (h *Host) Close(ctx context.Context) error {
 
 // WithEnv puts env in ctx as the request's wasm.CallEnv.
 func (h *Host) WithEnv(ctx context.Context, env conformance.Env) context.Context {
-	return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: env.Account, Chat: env.Chat})
+	return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: env.Account, Chat: env.Chat, Reserve: env.Reserve})
 }
 
 // Load parses the manifest as the gateway does and loads the module.

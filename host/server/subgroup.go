@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/validate"
+	"github.com/tidwall/gjson"
+)
+
+// subGroup is what a request shares with the chat sub-requests its modules
+// make (CallEnv.Chat, chat_batch): the hold a module reserved for them
+// (chat_reserve) and the signal that the first of them started, which lets
+// a streaming request open its stream and send keep-alives while a plugin
+// works (chat.go, streamPre).
+type subGroup struct {
+	mu       sync.Mutex
+	envelope *billing.Envelope
+	started  chan struct{}
+	once     sync.Once
+}
+
+func newSubGroup() *subGroup { return &subGroup{started: make(chan struct{})} }
+
+// start marks that a sub-request is under way.
+func (g *subGroup) start() {
+	if g != nil {
+		g.once.Do(func() { close(g.started) })
+	}
+}
+
+// hold is the group's envelope, or nil.
+func (g *subGroup) hold() *billing.Envelope {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.envelope
+}
+
+// release returns what is left of the envelope to the account.
+func (g *subGroup) release() {
+	if g != nil {
+		g.hold().Release()
+	}
+}
+
+// reserveFor is CallEnv.Reserve for a request (abi chat_reserve): it
+// estimates the worst case of every planned call at the endpoint routing
+// would try first — (prompt + max output) at its prices, times the call's
+// turns (a member with server tools makes up to max_tool_calls + 1) — and
+// holds the sum against the account before any call runs. The request's
+// sub-requests then draw their own holds from it. One reservation per
+// request.
+func (s *Server) reserveFor(parent *chatRequest) func(ctx context.Context, plan []byte) (int, []byte, int, error) {
+	return func(ctx context.Context, plan []byte) (int, []byte, int, error) {
+		fail := func(e *apierr.Error) (int, []byte, int, error) { return e.Status, e.Envelope(nil), 0, nil }
+		if !gjson.ValidBytes(plan) {
+			return fail(apierr.BadRequest("plan", "the chat_reserve plan is not JSON"))
+		}
+		calls := gjson.GetBytes(plan, "calls").Array()
+		if len(calls) == 0 || len(calls) > abi.MaxChatReserve {
+			return fail(apierr.BadRequest("plan.calls", "must hold 1 to %d calls, got %d", abi.MaxChatReserve, len(calls)))
+		}
+		var total billing.Nanos
+		turns := 0
+		for i, c := range calls {
+			cost, n, aerr := s.worstCase(parent, c)
+			if aerr != nil {
+				aerr.Message = fmt.Sprintf("plan.calls[%d]: %s", i, aerr.Message)
+				return fail(aerr)
+			}
+			total += cost
+			turns += n
+		}
+		g := parent.group
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.envelope != nil {
+			return fail(apierr.New(http.StatusConflict, "this request already reserved its sub-requests"))
+		}
+		env, aerr := s.Ledger.Hold(parent.key, total)
+		if aerr != nil {
+			return fail(aerr)
+		}
+		g.envelope = env
+		return http.StatusOK, []byte(fmt.Sprintf(`{"held":%s,"calls":%d}`, total.USD(), turns)), turns, nil
+	}
+}
+
+// worstCase is one planned call's worst-case cost and its number of turns.
+func (s *Server) worstCase(parent *chatRequest, c gjson.Result) (billing.Nanos, int, *apierr.Error) {
+	model := c.Get("model").Str
+	prompt, maxOut, turns := c.Get("prompt_tokens").Int(), c.Get("max_tokens").Int(), int(c.Get("turns").Int())
+	switch {
+	case model == "":
+		return 0, 0, apierr.BadRequest("model", "is required")
+	case prompt < 0 || maxOut < 0 || turns < 0 || turns > validate.MaxToolCalls+1:
+		return 0, 0, apierr.BadRequest("", "prompt_tokens and max_tokens must be >= 0 and turns 0 to %d", validate.MaxToolCalls+1)
+	}
+	turns = max(turns, 1)
+	// The model as a client's request names it: aliases and variants are
+	// resolved the same way.
+	body := []byte(`{"model":` + c.Get("model").Raw + `,"messages":[{"role":"user","content":"."}]}`)
+	vr, aerr := validate.Chat(body)
+	if aerr == nil {
+		vr, aerr = s.normalizeChat(vr)
+	}
+	if aerr != nil {
+		return 0, 0, aerr
+	}
+	acct := s.Keys.Providers(parent.key.AccountID)
+	// Routed without the prompt estimate: an estimate is not a reason to
+	// refuse (each call is checked against its context when it runs); the
+	// hold is capped at the context below.
+	plan, aerr := s.Router.Plan(route.Request{Models: vr.Models, MaxOutputTokens: int(maxOut),
+		AccountOnly: acct.Only, AccountIgnore: acct.Ignore})
+	if aerr != nil {
+		return 0, 0, aerr
+	}
+	ep := plan.Attempts[0]
+	out := int(maxOut)
+	if clamped, ok := route.ClampedOutput(ep, out); ok {
+		out = clamped
+	}
+	if out == 0 {
+		out = ep.MaxOutput
+	}
+	if out == 0 {
+		out = ep.ContextLength
+	}
+	p := prompt
+	if ep.ContextLength > 0 {
+		p = min(p, int64(ep.ContextLength))
+	}
+	one := billing.RatesOf(ep.Price).WorstCase(p, int64(out), 0)
+	return one * billing.Nanos(turns), turns, nil
+}

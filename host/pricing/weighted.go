@@ -33,15 +33,18 @@ type Weighted struct {
 	every  time.Duration
 	now    func() time.Time
 
-	mu      sync.Mutex
-	last    string // id of the last record read
+	mu      sync.Mutex   // held by the refresh
+	snap    sync.RWMutex // guards current for readers that skip a refresh
+	last    string       // id of the last record read
 	hours   map[int64]map[Key]sum
 	at      time.Time // of the last refresh
 	current map[Key]Price
 }
 
 // New reads db's records over the trailing window, refreshing at most once
-// per every (a request in between gets the prices of the last refresh).
+// per every (a request in between gets the prices of the last refresh; 0
+// refreshes on every call, which reads only the records settled since the
+// last one). A call that finds a refresh running does not wait for it.
 func New(db *bolt.DB, window, every time.Duration) *Weighted {
 	return &Weighted{db: db, window: window, every: every, now: time.Now, hours: map[int64]map[Key]sum{}}
 }
@@ -60,7 +63,13 @@ func (w *Weighted) Prices() (map[Key]Price, error) {
 	if w == nil || w.db == nil {
 		return nil, nil
 	}
-	w.mu.Lock()
+	if !w.mu.TryLock() {
+		// Another request is refreshing: this one takes the prices of the
+		// last refresh rather than wait.
+		w.snap.RLock()
+		defer w.snap.RUnlock()
+		return w.current, nil
+	}
 	defer w.mu.Unlock()
 	now := w.now()
 	if w.current != nil && now.Sub(w.at) < w.every {
@@ -120,6 +129,8 @@ func (w *Weighted) Prices() (map[Key]Price, error) {
 			out[k] = Price{USDPerM: float64(s.cost) / float64(s.tokens) / 1000, Tokens: s.tokens}
 		}
 	}
+	w.snap.Lock()
 	w.current, w.at = out, now
+	w.snap.Unlock()
 	return out, nil
 }

@@ -16,6 +16,10 @@ type Candidate struct {
 	InputModalities []string                 `json:"input_modalities"`
 	Scores          map[string]catalog.Score `json:"scores"`
 	Price           CandidatePrice           `json:"price"`
+	// Demo: served only by the offline demo provider (canned answers).
+	// Routers leave such models out of their default lists when a real
+	// one is available.
+	Demo bool `json:"demo,omitempty"`
 }
 
 // CandidatePrice is in USD per million tokens: the list prices of the
@@ -47,6 +51,7 @@ func (r *Router) Candidates(req Request, weighted Weighted) []Candidate {
 			continue
 		}
 		var cheapest *catalog.Endpoint
+		demo := true
 		var wCost float64
 		var wTokens int64
 		for _, ep := range m.Endpoints {
@@ -56,6 +61,7 @@ func (r *Router) Candidates(req Request, weighted Weighted) []Candidate {
 			if cheapest == nil || ep.Price.Prompt < cheapest.Price.Prompt {
 				cheapest = ep
 			}
+			demo = demo && ep.Provider.Demo
 			if weighted != nil {
 				if p, n, ok := weighted(m.ID, ep.Provider.Slug); ok && n > 0 {
 					wCost += p * float64(n)
@@ -67,7 +73,7 @@ func (r *Router) Candidates(req Request, weighted Weighted) []Candidate {
 			continue
 		}
 		c := Candidate{ID: m.ID, ContextLength: contextOf(m, cheapest), InputModalities: m.InputModalities, Scores: m.Scores,
-			Price: CandidatePrice{Prompt: cheapest.Price.Prompt, Completion: cheapest.Price.Completion}}
+			Price: CandidatePrice{Prompt: cheapest.Price.Prompt, Completion: cheapest.Price.Completion}, Demo: demo}
 		if c.Scores == nil {
 			c.Scores = map[string]catalog.Score{}
 		}

@@ -15,38 +15,21 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// smallRead records are read on every refresh; past it a refresh waits
+// readCost per record read (a record is decoded from JSON: about a
+// microsecond).
+const (
+	smallRead = 1000
+	readCost  = 20 * time.Microsecond
+)
+
 // Key names an endpoint: model id and provider slug.
 type Key struct{ Model, Provider string }
 
-// sum is one hour's traffic of one endpoint.
+// sum is some traffic of one endpoint.
 type sum struct {
 	tokens int64         // prompt tokens (cached ones included)
 	cost   billing.Nanos // what they cost: prompt + cache read
-}
-
-// Weighted keeps per-hour sums of the records it has read and reads only
-// the records written since its last refresh, so a refresh costs what was
-// settled since the last one, not the whole window.
-type Weighted struct {
-	db     *bolt.DB
-	window time.Duration
-	every  time.Duration
-	now    func() time.Time
-
-	mu      sync.Mutex   // held by the refresh
-	snap    sync.RWMutex // guards current for readers that skip a refresh
-	last    string       // id of the last record read
-	hours   map[int64]map[Key]sum
-	at      time.Time // of the last refresh
-	current map[Key]Price
-}
-
-// New reads db's records over the trailing window, refreshing at most once
-// per every (a request in between gets the prices of the last refresh; 0
-// refreshes on every call, which reads only the records settled since the
-// last one). A call that finds a refresh running does not wait for it.
-func New(db *bolt.DB, window, every time.Duration) *Weighted {
-	return &Weighted{db: db, window: window, every: every, now: time.Now, hours: map[int64]map[Key]sum{}}
 }
 
 // Price is an endpoint's effective input price over the window, in USD per
@@ -57,6 +40,43 @@ type Price struct {
 	Tokens  int64
 }
 
+// Weighted reads the records by id, which is the time a request started.
+// A record is written when the request ends, so a record's id can be older
+// than records already written: the records of the last Settle (longer
+// than any request may last) are read afresh on every refresh (the open
+// tail), and only older ones are added, once, to per-hour sums (the closed
+// part). A request that outlives Settle and ends after its id left the
+// tail is not counted.
+type Weighted struct {
+	db     *bolt.DB
+	window time.Duration
+	every  time.Duration
+	// Settle is how long after its start a request's record may still be
+	// written (the request timeout and a margin).
+	Settle time.Duration
+	now    func() time.Time
+
+	mu     sync.Mutex   // held by the refresh
+	snap   sync.RWMutex // guards current for readers that skip a refresh
+	closed string       // the closed part covers the ids before it
+	hours  map[int64]map[Key]sum
+	at     time.Time     // of the last refresh
+	next   time.Duration // wait after the last refresh before the next
+	// current is the last refresh's prices.
+	current map[Key]Price
+}
+
+// New reads db's records over the trailing window. It refreshes at most
+// once per every, and after a refresh that read more than smallRead
+// records it waits readCost for each (about twenty times what reading one
+// costs, so refreshing takes at most about 5% of a core however busy the
+// store is; counted in records, not timed, so a test sees the same
+// behaviour on a slow machine). A request in between gets the last
+// refresh's prices, and so does one that finds a refresh running.
+func New(db *bolt.DB, window, every time.Duration) *Weighted {
+	return &Weighted{db: db, window: window, every: every, Settle: 15 * time.Minute, now: time.Now, hours: map[int64]map[Key]sum{}}
+}
+
 // Prices returns the effective input price of every endpoint with traffic
 // in the window. The map is shared: read it, never change it.
 func (w *Weighted) Prices() (map[Key]Price, error) {
@@ -64,52 +84,66 @@ func (w *Weighted) Prices() (map[Key]Price, error) {
 		return nil, nil
 	}
 	if !w.mu.TryLock() {
-		// Another request is refreshing: this one takes the prices of the
-		// last refresh rather than wait.
 		w.snap.RLock()
 		defer w.snap.RUnlock()
 		return w.current, nil
 	}
 	defer w.mu.Unlock()
 	now := w.now()
-	if w.current != nil && now.Sub(w.at) < w.every {
+	if w.current != nil && now.Sub(w.at) < max(w.every, w.next) {
 		return w.current, nil
 	}
+	read := 0
 	from := now.Add(-w.window)
-	after := w.last
-	if first := billing.IDAt(from); after < first {
+	boundary := billing.IDAt(now.Add(-w.Settle))
+	if first := billing.IDAt(from); w.closed < first {
 		// Nothing read yet, or the last read is older than the window:
-		// start at the window's first record (a Seek, not a full scan).
-		after = first // no id is that short: the seek lands on the first record at or after from
+		// start at the window's first record (a seek, not a full scan;
+		// no id is as short as IDAt's, so none equals it).
+		w.closed = first
+	}
+	tail := map[Key]sum{}
+	add := func(m map[Key]sum, g *billing.Generation) {
+		read++
+		if g.Usage.PromptTokens <= 0 || g.Provider == "" {
+			return
+		}
+		k := Key{g.Model, g.Provider}
+		s := m[k]
+		s.tokens += g.Usage.PromptTokens
+		s.cost += g.Cost.Prompt + g.Cost.CacheRead
+		m[k] = s
 	}
 	err := w.db.View(func(tx *bolt.Tx) error {
-		last, err := billing.ForEachGenerationIn(tx, after, func(g *billing.Generation) bool {
-			if g.Usage.PromptTokens <= 0 || g.Provider == "" {
+		// The closed part: ids from the last boundary to this one.
+		if w.closed < boundary {
+			if _, err := billing.ForEachGenerationIn(tx, w.closed, func(g *billing.Generation) bool {
+				if g.ID >= boundary {
+					return false
+				}
+				h := g.CreatedAt.Unix() / 3600
+				if w.hours[h] == nil {
+					w.hours[h] = map[Key]sum{}
+				}
+				add(w.hours[h], g)
 				return true
+			}); err != nil {
+				return err
 			}
-			h := g.CreatedAt.Unix() / 3600
-			m := w.hours[h]
-			if m == nil {
-				m = map[Key]sum{}
-				w.hours[h] = m
-			}
-			k := Key{g.Model, g.Provider}
-			s := m[k]
-			s.tokens += g.Usage.PromptTokens
-			s.cost += g.Cost.Prompt + g.Cost.CacheRead
-			m[k] = s
+			w.closed = boundary
+		}
+		// The open tail, read afresh.
+		_, err := billing.ForEachGenerationIn(tx, max(boundary, w.closed), func(g *billing.Generation) bool {
+			add(tail, g)
 			return true
 		})
-		if last != "" {
-			w.last = last
-		}
 		return err
 	})
 	if err != nil {
 		return w.current, err
 	}
 	oldest := from.Unix() / 3600
-	total := map[Key]sum{}
+	total := tail
 	for h, m := range w.hours {
 		if h < oldest {
 			delete(w.hours, h)
@@ -130,7 +164,10 @@ func (w *Weighted) Prices() (map[Key]Price, error) {
 		}
 	}
 	w.snap.Lock()
-	w.current, w.at = out, now
+	w.current, w.at, w.next = out, now, 0
+	if read > smallRead {
+		w.next = time.Duration(read) * readCost
+	}
 	w.snap.Unlock()
 	return out, nil
 }

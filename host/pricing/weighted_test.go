@@ -70,3 +70,44 @@ func TestWeighted(t *testing.T) {
 		t.Fatalf("a day later: %v", got)
 	}
 }
+
+// Requests read the prices while one of them refreshes (run with -race):
+// a reader that finds a refresh running takes the last prices, and every
+// record is counted once.
+func TestWeightedConcurrent(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w := New(db, 24*time.Hour, 0)
+	now := time.Now()
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 50 {
+				at := now.Add(-time.Minute)
+				rec := &billing.Generation{ID: billing.IDAt(at) + fmt.Sprintf("%02d%012d", g, i), Model: "a/m", Provider: "p", CreatedAt: at,
+					Usage: billing.Usage{PromptTokens: 1000}, Cost: billing.Cost{Prompt: 2_000_000}} // $2/M
+				if err := db.Update(func(tx *bolt.Tx) error { return billing.PutGenerationIn(tx, rec) }); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := w.Prices(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	// Past the wait the last refresh's time set: this call refreshes.
+	w.now = func() time.Time { return now.Add(time.Minute) }
+	got, _ := w.Prices()
+	if p := got[Key{"a/m", "p"}]; p.Tokens != 200*1000 || math.Abs(p.USDPerM-2) > 1e-9 {
+		t.Fatalf("%+v, want 200,000 tokens at $2/M", p)
+	}
+}

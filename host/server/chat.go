@@ -46,13 +46,25 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	// among them) act for it: the same key, counted in its usage.
 	req.spend = &spend{}
 	ctx = withCallEnv(ctx, req, genID, s.subChat(req, genID, req.spend))
+	adm := req.adm
+	req, rp, answer, aerr := s.runRouter(ctx, req) // routers.go
+	if aerr != nil || answer != nil {
+		rp.Release()
+		cancel()
+		adm.end()
+		if aerr != nil {
+			return s.writeError(c, aerr, s.pluginMeta(req, emptyOr(rp)))
+		}
+		return s.respondFromPlugin(c, req, rp, genID, answer)
+	}
 	pl, aerr := s.buildPipeline(req) // compress.go
 	if aerr != nil {
+		rp.Release()
 		cancel()
 		req.adm.end()
 		return aerr
 	}
-	adm := req.adm
+	pl.Prepend(rp)
 	release := func() { pl.Release(); cancel(); adm.end() }
 	edited, answer, aerr := s.preRequest(ctx, req, pl)
 	switch {
@@ -162,6 +174,10 @@ type chatRequest struct {
 	adm  *admission // its rate-limit admission
 	// spend sums the charges of its runs (server-tool turns, sub-requests).
 	spend *spend
+	// routed is what its router plugin decided (routers.go); nil when
+	// none ran. routerPlugin is that plugin's id.
+	routed       *routed
+	routerPlugin string
 }
 
 func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
@@ -207,7 +223,7 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	if vr.SessionID == "" {
 		vr.SessionID = req.SessionID // the header's session still applies
 	}
-	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm, spend: req.spend}, nil, nil
+	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm, spend: req.spend, routed: req.routed, routerPlugin: req.routerPlugin}, nil, nil
 }
 
 // job is the request for the dispatcher.
@@ -230,7 +246,7 @@ func (req *chatRequest) metadata(r *dispatch.Result) *wire.Metadata {
 	if !req.meta {
 		return nil
 	}
-	return r.Metadata(req.Model())
+	return req.routedMeta(r)
 }
 
 // failedMeta is service_metadata of a request no endpoint served; nil when
@@ -239,7 +255,7 @@ func (req *chatRequest) failedMeta(r *dispatch.Result, pl *pipeline.Pipeline) *w
 	if !req.meta || r == nil {
 		return nil
 	}
-	return r.Metadata(req.Model()).WithStages(pl.Stages)
+	return req.routedMeta(r).WithStages(pl.Stages)
 }
 
 // pluginMeta is service_metadata of a request the pipeline stopped or
@@ -252,7 +268,7 @@ func (s *Server) pluginMeta(req *chatRequest, pl *pipeline.Pipeline) *wire.Metad
 	}
 	m := wire.PluginAnswered(req.Model(), pl.Stages)
 	m.Endpoints = s.Router.Unrouted(req.Models, m.Strategy).Metadata(req.Model(), nil, 0).Endpoints
-	return m
+	return req.routerMeta(m)
 }
 
 // respondFromPlugin answers with the chat result a pre_request plugin

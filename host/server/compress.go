@@ -30,6 +30,9 @@ func (s *Server) buildPipeline(req *chatRequest) (*pipeline.Pipeline, *apierr.Er
 		extra.Defaults = []string{compressionPlugin}
 	}
 	extra.ModeratedBy = s.moderatedBy(req)
+	if req.routerPlugin != "" {
+		extra.Skip = []string{req.routerPlugin} // it ran already (routers.go)
+	}
 	return s.Pipeline.BuildWith(req.key.AccountID, req.Model(), req.Plugins, extra)
 }
 

@@ -174,3 +174,35 @@ func indexOf(s, sub string) int {
 	}
 	return -1
 }
+
+// The operator's classifier model decides the family when it answers with
+// one; anything else leaves it to the local classifier, noted.
+func TestClassifierModel(t *testing.T) {
+	cands := defaultCandidates(t)
+	ctx, _ := json.Marshal(map[string]any{"config": map[string]any{"id": "auto-router"}, "settings": map[string]any{"classifier": map[string]any{"model": "demo/echo-mini"}},
+		"context": map[string]any{"models": cands}})
+	body := []byte(`{"model":"switchyard/auto","messages":[{"role":"user","content":"Fix this Python traceback: KeyError in my function"}]}`)
+	for _, tc := range []struct {
+		answer, family, classifier string
+		status                     int
+	}{
+		{"Math.", Math, "model:demo/echo-mini", 200},
+		{"tool use", ToolUse, "model:demo/echo-mini", 200},
+		{"I think it is about code", Coding, "local", 200},
+		{"", Coding, "local", 502},
+	} {
+		var sent []byte
+		h := Host{Chat: func(b []byte) (int, []byte, error) {
+			sent = b
+			out, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": tc.answer}}}})
+			return tc.status, out, nil
+		}}
+		_, d, blocked := Route(h, ctx, body)
+		if blocked != nil || d.Family != tc.family || d.Classifier != tc.classifier || (tc.classifier == "local") != (d.Note != "") {
+			t.Fatalf("%q: %+v %s", tc.answer, d, blocked)
+		}
+		if !contains(string(sent), `"model":"demo/echo-mini"`) || !contains(string(sent), "KeyError") {
+			t.Fatalf("classifier request %s", sent)
+		}
+	}
+}

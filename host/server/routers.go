@@ -1,0 +1,232 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/switchyard/switchyard/host/pricing"
+	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/wire"
+	"github.com/tidwall/gjson"
+)
+
+// routerModel is a model id that names no model but a router plugin: a
+// request for it is routed by the plugin, which chooses the real model
+// (docs/routing.md, "Router models"). The ids sit in the switchyard/
+// namespace beside the service: tool names (service:web_search).
+type routerModel struct {
+	Model  string // the id a request names
+	Plugin string // the module that decides
+	// Strategy is service_metadata.strategy when the plugin decided (a
+	// plugin may name another in its stage summary's "strategy").
+	Strategy string
+	Name     string // for GET /models
+}
+
+var routerModels = []routerModel{
+	{Model: "switchyard/auto", Plugin: "auto-router", Strategy: "auto", Name: "Auto router: the best allowed model for the task at your cost/quality trade-off"},
+	{Model: "switchyard/pareto-code", Plugin: "pareto-router", Strategy: "pareto", Name: "Pareto coding router: the cheapest model of a coding-score tier"},
+	{Model: "switchyard/fusion", Plugin: "fusion", Strategy: "fusion", Name: "Fusion: a panel of models answers, a judge compares, the answer is written from both"},
+}
+
+// routerOf finds the router entry of a model id or of a plugin id.
+func routerOf(model, plugin string) *routerModel {
+	for i := range routerModels {
+		if r := &routerModels[i]; r.Model == model || r.Plugin == plugin {
+			return r
+		}
+	}
+	return nil
+}
+
+// Routed is what a router plugin decided for a request: shown in
+// service_metadata (requested, strategy) after the dispatcher routed the
+// request to the model it chose.
+type routed struct {
+	requested string // the model the caller asked for (switchyard/auto …)
+	strategy  string
+}
+
+// The traffic-weighted effective input prices cover the last 7 days. A
+// router request reads the records settled since the previous one, and
+// the last 15 minutes' afresh (host/pricing): current on a quiet gateway,
+// refreshed every few seconds on a busy one.
+const (
+	weightedWindow  = 7 * 24 * time.Hour
+	weightedRefresh = 0
+)
+
+// runRouter runs the request's router plugin, if it has one — named by
+// its model (switchyard/auto) or listed in its plugins — in a pipeline of
+// its own, before the request's other plugins: which endpoints the request
+// may go to (context-compression's window, moderation's providers) depends
+// on the models it chooses. The plugin gets the models it may choose from
+// with their scores and prices (ctx.context.models) and returns the
+// request with model and models set, or answers it (fusion). Its stage is
+// folded into the request's pipeline later (pipeline.Prepend).
+func (s *Server) runRouter(ctx context.Context, req *chatRequest) (*chatRequest, *pipeline.Pipeline, []byte, *apierr.Error) {
+	rm, item, index := s.routerFor(req)
+	if rm == nil {
+		if r := routerOf(req.Model(), ""); r != nil {
+			// The model names a router the request switched off.
+			return req, nil, nil, apierr.BadRequest("model", "model %s is routed by the %s plugin, which this request disables (\"enabled\": false); name a model or drop that entry", r.Model, r.Plugin)
+		}
+		return req, nil, nil, nil
+	}
+	rr := req.job(s.Keys, "").Route
+	cands := s.Router.Candidates(rr, s.weighted())
+	w := s.Router.Window(rr)
+	c, err := json.Marshal(struct {
+		route.Window
+		Models []route.Candidate `json:"models"`
+	}{w, cands})
+	if err != nil {
+		return req, nil, nil, apierr.From(err)
+	}
+	p, installed, aerr := s.Pipeline.BuildOne(req.key.AccountID, req.Model(), rm.Plugin, item, index, c)
+	switch {
+	case aerr != nil:
+		return req, nil, nil, aerr
+	case !installed && item != "":
+		// As for any plugin a request lists that is not installed.
+		return req, nil, nil, apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "unknown plugin %q: no such plugin is installed for this account", rm.Plugin)
+	case !installed:
+		// Like a model the catalog does not have: 404, saying why.
+		e := apierr.New(http.StatusNotFound, "model %s is not available on this gateway: it is routed by the %s plugin, which is not installed (docs/routing.md, \"Router models\")", rm.Model, rm.Plugin)
+		e.Metadata = map[string]any{"plugin": rm.Plugin}
+		return req, nil, nil, e
+	}
+	edited, answer, aerr := s.preRequest(ctx, req, p)
+	if aerr != nil || answer != nil {
+		// An answer (fusion's) or a refusal is the router's decision too.
+		with := *req
+		with.routed = &routed{requested: req.Model(), strategy: strategyOf(p, rm)}
+		return &with, p, answer, aerr
+	}
+	if r := routerOf(edited.Model(), ""); r != nil {
+		p.Release()
+		return req, nil, nil, &apierr.Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("router plugin %s chose no model: the request still names %s", rm.Plugin, r.Model)}
+	}
+	edited.routed = &routed{requested: req.Model(), strategy: strategyOf(p, rm)}
+	edited.routerPlugin = rm.Plugin
+	return edited, p, nil, nil
+}
+
+// routerFor finds the request's router plugin: the one its model names
+// (unless its plugins disable it), else the first router its plugins list;
+// with its plugins[] item and position when listed.
+func (s *Server) routerFor(req *chatRequest) (rm *routerModel, item string, index int) {
+	disabled := map[string]bool{}
+	listedItem := map[string]string{}
+	listedAt := map[string]int{}
+	var first *routerModel
+	i := 0
+	req.Plugins.ForEach(func(_, p gjson.Result) bool {
+		id := p.Get("id").Str
+		if e := p.Get("enabled"); e.Exists() && !e.Bool() {
+			disabled[id] = true
+		} else if r := routerOf("", id); r != nil {
+			if _, seen := listedItem[id]; !seen {
+				listedItem[id], listedAt[id] = p.Raw, i
+			}
+			if first == nil {
+				first = r
+			}
+		}
+		i++
+		return true
+	})
+	if r := routerOf(req.Model(), ""); r != nil && r.Model == req.Model() {
+		if disabled[r.Plugin] {
+			return nil, "", 0
+		}
+		if it, ok := listedItem[r.Plugin]; ok {
+			return r, it, listedAt[r.Plugin]
+		}
+		return r, "", -1
+	}
+	if first != nil && !disabled[first.Plugin] {
+		return first, listedItem[first.Plugin], listedAt[first.Plugin]
+	}
+	return nil, "", 0
+}
+
+// weighted reads the effective input prices for the routers; nil when the
+// gateway keeps no records.
+func (s *Server) weighted() route.Weighted {
+	if s.prices == nil {
+		return nil
+	}
+	prices, err := s.prices.Prices()
+	if err != nil {
+		s.Log.Warn("weighted prices: reading the generation records failed; routers use list prices", "err", err)
+	}
+	if len(prices) == 0 {
+		return nil
+	}
+	return func(model, provider string) (float64, int64, bool) {
+		p, ok := prices[pricing.Key{Model: model, Provider: provider}]
+		return p.USDPerM, p.Tokens, ok
+	}
+}
+
+// strategyOf is the strategy the router plugin's stage names, or the
+// table's for it.
+func strategyOf(p *pipeline.Pipeline, rm *routerModel) string {
+	if p != nil && len(p.Stages) > 0 {
+		if st, ok := p.Stages[0]["strategy"].(string); ok && strategyName(st) {
+			return st
+		}
+	}
+	return rm.Strategy
+}
+
+// strategyName reports whether a plugin's strategy is a short word
+// (auto, pareto, fusion, auto:cheap): anything else keeps the table's.
+func strategyName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == ':' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// routerMeta completes a routed request's service_metadata: the model the
+// caller asked for, and the router's strategy in place of the dispatcher's
+// (which only chose among the endpoints of the router's models).
+func (req *chatRequest) routerMeta(m *wire.Metadata) *wire.Metadata {
+	if m == nil || req.routed == nil {
+		return m
+	}
+	m.Requested = req.routed.requested
+	m.Strategy = req.routed.strategy
+	return m
+}
+
+// routedMeta is the service_metadata of a request the dispatcher ran: for
+// a routed request the plan's strategy is the router's, so the summary
+// says it too ("test/claude via anth (auto, attempt 1 of 3)").
+func (req *chatRequest) routedMeta(r *dispatch.Result) *wire.Metadata {
+	if req.routed != nil && r.Plan != nil {
+		r.Plan.Strategy = req.routed.strategy
+	}
+	return req.routerMeta(r.Metadata(req.Model()))
+}
+
+// emptyOr is p, or an empty pipeline for metadata when p is nil.
+func emptyOr(p *pipeline.Pipeline) *pipeline.Pipeline {
+	if p == nil {
+		return &pipeline.Pipeline{Stages: []map[string]any{}}
+	}
+	return p
+}

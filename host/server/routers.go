@@ -85,7 +85,10 @@ func (s *Server) runRouter(ctx context.Context, req *chatRequest) (*chatRequest,
 	c, err := json.Marshal(struct {
 		route.Window
 		Models []route.Candidate `json:"models"`
-	}{w, cands})
+		// SessionID is the request's session (session_id or the
+		// X-Session-Id header), for the router's stickiness.
+		SessionID string `json:"session_id,omitempty"`
+	}{w, cands, req.SessionID})
 	if err != nil {
 		return req, nil, nil, apierr.From(err)
 	}

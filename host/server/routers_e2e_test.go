@@ -2,6 +2,9 @@ package server_test
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -203,6 +206,11 @@ func TestParetoRouter(t *testing.T) {
 		if b1.Get("model").Str != "test/gemini" || b1.Get("service_metadata.pipeline.0.data.sticky").Bool() || !b2.Get("service_metadata.pipeline.0.data.sticky").Bool() {
 			t.Fatalf("%s / %s", b1.Get("service_metadata").Raw, b2.Get("service_metadata").Raw)
 		}
+		// The X-Session-Id header is the same session.
+		_, b3 := post(t, g, "/chat/completions", `{"model":"switchyard/pareto-code","messages":[{"role":"user","content":"hi"}]}`, "X-Service-Metadata", "enabled", "X-Session-Id", "s-1")
+		if !b3.Get("service_metadata.pipeline.0.data.sticky").Bool() {
+			t.Fatalf("header session: %s", b3.Get("service_metadata").Raw)
+		}
 	})
 }
 
@@ -250,5 +258,41 @@ func TestRouterScoresReload(t *testing.T) {
 	}
 	if _, b := post(t, g, "/chat/completions", body); b.Get("model").Str != "test/mid" {
 		t.Fatalf("after the reload: %s", b.Raw)
+	}
+}
+
+// A module's chat sub-request may name a router model: it is routed like
+// a request (here from a server tool), charged under its own record.
+func TestRouterInSubRequest(t *testing.T) {
+	g := start(t, gatewaytest.Options{ConfigYAML: routersYAML, Anthropic: []string{"anth"}, Gemini: []string{"gem"},
+		Env: map[string]string{"ANTH_KEY": "sk-ant-test-0123456789", "GEM_KEY": "gem-test-key"}})
+	root := gatewaytest.Root()
+	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	// The test tool's calls have a 1 s limit, which the sub-request runs
+	// within: load the router first (compiling a Go module takes seconds
+	// under -race).
+	if resp, b := post(t, g, "/chat/completions", routerBody("switchyard/pareto-code", "warm up", "")); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b.Raw)
+	}
+	sub := `{"model":"switchyard/pareto-code","messages":[{"role":"user","content":"from-the-tool"}]}`
+	body := `{"model":"test/cheap","messages":[{"role":"user","content":` + strconv.Quote("call:tooltest args:{\"chat\":"+sub+"}") + `}],"tools":[{"type":"service:tooltest"}]}`
+	resp, b := post(t, g, "/chat/completions", body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, b.Raw)
+	}
+	if c := b.Get("choices.0.message.content").Str; !strings.Contains(c, `"chat_status":200`) || !strings.Contains(c, `"model":"test/gemini"`) {
+		t.Fatalf("answer %q", c)
+	}
+	if err := g.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := g.Ledger.Generation(b.Get("id").Str + "-sub1"); err != nil || rec.Model != "test/gemini" {
+		t.Fatalf("sub-request record %+v %v", rec, err)
 	}
 }

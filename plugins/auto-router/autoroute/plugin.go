@@ -130,7 +130,7 @@ func Route(h Host, ctx, body []byte) ([]byte, Decision, []byte) {
 			eligible = append(eligible, cands[i])
 		}
 	}
-	key := stickyKey(gjson.GetBytes(body, "session_id").Str, patterns, d.Tradeoff)
+	key := stickyKey(routing.SessionID(ctx, body), patterns, d.Tradeoff)
 	if s, ok := h.KV.Load(key); ok && s.Available(cands, allowed) {
 		d.Sticky, d.Family = true, s.Family
 		d.Chosen, d.Fallbacks = s.Models[0], s.Models[1:]

@@ -248,3 +248,13 @@ func DefaultList(cands []Candidate, family string) map[string]bool {
 	}
 	return out
 }
+
+// SessionID is the request's session: ctx.context.session_id (the host
+// puts the body's session_id or the X-Session-Id header there), else the
+// body's session_id.
+func SessionID(ctx, body []byte) string {
+	if s := gjson.GetBytes(ctx, "context.session_id").Str; s != "" {
+		return s
+	}
+	return gjson.GetBytes(body, "session_id").Str
+}

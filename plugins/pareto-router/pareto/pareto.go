@@ -131,7 +131,7 @@ func Route(kv routing.KV, ctx, body []byte) ([]byte, Decision, []byte) {
 	}
 	d.Candidates = Tiers(cands, d.PriceSource)
 	key := ""
-	if s := gjson.GetBytes(body, "session_id").Str; s != "" {
+	if s := routing.SessionID(ctx, body); s != "" {
 		h := sha256.Sum256([]byte(s + "\x00" + d.Tier + "\x00" + d.PriceSource))
 		key = "pareto:" + hex.EncodeToString(h[:12])
 	}

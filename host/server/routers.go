@@ -71,7 +71,10 @@ const (
 // request with model and models set, or answers it (fusion). Its stage is
 // folded into the request's pipeline later (pipeline.Prepend).
 func (s *Server) runRouter(ctx context.Context, req *chatRequest) (*chatRequest, *pipeline.Pipeline, []byte, *apierr.Error) {
-	rm, item, index := s.routerFor(req)
+	rm, item, index, aerr := s.routerFor(req)
+	if aerr != nil {
+		return req, nil, nil, aerr
+	}
 	if rm == nil {
 		if r := routerOf(req.Model(), ""); r != nil {
 			// The model names a router the request switched off.
@@ -122,13 +125,15 @@ func (s *Server) runRouter(ctx context.Context, req *chatRequest) (*chatRequest,
 }
 
 // routerFor finds the request's router plugin: the one its model names
-// (unless its plugins disable it), else the first router its plugins list;
-// with its plugins[] item and position when listed.
-func (s *Server) routerFor(req *chatRequest) (rm *routerModel, item string, index int) {
+// (unless its plugins disable it), else the one its plugins list; with its
+// plugins[] item and position when listed. A request takes one router: a
+// second (another listed, or one besides the model's) is a 400, since
+// each would replace the other's choice.
+func (s *Server) routerFor(req *chatRequest) (rm *routerModel, item string, index int, aerr *apierr.Error) {
 	disabled := map[string]bool{}
 	listedItem := map[string]string{}
 	listedAt := map[string]int{}
-	var first *routerModel
+	var listed []*routerModel
 	i := 0
 	req.Plugins.ForEach(func(_, p gjson.Result) bool {
 		id := p.Get("id").Str
@@ -137,27 +142,36 @@ func (s *Server) routerFor(req *chatRequest) (rm *routerModel, item string, inde
 		} else if r := routerOf("", id); r != nil {
 			if _, seen := listedItem[id]; !seen {
 				listedItem[id], listedAt[id] = p.Raw, i
-			}
-			if first == nil {
-				first = r
+				listed = append(listed, r)
 			}
 		}
 		i++
 		return true
 	})
+	var chosen *routerModel
 	if r := routerOf(req.Model(), ""); r != nil && r.Model == req.Model() {
 		if disabled[r.Plugin] {
-			return nil, "", 0
+			return nil, "", 0, nil
 		}
-		if it, ok := listedItem[r.Plugin]; ok {
-			return r, it, listedAt[r.Plugin]
+		chosen = r
+	}
+	for _, r := range listed {
+		switch {
+		case disabled[r.Plugin] || r == chosen:
+		case chosen == nil:
+			chosen = r
+		default:
+			return nil, "", 0, apierr.BadRequest(fmt.Sprintf("plugins[%d].id", listedAt[r.Plugin]),
+				"a request takes one router plugin, and %s already routes this one (%s); drop one of them", chosen.Plugin, r.Plugin)
 		}
-		return r, "", -1
 	}
-	if first != nil && !disabled[first.Plugin] {
-		return first, listedItem[first.Plugin], listedAt[first.Plugin]
+	if chosen == nil {
+		return nil, "", 0, nil
 	}
-	return nil, "", 0
+	if it, ok := listedItem[chosen.Plugin]; ok {
+		return chosen, it, listedAt[chosen.Plugin], nil
+	}
+	return chosen, "", -1, nil
 }
 
 // weighted reads the effective input prices for the routers; nil when the

@@ -148,6 +148,12 @@ func TestAutoRouter(t *testing.T) {
 		resp, b := post(t, g, "/chat/completions", routerBody("switchyard/auto", codePrompt, `[{"id":"auto-router","enabled":false}]`))
 		wantError(t, resp, b, http.StatusBadRequest, "routed by the auto-router plugin")
 	})
+	t.Run("one router a request", func(t *testing.T) {
+		resp, b := post(t, g, "/chat/completions", routerBody("switchyard/auto", codePrompt, `[{"id":"pareto-router"}]`))
+		wantError(t, resp, b, http.StatusBadRequest, "plugins[0].id: a request takes one router plugin, and auto-router already routes this one")
+		resp, b = post(t, g, "/chat/completions", routerBody("test/cheap", codePrompt, `[{"id":"pareto-router"},{"id":"auto-router"}]`))
+		wantError(t, resp, b, http.StatusBadRequest, "plugins[1].id: a request takes one router plugin, and pareto-router already routes")
+	})
 	t.Run("a bad option", func(t *testing.T) {
 		resp, b := post(t, g, "/chat/completions", routerBody("switchyard/auto", codePrompt, `[{"id":"auto-router","cost_quality_tradeoff":11}]`))
 		wantError(t, resp, b, http.StatusBadRequest, "cost_quality_tradeoff")

@@ -139,6 +139,12 @@ bench:
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=20x ./plugins/web-fetch/fetch/
 	$(GO) test -run=NONE -bench=ContextCompressionModule -benchmem -benchtime=50x ./plugins/context-compression/cctest/
 	$(GO) test -run=NONE -bench=FileParserModule -benchmem -benchtime=50x ./plugins/file-parser/fileparsertest/
+	# The auto-router: its classifier's accuracy on the labelled prompt set,
+	# one routing decision's cost through the module, and the trade-off →
+	# average price and quality table over the default catalog.
+	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/auto-router/autoroute/ | sed -n '/local classifier/,/text-only/p'
+	$(GO) test -run=NONE -bench=AutoRouterModule -benchmem -benchtime=200x ./plugins/auto-router/artest/
+	$(GO) test -count=1 -run=TestTradeoffTable -v ./plugins/auto-router/autoroute/ | sed -n '/auto-router over/,/^ *10 /p'
 	$(GO) run ./cmd/loadbench
 
 clean:

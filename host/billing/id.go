@@ -50,3 +50,17 @@ func NewID() string {
 	}
 	return string(b[:])
 }
+
+// IDAt is the smallest id NewID could return at t: every generation created
+// at t or later has an id at or after it, so a scan of records from a time
+// seeks to it instead of reading the store from the start.
+func IDAt(t time.Time) string {
+	var b [14]byte
+	copy(b[:], "gen-")
+	u := uint64(max(t.UnixMicro(), 0))
+	for i := 13; i >= 4; i-- {
+		b[i] = idAlphabet[u%62]
+		u /= 62
+	}
+	return string(b[:])
+}

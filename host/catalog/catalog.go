@@ -78,6 +78,9 @@ type Model struct {
 	Distillable     bool     // the author allows text distillation
 	InputModalities []string // "text", "image"
 	Endpoints       []*Endpoint
+	// Scores are the model's quality figures by family (ScoreFamilies),
+	// each citing its source; nil when the catalog has none.
+	Scores map[string]Score
 }
 
 // Catalog is the immutable set of models and providers.
@@ -112,3 +115,20 @@ func (m *Model) AcceptsImages() bool {
 	}
 	return false
 }
+
+// Score is one published quality figure of a model, for the router
+// plugins (auto-router, pareto-router): Value on a 0–1 scale (a benchmark's
+// percentage / 100), and where it comes from — the leaderboard or benchmark
+// and who reported it — and when. The routers compare models with them, so
+// an operator who trusts other figures replaces them in the configuration
+// file (models[].scores), which reloads live.
+type Score struct {
+	Value  float64 `yaml:"value" json:"value"`
+	Source string  `yaml:"source" json:"source"`
+	Date   string  `yaml:"date" json:"date"`
+}
+
+// ScoreFamilies are the keys a model's scores may have: overall and the
+// task families the auto-router classifies a conversation into. A family a
+// model has no score for is ranked by its overall score.
+var ScoreFamilies = []string{"overall", "coding", "math", "reasoning", "writing", "vision", "multilingual", "tool_use"}

@@ -9,6 +9,7 @@ import (
 	"github.com/switchyard/switchyard/abi/chatparams"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -255,6 +256,9 @@ type Model struct {
 	Endpoints       []Endpoint `yaml:"endpoints"`
 	// Aliases are other names requests may use for this model.
 	Aliases []string `yaml:"aliases"`
+	// Scores are quality figures by family (catalog.ScoreFamilies), each
+	// with its source and date, for the router plugins.
+	Scores map[string]catalog.Score `yaml:"scores"`
 }
 
 // Endpoint is one provider's offer of a model.
@@ -423,9 +427,12 @@ func (c *Config) Catalog(demoURL string, getenv func(string) string) (*catalog.C
 		if kind != catalog.KindChat && kind != catalog.KindEmbedding {
 			return nil, fmt.Errorf("config: model %q: kind %q must be chat or embedding", m.ID, m.Kind)
 		}
+		if err := checkScores(m.ID, m.Scores); err != nil {
+			return nil, err
+		}
 		mod := &catalog.Model{
 			ID: m.ID, Name: m.Name, Kind: kind, ContextLength: m.ContextLength,
-			Distillable: m.Distillable, InputModalities: m.InputModalities,
+			Distillable: m.Distillable, InputModalities: m.InputModalities, Scores: m.Scores,
 		}
 		if len(mod.InputModalities) == 0 {
 			mod.InputModalities = []string{"text"}
@@ -504,6 +511,27 @@ func (c *Config) aliases(cat *catalog.Catalog) error {
 	}
 	return nil
 }
+
+// checkScores refuses a score the routers could not use or that cites
+// nothing: a family they do not know (a typo), a value off the 0–1 scale,
+// or a missing source or date.
+func checkScores(id string, scores map[string]catalog.Score) error {
+	for fam, sc := range scores {
+		switch {
+		case !slices.Contains(catalog.ScoreFamilies, fam):
+			return fmt.Errorf("config: model %q: scores.%s: unknown family; one of %s", id, fam, strings.Join(catalog.ScoreFamilies, ", "))
+		case sc.Value < 0 || sc.Value > 1:
+			return fmt.Errorf("config: model %q: scores.%s.value %g must be between 0 and 1 (a benchmark's percentage / 100)", id, fam, sc.Value)
+		case strings.TrimSpace(sc.Source) == "":
+			return fmt.Errorf("config: model %q: scores.%s needs a source (the leaderboard or benchmark and who reported it)", id, fam)
+		case !scoreDate.MatchString(sc.Date):
+			return fmt.Errorf("config: model %q: scores.%s.date %q must be YYYY-MM or YYYY-MM-DD", id, fam, sc.Date)
+		}
+	}
+	return nil
+}
+
+var scoreDate = regexp.MustCompile(`^\d{4}-\d{2}(-\d{2})?$`)
 
 func (c *Config) hasModel(id string) bool {
 	for _, m := range c.Models {

@@ -115,6 +115,8 @@ type Pipeline struct {
 	// "cost", dollars as a decimal string: a paid search engine's fee),
 	// charged with the request (docs/plugins.md, "Fees").
 	Fees []Fee
+	// held are pipelines folded into this one (Prepend), released with it.
+	held []*Pipeline
 }
 
 // Time is the wall time the pipeline's hook calls took so far (recorded on
@@ -148,6 +150,24 @@ func (p *Pipeline) Release() {
 		s.release()
 	}
 	p.stages = nil
+	for _, q := range p.held {
+		q.Release()
+	}
+	p.held = nil
+}
+
+// Prepend folds q, a pipeline that already ran before p was built (the
+// router plugin's: docs/routing.md, "Router models"), into p: its stages
+// and fees come first in p's, its hook time counts in p's, and releasing p
+// releases it. Its hooks do not run again.
+func (p *Pipeline) Prepend(q *Pipeline) {
+	if q == nil {
+		return
+	}
+	p.Stages = append(append([]map[string]any{}, q.Stages...), p.Stages...)
+	p.Fees = append(append([]Fee{}, q.Fees...), p.Fees...)
+	p.spent.Add(q.spent.Load())
+	p.held = append(p.held, q)
 }
 
 // Build resolves the plugins for a request of account: defaults first (the
@@ -174,10 +194,20 @@ type Extra struct {
 	// providers ("required_by"); without the plugin installed such a
 	// request is refused (503) rather than sent unmoderated.
 	ModeratedBy []string
+	// Skip are plugins that already ran for this request in a pipeline of
+	// their own (the router plugin, BuildOne): left out even when listed.
+	Skip []string
 }
 
 // BuildWith is Build with the host's extras.
 func (r *Runner) BuildWith(account, model string, plugins gjson.Result, extra Extra) (*Pipeline, *apierr.Error) {
+	return r.build(account, model, plugins, extra, true, 0)
+}
+
+// build builds a pipeline: with defaults, the gateway's and the account's
+// default-on plugins first; first is the position of plugins' first item
+// in the request's plugins array (for error paths; -1: added by the host).
+func (r *Runner) build(account, model string, plugins gjson.Result, extra Extra, defaults bool, first int) (*Pipeline, *apierr.Error) {
 	moderatedBy := extra.ModeratedBy
 	p := &Pipeline{Stages: []map[string]any{}} // [] not null in service_metadata
 	disabled := map[string]bool{}
@@ -187,7 +217,7 @@ func (r *Runner) BuildWith(account, model string, plugins gjson.Result, extra Ex
 		item  string
 	}
 	var listed []want
-	i := 0
+	i := first
 	plugins.ForEach(func(_, item gjson.Result) bool {
 		id := item.Get("id").Str
 		if e := item.Get("enabled"); e.Exists() && !e.Bool() {
@@ -199,6 +229,9 @@ func (r *Runner) BuildWith(account, model string, plugins gjson.Result, extra Ex
 		return true
 	})
 	seen := map[string]bool{}
+	for _, id := range extra.Skip {
+		seen[id] = true
+	}
 	add := func(id string, index int, item string) *apierr.Error {
 		if seen[id] {
 			return nil
@@ -250,8 +283,11 @@ func (r *Runner) BuildWith(account, model string, plugins gjson.Result, extra Ex
 		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx, base: []byte(base)})
 		return nil
 	}
-	defaults := r.Modules.Defaults(account)
-	for _, id := range defaults {
+	var configured []string
+	if defaults {
+		configured = r.Modules.Defaults(account)
+	}
+	for _, id := range configured {
 		if disabled[id] {
 			continue
 		}
@@ -293,6 +329,45 @@ func (r *Runner) BuildWith(account, model string, plugins gjson.Result, extra Ex
 		}
 	}
 	return p, nil
+}
+
+// Installed reports whether plugin id is installed for account (its own
+// or a global module).
+func (r *Runner) Installed(account, id string) bool {
+	mod, release, _ := r.acquire(account, id)
+	if mod == nil {
+		return false
+	}
+	release()
+	return mod.Manifest.Kind == manifest.KindPlugin
+}
+
+// BuildOne is a pipeline of plugin id alone, for a request of account:
+// item is its plugins[] entry ("" when the host adds it), index its
+// position there (-1 when the host adds it), ctx its ctx.context. Unlike
+// Build it adds no defaults, and a plugin that is not installed is
+// reported (installed false), not an error: the caller knows why it wanted
+// it and says so.
+func (r *Runner) BuildOne(account, model, id, item string, index int, ctx []byte) (p *Pipeline, installed bool, aerr *apierr.Error) {
+	mod, release, _ := r.acquire(account, id)
+	if mod == nil {
+		return nil, false, nil
+	}
+	release()
+	if item != "" {
+		// Build checks the item against the module's config_schema and
+		// pins the module; the one plugin listed is all it adds here.
+		p, aerr = r.buildList(account, model, `[`+item+`]`, index, ctx)
+	} else {
+		p, aerr = r.buildList(account, model, `[{"id":`+strconv.Quote(id)+`}]`, index, ctx)
+	}
+	return p, true, aerr
+}
+
+// buildList builds a pipeline of exactly the plugins of list (no
+// defaults); index is the first one's position in the request's plugins.
+func (r *Runner) buildList(account, model, list string, index int, ctx []byte) (*Pipeline, *apierr.Error) {
+	return r.build(account, model, gjson.Parse(list), Extra{Context: ctx}, false, index)
 }
 
 // requiredIndex marks a stage a provider requires (not a default, not listed).

@@ -47,16 +47,29 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	req.spend = &spend{}
 	req.group = newSubGroup()
 	ctx = withCallEnv(ctx, req, genID, s.subChat(req, genID, req.spend), s.reserveFor(req))
+	adm := req.adm
+	req, rp, answer, aerr := s.runRouter(ctx, req) // routers.go
+	if aerr != nil || answer != nil {
+		rp.Release()
+		cancel()
+		req.group.release()
+		adm.end()
+		if aerr != nil {
+			return s.writeError(c, aerr, s.pluginMeta(req, emptyOr(rp)))
+		}
+		return s.respondFromPlugin(c, req, rp, genID, answer)
+	}
 	pl, aerr := s.buildPipeline(req) // compress.go
 	if aerr != nil {
+		rp.Release()
 		cancel()
 		req.adm.end()
 		return aerr
 	}
-	adm, group := req.adm, req.group
+	pl.Prepend(rp)
+	group := req.group
 	release := func() { pl.Release(); cancel(); group.release(); adm.end() }
 	var edited *chatRequest
-	var answer []byte
 	if req.Stream && !pl.Empty() {
 		o, opened := s.streamPre(c, ctx, req, pl, genID, release) // prestream.go
 		if opened {
@@ -181,6 +194,13 @@ type chatRequest struct {
 	// group is shared with the chat sub-requests its modules make: their
 	// reserved hold and the signal that they started (subgroup.go).
 	group *subGroup
+	// routed is what its router plugin decided (routers.go); nil when
+	// none ran. routerPlugin is that plugin's id.
+	routed       *routed
+	routerPlugin string
+	// answerPlugin is the answering router its model names (fusion for
+	// switchyard/fusion), which joins its pipeline (buildPipeline).
+	answerPlugin string
 }
 
 func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
@@ -206,6 +226,18 @@ func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
 // preRequest runs the pre_request plugins. It returns the request to route
 // (re-validated when a plugin changed it) or the answer a plugin gave.
 func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.Pipeline) (*chatRequest, []byte, *apierr.Error) {
+	edited, answer, aerr := s.runPre(ctx, req, pl)
+	if aerr == nil && answer == nil {
+		if r := routerOf(edited.Model(), ""); r != nil && r.Answers && r.Model == edited.Model() {
+			// Its plugin stepped aside: fusion does not run inside a
+			// fusion's (or any module's) sub-request.
+			return edited, nil, apierr.BadRequest("model", "model %s was not answered: the %s plugin does not run here (not inside a module's chat sub-request); name a model", r.Model, r.Plugin)
+		}
+	}
+	return edited, answer, aerr
+}
+
+func (s *Server) runPre(ctx context.Context, req *chatRequest, pl *pipeline.Pipeline) (*chatRequest, []byte, *apierr.Error) {
 	if pl.Empty() {
 		return req, nil, nil
 	}
@@ -226,7 +258,7 @@ func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.
 	if vr.SessionID == "" {
 		vr.SessionID = req.SessionID // the header's session still applies
 	}
-	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm, spend: req.spend, group: req.group}, nil, nil
+	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm, spend: req.spend, group: req.group, routed: req.routed, routerPlugin: req.routerPlugin, answerPlugin: req.answerPlugin}, nil, nil
 }
 
 // job is the request for the dispatcher.
@@ -250,7 +282,7 @@ func (req *chatRequest) metadata(r *dispatch.Result) *wire.Metadata {
 	if !req.meta {
 		return nil
 	}
-	return r.Metadata(req.Model())
+	return req.routedMeta(r)
 }
 
 // failedMeta is service_metadata of a request no endpoint served; nil when
@@ -259,7 +291,7 @@ func (req *chatRequest) failedMeta(r *dispatch.Result, pl *pipeline.Pipeline) *w
 	if !req.meta || r == nil {
 		return nil
 	}
-	return r.Metadata(req.Model()).WithStages(pl.Stages)
+	return req.routedMeta(r).WithStages(pl.Stages)
 }
 
 // pluginMeta is service_metadata of a request the pipeline stopped or
@@ -270,9 +302,10 @@ func (s *Server) pluginMeta(req *chatRequest, pl *pipeline.Pipeline) *wire.Metad
 	if !req.meta {
 		return nil
 	}
+	req.answeredBy(pl)
 	m := wire.PluginAnswered(req.Model(), req.spend.withStages(pl.Stages))
 	m.Endpoints = s.Router.Unrouted(req.Models, m.Strategy).Metadata(req.Model(), nil, 0).Endpoints
-	return m
+	return req.routerMeta(m)
 }
 
 // respondFromPlugin answers with the chat result a pre_request plugin

@@ -29,7 +29,14 @@ func (s *Server) buildPipeline(req *chatRequest) (*pipeline.Pipeline, *apierr.Er
 	if w.MaxContext > 0 && w.MaxContext <= compressionDefaultMax && mayNotFit(req, w.MaxContext, w.MaxOutput, w.MaxMessages) {
 		extra.Defaults = []string{compressionPlugin}
 	}
+	if req.answerPlugin != "" {
+		// switchyard/fusion: the plugin answers (routers.go).
+		extra.Defaults = append(extra.Defaults, req.answerPlugin)
+	}
 	extra.ModeratedBy = s.moderatedBy(req)
+	if req.routerPlugin != "" {
+		extra.Skip = []string{req.routerPlugin} // it ran already (routers.go)
+	}
 	return s.Pipeline.BuildWith(req.key.AccountID, req.Model(), req.Plugins, extra)
 }
 

@@ -68,6 +68,8 @@ func (s *Server) listModels(kind catalog.Kind) fiber.Handler {
 		Modalities    []string          `json:"input_modalities"`
 		Pricing       map[string]string `json:"pricing"`
 		Providers     []string          `json:"providers"`
+		// Router is the plugin a router model id runs (routers.go).
+		Router string `json:"router,omitempty"`
 	}
 	return func(c *fiber.Ctx) error {
 		out := []entry{}
@@ -92,6 +94,20 @@ func (s *Server) listModels(kind catalog.Kind) fiber.Handler {
 					"request":    usd(cheapest.Price.Request),
 				}
 				out = append(out, e)
+			}
+			if k != catalog.KindChat {
+				continue
+			}
+			// The router model ids whose plugin is installed. A router
+			// adds no price of its own: "-1" says the price is the model
+			// it chooses (as the public gateways list theirs).
+			for _, rm := range routerModels {
+				if !s.Pipeline.Installed(c.Locals(localsKey).(*keys.Key).AccountID, rm.Plugin) {
+					continue
+				}
+				out = append(out, entry{ID: rm.Model, Object: "model", Name: rm.Name, Kind: catalog.KindChat, OwnedBy: "switchyard",
+					Modalities: []string{"text", "image"}, Pricing: map[string]string{"prompt": "-1", "completion": "-1", "request": "0"},
+					Providers: []string{}, Router: rm.Plugin})
 			}
 		}
 		return c.JSON(fiber.Map{"object": "list", "data": out})

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -531,5 +532,36 @@ func TestFusionStreamFailure(t *testing.T) {
 	}
 	if errChunk.Get("choices.0.finish_reason").Str != "error" {
 		t.Fatalf("%s", errChunk.Raw)
+	}
+}
+
+// The model id switchyard/fusion is a fusion with the configured panel and
+// judge, JSON and streamed; service_metadata says strategy "fusion" and the
+// model asked for, as for the plugin form.
+func TestFusionModelID(t *testing.T) {
+	g := startFusion(t, 0)
+	body := `{"model":"switchyard/fusion","messages":[{"role":"user","content":"Is Pluto a planet?"}]}`
+	resp, b := post(t, g, "/chat/completions", body, "X-Service-Metadata", "enabled")
+	if resp.StatusCode != 200 || !strings.Contains(b.Get("choices.0.message.content").Str, "answering as echo-judge") {
+		t.Fatalf("%d %s", resp.StatusCode, b.Raw)
+	}
+	m := b.Get("service_metadata")
+	if m.Get("strategy").Str != "fusion" || m.Get("requested").Str != "switchyard/fusion" || b.Get("model").Str != "switchyard/fusion" {
+		t.Fatalf("metadata %s", m.Raw)
+	}
+	if len(fusionStage(t, m).Get("data.panel").Array()) != 3 {
+		t.Fatalf("stage %s", fusionStage(t, m).Raw)
+	}
+	// The plugin form names its strategy too.
+	_, b = post(t, g, "/chat/completions", fusionBody("Is Pluto a planet?", "", ""), "X-Service-Metadata", "enabled")
+	if b.Get("service_metadata.strategy").Str != "fusion" || b.Get("service_metadata.requested").Str != "test/sage" {
+		t.Fatalf("plugin form metadata %s", b.Get("service_metadata").Raw)
+	}
+	// Streamed.
+	sresp := fusionStream(t, context.Background(), g, `{"model":"switchyard/fusion","stream":true,"messages":[{"role":"user","content":"Is Pluto a planet?"}]}`)
+	raw, _ := io.ReadAll(sresp.Body)
+	sresp.Body.Close()
+	if sresp.StatusCode != 200 || !strings.Contains(string(raw), "echo-judge") || !strings.HasSuffix(strings.TrimSpace(string(raw)), "data: [DONE]") {
+		t.Fatalf("%d %s", sresp.StatusCode, raw)
 	}
 }

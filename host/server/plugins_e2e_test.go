@@ -121,7 +121,6 @@ func TestPluginPipeline(t *testing.T) {
 				t.Fatalf("%s", m)
 			}
 		}},
-		{"spec plugin not installed", `[{"id":"pareto-router"}]`, 400, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/switchyard/switchyard/host/pricing"
 	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/telemetry"
@@ -68,6 +69,9 @@ type Server struct {
 	shedder *ratelimit.Shedder
 	// bodies bounds request body bytes held across connections (readBody).
 	bodies byteBudget
+	// prices are the endpoints' traffic-weighted input prices, for the
+	// router plugins (routers.go); nil without a ledger.
+	prices *pricing.Weighted
 }
 
 // localsKey is where the auth middleware leaves the caller's *keys.Key,
@@ -106,6 +110,9 @@ func New(d Deps) *Server {
 		MaxResponseBytes: d.Config.Limits.MaxUpstreamBodyBytes,
 		Log:              d.Log,
 	}}
+	if d.Ledger != nil {
+		s.prices = pricing.New(d.Ledger.DB(), weightedWindow, weightedRefresh)
+	}
 	lim := d.Config.Limits
 	s.shedder = newShedder(lim)
 	s.bodies.max = lim.MaxBodyBytesInFlight

@@ -682,10 +682,21 @@ func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend) func(c
 			parent.group.start()
 		}
 		ctx = withCallEnv(ctx, req, id, nil, nil)
+		req, rp, answer, aerr := s.runRouter(ctx, req) // routers.go: switchyard/auto as a panel member
+		switch {
+		case aerr != nil:
+			rp.Release()
+			return fail(aerr)
+		case answer != nil:
+			rp.Release()
+			return http.StatusOK, wire.PluginResult(answer, wire.Identity{GenID: id, Model: req.Model()}), nil
+		}
 		pl, aerr := s.buildPipeline(req) // compress.go
 		if aerr != nil {
+			rp.Release()
 			return fail(aerr)
 		}
+		pl.Prepend(rp)
 		defer pl.Release()
 		edited, answer, aerr := s.preRequest(ctx, req, pl)
 		switch {

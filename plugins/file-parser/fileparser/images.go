@@ -109,6 +109,9 @@ func pageImages(v, res pdf.Value, data []byte, lim Limits, il ImageLimits, budge
 		case "Image":
 			img, filter, err := convertImage(x, data, il, budget, lim.Decompressed)
 			if err != nil {
+				if fe, ok := err.(*FileError); ok {
+					fe.Message = "page " + strconv.Itoa(page+1) + ": " + fe.Message
+				}
 				return err
 			}
 			if img == nil {

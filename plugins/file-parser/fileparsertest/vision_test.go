@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
@@ -109,3 +110,88 @@ func TestFileParserVision(t *testing.T) {
 		})
 	}
 }
+
+// Without an engine, a PDF with no text layer goes to the vision model
+// when the operator configured one; with engine pdf-text, or with no
+// vision model, it is a 400 that says to use vision. Engine vision on a
+// PDF without images reads its text layer and calls no model.
+func TestFileParserVisionFallbacks(t *testing.T) {
+	g := startVision(t, `{vision: {model: test/vision}}`, nil)
+	up := g.Upstreams["alpha"]
+
+	status, body := post(t, g, fileRequest("scan.pdf", dataURL(t, "scan-img2pdf.pdf"), `{"id":"file-parser"}`))
+	st := body.Get(`service_metadata.pipeline.#(name=="file-parser")`)
+	if status != 200 || st.Get("data.fallback").Str != "vision" || st.Get("data.vision.calls").Int() != 2 {
+		t.Fatalf("%d stage %s", status, st.Raw)
+	}
+	if text := gjson.GetBytes(up.Last().Body, "messages.0.content.1.text").Str; !strings.Contains(text, "Fragile glass: total weight 2,340 kg") {
+		t.Fatalf("upstream got %q", text)
+	}
+
+	status, body = post(t, g, fileRequest("groff.pdf", dataURL(t, "groff.pdf"), vision))
+	st = body.Get(`service_metadata.pipeline.#(name=="file-parser")`)
+	if status != 200 || st.Get("data.fallback").Str != "text" || st.Get("data.vision.calls").Int() != 0 || body.Get(`service_metadata.pipeline.#(type=="sub_requests")`).Exists() {
+		t.Fatalf("%d %s", status, body.Get("service_metadata").Raw)
+	}
+	if text := gjson.GetBytes(up.Last().Body, "messages.0.content.1.text").Str; !strings.Contains(text, "third quarter, with a median latency") {
+		t.Fatalf("upstream got %q", text)
+	}
+
+	before := up.Count()
+	status, body = post(t, g, fileRequest("scan.pdf", dataURL(t, "scan-img2pdf.pdf"), `{"id":"file-parser","pdf":{"engine":"pdf-text"}}`))
+	if status != 400 || body.Get("error.metadata.reason").Str != "no_text" || !strings.Contains(body.Get("error.message").Str, `"engine": "vision"`) || !strings.Contains(body.Get("error.message").Str, "scan.pdf") {
+		t.Fatalf("%d %s", status, body.Raw)
+	}
+	if up.Count() != before {
+		t.Fatal("the upstream was called")
+	}
+
+	// No vision model configured.
+	g2 := startVision(t, "", nil)
+	for _, tc := range []struct{ plugin, reason string }{
+		{`{"id":"file-parser"}`, "no_text"},
+		{vision, "vision_unavailable"},
+	} {
+		status, body := post(t, g2, fileRequest("scan.pdf", dataURL(t, "scan-img2pdf.pdf"), tc.plugin))
+		if status != 400 || body.Get("error.metadata.reason").Str != tc.reason || !strings.Contains(body.Get("error.message").Str, "scan.pdf") {
+			t.Fatalf("%s: %d %s", tc.plugin, status, body.Raw)
+		}
+	}
+}
+
+// The limits of engine vision: images per file, bytes per image, the
+// request's budget of model calls, and a vision model that fails — each a
+// 400 naming the file, with the answering model never called.
+func TestFileParserVisionLimits(t *testing.T) {
+	cases := []struct {
+		name, settings string
+		mutate         func(*config.Config)
+		fault          bool
+		reason, want   string
+	}{
+		{"images per file", `{vision: {model: test/vision, max_images: 1}}`, nil, false, "too_many_images", "at most 1 per file"},
+		{"image bytes", `{vision: {model: test/vision, max_image_bytes: 2000}}`, nil, false, "image_too_large", "page 1: an image is 22227 bytes as sent, over the limit of 2000"},
+		{"chat budget", `{vision: {model: test/vision}}`, func(c *config.Config) { c.Modules.ChatCallsPerRequest = 1 }, false, "budget", "page 2"},
+		{"vision model fails", `{vision: {model: test/vision}}`, nil, true, "vision_failed", "page 1"},
+		{"no such vision model", `{vision: {model: test/nothing}}`, nil, false, "vision_failed", "test/nothing"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startVision(t, tc.settings, tc.mutate)
+			up := g.Upstreams["alpha"]
+			if tc.fault {
+				up.SetFaults(demoFault)
+			}
+			status, body := post(t, g, fileRequest("scan.pdf", dataURL(t, "scan-img2pdf.pdf"), vision))
+			if status != 400 || body.Get("error.metadata.reason").Str != tc.reason || !strings.Contains(body.Get("error.message").Str, "scan.pdf") || !strings.Contains(body.Get("error.message").Str, tc.want) {
+				t.Fatalf("%d %s", status, body.Raw)
+			}
+			if up.Count() > 0 && gjson.GetBytes(up.Last().Body, "model").Str == "echo" {
+				t.Fatal("the answering model was called")
+			}
+		})
+	}
+}
+
+// demoFault makes the fake upstream answer 500 (the vision model fails).
+var demoFault = demo.Faults{Status: 500}

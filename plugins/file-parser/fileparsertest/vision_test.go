@@ -3,6 +3,8 @@
 package fileparsertest
 
 import (
+	"bufio"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // visionYAML is the test catalog plus two vision models — test/vision on
@@ -195,3 +198,44 @@ func TestFileParserVisionLimits(t *testing.T) {
 
 // demoFault makes the fake upstream answer 500 (the vision model fails).
 var demoFault = demo.Faults{Status: 500}
+
+// In a stream, engine vision runs before the first byte: the upstream's
+// prompt has the transcription and the finishing chunk the annotation. The
+// same file again is read from the module's kv store: no model call.
+func TestFileParserVisionStreamAndCache(t *testing.T) {
+	g := startVision(t, `{vision: {model: test/vision}}`, nil)
+	body, _ := sjson.Set(fileRequest("scan.pdf", dataURL(t, "scan-gs.pdf"), vision), "stream", true)
+	req, _ := http.NewRequest("POST", g.URL+"/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+g.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	var ann gjson.Result
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && d != "[DONE]" {
+			if a := gjson.Get(d, `choices.0.delta.annotations.#(type=="file")`); a.Exists() {
+				ann = a
+			}
+		}
+	}
+	if !strings.Contains(ann.Get("file.content.0.text").Str, "Received in good order by J. Okafor") {
+		t.Fatalf("stream annotation %s", ann.Raw)
+	}
+	if text := gjson.GetBytes(g.Upstreams["alpha"].Last().Body, "messages.0.content.1.text").Str; !strings.Contains(text, "12 pallets of solar panels to Rotterdam") {
+		t.Fatalf("upstream got %q", text)
+	}
+
+	calls := g.Upstreams["alpha"].Count()
+	status, res := post(t, g, fileRequest("again.pdf", dataURL(t, "scan-gs.pdf"), vision))
+	st := res.Get(`service_metadata.pipeline.#(name=="file-parser")`)
+	if status != 200 || st.Get("data.cached").Int() != 1 || st.Get("data.vision.calls").Int() != 0 || g.Upstreams["alpha"].Count() != calls+1 {
+		t.Fatalf("%d %s", status, res.Get("service_metadata").Raw)
+	}
+}

@@ -163,3 +163,22 @@ func TestFileParserFetchUntrustedCertificate(t *testing.T) {
 		}
 	}
 }
+
+// A root_cas entry that is not a readable PEM certificate stops the
+// gateway at start, naming the setting, rather than trusting nothing new.
+func TestRootCAsConfig(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "not.pem")
+	if err := os.WriteFile(bad, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{bad, filepath.Join(t.TempDir(), "missing.pem")} {
+		g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, Mutate: func(c *config.Config) { c.Modules.HTTP.RootCAs = []string{f} }})
+		if err == nil {
+			g.Close()
+			t.Fatalf("%s: the gateway started", f)
+		}
+		if !strings.Contains(err.Error(), "modules.http.root_cas") {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"image"
-	"image/png"
 	"io"
 	"regexp"
 	"strconv"
@@ -269,8 +267,8 @@ func convertImage(x pdf.Value, data []byte, il ImageLimits, budget *int, limit i
 
 // flateImage converts a Flate-compressed gray or RGB image to a PNG: with
 // PNG predictors (10-15) the compressed data already is a PNG's IDAT, so
-// it is wrapped as it is; without, it is inflated (within the
-// decompressed-bytes budget) and encoded. Depths 8 and (gray) 1 are
+// it is wrapped as it is; without, it is inflated row by row (within the
+// decompressed-bytes budget) into a new IDAT. Depths 8 and (gray) 1 are
 // converted; nil for anything else.
 func flateImage(x pdf.Value, raw []byte, w, h int, budget *int, limit int) (*PageImage, error) {
 	comps := components(x)
@@ -296,6 +294,9 @@ func flateImage(x pdf.Value, raw []byte, w, h int, budget *int, limit int) (*Pag
 	} else if pred > 1 {
 		return nil, nil
 	}
+	// Rows are streamed from the PDF's zlib data into the PNG's (filter
+	// type 0 before each): PNG's gray (1 or 8 bits, 0 black) and RGB
+	// samples are the PDF's, so no pixel buffer is held, only one row.
 	rowBytes := (w*comps*bpc + 7) / 8
 	need := rowBytes * h
 	if need > *budget {
@@ -305,58 +306,23 @@ func flateImage(x pdf.Value, raw []byte, w, h int, budget *int, limit int) (*Pag
 	if err != nil {
 		return nil, fileErr("malformed", "an image's Flate data is corrupt (%s)", short(err.Error()))
 	}
-	pix := make([]byte, need)
-	if _, err := io.ReadFull(zr, pix); err != nil {
-		return nil, fileErr("malformed", "an image's Flate data is short or corrupt (%s)", short(err.Error()))
+	var idat bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&idat, zlib.BestSpeed)
+	row := make([]byte, 1+rowBytes) // row[0]: PNG filter type None
+	for y := 0; y < h; y++ {
+		if _, err := io.ReadFull(zr, row[1:]); err != nil {
+			return nil, fileErr("malformed", "an image's Flate data is short or corrupt (%s)", short(err.Error()))
+		}
+		if inverted {
+			for i := 1; i < len(row); i++ {
+				row[i] = ^row[i]
+			}
+		}
+		zw.Write(row)
 	}
+	zw.Close()
 	*budget -= need
-	var im image.Image
-	switch {
-	case comps == 3:
-		rgba := image.NewNRGBA(image.Rect(0, 0, w, h))
-		for y := 0; y < h; y++ {
-			for i := 0; i < w; i++ {
-				s, d := pix[y*rowBytes+3*i:], rgba.Pix[y*rgba.Stride+4*i:]
-				d[0], d[1], d[2], d[3] = s[0], s[1], s[2], 0xff
-			}
-		}
-		im = rgba
-	case bpc == 8:
-		im = &image.Gray{Pix: pix, Stride: rowBytes, Rect: image.Rect(0, 0, w, h)}
-	default: // 1-bit gray: 1 is white
-		g := image.NewGray(image.Rect(0, 0, w, h))
-		for y := 0; y < h; y++ {
-			for i := 0; i < w; i++ {
-				if pix[y*rowBytes+i/8]&(0x80>>(i%8)) != 0 {
-					g.Pix[y*g.Stride+i] = 0xff
-				}
-			}
-		}
-		im = g
-	}
-	if inverted {
-		invert(im)
-	}
-	var buf bytes.Buffer
-	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, im); err != nil {
-		return nil, fileErr("malformed", "an image cannot be converted (%s)", short(err.Error()))
-	}
-	return &PageImage{MediaType: "image/png", Data: buf.Bytes()}, nil
-}
-
-func invert(im image.Image) {
-	switch m := im.(type) {
-	case *image.Gray:
-		for i := range m.Pix {
-			m.Pix[i] = 0xff - m.Pix[i]
-		}
-	case *image.NRGBA:
-		for i := range m.Pix {
-			if i%4 != 3 {
-				m.Pix[i] = 0xff - m.Pix[i]
-			}
-		}
-	}
+	return &PageImage{MediaType: "image/png", Data: wrapPNG(idat.Bytes(), w, h, bpc, comps)}, nil
 }
 
 // wrapPNG makes a PNG file of PNG-predicted zlib data (a PDF image with

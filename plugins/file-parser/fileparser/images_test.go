@@ -1,6 +1,10 @@
 package fileparser
 
 import (
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,5 +78,100 @@ func TestExtractImagesLimit(t *testing.T) {
 	il.Bytes = 1000
 	if _, err := ExtractImages(data, DefaultLimits, il); err == nil || err.(*FileError).Reason != "image_too_large" {
 		t.Fatalf("%v", err)
+	}
+}
+
+// imagePDF is a one-page PDF drawing one image XObject with the given
+// dictionary entries and stream data.
+func imagePDF(dict string, data []byte) []byte {
+	draw := "q 100 0 0 100 0 0 cm /Im1 Do Q"
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im1 5 0 R >> >> /Contents 4 0 R >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(draw)+1, draw),
+		fmt.Sprintf("<< /Type /XObject /Subtype /Image %s /Length %d >>\nstream\n%s\nendstream", dict, len(data), data),
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offs := make([]int, len(objs))
+	for i, o := range objs {
+		offs[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, o := range offs {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+func deflate(b []byte) []byte {
+	var z bytes.Buffer
+	w := zlib.NewWriter(&z)
+	w.Write(b)
+	w.Close()
+	return z.Bytes()
+}
+
+// Hostile or odd images are a clear refusal (or left out), never a
+// decoded bomb: the pixel limit is checked before anything is inflated,
+// inflating stops at the decompressed-bytes budget, short data and a JPEG
+// that is not one are malformed, and encodings the engine does not send
+// are reported by filter.
+func TestExtractImagesHostile(t *testing.T) {
+	gray := bytes.Repeat([]byte{0x80}, 64*64)
+	cases := []struct {
+		name, dict  string
+		data        []byte
+		lim         Limits
+		reason      string // "" = extracted
+		unsupported string
+	}{
+		{"gray flate", "/Width 64 /Height 64 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode", deflate(gray), DefaultLimits, "", ""},
+		{"1-bit gray, inverted", "/Width 64 /Height 64 /ColorSpace /DeviceGray /BitsPerComponent 1 /Decode [1 0] /Filter /FlateDecode", deflate(make([]byte, 8*64)), DefaultLimits, "", ""},
+		{"pixel bomb", "/Width 20000 /Height 20000 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /FlateDecode", deflate(gray), DefaultLimits, "image_too_large", ""},
+		{"inflate past the budget", "/Width 4000 /Height 4000 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /FlateDecode", deflate(make([]byte, 4000*4000*3)), Limits{Bytes: 8 << 20, Pages: 10, Decompressed: 1 << 20, Text: 1 << 20}, "decompressed_too_large", ""},
+		{"short flate data", "/Width 64 /Height 64 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode", deflate(gray[:100]), DefaultLimits, "malformed", ""},
+		{"a DCT image that is not a JPEG", "/Width 64 /Height 64 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode", []byte("not a jpeg"), DefaultLimits, "malformed", ""},
+		{"no size", "/ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode", []byte{0xff, 0xd8}, DefaultLimits, "malformed", ""},
+		{"JPEG 2000", "/Width 64 /Height 64 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /JPXDecode", []byte("jp2"), DefaultLimits, "", "JPXDecode"},
+		{"CMYK flate", "/Width 64 /Height 64 /ColorSpace /DeviceCMYK /BitsPerComponent 8 /Filter /FlateDecode", deflate(gray), DefaultLimits, "", "FlateDecode (colour space or depth)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			imgs, err := ExtractImages(imagePDF(tc.dict, tc.data), tc.lim, DefaultImageLimits)
+			if tc.reason != "" {
+				fe, _ := err.(*FileError)
+				if fe == nil || fe.Reason != tc.reason || !strings.HasPrefix(fe.Message, "page 1: ") {
+					t.Fatalf("err %v, want %s", err, tc.reason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.unsupported != "" {
+				if imgs.Count != 0 || len(imgs.Unsupported) != 1 || imgs.Unsupported[0] != tc.unsupported {
+					t.Fatalf("%+v", imgs)
+				}
+				return
+			}
+			if imgs.Count != 1 || imgs.Pages[0][0].MediaType != "image/png" {
+				t.Fatalf("%+v", imgs)
+			}
+			im, err := png.Decode(bytes.NewReader(imgs.Pages[0][0].Data))
+			if err != nil || im.Bounds().Dx() != 64 || im.Bounds().Dy() != 64 {
+				t.Fatalf("png %v %v", err, im)
+			}
+			// The inverted 1-bit image of zeros is white.
+			if tc.name == "1-bit gray, inverted" {
+				if r, _, _, _ := im.At(10, 10).RGBA(); r != 0xffff {
+					t.Fatalf("pixel %v", im.At(10, 10))
+				}
+			}
+		})
 	}
 }

@@ -60,9 +60,18 @@ func TestFileParserVision(t *testing.T) {
 		{"test/claude-vision", "scan-gs.pdf", 1, []string{"12 pallets of solar panels to Rotterdam"}},
 		{"test/vision", "scan-mixed.pdf", 2, []string{"--- page 1 ---\nCover page: the delivery note follows", "--- page 2 ---\nAppendix B (scanned)", "Signed: M. Lindqvist, 2026-04-02"}},
 	}
+	// One gateway per vision model (a start costs seconds under -race).
+	gws := map[string]*gatewaytest.Gateway{}
+	parent := t
+	gateway := func(model string) *gatewaytest.Gateway {
+		if gws[model] == nil {
+			gws[model] = startVision(parent, `{vision: {model: `+model+`}}`, nil)
+		}
+		return gws[model]
+	}
 	for _, tc := range cases {
 		t.Run(tc.model+"/"+tc.file, func(t *testing.T) {
-			g := startVision(t, `{vision: {model: `+tc.model+`}}`, nil)
+			g := gateway(tc.model)
 			status, body := post(t, g, fileRequest(tc.file, dataURL(t, tc.file), vision))
 			if status != 200 {
 				t.Fatalf("status %d: %s", status, body.Raw)
@@ -112,6 +121,7 @@ func TestFileParserVision(t *testing.T) {
 			}
 		})
 	}
+	t.Run("stream and cache", func(t *testing.T) { visionStreamAndCache(t, gateway("test/vision")) })
 }
 
 // Without an engine, a PDF with no text layer goes to the vision model
@@ -166,21 +176,28 @@ func TestFileParserVisionFallbacks(t *testing.T) {
 // request's budget of model calls, and a vision model that fails — each a
 // 400 naming the file, with the answering model never called.
 func TestFileParserVisionLimits(t *testing.T) {
+	budget := func(c *config.Config) { c.Modules.ChatCallsPerRequest = 1 }
 	cases := []struct {
 		name, settings string
 		mutate         func(*config.Config)
-		fault          bool
+		fault, shared  bool // shared: on the previous case's gateway
 		reason, want   string
 	}{
-		{"images per file", `{vision: {model: test/vision, max_images: 1}}`, nil, false, "too_many_images", "at most 1 per file"},
-		{"image bytes", `{vision: {model: test/vision, max_image_bytes: 2000}}`, nil, false, "image_too_large", "page 1: an image is 22227 bytes as sent, over the limit of 2000"},
-		{"chat budget", `{vision: {model: test/vision}}`, func(c *config.Config) { c.Modules.ChatCallsPerRequest = 1 }, false, "budget", "page 2"},
-		{"vision model fails", `{vision: {model: test/vision}}`, nil, true, "vision_failed", "page 1"},
-		{"no such vision model", `{vision: {model: test/nothing}}`, nil, false, "vision_failed", "test/nothing"},
+		{"images per file", `{vision: {model: test/vision, max_images: 1}}`, nil, false, false, "too_many_images", "at most 1 per file"},
+		{"image bytes", `{vision: {model: test/vision, max_image_bytes: 2000}}`, nil, false, false, "image_too_large", "page 1: an image is 22227 bytes as sent, over the limit of 2000"},
+		{"chat budget", `{vision: {model: test/vision}}`, budget, false, false, "budget", "page 2"},
+		// The same gateway (a start costs seconds under -race): page 1's
+		// call fails before the budget matters.
+		{"vision model fails", `{vision: {model: test/vision}}`, budget, true, true, "vision_failed", "page 1"},
+		{"no such vision model", `{vision: {model: test/nothing}}`, nil, false, false, "vision_failed", "test/nothing"},
 	}
+	var g *gatewaytest.Gateway
+	parent := t
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := startVision(t, tc.settings, tc.mutate)
+			if !tc.shared {
+				g = startVision(parent, tc.settings, tc.mutate)
+			}
 			up := g.Upstreams["alpha"]
 			if tc.fault {
 				up.SetFaults(demoFault)
@@ -202,8 +219,7 @@ var demoFault = demo.Faults{Status: 500}
 // In a stream, engine vision runs before the first byte: the upstream's
 // prompt has the transcription and the finishing chunk the annotation. The
 // same file again is read from the module's kv store: no model call.
-func TestFileParserVisionStreamAndCache(t *testing.T) {
-	g := startVision(t, `{vision: {model: test/vision}}`, nil)
+func visionStreamAndCache(t *testing.T, g *gatewaytest.Gateway) {
 	body, _ := sjson.Set(fileRequest("scan.pdf", dataURL(t, "scan-gs.pdf"), vision), "stream", true)
 	req, _ := http.NewRequest("POST", g.URL+"/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+g.Key)

@@ -180,6 +180,10 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 			} else if t, ok := m.cached(engine, hash); ok {
 				text = t
 				fromKV++
+			} else if t, ok := m.cached(EngineVision, hash); ok && auto && engine == EnginePDFText && vs.Model != "" {
+				// A scan the default engine sent to vision before.
+				text = t
+				fromKV++
 			} else {
 				used := engine
 				var ferr *FileError

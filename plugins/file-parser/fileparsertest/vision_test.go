@@ -140,6 +140,15 @@ func TestFileParserVisionFallbacks(t *testing.T) {
 	if text := gjson.GetBytes(up.Last().Body, "messages.0.content.1.text").Str; !strings.Contains(text, "Fragile glass: total weight 2,340 kg") {
 		t.Fatalf("upstream got %q", text)
 	}
+	// Again: the transcription comes from kv, no model call.
+	status, body = post(t, g, fileRequest("scan.pdf", dataURL(t, "scan-img2pdf.pdf"), `{"id":"file-parser"}`))
+	st = body.Get(`service_metadata.pipeline.#(name=="file-parser")`)
+	if status != 200 || st.Get("data.cached").Int() != 1 || body.Get(`service_metadata.pipeline.#(type=="sub_requests")`).Exists() {
+		t.Fatalf("%d %s", status, body.Get("service_metadata").Raw)
+	}
+	if text := gjson.GetBytes(up.Last().Body, "messages.0.content.1.text").Str; !strings.Contains(text, "Fragile glass: total weight 2,340 kg") {
+		t.Fatalf("upstream got %q", text)
+	}
 
 	status, body = post(t, g, fileRequest("groff.pdf", dataURL(t, "groff.pdf"), vision))
 	st = body.Get(`service_metadata.pipeline.#(name=="file-parser")`)

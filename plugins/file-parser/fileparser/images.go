@@ -251,6 +251,11 @@ func convertImage(x pdf.Value, data []byte, il ImageLimits, budget *int, limit i
 		if !bytes.HasPrefix(raw, []byte{0xff, 0xd8}) {
 			return nil, "", fileErr("malformed", "a DCTDecode image is not a JPEG")
 		}
+		if components(x) == 0 {
+			// A CMYK JPEG (Adobe's, often inverted) is one many vision
+			// models cannot decode: left out like the other encodings.
+			return nil, "DCTDecode (colour space)", nil
+		}
 		img = &PageImage{MediaType: "image/jpeg", Data: raw}
 	case len(fs) == 1 && fs[0] == "FlateDecode":
 		if img, err = flateImage(x, raw, w, h, budget, limit); err != nil || img == nil {

@@ -138,6 +138,7 @@ func TestExtractImagesHostile(t *testing.T) {
 		{"a DCT image that is not a JPEG", "/Width 64 /Height 64 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode", []byte("not a jpeg"), DefaultLimits, "malformed", ""},
 		{"no size", "/ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode", []byte{0xff, 0xd8}, DefaultLimits, "malformed", ""},
 		{"JPEG 2000", "/Width 64 /Height 64 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /JPXDecode", []byte("jp2"), DefaultLimits, "", "JPXDecode"},
+		{"CMYK JPEG", "/Width 64 /Height 64 /ColorSpace /DeviceCMYK /BitsPerComponent 8 /Filter /DCTDecode", []byte{0xff, 0xd8, 0xff, 0xee}, DefaultLimits, "", "DCTDecode (colour space)"},
 		{"CMYK flate", "/Width 64 /Height 64 /ColorSpace /DeviceCMYK /BitsPerComponent 8 /Filter /FlateDecode", deflate(gray), DefaultLimits, "", "FlateDecode (colour space or depth)"},
 	}
 	for _, tc := range cases {

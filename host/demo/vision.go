@@ -31,8 +31,10 @@ const (
 	cellW, cellH = 7, 13 // a glyph's advance and line height
 	glyphW       = 6     // its drawn width (the 7th column is the gap)
 	maxScale     = 8
-	// maxPixels bounds the images the demo decodes (a 4096×4096 page).
-	maxPixels = 1 << 24
+	// maxPixels bounds the images the demo reads (2048×2048): its search
+	// for the grid costs a few passes over the image per scale, seconds
+	// at this size.
+	maxPixels = 1 << 22
 )
 
 // glyphKey is a cell's pixels, one byte per row (6 bits used).
@@ -158,10 +160,35 @@ func readDataURL(url string) (string, error) {
 	return ReadImage(data)
 }
 
-// inkMap is the image thresholded: true where a pixel is dark.
+// inkMap is the image thresholded: true where a pixel is dark. sum is
+// its summed-area table, so a blank cell is known in four reads.
 type inkMap struct {
 	w, h int
 	ink  []bool
+	sum  []int32 // (w+1)×(h+1): ink pixels above and left of each point
+}
+
+func (m *inkMap) sums() {
+	m.sum = make([]int32, (m.w+1)*(m.h+1))
+	for y := 0; y < m.h; y++ {
+		var row int32
+		for x := 0; x < m.w; x++ {
+			if m.ink[y*m.w+x] {
+				row++
+			}
+			m.sum[(y+1)*(m.w+1)+x+1] = m.sum[y*(m.w+1)+x+1] + row
+		}
+	}
+}
+
+// blank reports whether the rectangle [x0,x1)×[y0,y1) has no ink.
+func (m *inkMap) blank(x0, y0, x1, y1 int) bool {
+	x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, m.w), min(y1, m.h)
+	if x0 >= x1 || y0 >= y1 {
+		return true
+	}
+	w := m.w + 1
+	return m.sum[y1*w+x1]-m.sum[y0*w+x1]-m.sum[y1*w+x0]+m.sum[y0*w+x0] == 0
 }
 
 func (m *inkMap) at(x, y int) bool {
@@ -175,6 +202,9 @@ func (m *inkMap) at(x, y int) bool {
 // of each k×k block.
 func (m *inkMap) cell(x0, y0, k int) (glyphKey, bool) {
 	var key glyphKey
+	if m.blank(x0, y0, x0+cellW*k, y0+cellH*k) {
+		return key, false
+	}
 	any := false
 	for y := 0; y < cellH; y++ {
 		for x := 0; x < cellW; x++ {
@@ -193,30 +223,35 @@ func (m *inkMap) cell(x0, y0, k int) (glyphKey, bool) {
 func readText(img image.Image) string {
 	b := img.Bounds()
 	m := &inkMap{w: b.Dx(), h: b.Dy(), ink: make([]bool, b.Dx()*b.Dy())}
+	// Luminance straight from the planes of the decoders' usual types
+	// (gray PNG, JPEG's Y), through At for the rest.
 	for y := 0; y < m.h; y++ {
 		for x := 0; x < m.w; x++ {
-			lum := color.GrayModel.Convert(img.At(b.Min.X+x, b.Min.Y+y)).(color.Gray).Y
+			var lum uint8
+			switch im := img.(type) {
+			case *image.Gray:
+				lum = im.Pix[im.PixOffset(b.Min.X+x, b.Min.Y+y)]
+			case *image.YCbCr:
+				lum = im.Y[im.YOffset(b.Min.X+x, b.Min.Y+y)]
+			default:
+				lum = color.GrayModel.Convert(img.At(b.Min.X+x, b.Min.Y+y)).(color.Gray).Y
+			}
 			m.ink[y*m.w+x] = lum < 128
 		}
 	}
 	// The grid (scale and origin) under which the most cells are exactly
-	// a glyph.
+	// a glyph. Each font pixel is a k×k block, so the image's ink runs
+	// start on the grid's phase modulo k: only the 7×13 cell origins of
+	// that phase are tried, and each scored on its first scoreCells inked
+	// cells, which keeps a full page to well under a second.
+	m.sums()
+	phaseX, phaseY := m.phases()
 	bestK, bestX, bestY, best := 0, 0, 0, 0
 	for k := 1; k <= maxScale && cellW*k <= m.w && cellH*k <= m.h; k++ {
-		step := max(1, k/2)
-		for oy := 0; oy < cellH*k; oy += step {
-			for ox := 0; ox < cellW*k; ox += step {
-				score := 0
-				for y0 := oy; y0+cellH*k <= m.h; y0 += cellH * k {
-					for x0 := ox; x0+cellW*k <= m.w; x0 += cellW * k {
-						if key, ink := m.cell(x0, y0, k); ink {
-							if _, ok := glyphs[key]; ok {
-								score++
-							}
-						}
-					}
-				}
-				if score > best {
+		for jy := 0; jy < cellH; jy++ {
+			for jx := 0; jx < cellW; jx++ {
+				ox, oy := phaseX[k]+jx*k, phaseY[k]+jy*k
+				if score := m.score(ox, oy, k); score > best {
 					bestK, bestX, bestY, best = k, ox, oy, score
 				}
 			}
@@ -262,6 +297,64 @@ func readText(img image.Image) string {
 		out = append(out, l)
 	}
 	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+// scoreCells bounds the inked cells one candidate grid is scored on.
+const scoreCells = 2000
+
+// score counts the cells of the grid (ox, oy, k) that are exactly a glyph,
+// among its first scoreCells inked cells.
+func (m *inkMap) score(ox, oy, k int) int {
+	score, inked := 0, 0
+	for y0 := oy; y0+cellH*k <= m.h; y0 += cellH * k {
+		for x0 := ox; x0+cellW*k <= m.w; x0 += cellW * k {
+			key, ink := m.cell(x0, y0, k)
+			if !ink {
+				continue
+			}
+			if _, ok := glyphs[key]; ok {
+				score++
+			}
+			if inked++; inked >= scoreCells {
+				return score
+			}
+		}
+	}
+	return score
+}
+
+// phases are, for each scale k, the most common position modulo k where
+// horizontal (x) and vertical (y) ink runs start.
+func (m *inkMap) phases() (px, py [maxScale + 1]int) {
+	var hx, hy [maxScale + 1][maxScale]int
+	for y := 0; y < m.h; y++ {
+		for x := 0; x < m.w; x++ {
+			if !m.ink[y*m.w+x] {
+				continue
+			}
+			if x == 0 || !m.ink[y*m.w+x-1] {
+				for k := 1; k <= maxScale; k++ {
+					hx[k][x%k]++
+				}
+			}
+			if y == 0 || !m.ink[(y-1)*m.w+x] {
+				for k := 1; k <= maxScale; k++ {
+					hy[k][y%k]++
+				}
+			}
+		}
+	}
+	for k := 1; k <= maxScale; k++ {
+		for r := 1; r < k; r++ {
+			if hx[k][r] > hx[k][px[k]] {
+				px[k] = r
+			}
+			if hy[k][r] > hy[k][py[k]] {
+				py[k] = r
+			}
+		}
+	}
+	return px, py
 }
 
 // nearest is the glyph of key, or the closest one when no more than a

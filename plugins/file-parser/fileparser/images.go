@@ -72,6 +72,9 @@ func ExtractImages(data []byte, lim Limits, il ImageLimits) (out *PageImages, er
 // doRe finds the XObjects a content stream draws: /Name Do.
 var doRe = regexp.MustCompile(`/([^\s/\[\]<>(){}%]+)\s+Do\b`)
 
+// maxDraws bounds the Do operators read per content stream.
+const maxDraws = 4096
+
 // pageImages appends the images drawn by the content of v (a page or a
 // form XObject) with resources res to out.Pages[page].
 func pageImages(v, res pdf.Value, data []byte, lim Limits, il ImageLimits, budget *int, depth int, seen map[string]bool, page int, out *PageImages) error {
@@ -83,7 +86,9 @@ func pageImages(v, res pdf.Value, data []byte, lim Limits, il ImageLimits, budge
 		return err
 	}
 	xobjs := res.Key("XObject")
-	for _, m := range doRe.FindAllSubmatch(content, -1) {
+	// A hostile page can repeat "/Im1 Do" millions of times: only the
+	// first maxDraws are looked at (each name counts once anyway).
+	for _, m := range doRe.FindAllSubmatch(content, maxDraws) {
 		name := string(m[1])
 		x := xobjs.Key(name)
 		if x.Kind() != pdf.Stream {

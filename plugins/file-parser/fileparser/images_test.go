@@ -176,3 +176,45 @@ func TestExtractImagesHostile(t *testing.T) {
 		})
 	}
 }
+
+// A page that draws its image a million times sends it once. (The module
+// looks at the first maxDraws Do operators of a stream, so such a page's
+// matches cannot exhaust its memory; natively this checks the result.)
+func TestExtractImagesRepeatedDraws(t *testing.T) {
+	data := imagePDF("/Width 64 /Height 64 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode", deflate(bytes.Repeat([]byte{0x80}, 64*64)))
+	draws := deflate(bytes.Repeat([]byte("/Im1 Do\n"), 1<<20))
+	// Swap the page's content for the compressed million draws.
+	draw := "q 100 0 0 100 0 0 cm /Im1 Do Q"
+	old := fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(draw)+1, draw)
+	if !bytes.Contains(data, []byte(old)) {
+		t.Fatal("fixture changed")
+	}
+	data = bytes.Replace(data, []byte(old), []byte(fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", len(draws), draws)), 1)
+	data = fixXref(data)
+	imgs, err := ExtractImages(data, DefaultLimits, DefaultImageLimits)
+	if err != nil || imgs.Count != 1 {
+		t.Fatalf("%v %+v", err, imgs)
+	}
+}
+
+// fixXref rewrites a test PDF's cross-reference table after an edit.
+func fixXref(data []byte) []byte {
+	head := data[:bytes.Index(data, []byte("xref\n"))]
+	var offs []int
+	for i := 1; ; i++ {
+		o := bytes.Index(head, []byte(fmt.Sprintf("\n%d 0 obj\n", i)))
+		if o < 0 {
+			break
+		}
+		offs = append(offs, o+1)
+	}
+	var b bytes.Buffer
+	b.Write(head)
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offs)+1)
+	for _, o := range offs {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offs)+1, xref)
+	return b.Bytes()
+}

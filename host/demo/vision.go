@@ -445,6 +445,21 @@ func anthropicImages(raw []byte) []string {
 	return out
 }
 
+// geminiImages are a Gemini content's inlineData images, as data URLs.
+func geminiImages(parts []geminiPart) []string {
+	var out []string
+	for _, p := range parts {
+		var d struct {
+			MimeType string `json:"mimeType"`
+			Data     string `json:"data"`
+		}
+		if len(p.InlineData) > 0 && json.Unmarshal(p.InlineData, &d) == nil && strings.HasPrefix(d.MimeType, "image/") {
+			out = append(out, "data:"+d.MimeType+";base64,"+d.Data)
+		}
+	}
+	return out
+}
+
 // IsVisionModel reports whether an upstream model name asks for the demo
 // vision model ("echo-vision", "claude-vision-test", …).
 func IsVisionModel(model string) bool { return strings.Contains(model, "vision") }

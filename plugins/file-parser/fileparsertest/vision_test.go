@@ -15,9 +15,10 @@ import (
 	"github.com/tidwall/sjson"
 )
 
-// visionYAML is the test catalog plus two vision models — test/vision on
-// the OpenAI-format fake (upstream model echo-vision) and
-// test/claude-vision on a fake Anthropic upstream — both the demo's
+// visionYAML is the test catalog plus three vision models — test/vision
+// on the OpenAI-format fake (upstream model echo-vision),
+// test/claude-vision on a fake Anthropic upstream and test/gemini-vision on
+// a fake Gemini one — each the demo's
 // vision model, which answers with the text it reads in the images it
 // received (host/demo/vision.go): a transcription in the file's text
 // proves the page image went out. settings is module_settings.file-parser.
@@ -27,7 +28,10 @@ func visionYAML(settings string) string {
 		"      - {provider: alpha, upstream_model: echo-vision, max_output: 4096, price: {prompt: 5, completion: 10}}\n" +
 		"  - id: test/claude-vision\n    kind: chat\n    context_length: 200000\n    input_modalities: [text, image]\n    endpoints:\n" +
 		"      - {provider: claude, upstream_model: claude-vision-test, max_output: 4096, price: {prompt: 3, completion: 15}}\n"
-	yml = strings.Replace(yml, "models:\n", "  - {slug: claude, name: claude, adapter: anthropic, base_url: \"{{url:claude}}\", data_collection: deny, region: us}\nmodels:\n", 1)
+	yml += "  - id: test/gemini-vision\n    kind: chat\n    context_length: 1000000\n    input_modalities: [text, image]\n    endpoints:\n" +
+		"      - {provider: gem, upstream_model: gemini-vision-test, max_output: 4096, price: {prompt: 0.3, completion: 2.5}}\n"
+	yml = strings.Replace(yml, "models:\n", "  - {slug: claude, name: claude, adapter: anthropic, base_url: \"{{url:claude}}\", data_collection: deny, region: us}\n"+
+		"  - {slug: gem, name: gem, adapter: gemini, base_url: \"{{url:gem}}\", api_key_env: GEM_KEY, data_collection: deny, region: us}\nmodels:\n", 1)
 	if settings != "" {
 		yml += "module_settings:\n  file-parser: " + settings + "\n"
 	}
@@ -36,7 +40,8 @@ func visionYAML(settings string) string {
 
 func startVision(t testing.TB, settings string, mutate func(*config.Config)) *gatewaytest.Gateway {
 	t.Helper()
-	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, ConfigYAML: visionYAML(settings), Anthropic: []string{"claude"}, Mutate: mutate})
+	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, ConfigYAML: visionYAML(settings), Anthropic: []string{"claude"}, Gemini: []string{"gem"},
+		Env: map[string]string{"GEM_KEY": "AIza-test-key-0123456789"}, Mutate: mutate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +63,7 @@ func TestFileParserVision(t *testing.T) {
 	}{
 		{"test/vision", "scan-img2pdf.pdf", 2, []string{"--- page 1 ---\nACME Freight Ltd - scanned delivery note", "Note no. 4471, dated 2026-02-17", "--- page 2 ---\nPage 2 - handling instructions", "Fragile glass: total weight 2,340 kg"}},
 		{"test/claude-vision", "scan-gs.pdf", 1, []string{"12 pallets of solar panels to Rotterdam"}},
+		{"test/gemini-vision", "scan-img2pdf.pdf", 2, []string{"Received in good order by J. Okafor", "Keep dry. Stack at most 3 high."}},
 		{"test/vision", "scan-mixed.pdf", 2, []string{"--- page 1 ---\nCover page: the delivery note follows", "--- page 2 ---\nAppendix B (scanned)", "Signed: M. Lindqvist, 2026-04-02"}},
 	}
 	// One gateway per vision model (a start costs seconds under -race).

@@ -71,3 +71,44 @@ func TestGoOpenAISDKFileParser(t *testing.T) {
 		t.Fatalf("message %s", res.Choices[0].Message.RawJSON())
 	}
 }
+
+// Engine vision through the Go SDK: a scanned PDF (page images, no text
+// layer) as the SDK's file part; the operator's vision model (the demo's,
+// on the fake upstream) transcribes each page in a sub-request, the
+// answering model gets the text, and usage.cost includes the sub-requests.
+func TestGoOpenAISDKFileParserVision(t *testing.T) {
+	yml := gatewaytest.DefaultYAML([]string{"alpha"}) +
+		"  - id: test/vision\n    kind: chat\n    context_length: 32768\n    input_modalities: [text, image]\n    endpoints:\n" +
+		"      - {provider: alpha, upstream_model: echo-vision, max_output: 4096, price: {prompt: 5, completion: 10}}\n" +
+		"module_settings:\n  file-parser: {vision: {model: test/vision}}\n"
+	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, ConfigYAML: yml})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	pdf, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "plugins", "file-parser", "testdata", "scan-img2pdf.pdf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := goClient(g, g.Key)
+	res, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "test/chat",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+			openai.TextContentPart("When was the note dated?"),
+			openai.FileContentPart(openai.ChatCompletionContentPartFileFileParam{
+				Filename: openai.String("scan.pdf"),
+				FileData: openai.String("data:application/pdf;base64," + base64.StdEncoding.EncodeToString(pdf)),
+			}),
+		})},
+	}, option.WithJSONSet("plugins", []map[string]any{{"id": "file-parser", "pdf": map[string]any{"engine": "vision"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body).Get("messages.0.content.1.text").Str
+	if !strings.Contains(sent, "Note no. 4471, dated 2026-02-17") {
+		t.Fatalf("upstream got %q", sent)
+	}
+	if sub := gjson.Get(res.Usage.RawJSON(), "cost_details.sub_requests").Float(); sub <= 0 || gjson.Get(res.Usage.RawJSON(), "cost").Float() <= sub {
+		t.Fatalf("usage %s", res.Usage.RawJSON())
+	}
+}

@@ -103,6 +103,10 @@ type ModulesHTTP struct {
 	CallsPerRequest  int      `yaml:"calls_per_request"`
 	MaxResponseBytes int64    `yaml:"max_response_bytes"`
 	Timeout          Duration `yaml:"timeout"`
+	// RootCAs are PEM files of certificate authorities modules' https
+	// calls trust besides the system's (an intranet's own CA, a test
+	// server's): without them only publicly trusted certificates pass.
+	RootCAs []string `yaml:"root_cas"`
 }
 
 // ModulesKV bounds the module key-value store: the quota of one module for

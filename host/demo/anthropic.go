@@ -78,6 +78,7 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lastUser := ""
 	input := 0
 	var results []string // tool_result contents after the last user text
+	var images []string  // the last user message's images
 	for _, m := range req.Messages {
 		t := text(m.Content)
 		input += words(t) + 3
@@ -87,6 +88,8 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if t != "" {
 			lastUser, results = t, nil
 		}
+		images = anthropicImages(m.Content)
+		input += 85 * len(images)
 		var blocks []struct {
 			Type    string          `json:"type"`
 			Content json.RawMessage `json:"content"`
@@ -106,6 +109,9 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	choice := map[string]string{"none": "none", "auto": "auto", "any": "required", "tool": req.ToolChoice.Name}[req.ToolChoice.Type]
 	turn := plan(offered, choice, lastUser, results, "This is the Switchyard demo of Anthropic (offline).")
 	reply := f.Reply
+	if reply == "" && IsVisionModel(req.Model) {
+		reply = visionReply(images) // vision.go
+	}
 	if reply == "" {
 		reply = turn.reply
 	}

@@ -240,12 +240,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 	prompt := 0
 	lastUser := ""
 	var results []string // tool results after the last user message
+	var images []string  // the last user message's images
 	for _, m := range req.Messages {
 		t := text(m.Content)
 		prompt += words(t) + 3
 		switch m.Role {
 		case "user":
 			lastUser, results = t, nil
+			images = openAIImages(m.Content)
+			prompt += 85 * len(images) // OpenAI's count for a low-detail image
 		case "tool":
 			results = append(results, t)
 		}
@@ -266,6 +269,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 	s.adapters[lastUser] = r.Header.Get("X-Switchyard-Adapter")
 	s.mu.Unlock()
 	reply := f.Reply
+	if reply == "" && IsVisionModel(req.Model) {
+		reply = visionReply(images) // vision.go
+	}
 	if reply == "" {
 		reply = turn.reply
 	}

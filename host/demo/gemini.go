@@ -121,7 +121,12 @@ func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f
 	}
 	lastUser, prompt := "", 0
 	var results []string // function responses after the last user text
+	var images []string  // the last user content's inline images
 	for _, c := range req.Contents {
+		if c.Role == "user" {
+			images = geminiImages(c.Parts) // vision.go
+			prompt += 258 * len(images)    // Gemini's count for a small image
+		}
 		for _, p := range c.Parts {
 			prompt += words(p.Text) + 1
 			if c.Role == "user" && p.Text != "" {
@@ -150,6 +155,9 @@ func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f
 	}
 	turn := plan(offered, choice, lastUser, results, "This is the Switchyard demo of Gemini (offline).")
 	reply := f.Reply
+	if reply == "" && IsVisionModel(model) {
+		reply = visionReply(images) // vision.go
+	}
 	if reply == "" {
 		reply = turn.reply
 	}

@@ -6,6 +6,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -189,13 +190,39 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	return g, nil
 }
 
+// rootCAs is the system's certificate pool plus the PEM files of
+// modules.http.root_cas; nil when there are none (the system's pool).
+func rootCAs(files []string) (*x509.CertPool, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	for _, f := range files {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("config: modules.http.root_cas: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("config: modules.http.root_cas: %s holds no PEM certificate", f)
+		}
+	}
+	return pool, nil
+}
+
 // hostFunctions configures the module host functions (config "modules" and
 // "secrets") and starts the module store's sweep.
 func (g *Gateway) hostFunctions() error {
 	mc := g.Config.Modules
+	roots, err := rootCAs(mc.HTTP.RootCAs)
+	if err != nil {
+		return err
+	}
 	g.Engine.HTTP = wasm.HTTPLimits{
 		CallsPerRequest: mc.HTTP.CallsPerRequest, MaxResponseBytes: mc.HTTP.MaxResponseBytes,
-		Timeout: time.Duration(mc.HTTP.Timeout), PrivateHosts: mc.PrivateHosts,
+		Timeout: time.Duration(mc.HTTP.Timeout), PrivateHosts: mc.PrivateHosts, RootCAs: roots,
 	}
 	g.Engine.ChatCallsPerRequest = mc.ChatCallsPerRequest
 	g.Engine.Secrets = g.Config.ResolveSecrets(os.Environ())

@@ -3,6 +3,8 @@ package wasm
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +43,10 @@ type HTTPLimits struct {
 	// (an intranet page, a test server). The module still needs the host
 	// in grants.http_domains; every other destination stays public-only.
 	PrivateHosts []string
+	// RootCAs, when set, are the certificate authorities https calls
+	// trust (the operator's extra CAs on top of the system's); nil: the
+	// system's.
+	RootCAs *x509.CertPool
 }
 
 // DefaultHTTPLimits are the limits the operator did not set.
@@ -132,12 +138,17 @@ func (e *Engine) httpClient() *http.Client {
 			}
 			return guarded.DialContext(ctx, network, addr)
 		}
+		var tlsConf *tls.Config
+		if lim.RootCAs != nil {
+			tlsConf = &tls.Config{RootCAs: lim.RootCAs}
+		}
 		e.client = &http.Client{
 			Timeout: lim.Timeout,
 			Transport: &http.Transport{
 				DialContext:         dial,
 				MaxIdleConnsPerHost: 16,
 				TLSHandshakeTimeout: 5 * time.Second,
+				TLSClientConfig:     tlsConf,
 				Proxy:               nil, // a proxy would dial on the module's behalf, past the check
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -56,40 +56,11 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 			doc, err = nil, fileErr("malformed", "the PDF is malformed (%v)", short(fmt.Sprint(r)))
 		}
 	}()
-	if len(data) > lim.Bytes {
-		return nil, fileErr("too_large", "the file is %d bytes, over the limit of %d", len(data), lim.Bytes)
-	}
-	if !bytes.HasPrefix(bytes.TrimLeft(data, "\x00\t\r\n\f "), []byte("%PDF-")) {
-		return nil, fileErr("malformed", "not a PDF (no %%PDF- header)")
-	}
-	if err := checkObjectCounts(data); err != nil {
-		return nil, err
-	}
-	// Encrypted files are refused even when the empty user password would
-	// open them: the library's decryption is partial (no AES-256), and a
-	// text that half decrypts would be worse than a clear refusal.
-	r, err := pdf.NewReaderEncrypted(bytes.NewReader(data), int64(len(data)), func() string { return "" })
+	_, pages, err := openPDF(data, lim)
 	if err != nil {
-		if isEncrypted(data, err) {
-			return nil, fileErr("encrypted", "the PDF is encrypted; send a copy without a password")
-		}
-		return nil, fileErr("malformed", "the PDF cannot be read (%s)", short(err.Error()))
-	}
-	if !r.Trailer().Key("Encrypt").IsNull() {
-		return nil, fileErr("encrypted", "the PDF is encrypted; send a copy without a password")
-	}
-	// The page tree is walked here with a depth and node budget: the
-	// library's own walk (NumPage, Page) trusts /Count and never leaves a
-	// tree whose node lists itself as a kid.
-	var pages []pdf.Value
-	nodes := 4*lim.Pages + 64
-	if err := collectPages(r.Trailer().Key("Root").Key("Pages"), 0, &pages, &nodes, lim.Pages); err != nil {
 		return nil, err
 	}
 	n := len(pages)
-	if n == 0 {
-		return nil, fileErr("malformed", "the PDF has no pages")
-	}
 	// Measure the decoded size of what extraction will decode before
 	// decoding it for real: the interpreter keeps operands on a stack, so a
 	// bomb would grow memory without bound.
@@ -121,6 +92,46 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 		}
 	}
 	return doc, nil
+}
+
+// openPDF opens data within lim and returns its pages in order: the
+// header, object counts, encryption and page tree are checked here. Its
+// caller recovers the library's panics.
+func openPDF(data []byte, lim Limits) (*pdf.Reader, []pdf.Value, error) {
+	if len(data) > lim.Bytes {
+		return nil, nil, fileErr("too_large", "the file is %d bytes, over the limit of %d", len(data), lim.Bytes)
+	}
+	if !bytes.HasPrefix(bytes.TrimLeft(data, "\x00\t\r\n\f "), []byte("%PDF-")) {
+		return nil, nil, fileErr("malformed", "not a PDF (no %%PDF- header)")
+	}
+	if err := checkObjectCounts(data); err != nil {
+		return nil, nil, err
+	}
+	// Encrypted files are refused even when the empty user password would
+	// open them: the library's decryption is partial (no AES-256), and a
+	// text that half decrypts would be worse than a clear refusal.
+	r, err := pdf.NewReaderEncrypted(bytes.NewReader(data), int64(len(data)), func() string { return "" })
+	if err != nil {
+		if isEncrypted(data, err) {
+			return nil, nil, fileErr("encrypted", "the PDF is encrypted; send a copy without a password")
+		}
+		return nil, nil, fileErr("malformed", "the PDF cannot be read (%s)", short(err.Error()))
+	}
+	if !r.Trailer().Key("Encrypt").IsNull() {
+		return nil, nil, fileErr("encrypted", "the PDF is encrypted; send a copy without a password")
+	}
+	// The page tree is walked here with a depth and node budget: the
+	// library's own walk (NumPage, Page) trusts /Count and never leaves a
+	// tree whose node lists itself as a kid.
+	var pages []pdf.Value
+	nodes := 4*lim.Pages + 64
+	if err := collectPages(r.Trailer().Key("Root").Key("Pages"), 0, &pages, &nodes, lim.Pages); err != nil {
+		return nil, nil, err
+	}
+	if len(pages) == 0 {
+		return nil, nil, fileErr("malformed", "the PDF has no pages")
+	}
+	return r, pages, nil
 }
 
 // maxObjects bounds the object numbers a file may declare. The library

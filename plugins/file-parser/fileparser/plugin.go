@@ -25,12 +25,17 @@ import (
 const (
 	EnginePDFText = "pdf-text" // text extraction inside the module
 	EngineNative  = "native"   // the file goes to the provider as it is
+	EngineVision  = "vision"   // page images transcribed by a vision model (vision.go)
 )
 
-// Module is the plugin's hooks over the host's kv store (nil: no cache).
+// Module is the plugin's hooks over the host functions: kv (nil: no
+// cache), chat (engine vision) and http (files by https URL). The glue
+// hands on their failures as *HostErr.
 type Module struct {
 	KVGet func(key string) ([]byte, bool, error)
 	KVPut func(key string, val []byte, ttlSeconds int) error
+	Chat  func(body []byte) (status int, resp []byte, err error)
+	HTTP  func(method, url, headers string, body []byte) (status int, respHeaders string, respBody []byte, err error)
 }
 
 // cacheTTL is how long an extracted text stays in kv.
@@ -85,11 +90,14 @@ func block(out *sdk.Out, msg string, meta map[string]any) {
 	out.Field(summary(msg, meta))
 }
 
-// PreRequest replaces each file part of the request with a text part.
+// PreRequest replaces each file part of the request with a text part
+// (engines pdf-text and vision), or hands it to the provider (native,
+// with files given by URL fetched and inlined).
 func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 	ctx, body := in.Field(0), in.Field(1)
 	engine := sdk.Get(ctx, "config.pdf.engine").Str
-	if engine == "" {
+	auto := engine == ""
+	if auto {
 		// Native where every endpoint the request may go to reads files
 		// itself: the host says so in ctx.context.native_files (a model
 		// whose catalog input_modalities include "file", served through
@@ -100,24 +108,23 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 		}
 	}
 	switch engine {
-	case EnginePDFText:
-	case EngineNative:
-		out.FieldString(abi.ActionContinue)
-		out.Field(nil)
-		out.Field(summary("native: files go to the provider as they are", map[string]any{"engine": engine}))
-		return nil
+	case EnginePDFText, EngineVision, EngineNative:
 	default:
-		block(out, `plugins: file-parser.pdf.engine: unknown engine "`+engine+`": one of pdf-text, native`, map[string]any{"option": "pdf.engine"})
+		block(out, `plugins: file-parser.pdf.engine: unknown engine "`+engine+`": one of pdf-text, vision, native`, map[string]any{"option": "pdf.engine"})
 		return nil
 	}
-	lim := limitsFrom(sdk.Get(ctx, "settings"))
+	settings := sdk.Get(ctx, "settings")
+	lim := limitsFrom(settings)
+	vs := visionFrom(settings)
 	msgs := sdk.Get(body, "messages")
 	echoed := echoedAnnotations(msgs)
 	var (
 		edited                   []byte
 		anns                     []Annotation
 		parsed, reused, fromKV   int
-		pages                    int
+		pages, fetched           int
+		vst                      visionStats
+		fallback                 string
 		failPath, failName, fail string
 		failReason               string
 	)
@@ -135,10 +142,33 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 			if name == "" {
 				name = "file"
 			}
-			data, ferr := fileBytes(part.Get("file.file_data"), lim)
+			fd := part.Get("file.file_data")
+			if engine == EngineNative {
+				// The provider reads the file itself; one given by URL is
+				// fetched here and inlined, so providers that take only
+				// data get it and the gateway's guard and limits apply.
+				if fd.Type != gjson.String || !strings.Contains(fd.Str, "://") {
+					return true
+				}
+				data, ferr := m.fetch(fd.Str, lim)
+				if ferr != nil {
+					failPath, failName, fail, failReason = path, name, ferr.Message, ferr.Reason
+					return false
+				}
+				if edited == nil {
+					edited = append([]byte(nil), body...)
+				}
+				edited, _ = sjson.SetBytes(edited, "messages."+mi.String()+".content."+pi.String()+".file.file_data", "data:application/pdf;base64,"+base64.StdEncoding.EncodeToString(data))
+				fetched++
+				return true
+			}
+			data, wasFetched, ferr := m.fileBytes(fd, lim)
 			if ferr != nil {
 				failPath, failName, fail, failReason = path, name, ferr.Message, ferr.Reason
 				return false
+			}
+			if wasFetched {
+				fetched++
 			}
 			sum := sha256.Sum256(data)
 			hash := hex.EncodeToString(sum[:])
@@ -147,19 +177,38 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 			if t, ok := echoed[hash]; ok {
 				text = t
 				reused++
-			} else if t, ok := m.cached(hash); ok {
+			} else if t, ok := m.cached(engine, hash); ok {
+				text = t
+				fromKV++
+			} else if t, ok := m.cached(EngineVision, hash); ok && auto && engine == EnginePDFText && vs.Model != "" {
+				// A scan the default engine sent to vision before.
 				text = t
 				fromKV++
 			} else {
-				t, np, ferr := parse(name, data, lim)
+				used := engine
+				var ferr *FileError
+				if engine == EngineVision {
+					text, n, ferr = m.vision(name, data, lim, vs, &vst)
+				} else {
+					var empty bool
+					text, n, empty, ferr = parse(name, data, lim)
+					switch {
+					case ferr == nil && empty && auto && vs.Model != "":
+						// A scanned PDF under the default engine, and the
+						// operator has a vision model: read its images.
+						used, fallback = EngineVision, EngineVision
+						text, n, ferr = m.vision(name, data, lim, vs, &vst)
+					case ferr == nil && empty:
+						ferr = fileErr("no_text", `the PDF has no text layer (a scanned PDF?): engine pdf-text cannot read its pages; send it with "pdf": {"engine": "vision"} to have a vision model transcribe them`)
+					}
+				}
 				if ferr != nil {
 					failPath, failName, fail, failReason = path, name, ferr.Message, ferr.Reason
 					return false
 				}
-				text, n = t, np
 				parsed++
 				pages += n
-				m.store(hash, text)
+				m.store(used, hash, text)
 			}
 			a := Annotation{Type: "file"}
 			a.File.Hash, a.File.Name = hash, name
@@ -178,7 +227,25 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 		block(out, "file-parser: "+failName+" ("+failPath+"): "+fail, map[string]any{"file": failName, "path": failPath, "reason": failReason})
 		return nil
 	}
-	data := map[string]any{"engine": engine, "files": len(anns), "parsed": parsed, "reused": reused, "cached": fromKV, "pages": pages}
+	if engine == EngineNative {
+		summ := "native: files go to the provider as they are"
+		if fetched > 0 {
+			summ = "native: " + strconv.Itoa(fetched) + " file(s) fetched by URL and inlined for the provider"
+		}
+		out.FieldString(abi.ActionContinue)
+		out.Field(edited)
+		out.Field(summary(summ, map[string]any{"engine": engine, "fetched": fetched}))
+		return nil
+	}
+	data := map[string]any{"engine": engine, "files": len(anns), "parsed": parsed, "reused": reused, "cached": fromKV, "pages": pages, "fetched": fetched}
+	if vst.calls > 0 || engine == EngineVision || fallback != "" {
+		data["vision"] = map[string]any{"model": vs.Model, "images": vst.images, "calls": vst.calls}
+	}
+	if fallback != "" {
+		data["fallback"] = fallback
+	} else if vst.fallback != "" {
+		data["fallback"] = vst.fallback
+	}
 	out.FieldString(abi.ActionContinue)
 	out.Field(edited)
 	if len(anns) == 0 {
@@ -221,11 +288,20 @@ func echoedAnnotations(msgs gjson.Result) map[string]string {
 	return out
 }
 
-func (m *Module) cached(hash string) (string, bool) {
+// cacheKey is the kv key of a file's text: each engine's reading of a
+// file is kept apart (pdf-text keeps its historical "text/" prefix).
+func cacheKey(engine, hash string) string {
+	if engine == EngineVision {
+		return "vision/" + hash
+	}
+	return "text/" + hash
+}
+
+func (m *Module) cached(engine, hash string) (string, bool) {
 	if m.KVGet == nil {
 		return "", false
 	}
-	v, ok, err := m.KVGet("text/" + hash)
+	v, ok, err := m.KVGet(cacheKey(engine, hash))
 	if err != nil || !ok {
 		return "", false
 	}
@@ -233,21 +309,29 @@ func (m *Module) cached(hash string) (string, bool) {
 }
 
 // store caches an extracted text; a full store only costs a re-parse later.
-func (m *Module) store(hash, text string) {
+func (m *Module) store(engine, hash, text string) {
 	if m.KVPut != nil {
-		_ = m.KVPut("text/"+hash, []byte(text), cacheTTL)
+		_ = m.KVPut(cacheKey(engine, hash), []byte(text), cacheTTL)
 	}
 }
 
-// fileBytes decodes file_data, a base64 data URL.
-func fileBytes(v gjson.Result, lim Limits) ([]byte, *FileError) {
+// fileBytes decodes file_data, a base64 data URL, or fetches it, an
+// https URL (fetch.go); fetched says which.
+func (m *Module) fileBytes(v gjson.Result, lim Limits) (data []byte, fetched bool, fe *FileError) {
 	if v.Type != gjson.String || v.Str == "" {
-		return nil, fileErr("missing", "file.file_data is required: a data URL such as data:application/pdf;base64,…")
+		return nil, false, fileErr("missing", "file.file_data is required: a data URL such as data:application/pdf;base64,… or an https URL")
 	}
-	if strings.HasPrefix(v.Str, "https://") || strings.HasPrefix(v.Str, "http://") {
-		return nil, fileErr("unsupported", "this gateway does not fetch files by URL; send the file as a data URL (data:application/pdf;base64,…)")
+	if strings.Contains(v.Str, "://") && !strings.HasPrefix(v.Str, "data:") {
+		data, fe := m.fetch(v.Str, lim)
+		return data, fe == nil, fe
 	}
-	_, b64, ok := sdk.DataURL(v.Str)
+	data, fe = dataURLBytes(v.Str, lim)
+	return data, false, fe
+}
+
+// dataURLBytes decodes a base64 data URL.
+func dataURLBytes(url string, lim Limits) ([]byte, *FileError) {
+	_, b64, ok := sdk.DataURL(url)
 	if !ok {
 		return nil, fileErr("malformed", "file.file_data is not a base64 data URL (data:<media type>;base64,<data>)")
 	}
@@ -263,25 +347,22 @@ func fileBytes(v gjson.Result, lim Limits) ([]byte, *FileError) {
 	return data, nil
 }
 
-// parse returns a file's text and its page count: a PDF is extracted, a
-// text file (UTF-8) is taken as it is, anything else is refused.
-func parse(name string, data []byte, lim Limits) (string, int, *FileError) {
+// parse returns a file's text and its page count: a PDF is extracted
+// (empty: it has no text layer at all), a text file (UTF-8) is taken as it
+// is, anything else is refused.
+func parse(name string, data []byte, lim Limits) (text string, pages int, empty bool, fe *FileError) {
 	if isPDF(data) {
 		doc, err := ExtractPDF(data, lim)
 		if err != nil {
-			fe, ok := err.(*FileError)
-			if !ok {
-				fe = fileErr("malformed", "%s", err.Error())
-			}
-			return "", 0, fe
+			return "", 0, false, asFileErr(err)
 		}
-		return doc.Text(name), len(doc.Pages), nil
+		return doc.Text(name), len(doc.Pages), doc.empty(), nil
 	}
 	if utf8.Valid(data) && !strings.ContainsRune(string(data), 0) {
 		text := cutUTF8(string(data), lim.Text)
-		return "[file " + name + ", text]\n" + text, 0, nil
+		return "[file " + name + ", text]\n" + text, 0, false, nil
 	}
-	return "", 0, fileErr("unsupported", "unsupported file type: send a PDF or a UTF-8 text file")
+	return "", 0, false, fileErr("unsupported", "unsupported file type: send a PDF or a UTF-8 text file")
 }
 
 func isPDF(data []byte) bool {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/tidwall/gjson"
 )
 
@@ -30,6 +31,42 @@ func BenchmarkFileParserModule(b *testing.B) {
 					b.Fatalf("%v %q", err, out.Field(1))
 				}
 				pages = int(gjson.GetBytes(out.Field(2), "data.pages").Int())
+			}
+			if pages > 0 {
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pages)/1000, "µs/page")
+			}
+		})
+	}
+}
+
+// BenchmarkFileParserModuleVision is engine vision's own per-page cost
+// inside the module — finding each page's images, converting them,
+// building the chat body with their data URLs, reading the answer — with
+// the model call answered at once by the host (the model's time and price
+// are the vision model's: usage.cost has them per request).
+func BenchmarkFileParserModuleVision(b *testing.B) {
+	mod := gatewaytest.BuiltModule(b, "file-parser", nil)
+	calls := 0
+	env := &wasm.CallEnv{ChatCalls: 1 << 30, Chat: func(_ context.Context, body []byte) (int, []byte, error) {
+		calls++
+		if !gjson.GetBytes(body, `messages.1.content.#(type=="image_url").image_url.url`).Exists() {
+			return 400, []byte(`{"error":{"message":"no image"}}`), nil
+		}
+		return 200, []byte(`{"choices":[{"message":{"role":"assistant","content":"transcribed page text"}}]}`), nil
+	}}
+	ctx := wasm.WithCallEnv(context.Background(), env)
+	pctx := []byte(`{"config":{"id":"file-parser","pdf":{"engine":"vision"}},"model":"test/chat","scope":"global","settings":{"vision":{"model":"test/vision"}}}`)
+	for _, file := range []string{"scan-img2pdf.pdf", "scan-gs.pdf", "scan-mixed.pdf"} {
+		body := []byte(fileRequest(file, dataURL(b, file), vision))
+		b.Run(file, func(b *testing.B) {
+			pages := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := mod.Call(ctx, abi.HookPreRequest, pctx, body)
+				if err != nil || len(out.Fields) < 3 || string(out.Field(0)) != abi.ActionContinue {
+					b.Fatalf("%v %q", err, out.Field(1))
+				}
+				pages = int(gjson.GetBytes(out.Field(2), "data.vision.calls").Int())
 			}
 			if pages > 0 {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pages)/1000, "µs/page")

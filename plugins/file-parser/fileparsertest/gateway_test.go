@@ -112,7 +112,8 @@ func TestFileParserRefusesBadFiles(t *testing.T) {
 		{"operands.pdf", dataURL(t, "operands.pdf"), "malformed"},
 		{"not-base64.pdf", "data:application/pdf;base64,%%%", "malformed"},
 		{"photo.png", "data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte{0x89, 'P', 'N', 'G', 0, 0, 0xff}), "unsupported"},
-		{"remote.pdf", "https://example.com/remote.pdf", "unsupported"},
+		{"remote.pdf", "http://example.com/remote.pdf", "insecure_url"},
+		{"ftp.pdf", "ftp://example.com/remote.pdf", "malformed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {

@@ -206,8 +206,12 @@ func TestTenantLoopsDoNotStarveOtherTenants(t *testing.T) {
 	if cut.Load() == 0 {
 		t.Fatal("the attacker's loops never ran")
 	}
-	if underAttack*5 < base*4 {
-		t.Fatalf("victim completed %d requests under attack, fewer than 80%% of its %d alone", underAttack, base)
+	// Without the tenant limits the victim keeps about 1% of its
+	// throughput (measured: 63 of 9,528 requests); with them 70-100%,
+	// depending on what else the machine runs. Half is far from both, so
+	// a loaded machine does not fail the test and starvation still does.
+	if underAttack*2 < base {
+		t.Fatalf("victim completed %d requests under attack, fewer than half of its %d alone", underAttack, base)
 	}
 }
 

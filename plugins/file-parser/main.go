@@ -20,7 +20,7 @@ import (
 func main() {}
 
 func init() {
-	m := &fileparser.Module{KVGet: sdk.KVGet, KVPut: sdk.KVPut, Chat: chat, HTTP: fetch}
+	m := &fileparser.Module{KVGet: sdk.KVGet, KVPut: sdk.KVPut, Chat: chat, ChatBatch: chatBatch, HTTP: fetch}
 	sdk.Handle(abi.HookPreRequest, m.PreRequest)
 	sdk.Handle(abi.HookPostResponse, m.PostResponse)
 	sdk.Handle(abi.HookPostChunk, m.PostChunk)
@@ -33,6 +33,21 @@ func chat(body []byte) (int, []byte, error) {
 		return 0, nil, &fileparser.HostErr{Code: he.Code, Message: he.Message}
 	}
 	return status, resp, err
+}
+
+func chatBatch(bodies [][]byte) ([]fileparser.ChatReply, error) {
+	rs, err := sdk.ChatBatch(bodies)
+	if he, ok := err.(*sdk.HostError); ok {
+		return nil, &fileparser.HostErr{Code: he.Code, Message: he.Message}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fileparser.ChatReply, len(rs))
+	for i, r := range rs {
+		out[i] = fileparser.ChatReply{Status: r.Status, Body: r.Body}
+	}
+	return out, nil
 }
 
 func fetch(method, url, headers string, body []byte) (int, string, []byte, error) {

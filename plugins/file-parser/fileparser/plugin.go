@@ -35,7 +35,17 @@ type Module struct {
 	KVGet func(key string) ([]byte, bool, error)
 	KVPut func(key string, val []byte, ttlSeconds int) error
 	Chat  func(body []byte) (status int, resp []byte, err error)
-	HTTP  func(method, url, headers string, body []byte) (status int, respHeaders string, respBody []byte, err error)
+	// ChatBatch runs several chat bodies at once (the host's chat_batch):
+	// engine vision sends a scan's pages together. nil: one at a time
+	// through Chat.
+	ChatBatch func(bodies [][]byte) ([]ChatReply, error)
+	HTTP      func(method, url, headers string, body []byte) (status int, respHeaders string, respBody []byte, err error)
+}
+
+// ChatReply is one answer of ChatBatch.
+type ChatReply struct {
+	Status int
+	Body   []byte
 }
 
 // cacheTTL is how long an extracted text stays in kv.

@@ -95,18 +95,9 @@ func (m *Module) vision(name string, data []byte, lim Limits, vs VisionSettings,
 	if m.Chat == nil {
 		return "", 0, fileErr("vision_unavailable", "engine vision cannot call a model here (the chat host function is not available)")
 	}
-	texts := make([]string, len(imgs.Pages))
-	for i, page := range imgs.Pages {
-		if len(page) == 0 {
-			continue
-		}
-		t, fe := m.transcribe(name, i+1, len(imgs.Pages), page, vs)
-		if fe != nil {
-			return "", 0, fe
-		}
-		texts[i] = t
-		st.images += len(page)
-		st.calls++
+	texts, fe := m.transcribeAll(name, imgs.Pages, vs, st)
+	if fe != nil {
+		return "", 0, fe
 	}
 	var b strings.Builder
 	b.WriteString("[file " + name + ", " + strconv.Itoa(len(imgs.Pages)) + " page(s), " + strconv.Itoa(st.images) + " page image(s) transcribed by " + vs.Model + " for the gateway]")
@@ -125,8 +116,79 @@ func (m *Module) vision(name string, data []byte, lim Limits, vs VisionSettings,
 	return b.String(), len(imgs.Pages), nil
 }
 
-// transcribe sends one page's images to the vision model.
-func (m *Module) transcribe(name string, page, pages int, imgs []PageImage, vs VisionSettings) (string, *FileError) {
+// batchBytes bounds the request bodies of one chat_batch: the bodies
+// (base64 images) and the host's copy of them live in the module's memory
+// at once.
+const batchBytes = 12 << 20
+
+// transcribeAll sends each page's images to the vision model: with
+// ChatBatch up to abi.MaxChatBatch pages at once (and batchBytes of
+// bodies), else one page after another. It returns the text of each page.
+func (m *Module) transcribeAll(name string, pages [][]PageImage, vs VisionSettings, st *visionStats) ([]string, *FileError) {
+	type job struct {
+		page int // 0-based
+		body []byte
+	}
+	var jobs []job
+	for i, imgs := range pages {
+		if len(imgs) > 0 {
+			jobs = append(jobs, job{i, visionBody(name, i+1, len(pages), imgs, vs)})
+		}
+	}
+	texts := make([]string, len(pages))
+	done := func(j job, status int, resp []byte) *FileError {
+		t, fe := transcript(j.page+1, status, resp, vs)
+		if fe != nil {
+			return fe
+		}
+		texts[j.page] = t
+		st.images += len(pages[j.page])
+		st.calls++
+		return nil
+	}
+	for next := 0; next < len(jobs); {
+		n, size := 0, 0
+		for next+n < len(jobs) && n < abi.MaxChatBatch && (n == 0 || size+len(jobs[next+n].body) <= batchBytes) {
+			size += len(jobs[next+n].body)
+			n++
+		}
+		if m.ChatBatch != nil && n > 1 {
+			bodies := make([][]byte, n)
+			for k := range bodies {
+				bodies[k] = jobs[next+k].body
+			}
+			replies, err := m.ChatBatch(bodies)
+			switch {
+			case err == nil && len(replies) == n:
+				for k, r := range replies {
+					if fe := done(jobs[next+k], r.Status, r.Body); fe != nil {
+						return nil, fe
+					}
+				}
+				next += n
+				continue
+			case err != nil && hostCode(err) != abi.HostBudget:
+				return nil, callErr(jobs[next].page+1, err)
+			}
+			// A batch that does not fit in the request's budget of model
+			// calls is refused whole: go one page at a time, so the pages
+			// the budget covers are read and the error names the first
+			// that is not.
+		}
+		status, resp, err := m.Chat(jobs[next].body)
+		if err != nil {
+			return nil, callErr(jobs[next].page+1, err)
+		}
+		if fe := done(jobs[next], status, resp); fe != nil {
+			return nil, fe
+		}
+		next++
+	}
+	return texts, nil
+}
+
+// visionBody is the chat request that transcribes one page's images.
+func visionBody(name string, page, pages int, imgs []PageImage, vs VisionSettings) []byte {
 	content := []map[string]any{{"type": "text", "text": "Page " + strconv.Itoa(page) + " of " + strconv.Itoa(pages) + " of the file " + name + ":"}}
 	for _, im := range imgs {
 		content = append(content, map[string]any{"type": "image_url", "image_url": map[string]any{
@@ -141,26 +203,34 @@ func (m *Module) transcribe(name string, page, pages int, imgs []PageImage, vs V
 			{"role": "user", "content": content},
 		},
 	})
-	status, resp, err := m.Chat(body)
-	if err != nil {
-		code := int64(abi.HostFailed)
-		if he, ok := err.(*HostErr); ok {
-			code = he.Code
-		}
-		switch code {
-		case abi.HostBudget:
-			return "", fileErr("budget", "page %d: this request's budget of model calls is spent (engine vision makes one per page with images); send fewer scanned pages per request", page)
-		case abi.HostDenied:
-			return "", fileErr("vision_unavailable", "page %d: the vision model cannot be called from here (%s)", page, err.Error())
-		}
-		return "", fileErr("vision_failed", "page %d: the vision model call failed (%s)", page, short(err.Error()))
+	return body
+}
+
+func hostCode(err error) int64 {
+	if he, ok := err.(*HostErr); ok {
+		return he.Code
 	}
+	return abi.HostFailed
+}
+
+// callErr is the error of a chat call that did not run.
+func callErr(page int, err error) *FileError {
+	switch hostCode(err) {
+	case abi.HostBudget:
+		return fileErr("budget", "page %d: this request's budget of model calls is spent (engine vision makes one per page with images); send fewer scanned pages per request", page)
+	case abi.HostDenied:
+		return fileErr("vision_unavailable", "page %d: the vision model cannot be called from here (%s)", page, err.Error())
+	}
+	return fileErr("vision_failed", "page %d: the vision model call failed (%s)", page, short(err.Error()))
+}
+
+// transcript reads the vision model's answer for one page.
+func transcript(page, status int, resp []byte, vs VisionSettings) (string, *FileError) {
 	r := gjson.ParseBytes(resp)
 	if status != 200 {
 		return "", fileErr("vision_failed", "page %d: the vision model %s answered %d: %s", page, vs.Model, status, short(r.Get("error.message").Str))
 	}
-	text := r.Get("choices.0.message.content").Str
-	return strings.TrimSpace(text), nil
+	return strings.TrimSpace(r.Get("choices.0.message.content").Str), nil
 }
 
 func asFileErr(err error) *FileError {

@@ -328,8 +328,8 @@ func (c *operandCounter) operand() {
 
 var errTooManyOperands = errors.New("too many operands")
 
-// spendContent is spend for a page's content streams, checking the
-// operands in a row as well.
+// spendContent reads the decoded bytes of v (a stream, or an array of
+// streams), takes them from budget, and checks the operands in a row.
 func spendContent(v pdf.Value, budget, limit, depth int) (int, error) {
 	if depth > maxDepth {
 		return 0, fileErr("malformed", "the content streams nest too deep or loop")
@@ -353,37 +353,6 @@ func spendContent(v pdf.Value, budget, limit, depth int) (int, error) {
 	if errors.Is(err, errTooManyOperands) {
 		return 0, fileErr("malformed", "a content stream has more than %d operands in a row", maxOperands)
 	}
-	if n > int64(budget) {
-		return 0, fileErr("decompressed_too_large", "the PDF's content decompresses to more than %d bytes (a decompression bomb?)", limit)
-	}
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return 0, fileErr("malformed", "a content stream cannot be decoded (%s)", short(err.Error()))
-	}
-	return budget - int(n), nil
-}
-
-// spend reads the decoded bytes of v (a stream, or an array of streams)
-// and takes them from budget.
-func spend(v pdf.Value, budget, limit, depth int) (int, error) {
-	if depth > maxDepth {
-		return 0, fileErr("malformed", "the content streams nest too deep or loop")
-	}
-	switch v.Kind() {
-	case pdf.Array:
-		var err error
-		for i := 0; i < v.Len(); i++ {
-			if budget, err = spend(v.Index(i), budget, limit, depth+1); err != nil {
-				return budget, err
-			}
-		}
-		return budget, nil
-	case pdf.Stream:
-	default:
-		return budget, nil
-	}
-	rc := v.Reader()
-	defer rc.Close()
-	n, err := io.Copy(io.Discard, io.LimitReader(rc, int64(budget)+1))
 	if n > int64(budget) {
 		return 0, fileErr("decompressed_too_large", "the PDF's content decompresses to more than %d bytes (a decompression bomb?)", limit)
 	}

@@ -72,7 +72,7 @@ func (t *Tool) CheckArguments(args []byte) error {
 	s := t.schema
 	if s == nil {
 		var err error
-		if s, err = compileSchema(t.Parameters); err != nil {
+		if s, err = CompileSchema("parameters.json", t.Parameters); err != nil {
 			return err
 		}
 	}
@@ -81,18 +81,8 @@ func (t *Tool) CheckArguments(args []byte) error {
 		return fmt.Errorf("not valid JSON")
 	}
 	if err := s.Validate(inst); err != nil {
-		ve, ok := err.(*jsonschema.ValidationError)
-		if !ok {
-			return err
-		}
-		for len(ve.Causes) > 0 {
-			ve = ve.Causes[0]
-		}
-		msg := ve.Error()
-		if i := strings.LastIndex(msg, ": "); i >= 0 {
-			msg = msg[i+2:]
-		}
-		if at := strings.Join(ve.InstanceLocation, "."); at != "" {
+		at, msg := SchemaViolation(err)
+		if at != "" {
 			return fmt.Errorf("%s: %s", at, msg)
 		}
 		return errors.New(msg)
@@ -100,19 +90,38 @@ func (t *Tool) CheckArguments(args []byte) error {
 	return nil
 }
 
-// compileSchema compiles a tool's parameters schema. The compiler loads
-// no remote documents: a $ref to anything but the standard metaschemas
-// fails here, at publish, instead of reaching the network.
-func compileSchema(doc json.RawMessage) (*jsonschema.Schema, error) {
+// CompileSchema compiles a JSON Schema document (name is how its errors
+// call it): a tool's parameters, a plugin's config_schema. The compiler
+// loads no remote documents: a $ref to anything but the standard
+// metaschemas fails here instead of reaching the network.
+func CompileSchema(name string, doc []byte) (*jsonschema.Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, err
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource("parameters.json", v); err != nil {
+	if err := c.AddResource(name, v); err != nil {
 		return nil, err
 	}
-	return c.Compile("parameters.json")
+	return c.Compile(name)
+}
+
+// SchemaViolation is the deepest cause of a validation error of a schema
+// from CompileSchema: where in the instance (a dot-joined path, "" for the
+// instance itself) and what, for a message a person can act on.
+func SchemaViolation(err error) (at, msg string) {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return "", err.Error()
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	msg = ve.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return strings.Join(ve.InstanceLocation, "."), msg
 }
 
 // ToolTypePrefix starts every server tool type.
@@ -298,7 +307,7 @@ func (m *Manifest) validateTools(hasHook bool) error {
 		case seen["t:"+t.Type] || seen["n:"+t.Name]:
 			return fmt.Errorf("%s: type %q or name %q declared twice", at, t.Type, t.Name)
 		}
-		sch, err := compileSchema(t.Parameters)
+		sch, err := CompileSchema("parameters.json", t.Parameters)
 		if err != nil {
 			return fmt.Errorf("%s.parameters: not a valid JSON Schema: %v", at, err)
 		}

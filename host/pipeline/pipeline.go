@@ -7,7 +7,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -405,7 +404,7 @@ func (r *Runner) checkConfig(mod *wasm.Module, index int, id, item string) *apie
 		return apierr.BadRequest(fmt.Sprintf("plugins[%d]", index), "not valid JSON")
 	}
 	if err := sch.Validate(inst); err != nil {
-		field, msg := describe(err)
+		field, msg := manifest.SchemaViolation(err)
 		path := fmt.Sprintf("plugins[%d]", index)
 		if field != "" {
 			path += "." + field
@@ -419,37 +418,12 @@ func (r *Runner) schema(mod *wasm.Module) (*jsonschema.Schema, error) {
 	if s, ok := r.schemas.Load(mod); ok {
 		return s.(*jsonschema.Schema), nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(mod.Manifest.ConfigSchema))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("config.json", doc); err != nil {
-		return nil, err
-	}
-	s, err := c.Compile("config.json")
+	s, err := manifest.CompileSchema("config.json", mod.Manifest.ConfigSchema)
 	if err != nil {
 		return nil, err
 	}
 	r.schemas.Store(mod, s)
 	return s, nil
-}
-
-// describe finds the deepest cause of a validation error: its field path and
-// its message.
-func describe(err error) (string, string) {
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return "", err.Error()
-	}
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	msg := ve.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 {
-		msg = msg[i+2:]
-	}
-	return strings.Join(ve.InstanceLocation, "."), msg
 }
 
 // Result of a pre_request run.

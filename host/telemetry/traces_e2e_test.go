@@ -22,12 +22,42 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// spanStore keeps the spans a fake collector received.
+type spanStore struct {
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+// add keeps the spans of an export request; the caller holds mu.
+func (st *spanStore) add(req *collector.ExportTraceServiceRequest) {
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			st.spans = append(st.spans, ss.Spans...)
+		}
+	}
+}
+
+// server is the last server span whose name ends in route; the caller
+// holds mu. It fails the test when there is none.
+func (st *spanStore) server(t *testing.T, route string) *tracepb.Span {
+	t.Helper()
+	var server *tracepb.Span
+	for _, s := range st.spans {
+		if s.Kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasSuffix(s.Name, route) {
+			server = s
+		}
+	}
+	if server == nil {
+		t.Fatalf("no server span for %s among %d spans", route, len(st.spans))
+	}
+	return server
+}
+
 // receiver is an OTLP/HTTP trace receiver on loopback: it decodes each
 // export request (protobuf, gzip or not) and keeps the spans.
 type receiver struct {
-	mu    sync.Mutex
-	spans []*tracepb.Span
-	bad   []string
+	spanStore
+	bad []string
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -52,11 +82,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad export", 400)
 		return
 	}
-	for _, rs := range req.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			rc.spans = append(rc.spans, ss.Spans...)
-		}
-	}
+	rc.add(req)
 	out, _ := proto.Marshal(&collector.ExportTraceServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
@@ -131,15 +157,7 @@ func TestTraceOfStreamWithPluginAndFallback(t *testing.T) {
 	if len(rc.bad) > 0 {
 		t.Fatalf("bad exports: %v", rc.bad)
 	}
-	var server *tracepb.Span
-	for _, s := range rc.spans {
-		if s.Kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasSuffix(s.Name, "/chat/completions") {
-			server = s
-		}
-	}
-	if server == nil {
-		t.Fatalf("no server span for the chat request among %d spans", len(rc.spans))
-	}
+	server := rc.server(t, "/chat/completions")
 	if hex.EncodeToString(server.TraceId) != traceID || hex.EncodeToString(server.ParentSpanId) != parentID {
 		t.Fatalf("server span in trace %x under %x, want the caller's %s under %s", server.TraceId, server.ParentSpanId, traceID, parentID)
 	}

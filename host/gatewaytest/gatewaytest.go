@@ -99,6 +99,27 @@ func Root() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// AnthropicGeminiYAML is a test catalog of two models on the other wire
+// formats: test/claude on a fake Anthropic upstream "anth" (key from
+// ANTH_KEY) and test/gemini on a fake Gemini upstream "gem" (GEM_KEY).
+const AnthropicGeminiYAML = `demo: false
+timeouts: {attempt: 5s, request: 30s}
+providers:
+  - {slug: anth, name: Anthropic, adapter: anthropic, base_url: "{{url:anth}}", api_key_env: ANTH_KEY, data_collection: deny, region: us}
+  - {slug: gem, name: Google, adapter: gemini, base_url: "{{url:gem}}", api_key_env: GEM_KEY, data_collection: deny, region: us}
+models:
+  - id: test/claude
+    kind: chat
+    context_length: 200000
+    endpoints:
+      - {provider: anth, upstream_model: claude-test-1, max_output: 8192, price: {prompt: 3, completion: 15}}
+  - id: test/gemini
+    kind: chat
+    context_length: 1000000
+    endpoints:
+      - {provider: gem, upstream_model: gemini-test, max_output: 8192, price: {prompt: 0.3, completion: 2.5}}
+`
+
 // DefaultYAML is the test catalog: a chat model and an embedding model
 // served by every fake provider.
 func DefaultYAML(providers []string) string {

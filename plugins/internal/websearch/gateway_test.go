@@ -16,23 +16,7 @@ import (
 // request that asks for it reaches Anthropic with the web_search server
 // tool and Gemini with the googleSearch tool (the fake upstreams record
 // what they received).
-const nativeYAML = `demo: false
-timeouts: {attempt: 5s, request: 30s}
-providers:
-  - {slug: anth, name: Anthropic, adapter: anthropic, base_url: "{{url:anth}}", api_key_env: ANTH_KEY, data_collection: deny, region: us}
-  - {slug: gem, name: Google, adapter: gemini, base_url: "{{url:gem}}", api_key_env: GEM_KEY, data_collection: deny, region: us}
-models:
-  - id: test/claude
-    kind: chat
-    context_length: 200000
-    endpoints:
-      - {provider: anth, upstream_model: claude-test-1, max_output: 8192, price: {prompt: 3, completion: 15}}
-  - id: test/gemini
-    kind: chat
-    context_length: 1000000
-    endpoints:
-      - {provider: gem, upstream_model: gemini-test, max_output: 8192, price: {prompt: 0.3, completion: 2.5}}
-`
+var nativeYAML = gatewaytest.AnthropicGeminiYAML
 
 func TestNativeSearchThroughTheGateway(t *testing.T) {
 	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, ConfigYAML: nativeYAML, Anthropic: []string{"anth"}, Gemini: []string{"gem"},

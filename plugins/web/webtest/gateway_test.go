@@ -325,23 +325,7 @@ func TestSettingsOnlyForTheGlobalModule(t *testing.T) {
 // conversation: the Anthropic and Gemini adapters take it (into their
 // system prompt) and the answer is cited as with OpenAI.
 func TestWebPluginThroughEveryAdapter(t *testing.T) {
-	const yml = `demo: false
-timeouts: {attempt: 5s, request: 30s}
-providers:
-  - {slug: anth, name: Anthropic, adapter: anthropic, base_url: "{{url:anth}}", api_key_env: ANTH_KEY, data_collection: deny, region: us}
-  - {slug: gem, name: Google, adapter: gemini, base_url: "{{url:gem}}", api_key_env: GEM_KEY, data_collection: deny, region: us}
-models:
-  - id: test/claude
-    kind: chat
-    context_length: 200000
-    endpoints:
-      - {provider: anth, upstream_model: claude-test-1, max_output: 8192, price: {prompt: 3, completion: 15}}
-  - id: test/gemini
-    kind: chat
-    context_length: 1000000
-    endpoints:
-      - {provider: gem, upstream_model: gemini-test, max_output: 8192, price: {prompt: 0.3, completion: 2.5}}
-`
+	yml := gatewaytest.AnthropicGeminiYAML
 	g := start(t, gatewaytest.Options{ConfigYAML: yml, Anthropic: []string{"anth"}, Gemini: []string{"gem"},
 		Env: map[string]string{"ANTH_KEY": "sk-ant-test-0123456789", "GEM_KEY": "gem-test-key"}})
 	for _, model := range []string{"test/claude", "test/gemini"} {

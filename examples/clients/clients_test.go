@@ -36,17 +36,24 @@ func gateway(t *testing.T) *gatewaytest.Gateway {
 }
 
 func TestNodeOpenAISDK(t *testing.T) {
+	runNodeTests(t, gateway(t), "test/")
+}
+
+// runNodeTests runs the npm openai client's tests in node/<dir> (node's
+// own runner) against g, fails unless every one passed, and returns the
+// runner's output.
+func runNodeTests(t *testing.T, g *gatewaytest.Gateway, dir string) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node is required for the npm client tests (make test installs it in CI)")
 	}
-	dir := filepath.Join(gatewaytest.Root(), "examples", "clients", "node")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
+	root := filepath.Join(gatewaytest.Root(), "examples", "clients", "node")
+	if _, err := os.Stat(filepath.Join(root, "node_modules", "openai")); err != nil {
 		t.Fatal("npm dependencies missing: run `make clients` (part of `make test`)")
 	}
-	g := gateway(t)
-	cmd := exec.Command(node, "--test", "test/")
-	cmd.Dir = dir
+	cmd := exec.Command(node, "--test", dir)
+	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "SWITCHYARD_URL="+g.URL, "SWITCHYARD_KEY="+g.Key)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -55,6 +62,7 @@ func TestNodeOpenAISDK(t *testing.T) {
 	if !strings.Contains(string(out), "# fail 0") {
 		t.Fatalf("unexpected node test output:\n%s", out)
 	}
+	return string(out)
 }
 
 // Keep-alive comments while the upstream is quiet must not break the Go

@@ -3,9 +3,7 @@ package clients
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"math"
 	"strings"
 	"testing"
 
@@ -111,7 +109,7 @@ func TestGoOpenAISDKRouters(t *testing.T) {
 			}
 			cost := gjson.Get(res.RawJSON(), "usage.cost").Float()
 			spent := float64(g.Ledger.Balance(g.AccountID).Usage-before.Usage) / 1e9
-			if gen.Model != tc.want || cost <= 0 || abs(float64(gen.Charged)/1e9-cost) > 1e-12 || abs(spent-cost) > 1e-12 {
+			if gen.Model != tc.want || cost <= 0 || math.Abs(float64(gen.Charged)/1e9-cost) > 1e-12 || math.Abs(spent-cost) > 1e-12 {
 				t.Fatalf("record %s %v, usage.cost %v, credits spent %v", gen.Model, gen.Charged, cost, spent)
 			}
 		})
@@ -146,32 +144,9 @@ func TestGoOpenAISDKRouters(t *testing.T) {
 	})
 }
 
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // The same through the npm openai client (node/routers/).
 func TestNodeOpenAISDKRouters(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is required for the npm client tests (make test installs it in CI)")
-	}
-	dir := filepath.Join(gatewaytest.Root(), "examples", "clients", "node")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
-		t.Fatal("npm dependencies missing: run `make clients` (part of `make test`)")
-	}
-	g := routersGateway(t)
-	cmd := exec.Command(node, "--test", "routers/")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "SWITCHYARD_URL="+g.URL, "SWITCHYARD_KEY="+g.Key)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node --test failed: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "# fail 0") || !strings.Contains(string(out), "# pass 4") {
+	if out := runNodeTests(t, routersGateway(t), "routers/"); !strings.Contains(out, "# pass 4") {
 		t.Fatalf("unexpected node test output:\n%s", out)
 	}
 }

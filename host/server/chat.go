@@ -228,7 +228,7 @@ func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
 func (s *Server) preRequest(ctx context.Context, req *chatRequest, pl *pipeline.Pipeline) (*chatRequest, []byte, *apierr.Error) {
 	edited, answer, aerr := s.runPre(ctx, req, pl)
 	if aerr == nil && answer == nil {
-		if r := routerOf(edited.Model(), ""); r != nil && r.Answers && r.Model == edited.Model() {
+		if r := routerOf(edited.Model(), ""); r != nil && r.Answers {
 			// Its plugin stepped aside: fusion does not run inside a
 			// fusion's (or any module's) sub-request.
 			return edited, nil, apierr.BadRequest("model", "model %s was not answered: the %s plugin does not run here (not inside a module's chat sub-request); name a model", r.Model, r.Plugin)

@@ -82,10 +82,10 @@ func (s *Server) runRouter(ctx context.Context, req *chatRequest) (*chatRequest,
 		return req, nil, nil, aerr
 	}
 	if rm == nil {
-		if r := routerOf(req.Model(), ""); r != nil && r.Model == req.Model() && r.Answers {
-			return s.answeringRouter(req, r)
-		}
 		if r := routerOf(req.Model(), ""); r != nil {
+			if r.Answers {
+				return s.answeringRouter(req, r)
+			}
 			// The model names a router the request switched off.
 			return req, nil, nil, apierr.BadRequest("model", "model %s is routed by the %s plugin, which this request disables (\"enabled\": false); name a model or drop that entry", r.Model, r.Plugin)
 		}

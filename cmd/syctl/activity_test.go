@@ -10,7 +10,6 @@ import (
 	"github.com/switchyard/switchyard/host/activity"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // syctl generations and activity page and total an account's records, and
@@ -26,11 +25,11 @@ func TestGenerationsAndActivity(t *testing.T) {
 		accts = append(accts, id)
 	}
 	day := time.Date(2026, 4, 2, 12, 0, 0, 0, time.UTC)
-	bdb, err := store.Open(db)
+	bdb, err := store.OpenBolt(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = bdb.Update(func(tx *bolt.Tx) error {
+	err = bdb.Update(func(tx store.Tx) error {
 		for i, a := range []string{accts[0], accts[0], accts[0], accts[1]} {
 			g := &billing.Generation{ID: fmt.Sprintf("gen-%d", i), AccountID: a, KeyHash: "k", Model: "v/m", Provider: "p",
 				Status: billing.StatusSuccess, Usage: billing.Usage{PromptTokens: 10, CompletionTokens: 5},

@@ -47,7 +47,6 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -83,7 +82,7 @@ beside the store, shared with the gateway). Run syctl while the gateway is stopp
 var errUsage = errors.New("usage")
 
 type cli struct {
-	db       *bolt.DB
+	db       store.DB
 	cacheDir string // compiled modules
 	out      io.Writer
 	asJSON   bool
@@ -121,7 +120,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *cacheDir == "" {
 		*cacheDir = filepath.Join(filepath.Dir(*dbPath), "wazero-cache")
 	}
-	db, err := store.Open(*dbPath)
+	db, err := store.OpenBolt(*dbPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1

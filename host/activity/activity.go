@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/billing"
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 var (
@@ -40,9 +40,9 @@ const sep = 0
 // Open creates the index buckets and indexes every record written before
 // they existed (once per store, in batches, idempotent if interrupted). Run
 // it before the ledger opens, so nothing settles meanwhile.
-func Open(db *bolt.DB) error {
+func Open(db store.DB) error {
 	done := false
-	if err := db.Update(func(tx *bolt.Tx) error {
+	if err := db.Update(func(tx store.Tx) error {
 		for _, b := range [][]byte{bucketByTime, bucketByKey, bucketByModel, bucketDaily, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -56,7 +56,7 @@ func Open(db *bolt.DB) error {
 	after := ""
 	for {
 		n := 0
-		err := db.Update(func(tx *bolt.Tx) error {
+		err := db.Update(func(tx store.Tx) error {
 			var ierr error
 			last, err := billing.ForEachGenerationIn(tx, after, func(g *billing.Generation) bool {
 				n++
@@ -86,7 +86,7 @@ func Open(db *bolt.DB) error {
 
 // Index adds g to its account's indexes and daily totals, once: a record
 // already indexed is left alone (the ledger may replay a transaction).
-func Index(tx *bolt.Tx, g *billing.Generation) error {
+func Index(tx store.Tx, g *billing.Generation) error {
 	byTime, err := tx.CreateBucketIfNotExists(bucketByTime)
 	if err != nil {
 		return err
@@ -189,7 +189,7 @@ type Page struct {
 // index when the filter names one, so a narrow filter reads only its own
 // entries; the other fields are checked on the index entry before any
 // record is read.
-func List(db *bolt.DB, account string, f Filter, cursor string, limit int) (*Page, error) {
+func List(db store.DB, account string, f Filter, cursor string, limit int) (*Page, error) {
 	var after []byte
 	if cursor != "" {
 		c, err := base64.RawURLEncoding.DecodeString(cursor)
@@ -199,7 +199,7 @@ func List(db *bolt.DB, account string, f Filter, cursor string, limit int) (*Pag
 		after = c
 	}
 	page := &Page{Data: []*billing.Generation{}}
-	err := db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx store.Tx) error {
 		byTime := tx.Bucket(bucketByTime)
 		if byTime == nil {
 			return nil
@@ -304,9 +304,9 @@ const (
 // Activity totals account's records per UTC day (of created_at) from from
 // to to inclusive (dates "YYYY-MM-DD"), ordered by date, then model, then
 // key. It reads the daily totals only, never a record.
-func Activity(db *bolt.DB, account, from, to string, by GroupBy) ([]Row, error) {
+func Activity(db store.DB, account, from, to string, by GroupBy) ([]Row, error) {
 	rows := map[[3]string]*Row{}
-	err := db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx store.Tx) error {
 		b := tx.Bucket(bucketDaily)
 		if b == nil {
 			return nil

@@ -2,12 +2,13 @@ package activity
 
 import (
 	"fmt"
+	bolt "go.etcd.io/bbolt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/switchyard/switchyard/host/billing"
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 var day0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -27,8 +28,8 @@ func gen(account string, i int) *billing.Generation {
 	}
 }
 
-func openDB(t testing.TB) *bolt.DB {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "a.db"), 0o600, &bolt.Options{NoSync: true})
+func openDB(t testing.TB) store.DB {
+	db, err := store.OpenBoltWith(filepath.Join(t.TempDir(), "a.db"), &bolt.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +38,9 @@ func openDB(t testing.TB) *bolt.DB {
 }
 
 // fill writes n records per account, indexed when index is set.
-func fill(t testing.TB, db *bolt.DB, n int, index bool, accounts ...string) {
+func fill(t testing.TB, db store.DB, n int, index bool, accounts ...string) {
 	for start := 0; start < n; start += 20000 {
-		err := db.Update(func(tx *bolt.Tx) error {
+		err := db.Update(func(tx store.Tx) error {
 			for i := start; i < min(n, start+20000); i++ {
 				for _, a := range accounts {
 					g := gen(a, i)
@@ -74,7 +75,7 @@ func want(account string, n int, keep func(*billing.Generation) bool) []string {
 }
 
 // listAll pages through a listing and returns the ids in order.
-func listAll(t *testing.T, db *bolt.DB, account string, f Filter, limit int) ([]string, int) {
+func listAll(t *testing.T, db store.DB, account string, f Filter, limit int) ([]string, int) {
 	t.Helper()
 	var ids []string
 	cursor, pages := "", 0

@@ -2,6 +2,7 @@ package activity
 
 import (
 	"fmt"
+	bolt "go.etcd.io/bbolt"
 	"os"
 	"strconv"
 	"sync"
@@ -12,14 +13,14 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/keys"
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // The benchmarks run on one store of SWITCHYARD_BENCH_GENERATIONS records
 // (default one million) built once per process.
 var (
 	benchOnce sync.Once
-	benchDB   *bolt.DB
+	benchDB   store.DB
 	benchDir  string
 	benchN    = 1_000_000
 )
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func benchStore(b *testing.B) *bolt.DB {
+func benchStore(b *testing.B) store.DB {
 	benchOnce.Do(func() {
 		if v, err := strconv.Atoi(os.Getenv("SWITCHYARD_BENCH_GENERATIONS")); err == nil && v > 0 {
 			benchN = v
@@ -45,7 +46,7 @@ func benchStore(b *testing.B) *bolt.DB {
 			b.Fatal(err)
 		}
 		benchDir = dir
-		db, err := bolt.Open(dir+"/a.db", 0o600, &bolt.Options{NoSync: true})
+		db, err := store.OpenBoltWith(dir+"/a.db", &bolt.Options{NoSync: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func BenchmarkSettle(b *testing.B) {
 		indexed := bc.indexed
 		name := map[bool]string{false: "plain", true: "indexed"}[indexed] + map[bool]string{false: "/durable", true: "/async"}[bc.async]
 		b.Run(name, func(b *testing.B) {
-			db, err := bolt.Open(b.TempDir()+"/s.db", 0o600, nil)
+			db, err := store.OpenBoltWith(b.TempDir()+"/s.db", nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -11,7 +11,7 @@ import (
 	"github.com/switchyard/switchyard/host/admin"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/keys"
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // Page sizes of GET /generations.
@@ -23,7 +23,7 @@ const (
 // Register mounts GET /generations and GET /activity on r, the
 // authenticated /api/v1 group. Like GET /generation, any key of an account
 // reads the account's records, and only its account's (docs/api.md).
-func Register(r fiber.Router, db *bolt.DB) {
+func Register(r fiber.Router, db store.DB) {
 	r.Get("/generations", func(c *fiber.Ctx) error { return listGenerations(c, db) })
 	r.Get("/activity", func(c *fiber.Ctx) error { return activity(c, db) })
 }
@@ -31,7 +31,7 @@ func Register(r fiber.Router, db *bolt.DB) {
 // Statuses are the generation statuses a listing filters by.
 var Statuses = []string{billing.StatusSuccess, billing.StatusError, billing.StatusCancelled, billing.StatusInterrupted, billing.StatusExpired}
 
-func listGenerations(c *fiber.Ctx, db *bolt.DB) error {
+func listGenerations(c *fiber.Ctx, db store.DB) error {
 	k, _ := c.Locals(admin.LocalsKey).(*keys.Key)
 	if k == nil {
 		return admin.Fail(c, http.StatusUnauthorized, "Missing Authentication header")
@@ -87,7 +87,7 @@ func ParseTime(v string, end bool) (time.Time, error) {
 // MaxActivityDays bounds the range of GET /activity.
 const MaxActivityDays = 366
 
-func activity(c *fiber.Ctx, db *bolt.DB) error {
+func activity(c *fiber.Ctx, db store.DB) error {
 	k, _ := c.Locals(admin.LocalsKey).(*keys.Key)
 	if k == nil {
 		return admin.Fail(c, http.StatusUnauthorized, "Missing Authentication header")

@@ -34,7 +34,7 @@ type fixture struct {
 // c.Locals("key").
 func start(t *testing.T) *fixture {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "sy.db"))
+	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "sy.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

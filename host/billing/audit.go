@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // Audit recomputes every balance from the durable records, in one read
@@ -20,7 +20,7 @@ func (l *Ledger) Audit() ([]string, error) {
 	charged := map[string]Nanos{}
 	byKey := map[string]Nanos{}
 	var problems []string
-	err := l.db.View(func(tx *bolt.Tx) error {
+	err := l.db.View(func(tx store.Tx) error {
 		err := tx.Bucket(bucketCredits).ForEach(func(_, v []byte) error {
 			var c creditRec
 			if err := json.Unmarshal(v, &c); err != nil {
@@ -119,7 +119,7 @@ func (l *Ledger) OpenHolds() int {
 // a hold that was too small, which an operator should look at.
 func (l *Ledger) Anomalies() ([]string, error) {
 	var out []string
-	err := l.db.View(func(tx *bolt.Tx) error {
+	err := l.db.View(func(tx store.Tx) error {
 		return tx.Bucket(bucketGenerations).ForEach(func(_, v []byte) error {
 			var g Generation
 			if err := json.Unmarshal(v, &g); err != nil {

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // randomID is the generation id the server made before NewID: 24 random
@@ -34,9 +34,9 @@ func BenchmarkSettleIDs(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			e, k := newEnv(b, 1_000_000*NanosPerUSD, nil, "", Options{AsyncSettle: true})
 			rec := []byte(`{"id":"gen-x","account_id":"acct","key_hash":"0123456789abcdef0123456789abcdef","model":"acme/m","provider":"p1","status":"success","usage":{"prompt_tokens":900,"completion_tokens":300},"charged":2500000}`)
-			if err := e.db.Update(func(tx *bolt.Tx) error {
+			if err := e.db.Update(func(tx store.Tx) error {
 				g := tx.Bucket(bucketGenerations)
-				g.FillPercent = c.fill
+				g.SetFillPercent(c.fill)
 				for range 50_000 {
 					if err := g.Put([]byte(c.id()), rec); err != nil {
 						return err
@@ -90,7 +90,7 @@ func TestNewIDIsOrderedAndUnique(t *testing.T) {
 	}
 }
 
-func pageAlloc(db *bolt.DB) int64 {
-	s := db.Stats()
+func pageAlloc(db store.DB) int64 {
+	s := db.(*store.Bolt).Bolt().Stats()
 	return s.TxStats.GetPageAlloc()
 }

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 
 func crashChild(mode, path, keyHash string) {
 	fail := func(err error) { fmt.Println("ERROR", err); os.Exit(4) }
-	db, err := store.Open(path)
+	db, err := store.OpenBolt(path)
 	if err != nil {
 		fail(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // IndexFunc writes what is derived from a generation record (host/activity's
@@ -12,10 +12,10 @@ import (
 // an index never names a record that is not there nor misses one that is.
 // It must be idempotent: a group that fails is replayed one operation at a
 // time.
-type IndexFunc func(tx *bolt.Tx, g *Generation) error
+type IndexFunc func(tx store.Tx, g *Generation) error
 
 // commit is the settlement transaction plus the index.
-func (l *Ledger) commit(tx *bolt.Tx, g *Generation) error {
+func (l *Ledger) commit(tx store.Tx, g *Generation) error {
 	if err := commitSettlement(tx, g); err != nil {
 		return err
 	}
@@ -26,7 +26,7 @@ func (l *Ledger) commit(tx *bolt.Tx, g *Generation) error {
 }
 
 // GenerationIn reads the record id in tx; nil when there is none.
-func GenerationIn(tx *bolt.Tx, id []byte) (*Generation, error) {
+func GenerationIn(tx store.Tx, id []byte) (*Generation, error) {
 	b := tx.Bucket(bucketGenerations)
 	if b == nil {
 		return nil, nil
@@ -42,7 +42,7 @@ func GenerationIn(tx *bolt.Tx, id []byte) (*Generation, error) {
 // ForEachGenerationIn calls fn for every record in tx, in id order, from
 // the first id after `after` ("" = from the start) until fn returns false.
 // It returns the id of the last record seen.
-func ForEachGenerationIn(tx *bolt.Tx, after string, fn func(*Generation) bool) (string, error) {
+func ForEachGenerationIn(tx store.Tx, after string, fn func(*Generation) bool) (string, error) {
 	b := tx.Bucket(bucketGenerations)
 	if b == nil {
 		return "", nil
@@ -71,7 +71,7 @@ func ForEachGenerationIn(tx *bolt.Tx, after string, fn func(*Generation) bool) (
 
 // PutGenerationIn writes a settled record as is, moving no money: for
 // imports and the activity benchmarks, which need a large store fast.
-func PutGenerationIn(tx *bolt.Tx, g *Generation) error {
+func PutGenerationIn(tx store.Tx, g *Generation) error {
 	b, err := tx.CreateBucketIfNotExists(bucketGenerations)
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func PutGenerationIn(tx *bolt.Tx, g *Generation) error {
 }
 
 // DB is the store the ledger writes, for the readers of what Index derives.
-func (l *Ledger) DB() *bolt.DB { return l.db }
+func (l *Ledger) DB() store.DB { return l.db }
 
 // ObserveCommits makes the ledger's writer report each group commit: how
 // many operations it carried and how long it took, fsync included.

@@ -22,7 +22,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/keys"
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 var (
@@ -87,7 +87,7 @@ const asyncCommitWindow = 5 * time.Millisecond
 
 // Ledger is safe for concurrent use.
 type Ledger struct {
-	db     *bolt.DB
+	db     store.DB
 	opts   Options
 	seed   maphash.Seed
 	shards [numShards]shard
@@ -146,7 +146,7 @@ type creditRec struct {
 
 // Open loads the ledger from db (creating its buckets), runs crash recovery
 // and starts the writer and the janitor. Close it before closing db.
-func Open(db *bolt.DB, opts Options) (*Ledger, error) {
+func Open(db store.DB, opts Options) (*Ledger, error) {
 	if opts.RequestDeadline <= 0 {
 		opts.RequestDeadline = 10 * time.Minute
 	}
@@ -206,7 +206,7 @@ func (l *Ledger) now() time.Time { return l.opts.Now().UTC() }
 // returns the holds found on disk.
 func (l *Ledger) load() ([]holdRec, error) {
 	var holds []holdRec
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.db.Update(func(tx store.Tx) error {
 		for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketHolds, bucketGenerations, bucketCredits} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -338,7 +338,7 @@ func (l *Ledger) TopUp(accountID string, amount Nanos, note string) (Balance, er
 	}
 	now := l.now()
 	seq := l.seq.Add(1)
-	err := l.w.do(func(tx *bolt.Tx) error {
+	err := l.w.do(func(tx store.Tx) error {
 		if err := updateAccount(tx, accountID, func(r *accountRec) {
 			r.Credits = addSat(r.Credits, amount)
 			r.Balance = addSat(r.Balance, amount)
@@ -360,7 +360,7 @@ func (l *Ledger) TopUp(accountID string, amount Nanos, note string) (Balance, er
 	return l.Balance(accountID), nil
 }
 
-func updateAccount(tx *bolt.Tx, id string, fn func(*accountRec)) error {
+func updateAccount(tx store.Tx, id string, fn func(*accountRec)) error {
 	b := tx.Bucket(bucketAccounts)
 	var r accountRec
 	if v := b.Get([]byte(id)); v != nil {
@@ -375,7 +375,7 @@ func updateAccount(tx *bolt.Tx, id string, fn func(*accountRec)) error {
 // Generation returns the record of a settled request, or ErrNotFound.
 func (l *Ledger) Generation(id string) (*Generation, error) {
 	var g *Generation
-	err := l.db.View(func(tx *bolt.Tx) error {
+	err := l.db.View(func(tx store.Tx) error {
 		v := tx.Bucket(bucketGenerations).Get([]byte(id))
 		if v == nil {
 			return ErrNotFound
@@ -391,7 +391,7 @@ func (l *Ledger) Generation(id string) (*Generation, error) {
 // consistent snapshot.
 func (l *Ledger) Generations(accountID string, fn func(*Generation) bool) error {
 	stop := errors.New("stop")
-	err := l.db.View(func(tx *bolt.Tx) error {
+	err := l.db.View(func(tx store.Tx) error {
 		return tx.Bucket(bucketGenerations).ForEach(func(_, v []byte) error {
 			g := new(Generation)
 			if err := json.Unmarshal(v, g); err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // price: $1/Mtok prompt, $2/Mtok completion, $0.001 per request.
@@ -29,7 +28,7 @@ const testHold Nanos = 3_000_000
 
 type env struct {
 	path string
-	db   *bolt.DB
+	db   store.DB
 	ks   *keys.Store
 	l    *Ledger
 	acct string
@@ -37,7 +36,7 @@ type env struct {
 
 func openEnv(t testing.TB, path string, opts Options) *env {
 	t.Helper()
-	db, err := store.Open(path)
+	db, err := store.OpenBolt(path)
 	if err != nil {
 		t.Fatal(err)
 	}

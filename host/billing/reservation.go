@@ -9,7 +9,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/catalog"
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // Reservation is the hold of one request, from Reserve to Settle. Its
@@ -152,7 +152,7 @@ func (r *Reservation) record() *holdRec {
 
 // put writes the hold unless the request is already settled (a settlement
 // committed first makes the hold obsolete).
-func (h *holdRec) put(tx *bolt.Tx) error {
+func (h *holdRec) put(tx store.Tx) error {
 	if tx.Bucket(bucketGenerations).Get([]byte(h.ID)) != nil {
 		return nil
 	}
@@ -289,7 +289,7 @@ func (r *Reservation) Checkpoint(u Usage) {
 	r.checkpoint = u
 	rec := r.record()
 	a.mu.Unlock()
-	r.l.w.async(func(tx *bolt.Tx) error {
+	r.l.w.async(func(tx store.Tx) error {
 		if tx.Bucket(bucketHolds).Get([]byte(rec.ID)) == nil {
 			return nil // settled already
 		}
@@ -379,11 +379,11 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	if l.opts.AsyncSettle {
 		// Acknowledge from memory; the group-committing writer makes it
 		// durable within one commit (see Options.AsyncSettle).
-		l.w.async(func(tx *bolt.Tx) error { return l.commit(tx, g) })
+		l.w.async(func(tx store.Tx) error { return l.commit(tx, g) })
 		r.result = g
 		return g, nil
 	}
-	err := l.w.do(func(tx *bolt.Tx) error { return l.commit(tx, g) })
+	err := l.w.do(func(tx store.Tx) error { return l.commit(tx, g) })
 	if err != nil {
 		// Not durable: undo the charge and reopen with nothing held, so a
 		// retry charges from the available balance and never overdraws.
@@ -411,12 +411,12 @@ const generationsFill = 0.95
 // account and the key, deletes the hold and writes the generation record,
 // all or nothing. A record already present means it was committed before,
 // and nothing happens.
-func commitSettlement(tx *bolt.Tx, g *Generation) error {
+func commitSettlement(tx store.Tx, g *Generation) error {
 	gens := tx.Bucket(bucketGenerations)
 	// Generation records are only appended, in id order (NewID): pages
 	// filled to 95% instead of bbolt's 50% split less and take half the
 	// space.
-	gens.FillPercent = generationsFill
+	gens.SetFillPercent(generationsFill)
 	if gens.Get([]byte(g.ID)) != nil {
 		return nil
 	}
@@ -479,7 +479,7 @@ func (l *Ledger) recover(holds []holdRec) error {
 		}
 	}
 	if len(stale) > 0 {
-		if err := l.w.do(func(tx *bolt.Tx) error {
+		if err := l.w.do(func(tx store.Tx) error {
 			for _, id := range stale {
 				if err := tx.Bucket(bucketHolds).Delete([]byte(id)); err != nil {
 					return err

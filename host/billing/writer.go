@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // writer is the ledger's single bbolt writer. Operations are queued in
@@ -18,7 +18,7 @@ import (
 // applies deltas, never copies of memory), because it runs again in a
 // transaction of its own when the group it was in fails.
 type writer struct {
-	db     *bolt.DB
+	db     store.DB
 	logf   func(string, ...any)
 	mu     sync.Mutex
 	closed bool
@@ -39,11 +39,11 @@ type writer struct {
 }
 
 type op struct {
-	fn   func(*bolt.Tx) error
+	fn   func(store.Tx) error
 	done chan error // nil: nobody waits (the write's absence is harmless)
 }
 
-func newWriter(db *bolt.DB, logf func(string, ...any), window time.Duration) *writer {
+func newWriter(db store.DB, logf func(string, ...any), window time.Duration) *writer {
 	w := &writer{db: db, logf: logf, window: window, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
 		quit: make(chan struct{}), exited: make(chan struct{})}
 	go w.loop()
@@ -72,7 +72,7 @@ func (w *writer) submit(o op) bool {
 }
 
 // do queues fn and waits until it is committed (durable) or has failed.
-func (w *writer) do(fn func(*bolt.Tx) error) error {
+func (w *writer) do(fn func(store.Tx) error) error {
 	done := make(chan error, 1)
 	if !w.submit(op{fn: fn, done: done}) {
 		return ErrClosed
@@ -81,10 +81,10 @@ func (w *writer) do(fn func(*bolt.Tx) error) error {
 }
 
 // async queues fn without waiting.
-func (w *writer) async(fn func(*bolt.Tx) error) { w.submit(op{fn: fn}) }
+func (w *writer) async(fn func(store.Tx) error) { w.submit(op{fn: fn}) }
 
 // sync waits until everything queued before it is committed.
-func (w *writer) sync() error { return w.do(func(*bolt.Tx) error { return nil }) }
+func (w *writer) sync() error { return w.do(func(store.Tx) error { return nil }) }
 
 func (w *writer) loop() {
 	defer close(w.exited)
@@ -124,7 +124,7 @@ func (w *writer) flush() bool {
 		return false
 	}
 	start := time.Now()
-	err := w.db.Update(func(tx *bolt.Tx) error {
+	err := w.db.Update(func(tx store.Tx) error {
 		for _, o := range batch {
 			if err := o.fn(tx); err != nil {
 				return err

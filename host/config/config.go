@@ -24,10 +24,23 @@ var defaultYAML []byte
 // Default returns the embedded default configuration.
 func Default() []byte { return defaultYAML }
 
+// Store chooses the store (host/store.Config has the meaning of each
+// field; a copy here keeps this package free of the store's dependencies,
+// since modules' tests read the default configuration under wasip1).
+type Store struct {
+	Driver string `yaml:"driver"` // "bbolt" (default) or "postgres"
+	Path   string `yaml:"path"`   // the bbolt file; default <data_dir>/switchyard.db
+	DSN    string `yaml:"dsn"`    // postgres://…; ${VAR} is expanded from the environment
+}
+
 // Config is the file format. Durations are Go duration strings ("30s").
 type Config struct {
-	Listen       string `yaml:"listen"`
-	DataDir      string `yaml:"data_dir"`
+	Listen  string `yaml:"listen"`
+	DataDir string `yaml:"data_dir"`
+	// Store chooses where state lives: the embedded bbolt file in DataDir
+	// (default) or a PostgreSQL database shared by several gateways
+	// (docs/cluster.md).
+	Store        Store  `yaml:"store"`
 	BootstrapKey string `yaml:"bootstrap_key"`
 	// BootstrapCredits (USD) funds the bootstrap account once, when it is
 	// created, so a fresh install can make requests.
@@ -300,6 +313,15 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
 		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
+	}
+	switch c.Store.Driver {
+	case "", "bbolt":
+	case "postgres":
+		if c.Store.DSN == "" {
+			return nil, fmt.Errorf("config: store: driver postgres needs dsn (postgres://user@host:port/db; ${VAR} reads the environment)")
+		}
+	default:
+		return nil, fmt.Errorf("config: store: driver %q: want bbolt (one machine) or postgres (a cluster)", c.Store.Driver)
 	}
 	return c, nil
 }

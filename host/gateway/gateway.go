@@ -31,7 +31,6 @@ import (
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/wasm"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Options are what differs between a production start and a test one.
@@ -53,7 +52,7 @@ type Options struct {
 // Server.Serve, then Close.
 type Gateway struct {
 	Config  *config.Config
-	DB      *bolt.DB
+	DB      store.DB
 	Keys    *keys.Store
 	Ledger  *billing.Ledger
 	Engine  *wasm.Engine
@@ -117,7 +116,7 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 			g = nil
 		}
 	}()
-	if g.DB, err = store.Open(filepath.Join(cfg.DataDir, "switchyard.db")); err != nil {
+	if g.DB, err = store.Open(store.Config(cfg.Store), cfg.DataDir); err != nil {
 		return nil, err
 	}
 	g.closers = append(g.closers, func() { _ = g.DB.Close() })

@@ -26,7 +26,7 @@ import (
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/server"
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // Key is the management key every test gateway accepts.
@@ -80,7 +80,7 @@ type Gateway struct {
 	Keys        *keys.Store
 	Ledger      *billing.Ledger
 	AccountID   string
-	DB          *bolt.DB
+	DB          store.DB
 	Server      *server.Server
 	Config      *config.Config
 	// GW is the assembled gateway (reload, catalog).

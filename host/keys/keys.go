@@ -1,4 +1,4 @@
-// Package keys stores accounts and API keys in bbolt. Secrets are never
+// Package keys stores accounts and API keys in the store (host/store). Secrets are never
 // stored: a key is found by the SHA-256 of its secret (API keys are 256-bit
 // random, so a fast hash is the right tool, not a password hash) and the
 // stored digest is compared in constant time.
@@ -21,7 +21,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/ratelimit"
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 var (
@@ -117,7 +117,7 @@ type Options struct {
 // so records are cached in memory; every write replaces or drops the cached
 // record after it commits.
 type Store struct {
-	db    *bolt.DB
+	db    store.DB
 	mu    sync.RWMutex
 	cache map[string]*Key
 	// epoch counts writes. A cache miss reads bbolt without the lock and
@@ -145,8 +145,8 @@ var (
 )
 
 // Open creates the buckets if needed.
-func Open(db *bolt.DB) (*Store, error) {
-	err := db.Update(func(tx *bolt.Tx) error {
+func Open(db store.DB) (*Store, error) {
+	err := db.Update(func(tx store.Tx) error {
 		for _, b := range [][]byte{bucketKeys, bucketAccounts} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -216,7 +216,7 @@ func (s *Store) cached(h string) *Key {
 
 func (s *Store) load(h string) (*Key, error) {
 	var k *Key
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		v := tx.Bucket(bucketKeys).Get([]byte(h))
 		if v == nil {
 			return ErrNotFound
@@ -263,7 +263,7 @@ func newID() string {
 func (s *Store) CreateAccount(name string) (*Account, error) {
 	a := &Account{ID: "acct_" + newID(), Name: name, Created: time.Now().UTC()}
 	v, _ := json.Marshal(a)
-	return a, s.db.Update(func(tx *bolt.Tx) error {
+	return a, s.db.Update(func(tx store.Tx) error {
 		return tx.Bucket(bucketAccounts).Put([]byte(a.ID), v)
 	})
 }
@@ -271,7 +271,7 @@ func (s *Store) CreateAccount(name string) (*Account, error) {
 // Account returns the account with id, or ErrNoAccount.
 func (s *Store) Account(id string) (*Account, error) {
 	var a *Account
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		v := tx.Bucket(bucketAccounts).Get([]byte(id))
 		if v == nil {
 			return ErrNoAccount
@@ -285,7 +285,7 @@ func (s *Store) Account(id string) (*Account, error) {
 // Accounts lists every account ordered by id.
 func (s *Store) Accounts() ([]*Account, error) {
 	var out []*Account
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		return tx.Bucket(bucketAccounts).ForEach(func(_, v []byte) error {
 			a := new(Account)
 			if err := json.Unmarshal(v, a); err != nil {
@@ -330,7 +330,7 @@ func (s *Store) Create(accountID string, o Options) (string, *Key, error) {
 		k.Expires = o.Expires.UTC()
 	}
 	v, _ := json.Marshal(k)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		if tx.Bucket(bucketAccounts).Get([]byte(accountID)) == nil {
 			return fmt.Errorf("%w: %s", ErrNoAccount, accountID)
 		}
@@ -371,7 +371,7 @@ func (s *Store) Get(hash string) (*Key, error) {
 // ordered by creation time; disabled keys only with includeDisabled.
 func (s *Store) List(accountID string, includeDisabled bool) ([]*Key, error) {
 	var out []*Key
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		return tx.Bucket(bucketKeys).ForEach(func(_, v []byte) error {
 			k := new(Key)
 			if err := json.Unmarshal(v, k); err != nil {
@@ -398,7 +398,7 @@ func (s *Store) List(accountID string, includeDisabled bool) ([]*Key, error) {
 // kept. An error from fn aborts the update and is returned as is.
 func (s *Store) Update(hash string, fn func(*Key) error) (*Key, error) {
 	var out *Key
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		b := tx.Bucket(bucketKeys)
 		v := b.Get([]byte(hash))
 		if v == nil {
@@ -449,7 +449,7 @@ func (s *Store) SetDisabled(hash string, disabled bool) (*Key, error) {
 // Delete removes the key stored under hash, or returns ErrNotFound. The key
 // stops authenticating as soon as Delete returns.
 func (s *Store) Delete(hash string) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		b := tx.Bucket(bucketKeys)
 		if b.Get([]byte(hash)) == nil {
 			return ErrNotFound
@@ -475,7 +475,7 @@ func label(secret string) string {
 // Count returns the number of stored keys.
 func (s *Store) Count() int {
 	n := 0
-	_ = s.db.View(func(tx *bolt.Tx) error { n = tx.Bucket(bucketKeys).Stats().KeyN; return nil })
+	_ = s.db.View(func(tx store.Tx) error { n = tx.Bucket(bucketKeys).KeyN(); return nil })
 	return n
 }
 
@@ -563,7 +563,7 @@ func (s *Store) SetProviders(accountID string, p ProviderSettings) error {
 
 // updateAccount applies fn to the stored account and stores it.
 func (s *Store) updateAccount(accountID string, fn func(*Account)) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.db.Update(func(tx store.Tx) error {
 		b := tx.Bucket(bucketAccounts)
 		v := b.Get([]byte(accountID))
 		if v == nil {

@@ -14,7 +14,7 @@ import (
 
 func openStore(t *testing.T) *Store {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "sy.db"))
+	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "sy.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

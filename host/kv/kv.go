@@ -19,7 +19,7 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // Limits bound the store. Zero fields take the defaults of DefaultLimits.
@@ -97,7 +97,7 @@ func (s Scope) bucket() []byte {
 
 // Store is the module key-value store. It is safe for concurrent use.
 type Store struct {
-	db  *bolt.DB
+	db  store.DB
 	lim Limits
 	// Now is the clock (tests replace it).
 	Now func() time.Time
@@ -110,8 +110,8 @@ var (
 )
 
 // Open makes the store's bucket in db.
-func Open(db *bolt.DB, lim Limits) (*Store, error) {
-	err := db.Update(func(tx *bolt.Tx) error {
+func Open(db store.DB, lim Limits) (*Store, error) {
+	err := db.Update(func(tx store.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(rootBucket)
 		return err
 	})
@@ -133,7 +133,7 @@ const headerLen = 8
 func (s *Store) Get(sc Scope, key string) ([]byte, bool, error) {
 	var out []byte
 	now := s.Now().UnixNano()
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		b := tx.Bucket(rootBucket).Bucket(sc.bucket())
 		if b == nil {
 			return nil
@@ -166,7 +166,7 @@ func (s *Store) Put(sc Scope, key string, val []byte, ttl time.Duration) error {
 		ttl = s.lim.MaxTTL
 	}
 	now := s.Now()
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		scope, err := tx.Bucket(rootBucket).CreateBucketIfNotExists(sc.bucket())
 		if err != nil {
 			return err
@@ -220,7 +220,7 @@ func (s *Store) Put(sc Scope, key string, val []byte, ttl time.Duration) error {
 // Usage returns the keys and bytes scope holds, expired entries not yet
 // dropped included.
 func (s *Store) Usage(sc Scope) (keys, bytes int64, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx store.Tx) error {
 		if b := tx.Bucket(rootBucket).Bucket(sc.bucket()); b != nil {
 			keys, bytes = usage(b)
 		}
@@ -233,11 +233,13 @@ func (s *Store) Usage(sc Scope) (keys, bytes int64, err error) {
 func (s *Store) Sweep() (int, error) {
 	now := s.Now().UnixNano()
 	total := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		root := tx.Bucket(rootBucket)
 		var scopes [][]byte
-		if err := root.ForEachBucket(func(k []byte) error {
-			scopes = append(scopes, append([]byte{}, k...))
+		if err := root.ForEach(func(k, v []byte) error {
+			if v == nil { // a nested bucket: an account's scope
+				scopes = append(scopes, append([]byte{}, k...))
+			}
 			return nil
 		}); err != nil {
 			return err
@@ -291,7 +293,7 @@ func (s *Store) Run(ctx context.Context, logf func(format string, args ...any)) 
 
 // dropExpired deletes data's entries expired at now (except keep) and
 // returns how many and their bytes.
-func dropExpired(data *bolt.Bucket, now int64, keep []byte) (n, freed int64, err error) {
+func dropExpired(data store.Bucket, now int64, keep []byte) (n, freed int64, err error) {
 	var dead [][]byte
 	c := data.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -308,14 +310,14 @@ func dropExpired(data *bolt.Bucket, now int64, keep []byte) (n, freed int64, err
 	return int64(len(dead)), freed, nil
 }
 
-func usage(scope *bolt.Bucket) (keys, size int64) {
+func usage(scope store.Bucket) (keys, size int64) {
 	if u := scope.Get(usageKey); len(u) == 16 {
 		return int64(binary.BigEndian.Uint64(u)), int64(binary.BigEndian.Uint64(u[8:]))
 	}
 	return 0, 0
 }
 
-func setUsage(scope *bolt.Bucket, keys, size int64) error {
+func setUsage(scope store.Bucket, keys, size int64) error {
 	var u [16]byte
 	binary.BigEndian.PutUint64(u[:], uint64(max(keys, 0)))
 	binary.BigEndian.PutUint64(u[8:], uint64(max(size, 0)))

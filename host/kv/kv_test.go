@@ -19,7 +19,7 @@ func (c *clock) now() time.Time { return c.t }
 
 func open(t *testing.T, lim kv.Limits) (*kv.Store, *clock) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "kv.db"))
+	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "kv.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,8 @@ import (
 
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/wasm"
-	bolt "go.etcd.io/bbolt"
 )
 
 var (
@@ -65,7 +65,7 @@ type Info struct {
 
 // Registry is safe for concurrent use.
 type Registry struct {
-	db     *bolt.DB
+	db     store.DB
 	engine *wasm.Engine
 	log    *slog.Logger
 
@@ -89,11 +89,11 @@ func (r *Registry) SetSettings(s map[string][]byte) { r.settings = s }
 func (r *Registry) Settings(name string) []byte { return r.settings[name] }
 
 // Open creates the buckets.
-func Open(db *bolt.DB, engine *wasm.Engine, log *slog.Logger) (*Registry, error) {
+func Open(db store.DB, engine *wasm.Engine, log *slog.Logger) (*Registry, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := db.Update(func(tx store.Tx) error {
 		for _, b := range [][]byte{bucketBinaries, bucketManifests, bucketActive, bucketDefaults} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -113,7 +113,7 @@ func Open(db *bolt.DB, engine *wasm.Engine, log *slog.Logger) (*Registry, error)
 
 func (r *Registry) loadDefaults() {
 	d := map[string][]string{}
-	_ = r.db.View(func(tx *bolt.Tx) error {
+	_ = r.db.View(func(tx store.Tx) error {
 		return tx.Bucket(bucketDefaults).ForEach(func(k, _ []byte) error {
 			scope, name := "", string(k)
 			if i := strings.LastIndexByte(name, '/'); i >= 0 {
@@ -129,7 +129,7 @@ func (r *Registry) loadDefaults() {
 // SetDefault makes plugin scopedName run on every request of its scope
 // (unless the request disables it), or stops that.
 func (r *Registry) SetDefault(scopedName string, on bool) error {
-	err := r.db.Update(func(tx *bolt.Tx) error {
+	err := r.db.Update(func(tx store.Tx) error {
 		b := tx.Bucket(bucketDefaults)
 		if on {
 			return b.Put([]byte(scopedName), []byte("1"))
@@ -275,12 +275,12 @@ func (r *Registry) load(ctx context.Context, name string, m *manifest.Manifest, 
 // store writes a version. Only seeding may replace one (a rebuild of the
 // same version from the build directory).
 func (r *Registry) store(name, version string, manifestJSON, bin []byte, source string, replace bool) error {
-	return r.db.Update(func(tx *bolt.Tx) error {
+	return r.db.Update(func(tx store.Tx) error {
 		return storeTx(tx, name, version, manifestJSON, bin, source, replace, time.Now().UTC())
 	})
 }
 
-func storeTx(tx *bolt.Tx, name, version string, manifestJSON, bin []byte, source string, replace bool, now time.Time) error {
+func storeTx(tx store.Tx, name, version string, manifestJSON, bin []byte, source string, replace bool, now time.Time) error {
 	sum := sha256.Sum256(bin)
 	rec, _ := json.Marshal(Record{Manifest: manifestJSON, SHA256: hex.EncodeToString(sum[:]), Size: len(bin), Published: now, Source: source})
 	k := key(name, version)
@@ -313,7 +313,7 @@ func (r *Registry) Activate(ctx context.Context, name, version string) error {
 func (r *Registry) read(name, version string) (*manifest.Manifest, []byte, error) {
 	var rec Record
 	var bin []byte
-	err := r.db.View(func(tx *bolt.Tx) error {
+	err := r.db.View(func(tx store.Tx) error {
 		k := key(name, version)
 		v := tx.Bucket(bucketManifests).Get(k)
 		if v == nil {
@@ -333,7 +333,7 @@ func (r *Registry) read(name, version string) (*manifest.Manifest, []byte, error
 // holds r.mu; mod is closed when the record cannot be written.
 func (r *Registry) commit(ctx context.Context, name, version string, mod *wasm.Module) error {
 	name = strings.Clone(name) // kept as a map key; callers' strings may alias reused buffers
-	if err := r.db.Update(func(tx *bolt.Tx) error {
+	if err := r.db.Update(func(tx store.Tx) error {
 		return tx.Bucket(bucketActive).Put([]byte(name), []byte(version))
 	}); err != nil {
 		_ = mod.Close(ctx)
@@ -361,7 +361,7 @@ func (r *Registry) swap(name string, mod *wasm.Module) {
 // ActiveVersion returns the stored active version of name.
 func (r *Registry) ActiveVersion(name string) string {
 	var v string
-	_ = r.db.View(func(tx *bolt.Tx) error {
+	_ = r.db.View(func(tx store.Tx) error {
 		v = string(tx.Bucket(bucketActive).Get([]byte(name)))
 		return nil
 	})
@@ -417,7 +417,7 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 	var extra []*startJob          // seeded versions loaded only to prove they load
 	if stored {
 		act := map[string]string{}
-		_ = r.db.View(func(tx *bolt.Tx) error {
+		_ = r.db.View(func(tx store.Tx) error {
 			return tx.Bucket(bucketActive).ForEach(func(k, v []byte) error {
 				act[string(k)] = string(v)
 				return nil
@@ -478,7 +478,7 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 	// (two fsyncs, not two per module): a fresh start stores megabytes of
 	// binaries, and each commit waits on the disk.
 	now := time.Now().UTC()
-	err := r.db.Update(func(tx *bolt.Tx) error {
+	err := r.db.Update(func(tx store.Tx) error {
 		for _, j := range all {
 			if j.err == nil && j.changed {
 				if err := storeTx(tx, j.name, j.version, j.mj, j.bin, "seed", true, now); err != nil {
@@ -506,7 +506,7 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 			_ = j.mod.Close(ctx)
 		}
 	}
-	if err := r.db.Update(func(tx *bolt.Tx) error {
+	if err := r.db.Update(func(tx store.Tx) error {
 		for _, j := range act {
 			if err := tx.Bucket(bucketActive).Put([]byte(j.name), []byte(j.version)); err != nil {
 				return err
@@ -598,7 +598,7 @@ func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 func (r *Registry) binary(name, version string) func() ([]byte, error) {
 	return func() ([]byte, error) {
 		var bin []byte
-		err := r.db.View(func(tx *bolt.Tx) error {
+		err := r.db.View(func(tx store.Tx) error {
 			v := tx.Bucket(bucketBinaries).Get(key(name, version))
 			if v == nil {
 				return errNotPublished(name, version)
@@ -620,7 +620,7 @@ func sameJSON(a, b []byte) bool {
 // stored is the record of a published version (zero when there is none).
 func (r *Registry) stored(name, version string) Record {
 	var rec Record
-	_ = r.db.View(func(tx *bolt.Tx) error {
+	_ = r.db.View(func(tx store.Tx) error {
 		if v := tx.Bucket(bucketManifests).Get(key(name, version)); v != nil {
 			return json.Unmarshal(v, &rec)
 		}
@@ -637,7 +637,7 @@ func (r *Registry) List(scope string) []Info {
 		prefix = ""
 	}
 	var out []Info
-	_ = r.db.View(func(tx *bolt.Tx) error {
+	_ = r.db.View(func(tx store.Tx) error {
 		act := tx.Bucket(bucketActive)
 		return tx.Bucket(bucketManifests).ForEach(func(k, v []byte) error {
 			var rec Record

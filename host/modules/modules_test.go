@@ -22,7 +22,7 @@ import (
 
 func open(t *testing.T, path string) (*modules.Registry, func()) {
 	t.Helper()
-	db, err := store.Open(path)
+	db, err := store.OpenBolt(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestStartLoadsEachModuleOnce(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "sy.db")
 	for _, restart := range []string{"fresh store", "stored actives"} {
-		db, err := store.Open(path)
+		db, err := store.OpenBolt(path)
 		if err != nil {
 			t.Fatal(err)
 		}

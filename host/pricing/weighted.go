@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/billing"
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // smallRead records are read on every refresh; past it a refresh waits
@@ -48,7 +48,7 @@ type Price struct {
 // part). A request that outlives Settle and ends after its id left the
 // tail is not counted.
 type Weighted struct {
-	db     *bolt.DB
+	db     store.DB
 	window time.Duration
 	every  time.Duration
 	// Settle is how long after its start a request's record may still be
@@ -73,7 +73,7 @@ type Weighted struct {
 // store is; counted in records, not timed, so a test sees the same
 // behaviour on a slow machine). A request in between gets the last
 // refresh's prices, and so does one that finds a refresh running.
-func New(db *bolt.DB, window, every time.Duration) *Weighted {
+func New(db store.DB, window, every time.Duration) *Weighted {
 	return &Weighted{db: db, window: window, every: every, Settle: 15 * time.Minute, now: time.Now, hours: map[int64]map[Key]sum{}}
 }
 
@@ -114,7 +114,7 @@ func (w *Weighted) Prices() (map[Key]Price, error) {
 		s.cost += g.Cost.Prompt + g.Cost.CacheRead
 		m[k] = s
 	}
-	err := w.db.View(func(tx *bolt.Tx) error {
+	err := w.db.View(func(tx store.Tx) error {
 		// The closed part: ids from the last boundary to this one.
 		if w.closed < boundary {
 			if _, err := billing.ForEachGenerationIn(tx, w.closed, func(g *billing.Generation) bool {

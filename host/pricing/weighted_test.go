@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/billing"
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchyard/switchyard/host/store"
 )
 
 // The effective price weights each request by its prompt tokens, counts
 // cache reads at what they cost, leaves out records older than the window,
 // and a refresh reads the records written since the last one.
 func TestWeighted(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
+	db, err := store.OpenBoltWith(filepath.Join(t.TempDir(), "db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestWeighted(t *testing.T) {
 		n++
 		g := &billing.Generation{ID: billing.IDAt(at) + fmt.Sprintf("%014d", n), Model: model, Provider: prov, CreatedAt: at,
 			Usage: billing.Usage{PromptTokens: tokens}, Cost: billing.Cost{Prompt: billing.Nanos(promptUSD * 1e9), CacheRead: billing.Nanos(cacheUSD * 1e9)}}
-		if err := db.Update(func(tx *bolt.Tx) error { return billing.PutGenerationIn(tx, g) }); err != nil {
+		if err := db.Update(func(tx store.Tx) error { return billing.PutGenerationIn(tx, g) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +75,7 @@ func TestWeighted(t *testing.T) {
 // a reader that finds a refresh running takes the last prices, and every
 // record is counted once.
 func TestWeightedConcurrent(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
+	db, err := store.OpenBoltWith(filepath.Join(t.TempDir(), "db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestWeightedConcurrent(t *testing.T) {
 				at := now.Add(-time.Minute)
 				rec := &billing.Generation{ID: billing.IDAt(at) + fmt.Sprintf("%02d%012d", g, i), Model: "a/m", Provider: "p", CreatedAt: at,
 					Usage: billing.Usage{PromptTokens: 1000}, Cost: billing.Cost{Prompt: 2_000_000}} // $2/M
-				if err := db.Update(func(tx *bolt.Tx) error { return billing.PutGenerationIn(tx, rec) }); err != nil {
+				if err := db.Update(func(tx store.Tx) error { return billing.PutGenerationIn(tx, rec) }); err != nil {
 					t.Error(err)
 					return
 				}

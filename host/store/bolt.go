@@ -22,14 +22,20 @@ var _ DB = (*Bolt)(nil)
 
 // OpenBolt opens (creating if needed) the bbolt file at path.
 func OpenBolt(path string) (*Bolt, error) {
+	// A timeout instead of blocking forever when a second gateway holds the
+	// file lock: the operator gets an error that says what is wrong.
+	return OpenBoltWith(path, &bolt.Options{Timeout: 2 * time.Second})
+}
+
+// OpenBoltWith opens the bbolt file at path with bbolt's own options
+// (tests and benchmarks use NoSync).
+func OpenBoltWith(path string, o *bolt.Options) (*Bolt, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("store: create directory: %w", err)
 		}
 	}
-	// A timeout instead of blocking forever when a second gateway holds the
-	// file lock: the operator gets an error that says what is wrong.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := bolt.Open(path, 0o600, o)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w (is another gateway using it?)", path, err)
 	}

@@ -50,7 +50,7 @@ func hostEngine(t testing.TB, log io.Writer, setup func(e *wasm.Engine)) (*wasm.
 		log = io.Discard
 	}
 	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	db, err := store.Open(filepath.Join(t.TempDir(), "kv.db"))
+	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "kv.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

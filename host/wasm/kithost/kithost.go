@@ -20,14 +20,13 @@ import (
 	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/wasm"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Host is a wasm.Engine seen by the kit. It records module log lines.
 type Host struct {
 	Engine *wasm.Engine
 	logs   *recorder
-	db     *bolt.DB
+	db     store.DB
 	dir    string
 }
 
@@ -46,7 +45,7 @@ func New(cacheDir string) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(filepath.Join(dir, "kv.db"))
+	db, err := store.OpenBolt(filepath.Join(dir, "kv.db"))
 	if err == nil {
 		e.KV, err = kv.Open(db, KVLimits)
 	}

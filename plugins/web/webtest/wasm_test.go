@@ -13,10 +13,10 @@ import (
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/plugins/web/webtest"
 	"github.com/tidwall/gjson"
-	bolt "go.etcd.io/bbolt"
 )
 
 // The service:web_search tool through the Wasm boundary and the host's
@@ -28,7 +28,7 @@ func TestToolCallThroughWasm(t *testing.T) {
 	srv := httptest.NewServer(brave)
 	defer srv.Close()
 
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "kv.db"), 0o600, nil)
+	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "kv.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -228,3 +228,69 @@ func TestClusterReconcilesDeadInstance(t *testing.T) {
 	}
 	mustAudit(t, live)
 }
+
+// outageDB fails every transaction while down, as a lost PostgreSQL does.
+type outageDB struct {
+	store.DB
+	down atomic.Bool
+}
+
+func (o *outageDB) Update(fn func(store.Tx) error) error {
+	if o.down.Load() {
+		return fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+	}
+	return o.DB.Update(fn)
+}
+
+func (o *outageDB) View(fn func(store.Tx) error) error {
+	if o.down.Load() {
+		return fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+	}
+	return o.DB.View(fn)
+}
+
+// Settlements acknowledged while the store is unreachable are written when
+// it is back: an outage delays them and loses none.
+func TestOutageKeepsAcknowledgedSettlements(t *testing.T) {
+	e, k := newEnv(t, NanosPerUSD, nil, keys.ResetNone, Options{AsyncSettle: true})
+	o := &outageDB{DB: e.db}
+	l, err := Open(o, Options{AsyncSettle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = e.l.Close()
+	e.l = l
+	var rs []*Reservation
+	for i := range 5 {
+		r, aerr := l.Reserve(k, testReq(fmt.Sprintf("gen-o-%d", i)))
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		rs = append(rs, r)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	o.down.Store(true)
+	for _, r := range rs {
+		if _, err := r.Settle(Outcome{Usage: Usage{PromptTokens: 1000, CompletionTokens: 500, Requests: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(); err == nil {
+		t.Fatal("Sync succeeded while the store was down")
+	}
+	time.Sleep(300 * time.Millisecond) // a few failed retries
+	o.down.Store(false)
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := l.Generations(e.acct, func(*Generation) bool { n++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 5 {
+		t.Fatalf("%d of the 5 settlements acknowledged during the outage were written", n)
+	}
+	mustAudit(t, l)
+}

@@ -573,23 +573,50 @@ func (s *Store) Count() int {
 // the store has none, and its secret is returned so the caller can print it
 // once. created reports whether anything was written. A stored key with
 // that secret that an operator disabled (or let expire) is left as it is.
+//
+// The check and the creation are one transaction: gateways of a cluster
+// starting together on an empty shared store create one account and one
+// key between them, and only the one that created it is told so (and funds
+// it).
 func (s *Store) Bootstrap(secret string) (string, bool, error) {
-	if secret != "" {
-		if _, err := s.Get(HashOf(secret)); err == nil {
-			return secret, false, nil
+	generated := secret == ""
+	if generated {
+		secret = NewSecret()
+	} else if !strings.HasPrefix(secret, "sk-") || len(secret) < 20 {
+		return "", false, errors.New("keys: bootstrap key must start with sk- and be at least 20 characters")
+	}
+	now := time.Now().UTC()
+	a := &Account{ID: "acct_" + newID(), Name: "default", Created: now}
+	d := digest(secret)
+	k := &Key{Hash: hex.EncodeToString(d[:]), Label: label(secret), Name: "bootstrap", AccountID: a.ID, Management: true, Created: now}
+	av, _ := json.Marshal(a)
+	kv, _ := json.Marshal(k)
+	created := false
+	err := s.db.Update(func(tx store.Tx) error {
+		created = false
+		kb := tx.Bucket(bucketKeys)
+		if (generated && kb.KeyN() > 0) || (!generated && kb.Get([]byte(k.Hash)) != nil) {
+			return nil
 		}
-		if !strings.HasPrefix(secret, "sk-") {
-			return "", false, errors.New("keys: bootstrap key must start with sk-")
+		if err := tx.Bucket(bucketAccounts).Put([]byte(a.ID), av); err != nil {
+			return err
 		}
-	} else if s.Count() > 0 {
+		if err := tx.Notify(topicKeys, k.Hash); err != nil {
+			return err
+		}
+		created = true
+		return kb.Put([]byte(k.Hash), kv)
+	})
+	switch {
+	case err != nil:
+		return "", false, err
+	case created:
+		s.invalidate(k.Hash, k)
+		return secret, true, nil
+	case generated:
 		return "", false, nil
 	}
-	a, err := s.CreateAccount("default")
-	if err != nil {
-		return "", false, err
-	}
-	secret, _, err = s.CreateKey(a.ID, "bootstrap", secret, true)
-	return secret, err == nil, err
+	return secret, false, nil
 }
 
 // IsOperator reports whether k acts as the gateway's operator: a

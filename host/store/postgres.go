@@ -280,6 +280,12 @@ func classify(err error) error {
 func (t *pgTx) fail(err error) error {
 	if t.err == nil {
 		t.err = classify(err)
+		if errors.Is(t.err, ErrUnavailable) {
+			// The server went away or stopped answering: the pool's
+			// idle connections are likely dead too; drop them all
+			// rather than fail one transaction on each.
+			t.db.pool.Reset()
+		}
 	}
 	return t.err
 }

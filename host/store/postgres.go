@@ -51,8 +51,13 @@ type PostgresOptions struct {
 // re-run, so serialization failures (and retries) are not an option.
 const updateLockKey = 0x5359_5550_4454 // "SYUPDT"
 
-// pageSize is the number of rows a cursor fetches at a time.
-const pageSize = 128
+// A cursor's first page is pageSize rows (most cursors read a few keys);
+// each further page of the same cursor doubles, up to maxPageSize (a scan
+// of a big bucket spends fewer round trips).
+const (
+	pageSize    = 128
+	maxPageSize = 2048
+)
 
 // maxPending bounds the writes a transaction buffers before it sends them.
 const maxPending = 1000
@@ -71,6 +76,13 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postg
 		return nil, fmt.Errorf("store: postgres dsn: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
+	// Every statement of this store is a primary-key lookup or a range
+	// scan of the primary key in key order. Without statistics (a fresh
+	// or fast-growing table) the planner prefers a bitmap scan and a sort,
+	// which reads the whole rest of a bucket to return a 128-row page:
+	// a disaster on a million generation records. Steer it to the index.
+	cfg.ConnConfig.RuntimeParams["enable_bitmapscan"] = "off"
+	cfg.ConnConfig.RuntimeParams["enable_sort"] = "off"
 	// A pooled connection idle for a while may have lost its server (a
 	// restart): ping it before handing it out rather than fail a
 	// transaction on it.
@@ -237,10 +249,10 @@ const (
 	sqlDropMarker = `DELETE FROM sy_pairs WHERE bucket = $1 AND key = $2 AND value IS NULL`
 	sqlBumpEpoch  = `UPDATE sy_meta SET epoch = epoch + 1`
 	sqlNotify     = `SELECT pg_notify($1, $2)`
-	sqlFirst      = `SELECT key, value FROM sy_pairs WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT 128`
-	sqlAfter      = `SELECT key, value FROM sy_pairs WHERE bucket = $1 AND key > $2 ORDER BY key LIMIT 128`
-	sqlLast       = `SELECT key, value FROM sy_pairs WHERE bucket = $1 ORDER BY key DESC LIMIT 128`
-	sqlBefore     = `SELECT key, value FROM sy_pairs WHERE bucket = $1 AND key < $2 ORDER BY key DESC LIMIT 128`
+	sqlFirst      = `SELECT key, value FROM sy_pairs WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT $3`
+	sqlAfter      = `SELECT key, value FROM sy_pairs WHERE bucket = $1 AND key > $2 ORDER BY key LIMIT $3`
+	sqlLast       = `SELECT key, value FROM sy_pairs WHERE bucket = $1 ORDER BY key DESC LIMIT $2`
+	sqlBefore     = `SELECT key, value FROM sy_pairs WHERE bucket = $1 AND key < $2 ORDER BY key DESC LIMIT $3`
 	sqlKeyN       = `WITH RECURSIVE d (id) AS (
 			SELECT $1::bigint
 			UNION ALL SELECT b.id FROM sy_buckets b JOIN d ON b.parent = d.id WHERE b.id <> b.parent)
@@ -686,12 +698,20 @@ type pgCursor struct {
 	// end: nothing lies beyond the page in its direction.
 	end bool
 	gen uint64
+	// size is the next page's size.
+	size int
 }
 
 type pair struct{ k, v []byte }
 
 func (c *pgCursor) fetch(sql string, args []any, desc bool) (k, v []byte) {
 	t := c.b.t
+	if c.size == 0 {
+		c.size = pageSize
+	}
+	size := c.size
+	c.size = min(2*c.size, maxPageSize)
+	args = append(args, size)
 	c.rows, c.i, c.desc, c.end, c.gen = c.rows[:0], 0, desc, false, t.gen
 	_ = t.send(func(b *pgx.Batch) {
 		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
@@ -709,7 +729,7 @@ func (c *pgCursor) fetch(sql string, args []any, desc bool) (k, v []byte) {
 		c.rows = nil
 		return nil, nil
 	}
-	c.end = len(c.rows) < pageSize
+	c.end = len(c.rows) < size
 	return c.at()
 }
 
@@ -722,14 +742,17 @@ func (c *pgCursor) at() (k, v []byte) {
 }
 
 func (c *pgCursor) First() ([]byte, []byte) {
+	c.size = pageSize
 	return c.fetch(sqlFirst, []any{c.b.id, []byte{}}, false)
 }
 
 func (c *pgCursor) Last() ([]byte, []byte) {
+	c.size = pageSize
 	return c.fetch(sqlLast, []any{c.b.id}, true)
 }
 
 func (c *pgCursor) Seek(k []byte) ([]byte, []byte) {
+	c.size = pageSize
 	return c.fetch(sqlFirst, []any{c.b.id, clone(k)}, false)
 }
 

@@ -177,21 +177,27 @@ func (c *cluster) audit(t *testing.T) {
 	}
 }
 
-// records sums the charged amounts of the key's generation records, by
-// status, reading the shared store.
-func (c *cluster) records(t *testing.T, keyHash string) map[string]billing.Nanos {
+// recs are the key's generation records by status: how many, and what
+// they charge.
+type recs struct {
+	n       map[string]int
+	charged map[string]billing.Nanos
+}
+
+// records reads the key's generation records from the shared store.
+func (c *cluster) records(t *testing.T, keyHash string) recs {
 	t.Helper()
 	db, err := store.Open(store.Config{Driver: "postgres", DSN: c.dsn}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	out := map[string]billing.Nanos{}
+	out := recs{n: map[string]int{}, charged: map[string]billing.Nanos{}}
 	err = db.View(func(tx store.Tx) error {
 		_, err := billing.ForEachGenerationIn(tx, "", func(g *billing.Generation) bool {
 			if g.KeyHash == keyHash {
-				out[g.Status] += g.Charged
-				out["count:"+g.Status]++
+				out.charged[g.Status] += g.Charged
+				out.n[g.Status]++
 			}
 			return true
 		})
@@ -249,21 +255,21 @@ func TestClusterSpendsOneKeyLimit(t *testing.T) {
 	}
 	wg.Wait()
 	// The settlements are written within a few milliseconds of each answer.
-	var recs map[string]billing.Nanos
+	var r recs
 	for end := time.Now().Add(10 * time.Second); ; {
-		recs = c.records(t, hash)
-		if recs["count:success"] >= billing.Nanos(ok.Load()) || time.Now().After(end) {
+		r = c.records(t, hash)
+		if int64(r.n[billing.StatusSuccess]) >= ok.Load() || time.Now().After(end) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	charged := recs[billing.StatusSuccess]
+	charged := r.charged[billing.StatusSuccess]
 	t.Logf("%d answered, %d refused (402), %d failed; clients saw $%.9f, records charge %s of the $%.2f limit",
 		ok.Load(), refused.Load(), failed.Load(), seen, charged, limit)
 	if ok.Load() < 100 {
 		t.Fatalf("only %d requests were answered", ok.Load())
 	}
-	if got := int64(recs["count:success"]); got != ok.Load() {
+	if got := int64(r.n[billing.StatusSuccess]); got != ok.Load() {
 		t.Fatalf("%d generation records for %d answered requests", got, ok.Load())
 	}
 	if usd(charged) > limit {

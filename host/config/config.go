@@ -43,9 +43,21 @@ type Redis struct {
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// ResolvedURL is URL with each ${VAR} replaced by getenv(VAR).
-func (r Redis) ResolvedURL(getenv func(string) string) string {
-	return envRef.ReplaceAllStringFunc(r.URL, func(m string) string { return getenv(m[2 : len(m)-1]) })
+// ResolvedURL is URL with each ${VAR} replaced by getenv(VAR); a variable
+// that is not set is an error (a bare $ is left alone).
+func (r Redis) ResolvedURL(getenv func(string) string) (string, error) {
+	var missing string
+	u := envRef.ReplaceAllStringFunc(r.URL, func(m string) string {
+		v := getenv(m[2 : len(m)-1])
+		if v == "" && missing == "" {
+			missing = m
+		}
+		return v
+	})
+	if missing != "" {
+		return "", fmt.Errorf("config: redis.url: %s is not set in the environment", missing)
+	}
+	return u, nil
 }
 
 // Config is the file format. Durations are Go duration strings ("30s").

@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"time"
 
@@ -18,18 +20,27 @@ import (
 // opened and both stay in the process. A Redis that does not answer at
 // start is logged, not fatal: both fall back per instance until it answers.
 func (g *Gateway) openRedis() error {
-	url := g.Config.Redis.ResolvedURL(os.Getenv)
-	if url == "" {
+	if g.Config.Redis.URL == "" {
 		return nil
+	}
+	url, err := g.Config.Redis.ResolvedURL(os.Getenv)
+	if err != nil {
+		return err
 	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
-		return fmt.Errorf("config: redis.url: %w", err)
+		// A *url.Error quotes the whole URL, password included.
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("config: redis.url: %w (want redis://[user:password@]host:port/db)", err)
 	}
 	// Every call on the request path has its own deadline; a dead Redis
 	// must cost a refused connection or a short timeout, not the client's
 	// defaults (5 s to dial, 3 s to read).
 	opt.ContextTimeoutEnabled = true
+	opt.DialerRetries = 1 // not five dials 100 ms apart: the fallback is there
 	opt.DialTimeout = min(opt.DialTimeout, time.Second)
 	if opt.DialTimeout <= 0 {
 		opt.DialTimeout = time.Second

@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -121,5 +123,40 @@ func TestClusterStickySessionAcrossGateways(t *testing.T) {
 		if p := gjson.GetBytes(body, "provider").Str; p != "beta" {
 			t.Fatalf("request %d on the other gateway served by %q, want the session's beta", i, p)
 		}
+	}
+}
+
+// A redis.url that does not parse stops the start with a message that
+// does not repeat the password.
+func TestRedisURLRejected(t *testing.T) {
+	_, err := gatewaytest.Start(gatewaytest.Options{Quiet: true,
+		Mutate: func(c *config.Config) { c.Redis.URL = "redis://:hunter2@cache:notaport/0" }})
+	if err == nil || !strings.Contains(err.Error(), "config: redis.url:") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("error %v, want a redis.url error without the password", err)
+	}
+}
+
+// With Redis gone the gateway keeps answering, and a key's limits hold per
+// instance: never unlimited.
+func TestClusterRedisDown(t *testing.T) {
+	a, _, srv := twoInstances(t)
+	resp, body, err := a.Request(http.MethodPatch, "/keys/"+keys.HashOf(gatewaytest.Key), `{"rate_limits":{"requests_per_minute":3}}`)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("set the key's limits: %v %d %s", err, resp.StatusCode, body)
+	}
+	srv.Stop()
+	var status []int
+	for range 5 {
+		resp, body, err := a.Request(http.MethodPost, "/chat/completions", helloChat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == 429 && gjson.GetBytes(body, "error.metadata.limit").Str != "key_requests_per_minute" {
+			t.Fatalf("429 %s", body)
+		}
+		status = append(status, resp.StatusCode)
+	}
+	if fmt.Sprint(status) != "[200 200 200 429 429]" {
+		t.Fatalf("statuses with Redis down %v, want 3 answers then 429s from the instance's own limiter", status)
 	}
 }

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,7 +25,7 @@ func twoInstances(t *testing.T, providers ...string) (*gatewaytest.Gateway, *gat
 	var gws [2]*gatewaytest.Gateway
 	for i := range gws {
 		g, err := gatewaytest.Start(gatewaytest.Options{Providers: providers, Quiet: true,
-			Mutate: func(c *config.Config) { c.Redis.URL = srv.URL }})
+			Mutate: func(c *config.Config) { c.Redis.URL, c.Metrics.Listen = srv.URL, "127.0.0.1:0" }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,4 +160,24 @@ func TestClusterRedisDown(t *testing.T) {
 	if fmt.Sprint(status) != "[200 200 200 429 429]" {
 		t.Fatalf("statuses with Redis down %v, want 3 answers then 429s from the instance's own limiter", status)
 	}
+	// The operator sees it on /metrics.
+	resp, err = http.Get(a.MetricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(m), "\nswitchyard_ratelimit_fallback_total 5\n") {
+		t.Fatalf("/metrics lacks switchyard_ratelimit_fallback_total 5:\n%s", grepLines(string(m), "switchyard_ratelimit"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

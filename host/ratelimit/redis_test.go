@@ -69,6 +69,37 @@ func TestRedisInstancesShareLimits(t *testing.T) {
 	}
 }
 
+// Two instances racing for a key's concurrent slots admit exactly the
+// limit while none settles, and more as requests end.
+func TestRedisConcurrencyRace(t *testing.T) {
+	srv := redistest.Start(t)
+	ls := []*Redis{NewRedis(srv.Client(), RedisOptions{}), NewRedis(srv.Client(), RedisOptions{})}
+	const limit = 3
+	var mu sync.Mutex
+	var held []Request
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := Request{ID: NewID(), Key: "k", Account: "a", KeyLimits: Limits{Concurrent: limit}}
+			if ls[g%2].Admit(time.Now(), r).Allowed {
+				mu.Lock()
+				held = append(held, r)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(held) != limit {
+		t.Fatalf("%d of 16 racing requests admitted by two instances, want the limit %d", len(held), limit)
+	}
+	ls[1].Settle(time.Now(), held[0], 0)
+	if d := ls[0].Admit(time.Now(), Request{ID: NewID(), Key: "k", Account: "a", KeyLimits: Limits{Concurrent: limit}}); !d.Allowed {
+		t.Fatalf("after one ended: %+v", d)
+	}
+}
+
 // A token estimate charged by one instance is corrected by another's
 // settlement (the same request settles where it was admitted, but the
 // allowance is one).

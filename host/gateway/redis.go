@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	neturl "net/url"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +47,7 @@ func (g *Gateway) openRedis() error {
 	if opt.DialTimeout <= 0 {
 		opt.DialTimeout = time.Second
 	}
+	redisLogOnce.Do(func() { redis.SetLogger(debugLog{}) })
 	c := redis.NewClient(opt)
 	g.closers = append(g.closers, func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -62,6 +65,18 @@ func (g *Gateway) openRedis() error {
 	})
 	g.redisSessions = route.NewSharedSessions(c, route.SharedOptions{Log: g.log})
 	return nil
+}
+
+// redisLogOnce routes the client's own log lines (one per failed dial
+// while Redis is down) to the process's slog at debug level: the limiter
+// and the session store log the outage once each way themselves. The
+// client's logger is global, hence once per process.
+var redisLogOnce sync.Once
+
+type debugLog struct{}
+
+func (debugLog) Printf(ctx context.Context, format string, v ...any) {
+	slog.Default().DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }
 
 // limiter is the rate limiter for server.Deps: nil (the server's in-memory

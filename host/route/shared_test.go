@@ -136,3 +136,20 @@ func TestSharedSessionsRedisDown(t *testing.T) {
 		t.Fatalf("b after Redis came back: %s %s, want a's pin", p.Strategy, slugs(p.Attempts, false))
 	}
 }
+
+// BenchmarkPlanSharedSession is a sticky plan with the session in Redis:
+// one GETEX round trip on loopback on top of the plan.
+func BenchmarkPlanSharedSession(b *testing.B) {
+	srv := redistest.Start(b)
+	c := testCatalog()
+	r := New(c, Options{Shared: NewSharedSessions(srv.Client(), SharedOptions{})})
+	r.Stick("s", ep(c, gpt, "azure"))
+	req := Request{Models: []string{gpt}, SessionID: "s"}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := r.Plan(req)
+		if err != nil || p.Strategy != "sticky" {
+			b.Fatal(err, p.Strategy)
+		}
+	}
+}

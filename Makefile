@@ -98,7 +98,9 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # What a fresh machine lacks for the tests (clang and lld for the C
 # example, Node.js and npm for the npm client, the AssemblyScript example
-# and the console, Chromium for the console's end-to-end test).
+# and the console, Chromium for the console's end-to-end test; PostgreSQL,
+# Redis and nginx for the cluster-mode tests, which start their own
+# servers — the system services are not started).
 deps:
 	./scripts/install-deps.sh
 

@@ -2,7 +2,9 @@
 # Installs what `make test` needs and a fresh machine may lack: Node.js and
 # npm (the npm client tests, the AssemblyScript example, the web console),
 # clang and lld (the C example plugin), Chromium (the console's end-to-end
-# test, driven by playwright-core with Debian's browser). Go and make must be there already. Used by `make test`
+# test, driven by playwright-core with Debian's browser), PostgreSQL, Redis
+# and nginx (the cluster-mode tests start their own throwaway servers:
+# the system services are installed but not started). Go and make must be there already. Used by `make test`
 # and by .ci/run. Debian/Ubuntu (apt-get); as root it installs, otherwise
 # it says what to install and fails.
 set -euo pipefail
@@ -20,6 +22,16 @@ for c in clang-14 clang; do
 done
 [ -n "$clang" ] || need+=(clang-14)
 { command -v chromium || command -v chromium-browser; } >/dev/null 2>&1 || need+=(chromium)
+# PostgreSQL's server binaries are off PATH on Debian
+# (/usr/lib/postgresql/<version>/bin); host/store/pgtest finds them there.
+have_postgres() {
+  command -v initdb >/dev/null 2>&1 && return 0
+  for d in /usr/lib/postgresql/*/bin; do [ -x "$d/initdb" ] && return 0; done
+  return 1
+}
+have_postgres || need+=(postgresql)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+{ command -v nginx || [ -x /usr/sbin/nginx ]; } >/dev/null 2>&1 || need+=(nginx)
 # wasm-ld as clang will look for it.
 if [ -z "$clang" ] || ! command -v "$("$clang" -print-prog-name=wasm-ld)" >/dev/null 2>&1; then
   command -v wasm-ld-14 >/dev/null 2>&1 || command -v wasm-ld >/dev/null 2>&1 || need+=(lld-14)
@@ -35,5 +47,18 @@ if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   exit 1
 fi
 echo "install-deps: installing ${need[*]}"
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+# Do not start the services the packages bring (postgresql, redis-server,
+# nginx): the tests start their own on free ports. policy-rc.d is how
+# Debian's maintainer scripts are told so; ours goes away afterwards.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
+install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"; }
+# apt-get update only when the package lists are missing or too old to
+# install from.
+if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then
+  apt-get update -qq
+fi
+install || { apt-get update -qq && install; }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/switchyard/switchyard/host/store"
 )
@@ -76,6 +77,38 @@ func (l *Ledger) Audit() ([]string, error) {
 		for id, n := range charged {
 			if !seen[id] && n != 0 {
 				problems = append(problems, fmt.Sprintf("account %s: no account record but generations charge %s", id, n))
+			}
+		}
+		// Cluster mode: no lease is negative and an account's leases never
+		// exceed its balance (what makes N instances unable to overspend).
+		leased := map[string]Nanos{}
+		if lb := tx.Bucket(bucketLeases); lb != nil {
+			err = lb.ForEach(func(k, v []byte) error {
+				n := readNanos(v)
+				if n < 0 {
+					problems = append(problems, fmt.Sprintf("lease %s is negative (%s)", k, n))
+				}
+				if s := string(k); strings.HasPrefix(s, "a/") {
+					if i := strings.LastIndexByte(s, '/'); i > 2 {
+						leased[s[2:i]] += n
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		ab := tx.Bucket(bucketAccounts)
+		for id, n := range leased {
+			var r accountRec
+			if v := ab.Get([]byte(id)); v != nil {
+				if err := json.Unmarshal(v, &r); err != nil {
+					return err
+				}
+			}
+			if n > r.Balance {
+				problems = append(problems, fmt.Sprintf("account %s: leases total %s, more than its balance %s", id, n, r.Balance))
 			}
 		}
 		kb := tx.Bucket(bucketKeys)

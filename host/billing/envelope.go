@@ -39,6 +39,9 @@ func (l *Ledger) Hold(k *keys.Key, amount Nanos) (*Envelope, *apierr.Error) {
 		return nil, apierr.New(http.StatusServiceUnavailable, "the gateway is shutting down")
 	}
 	a := l.account(k.AccountID)
+	if e := l.leaseFor(a, k.Hash, k.Limit, k.LimitReset, k.Name, amount, nil); e != nil {
+		return nil, e
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ks := a.key(k.Hash)

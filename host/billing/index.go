@@ -15,8 +15,8 @@ import (
 type IndexFunc func(tx store.Tx, g *Generation) error
 
 // commit is the settlement transaction plus the index.
-func (l *Ledger) commit(tx store.Tx, g *Generation) error {
-	if err := commitSettlement(tx, g); err != nil {
+func (l *Ledger) commit(tx store.Tx, g *Generation, leaseOwner string) error {
+	if err := commitSettlement(tx, g, leaseOwner); err != nil {
 		return err
 	}
 	if l.opts.Index != nil {

@@ -11,6 +11,7 @@ package billing
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"net/http"
@@ -77,6 +78,13 @@ type Options struct {
 	InstanceID string
 	// Index, when set, runs in every settlement's transaction (index.go).
 	Index IndexFunc
+
+	// Cluster mode (a shared store, lease.go). LeaseIdle is how long an
+	// unused lease is kept before its free part goes back (default 2s);
+	// Heartbeat how often this instance proves it is alive (default 1s);
+	// DeadAfter how long another instance's heartbeat may stand still
+	// before its holds and leases are reconciled (default 10s).
+	LeaseIdle, Heartbeat, DeadAfter time.Duration
 }
 
 const numShards = 64
@@ -96,6 +104,13 @@ type Ledger struct {
 	wg     sync.WaitGroup
 	closed atomic.Bool
 	seq    atomic.Uint64
+
+	// Cluster mode (lease.go).
+	shared   bool
+	beatOK   atomic.Int64 // unix nanos of the last heartbeat committed
+	beatN    uint64       // heartbeat counter; cluster goroutine only
+	leaseSeq atomic.Uint64
+	seen     map[string]seenBeat // cluster goroutine only
 }
 
 type shard struct {
@@ -114,12 +129,18 @@ type account struct {
 	held    Nanos // sum of open holds
 	keys    map[string]*keyState
 	open    map[string]*Reservation
+	// Cluster mode: this instance's lease on the balance, and when a
+	// request last needed it (unix nanos). leaseMu serialises acquisitions.
+	lease   Nanos
+	lastUse int64
+	leaseMu sync.Mutex
 }
 
 type keyState struct {
 	hash  string
 	held  Nanos
 	usage keyUsage
+	lease Nanos // cluster mode: this instance's lease on the key's limit
 }
 
 // keyUsage is persisted as is in billing_keys.
@@ -159,7 +180,17 @@ func Open(db store.DB, opts Options) (*Ledger, error) {
 	if opts.InstanceID == "" {
 		opts.InstanceID = NewID()[len("gen-"):]
 	}
-	l := &Ledger{db: db, opts: opts, seed: maphash.MakeSeed(), stop: make(chan struct{})}
+	if opts.LeaseIdle <= 0 {
+		opts.LeaseIdle = defaultLeaseIdle
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = defaultBeat
+	}
+	if opts.DeadAfter <= 0 {
+		opts.DeadAfter = defaultDeadAfter
+	}
+	l := &Ledger{db: db, opts: opts, seed: maphash.MakeSeed(), stop: make(chan struct{}),
+		shared: db.Shared(), seen: map[string]seenBeat{}}
 	for i := range l.shards {
 		l.shards[i].accounts = map[string]*account{}
 	}
@@ -174,6 +205,19 @@ func Open(db store.DB, opts Options) (*Ledger, error) {
 		window = asyncCommitWindow
 	}
 	l.w = newWriter(db, opts.Logf, window)
+	if l.shared {
+		// The holds on a shared store belong to running instances; those
+		// of dead ones are reconciled by the heartbeat protocol (lease.go).
+		// The first heartbeat registers this instance before it admits.
+		holds = nil
+		l.beat()
+		if l.beatOK.Load() == 0 {
+			l.w.close()
+			return nil, fmt.Errorf("billing: cannot register this instance in the shared store: %w", store.ErrUnavailable)
+		}
+		l.wg.Add(1)
+		go l.cluster()
+	}
 	if err := l.recover(holds); err != nil {
 		l.w.close()
 		return nil, err
@@ -181,6 +225,24 @@ func Open(db store.DB, opts Options) (*Ledger, error) {
 	l.wg.Add(1)
 	go l.janitor()
 	return l, nil
+}
+
+// cluster runs the heartbeat, lease returns and reconciliation of other
+// instances (lease.go).
+func (l *Ledger) cluster() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.beat()
+			l.returnIdle(false)
+			l.reconcile()
+		}
+	}
 }
 
 // Close stops the janitor and commits every queued write. Reservations
@@ -192,6 +254,17 @@ func (l *Ledger) Close() error {
 	}
 	close(l.stop)
 	l.wg.Wait()
+	if l.shared {
+		// Give back what no open request holds, then leave: the others
+		// reconcile what is left (open holds) at once, since the heartbeat
+		// record is gone.
+		l.returnIdle(true)
+		if err := l.w.do(func(tx store.Tx) error {
+			return tx.Bucket(bucketInstances).Delete([]byte(l.opts.InstanceID))
+		}); err != nil && l.opts.Logf != nil {
+			l.opts.Logf("billing: leaving the cluster: %v", err)
+		}
+	}
 	l.w.close()
 	return nil
 }
@@ -207,7 +280,8 @@ func (l *Ledger) now() time.Time { return l.opts.Now().UTC() }
 func (l *Ledger) load() ([]holdRec, error) {
 	var holds []holdRec
 	err := l.db.Update(func(tx store.Tx) error {
-		for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketHolds, bucketGenerations, bucketCredits} {
+		for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketHolds, bucketGenerations, bucketCredits,
+			bucketLeases, bucketInstances, bucketLeaseOps} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -287,9 +361,37 @@ type Balance struct {
 // Balance returns the account's current balance.
 func (l *Ledger) Balance(accountID string) Balance {
 	a := l.account(accountID)
+	if l.shared {
+		return l.sharedBalance(a)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return Balance{Credits: a.credits, Usage: a.usage, Balance: a.balance, Held: a.held, Available: a.balance - a.held}
+}
+
+// sharedBalance reads the balance from the shared store: Held is what
+// every instance has leased less this one's free lease, Available what this
+// instance can hold now (its free lease and what is not leased). A store
+// that cannot be read gives the figures of this instance's memory.
+func (l *Ledger) sharedBalance(a *account) Balance {
+	var rec accountRec
+	var leased Nanos
+	err := l.db.View(func(tx store.Tx) error {
+		if v := tx.Bucket(bucketAccounts).Get([]byte(a.id)); v != nil {
+			if err := decodeAccount(v, &rec); err != nil {
+				return err
+			}
+		}
+		leased = leasedIn(tx, 'a', a.id)
+		return nil
+	})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		return Balance{Credits: a.credits, Usage: a.usage, Balance: a.balance, Held: a.held, Available: a.lease - a.held}
+	}
+	free := max(a.lease-a.held, 0)
+	return Balance{Credits: rec.Credits, Usage: rec.Usage, Balance: rec.Balance, Held: leased - free, Available: rec.Balance - leased + free}
 }
 
 // KeyUsage is a key's spending as the API reports it.
@@ -312,6 +414,26 @@ func (l *Ledger) KeyUsage(k *keys.Key) KeyUsage {
 	ks := a.keys[k.Hash]
 	if ks == nil {
 		ks = &keyState{}
+	}
+	if l.shared {
+		// Other instances charge the key too: read its usage and leases.
+		c := *ks
+		ks = &c
+		a.mu.Unlock()
+		var leased Nanos
+		err := l.db.View(func(tx store.Tx) error {
+			if v := tx.Bucket(bucketKeys).Get([]byte(k.Hash)); v != nil {
+				if err := decodeKeyUsage(v, &ks.usage); err != nil {
+					return err
+				}
+			}
+			leased = leasedIn(tx, 'k', k.Hash)
+			return nil
+		})
+		a.mu.Lock()
+		if err == nil {
+			ks.held = leased - max(ks.lease-ks.held, 0)
+		}
 	}
 	u := KeyUsage{
 		Total: ks.usage.Total, Held: ks.held,
@@ -486,19 +608,31 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 	}
 	a := l.account(k.AccountID)
 	r.acct = a
-	a.mu.Lock()
-	if _, dup := a.open[r.ID]; dup {
-		a.mu.Unlock()
-		return nil, apierr.New(http.StatusConflict, "generation id %q is already in use", r.ID)
-	}
-	ks := a.key(k.Hash)
-	r.key = ks
-	drawn := req.Envelope.draw(a, ks, hold)
-	if e := l.fits(a, ks, r, hold, now); e != nil {
+	for attempt := 0; ; attempt++ {
+		if e := l.leaseFor(a, k.Hash, k.Limit, k.LimitReset, k.Name, hold, req.Envelope); e != nil {
+			return nil, e
+		}
+		a.mu.Lock()
+		if _, dup := a.open[r.ID]; dup {
+			a.mu.Unlock()
+			return nil, apierr.New(http.StatusConflict, "generation id %q is already in use", r.ID)
+		}
+		ks := a.key(k.Hash)
+		r.key = ks
+		drawn := req.Envelope.draw(a, ks, hold)
+		e := l.fits(a, ks, r, hold, now)
+		if e == nil {
+			break
+		}
 		req.Envelope.undraw(drawn)
 		a.mu.Unlock()
-		return nil, e
+		// Cluster mode: a concurrent request took the lease just acquired;
+		// acquire again (a few times, then the 402 stands).
+		if !l.shared || attempt == 2 {
+			return nil, e
+		}
 	}
+	ks := r.key
 	r.hold = hold
 	a.held += hold
 	ks.held += hold
@@ -511,29 +645,39 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 
 // fits checks that amount more can be held; a.mu is held.
 func (l *Ledger) fits(a *account, ks *keyState, r *Reservation, amount Nanos, now time.Time) *apierr.Error {
-	if avail := a.balance - a.held; amount > avail {
-		e := apierr.New(http.StatusPaymentRequired,
-			"Insufficient credits: this request needs up to %s but the account has %s available (short by %s). Add credits to continue.",
-			amount, max(avail, 0), amount-max(avail, 0))
-		e.Metadata = map[string]any{"reason": "insufficient_credits", "required": amount, "available": max(avail, 0), "shortfall": amount - max(avail, 0)}
-		return e
+	availA, availK := l.freeOf(a, ks, r.limit, r.reset, now)
+	if amount > availA {
+		return insufficient(amount, max(availA, 0))
 	}
-	if r.limit != nil {
-		limit := Nanos(*r.limit)
-		remaining := max(limit-ks.usage.inPeriod(r.reset, now)-ks.held, 0)
-		if amount > remaining {
-			per := "total"
-			if r.reset != keys.ResetNone {
-				per = r.reset
-			}
-			e := apierr.New(http.StatusPaymentRequired,
-				"Key limit exceeded: this request needs up to %s but key %q has %s left of its %s %s limit (short by %s).",
-				amount, r.keyName, remaining, limit, per, amount-remaining)
-			e.Metadata = map[string]any{"reason": "key_limit_exceeded", "required": amount, "available": remaining, "shortfall": amount - remaining, "limit": limit, "limit_reset": r.reset}
-			return e
+	if amount > availK {
+		if r.limit == nil { // cluster mode: the key's lease, taken with the account's
+			return insufficient(amount, max(availK, 0))
 		}
+		return keyLimitExceeded(amount, max(availK, 0), r.keyName, *r.limit, r.reset)
 	}
 	return nil
+}
+
+// insufficient is the 402 of an account that cannot cover amount.
+func insufficient(amount, avail Nanos) *apierr.Error {
+	e := apierr.New(http.StatusPaymentRequired,
+		"Insufficient credits: this request needs up to %s but the account has %s available (short by %s). Add credits to continue.",
+		amount, avail, amount-avail)
+	e.Metadata = map[string]any{"reason": "insufficient_credits", "required": amount, "available": avail, "shortfall": amount - avail}
+	return e
+}
+
+// keyLimitExceeded is the 402 of a key whose limit cannot cover amount.
+func keyLimitExceeded(amount, remaining Nanos, keyName string, limit int64, reset string) *apierr.Error {
+	per := "total"
+	if reset != keys.ResetNone {
+		per = reset
+	}
+	e := apierr.New(http.StatusPaymentRequired,
+		"Key limit exceeded: this request needs up to %s but key %q has %s left of its %s %s limit (short by %s).",
+		amount, keyName, remaining, Nanos(limit), per, amount-remaining)
+	e.Metadata = map[string]any{"reason": "key_limit_exceeded", "required": amount, "available": remaining, "shortfall": amount - remaining, "limit": Nanos(limit), "limit_reset": reset}
+	return e
 }
 
 // janitor settles reservations that nobody settled in time.

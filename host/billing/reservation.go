@@ -206,6 +206,16 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 	prompt, output := Request{PromptTokens: r.promptEst, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Choices: r.choices}.bound()
 	a := r.acct
+	if r.l.shared {
+		a.mu.Lock()
+		delta := addSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images)) - r.hold
+		a.mu.Unlock()
+		if delta > 0 {
+			if e := r.l.leaseFor(a, r.keyHash, r.limit, r.reset, r.keyName, delta, nil); e != nil {
+				return e
+			}
+		}
+	}
 	a.mu.Lock()
 	if r.done {
 		a.mu.Unlock()
@@ -244,10 +254,8 @@ func (r *Reservation) AddFees(fees ...Fee) {
 		a.mu.Unlock()
 		return
 	}
-	grow := min(sum, max(a.balance-a.held, 0))
-	if r.limit != nil {
-		grow = min(grow, max(Nanos(*r.limit)-r.key.usage.inPeriod(r.reset, r.l.now())-r.key.held, 0))
-	}
+	freeA, freeK := r.l.freeOf(a, r.key, r.limit, r.reset, r.l.now())
+	grow := min(sum, max(freeA, 0), max(freeK, 0))
 	a.held += grow
 	r.key.held += grow
 	r.hold += grow
@@ -371,7 +379,7 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	a.held -= hold
 	ks.held -= hold
 	r.hold = 0
-	a.charge(ks, charge, now)
+	l.charge(a, ks, charge, now)
 	r.done = true
 	delete(a.open, r.ID)
 	a.mu.Unlock()
@@ -379,16 +387,16 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	if l.opts.AsyncSettle {
 		// Acknowledge from memory; the group-committing writer makes it
 		// durable within one commit (see Options.AsyncSettle).
-		l.w.async(func(tx store.Tx) error { return l.commit(tx, g) })
+		l.w.async(func(tx store.Tx) error { return l.commit(tx, g, l.leaseOwner()) })
 		r.result = g
 		return g, nil
 	}
-	err := l.w.do(func(tx store.Tx) error { return l.commit(tx, g) })
+	err := l.w.do(func(tx store.Tx) error { return l.commit(tx, g, l.leaseOwner()) })
 	if err != nil {
 		// Not durable: undo the charge and reopen with nothing held, so a
 		// retry charges from the available balance and never overdraws.
 		a.mu.Lock()
-		a.charge(ks, -charge, now)
+		l.charge(a, ks, -charge, now)
 		r.done = false
 		a.open[r.ID] = r
 		a.mu.Unlock()
@@ -399,10 +407,24 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 }
 
 // charge debits amount (negative: credits back) at time t; a.mu is held.
-func (a *account) charge(ks *keyState, amount Nanos, t time.Time) {
+// In cluster mode it comes out of this instance's leases.
+func (l *Ledger) charge(a *account, ks *keyState, amount Nanos, t time.Time) {
 	a.balance -= amount
 	a.usage += amount
 	ks.usage.add(amount, t)
+	if l.shared {
+		a.lease -= amount
+		ks.lease -= amount
+	}
+}
+
+// leaseOwner is the instance whose leases settlements draw on: this one in
+// cluster mode, none on a single gateway.
+func (l *Ledger) leaseOwner() string {
+	if l.shared {
+		return l.opts.InstanceID
+	}
+	return ""
 }
 
 const generationsFill = 0.95
@@ -411,7 +433,7 @@ const generationsFill = 0.95
 // account and the key, deletes the hold and writes the generation record,
 // all or nothing. A record already present means it was committed before,
 // and nothing happens.
-func commitSettlement(tx store.Tx, g *Generation) error {
+func commitSettlement(tx store.Tx, g *Generation, leaseOwner string) error {
 	gens := tx.Bucket(bucketGenerations)
 	// Generation records are only appended, in id order (NewID): pages
 	// filled to 95% instead of bbolt's 50% split less and take half the
@@ -439,6 +461,15 @@ func commitSettlement(tx store.Tx, g *Generation) error {
 	}
 	if err := tx.Bucket(bucketHolds).Delete([]byte(g.ID)); err != nil {
 		return err
+	}
+	if leaseOwner != "" {
+		// Cluster mode: the charge was held against the owner's leases.
+		if err := addLease(tx, 'a', g.AccountID, leaseOwner, -g.Charged); err != nil {
+			return err
+		}
+		if err := addLease(tx, 'k', g.KeyHash, leaseOwner, -g.Charged); err != nil {
+			return err
+		}
 	}
 	return gens.Put([]byte(g.ID), g.appendJSON(make([]byte, 0, 640)))
 }

@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,10 @@ type writer struct {
 	// observe, when set, is told each group commit's size and time
 	// (metrics).
 	observe atomic.Pointer[func(ops int, d time.Duration)]
+	// Loop goroutine only: consecutive unavailable-store failures, and
+	// when closing began.
+	fails   int
+	closing time.Time
 }
 
 type op struct {
@@ -135,6 +140,35 @@ func (w *writer) flush() bool {
 	if f := w.observe.Load(); f != nil {
 		(*f)(len(batch), time.Since(start))
 	}
+	if err != nil && errors.Is(err, store.ErrUnavailable) && w.retrying() {
+		// The store cannot be reached (a shared store's outage): nothing in
+		// the group can commit now. Those waiting get the error; the
+		// writes nobody waits on — settlements acknowledged from memory —
+		// stay queued, in order, and are retried until the store is back,
+		// so an outage delays them and loses none. Each operation is safe
+		// to run again (see the type's comment) should the lost commit have
+		// gone through after all.
+		var keep []op
+		for _, o := range batch {
+			if o.done != nil {
+				o.done <- err
+			} else {
+				keep = append(keep, o)
+			}
+		}
+		w.mu.Lock()
+		w.queue = append(keep, w.queue...)
+		w.mu.Unlock()
+		if w.logf != nil {
+			w.logf("billing: store unavailable, %d writes kept for retry: %v", len(keep), err)
+		}
+		select {
+		case <-time.After(w.backoff()):
+		case <-w.quit:
+		}
+		return true
+	}
+	w.fails = 0
 	if err == nil {
 		for _, o := range batch {
 			if o.done != nil {
@@ -159,6 +193,31 @@ func (w *writer) flush() bool {
 	w.mu.Unlock()
 	return true
 }
+
+// backoff is the pause before retrying after consecutive failures:
+// 100 ms doubling to 2 s.
+func (w *writer) backoff() time.Duration {
+	w.fails++
+	return min(100*time.Millisecond<<min(w.fails-1, 5), 2*time.Second)
+}
+
+// retrying reports whether writes that cannot reach the store are kept:
+// always while running, and for closeGrace after Close began.
+func (w *writer) retrying() bool {
+	select {
+	case <-w.quit:
+	default:
+		return true
+	}
+	if w.closing.IsZero() {
+		w.closing = time.Now()
+	}
+	return time.Since(w.closing) < closeGrace
+}
+
+// closeGrace bounds how long Close waits for an unreachable store before
+// the writes still queued are given up (logged).
+const closeGrace = 10 * time.Second
 
 // close commits everything queued and stops the writer.
 func (w *writer) close() {

@@ -129,6 +129,7 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if g.Keys, err = keys.Open(g.DB); err != nil {
 		return nil, err
 	}
+	g.closers = append(g.closers, g.Keys.Close)
 	// The activity indexes are written with every generation record.
 	if err := activity.Open(g.DB); err != nil {
 		return nil, err

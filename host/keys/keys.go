@@ -135,6 +135,10 @@ type Store struct {
 	rateLimits sync.Map // account id → ratelimit.Limits
 
 	operator atomic.Value // string: the operator account, found on first use
+
+	stop      chan struct{}
+	unsub     []func()
+	closeOnce sync.Once
 }
 
 // Errors the management operations return; compare with errors.Is.
@@ -157,7 +161,77 @@ func Open(db store.DB) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, cache: map[string]*Key{}}, nil
+	s := &Store{db: db, cache: map[string]*Key{}, stop: make(chan struct{})}
+	// Writes made by other gateways on a shared store reach this one's
+	// caches through notifications, and a periodic flush bounds how stale
+	// a missed one can leave them (docs/cluster.md).
+	s.unsub = append(s.unsub,
+		db.Subscribe(topicKeys, func(h string) {
+			if h == store.Resync {
+				s.flush()
+				return
+			}
+			s.invalidate(h, nil)
+		}),
+		db.Subscribe(topicAccounts, func(id string) {
+			if id == store.Resync {
+				s.flush()
+				return
+			}
+			s.providers.Delete(id)
+			s.logContent.Delete(id)
+			s.rateLimits.Delete(id)
+		}))
+	if db.Shared() {
+		go s.recheck(RecheckInterval)
+	}
+	return s, nil
+}
+
+// Notification topics of key and account writes.
+const (
+	topicKeys     = "keys"
+	topicAccounts = "accounts"
+)
+
+// RecheckInterval is how often a gateway on a shared store drops its
+// cached keys and account settings, in case a notification was missed: a
+// change made elsewhere is seen within it at worst (within milliseconds
+// normally).
+var RecheckInterval = 5 * time.Second
+
+func (s *Store) recheck(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.flush()
+		}
+	}
+}
+
+// flush drops every cached record.
+func (s *Store) flush() {
+	s.mu.Lock()
+	s.epoch++
+	clear(s.cache)
+	s.mu.Unlock()
+	s.providers.Clear()
+	s.logContent.Clear()
+	s.rateLimits.Clear()
+}
+
+// Close stops following other gateways' writes. Safe to call more than once.
+func (s *Store) Close() {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		for _, u := range s.unsub {
+			u()
+		}
+	})
 }
 
 func digest(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
@@ -176,7 +250,15 @@ func (s *Store) Authenticate(secret string) (*Key, *apierr.Error) {
 	}
 	d := digest(secret)
 	h := hex.EncodeToString(d[:])
-	k := s.cached(h)
+	k, err := s.cached(h)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		// The store could not be read: the key may well be valid, so this
+		// is not a 401 (docs/cluster.md).
+		e := apierr.New(http.StatusServiceUnavailable, "The key store is not reachable; the request was not started. Retry shortly.")
+		e.RetryAfter = 2 * time.Second
+		e.Cause = err
+		return nil, e
+	}
 	if k == nil {
 		return nil, apierr.New(http.StatusUnauthorized, "Invalid API key: no key matches the supplied credential")
 	}
@@ -194,16 +276,17 @@ func (s *Store) Authenticate(secret string) (*Key, *apierr.Error) {
 }
 
 // cached returns the record for hash from the cache, loading it on a miss;
-// nil when there is none.
-func (s *Store) cached(h string) *Key {
+// nil and ErrNotFound when there is none, nil and another error when the
+// store could not be read.
+func (s *Store) cached(h string) (*Key, error) {
 	s.mu.RLock()
 	k, ok := s.cache[h]
 	epoch := s.epoch
 	s.mu.RUnlock()
 	if ok {
-		return k
+		return k, nil
 	}
-	k, _ = s.load(h)
+	k, err := s.load(h)
 	if k != nil {
 		s.mu.Lock()
 		if s.epoch == epoch {
@@ -211,7 +294,7 @@ func (s *Store) cached(h string) *Key {
 		}
 		s.mu.Unlock()
 	}
-	return k
+	return k, err
 }
 
 func (s *Store) load(h string) (*Key, error) {
@@ -337,6 +420,9 @@ func (s *Store) Create(accountID string, o Options) (string, *Key, error) {
 		if tx.Bucket(bucketKeys).Get([]byte(k.Hash)) != nil {
 			return errors.New("keys: a key with this secret already exists")
 		}
+		if err := tx.Notify(topicKeys, k.Hash); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketKeys).Put([]byte(k.Hash), v)
 	})
 	if err != nil {
@@ -361,10 +447,7 @@ func validate(name string, limit *int64, reset string) error {
 
 // Get returns the key stored under hash, or ErrNotFound.
 func (s *Store) Get(hash string) (*Key, error) {
-	if k := s.cached(hash); k != nil {
-		return k, nil
-	}
-	return nil, ErrNotFound
+	return s.cached(hash)
 }
 
 // List returns the keys of an account (every key when accountID is empty)
@@ -432,6 +515,9 @@ func (s *Store) Update(hash string, fn func(*Key) error) (*Key, error) {
 			return err
 		}
 		out = &k
+		if err := tx.Notify(topicKeys, hash); err != nil {
+			return err
+		}
 		return b.Put([]byte(hash), nv)
 	})
 	if err != nil {
@@ -453,6 +539,9 @@ func (s *Store) Delete(hash string) error {
 		b := tx.Bucket(bucketKeys)
 		if b.Get([]byte(hash)) == nil {
 			return ErrNotFound
+		}
+		if err := tx.Notify(topicKeys, hash); err != nil {
+			return err
 		}
 		return b.Delete([]byte(hash))
 	})
@@ -484,23 +573,50 @@ func (s *Store) Count() int {
 // the store has none, and its secret is returned so the caller can print it
 // once. created reports whether anything was written. A stored key with
 // that secret that an operator disabled (or let expire) is left as it is.
+//
+// The check and the creation are one transaction: gateways of a cluster
+// starting together on an empty shared store create one account and one
+// key between them, and only the one that created it is told so (and funds
+// it).
 func (s *Store) Bootstrap(secret string) (string, bool, error) {
-	if secret != "" {
-		if _, err := s.Get(HashOf(secret)); err == nil {
-			return secret, false, nil
+	generated := secret == ""
+	if generated {
+		secret = NewSecret()
+	} else if !strings.HasPrefix(secret, "sk-") || len(secret) < 20 {
+		return "", false, errors.New("keys: bootstrap key must start with sk- and be at least 20 characters")
+	}
+	now := time.Now().UTC()
+	a := &Account{ID: "acct_" + newID(), Name: "default", Created: now}
+	d := digest(secret)
+	k := &Key{Hash: hex.EncodeToString(d[:]), Label: label(secret), Name: "bootstrap", AccountID: a.ID, Management: true, Created: now}
+	av, _ := json.Marshal(a)
+	kv, _ := json.Marshal(k)
+	created := false
+	err := s.db.Update(func(tx store.Tx) error {
+		created = false
+		kb := tx.Bucket(bucketKeys)
+		if (generated && kb.KeyN() > 0) || (!generated && kb.Get([]byte(k.Hash)) != nil) {
+			return nil
 		}
-		if !strings.HasPrefix(secret, "sk-") {
-			return "", false, errors.New("keys: bootstrap key must start with sk-")
+		if err := tx.Bucket(bucketAccounts).Put([]byte(a.ID), av); err != nil {
+			return err
 		}
-	} else if s.Count() > 0 {
+		if err := tx.Notify(topicKeys, k.Hash); err != nil {
+			return err
+		}
+		created = true
+		return kb.Put([]byte(k.Hash), kv)
+	})
+	switch {
+	case err != nil:
+		return "", false, err
+	case created:
+		s.invalidate(k.Hash, k)
+		return secret, true, nil
+	case generated:
 		return "", false, nil
 	}
-	a, err := s.CreateAccount("default")
-	if err != nil {
-		return "", false, err
-	}
-	secret, _, err = s.CreateKey(a.ID, "bootstrap", secret, true)
-	return secret, err == nil, err
+	return secret, false, nil
 }
 
 // IsOperator reports whether k acts as the gateway's operator: a
@@ -576,6 +692,9 @@ func (s *Store) updateAccount(accountID string, fn func(*Account)) error {
 		fn(&a)
 		nv, err := json.Marshal(a)
 		if err != nil {
+			return err
+		}
+		if err := tx.Notify(topicAccounts, accountID); err != nil {
 			return err
 		}
 		return b.Put([]byte(accountID), nv)

@@ -76,6 +76,16 @@ type Registry struct {
 	// settings are the operator's settings of global modules (config
 	// module_settings), by module name, as JSON.
 	settings map[string][]byte
+
+	// Following other gateways on a shared store (follow.go).
+	stop      chan struct{}
+	unsub     []func()
+	closeOnce sync.Once
+	followWG  sync.WaitGroup
+	wake      chan struct{}
+	// unloadable are the versions activated elsewhere that did not load
+	// here (guarded by mu).
+	unloadable map[string]bool
 }
 
 // SetSettings installs the operator's module settings (config
@@ -104,10 +114,11 @@ func Open(db store.DB, engine *wasm.Engine, log *slog.Logger) (*Registry, error)
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{db: db, engine: engine, log: log}
+	r := &Registry{db: db, engine: engine, log: log, stop: make(chan struct{})}
 	empty := map[string]*wasm.Module{}
 	r.active.Store(&empty)
 	r.loadDefaults()
+	r.follow()
 	return r, nil
 }
 
@@ -131,6 +142,9 @@ func (r *Registry) loadDefaults() {
 func (r *Registry) SetDefault(scopedName string, on bool) error {
 	err := r.db.Update(func(tx store.Tx) error {
 		b := tx.Bucket(bucketDefaults)
+		if err := tx.Notify(topicDefaults, scopedName); err != nil {
+			return err
+		}
 		if on {
 			return b.Put([]byte(scopedName), []byte("1"))
 		}
@@ -334,6 +348,9 @@ func (r *Registry) read(name, version string) (*manifest.Manifest, []byte, error
 func (r *Registry) commit(ctx context.Context, name, version string, mod *wasm.Module) error {
 	name = strings.Clone(name) // kept as a map key; callers' strings may alias reused buffers
 	if err := r.db.Update(func(tx store.Tx) error {
+		if err := tx.Notify(topicActive, name); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketActive).Put([]byte(name), []byte(version))
 	}); err != nil {
 		_ = mod.Close(ctx)
@@ -511,6 +528,9 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 			if err := tx.Bucket(bucketActive).Put([]byte(j.name), []byte(j.version)); err != nil {
 				return err
 			}
+			if err := tx.Notify(topicActive, j.name); err != nil {
+				return err
+			}
 		}
 		return nil
 	}); err != nil {
@@ -661,8 +681,15 @@ func (r *Registry) List(scope string) []Info {
 	return out
 }
 
-// Close retires every active module.
+// Close stops following other gateways and retires every active module.
 func (r *Registry) Close() {
+	r.closeOnce.Do(func() {
+		close(r.stop)
+		for _, u := range r.unsub {
+			u()
+		}
+	})
+	r.followWG.Wait()
 	empty := map[string]*wasm.Module{}
 	old := r.active.Swap(&empty)
 	for _, m := range *old {

@@ -1,0 +1,532 @@
+package billing
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/store"
+)
+
+// Cluster mode: leases.
+//
+// On a shared store (store.DB.Shared: several gateways on one PostgreSQL)
+// the in-memory balance of one process says nothing about what the others
+// spend, so admission cannot check it: N instances would each let an
+// account spend its whole balance. Instead each instance holds a lease — a
+// slice of the account's balance and of the key's limit that it alone may
+// hold requests against — and reserves locally against its lease, with no
+// store round trip per request:
+//
+//   - Acquiring: when a hold does not fit the instance's free lease (lease −
+//     held), one serialised store transaction checks the account's balance
+//     minus every instance's leases (and the key's limit minus its period's
+//     usage minus every instance's leases on it) and grants the shortfall
+//     plus some room (leaseExtra). A shortfall the store cannot grant is the
+//     402 a single gateway gives, with the figures this instance can reach.
+//   - Spending: a settlement's charge comes out of the lease; the
+//     settlement transaction decrements the instance's lease records with
+//     the account and the key, so Σ leases ≤ balance always holds on disk
+//     (syctl audit checks it).
+//   - Returning: a lease not used for LeaseIdle goes back (its free part),
+//     and on Close; so a busy key is refused early by at most what the other
+//     instances hold unused for LeaseIdle — the trade-off of docs/cluster.md.
+//   - A dead instance: every instance writes a heartbeat counter; one whose
+//     counter has not moved for DeadAfter, as observed by a survivor on its
+//     own clock (so clock skew does not matter), is reconciled by it in one
+//     transaction: its open holds are settled at their last checkpoint
+//     (status interrupted), then its leases are deleted, which returns them.
+//     An instance that cannot write its heartbeat for DeadAfter/2 stops
+//     admitting (503) before anyone may reconcile it, and one that finds its
+//     heartbeat record gone forfeits its leases: a stalled process never
+//     spends money that was taken back.
+//
+// Lease records are in bucketLeases as "a/<account>/<instance>" and
+// "k/<key hash>/<instance>" (ids never contain '/'), each a decimal amount
+// of nanodollars; the sum over a prefix is what is leased on the subject.
+var (
+	bucketLeases    = []byte("billing_leases")
+	bucketInstances = []byte("billing_instances") // instance id → heartbeat counter
+	// bucketLeaseOps marks lease changes already applied: the writer
+	// replays an operation when its group failed, and the outcome of a
+	// commit can be lost with the connection; a lease delta applied twice
+	// would give away money (marker per operation, cleared by the next
+	// heartbeat).
+	bucketLeaseOps = []byte("billing_lease_ops")
+)
+
+// Lease defaults (Options).
+const (
+	defaultLeaseIdle = 2 * time.Second
+	defaultBeat      = time.Second
+	defaultDeadAfter = 10 * time.Second
+	// acquireWait bounds how long a request waits for a lease before it is
+	// answered 503: the store is down or overloaded.
+	acquireWait = 3 * time.Second
+)
+
+func leaseKey(kind byte, id, inst string) []byte {
+	return []byte(string(kind) + "/" + id + "/" + inst)
+}
+
+func readNanos(v []byte) Nanos {
+	n, _ := strconv.ParseInt(string(v), 10, 64)
+	return Nanos(n)
+}
+
+// leasedIn sums every instance's lease on the subject id ('a' account,
+// 'k' key).
+func leasedIn(tx store.Tx, kind byte, id string) Nanos {
+	prefix := []byte(string(kind) + "/" + id + "/")
+	c := tx.Bucket(bucketLeases).Cursor()
+	var sum Nanos
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		sum = addSat(sum, readNanos(v))
+	}
+	return sum
+}
+
+// addLease moves one lease record by delta, never below zero (a charge
+// against a lease taken before the key had one).
+func addLease(tx store.Tx, kind byte, id, inst string, delta Nanos) error {
+	if delta == 0 {
+		return nil
+	}
+	b := tx.Bucket(bucketLeases)
+	k := leaseKey(kind, id, inst)
+	n := addSat(readNanos(b.Get(k)), delta)
+	if n <= 0 {
+		return b.Delete(k)
+	}
+	return b.Put(k, strconv.AppendInt(nil, int64(n), 10))
+}
+
+// leaseExtra is the room granted beyond a shortfall: an eighth of what is
+// left after it, at least the shortfall again and at most 64 times it. An
+// eighth leaves most of a nearly spent balance to the other instances; 64
+// shortfalls of room mean one store transaction per tens of requests.
+func leaseExtra(need, left Nanos) Nanos {
+	if left <= 0 {
+		return 0
+	}
+	x := max(left/8, need)
+	if need > 0 && need <= math.MaxInt64/64 {
+		x = min(x, 64*need)
+	}
+	return min(x, left)
+}
+
+// leaseOp makes fn apply once even when the writer runs it again.
+func (l *Ledger) leaseOp(fn func(store.Tx) error) func(store.Tx) error {
+	id := []byte(l.opts.InstanceID + "/" + strconv.FormatUint(l.leaseSeq.Add(1), 10))
+	return func(tx store.Tx) error {
+		b := tx.Bucket(bucketLeaseOps)
+		if b.Get(id) != nil {
+			return nil
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return b.Put(id, []byte{1})
+	}
+}
+
+// unavailable is the answer when the shared store cannot be reached.
+func unavailable(why string) *apierr.Error {
+	e := apierr.New(http.StatusServiceUnavailable, "The credits store is not reachable (%s); the request was not started and nothing was charged. Retry shortly.", why)
+	e.RetryAfter = 2 * time.Second
+	return e
+}
+
+// storeHealthy refuses admission when this instance's heartbeat has not
+// reached the store for DeadAfter/2: past DeadAfter another instance may
+// take its leases back.
+func (l *Ledger) storeHealthy() *apierr.Error {
+	if d := time.Since(time.Unix(0, l.beatOK.Load())); d > l.opts.DeadAfter/2 {
+		return unavailable("no answer for " + d.Round(time.Second).String())
+	}
+	return nil
+}
+
+// freeOf is what a and ks can still hold; a.mu is held. On a shared store
+// it is the lease's free part; the key's figure is unlimited (MaxInt64)
+// for a key without a limit on a single gateway.
+func (l *Ledger) freeOf(a *account, ks *keyState, limit *int64, reset string, now time.Time) (acct, key Nanos) {
+	if l.shared {
+		return a.lease - a.held, ks.lease - ks.held
+	}
+	acct, key = a.balance-a.held, math.MaxInt64
+	if limit != nil {
+		key = Nanos(*limit) - ks.usage.inPeriod(reset, now) - ks.held
+	}
+	return acct, key
+}
+
+// leaseFor makes sure this instance's leases can hold amount more for the
+// key (hash, limit, reset) of a, less what env will give; it acquires from
+// the store when they cannot. Called without a.mu. A nil error does not
+// promise the hold fits (a concurrent request may take the lease first):
+// the caller checks under a.mu and calls again.
+func (l *Ledger) leaseFor(a *account, hash string, limit *int64, reset, keyName string, amount Nanos, env *Envelope) *apierr.Error {
+	if !l.shared {
+		return nil
+	}
+	if e := l.storeHealthy(); e != nil {
+		return e
+	}
+	short := func() (needA, needK Nanos, ks *keyState) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		ks = a.key(hash)
+		need := amount
+		if env != nil && env.acct == a && env.key == ks && !env.closed {
+			need -= env.left
+		}
+		a.lastUse = time.Now().UnixNano()
+		return need - (a.lease - a.held), need - (ks.lease - ks.held), ks
+	}
+	needA, needK, _ := short()
+	if needA <= 0 && needK <= 0 {
+		return nil
+	}
+	// One acquisition per account at a time: the requests that queue here
+	// usually find the lease their predecessor took large enough.
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	needA, needK, ks := short()
+	if needA <= 0 && needK <= 0 {
+		return nil
+	}
+	return l.acquire(a, ks, limit, reset, keyName, amount, max(needA, 0), max(needK, 0))
+}
+
+// acquire leases needA of the account's balance and needK of the key's
+// limit (or refuses with 402), plus room; a.leaseMu is held.
+func (l *Ledger) acquire(a *account, ks *keyState, limit *int64, reset, keyName string, amount, needA, needK Nanos) *apierr.Error {
+	now := l.now()
+	inst := l.opts.InstanceID
+	var grantA, grantK, freeA, freeK Nanos
+	done := make(chan error, 1)
+	op := l.leaseOp(func(tx store.Tx) error {
+		grantA, grantK = 0, 0
+		var rec accountRec
+		if v := tx.Bucket(bucketAccounts).Get([]byte(a.id)); v != nil {
+			if err := decodeAccount(v, &rec); err != nil {
+				return err
+			}
+		}
+		freeA = rec.Balance - leasedIn(tx, 'a', a.id)
+		freeK = math.MaxInt64
+		if limit != nil {
+			ku := keyUsage{Account: a.id}
+			if v := tx.Bucket(bucketKeys).Get([]byte(ks.hash)); v != nil {
+				if err := decodeKeyUsage(v, &ku); err != nil {
+					return err
+				}
+			}
+			freeK = Nanos(*limit) - ku.inPeriod(reset, now) - leasedIn(tx, 'k', ks.hash)
+		}
+		if needA > freeA || needK > freeK {
+			return nil
+		}
+		grantA = needA + leaseExtra(needA, freeA-needA)
+		grantK = needK + leaseExtra(needK, freeK-needK)
+		if err := addLease(tx, 'a', a.id, inst, grantA); err != nil {
+			return err
+		}
+		return addLease(tx, 'k', ks.hash, inst, grantK)
+	})
+	if !l.w.submit(op2(op, done)) {
+		return apierr.New(http.StatusServiceUnavailable, "the gateway is shutting down")
+	}
+	t := time.NewTimer(acquireWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return unavailable(strings.TrimPrefix(err.Error(), "store: "))
+		}
+	case <-t.C:
+		// The grant may still commit later; it then stays leased to this
+		// instance unused (money set aside, never overspent) until the
+		// instance closes or is reconciled.
+		return unavailable("no answer within " + acquireWait.String())
+	}
+	a.mu.Lock()
+	localA, localK := a.lease-a.held, ks.lease-ks.held
+	a.lease += grantA
+	ks.lease += grantK
+	a.mu.Unlock()
+	if grantA == 0 && grantK == 0 && (needA > 0 || needK > 0) {
+		if needA > freeA {
+			avail := max(localA+max(freeA, 0), 0)
+			return insufficient(amount, avail)
+		}
+		remaining := max(localK+max(freeK, 0), 0)
+		return keyLimitExceeded(amount, remaining, keyName, *limit, reset)
+	}
+	return nil
+}
+
+// op2 is an operation someone waits on through done.
+func op2(fn func(store.Tx) error, done chan error) op { return op{fn: fn, done: done} }
+
+// returnIdle gives back the free part of leases unused for LeaseIdle, and
+// all free parts when all is set (Close).
+func (l *Ledger) returnIdle(all bool) {
+	idle := time.Now().Add(-l.opts.LeaseIdle).UnixNano()
+	inst := l.opts.InstanceID
+	type ret struct {
+		kind byte
+		id   string
+		n    Nanos
+	}
+	var rets []ret
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.RLock()
+		for _, a := range s.accounts {
+			a.mu.Lock()
+			if all || a.lastUse < idle {
+				if free := a.lease - a.held; free > 0 {
+					a.lease -= free
+					rets = append(rets, ret{'a', a.id, free})
+				}
+				for _, ks := range a.keys {
+					if free := ks.lease - ks.held; free > 0 {
+						ks.lease -= free
+						rets = append(rets, ret{'k', ks.hash, free})
+					}
+				}
+			}
+			a.mu.Unlock()
+		}
+		s.mu.RUnlock()
+	}
+	if len(rets) == 0 {
+		return
+	}
+	fn := l.leaseOp(func(tx store.Tx) error {
+		for _, r := range rets {
+			if err := addLease(tx, r.kind, r.id, inst, -r.n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if all {
+		if err := l.w.do(fn); err != nil && l.opts.Logf != nil {
+			l.opts.Logf("billing: returning leases: %v (they return when this instance is reconciled)", err)
+		}
+		return
+	}
+	l.w.async(fn)
+}
+
+// beat writes this instance's heartbeat, clears its applied-operation
+// markers and notices when another instance reconciled it.
+func (l *Ledger) beat() {
+	l.beatN++
+	n, inst := l.beatN, []byte(l.opts.InstanceID)
+	upto := l.leaseSeq.Load()
+	lost := false
+	err := l.w.do(func(tx store.Tx) error {
+		ib := tx.Bucket(bucketInstances)
+		lost = n > 1 && ib.Get(inst) == nil
+		if err := ib.Put(inst, strconv.AppendUint(nil, n, 10)); err != nil {
+			return err
+		}
+		// The operations numbered up to upto were queued before this one:
+		// the writer is FIFO, so none of them can be replayed any more.
+		prefix := append(append([]byte{}, inst...), '/')
+		c := tx.Bucket(bucketLeaseOps).Cursor()
+		var del [][]byte
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if seq, err := strconv.ParseUint(string(k[len(prefix):]), 10, 64); err == nil && seq <= upto {
+				del = append(del, append([]byte{}, k...))
+			}
+		}
+		for _, k := range del {
+			if err := tx.Bucket(bucketLeaseOps).Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if l.opts.Logf != nil {
+			l.opts.Logf("billing: heartbeat: %v", err)
+		}
+		return
+	}
+	if lost {
+		l.forfeit()
+	}
+	l.beatOK.Store(time.Now().UnixNano())
+}
+
+// forfeit drops every lease held in memory: another instance found this
+// one dead and took them back (and settled its holds).
+func (l *Ledger) forfeit() {
+	if l.opts.Logf != nil {
+		l.opts.Logf("billing: this instance was reconciled as dead by another (no heartbeat for %s); its leases were returned and its open requests settled", l.opts.DeadAfter)
+	}
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.RLock()
+		for _, a := range s.accounts {
+			a.mu.Lock()
+			a.lease = 0
+			for _, ks := range a.keys {
+				ks.lease = 0
+			}
+			a.mu.Unlock()
+		}
+		s.mu.RUnlock()
+	}
+}
+
+// seenBeat is another instance's heartbeat as this one last saw it change.
+type seenBeat struct {
+	val string
+	at  time.Time
+}
+
+// reconcile settles the holds and returns the leases of instances whose
+// heartbeat has not moved for DeadAfter.
+func (l *Ledger) reconcile() {
+	now := time.Now()
+	beats := map[string]string{}
+	owners := map[string]bool{}
+	err := l.db.View(func(tx store.Tx) error {
+		if err := tx.Bucket(bucketInstances).ForEach(func(k, v []byte) error {
+			beats[string(k)] = string(v)
+			return nil
+		}); err != nil {
+			return err
+		}
+		// Owners of leases with no instance record (one that closed, or
+		// was reconciled half-way) are gone too.
+		return tx.Bucket(bucketLeases).ForEach(func(k, _ []byte) error {
+			if i := bytes.LastIndexByte(k, '/'); i > 0 {
+				owners[string(k[i+1:])] = true
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return
+	}
+	var dead []string
+	for id, v := range beats {
+		if id == l.opts.InstanceID {
+			continue
+		}
+		s, ok := l.seen[id]
+		if !ok || s.val != v {
+			l.seen[id] = seenBeat{val: v, at: now}
+			continue
+		}
+		if now.Sub(s.at) >= l.opts.DeadAfter {
+			dead = append(dead, id)
+		}
+	}
+	for id := range owners {
+		if _, ok := beats[id]; !ok && id != l.opts.InstanceID {
+			dead = append(dead, id)
+		}
+	}
+	for id := range l.seen {
+		if _, ok := beats[id]; !ok {
+			delete(l.seen, id)
+		}
+	}
+	for _, id := range dead {
+		if err := l.w.do(func(tx store.Tx) error { return l.reconcileIn(tx, id, beats[id], time.Now().UTC()) }); err != nil && l.opts.Logf != nil {
+			l.opts.Logf("billing: reconciling instance %s: %v", id, err)
+		}
+	}
+}
+
+// reconcileIn settles the holds of instance id and deletes its leases and
+// heartbeat, unless its heartbeat moved from beat since it was judged dead.
+func (l *Ledger) reconcileIn(tx store.Tx, id, beat string, now time.Time) error {
+	ib := tx.Bucket(bucketInstances)
+	if v := ib.Get([]byte(id)); v != nil && string(v) != beat {
+		return nil // it came back
+	}
+	var holds []holdRec
+	if err := tx.Bucket(bucketHolds).ForEach(func(_, v []byte) error {
+		var h holdRec
+		if err := json.Unmarshal(v, &h); err != nil {
+			return err
+		}
+		if h.Owner == id {
+			holds = append(holds, h)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i := range holds {
+		if err := l.commit(tx, deadGeneration(&holds[i], now), id); err != nil {
+			return err
+		}
+	}
+	suffix := []byte("/" + id)
+	var del [][]byte
+	if err := tx.Bucket(bucketLeases).ForEach(func(k, _ []byte) error {
+		if bytes.HasSuffix(k, suffix) {
+			del = append(del, append([]byte{}, k...))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range del {
+		if err := tx.Bucket(bucketLeases).Delete(k); err != nil {
+			return err
+		}
+	}
+	prefix := []byte(id + "/")
+	c := tx.Bucket(bucketLeaseOps).Cursor()
+	del = del[:0]
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		del = append(del, append([]byte{}, k...))
+	}
+	for _, k := range del {
+		if err := tx.Bucket(bucketLeaseOps).Delete(k); err != nil {
+			return err
+		}
+	}
+	if l.opts.Logf != nil {
+		l.opts.Logf("billing: reconciled instance %s: settled %d open holds, returned its leases", id, len(holds))
+	}
+	return ib.Delete([]byte(id))
+}
+
+// deadGeneration settles a hold whose process is gone at its last
+// checkpoint, as recovery does on a single gateway (Reservation.settle):
+// the charge is capped at the hold.
+func deadGeneration(h *holdRec, now time.Time) *Generation {
+	cost := h.Rates.Compute(h.Usage)
+	total := addSat(cost.Total, h.Failed.Total)
+	charge := min(total, h.Hold)
+	g := &Generation{
+		ID: h.ID, AccountID: h.Account, KeyHash: h.Key, Model: h.Model, Provider: h.Provider,
+		Status: StatusInterrupted, Streamed: h.Streamed, Usage: h.Usage, Cost: cost,
+		Attempts: h.FailedN + 1, FailedCost: h.Failed.Total, Charged: charge, Uncollected: total - charge,
+		Held: h.Hold, LatencyMs: now.Sub(h.Created).Milliseconds(),
+		Error:     "the gateway instance serving the request stopped before settling it",
+		CreatedAt: h.Created, SettledAt: now,
+	}
+	if total > h.Hold {
+		g.Anomaly = "usage at the last checkpoint costs " + total.String() + ", more than the " + h.Hold.String() + " the request authorised"
+	}
+	return g
+}

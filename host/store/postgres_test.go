@@ -1,0 +1,153 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/store/pgtest"
+	"github.com/switchyard/switchyard/host/store/storetest"
+)
+
+// One PostgreSQL server for the package's tests (a fresh database each);
+// tests that stop it start their own.
+var (
+	pgOnce   sync.Once
+	pgServer *pgtest.Server
+	pgErr    error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pgServer != nil {
+		pgServer.Close()
+	}
+	os.Exit(code)
+}
+
+func sharedPG(t testing.TB) *pgtest.Server {
+	t.Helper()
+	if pgtest.Skip() {
+		t.Skip("SWITCHYARD_SKIP_PG=1: skipping the PostgreSQL tests")
+	}
+	pgOnce.Do(func() { pgServer, pgErr = pgtest.Launch() })
+	if pgErr != nil {
+		t.Fatal(pgErr)
+	}
+	return pgServer
+}
+
+func openPG(t testing.TB, dsn string) *store.Postgres {
+	t.Helper()
+	db, err := store.OpenPostgres(context.Background(), dsn, store.PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestPostgresContract(t *testing.T) {
+	s := sharedPG(t)
+	storetest.Run(t, func(t *testing.T) store.DB { return openPG(t, s.NewDB(t)) })
+	storetest.RunShared(t, func(t *testing.T) (store.DB, store.DB) {
+		dsn := s.NewDB(t)
+		return openPG(t, dsn), openPG(t, dsn)
+	})
+}
+
+// TestPostgresOutage: with the server stopped, transactions fail with
+// ErrUnavailable — also a View whose fn, seeing nil, would have said "not
+// found" — and when it is back the same handle serves again and the
+// subscribers are told to Resync.
+func TestPostgresOutage(t *testing.T) {
+	if pgtest.Skip() {
+		t.Skip("SWITCHYARD_SKIP_PG=1")
+	}
+	s := pgtest.New(t)
+	db, err := store.OpenPostgres(context.Background(), s.NewDB(t), store.PostgresOptions{Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	put := func(k, v string) error {
+		return db.Update(func(tx store.Tx) error {
+			b, err := tx.CreateBucketIfNotExists([]byte("b"))
+			if err != nil {
+				return err
+			}
+			return b.Put([]byte(k), []byte(v))
+		})
+	}
+	if err := put("k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	notes := make(chan string, 64)
+	defer db.Subscribe("t", func(p string) { notes <- p })()
+
+	// Lost in the middle of a transaction: later reads are nil, and the
+	// View fails whatever fn returned.
+	var first, second []byte
+	err = db.View(func(tx store.Tx) error {
+		b := tx.Bucket([]byte("b"))
+		first = b.Get([]byte("k"))
+		s.Stop()
+		second = b.Get([]byte("k"))
+		return nil // what a caller that took nil for "not found" returns
+	})
+	if string(first) != "v" || second != nil {
+		t.Errorf("reads around the outage: %q then %q, want v then nil", first, second)
+	}
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("View across the outage: %v, want ErrUnavailable", err)
+	}
+	for _, c := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"View", func() error {
+			return db.View(func(tx store.Tx) error { tx.Bucket([]byte("b")).Get([]byte("k")); return nil })
+		}},
+		{"Update", func() error { return put("k2", "v2") }},
+	} {
+		if err := c.fn(); !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s while stopped: %v, want ErrUnavailable", c.name, err)
+		}
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The listener reconnects and says notifications may have been lost.
+	select {
+	case p := <-notes:
+		if p != store.Resync {
+			t.Errorf("first notification after the restart: %q, want Resync", p)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Resync 30 s after the restart")
+	}
+	// The same handle serves again, and listens again.
+	if err := put("k2", "v2"); err != nil {
+		t.Fatalf("Update after the restart: %v", err)
+	}
+	err = db.Update(func(tx store.Tx) error { return tx.Notify("t", "back") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-notes:
+		if p != "back" {
+			t.Errorf("after the restart got %q, want back", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification after the restart")
+	}
+	var got string
+	if err := db.View(func(tx store.Tx) error { got = string(tx.Bucket([]byte("b")).Get([]byte("k2"))); return nil }); err != nil || got != "v2" {
+		t.Errorf("View after the restart: %q, %v", got, err)
+	}
+}

@@ -21,11 +21,13 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/redistest"
 	"github.com/switchyard/switchyard/host/store/pgtest"
 )
 
 type cluster struct {
-	pg  *pgtest.Server
+	pg    *pgtest.Server
+	redis *redistest.Server
 	dsn string
 	gws []*Gateway
 	lb  *Nginx
@@ -36,11 +38,11 @@ func startCluster(t *testing.T, n int) *cluster {
 	if pgtest.Skip() {
 		t.Skip("SWITCHYARD_SKIP_PG=1")
 	}
-	c := &cluster{pg: pgtest.New(t)}
+	c := &cluster{pg: pgtest.New(t), redis: redistest.Start(t)}
 	c.dsn = c.pg.NewDB(t)
 	var addrs []string
 	for range n {
-		g := StartGateway(t, Options{DSN: c.dsn})
+		g := StartGateway(t, Options{DSN: c.dsn, RedisURL: c.redis.URL})
 		c.gws = append(c.gws, g)
 		addrs = append(addrs, g.Addr)
 	}
@@ -297,9 +299,9 @@ func TestClusterSpendsOneKeyLimit(t *testing.T) {
 	c.audit(t)
 }
 
-// A key disabled through one gateway is refused by the others, and a
-// module a tenant publishes and activates through one answers from the
-// others.
+// A key disabled through one gateway is refused by the others, a module a
+// tenant publishes and activates through one answers from the others, and
+// a key's rate limit holds across all of them.
 func TestClusterHotSwap(t *testing.T) {
 	c := startCluster(t, 3)
 	secret, hash := newKey(t, c.gws[0].URL, 1)
@@ -352,6 +354,28 @@ func TestClusterHotSwap(t *testing.T) {
 			return st == 403
 		})
 		t.Logf("gateway %s runs it %s after publication", g.Addr, time.Since(start).Round(time.Millisecond))
+	}
+
+	// Rate limits are shared through Redis: a key allowed 10 requests a
+	// minute gets 10 across the three gateways, not 30.
+	st, _, b, err = call("POST", c.lb.URL+"/api/v1/keys", Key, map[string]any{"name": "rpm", "rate_limits": map[string]any{"requests_per_minute": 10}})
+	if err != nil || st != 201 {
+		t.Fatalf("create key: %d %s %v", st, b, err)
+	}
+	var rk struct {
+		Key string `json:"key"`
+	}
+	_ = json.Unmarshal(b, &rk)
+	counts := map[int]int{}
+	for i := range 30 {
+		st, _, err := chat(c.gws[i%3].URL, rk.Key, false, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[st]++
+	}
+	if counts[200] != 10 || counts[429] != 20 {
+		t.Fatalf("30 requests on a 10-a-minute key spread over 3 gateways: %v; want 10 × 200 and 20 × 429", counts)
 	}
 	if os.Getenv("CLUSTERTEST_LOG") != "" {
 		for _, g := range c.gws {

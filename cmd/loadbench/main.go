@@ -22,9 +22,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/switchyard/switchyard/host/store/pgtest"
 )
 
 func main() {
@@ -32,7 +34,7 @@ func main() {
 	conc := flag.Int("c", 16, "concurrent clients for the throughput run")
 	dur := flag.Duration("d", 3*time.Second, "duration of each throughput run")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the gateway scenarios to this file")
-	only := flag.String("only", "", "run only the scenario with this name (e.g. \"chat json 1KB\")")
+	only := flag.String("only", "", "run only the scenario with this name (e.g. \"chat json 1KB\", or \"cluster\" for bbolt against PostgreSQL)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -85,6 +87,9 @@ func main() {
 	}
 	if *only == "" {
 		pluginScenarios(client, g, *n)
+	}
+	if *only == "" || *only == "cluster" {
+		clusterScenarios(client, upstream, g, *n, *conc, *dur)
 	}
 	var ms runtime.MemStats
 	runtime.GC()
@@ -229,4 +234,70 @@ func pluginScenarios(client *http.Client, g *gatewaytest.Gateway, n int) {
 		fmt.Printf("%-22s %10s %10s %14s %14s\n", fmt.Sprintf("%d plugin(s)", k), fmtDur(pct(l, 50)), fmtDur(pct(l, 99)),
 			fmtDur(pct(l, 50)-pct(base, 50)), fmtDur(pct(l, 99)-pct(base, 99)))
 	}
+}
+
+// clusterScenarios compares the gateway on its bbolt file with the same
+// gateway on PostgreSQL (cluster mode) in the same run: added latency, and
+// gateway CPU per request = process CPU per request through the gateway −
+// process CPU per request sent to the upstream directly (the load generator
+// and the fake upstream cost the same in both). PostgreSQL's own CPU is its
+// server's, not the gateway's, and is not counted.
+func clusterScenarios(client *http.Client, upstream string, bolt *gatewaytest.Gateway, n, conc int, dur time.Duration) {
+	fmt.Printf("\ncluster mode: the same gateway on bbolt and on PostgreSQL (one throwaway server, fsync off)\n")
+	if pgtest.Skip() {
+		fmt.Println("  skipped: SWITCHYARD_SKIP_PG=1")
+		return
+	}
+	srv, err := pgtest.Launch()
+	if err != nil {
+		fmt.Println("  skipped:", err)
+		return
+	}
+	defer srv.Close()
+	dsn, err := srv.CreateDB()
+	must(err)
+	// The PostgreSQL gateway's upstream must be the same fake server.
+	pg, err := gatewaytest.Start(gatewaytest.Options{Providers: []string{"bench"}, Quiet: true, StoreDSN: dsn})
+	must(err)
+	defer pg.Close()
+	fmt.Printf("%-22s %-9s %10s %10s %12s %14s\n", "scenario", "store", "added p50", "added p99", "gateway rps", "gw CPU µs/req")
+	for _, sc := range []struct {
+		name   string
+		stream bool
+	}{{"chat json 1KB", false}, {"chat stream 1KB", true}} {
+		upBody := body("echo", 1<<10, sc.stream)
+		gwBody := body("test/chat", 1<<10, sc.stream)
+		direct := func() error { return do(client, upstream+"/chat/completions", "", upBody) }
+		directCPU, _ := cpuPerRequest(conc, dur, direct)
+		dl := latencies(n, direct)
+		var cpus [2]float64
+		for i, g := range []*gatewaytest.Gateway{bolt, pg} {
+			up := g.UpstreamURL["bench"]
+			d := func() error { return do(client, up+"/chat/completions", "", upBody) }
+			gw := func() error { return do(client, g.URL+"/chat/completions", g.Key, gwBody) }
+			for j := 0; j < 200; j++ {
+				must(gw())
+				must(d())
+			}
+			w := latencies(n, gw)
+			cpu, rps := cpuPerRequest(conc, dur, gw)
+			cpus[i] = cpu - directCPU
+			fmt.Printf("%-22s %-9s %10s %10s %12.0f %14.1f\n", sc.name, []string{"bbolt", "postgres"}[i],
+				fmtDur(pct(w, 50)-pct(dl, 50)), fmtDur(pct(w, 99)-pct(dl, 99)), rps, cpus[i])
+		}
+		fmt.Printf("%-22s %-9s %45s %.2f×\n", "", "ratio", "gateway CPU per request, postgres / bbolt:", cpus[1]/cpus[0])
+	}
+}
+
+// cpuPerRequest runs f from conc clients for d and returns the process CPU
+// time per request (µs) and the requests per second.
+func cpuPerRequest(conc int, d time.Duration, f func() error) (float64, float64) {
+	var before, after syscall.Rusage
+	must(syscall.Getrusage(syscall.RUSAGE_SELF, &before))
+	start := time.Now()
+	rps := throughput(conc, d, f)
+	must(syscall.Getrusage(syscall.RUSAGE_SELF, &after))
+	reqs := rps * time.Since(start).Seconds()
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	return float64(cpu.Microseconds()) / reqs, rps
 }

@@ -20,17 +20,17 @@ import (
 
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/gatewaytest"
-	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/redistest"
+	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/store/pgtest"
 )
 
 type cluster struct {
 	pg    *pgtest.Server
 	redis *redistest.Server
-	dsn string
-	gws []*Gateway
-	lb  *Nginx
+	dsn   string
+	gws   []*Gateway
+	lb    *Nginx
 }
 
 func startCluster(t *testing.T, n int) *cluster {

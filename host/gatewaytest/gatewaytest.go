@@ -54,6 +54,9 @@ type Options struct {
 	Gemini []string
 	// Env is what the gateway reads for provider API key variables.
 	Env map[string]string
+	// StoreDSN puts the gateway on this PostgreSQL database instead of a
+	// bbolt file (cluster mode).
+	StoreDSN string
 	// Credits funds the test account, in USD (default 1000; negative: none).
 	Credits float64
 	// AllowPrivateNetworks lets plugins granted http reach loopback (the
@@ -188,6 +191,15 @@ func Start(opts Options) (*Gateway, error) {
 	g.closers = append(g.closers, func() { os.RemoveAll(dir) })
 	cfg.DataDir = dir
 	cfg.ModulesDir = filepath.Join(Root(), "build", "wasm")
+	if opts.StoreDSN != "" {
+		cfg.Store = config.Store{Driver: "postgres", DSN: opts.StoreDSN}
+	} else if newStoreDSN != nil {
+		dsn, err := newStoreDSN()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Store = config.Store{Driver: "postgres", DSN: dsn}
+	}
 	if opts.ConfigFile {
 		g.ConfigPath = filepath.Join(dir, "switchyard.yaml")
 		if err := g.WriteConfig(yml); err != nil {

@@ -135,16 +135,24 @@ func (p *Postgres) Subscribe(topic string, fn func(string)) func() {
 
 // View implements DB: a REPEATABLE READ READ ONLY transaction, one
 // snapshot for all its reads.
-func (p *Postgres) View(fn func(Tx) error) error {
-	t := p.newTx(false)
-	err := fn(t)
-	return t.end(err)
-}
+func (p *Postgres) View(fn func(Tx) error) error { return p.run(false, fn) }
 
 // Update implements DB.
-func (p *Postgres) Update(fn func(Tx) error) error {
-	t := p.newTx(true)
+func (p *Postgres) Update(fn func(Tx) error) error { return p.run(true, fn) }
+
+func (p *Postgres) run(writable bool, fn func(Tx) error) error {
+	t := p.newTx(writable)
+	ended := false
+	defer func() {
+		if !ended && t.conn != nil {
+			// fn panicked: the connection is still inside the
+			// transaction, so the pool destroys it (the server rolls
+			// back) rather than hand it out again.
+			t.conn.Release()
+		}
+	}()
 	err := fn(t)
+	ended = true
 	return t.end(err)
 }
 

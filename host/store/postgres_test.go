@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,5 +150,71 @@ func TestPostgresOutage(t *testing.T) {
 	var got string
 	if err := db.View(func(tx store.Tx) error { got = string(tx.Bucket([]byte("b")).Get([]byte("k2"))); return nil }); err != nil || got != "v2" {
 		t.Errorf("View after the restart: %q, %v", got, err)
+	}
+}
+
+// TestOpenConfig: store.Open picks PostgreSQL from the configuration, with
+// ${VAR} in the DSN taken from the environment.
+func TestOpenConfig(t *testing.T) {
+	s := sharedPG(t)
+	dsn := s.NewDB(t)
+	// The database name comes from the environment.
+	i := strings.LastIndex(dsn, "/")
+	j := strings.Index(dsn, "?")
+	t.Setenv("SY_TEST_PGDB", dsn[i+1:j])
+	db, err := store.Open(store.Config{Driver: "postgres", DSN: dsn[:i+1] + "${SY_TEST_PGDB}" + dsn[j:]}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.Kind() != "postgres" || !db.Shared() {
+		t.Errorf("Kind %q Shared %v", db.Kind(), db.Shared())
+	}
+	if err := db.Update(func(tx store.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("b")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		cfg  store.Config
+		want string
+	}{
+		{"unset variable", store.Config{Driver: "postgres", DSN: "postgres://u:${SY_TEST_UNSET_VAR}@127.0.0.1/db"}, "SY_TEST_UNSET_VAR"},
+		{"no dsn", store.Config{Driver: "postgres"}, "store.dsn"},
+		{"unknown driver", store.Config{Driver: "mysql"}, "unknown driver"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := store.Open(c.cfg, t.TempDir()); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Open: %v, want an error naming %q", err, c.want)
+			}
+		})
+	}
+	// A server that is not there: ErrUnavailable, promptly.
+	if _, err := store.Open(store.Config{Driver: "postgres", DSN: "postgres://u@127.0.0.1:1/db?connect_timeout=2"}, t.TempDir()); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Open of a closed port: %v, want ErrUnavailable", err)
+	}
+}
+
+// A panic in fn does not leave the connection (inside its transaction)
+// in the pool: the store keeps working.
+func TestPostgresPanicInTx(t *testing.T) {
+	db := openPG(t, sharedPG(t).NewDB(t))
+	for i := 0; i < 20; i++ { // more than the pool's connections
+		func() {
+			defer func() { recover() }()
+			db.Update(func(tx store.Tx) error {
+				b, _ := tx.CreateBucketIfNotExists([]byte("b"))
+				b.Get([]byte("k")) // begun: holds the write lock
+				panic("boom")
+			})
+		}()
+	}
+	if err := db.Update(func(tx store.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("b"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("v"))
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -131,12 +131,15 @@ func (s *Server) command(name string, args ...string) *exec.Cmd {
 	if s.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	}
-	// The server's own process group: a test interrupted by ^C does not
-	// take it down mid-way; Close does.
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
+	// The server's own process group: a test interrupted by ^C does not
+	// take it down mid-way; Close does. And if the test binary dies
+	// without cleaning up (a -timeout panic, a kill), the server gets
+	// SIGQUIT (immediate shutdown) instead of living on.
 	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"strings"
@@ -216,5 +217,140 @@ func TestPostgresPanicInTx(t *testing.T) {
 		return b.Put([]byte("k"), []byte("v"))
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPostgresOutageUnderLoad: goroutines increment a counter on two
+// handles while the server stops and starts. Every failure is
+// ErrUnavailable; nothing acknowledged is lost (the counter is at least
+// the number of Updates that returned nil, and at most that plus the
+// failed ones, whose COMMIT may have landed before its answer was lost);
+// both handles serve again once the server is back.
+func TestPostgresOutageUnderLoad(t *testing.T) {
+	if pgtest.Skip() {
+		t.Skip("SWITCHYARD_SKIP_PG=1")
+	}
+	s := pgtest.New(t)
+	dsn := s.NewDB(t)
+	var dbs []*store.Postgres
+	for i := 0; i < 2; i++ {
+		db, err := store.OpenPostgres(context.Background(), dsn, store.PostgresOptions{Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		dbs = append(dbs, db)
+	}
+	if err := dbs[0].Update(func(tx store.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("n")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	incr := func(db store.DB) error {
+		return db.Update(func(tx store.Tx) error {
+			b := tx.Bucket([]byte("n"))
+			if b == nil {
+				return errors.New("bucket n missing")
+			}
+			var n uint64
+			if v := b.Get([]byte("count")); v != nil {
+				n = binary.BigEndian.Uint64(v)
+			}
+			return b.Put([]byte("count"), binary.BigEndian.AppendUint64(nil, n+1))
+		})
+	}
+	var (
+		mu           sync.Mutex
+		ok, failed   int
+		wrong        []error
+		stop         = make(chan struct{})
+		wg           sync.WaitGroup
+		okCh, failCh = make(chan struct{}, 1), make(chan struct{}, 1)
+		signal       = func(ch chan struct{}) {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	)
+	for w := 0; w < 6; w++ {
+		db := dbs[w%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 5000; i++ { // bounded whatever happens
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := incr(db)
+				mu.Lock()
+				switch {
+				case err == nil:
+					ok++
+					signal(okCh)
+				case errors.Is(err, store.ErrUnavailable):
+					failed++
+					signal(failCh)
+				default:
+					wrong = append(wrong, err)
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(10 * time.Millisecond) // a client backing off
+				}
+			}
+		}()
+	}
+	// waitFor waits until cond holds (bounded).
+	waitFor := func(what string, ch chan struct{}, cond func() bool) {
+		t.Helper()
+		deadline := time.After(60 * time.Second)
+		for {
+			mu.Lock()
+			done := cond()
+			mu.Unlock()
+			if done {
+				return
+			}
+			select {
+			case <-ch:
+			case <-deadline:
+				close(stop)
+				wg.Wait()
+				t.Fatalf("%s: not within 60 s (ok %d, failed %d)", what, ok, failed)
+			}
+		}
+	}
+	waitFor("successes before the outage", okCh, func() bool { return ok >= 50 })
+	s.Stop()
+	waitFor("failures during the outage", failCh, func() bool { return failed >= 12 })
+	mu.Lock()
+	okBefore := ok
+	mu.Unlock()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("successes after the restart", okCh, func() bool { return ok >= okBefore+50 })
+	close(stop)
+	wg.Wait()
+	for _, err := range wrong {
+		t.Errorf("a failure that is not ErrUnavailable: %v", err)
+	}
+	for i, db := range dbs {
+		if err := incr(db); err != nil {
+			t.Fatalf("handle %d after the restart: %v", i, err)
+		}
+		ok++
+	}
+	var count uint64
+	if err := dbs[0].View(func(tx store.Tx) error {
+		count = binary.BigEndian.Uint64(tx.Bucket([]byte("n")).Get([]byte("count")))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d acknowledged, %d failed with ErrUnavailable, counter %d", ok, failed, count)
+	if count < uint64(ok) || count > uint64(ok+failed) {
+		t.Errorf("counter %d, want between %d acknowledged and %d (acknowledged + failed)", count, ok, ok+failed)
 	}
 }

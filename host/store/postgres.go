@@ -59,6 +59,9 @@ const (
 	maxPageSize = 2048
 )
 
+// maxCachedBuckets bounds the bucket-id cache.
+const maxCachedBuckets = 100000
+
 // maxPending bounds the writes a transaction buffers before it sends them.
 const maxPending = 1000
 
@@ -192,6 +195,11 @@ func (c *bucketCache) merge(epoch int64, ids map[bkey]int64) {
 		return
 	case epoch > c.epoch || c.ids == nil:
 		c.epoch, c.ids = epoch, map[bkey]int64{}
+	}
+	// Bounded: accounts' nested buckets could make it grow without end;
+	// starting over costs one lookup per bucket.
+	if len(c.ids)+len(ids) > maxCachedBuckets {
+		c.ids = map[bkey]int64{}
 	}
 	for k, id := range ids {
 		c.ids[k] = id

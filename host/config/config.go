@@ -354,6 +354,12 @@ func Load(path string) (*Config, error) {
 	if v := os.Getenv("SWITCHYARD_MODULES_DIR"); v != "" {
 		c.ModulesDir = v
 	}
+	// Cluster mode from the environment (docs/deploy.md): the DSN names
+	// the shared PostgreSQL and usually carries a password, which belongs
+	// in the environment rather than in the file.
+	if v := os.Getenv("SWITCHYARD_STORE_DSN"); v != "" {
+		c.Store.Driver, c.Store.DSN = "postgres", v
+	}
 	if err := c.observabilityEnv(os.Getenv); err != nil {
 		return nil, err
 	}

@@ -184,6 +184,7 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn) {
 		}()
 		n, err := conn.WaitForNotification(wctx)
 		close(stopWake)
+		woken := wctx.Err() != nil
 		cancel()
 		switch {
 		case err == nil:
@@ -193,7 +194,8 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn) {
 			if ok {
 				l.subs.publish(topic, n.Payload)
 			}
-		case ctx.Err() != nil || conn.PgConn().IsClosed():
+		case ctx.Err() != nil || !woken || conn.PgConn().IsClosed():
+			// Closing, or the connection failed: reconnect.
 			return
 		}
 		// Otherwise the wait was interrupted by a wake: LISTEN above.

@@ -120,6 +120,10 @@ func TestPostgresOutage(t *testing.T) {
 			t.Errorf("%s while stopped: %v, want ErrUnavailable", c.name, err)
 		}
 	}
+	// Subscribed while the server is down: returns (after the timeout),
+	// and is listening once it is back.
+	late := make(chan string, 64)
+	defer db.Subscribe("late", func(p string) { late <- p })()
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +151,19 @@ func TestPostgresOutage(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no notification after the restart")
+	}
+	if err := db.Update(func(tx store.Tx) error { return tx.Notify("late", "hello") }); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{store.Resync, "hello"} {
+		select {
+		case p := <-late:
+			if p != want {
+				t.Errorf("late subscriber got %q, want %q", p, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("late subscriber: no %q", want)
+		}
 	}
 	var got string
 	if err := db.View(func(tx store.Tx) error { got = string(tx.Bucket([]byte("b")).Get([]byte("k2"))); return nil }); err != nil || got != "v2" {

@@ -716,6 +716,11 @@ type pgCursor struct {
 	gen uint64
 	// size is the next page's size.
 	size int
+	// off: the last move went past an end (+1: past the last key, -1:
+	// before the first). As in bbolt, Prev past the end lands on the
+	// last key (the "Seek beyond, then Prev" idiom of newest-first
+	// listings), and Next before the start on the first.
+	off int
 }
 
 type pair struct{ k, v []byte }
@@ -746,6 +751,13 @@ func (c *pgCursor) fetch(sql string, args []any, desc bool) (k, v []byte) {
 		return nil, nil
 	}
 	c.end = len(c.rows) < size
+	c.off = 0
+	if len(c.rows) == 0 {
+		c.off = 1
+		if desc {
+			c.off = -1
+		}
+	}
 	return c.at()
 }
 
@@ -776,6 +788,12 @@ func (c *pgCursor) Seek(k []byte) ([]byte, []byte) {
 func (c *pgCursor) step(fwd bool) ([]byte, []byte) {
 	cur, _ := c.at()
 	if cur == nil {
+		switch {
+		case c.off == 1 && !fwd:
+			return c.Last()
+		case c.off == -1 && fwd:
+			return c.First()
+		}
 		return nil, nil
 	}
 	if c.gen == c.b.t.gen {
@@ -790,6 +808,10 @@ func (c *pgCursor) step(fwd bool) ([]byte, []byte) {
 		}
 		if d == 1 && c.end {
 			c.i = len(c.rows)
+			c.off = 1
+			if c.desc {
+				c.off = -1
+			}
 			return nil, nil
 		}
 	}

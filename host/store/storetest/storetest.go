@@ -422,6 +422,23 @@ func testCursor(t *testing.T, db store.DB) {
 		if k != nil {
 			t.Errorf("Seek past the end = %x", k)
 		}
+		// The newest-first idiom: Seek beyond the range, nothing there,
+		// Prev lands on the last key.
+		k, v := c.Prev()
+		check(t, "Prev after Seek past the end", k, v, len(keys)-1)
+		k, v = c.Prev()
+		check(t, "and Prev again", k, v, len(keys)-2)
+		// Seek to the first key after a prefix, then Prev: the prefix's
+		// last key.
+		k, v = c.Seek([]byte("gen-\xff"))
+		for i := range keys {
+			if bytes.Compare(keys[i], []byte("gen-\xff")) >= 0 {
+				check(t, "Seek(gen-ff)", k, v, i)
+				k, v = c.Prev()
+				check(t, "Prev after Seek(gen-ff)", k, v, i-1)
+				break
+			}
+		}
 	})
 	view("zigzag across pages", func(t *testing.T, c store.Cursor) {
 		// Forward 300, back 200, forward 100, back to the start: each

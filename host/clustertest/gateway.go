@@ -62,8 +62,8 @@ type Gateway struct {
 type Options struct {
 	// DSN is the shared PostgreSQL; RedisURL the shared Redis ("" none).
 	DSN, RedisURL string
-	// Mutate edits the configuration (the embedded default with the
-	// fields above) as a YAML map before it is written.
+	// Mutate edits the top-level settings laid over the embedded default
+	// configuration (listen, store, limits, …) before it is written.
 	Mutate func(map[string]any)
 }
 
@@ -73,28 +73,49 @@ func StartGateway(t testing.TB, o Options) *Gateway {
 	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
-	var cfg map[string]any
-	if err := yaml.Unmarshal(config.Default(), &cfg); err != nil {
+	// Edited as a YAML node tree: a round trip through Go maps would turn
+	// the catalog's dates into timestamps the configuration refuses.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(config.Default(), &doc); err != nil {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
-	cfg["listen"] = addr
-	cfg["data_dir"] = dir
-	cfg["bootstrap_key"] = Key
-	cfg["bootstrap_credits"] = 100
-	cfg["modules_dir"] = filepath.Join(gatewaytest.Root(), "build", "wasm")
-	cfg["store"] = map[string]any{"driver": "postgres", "dsn": o.DSN}
+	set := map[string]any{
+		"listen":            addr,
+		"data_dir":          dir,
+		"bootstrap_key":     Key,
+		"bootstrap_credits": 100,
+		"modules_dir":       filepath.Join(gatewaytest.Root(), "build", "wasm"),
+		"store":             map[string]any{"driver": "postgres", "dsn": o.DSN},
+		"metrics":           map[string]any{"listen": "off"},
+		"log":               map[string]any{"level": logLevel(), "requests": false},
+		// Every client comes through nginx from one address.
+		"limits": map[string]any{"max_connections_per_ip": -1},
+	}
 	if o.RedisURL != "" {
-		cfg["redis"] = map[string]any{"url": o.RedisURL}
+		set["redis"] = map[string]any{"url": o.RedisURL}
 	}
-	cfg["metrics"] = map[string]any{"listen": "off"}
-	cfg["log"] = map[string]any{"level": "warn", "requests": false}
-	// Every client comes through nginx from one address.
-	cfg["limits"] = map[string]any{"max_connections_per_ip": -1}
 	if o.Mutate != nil {
-		o.Mutate(cfg)
+		o.Mutate(set)
 	}
-	b, err := yaml.Marshal(cfg)
+	root := doc.Content[0]
+	for k, v := range set {
+		var n yaml.Node
+		if err := n.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		replaced := false
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == k {
+				root.Content[i+1] = &n
+				replaced = true
+			}
+		}
+		if !replaced {
+			root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &n)
+		}
+	}
+	b, err := yaml.Marshal(&doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,4 +185,12 @@ func tail(b []byte, n int) []byte {
 		}
 	}
 	return b
+}
+
+// logLevel is the gateways' log level: warn, or CLUSTERTEST_LOG.
+func logLevel() string {
+	if v := os.Getenv("CLUSTERTEST_LOG"); v != "" {
+		return v
+	}
+	return "warn"
 }

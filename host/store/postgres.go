@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -107,7 +108,15 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postg
 		return nil, err
 	}
 	p := &Postgres{pool: pool, opts: opts}
-	p.lis = startListener(cfg.ConnConfig.Copy(), &p.subs, opts.Timeout)
+	lcfg := cfg.ConnConfig.Copy()
+	// The listener only reads: a connection that died silently (a
+	// partition, not a shutdown) shows only through keepalive. Probe
+	// after 10 s of silence, give up after 3 unanswered probes 5 s apart.
+	lcfg.DialFunc = (&net.Dialer{
+		Timeout:         opts.Timeout,
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3},
+	}).DialContext
+	p.lis = startListener(lcfg, &p.subs, opts.Timeout)
 	return p, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -369,5 +370,83 @@ func TestPostgresOutageUnderLoad(t *testing.T) {
 	t.Logf("%d acknowledged, %d failed with ErrUnavailable, counter %d", ok, failed, count)
 	if count < uint64(ok) || count > uint64(ok+failed) {
 		t.Errorf("counter %d, want between %d acknowledged and %d (acknowledged + failed)", count, ok, ok+failed)
+	}
+}
+
+// TestCopyBothWays: store.Copy moves every bucket, nested ones and empty
+// ones included, from PostgreSQL to bbolt and back, key for key.
+func TestCopyBothWays(t *testing.T) {
+	pg := openPG(t, sharedPG(t).NewDB(t))
+	err := pg.Update(func(tx store.Tx) error {
+		for _, name := range []string{"a", "b\x00", "\xff"} {
+			b, err := tx.CreateBucketIfNotExists([]byte(name))
+			if err != nil {
+				return err
+			}
+			for i := 0; i < 300; i++ {
+				if err := b.Put([]byte{byte(i), byte(i >> 8), 0xff}, []byte(name)); err != nil {
+					return err
+				}
+			}
+			n, err := b.CreateBucketIfNotExists([]byte("nested"))
+			if err != nil {
+				return err
+			}
+			if _, err := n.CreateBucketIfNotExists([]byte("empty")); err != nil {
+				return err
+			}
+			if err := n.Put([]byte("k"), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := func(db store.DB) string {
+		var sb strings.Builder
+		var walk func(prefix string, b store.Bucket)
+		walk = func(prefix string, b store.Bucket) {
+			b.ForEach(func(k, v []byte) error {
+				if v == nil {
+					fmt.Fprintf(&sb, "%q/\n", prefix+string(k))
+					walk(prefix+string(k)+"/", b.Bucket(k))
+				} else {
+					fmt.Fprintf(&sb, "%q=%q\n", prefix+string(k), v)
+				}
+				return nil
+			})
+		}
+		if err := db.View(func(tx store.Tx) error {
+			names, err := store.TopLevel(tx)
+			for _, n := range names {
+				fmt.Fprintf(&sb, "%q/\n", n)
+				walk(string(n)+"/", tx.Bucket(n))
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+	want := dump(pg)
+	bolt := openBolt(t)
+	st, err := store.Copy(bolt, pg, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Buckets != 9 || st.Keys != 903 {
+		t.Errorf("copied %+v, want 9 buckets and 903 keys", st)
+	}
+	if got := dump(bolt); got != want {
+		t.Errorf("PostgreSQL → bbolt differs:\n%.2000s\nwant\n%.2000s", got, want)
+	}
+	back := openPG(t, sharedPG(t).NewDB(t))
+	if _, err := store.Copy(back, bolt, 50); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(back); got != want {
+		t.Errorf("bbolt → PostgreSQL differs")
 	}
 }

@@ -75,7 +75,7 @@ func TestMigrateBoltToPostgres(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("migrate: %d %s %s", code, out, stderr)
 	}
-	if !strings.Contains(out, "schema: version 0 → 1") || !strings.Contains(out, "copied "+path) {
+	if !strings.Contains(out, fmt.Sprintf("schema: version 0 → %d", store.SchemaVersion)) || !strings.Contains(out, "copied "+path) {
 		t.Errorf("migrate said %q", out)
 	}
 

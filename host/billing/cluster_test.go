@@ -111,7 +111,7 @@ func TestClusterNeverOverspends(t *testing.T) {
 					defer wg.Done()
 					l := c.ls[i%3]
 					misses := 0
-					for j := 0; misses < 20 && time.Now().Before(deadline); j++ {
+					for j := 0; misses < 100 && time.Now().Before(deadline); j++ {
 						// Usage of half to all of the worst case.
 						completion := int64(250 + (i*7+j*13)%251)
 						r, aerr := l.Reserve(c.key, testReq(fmt.Sprintf("gen-%d-%d", i, j)))

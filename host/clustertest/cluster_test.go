@@ -21,11 +21,13 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/redistest"
 	"github.com/switchyard/switchyard/host/store/pgtest"
 )
 
 type cluster struct {
-	pg  *pgtest.Server
+	pg    *pgtest.Server
+	redis *redistest.Server
 	dsn string
 	gws []*Gateway
 	lb  *Nginx
@@ -36,11 +38,11 @@ func startCluster(t *testing.T, n int) *cluster {
 	if pgtest.Skip() {
 		t.Skip("SWITCHYARD_SKIP_PG=1")
 	}
-	c := &cluster{pg: pgtest.New(t)}
+	c := &cluster{pg: pgtest.New(t), redis: redistest.Start(t)}
 	c.dsn = c.pg.NewDB(t)
 	var addrs []string
 	for range n {
-		g := StartGateway(t, Options{DSN: c.dsn})
+		g := StartGateway(t, Options{DSN: c.dsn, RedisURL: c.redis.URL})
 		c.gws = append(c.gws, g)
 		addrs = append(addrs, g.Addr)
 	}
@@ -177,21 +179,27 @@ func (c *cluster) audit(t *testing.T) {
 	}
 }
 
-// records sums the charged amounts of the key's generation records, by
-// status, reading the shared store.
-func (c *cluster) records(t *testing.T, keyHash string) map[string]billing.Nanos {
+// recs are the key's generation records by status: how many, and what
+// they charge.
+type recs struct {
+	n       map[string]int
+	charged map[string]billing.Nanos
+}
+
+// records reads the key's generation records from the shared store.
+func (c *cluster) records(t *testing.T, keyHash string) recs {
 	t.Helper()
 	db, err := store.Open(store.Config{Driver: "postgres", DSN: c.dsn}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	out := map[string]billing.Nanos{}
+	out := recs{n: map[string]int{}, charged: map[string]billing.Nanos{}}
 	err = db.View(func(tx store.Tx) error {
 		_, err := billing.ForEachGenerationIn(tx, "", func(g *billing.Generation) bool {
 			if g.KeyHash == keyHash {
-				out[g.Status] += g.Charged
-				out["count:"+g.Status]++
+				out.charged[g.Status] += g.Charged
+				out.n[g.Status]++
 			}
 			return true
 		})
@@ -249,21 +257,21 @@ func TestClusterSpendsOneKeyLimit(t *testing.T) {
 	}
 	wg.Wait()
 	// The settlements are written within a few milliseconds of each answer.
-	var recs map[string]billing.Nanos
+	var r recs
 	for end := time.Now().Add(10 * time.Second); ; {
-		recs = c.records(t, hash)
-		if recs["count:success"] >= billing.Nanos(ok.Load()) || time.Now().After(end) {
+		r = c.records(t, hash)
+		if int64(r.n[billing.StatusSuccess]) >= ok.Load() || time.Now().After(end) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	charged := recs[billing.StatusSuccess]
+	charged := r.charged[billing.StatusSuccess]
 	t.Logf("%d answered, %d refused (402), %d failed; clients saw $%.9f, records charge %s of the $%.2f limit",
 		ok.Load(), refused.Load(), failed.Load(), seen, charged, limit)
 	if ok.Load() < 100 {
 		t.Fatalf("only %d requests were answered", ok.Load())
 	}
-	if got := int64(recs["count:success"]); got != ok.Load() {
+	if got := int64(r.n[billing.StatusSuccess]); got != ok.Load() {
 		t.Fatalf("%d generation records for %d answered requests", got, ok.Load())
 	}
 	if usd(charged) > limit {
@@ -291,9 +299,9 @@ func TestClusterSpendsOneKeyLimit(t *testing.T) {
 	c.audit(t)
 }
 
-// A key disabled through one gateway is refused by the others, and a
-// module a tenant publishes and activates through one answers from the
-// others.
+// A key disabled through one gateway is refused by the others, a module a
+// tenant publishes and activates through one answers from the others, and
+// a key's rate limit holds across all of them.
 func TestClusterHotSwap(t *testing.T) {
 	c := startCluster(t, 3)
 	secret, hash := newKey(t, c.gws[0].URL, 1)
@@ -346,6 +354,28 @@ func TestClusterHotSwap(t *testing.T) {
 			return st == 403
 		})
 		t.Logf("gateway %s runs it %s after publication", g.Addr, time.Since(start).Round(time.Millisecond))
+	}
+
+	// Rate limits are shared through Redis: a key allowed 10 requests a
+	// minute gets 10 across the three gateways, not 30.
+	st, _, b, err = call("POST", c.lb.URL+"/api/v1/keys", Key, map[string]any{"name": "rpm", "rate_limits": map[string]any{"requests_per_minute": 10}})
+	if err != nil || st != 201 {
+		t.Fatalf("create key: %d %s %v", st, b, err)
+	}
+	var rk struct {
+		Key string `json:"key"`
+	}
+	_ = json.Unmarshal(b, &rk)
+	counts := map[int]int{}
+	for i := range 30 {
+		st, _, err := chat(c.gws[i%3].URL, rk.Key, false, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[st]++
+	}
+	if counts[200] != 10 || counts[429] != 20 {
+		t.Fatalf("30 requests on a 10-a-minute key spread over 3 gateways: %v; want 10 × 200 and 20 × 429", counts)
 	}
 	if os.Getenv("CLUSTERTEST_LOG") != "" {
 		for _, g := range c.gws {

@@ -33,6 +33,33 @@ type Store struct {
 	DSN    string `yaml:"dsn"`    // postgres://…; ${VAR} is expanded from the environment
 }
 
+// Redis is the Redis the instances of a cluster share.
+type Redis struct {
+	// URL is redis://[user:password@]host:port/db (rediss:// for TLS,
+	// unix:///path.sock); "" means no Redis. ${VAR} is expanded from the
+	// environment, so the password can stay out of the file.
+	URL string `yaml:"url"`
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// ResolvedURL is URL with each ${VAR} replaced by getenv(VAR); a variable
+// that is not set is an error (a bare $ is left alone).
+func (r Redis) ResolvedURL(getenv func(string) string) (string, error) {
+	var missing string
+	u := envRef.ReplaceAllStringFunc(r.URL, func(m string) string {
+		v := getenv(m[2 : len(m)-1])
+		if v == "" && missing == "" {
+			missing = m
+		}
+		return v
+	})
+	if missing != "" {
+		return "", fmt.Errorf("config: redis.url: %s is not set in the environment", missing)
+	}
+	return u, nil
+}
+
 // Config is the file format. Durations are Go duration strings ("30s").
 type Config struct {
 	Listen  string `yaml:"listen"`
@@ -72,6 +99,9 @@ type Config struct {
 	// them field by field, and a key's limits apply on top (docs/ratelimit.md).
 	// The default is unlimited, so an operator who admits tenants sets them.
 	RateLimits ratelimit.Limits `yaml:"rate_limits"`
+	// Redis is where instances share rate limits and sticky sessions
+	// (docs/cluster.md); without it both stay in the process.
+	Redis Redis `yaml:"redis"`
 	// TenantModules are the ceilings of modules accounts publish; ModuleLogs
 	// the log budgets of every module (docs/security.md, "Hostile module").
 	TenantModules TenantModules `yaml:"tenant_modules"`
@@ -313,6 +343,9 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
 		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
+	}
+	if u := c.Redis.URL; u != "" && !strings.HasPrefix(u, "${") && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://") {
+		return nil, fmt.Errorf("config: redis.url: want redis://host:port/db, rediss://… or unix://…, or ${VAR} to read it from the environment")
 	}
 	switch c.Store.Driver {
 	case "", "bbolt":

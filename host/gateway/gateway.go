@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/netguard"
+	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
@@ -74,6 +75,11 @@ type Gateway struct {
 
 	log     *slog.Logger
 	closers []func()
+
+	// redisLimiter and redisSessions share rate limits and sticky
+	// sessions through redis.url (redis.go); nil without it.
+	redisLimiter  *ratelimit.Redis
+	redisSessions *route.SharedSessions
 
 	configPath string
 	// started is the configuration as the file said at start (before any
@@ -173,14 +179,17 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	g.Modules.SetSettings(settings)
-	g.Router = route.New(g.Catalog, route.Options{})
+	if err := g.openRedis(); err != nil {
+		return nil, err
+	}
+	g.Router = route.New(g.Catalog, route.Options{Shared: g.redisSessions})
 	tel, err := g.startTelemetry(ctx) // observability.go
 	if err != nil {
 		return nil, err
 	}
 	g.Server = server.New(server.Deps{
 		Config: cfg, Catalog: g.Catalog, Keys: g.Keys, Modules: g.Modules, Log: log, Ledger: g.Ledger,
-		Router: g.Router, Telemetry: tel,
+		Router: g.Router, Telemetry: tel, Limiter: g.limiter(),
 		Mount: func(root, api fiber.Router) {
 			g.mountReload(api)
 			g.mountProviders(api)

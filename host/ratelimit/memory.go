@@ -81,29 +81,8 @@ func (m *Memory) Admit(at time.Time, r Request) Decision {
 		k.inFlight++
 		a.inFlight++
 	}
-	d.Limit, d.Remaining, d.Reset = m.report(d, now, k, a, r)
+	d.Limit, d.Remaining, d.Reset = report(d, now, k.requests.tat, a.requests.tat, r)
 	return d
-}
-
-// report picks the requests-per-minute allowance for the headers: the one
-// that refused, else the one with fewer requests left.
-func (m *Memory) report(d Decision, now int64, k, a *subject, r Request) (limit, left int64, reset time.Duration) {
-	kl, al := r.KeyLimits.RequestsPerMinute, r.AccountLimits.RequestsPerMinute
-	var kLeft, aLeft int64
-	var kReset, aReset time.Duration
-	if kl > 0 {
-		kLeft, kReset = remaining(k.requests.tat, now, kl)
-	}
-	if al > 0 {
-		aLeft, aReset = remaining(a.requests.tat, now, al)
-	}
-	switch {
-	case d.Reason == KeyRequests || (kl > 0 && d.Reason != AccountRequests && (al <= 0 || kLeft <= aLeft)):
-		return kl, kLeft, kReset
-	case al > 0:
-		return al, aLeft, aReset
-	}
-	return 0, 0, 0
 }
 
 // Settle implements Limiter.

@@ -48,16 +48,18 @@
 //
 // Time is measured from the limiter's creation on Go's monotonic clock
 // (time.Time.Sub), so a wall-clock step (NTP, a VM resume) neither frees nor
-// blocks anyone; only X-RateLimit-Reset is converted to wall time. Each
-// gateway process limits on its own: behind N instances a subject gets up to
-// N times its limits. A shared store (Redis, issue 15) would keep TAT and the
-// concurrency counters there and take "now" from the store's clock (Redis
-// TIME) so that instances with skewed clocks agree; the Limiter interface is
-// the seam for it.
+// blocks anyone; only X-RateLimit-Reset is converted to wall time. Memory
+// limits each gateway process on its own: behind N instances a subject
+// would get up to N times its limits. Redis (redis.go) is the same algorithm
+// with TATs and in-flight requests in Redis and "now" from Redis TIME, so
+// instances with skewed clocks share one timeline; the gateway uses it when
+// the configuration has a redis section (docs/cluster.md).
 package ratelimit
 
 import (
+	"encoding/hex"
 	"hash/maphash"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -89,10 +91,27 @@ func (l Limits) Or(d Limits) Limits {
 // Request identifies what is admitted: the key, its account, the limits
 // of each, and the estimated tokens of the request.
 type Request struct {
+	// ID names this admission among its subjects' requests in flight
+	// (unique per request; NewID). The Redis limiter keys its concurrency
+	// entries by it; Memory does not need it.
+	ID             string
 	Key, Account   string
 	KeyLimits      Limits
 	AccountLimits  Limits
 	TokensEstimate int64
+}
+
+// NewID returns a random admission id (128 bits, hex): unique across
+// instances without coordination.
+func NewID() string {
+	var b [16]byte
+	for i := range 2 {
+		u := rand.Uint64()
+		for j := range 8 {
+			b[i*8+j] = byte(u >> (8 * j))
+		}
+	}
+	return hex.EncodeToString(b[:])
 }
 
 // Reason names the limit that refused a request.
@@ -142,9 +161,8 @@ func (d Decision) Message() string {
 		strconv.FormatInt(int64((d.RetryAfter+time.Second-1)/time.Second), 10) + " s."
 }
 
-// Limiter admits requests and settles them. Memory is the implementation in
-// this package; a Redis-backed one for several instances is the planned
-// second (see the package doc).
+// Limiter admits requests and settles them: Memory for one instance, Redis
+// for instances sharing one Redis (redis.go).
 type Limiter interface {
 	// Admit decides and, when allowed, charges one request, its estimated
 	// tokens and one concurrent slot to the key and the account.

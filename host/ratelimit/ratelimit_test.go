@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/switchyard/switchyard/host/redistest"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -18,6 +20,38 @@ func newAt() *Memory {
 	m := NewMemory()
 	m.epoch = t0
 	return m
+}
+
+// limiters are the implementations every behaviour test runs against: each
+// call of new gives an empty limiter. The Redis one takes its time from the
+// caller (as Memory does) so the steps' times are exact; its own clock,
+// Redis TIME, is tested in redis_test.go.
+func limiters(t *testing.T) []struct {
+	name string
+	new  func() Limiter
+} {
+	srv := redistest.Start(t)
+	c := srv.Client()
+	n := 0
+	return []struct {
+		name string
+		new  func() Limiter
+	}{
+		{"memory", func() Limiter { return newAt() }},
+		{"redis", func() Limiter {
+			n++
+			l := NewRedis(c, RedisOptions{Prefix: fmt.Sprintf("t%d:", n)})
+			l.callerClock = true
+			return l
+		}},
+	}
+}
+
+// forEach runs f against each implementation.
+func forEach(t *testing.T, f func(t *testing.T, newLimiter func() Limiter)) {
+	for _, l := range limiters(t) {
+		t.Run(l.name, func(t *testing.T) { f(t, l.new) })
+	}
 }
 
 type step struct {
@@ -83,59 +117,69 @@ func TestAdmit(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newAt()
-			for i, s := range tc.steps {
-				d := m.Admit(at(s.at), s.req)
-				if d.Allowed != s.allowed || d.Reason != s.reason || (s.retry != 0 && d.RetryAfter != s.retry) || d.Remaining != s.left {
-					t.Fatalf("step %d: %+v; want allowed %v reason %q retry %v remaining %d", i, d, s.allowed, s.reason, s.retry, s.left)
+			forEach(t, func(t *testing.T, newLimiter func() Limiter) {
+				m := newLimiter()
+				for i, s := range tc.steps {
+					req := s.req
+					req.ID = strconv.Itoa(i)
+					d := m.Admit(at(s.at), req)
+					if d.Allowed != s.allowed || d.Reason != s.reason || (s.retry != 0 && d.RetryAfter != s.retry) || d.Remaining != s.left {
+						t.Fatalf("step %d: %+v; want allowed %v reason %q retry %v remaining %d", i, d, s.allowed, s.reason, s.retry, s.left)
+					}
+					if d.Allowed && s.settle >= 0 {
+						m.Settle(at(s.at), req, s.settle)
+					}
 				}
-				if d.Allowed && s.settle >= 0 {
-					m.Settle(at(s.at), s.req, s.settle)
-				}
-			}
+			})
 		})
 	}
 }
 
 func TestConcurrencySettles(t *testing.T) {
-	m := newAt()
-	r := Request{Key: "k", Account: "a", AccountLimits: Limits{Concurrent: 2}}
-	for i := range 2 {
-		if !m.Admit(t0, r).Allowed {
-			t.Fatalf("request %d of 2 refused", i+1)
+	forEach(t, func(t *testing.T, newLimiter func() Limiter) {
+		m := newLimiter()
+		r := func(id string) Request {
+			return Request{ID: id, Key: "k", Account: "a", AccountLimits: Limits{Concurrent: 2}}
 		}
-	}
-	if d := m.Admit(t0, r); d.Allowed || d.Reason != AccountConcurrent {
-		t.Fatalf("third: %+v", d)
-	}
-	m.Settle(t0, r, 0)
-	if !m.Admit(t0, r).Allowed {
-		t.Fatal("refused after a settlement")
-	}
+		for i := range 2 {
+			if !m.Admit(t0, r(strconv.Itoa(i))).Allowed {
+				t.Fatalf("request %d of 2 refused", i+1)
+			}
+		}
+		if d := m.Admit(t0, r("2")); d.Allowed || d.Reason != AccountConcurrent {
+			t.Fatalf("third: %+v", d)
+		}
+		m.Settle(t0, r("0"), 0)
+		if !m.Admit(t0, r("3")).Allowed {
+			t.Fatal("refused after a settlement")
+		}
+	})
 }
 
 // Many goroutines racing for a limit of 50 get exactly 50.
 func TestAdmitConcurrent(t *testing.T) {
-	m := newAt()
-	var allowed atomic.Int64
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 50 {
-				r := Request{Key: "k" + strconv.Itoa((g+i)%3), Account: "a", AccountLimits: Limits{RequestsPerMinute: 50}}
-				if m.Admit(t0, r).Allowed {
-					allowed.Add(1)
-					m.Settle(t0, r, 0)
+	forEach(t, func(t *testing.T, newLimiter func() Limiter) {
+		m := newLimiter()
+		var allowed atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 50 {
+					r := Request{ID: fmt.Sprint(g, "-", i), Key: "k" + strconv.Itoa((g+i)%3), Account: "a", AccountLimits: Limits{RequestsPerMinute: 50}}
+					if m.Admit(t0, r).Allowed {
+						allowed.Add(1)
+						m.Settle(t0, r, 0)
+					}
 				}
-			}
-		}()
-	}
-	wg.Wait()
-	if allowed.Load() != 50 {
-		t.Fatalf("allowed %d, want 50", allowed.Load())
-	}
+			}()
+		}
+		wg.Wait()
+		if allowed.Load() != 50 {
+			t.Fatalf("allowed %d, want 50", allowed.Load())
+		}
+	})
 }
 
 // Subjects whose allowance is whole and that have nothing in flight are
@@ -166,24 +210,27 @@ func TestIdleSubjectsEvicted(t *testing.T) {
 }
 
 func TestHeaders(t *testing.T) {
-	m := newAt()
-	r := Request{Key: "k", Account: "a", KeyLimits: Limits{RequestsPerMinute: 60}, AccountLimits: Limits{RequestsPerMinute: 600}}
-	var d Decision
-	for range 61 {
-		d = m.Admit(t0, r)
-	}
-	got := map[string]string{}
-	d.Headers(t0, func(k, v string) { got[k] = v })
-	want := map[string]string{
-		"Retry-After": "1", "X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "0",
-		"X-RateLimit-Reset": strconv.FormatInt(t0.Add(time.Minute).UnixMilli(), 10),
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("headers %v, want %v", got, want)
-	}
-	if d.Message() != "Rate limit exceeded: key requests per minute. Retry after 1 s." {
-		t.Errorf("message %q", d.Message())
-	}
+	forEach(t, func(t *testing.T, newLimiter func() Limiter) {
+		m := newLimiter()
+		r := Request{Key: "k", Account: "a", KeyLimits: Limits{RequestsPerMinute: 60}, AccountLimits: Limits{RequestsPerMinute: 600}}
+		var d Decision
+		for i := range 61 {
+			r.ID = strconv.Itoa(i)
+			d = m.Admit(t0, r)
+		}
+		got := map[string]string{}
+		d.Headers(t0, func(k, v string) { got[k] = v })
+		want := map[string]string{
+			"Retry-After": "1", "X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "0",
+			"X-RateLimit-Reset": strconv.FormatInt(t0.Add(time.Minute).UnixMilli(), 10),
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("headers %v, want %v", got, want)
+		}
+		if d.Message() != "Rate limit exceeded: key requests per minute. Retry after 1 s." {
+			t.Errorf("message %q", d.Message())
+		}
+	})
 	if (Limits{TokensPerMinute: 5}).Or(Limits{RequestsPerMinute: 1, TokensPerMinute: 9}) != (Limits{RequestsPerMinute: 1, TokensPerMinute: 5}) {
 		t.Error("Or")
 	}

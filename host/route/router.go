@@ -59,6 +59,10 @@ type Options struct {
 	// right after a cool-down. Default 30s.
 	CoolDown time.Duration
 
+	// Shared keeps sticky sessions in Redis for every instance using it
+	// (shared.go); nil: in this process only.
+	Shared *SharedSessions
+
 	// Inherit carries live health and sticky sessions over from the router
 	// of a previous catalog (hot reload). Endpoints are matched by model id
 	// and provider slug. Health state is shared, so reports of requests
@@ -444,8 +448,12 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 	slices.SortStableFunc(order, compare)
 
 	if req.SessionID != "" && plan.Strategy == "load-balance" {
-		if ep := t.sessions.get(req.SessionID, now); ep != nil && promote(order, ep) {
-			t.sessions.touch(req.SessionID, ep, now)
+		if ep, shared := r.session(t, req.SessionID, now); ep != nil && promote(order, ep) {
+			if shared {
+				t.sessions.put(req.SessionID, ep, now) // the local copy, for when Redis is away
+			} else {
+				t.sessions.touch(req.SessionID, ep, now)
+			}
 			if order[0].ep == ep {
 				plan.Strategy = "sticky"
 			}
@@ -669,6 +677,21 @@ func (r *Router) Stick(sessionID string, ep *catalog.Endpoint) {
 		}
 	}
 	t.sessions.put(sessionID, ep, r.opts.Now().UnixNano())
+	if r.opts.Shared != nil {
+		r.opts.Shared.put(sessionID, endpointKey(ep), r.opts.SessionTTL)
+	}
+}
+
+// session finds the endpoint sessionID is pinned to: in the shared store
+// when there is one and it has the session (shared true), else in this
+// process's map. An endpoint this catalog lacks is no pin.
+func (r *Router) session(t *table, sessionID string, now int64) (ep *catalog.Endpoint, shared bool) {
+	if r.opts.Shared != nil {
+		if key, err := r.opts.Shared.get(sessionID, r.opts.SessionTTL); err == nil && key != "" {
+			return t.endpoint(key), true
+		}
+	}
+	return t.sessions.get(sessionID, now), false
 }
 
 // Constraints that can eliminate an endpoint, in the order error messages

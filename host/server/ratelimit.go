@@ -37,7 +37,7 @@ func (s *Server) admit(c *fiber.Ctx, key *keys.Key, estimate int64) (*admission,
 		return nil, nil
 	}
 	r := ratelimit.Request{
-		Key: key.Hash, Account: key.AccountID,
+		ID: ratelimit.NewID(), Key: key.Hash, Account: key.AccountID,
 		KeyLimits:      key.RateLimits,
 		AccountLimits:  s.Keys.RateLimits(key.AccountID).Or(s.RateDefaults.Load()),
 		TokensEstimate: estimate,

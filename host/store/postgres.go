@@ -692,6 +692,13 @@ func (b *pgBucket) Bucket(name []byte) Bucket {
 	if id, ok := b.t.lookup(b.id, name); ok {
 		return &pgBucket{b.t, id}
 	}
+	if b.t.err != nil {
+		// The transaction failed: the bucket may well exist. Callers rely
+		// on their buckets existing (created at start), so answer with one
+		// whose reads are nil and whose writes fail with the transaction's
+		// error, never with a nil that would be dereferenced.
+		return &pgBucket{b.t, -1}
+	}
 	return nil
 }
 

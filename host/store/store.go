@@ -16,7 +16,8 @@
 //   - Keys within a bucket iterate in byte order.
 //
 // A store that can fail in the middle of a transaction (a network store)
-// records the first failure in the transaction: reads after it return nil,
+// records the first failure in the transaction: Bucket still returns a
+// bucket (its reads nil, its writes failing), reads after it return nil,
 // writes return it, and View/Update return it — wrapped in ErrUnavailable
 // when the store could not be reached — whatever fn returned, so a lost
 // connection is never mistaken for a missing record (a valid key answered

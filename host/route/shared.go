@@ -1,0 +1,121 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SharedSessions keeps sticky sessions in Redis, so that every gateway
+// instance using the same Redis pins a session to the same endpoint
+// (docs/cluster.md). A session is one string key, prefix + session id,
+// whose value names the endpoint stably across instances — model id and
+// provider slug, as endpointKey — and whose TTL is the router's SessionTTL,
+// renewed by every lookup and every Stick (every successful attempt).
+//
+// Redis is the authority: Plan reads it first (GETEX, bounded by Timeout)
+// and keeps the router's in-process map as a copy, used only when Redis
+// has no entry (one written while Redis was unreachable, or before it
+// restarted empty) or cannot be reached. An endpoint that this instance's catalog lacks (a catalog not yet
+// reloaded here) is ignored, and the plan is load-balanced as without a
+// session. Unreachable, the store is left alone for RetryEvery after each
+// failure, so that an outage costs one timeout per second, not one per
+// request; the switch is logged once each way.
+type SharedSessions struct {
+	c       redis.UniversalClient
+	prefix  string
+	timeout time.Duration
+	retry   time.Duration
+	log     *slog.Logger
+
+	downUntil atomic.Int64 // UnixNano
+	down      atomic.Bool
+	failures  atomic.Uint64
+}
+
+// SharedOptions tune SharedSessions; the zero value gives the defaults.
+type SharedOptions struct {
+	// Prefix starts every key; default "switchyard:session:".
+	Prefix string
+	// Timeout bounds one Redis call; default 100ms.
+	Timeout time.Duration
+	// RetryEvery is how long Redis is left alone after a failure; default 1s.
+	RetryEvery time.Duration
+	Log        *slog.Logger // default slog.Default()
+}
+
+// NewSharedSessions returns a session store in c.
+func NewSharedSessions(c redis.UniversalClient, o SharedOptions) *SharedSessions {
+	if o.Prefix == "" {
+		o.Prefix = "switchyard:session:"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 100 * time.Millisecond
+	}
+	if o.RetryEvery <= 0 {
+		o.RetryEvery = time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &SharedSessions{c: c, prefix: o.Prefix, timeout: o.Timeout, retry: o.RetryEvery, log: o.Log}
+}
+
+// Failures counts the Redis calls that failed (for tests and metrics).
+func (s *SharedSessions) Failures() uint64 { return s.failures.Load() }
+
+var errDown = errors.New("session store unreachable (waiting to retry)")
+
+// get returns the endpoint key of id ("" when there is none) and renews
+// its TTL (GETEX, Redis ≥ 6.2): a session lives ttl after it was last
+// pinned or looked up.
+func (s *SharedSessions) get(id string, ttl time.Duration) (string, error) {
+	if s.downUntil.Load() > time.Now().UnixNano() {
+		return "", errDown
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	v, err := s.c.GetEx(ctx, s.prefix+id, ttl).Result()
+	if errors.Is(err, redis.Nil) {
+		s.ok()
+		return "", nil
+	}
+	if err != nil {
+		s.failed(err)
+		return "", err
+	}
+	s.ok()
+	return v, nil
+}
+
+// put pins id to the endpoint key for ttl.
+func (s *SharedSessions) put(id, key string, ttl time.Duration) {
+	if s.downUntil.Load() > time.Now().UnixNano() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	if err := s.c.Set(ctx, s.prefix+id, key, ttl).Err(); err != nil {
+		s.failed(err)
+		return
+	}
+	s.ok()
+}
+
+func (s *SharedSessions) failed(err error) {
+	s.failures.Add(1)
+	s.downUntil.Store(time.Now().Add(s.retry).UnixNano())
+	if !s.down.Swap(true) {
+		s.log.Warn("sticky sessions: Redis unreachable, sessions are pinned per instance until it is back", "err", err)
+	}
+}
+
+func (s *SharedSessions) ok() {
+	if s.down.Load() && s.down.Swap(false) {
+		s.log.Info("sticky sessions: Redis reachable again, sessions are shared across instances")
+	}
+}

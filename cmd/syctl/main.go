@@ -21,6 +21,7 @@
 //	syctl -db PATH module publish -manifest FILE -wasm FILE [-scope ACCOUNT] [-activate]
 //	syctl -db PATH module activate [-scope ACCOUNT] NAME VERSION
 //	syctl -db PATH module rollback [-scope ACCOUNT] NAME
+//	syctl migrate -to postgres://… [-from FILE] [-force]
 //
 // -db defaults to $SWITCHYARD_DB and must name an existing store (the gateway
 // creates it on first start); -create makes a new, empty one. Module
@@ -72,6 +73,7 @@ commands:
   module publish -manifest FILE -wasm FILE [-scope ACCOUNT] [-activate]
   module activate [-scope ACCOUNT] NAME VERSION
   module rollback [-scope ACCOUNT] NAME
+  migrate -to postgres://… [-from FILE] [-force]   (schema; copy a bbolt store into PostgreSQL)
 
 -db defaults to $SWITCHYARD_DB; it must exist unless -create is given.
 -cache is the compilation cache of module commands (default: wazero-cache
@@ -105,6 +107,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(rest) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	if rest[0] == "migrate" { // migrate.go: PostgreSQL, not the -db file
+		return runMigrate(rest[1:], stdout, stderr)
 	}
 	if *dbPath == "" {
 		fmt.Fprintln(stderr, "syctl: -db (or SWITCHYARD_DB) is required")

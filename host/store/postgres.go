@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -59,6 +60,9 @@ const (
 	maxPageSize = 2048
 )
 
+// maxCachedBuckets bounds the bucket-id cache.
+const maxCachedBuckets = 100000
+
 // maxPending bounds the writes a transaction buffers before it sends them.
 const maxPending = 1000
 
@@ -104,7 +108,15 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postg
 		return nil, err
 	}
 	p := &Postgres{pool: pool, opts: opts}
-	p.lis = startListener(cfg.ConnConfig.Copy(), &p.subs, opts.Timeout)
+	lcfg := cfg.ConnConfig.Copy()
+	// The listener only reads: a connection that died silently (a
+	// partition, not a shutdown) shows only through keepalive. Probe
+	// after 10 s of silence, give up after 3 unanswered probes 5 s apart.
+	lcfg.DialFunc = (&net.Dialer{
+		Timeout:         opts.Timeout,
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3},
+	}).DialContext
+	p.lis = startListener(lcfg, &p.subs, opts.Timeout)
 	return p, nil
 }
 
@@ -135,16 +147,24 @@ func (p *Postgres) Subscribe(topic string, fn func(string)) func() {
 
 // View implements DB: a REPEATABLE READ READ ONLY transaction, one
 // snapshot for all its reads.
-func (p *Postgres) View(fn func(Tx) error) error {
-	t := p.newTx(false)
-	err := fn(t)
-	return t.end(err)
-}
+func (p *Postgres) View(fn func(Tx) error) error { return p.run(false, fn) }
 
 // Update implements DB.
-func (p *Postgres) Update(fn func(Tx) error) error {
-	t := p.newTx(true)
+func (p *Postgres) Update(fn func(Tx) error) error { return p.run(true, fn) }
+
+func (p *Postgres) run(writable bool, fn func(Tx) error) error {
+	t := p.newTx(writable)
+	ended := false
+	defer func() {
+		if !ended && t.conn != nil {
+			// fn panicked: the connection is still inside the
+			// transaction, so the pool destroys it (the server rolls
+			// back) rather than hand it out again.
+			t.conn.Release()
+		}
+	}()
 	err := fn(t)
+	ended = true
 	return t.end(err)
 }
 
@@ -184,6 +204,11 @@ func (c *bucketCache) merge(epoch int64, ids map[bkey]int64) {
 		return
 	case epoch > c.epoch || c.ids == nil:
 		c.epoch, c.ids = epoch, map[bkey]int64{}
+	}
+	// Bounded: accounts' nested buckets could make it grow without end;
+	// starting over costs one lookup per bucket.
+	if len(c.ids)+len(ids) > maxCachedBuckets {
+		c.ids = map[bkey]int64{}
 	}
 	for k, id := range ids {
 		c.ids[k] = id
@@ -707,6 +732,11 @@ type pgCursor struct {
 	gen uint64
 	// size is the next page's size.
 	size int
+	// off: the last move went past an end (+1: past the last key, -1:
+	// before the first). As in bbolt, Prev past the end lands on the
+	// last key (the "Seek beyond, then Prev" idiom of newest-first
+	// listings), and Next before the start on the first.
+	off int
 }
 
 type pair struct{ k, v []byte }
@@ -737,6 +767,13 @@ func (c *pgCursor) fetch(sql string, args []any, desc bool) (k, v []byte) {
 		return nil, nil
 	}
 	c.end = len(c.rows) < size
+	c.off = 0
+	if len(c.rows) == 0 {
+		c.off = 1
+		if desc {
+			c.off = -1
+		}
+	}
 	return c.at()
 }
 
@@ -767,6 +804,12 @@ func (c *pgCursor) Seek(k []byte) ([]byte, []byte) {
 func (c *pgCursor) step(fwd bool) ([]byte, []byte) {
 	cur, _ := c.at()
 	if cur == nil {
+		switch {
+		case c.off == 1 && !fwd:
+			return c.Last()
+		case c.off == -1 && fwd:
+			return c.First()
+		}
 		return nil, nil
 	}
 	if c.gen == c.b.t.gen {
@@ -781,6 +824,10 @@ func (c *pgCursor) step(fwd bool) ([]byte, []byte) {
 		}
 		if d == 1 && c.end {
 			c.i = len(c.rows)
+			c.off = 1
+			if c.desc {
+				c.off = -1
+			}
 			return nil, nil
 		}
 	}

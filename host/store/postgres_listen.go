@@ -45,6 +45,9 @@ type listener struct {
 	// missed: a Subscribe gave up waiting (no connection): Resync after
 	// the next connect even if it is the first.
 	missed bool
+	// down: the listener has no connection (it is reconnecting), so a
+	// Subscribe does not wait for its LISTEN.
+	down bool
 }
 
 func startListener(cfg *pgx.ConnConfig, s *subs, timeout time.Duration) *listener {
@@ -75,6 +78,12 @@ func (l *listener) listen(topic string) {
 	}
 	ready := make(chan struct{})
 	l.waiters[ch] = append(l.waiters[ch], ready)
+	if l.down {
+		// It LISTENs on reconnecting, then sends Resync.
+		l.missed = true
+		l.mu.Unlock()
+		return
+	}
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -107,7 +116,7 @@ func (l *listener) run(ctx context.Context) {
 		backoff = 100 * time.Millisecond
 		l.mu.Lock()
 		resync := connected || l.missed
-		l.missed = false
+		l.missed, l.down = false, false
 		l.mu.Unlock()
 		connected = true
 		if resync {
@@ -117,6 +126,7 @@ func (l *listener) run(ctx context.Context) {
 		conn.Close(context.Background())
 		l.mu.Lock()
 		l.listening = map[string]bool{}
+		l.down = true
 		l.mu.Unlock()
 	}
 }
@@ -184,6 +194,7 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn) {
 		}()
 		n, err := conn.WaitForNotification(wctx)
 		close(stopWake)
+		woken := wctx.Err() != nil
 		cancel()
 		switch {
 		case err == nil:
@@ -193,7 +204,8 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn) {
 			if ok {
 				l.subs.publish(topic, n.Payload)
 			}
-		case ctx.Err() != nil || conn.PgConn().IsClosed():
+		case ctx.Err() != nil || !woken || conn.PgConn().IsClosed():
+			// Closing, or the connection failed: reconnect.
 			return
 		}
 		// Otherwise the wait was interrupted by a wake: LISTEN above.

@@ -91,3 +91,68 @@ func TestPostgresPagePlans(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPostgresPageMillion: a View that seeks into a bucket of a
+// million time-ordered keys (generation records) and reads 50 — a page
+// of GET /generations — and one that reads the newest 50 backwards.
+func BenchmarkPostgresPageMillion(b *testing.B) {
+	if pgtest.Skip() {
+		b.Skip("SWITCHYARD_SKIP_PG=1")
+	}
+	dsn := pgtest.Start(b)
+	ctx := context.Background()
+	db, err := OpenPostgres(ctx, dsn, PostgresOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx Tx) error {
+		_, err := tx.CreateBucketIfNotExists([]byte("generations"))
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	const n = 1_000_000
+	// Seeded in SQL: a million Puts through the store would take minutes.
+	if _, err := db.pool.Exec(ctx, `INSERT INTO sy_pairs (bucket, key, value)
+		SELECT 1, convert_to('gen-' || lpad(i::text, 12, '0'), 'UTF8'), repeat('x', 300)::bytea
+		FROM generate_series(1, $1) AS i`, n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.pool.Exec(ctx, "ANALYZE sy_pairs"); err != nil {
+		b.Fatal(err)
+	}
+	read := func(b *testing.B, fn func(c Cursor) int) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			got := 0
+			if err := db.View(func(tx Tx) error {
+				got = fn(tx.Bucket([]byte("generations")).Cursor())
+				return nil
+			}); err != nil || got != 50 {
+				b.Fatal(got, err)
+			}
+		}
+	}
+	b.Run("seek+50", func(b *testing.B) {
+		i := 0
+		read(b, func(c Cursor) int {
+			i = (i + 7919) % (n - 100)
+			got := 0
+			for k, _ := c.Seek(fmt.Appendf(nil, "gen-%012d", i+1)); k != nil && got < 50; k, _ = c.Next() {
+				got++
+			}
+			return got
+		})
+	})
+	b.Run("newest50", func(b *testing.B) {
+		read(b, func(c Cursor) int {
+			got := 0
+			for k, _ := c.Last(); k != nil && got < 50; k, _ = c.Prev() {
+				got++
+			}
+			return got
+		})
+	})
+}

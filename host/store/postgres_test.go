@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,6 +121,10 @@ func TestPostgresOutage(t *testing.T) {
 			t.Errorf("%s while stopped: %v, want ErrUnavailable", c.name, err)
 		}
 	}
+	// Subscribed while the server is down: returns (after the timeout),
+	// and is listening once it is back.
+	late := make(chan string, 64)
+	defer db.Subscribe("late", func(p string) { late <- p })()
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -146,8 +153,350 @@ func TestPostgresOutage(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no notification after the restart")
 	}
+	if err := db.Update(func(tx store.Tx) error { return tx.Notify("late", "hello") }); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{store.Resync, "hello"} {
+		select {
+		case p := <-late:
+			if p != want {
+				t.Errorf("late subscriber got %q, want %q", p, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("late subscriber: no %q", want)
+		}
+	}
 	var got string
 	if err := db.View(func(tx store.Tx) error { got = string(tx.Bucket([]byte("b")).Get([]byte("k2"))); return nil }); err != nil || got != "v2" {
 		t.Errorf("View after the restart: %q, %v", got, err)
+	}
+}
+
+// TestOpenConfig: store.Open picks PostgreSQL from the configuration, with
+// ${VAR} in the DSN taken from the environment.
+func TestOpenConfig(t *testing.T) {
+	s := sharedPG(t)
+	dsn := s.NewDB(t)
+	// The database name comes from the environment.
+	i := strings.LastIndex(dsn, "/")
+	j := strings.Index(dsn, "?")
+	t.Setenv("SY_TEST_PGDB", dsn[i+1:j])
+	db, err := store.Open(store.Config{Driver: "postgres", DSN: dsn[:i+1] + "${SY_TEST_PGDB}" + dsn[j:]}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.Kind() != "postgres" || !db.Shared() {
+		t.Errorf("Kind %q Shared %v", db.Kind(), db.Shared())
+	}
+	if err := db.Update(func(tx store.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("b")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		cfg  store.Config
+		want string
+	}{
+		{"unset variable", store.Config{Driver: "postgres", DSN: "postgres://u:${SY_TEST_UNSET_VAR}@127.0.0.1/db"}, "SY_TEST_UNSET_VAR"},
+		{"no dsn", store.Config{Driver: "postgres"}, "store.dsn"},
+		{"unknown driver", store.Config{Driver: "mysql"}, "unknown driver"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := store.Open(c.cfg, t.TempDir()); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Open: %v, want an error naming %q", err, c.want)
+			}
+		})
+	}
+	// A server that is not there: ErrUnavailable, promptly.
+	if _, err := store.Open(store.Config{Driver: "postgres", DSN: "postgres://u@127.0.0.1:1/db?connect_timeout=2"}, t.TempDir()); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Open of a closed port: %v, want ErrUnavailable", err)
+	}
+}
+
+// A panic in fn does not leave the connection (inside its transaction)
+// in the pool: the store keeps working.
+func TestPostgresPanicInTx(t *testing.T) {
+	db := openPG(t, sharedPG(t).NewDB(t))
+	for i := 0; i < 20; i++ { // more than the pool's connections
+		func() {
+			defer func() { recover() }()
+			db.Update(func(tx store.Tx) error {
+				b, _ := tx.CreateBucketIfNotExists([]byte("b"))
+				b.Get([]byte("k")) // begun: holds the write lock
+				panic("boom")
+			})
+		}()
+	}
+	if err := db.Update(func(tx store.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("b"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("v"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPostgresOutageUnderLoad: goroutines increment a counter on two
+// handles while the server stops and starts. Every failure is
+// ErrUnavailable; nothing acknowledged is lost (the counter is at least
+// the number of Updates that returned nil, and at most that plus the
+// failed ones, whose COMMIT may have landed before its answer was lost);
+// both handles serve again once the server is back.
+func TestPostgresOutageUnderLoad(t *testing.T) {
+	if pgtest.Skip() {
+		t.Skip("SWITCHYARD_SKIP_PG=1")
+	}
+	s := pgtest.New(t)
+	dsn := s.NewDB(t)
+	var dbs []*store.Postgres
+	for i := 0; i < 2; i++ {
+		db, err := store.OpenPostgres(context.Background(), dsn, store.PostgresOptions{Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		dbs = append(dbs, db)
+	}
+	if err := dbs[0].Update(func(tx store.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("n")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	incr := func(db store.DB) error {
+		return db.Update(func(tx store.Tx) error {
+			b := tx.Bucket([]byte("n"))
+			if b == nil {
+				return errors.New("bucket n missing")
+			}
+			var n uint64
+			if v := b.Get([]byte("count")); v != nil {
+				n = binary.BigEndian.Uint64(v)
+			}
+			return b.Put([]byte("count"), binary.BigEndian.AppendUint64(nil, n+1))
+		})
+	}
+	var (
+		mu           sync.Mutex
+		ok, failed   int
+		wrong        []error
+		stop         = make(chan struct{})
+		wg           sync.WaitGroup
+		okCh, failCh = make(chan struct{}, 1), make(chan struct{}, 1)
+		signal       = func(ch chan struct{}) {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	)
+	for w := 0; w < 6; w++ {
+		db := dbs[w%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 5000; i++ { // bounded whatever happens
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := incr(db)
+				mu.Lock()
+				switch {
+				case err == nil:
+					ok++
+					signal(okCh)
+				case errors.Is(err, store.ErrUnavailable):
+					failed++
+					signal(failCh)
+				default:
+					wrong = append(wrong, err)
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(10 * time.Millisecond) // a client backing off
+				}
+			}
+		}()
+	}
+	// waitFor waits until cond holds (bounded).
+	waitFor := func(what string, ch chan struct{}, cond func() bool) {
+		t.Helper()
+		deadline := time.After(60 * time.Second)
+		for {
+			mu.Lock()
+			done := cond()
+			mu.Unlock()
+			if done {
+				return
+			}
+			select {
+			case <-ch:
+			case <-deadline:
+				close(stop)
+				wg.Wait()
+				t.Fatalf("%s: not within 60 s (ok %d, failed %d)", what, ok, failed)
+			}
+		}
+	}
+	waitFor("successes before the outage", okCh, func() bool { return ok >= 50 })
+	s.Stop()
+	waitFor("failures during the outage", failCh, func() bool { return failed >= 12 })
+	mu.Lock()
+	okBefore := ok
+	mu.Unlock()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("successes after the restart", okCh, func() bool { return ok >= okBefore+50 })
+	close(stop)
+	wg.Wait()
+	for _, err := range wrong {
+		t.Errorf("a failure that is not ErrUnavailable: %v", err)
+	}
+	for i, db := range dbs {
+		if err := incr(db); err != nil {
+			t.Fatalf("handle %d after the restart: %v", i, err)
+		}
+		ok++
+	}
+	var count uint64
+	if err := dbs[0].View(func(tx store.Tx) error {
+		count = binary.BigEndian.Uint64(tx.Bucket([]byte("n")).Get([]byte("count")))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d acknowledged, %d failed with ErrUnavailable, counter %d", ok, failed, count)
+	if count < uint64(ok) || count > uint64(ok+failed) {
+		t.Errorf("counter %d, want between %d acknowledged and %d (acknowledged + failed)", count, ok, ok+failed)
+	}
+}
+
+// TestCopyBothWays: store.Copy moves every bucket, nested ones and empty
+// ones included, from PostgreSQL to bbolt and back, key for key.
+func TestCopyBothWays(t *testing.T) {
+	pg := openPG(t, sharedPG(t).NewDB(t))
+	err := pg.Update(func(tx store.Tx) error {
+		for _, name := range []string{"a", "b\x00", "\xff"} {
+			b, err := tx.CreateBucketIfNotExists([]byte(name))
+			if err != nil {
+				return err
+			}
+			for i := 0; i < 300; i++ {
+				if err := b.Put([]byte{byte(i), byte(i >> 8), 0xff}, []byte(name)); err != nil {
+					return err
+				}
+			}
+			n, err := b.CreateBucketIfNotExists([]byte("nested"))
+			if err != nil {
+				return err
+			}
+			if _, err := n.CreateBucketIfNotExists([]byte("empty")); err != nil {
+				return err
+			}
+			if err := n.Put([]byte("k"), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := func(db store.DB) string {
+		var sb strings.Builder
+		var walk func(prefix string, b store.Bucket)
+		walk = func(prefix string, b store.Bucket) {
+			b.ForEach(func(k, v []byte) error {
+				if v == nil {
+					fmt.Fprintf(&sb, "%q/\n", prefix+string(k))
+					walk(prefix+string(k)+"/", b.Bucket(k))
+				} else {
+					fmt.Fprintf(&sb, "%q=%q\n", prefix+string(k), v)
+				}
+				return nil
+			})
+		}
+		if err := db.View(func(tx store.Tx) error {
+			names, err := store.TopLevel(tx)
+			for _, n := range names {
+				fmt.Fprintf(&sb, "%q/\n", n)
+				walk(string(n)+"/", tx.Bucket(n))
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+	want := dump(pg)
+	bolt := openBolt(t)
+	st, err := store.Copy(bolt, pg, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Buckets != 9 || st.Keys != 903 {
+		t.Errorf("copied %+v, want 9 buckets and 903 keys", st)
+	}
+	if got := dump(bolt); got != want {
+		t.Errorf("PostgreSQL → bbolt differs:\n%.2000s\nwant\n%.2000s", got, want)
+	}
+	back := openPG(t, sharedPG(t).NewDB(t))
+	if _, err := store.Copy(back, bolt, 50); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(back); got != want {
+		t.Errorf("bbolt → PostgreSQL differs")
+	}
+}
+
+// TestMigrate: a database at an older schema version is brought up to
+// date (and a newer one refused); the data stays.
+func TestMigrate(t *testing.T) {
+	dsn := sharedPG(t).NewDB(t)
+	ctx := context.Background()
+	db := openPG(t, dsn)
+	if err := db.Update(func(tx store.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("b"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("v"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if from, err := store.Migrate(ctx, dsn); err != nil || from != store.SchemaVersion {
+		t.Fatalf("Migrate of an up-to-date database: from %d, %v", from, err)
+	}
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := db.Pool().Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Back to version 1 (undo migration 2), then forward.
+	exec("ALTER TABLE sy_pairs RESET (fillfactor); UPDATE sy_schema SET version = 1")
+	if from, err := store.Migrate(ctx, dsn); err != nil || from != 1 {
+		t.Fatalf("Migrate from version 1: from %d, %v", from, err)
+	}
+	var opts []string
+	if err := db.Pool().QueryRow(ctx, "SELECT coalesce(reloptions, '{}') FROM pg_class WHERE relname = 'sy_pairs'").Scan(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(opts) != "[fillfactor=85]" {
+		t.Errorf("after migrating from 1: sy_pairs options %v", opts)
+	}
+	var v string
+	if err := db.View(func(tx store.Tx) error { v = string(tx.Bucket([]byte("b")).Get([]byte("k"))); return nil }); err != nil || v != "v" {
+		t.Errorf("data after migrating: %q %v", v, err)
+	}
+	// A database from a newer build is refused, not misread.
+	exec(fmt.Sprintf("UPDATE sy_schema SET version = %d", store.SchemaVersion+1))
+	if _, err := store.Migrate(ctx, dsn); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("Migrate of a newer schema: %v", err)
+	}
+	if _, err := store.OpenPostgres(ctx, dsn, store.PostgresOptions{}); err == nil {
+		t.Error("OpenPostgres of a newer schema succeeded")
 	}
 }

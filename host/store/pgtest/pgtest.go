@@ -131,12 +131,15 @@ func (s *Server) command(name string, args ...string) *exec.Cmd {
 	if s.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	}
-	// The server's own process group: a test interrupted by ^C does not
-	// take it down mid-way; Close does.
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
+	// The server's own process group: a test interrupted by ^C does not
+	// take it down mid-way; Close does. And if the test binary dies
+	// without cleaning up (a -timeout panic, a kill), the server gets
+	// SIGQUIT (immediate shutdown) instead of living on.
 	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
 	return cmd
 }
 
@@ -283,6 +286,13 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// Where Debian puts each version's server binaries, and the tool that
+// knows where they are (variables: the tests point them elsewhere).
+var (
+	debianBinDirs = "/usr/lib/postgresql/*/bin"
+	pgConfig      = "pg_config"
+)
+
 // binDir finds PostgreSQL's server binaries.
 func binDir() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
@@ -291,13 +301,13 @@ func binDir() (string, error) {
 		}
 		return filepath.Dir(p), nil
 	}
-	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+	if out, err := exec.Command(pgConfig, "--bindir").Output(); err == nil {
 		d := strings.TrimSpace(string(out))
 		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
 			return d, nil
 		}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(debianBinDirs)
 	// The newest version first (numerically: 9 < 10).
 	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
 	for _, d := range dirs {

@@ -218,6 +218,30 @@ func testNestedBuckets(t *testing.T, db store.DB) {
 		}
 		return nil
 	}))
+	// A nested bucket's name cannot take a value: the Update fails (bbolt
+	// at the Put, PostgreSQL at the commit) and leaves nothing behind.
+	err := db.Update(func(tx store.Tx) error {
+		root := tx.Bucket([]byte("root"))
+		if err := root.Put([]byte("a"), []byte("changed")); err != nil {
+			return err
+		}
+		return root.Put([]byte("b"), []byte("value over a bucket"))
+	})
+	if err == nil {
+		t.Error("Put over a nested bucket's name succeeded")
+	}
+	// Delete of a nested bucket's name does not delete the bucket.
+	_ = db.Update(func(tx store.Tx) error { return tx.Bucket([]byte("root")).Delete([]byte("b")) })
+	must(t, db.View(func(tx store.Tx) error {
+		root := tx.Bucket([]byte("root"))
+		if root.Bucket([]byte("b")) == nil {
+			t.Error("the nested bucket is gone after a Put or Delete of its name")
+		}
+		if v := root.Get([]byte("a")); string(v) != "va" {
+			t.Errorf("a failed Update left a = %q", v)
+		}
+		return nil
+	}))
 	// A bucket's name that is a key with a value cannot become a bucket.
 	if err := db.Update(func(tx store.Tx) error {
 		_, err := tx.Bucket([]byte("root")).CreateBucketIfNotExists([]byte("a"))
@@ -397,6 +421,23 @@ func testCursor(t *testing.T, db store.DB) {
 		k, _ := c.Seek([]byte{0xff, 0xff, 0xff})
 		if k != nil {
 			t.Errorf("Seek past the end = %x", k)
+		}
+		// The newest-first idiom: Seek beyond the range, nothing there,
+		// Prev lands on the last key.
+		k, v := c.Prev()
+		check(t, "Prev after Seek past the end", k, v, len(keys)-1)
+		k, v = c.Prev()
+		check(t, "and Prev again", k, v, len(keys)-2)
+		// Seek to the first key after a prefix, then Prev: the prefix's
+		// last key.
+		k, v = c.Seek([]byte("gen-\xff"))
+		for i := range keys {
+			if bytes.Compare(keys[i], []byte("gen-\xff")) >= 0 {
+				check(t, "Seek(gen-ff)", k, v, i)
+				k, v = c.Prev()
+				check(t, "Prev after Seek(gen-ff)", k, v, i-1)
+				break
+			}
 		}
 	})
 	view("zigzag across pages", func(t *testing.T, c store.Cursor) {

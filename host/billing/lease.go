@@ -110,12 +110,14 @@ func addLease(tx store.Tx, kind byte, id, inst string, delta Nanos) error {
 // left after it, at least the shortfall again and at most 64 times it. An
 // eighth leaves most of a nearly spent balance to the other instances; 64
 // shortfalls of room mean one store transaction per tens of requests.
+// No shortfall, no room: a key without a limit has "unlimited" left, and
+// an eighth of that is not room anybody needs.
 func leaseExtra(need, left Nanos) Nanos {
-	if left <= 0 {
+	if left <= 0 || need <= 0 {
 		return 0
 	}
 	x := max(left/8, need)
-	if need > 0 && need <= math.MaxInt64/64 {
+	if need <= math.MaxInt64/64 {
 		x = min(x, 64*need)
 	}
 	return min(x, left)
@@ -410,11 +412,23 @@ func (l *Ledger) reconcile() {
 		}); err != nil {
 			return err
 		}
-		// Owners of leases with no instance record (one that closed, or
-		// was reconciled half-way) are gone too.
-		return tx.Bucket(bucketLeases).ForEach(func(k, _ []byte) error {
+		// Owners of leases or holds with no instance record (one that
+		// closed, was reconciled half-way, or wrote holds before cluster
+		// mode) are gone too.
+		if err := tx.Bucket(bucketLeases).ForEach(func(k, _ []byte) error {
 			if i := bytes.LastIndexByte(k, '/'); i > 0 {
 				owners[string(k[i+1:])] = true
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketHolds).ForEach(func(_, v []byte) error {
+			var h struct {
+				Owner string `json:"owner"`
+			}
+			if json.Unmarshal(v, &h) == nil {
+				owners[h.Owner] = true
 			}
 			return nil
 		})

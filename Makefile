@@ -119,6 +119,9 @@ clients:
 
 gotest:
 	$(GO) test -race -count=1 -timeout 45m ./...
+	# The gateway's suite once more on PostgreSQL, the cluster store (one
+	# throwaway server, a database per test gateway; docs/cluster.md).
+	SWITCHYARD_TEST_STORE=postgres $(GO) test -count=1 -timeout 30m ./host/server/
 
 # Hot-path Go benchmarks (among them each module host function's per-call
 # cost, BenchmarkHostFunctions in host/wasm), the per-call cost of one plugin

@@ -12,14 +12,8 @@ import (
 
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/store/storetest"
 )
-
-// sharedDB presents one store as shared, so several Ledgers in one test
-// process behave as the instances of a cluster do on PostgreSQL (the
-// gateway-level cluster tests run them on a real PostgreSQL).
-type sharedDB struct{ store.DB }
-
-func (sharedDB) Shared() bool { return true }
 
 // abandon stops l the way kill -9 stops a process: no lease is returned
 // and its heartbeat record stays (what was queued is written, as the last
@@ -46,7 +40,10 @@ func newCluster(t *testing.T, n int, credits Nanos, limit *int64, opts Options) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bdb.Close() })
-	c := &cluster{db: sharedDB{bdb}}
+	// Several Ledgers on one store presented as shared behave as the
+	// instances of a cluster (host/clustertest runs real ones on a real
+	// PostgreSQL).
+	c := &cluster{db: storetest.Shared(bdb)}
 	if c.ks, err = keys.Open(c.db); err != nil {
 		t.Fatal(err)
 	}

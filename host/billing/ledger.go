@@ -216,31 +216,34 @@ func Open(db store.DB, opts Options) (*Ledger, error) {
 			return nil, fmt.Errorf("billing: cannot register this instance in the shared store: %w", store.ErrUnavailable)
 		}
 		l.wg.Add(1)
-		go l.cluster()
+		go l.every(l.opts.Heartbeat, func() {
+			l.beat()
+			l.returnIdle(false)
+			l.reconcile()
+		})
 	}
 	if err := l.recover(holds); err != nil {
 		l.w.close()
 		return nil, err
 	}
 	l.wg.Add(1)
-	go l.janitor()
+	go l.every(l.opts.JanitorInterval, func() { l.expire(l.now()) })
 	return l, nil
 }
 
-// cluster runs the heartbeat, lease returns and reconciliation of other
+// every runs fn every d until the ledger stops: the janitor, and in
+// cluster mode the heartbeat, lease returns and reconciliation of other
 // instances (lease.go).
-func (l *Ledger) cluster() {
+func (l *Ledger) every(d time.Duration, fn func()) {
 	defer l.wg.Done()
-	t := time.NewTicker(l.opts.Heartbeat)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
 		case <-t.C:
-			l.beat()
-			l.returnIdle(false)
-			l.reconcile()
+			fn()
 		}
 	}
 }
@@ -678,21 +681,6 @@ func keyLimitExceeded(amount, remaining Nanos, keyName string, limit int64, rese
 		amount, keyName, remaining, Nanos(limit), per, amount-remaining)
 	e.Metadata = map[string]any{"reason": "key_limit_exceeded", "required": amount, "available": remaining, "shortfall": amount - remaining, "limit": Nanos(limit), "limit_reset": reset}
 	return e
-}
-
-// janitor settles reservations that nobody settled in time.
-func (l *Ledger) janitor() {
-	defer l.wg.Done()
-	t := time.NewTicker(l.opts.JanitorInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-			l.expire(l.now())
-		}
-	}
 }
 
 // expire settles every open reservation whose expiry has passed.

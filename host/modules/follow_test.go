@@ -10,12 +10,9 @@ import (
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/store/storetest"
 	"github.com/switchyard/switchyard/host/wasm"
 )
-
-type sharedDB struct{ store.DB }
-
-func (sharedDB) Shared() bool { return true }
 
 // Two gateways on one shared store: a version activated or rolled back on
 // one is what the other runs next, and a default-on plugin set on one is
@@ -31,7 +28,7 @@ func TestActivationReachesOtherGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bdb.Close()
-	db := sharedDB{bdb}
+	db := storetest.Shared(bdb)
 	var regs []*modules.Registry
 	for range 2 {
 		e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)

@@ -947,3 +947,14 @@ func testBucketDeletedElsewhere(t *testing.T, a, b store.DB) {
 		t.Errorf("b reads %q", v)
 	}
 }
+
+// Shared presents db as a shared store (Shared reports true), so that
+// several users of one store in a test process behave as the instances of
+// a cluster do on PostgreSQL: caches follow notifications, money is
+// leased. The bbolt store's notifications reach every subscriber of the
+// process, as PostgreSQL's reach every instance.
+func Shared(db store.DB) store.DB { return sharedDB{db} }
+
+type sharedDB struct{ store.DB }
+
+func (sharedDB) Shared() bool { return true }

@@ -291,3 +291,29 @@ func TestOutageKeepsAcknowledgedSettlements(t *testing.T) {
 	}
 	mustAudit(t, l)
 }
+
+// A key's limit lowered after an instance leased against the old one: the
+// lease goes back on the key's change notification, and the next request
+// is held against the new limit.
+func TestClusterLoweredKeyLimit(t *testing.T) {
+	c := newCluster(t, 2, NanosPerUSD, ptr(NanosPerUSD), Options{LeaseIdle: time.Hour, Heartbeat: 10 * time.Millisecond, DeadAfter: time.Minute})
+	l := c.ls[0]
+	r, aerr := l.Reserve(c.key, testReq("gen-1"))
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	if _, err := r.Settle(Outcome{Usage: Usage{PromptTokens: 1000, CompletionTokens: 500, Requests: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	// The instance leased room for more requests than the one it served.
+	k2 := *c.key
+	k2.Limit = ptr(testHold + testHold/3)
+	l.KeyChanged(c.key.Hash)
+	if _, aerr := l.Reserve(&k2, testReq("gen-2")); aerr == nil || aerr.Status != http.StatusPaymentRequired {
+		t.Fatalf("a request past the lowered limit was admitted on a lease taken under the old one: %v", aerr)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	mustAudit(t, l)
+}

@@ -275,6 +275,35 @@ func (l *Ledger) acquire(a *account, ks *keyState, limit *int64, reset, keyName 
 	return nil
 }
 
+// KeyChanged gives back this instance's free lease on the key hash (its
+// limit may have been lowered: a lease granted against the old limit must
+// not outlive it). The gateway calls it for every key write, made here or
+// on another instance; the next request of the key leases again against
+// the new limit.
+func (l *Ledger) KeyChanged(hash string) {
+	if !l.shared {
+		return
+	}
+	var free Nanos
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.RLock()
+		for _, a := range s.accounts {
+			a.mu.Lock()
+			if ks := a.keys[hash]; ks != nil && ks.lease > ks.held {
+				free += ks.lease - ks.held
+				ks.lease = ks.held
+			}
+			a.mu.Unlock()
+		}
+		s.mu.RUnlock()
+	}
+	if free > 0 {
+		inst := l.opts.InstanceID
+		l.w.async(l.leaseOp(func(tx store.Tx) error { return addLease(tx, 'k', hash, inst, -free) }))
+	}
+}
+
 // op2 is an operation someone waits on through done.
 func op2(fn func(store.Tx) error, done chan error) op { return op{fn: fn, done: done} }
 

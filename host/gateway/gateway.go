@@ -144,6 +144,13 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	g.closers = append(g.closers, func() { _ = g.Ledger.Close() })
+	// A key's limit changed (here or on another gateway of the cluster):
+	// its leases go back and are taken again against the new limit.
+	g.closers = append(g.closers, g.DB.Subscribe(keys.TopicKeys, func(hash string) {
+		if hash != store.Resync {
+			g.Ledger.KeyChanged(hash)
+		}
+	}))
 	if err := g.bootstrap(); err != nil {
 		return nil, err
 	}

@@ -190,9 +190,14 @@ func Open(db store.DB) (*Store, error) {
 
 // Notification topics of key and account writes.
 const (
-	topicKeys     = "keys"
+	topicKeys     = TopicKeys
 	topicAccounts = "accounts"
 )
+
+// TopicKeys is the store notification topic of key writes (payload: the
+// key's hash), for other packages that keep per-key state (billing's
+// leases).
+const TopicKeys = "keys"
 
 // RecheckInterval is how often a gateway on a shared store drops its
 // cached keys and account settings, in case a notification was missed: a

@@ -32,6 +32,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -52,7 +53,7 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-const usage = `usage: syctl [-db PATH] [-create] [-cache DIR] [-json] COMMAND ...
+const usage = `usage: syctl [-db PATH|postgres://…] [-create] [-cache DIR] [-json] COMMAND ...
 
 commands:
   account create -name NAME
@@ -75,7 +76,8 @@ commands:
   module rollback [-scope ACCOUNT] NAME
   migrate -to postgres://… [-from FILE] [-force]   (schema; copy a bbolt store into PostgreSQL)
 
--db defaults to $SWITCHYARD_DB; it must exist unless -create is given.
+-db defaults to $SWITCHYARD_DB, then $SWITCHYARD_STORE_DSN; a bbolt file must exist
+unless -create is given; a postgres:// DSN names a cluster's shared store.
 -cache is the compilation cache of module commands (default: wazero-cache
 beside the store, shared with the gateway). Run syctl while the gateway is stopped.
 `
@@ -96,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("syctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	dbPath := fs.String("db", os.Getenv("SWITCHYARD_DB"), "path of the bbolt store file")
+	dbPath := fs.String("db", cmp.Or(os.Getenv("SWITCHYARD_DB"), os.Getenv("SWITCHYARD_STORE_DSN")), "path of the bbolt store file, or the postgres://… DSN of a cluster's store")
 	create := fs.Bool("create", false, "create the store file when it does not exist")
 	cacheDir := fs.String("cache", "", "compilation cache directory (default: wazero-cache beside the store)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -112,20 +114,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runMigrate(rest[1:], stdout, stderr)
 	}
 	if *dbPath == "" {
-		fmt.Fprintln(stderr, "syctl: -db (or SWITCHYARD_DB) is required")
+		fmt.Fprintln(stderr, "syctl: -db (or SWITCHYARD_DB, or SWITCHYARD_STORE_DSN) is required")
 		return 2
 	}
 	// bbolt creates a missing file: a mistyped path would silently give an
 	// empty store, and commands would report "no account" instead of the
 	// real mistake.
-	if _, err := os.Stat(*dbPath); errors.Is(err, iofs.ErrNotExist) && !*create {
+	shared := strings.HasPrefix(*dbPath, "postgres://") || strings.HasPrefix(*dbPath, "postgresql://")
+	if _, err := os.Stat(*dbPath); !shared && errors.Is(err, iofs.ErrNotExist) && !*create {
 		fmt.Fprintf(stderr, "syctl: store %s does not exist (check -db or SWITCHYARD_DB; the gateway creates it on first start, or pass -create for a new empty store)\n", *dbPath)
 		return 1
 	}
-	if *cacheDir == "" {
+	if *cacheDir == "" && shared {
+		*cacheDir = filepath.Join(os.TempDir(), "syctl-wazero-cache")
+	} else if *cacheDir == "" {
 		*cacheDir = filepath.Join(filepath.Dir(*dbPath), "wazero-cache")
 	}
-	db, err := store.OpenBolt(*dbPath)
+	var db store.DB
+	var err error
+	if shared {
+		// A cluster's store: syctl is one more instance while it runs
+		// (docs/cluster.md).
+		db, err = store.Open(store.Config{Driver: "postgres", DSN: *dbPath}, "")
+	} else {
+		db, err = store.OpenBolt(*dbPath)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1

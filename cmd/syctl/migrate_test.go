@@ -124,6 +124,17 @@ func TestMigrateBoltToPostgres(t *testing.T) {
 		t.Errorf("accounts on PostgreSQL: %v %v, want %s", as, err, acct)
 	}
 
+	// syctl works on the cluster's store as on the file: -db takes the DSN.
+	if code, out, stderr := syctl(t, dsn, "audit"); code != 0 {
+		t.Errorf("audit of the migrated store: %d %s %s", code, out, stderr)
+	}
+	if code, _, stderr := syctl(t, dsn, "credits", "topup", "-account", acct, "-amount", "5"); code != 0 {
+		t.Errorf("top-up on PostgreSQL: %d %s", code, stderr)
+	}
+	if code, out, stderr := syctl(t, dsn, "audit"); code != 0 {
+		t.Errorf("audit after a top-up on PostgreSQL: %d %s %s", code, out, stderr)
+	}
+
 	// Again: the target holds data.
 	code, _, stderr = migrateCmd("-to", dsn, "-from", path)
 	if code != 1 || !strings.Contains(stderr, "-force") {

@@ -317,3 +317,36 @@ func TestClusterLoweredKeyLimit(t *testing.T) {
 	}
 	mustAudit(t, l)
 }
+
+// A survivor judges another instance dead by how long it watched that
+// instance's heartbeat stand still, not by the wall time since it last
+// saw it move: after a gap in its own watching (the store was down for
+// everyone, or it stalled) it starts counting again — otherwise a store
+// outage longer than DeadAfter would have instances reconcile each other,
+// settling requests still being served as interrupted. The heartbeats
+// are driven by hand here (Heartbeat is an hour).
+func TestClusterGapInWatchingIsNoDeath(t *testing.T) {
+	c := newCluster(t, 2, NanosPerUSD, nil, Options{LeaseIdle: time.Hour, Heartbeat: time.Hour, DeadAfter: 200 * time.Millisecond})
+	a, b := c.ls[0], c.ls[1]
+	if _, aerr := a.Reserve(c.key, testReq("gen-long")); aerr != nil {
+		t.Fatal(aerr)
+	}
+	if err := a.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	b.reconcile()
+	time.Sleep(300 * time.Millisecond) // b does not watch: an outage
+	b.reconcile()
+	if _, err := b.Generation("gen-long"); err == nil {
+		t.Fatal("after a gap in watching longer than DeadAfter, the other instance was reconciled as dead at once")
+	}
+	// Watched standing still for DeadAfter, it is dead.
+	for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		b.reconcile()
+	}
+	g, err := b.Generation("gen-long")
+	if err != nil || g.Status != StatusInterrupted {
+		t.Fatalf("an instance whose heartbeat stood still for DeadAfter under watch was not reconciled: %v %v", g, err)
+	}
+	mustAudit(t, b)
+}

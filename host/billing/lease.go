@@ -465,6 +465,18 @@ func (l *Ledger) reconcile() {
 	if err != nil {
 		return
 	}
+	// Another instance is judged by how long *this one* watched its
+	// heartbeat stand still. A gap in the watching — the store was down
+	// for everyone, or this process stalled — is not evidence: start the
+	// count again, or an outage longer than DeadAfter would have every
+	// instance reconcile the others the moment the store is back.
+	if gap := now.Sub(l.watched); !l.watched.IsZero() && gap > min(3*l.opts.Heartbeat, l.opts.DeadAfter/2) {
+		for id, s := range l.seen {
+			s.at = now
+			l.seen[id] = s
+		}
+	}
+	l.watched = now
 	var dead []string
 	for id, v := range beats {
 		if id == l.opts.InstanceID {

@@ -111,6 +111,7 @@ type Ledger struct {
 	beatN    uint64       // heartbeat counter; cluster goroutine only
 	leaseSeq atomic.Uint64
 	seen     map[string]seenBeat // cluster goroutine only
+	watched  time.Time           // last successful look at the heartbeats; cluster goroutine only
 }
 
 type shard struct {

@@ -106,9 +106,13 @@ func (t *Telemetry) Middleware(c *fiber.Ctx) error {
 	ctx := context.Background()
 	if t.o.Tracer != nil {
 		ctx = t.prop.Extract(ctx, headerCarrier{&c.Request().Header})
-		ctx, r.span = t.o.Tracer.Start(ctx, c.Method()+" "+c.Path(), trace.WithSpanKind(trace.SpanKindServer),
+		// fiber's strings alias the connection's buffer, which the next
+		// request on the connection overwrites while the exporter may still
+		// be encoding this span: the span keeps copies.
+		method, path := strings.Clone(c.Method()), strings.Clone(c.Path())
+		ctx, r.span = t.o.Tracer.Start(ctx, method+" "+path, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithTimestamp(r.start), trace.WithAttributes(
-				attribute.String("http.request.method", c.Method()), attribute.String("url.path", c.Path())))
+				attribute.String("http.request.method", method), attribute.String("url.path", path)))
 	}
 	ctx = context.WithValue(ctx, ctxKey{}, r)
 	c.SetUserContext(ctx)

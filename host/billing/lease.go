@@ -52,12 +52,6 @@ import (
 var (
 	bucketLeases    = []byte("billing_leases")
 	bucketInstances = []byte("billing_instances") // instance id → heartbeat counter
-	// bucketLeaseOps marks lease changes already applied: the writer
-	// replays an operation when its group failed, and the outcome of a
-	// commit can be lost with the connection; a lease delta applied twice
-	// would give away money (marker per operation, cleared by the next
-	// heartbeat).
-	bucketLeaseOps = []byte("billing_lease_ops")
 )
 
 // Lease defaults (Options).
@@ -123,20 +117,14 @@ func leaseExtra(need, left Nanos) Nanos {
 	return min(x, left)
 }
 
-// leaseOp makes fn apply once even when the writer runs it again.
-func (l *Ledger) leaseOp(fn func(store.Tx) error) func(store.Tx) error {
-	id := []byte(l.opts.InstanceID + "/" + strconv.FormatUint(l.leaseSeq.Add(1), 10))
-	return func(tx store.Tx) error {
-		b := tx.Bucket(bucketLeaseOps)
-		if b.Get(id) != nil {
-			return nil
-		}
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return b.Put(id, []byte{1})
-	}
-}
+// Lease changes (acquisitions, returns) are transactions of their own, not
+// writer operations: behind a long queue of settlements a request would
+// wait for all of them, and a return queued behind them would leave other
+// instances refused meanwhile. The store serialises them with the writer's
+// transactions, and lease and settlement deltas commute. Run once, never
+// replayed: a commit whose answer was lost leaves the store with more
+// leased than this instance uses (money set aside until it leaves or is
+// reconciled), never less.
 
 // unavailable is the answer when the shared store cannot be reached.
 func unavailable(why string) *apierr.Error {
@@ -214,7 +202,7 @@ func (l *Ledger) acquire(a *account, ks *keyState, limit *int64, reset, keyName 
 	inst := l.opts.InstanceID
 	var grantA, grantK, freeA, freeK Nanos
 	done := make(chan error, 1)
-	op := l.leaseOp(func(tx store.Tx) error {
+	op := func(tx store.Tx) error {
 		grantA, grantK = 0, 0
 		var rec accountRec
 		if v := tx.Bucket(bucketAccounts).Get([]byte(a.id)); v != nil {
@@ -242,10 +230,8 @@ func (l *Ledger) acquire(a *account, ks *keyState, limit *int64, reset, keyName 
 			return err
 		}
 		return addLease(tx, 'k', ks.hash, inst, grantK)
-	})
-	if !l.w.submit(op2(op, done)) {
-		return apierr.New(http.StatusServiceUnavailable, "the gateway is shutting down")
 	}
+	go func() { done <- l.db.Update(op) }()
 	t := time.NewTimer(acquireWait)
 	defer t.Stop()
 	select {
@@ -265,6 +251,11 @@ func (l *Ledger) acquire(a *account, ks *keyState, limit *int64, reset, keyName 
 	ks.lease += grantK
 	a.mu.Unlock()
 	if grantA == 0 && grantK == 0 && (needA > 0 || needK > 0) {
+		// What this instance holds unused is too little for the request:
+		// give it back, so that the fragments several instances hold can
+		// come together in one of them instead of each keeping a piece too
+		// small for anybody (the end of a balance, many instances).
+		l.returnFree(a, ks)
 		if needA > freeA {
 			avail := max(localA+max(freeA, 0), 0)
 			return insufficient(amount, avail)
@@ -299,13 +290,16 @@ func (l *Ledger) KeyChanged(hash string) {
 		s.mu.RUnlock()
 	}
 	if free > 0 {
+		// Called on the store's notification goroutine, which must not
+		// wait on the store.
 		inst := l.opts.InstanceID
-		l.w.async(l.leaseOp(func(tx store.Tx) error { return addLease(tx, 'k', hash, inst, -free) }))
+		go func() {
+			if err := l.db.Update(func(tx store.Tx) error { return addLease(tx, 'k', hash, inst, -free) }); err != nil && l.opts.Logf != nil {
+				l.opts.Logf("billing: returning the leases of a changed key: %v", err)
+			}
+		}()
 	}
 }
-
-// op2 is an operation someone waits on through done.
-func op2(fn func(store.Tx) error, done chan error) op { return op{fn: fn, done: done} }
 
 // returnIdle gives back the free part of leases unused for LeaseIdle, and
 // all free parts when all is set (Close).
@@ -342,7 +336,7 @@ func (l *Ledger) returnIdle(all bool) {
 	if len(rets) == 0 {
 		return
 	}
-	fn := l.leaseOp(func(tx store.Tx) error {
+	err := l.db.Update(func(tx store.Tx) error {
 		for _, r := range rets {
 			if err := addLease(tx, r.kind, r.id, inst, -r.n); err != nil {
 				return err
@@ -350,44 +344,46 @@ func (l *Ledger) returnIdle(all bool) {
 		}
 		return nil
 	})
-	if all {
-		if err := l.w.do(fn); err != nil && l.opts.Logf != nil {
-			l.opts.Logf("billing: returning leases: %v (they return when this instance is reconciled)", err)
-		}
-		return
+	if err != nil && l.opts.Logf != nil {
+		l.opts.Logf("billing: returning leases: %v (they return when this instance leaves or is reconciled)", err)
 	}
-	l.w.async(fn)
 }
 
-// beat writes this instance's heartbeat, clears its applied-operation
-// markers and notices when another instance reconciled it.
+// returnFree gives back the free parts of this instance's leases on a and
+// ks now.
+func (l *Ledger) returnFree(a *account, ks *keyState) {
+	a.mu.Lock()
+	freeA, freeK := max(a.lease-a.held, 0), max(ks.lease-ks.held, 0)
+	a.lease -= freeA
+	ks.lease -= freeK
+	a.mu.Unlock()
+	if freeA == 0 && freeK == 0 {
+		return
+	}
+	inst := l.opts.InstanceID
+	err := l.db.Update(func(tx store.Tx) error {
+		if err := addLease(tx, 'a', a.id, inst, -freeA); err != nil {
+			return err
+		}
+		return addLease(tx, 'k', ks.hash, inst, -freeK)
+	})
+	if err != nil && l.opts.Logf != nil {
+		l.opts.Logf("billing: returning leases: %v (they return when this instance leaves or is reconciled)", err)
+	}
+}
+
+// beat writes this instance's heartbeat and notices when another instance
+// reconciled it.
 func (l *Ledger) beat() {
 	l.beatN++
 	n, inst := l.beatN, []byte(l.opts.InstanceID)
-	upto := l.leaseSeq.Load()
 	lost := false
-	err := l.w.do(func(tx store.Tx) error {
+	// Its own transaction, not behind the writer's queue: it measures
+	// whether the store answers, not how far behind the settlements are.
+	err := l.db.Update(func(tx store.Tx) error {
 		ib := tx.Bucket(bucketInstances)
 		lost = n > 1 && ib.Get(inst) == nil
-		if err := ib.Put(inst, strconv.AppendUint(nil, n, 10)); err != nil {
-			return err
-		}
-		// The operations numbered up to upto were queued before this one:
-		// the writer is FIFO, so none of them can be replayed any more.
-		prefix := append(append([]byte{}, inst...), '/')
-		c := tx.Bucket(bucketLeaseOps).Cursor()
-		var del [][]byte
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			if seq, err := strconv.ParseUint(string(k[len(prefix):]), 10, 64); err == nil && seq <= upto {
-				del = append(del, append([]byte{}, k...))
-			}
-		}
-		for _, k := range del {
-			if err := tx.Bucket(bucketLeaseOps).Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
+		return ib.Put(inst, strconv.AppendUint(nil, n, 10))
 	})
 	if err != nil {
 		if l.opts.Logf != nil {
@@ -545,17 +541,6 @@ func (l *Ledger) reconcileIn(tx store.Tx, id, beat string, now time.Time) error 
 	}
 	for _, k := range del {
 		if err := tx.Bucket(bucketLeases).Delete(k); err != nil {
-			return err
-		}
-	}
-	prefix := []byte(id + "/")
-	c := tx.Bucket(bucketLeaseOps).Cursor()
-	del = del[:0]
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		del = append(del, append([]byte{}, k...))
-	}
-	for _, k := range del {
-		if err := tx.Bucket(bucketLeaseOps).Delete(k); err != nil {
 			return err
 		}
 	}

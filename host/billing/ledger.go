@@ -106,12 +106,11 @@ type Ledger struct {
 	seq    atomic.Uint64
 
 	// Cluster mode (lease.go).
-	shared   bool
-	beatOK   atomic.Int64 // unix nanos of the last heartbeat committed
-	beatN    uint64       // heartbeat counter; cluster goroutine only
-	leaseSeq atomic.Uint64
-	seen     map[string]seenBeat // cluster goroutine only
-	watched  time.Time           // last successful look at the heartbeats; cluster goroutine only
+	shared  bool
+	beatOK  atomic.Int64        // unix nanos of the last heartbeat committed
+	beatN   uint64              // heartbeat counter; cluster goroutine only
+	seen    map[string]seenBeat // cluster goroutine only
+	watched time.Time           // last successful look at the heartbeats; cluster goroutine only
 }
 
 type shard struct {
@@ -285,7 +284,7 @@ func (l *Ledger) load() ([]holdRec, error) {
 	var holds []holdRec
 	err := l.db.Update(func(tx store.Tx) error {
 		for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketHolds, bucketGenerations, bucketCredits,
-			bucketLeases, bucketInstances, bucketLeaseOps} {
+			bucketLeases, bucketInstances} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

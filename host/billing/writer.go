@@ -166,6 +166,11 @@ func (w *writer) flush() bool {
 		case <-time.After(w.backoff()):
 		case <-w.quit:
 		}
+		// Retry even if nothing new is submitted.
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 		return true
 	}
 	w.fails = 0

@@ -132,16 +132,7 @@ func (l *Ledger) Audit() ([]string, error) {
 // OpenHolds returns the number of reservations not yet settled.
 func (l *Ledger) OpenHolds() int {
 	n := 0
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.RLock()
-		for _, a := range s.accounts {
-			a.mu.Lock()
-			n += len(a.open)
-			a.mu.Unlock()
-		}
-		s.mu.RUnlock()
-	}
+	l.eachAccount(func(a *account) { n += len(a.open) })
 	return n
 }
 

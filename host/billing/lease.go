@@ -117,15 +117,6 @@ func leaseExtra(need, left Nanos) Nanos {
 	return min(x, left)
 }
 
-// Lease changes (acquisitions, returns) are transactions of their own, not
-// writer operations: behind a long queue of settlements a request would
-// wait for all of them, and a return queued behind them would leave other
-// instances refused meanwhile. The store serialises them with the writer's
-// transactions, and lease and settlement deltas commute. Run once, never
-// replayed: a commit whose answer was lost leaves the store with more
-// leased than this instance uses (money set aside until it leaves or is
-// reconciled), never less.
-
 // unavailable is the answer when the shared store cannot be reached.
 func unavailable(why string) *apierr.Error {
 	e := apierr.New(http.StatusServiceUnavailable, "The credits store is not reachable (%s); the request was not started and nothing was charged. Retry shortly.", why)
@@ -197,6 +188,15 @@ func (l *Ledger) leaseFor(a *account, hash string, limit *int64, reset, keyName 
 
 // acquire leases needA of the account's balance and needK of the key's
 // limit (or refuses with 402), plus room; a.leaseMu is held.
+//
+// Lease changes (acquire, giveBack) are transactions of their own, not
+// writer operations: behind a long queue of settlements a request would
+// wait for all of them, and a return queued behind them would leave other
+// instances refused meanwhile. The store serialises them with the writer's
+// transactions, and lease and settlement deltas commute. Run once, never
+// replayed: a commit whose answer was lost leaves the store with more
+// leased than this instance uses (money set aside until it leaves or is
+// reconciled), never less.
 func (l *Ledger) acquire(a *account, ks *keyState, limit *int64, reset, keyName string, amount, needA, needK Nanos) *apierr.Error {
 	now := l.now()
 	inst := l.opts.InstanceID
@@ -255,7 +255,10 @@ func (l *Ledger) acquire(a *account, ks *keyState, limit *int64, reset, keyName 
 		// give it back, so that the fragments several instances hold can
 		// come together in one of them instead of each keeping a piece too
 		// small for anybody (the end of a balance, many instances).
-		l.returnFree(a, ks)
+		a.mu.Lock()
+		rets := ks.takeFree(a.takeFree(nil))
+		a.mu.Unlock()
+		l.giveBack(rets)
 		if needA > freeA {
 			avail := max(localA+max(freeA, 0), 0)
 			return insufficient(amount, avail)
@@ -275,67 +278,51 @@ func (l *Ledger) KeyChanged(hash string) {
 	if !l.shared {
 		return
 	}
-	var free Nanos
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.RLock()
-		for _, a := range s.accounts {
-			a.mu.Lock()
-			if ks := a.keys[hash]; ks != nil && ks.lease > ks.held {
-				free += ks.lease - ks.held
-				ks.lease = ks.held
-			}
-			a.mu.Unlock()
+	var rets []leaseRet
+	l.eachAccount(func(a *account) {
+		if ks := a.keys[hash]; ks != nil {
+			rets = ks.takeFree(rets)
 		}
-		s.mu.RUnlock()
-	}
-	if free > 0 {
-		// Called on the store's notification goroutine, which must not
-		// wait on the store.
-		inst := l.opts.InstanceID
-		go func() {
-			if err := l.db.Update(func(tx store.Tx) error { return addLease(tx, 'k', hash, inst, -free) }); err != nil && l.opts.Logf != nil {
-				l.opts.Logf("billing: returning the leases of a changed key: %v", err)
-			}
-		}()
-	}
+	})
+	// Called on the store's notification goroutine, which must not wait
+	// on the store.
+	go l.giveBack(rets)
 }
 
-// returnIdle gives back the free part of leases unused for LeaseIdle, and
-// all free parts when all is set (Close).
-func (l *Ledger) returnIdle(all bool) {
-	idle := time.Now().Add(-l.opts.LeaseIdle).UnixNano()
-	inst := l.opts.InstanceID
-	type ret struct {
-		kind byte
-		id   string
-		n    Nanos
+// leaseRet is a free part of one of this instance's lease records, taken
+// out of memory and to be given back in the store.
+type leaseRet struct {
+	kind byte // 'a' account, 'k' key
+	id   string
+	n    Nanos
+}
+
+// takeFree moves a's free lease to rets; a.mu is held.
+func (a *account) takeFree(rets []leaseRet) []leaseRet {
+	if free := a.lease - a.held; free > 0 {
+		a.lease -= free
+		rets = append(rets, leaseRet{'a', a.id, free})
 	}
-	var rets []ret
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.RLock()
-		for _, a := range s.accounts {
-			a.mu.Lock()
-			if all || a.lastUse < idle {
-				if free := a.lease - a.held; free > 0 {
-					a.lease -= free
-					rets = append(rets, ret{'a', a.id, free})
-				}
-				for _, ks := range a.keys {
-					if free := ks.lease - ks.held; free > 0 {
-						ks.lease -= free
-						rets = append(rets, ret{'k', ks.hash, free})
-					}
-				}
-			}
-			a.mu.Unlock()
-		}
-		s.mu.RUnlock()
+	return rets
+}
+
+// takeFree moves ks's free lease to rets; its account's mu is held.
+func (ks *keyState) takeFree(rets []leaseRet) []leaseRet {
+	if free := ks.lease - ks.held; free > 0 {
+		ks.lease -= free
+		rets = append(rets, leaseRet{'k', ks.hash, free})
 	}
+	return rets
+}
+
+// giveBack returns rets (already taken out of memory) to the store in one
+// transaction. A failure leaves them leased on disk: set aside, never
+// overspent, until this instance leaves or is reconciled.
+func (l *Ledger) giveBack(rets []leaseRet) {
 	if len(rets) == 0 {
 		return
 	}
+	inst := l.opts.InstanceID
 	err := l.db.Update(func(tx store.Tx) error {
 		for _, r := range rets {
 			if err := addLease(tx, r.kind, r.id, inst, -r.n); err != nil {
@@ -349,27 +336,20 @@ func (l *Ledger) returnIdle(all bool) {
 	}
 }
 
-// returnFree gives back the free parts of this instance's leases on a and
-// ks now.
-func (l *Ledger) returnFree(a *account, ks *keyState) {
-	a.mu.Lock()
-	freeA, freeK := max(a.lease-a.held, 0), max(ks.lease-ks.held, 0)
-	a.lease -= freeA
-	ks.lease -= freeK
-	a.mu.Unlock()
-	if freeA == 0 && freeK == 0 {
-		return
-	}
-	inst := l.opts.InstanceID
-	err := l.db.Update(func(tx store.Tx) error {
-		if err := addLease(tx, 'a', a.id, inst, -freeA); err != nil {
-			return err
+// returnIdle gives back the free part of leases unused for LeaseIdle, and
+// all free parts when all is set (Close).
+func (l *Ledger) returnIdle(all bool) {
+	idle := time.Now().Add(-l.opts.LeaseIdle).UnixNano()
+	var rets []leaseRet
+	l.eachAccount(func(a *account) {
+		if all || a.lastUse < idle {
+			rets = a.takeFree(rets)
+			for _, ks := range a.keys {
+				rets = ks.takeFree(rets)
+			}
 		}
-		return addLease(tx, 'k', ks.hash, inst, -freeK)
 	})
-	if err != nil && l.opts.Logf != nil {
-		l.opts.Logf("billing: returning leases: %v (they return when this instance leaves or is reconciled)", err)
-	}
+	l.giveBack(rets)
 }
 
 // beat writes this instance's heartbeat and notices when another instance
@@ -403,19 +383,12 @@ func (l *Ledger) forfeit() {
 	if l.opts.Logf != nil {
 		l.opts.Logf("billing: this instance was reconciled as dead by another (no heartbeat for %s); its leases were returned and its open requests settled", l.opts.DeadAfter)
 	}
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.RLock()
-		for _, a := range s.accounts {
-			a.mu.Lock()
-			a.lease = 0
-			for _, ks := range a.keys {
-				ks.lease = 0
-			}
-			a.mu.Unlock()
+	l.eachAccount(func(a *account) {
+		a.lease = 0
+		for _, ks := range a.keys {
+			ks.lease = 0
 		}
-		s.mu.RUnlock()
-	}
+	})
 }
 
 // seenBeat is another instance's heartbeat as this one last saw it change.

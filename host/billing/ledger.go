@@ -342,6 +342,20 @@ func (l *Ledger) account(id string) *account {
 	return a
 }
 
+// eachAccount calls fn with every account in memory, its mu held.
+func (l *Ledger) eachAccount(fn func(*account)) {
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.RLock()
+		for _, a := range s.accounts {
+			a.mu.Lock()
+			fn(a)
+			a.mu.Unlock()
+		}
+		s.mu.RUnlock()
+	}
+}
+
 // key returns the state of a key of a; a.mu must be held (or a not yet shared).
 func (a *account) key(hash string) *keyState {
 	k := a.keys[hash]
@@ -686,20 +700,13 @@ func keyLimitExceeded(amount, remaining Nanos, keyName string, limit int64, rese
 // expire settles every open reservation whose expiry has passed.
 func (l *Ledger) expire(now time.Time) {
 	var due []*Reservation
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.RLock()
-		for _, a := range s.accounts {
-			a.mu.Lock()
-			for _, r := range a.open {
-				if !now.Before(r.expiry()) {
-					due = append(due, r)
-				}
+	l.eachAccount(func(a *account) {
+		for _, r := range a.open {
+			if !now.Before(r.expiry()) {
+				due = append(due, r)
 			}
-			a.mu.Unlock()
 		}
-		s.mu.RUnlock()
-	}
+	})
 	for _, r := range due {
 		status := StatusExpired
 		if r.recovered {

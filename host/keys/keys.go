@@ -166,7 +166,7 @@ func Open(db store.DB) (*Store, error) {
 	// caches through notifications, and a periodic flush bounds how stale
 	// a missed one can leave them (docs/cluster.md).
 	s.unsub = append(s.unsub,
-		db.Subscribe(topicKeys, func(h string) {
+		db.Subscribe(TopicKeys, func(h string) {
 			if h == store.Resync {
 				s.flush()
 				return
@@ -189,15 +189,13 @@ func Open(db store.DB) (*Store, error) {
 }
 
 // Notification topics of key and account writes.
-const (
-	topicKeys     = TopicKeys
-	topicAccounts = "accounts"
-)
-
 // TopicKeys is the store notification topic of key writes (payload: the
-// key's hash), for other packages that keep per-key state (billing's
-// leases).
+// key's hash); other packages that keep per-key state (billing's leases)
+// follow it too.
 const TopicKeys = "keys"
+
+// topicAccounts is the topic of account writes (payload: the account id).
+const topicAccounts = "accounts"
 
 // RecheckInterval is how often a gateway on a shared store drops its
 // cached keys and account settings, in case a notification was missed: a
@@ -425,7 +423,7 @@ func (s *Store) Create(accountID string, o Options) (string, *Key, error) {
 		if tx.Bucket(bucketKeys).Get([]byte(k.Hash)) != nil {
 			return errors.New("keys: a key with this secret already exists")
 		}
-		if err := tx.Notify(topicKeys, k.Hash); err != nil {
+		if err := tx.Notify(TopicKeys, k.Hash); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketKeys).Put([]byte(k.Hash), v)
@@ -520,7 +518,7 @@ func (s *Store) Update(hash string, fn func(*Key) error) (*Key, error) {
 			return err
 		}
 		out = &k
-		if err := tx.Notify(topicKeys, hash); err != nil {
+		if err := tx.Notify(TopicKeys, hash); err != nil {
 			return err
 		}
 		return b.Put([]byte(hash), nv)
@@ -545,7 +543,7 @@ func (s *Store) Delete(hash string) error {
 		if b.Get([]byte(hash)) == nil {
 			return ErrNotFound
 		}
-		if err := tx.Notify(topicKeys, hash); err != nil {
+		if err := tx.Notify(TopicKeys, hash); err != nil {
 			return err
 		}
 		return b.Delete([]byte(hash))
@@ -606,7 +604,7 @@ func (s *Store) Bootstrap(secret string) (string, bool, error) {
 		if err := tx.Bucket(bucketAccounts).Put([]byte(a.ID), av); err != nil {
 			return err
 		}
-		if err := tx.Notify(topicKeys, k.Hash); err != nil {
+		if err := tx.Notify(TopicKeys, k.Hash); err != nil {
 			return err
 		}
 		created = true

@@ -39,16 +39,15 @@ func (r *Registry) follow() {
 	r.unsub = append(r.unsub,
 		r.db.Subscribe(topicActive, poke),
 		r.db.Subscribe(topicDefaults, func(string) { r.loadDefaults() }))
-	var tick <-chan time.Time
-	if r.db.Shared() {
-		t := time.NewTicker(RecheckInterval)
-		r.followWG.Add(1)
-		go func() { <-r.stop; t.Stop(); r.followWG.Done() }()
-		tick = t.C
-	}
 	r.followWG.Add(1)
 	go func() {
 		defer r.followWG.Done()
+		var tick <-chan time.Time
+		if r.db.Shared() {
+			t := time.NewTicker(RecheckInterval)
+			defer t.Stop()
+			tick = t.C
+		}
 		for {
 			select {
 			case <-r.stop:

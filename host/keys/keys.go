@@ -188,7 +188,6 @@ func Open(db store.DB) (*Store, error) {
 	return s, nil
 }
 
-// Notification topics of key and account writes.
 // TopicKeys is the store notification topic of key writes (payload: the
 // key's hash); other packages that keep per-key state (billing's leases)
 // follow it too.

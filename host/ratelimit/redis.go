@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"github.com/switchyard/switchyard/host/backoff"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -60,16 +61,14 @@ type Redis struct {
 	prefix  string
 	lease   time.Duration
 	timeout time.Duration
-	retry   time.Duration
-	log     *slog.Logger
 	local   *Memory
 
 	// callerClock makes the scripts use the time passed to Admit and
 	// Settle instead of Redis TIME: the shared behaviour tests step time.
 	callerClock bool
 
-	downUntil atomic.Int64 // UnixNano: until then Admit goes to local without trying Redis
-	down      atomic.Bool  // the state last logged
+	// backoff: while paused, Admit goes to local without trying Redis.
+	backoff   *backoff.Switch
 	fallbacks atomic.Uint64
 	localIDs  sync.Map // Request.ID → struct{}: admitted by the fallback
 }
@@ -106,7 +105,10 @@ func NewRedis(c redis.UniversalClient, o RedisOptions) *Redis {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Redis{c: c, prefix: o.Prefix, lease: o.Lease, timeout: o.Timeout, retry: o.RetryEvery, log: o.Log, local: NewMemory()}
+	return &Redis{c: c, prefix: o.Prefix, lease: o.Lease, timeout: o.Timeout, local: NewMemory(),
+		backoff: backoff.New(o.RetryEvery, o.Log,
+			"rate limits: Redis unreachable, limiting per instance until it is back",
+			"rate limits: Redis reachable again, limits are shared across instances")}
 }
 
 var _ Limiter = (*Redis)(nil)
@@ -230,7 +232,7 @@ func (l *Redis) now(at time.Time) int64 {
 // flight (the server gives each admission a random id); Settle removes the
 // in-flight entry of that id.
 func (l *Redis) Admit(at time.Time, r Request) Decision {
-	if l.downUntil.Load() > time.Now().UnixNano() {
+	if l.backoff.Paused() {
 		return l.admitLocal(at, r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
@@ -243,10 +245,10 @@ func (l *Redis) Admit(at time.Time, r Request) Decision {
 		err = errors.New("admit script: unexpected reply")
 	}
 	if err != nil {
-		l.failed(err)
+		l.backoff.Failed(err)
 		return l.admitLocal(at, r)
 	}
-	l.recovered()
+	l.backoff.OK()
 	d := Decision{Allowed: res[0] == 1}
 	if !d.Allowed {
 		if i := res[1]; i > 0 && i < int64(len(reasons)) {
@@ -272,7 +274,7 @@ func (l *Redis) admitLocal(at time.Time, r Request) Decision {
 func (l *Redis) Settle(at time.Time, r Request, actualTokens int64) {
 	if _, ok := l.localIDs.LoadAndDelete(r.ID); ok {
 		l.local.Settle(at, r, actualTokens)
-		if l.downUntil.Load() > time.Now().UnixNano() {
+		if l.backoff.Paused() {
 			return
 		}
 		// The admission that failed over may have reached Redis: drop its
@@ -285,20 +287,7 @@ func (l *Redis) Settle(at time.Time, r Request, actualTokens int64) {
 		max(r.TokensEstimate, 0), max(actualTokens, 0), r.ID, l.lease.Microseconds()).Err()
 	if err != nil {
 		// The slot ages out with its lease; the token correction is lost.
-		l.failed(err)
-	}
-}
-
-func (l *Redis) failed(err error) {
-	l.downUntil.Store(time.Now().Add(l.retry).UnixNano())
-	if !l.down.Swap(true) {
-		l.log.Warn("rate limits: Redis unreachable, limiting per instance until it is back", "err", err)
-	}
-}
-
-func (l *Redis) recovered() {
-	if l.down.Load() && l.down.Swap(false) {
-		l.log.Info("rate limits: Redis reachable again, limits are shared across instances")
+		l.backoff.Failed(err)
 	}
 }
 

@@ -3,8 +3,8 @@ package route
 import (
 	"context"
 	"errors"
+	"github.com/switchyard/switchyard/host/backoff"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,12 +29,8 @@ type SharedSessions struct {
 	c       redis.UniversalClient
 	prefix  string
 	timeout time.Duration
-	retry   time.Duration
-	log     *slog.Logger
 
-	downUntil atomic.Int64 // UnixNano
-	down      atomic.Bool
-	failures  atomic.Uint64
+	backoff *backoff.Switch
 }
 
 // SharedOptions tune SharedSessions; the zero value gives the defaults.
@@ -62,11 +58,14 @@ func NewSharedSessions(c redis.UniversalClient, o SharedOptions) *SharedSessions
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &SharedSessions{c: c, prefix: o.Prefix, timeout: o.Timeout, retry: o.RetryEvery, log: o.Log}
+	return &SharedSessions{c: c, prefix: o.Prefix, timeout: o.Timeout,
+		backoff: backoff.New(o.RetryEvery, o.Log,
+			"sticky sessions: Redis unreachable, sessions are pinned per instance until it is back",
+			"sticky sessions: Redis reachable again, sessions are shared across instances")}
 }
 
 // Failures counts the Redis calls that failed (for tests and metrics).
-func (s *SharedSessions) Failures() uint64 { return s.failures.Load() }
+func (s *SharedSessions) Failures() uint64 { return s.backoff.Failures() }
 
 var errDown = errors.New("session store unreachable (waiting to retry)")
 
@@ -74,48 +73,34 @@ var errDown = errors.New("session store unreachable (waiting to retry)")
 // its TTL (GETEX, Redis ≥ 6.2): a session lives ttl after it was last
 // pinned or looked up.
 func (s *SharedSessions) get(id string, ttl time.Duration) (string, error) {
-	if s.downUntil.Load() > time.Now().UnixNano() {
+	if s.backoff.Paused() {
 		return "", errDown
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	v, err := s.c.GetEx(ctx, s.prefix+id, ttl).Result()
 	if errors.Is(err, redis.Nil) {
-		s.ok()
+		s.backoff.OK()
 		return "", nil
 	}
 	if err != nil {
-		s.failed(err)
+		s.backoff.Failed(err)
 		return "", err
 	}
-	s.ok()
+	s.backoff.OK()
 	return v, nil
 }
 
 // put pins id to the endpoint key for ttl.
 func (s *SharedSessions) put(id, key string, ttl time.Duration) {
-	if s.downUntil.Load() > time.Now().UnixNano() {
+	if s.backoff.Paused() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	if err := s.c.Set(ctx, s.prefix+id, key, ttl).Err(); err != nil {
-		s.failed(err)
+		s.backoff.Failed(err)
 		return
 	}
-	s.ok()
-}
-
-func (s *SharedSessions) failed(err error) {
-	s.failures.Add(1)
-	s.downUntil.Store(time.Now().Add(s.retry).UnixNano())
-	if !s.down.Swap(true) {
-		s.log.Warn("sticky sessions: Redis unreachable, sessions are pinned per instance until it is back", "err", err)
-	}
-}
-
-func (s *SharedSessions) ok() {
-	if s.down.Load() && s.down.Swap(false) {
-		s.log.Info("sticky sessions: Redis reachable again, sessions are shared across instances")
-	}
+	s.backoff.OK()
 }

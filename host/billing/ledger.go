@@ -390,18 +390,25 @@ func (l *Ledger) Balance(accountID string) Balance {
 // every instance has leased less this one's free lease, Available what this
 // instance can hold now (its free lease and what is not leased). A store
 // that cannot be read gives the figures of this instance's memory.
+//
+// The writer is flushed first so a client reads its own writes: a request
+// answered by this instance is settled in memory before its response, but
+// its record reaches the store with the next group commit.
 func (l *Ledger) sharedBalance(a *account) Balance {
 	var rec accountRec
 	var leased Nanos
-	err := l.db.View(func(tx store.Tx) error {
-		if v := tx.Bucket(bucketAccounts).Get([]byte(a.id)); v != nil {
-			if err := decodeAccount(v, &rec); err != nil {
-				return err
+	err := l.w.sync()
+	if err == nil {
+		err = l.db.View(func(tx store.Tx) error {
+			if v := tx.Bucket(bucketAccounts).Get([]byte(a.id)); v != nil {
+				if err := decodeAccount(v, &rec); err != nil {
+					return err
+				}
 			}
-		}
-		leased = leasedIn(tx, 'a', a.id)
-		return nil
-	})
+			leased = leasedIn(tx, 'a', a.id)
+			return nil
+		})
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
@@ -433,20 +440,24 @@ func (l *Ledger) KeyUsage(k *keys.Key) KeyUsage {
 		ks = &keyState{}
 	}
 	if l.shared {
-		// Other instances charge the key too: read its usage and leases.
+		// Other instances charge the key too: read its usage and leases,
+		// after this instance's queued settlements (see sharedBalance).
 		c := *ks
 		ks = &c
 		a.mu.Unlock()
 		var leased Nanos
-		err := l.db.View(func(tx store.Tx) error {
-			if v := tx.Bucket(bucketKeys).Get([]byte(k.Hash)); v != nil {
-				if err := decodeKeyUsage(v, &ks.usage); err != nil {
-					return err
+		err := l.w.sync()
+		if err == nil {
+			err = l.db.View(func(tx store.Tx) error {
+				if v := tx.Bucket(bucketKeys).Get([]byte(k.Hash)); v != nil {
+					if err := decodeKeyUsage(v, &ks.usage); err != nil {
+						return err
+					}
 				}
-			}
-			leased = leasedIn(tx, 'k', k.Hash)
-			return nil
-		})
+				leased = leasedIn(tx, 'k', k.Hash)
+				return nil
+			})
+		}
 		a.mu.Lock()
 		if err == nil {
 			ks.held = leased - max(ks.lease-ks.held, 0)

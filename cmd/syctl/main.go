@@ -154,7 +154,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1
 	}
-	l, err := billing.Open(db, billing.Options{Index: activity.Index})
+	l, err := billing.Open(db, billing.Options{Index: activity.Index, IndexReads: activity.Reads})
 	if err != nil {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1

@@ -92,7 +92,7 @@ func Index(tx store.Tx, g *billing.Generation) error {
 		return err
 	}
 	suffix := timeID(g.CreatedAt, g.ID)
-	pk := join(g.AccountID, string(suffix))
+	pk := timeKey(g, suffix)
 	if byTime.Get(pk) != nil {
 		return nil
 	}
@@ -115,7 +115,7 @@ func Index(tx store.Tx, g *billing.Generation) error {
 	if err != nil {
 		return err
 	}
-	dk := join(g.AccountID, g.CreatedAt.UTC().Format(time.DateOnly), g.Model, g.KeyHash)
+	dk := dailyKey(g)
 	var t totals
 	t.decode(daily.Get(dk))
 	t.Requests++
@@ -123,6 +123,20 @@ func Index(tx store.Tx, g *billing.Generation) error {
 	t.CompletionTokens += g.Usage.CompletionTokens
 	t.Cost += g.Charged
 	return daily.Put(dk, t.encode())
+}
+
+// Reads appends what Index reads (billing.Options.IndexReads), so a
+// shared store fetches it with the rest of a group's reads.
+func Reads(g *billing.Generation, dst []store.Ref) []store.Ref {
+	return append(dst,
+		store.Ref{Bucket: bucketByTime, Key: timeKey(g, timeID(g.CreatedAt, g.ID))},
+		store.Ref{Bucket: bucketDaily, Key: dailyKey(g)})
+}
+
+func timeKey(g *billing.Generation, suffix []byte) []byte { return join(g.AccountID, string(suffix)) }
+
+func dailyKey(g *billing.Generation) []byte {
+	return join(g.AccountID, g.CreatedAt.UTC().Format(time.DateOnly), g.Model, g.KeyHash)
 }
 
 // join is parts separated by 0 bytes (ids, models and key hashes have none).

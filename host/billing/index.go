@@ -25,6 +25,25 @@ func (l *Ledger) commit(tx store.Tx, g *Generation, leaseOwner string) error {
 	return nil
 }
 
+// commitReads appends what commit reads for g (see writer.go, op.reads).
+func (l *Ledger) commitReads(g *Generation, owner string) func([]store.Ref) []store.Ref {
+	return func(dst []store.Ref) []store.Ref {
+		dst = append(dst,
+			store.Ref{Bucket: bucketGenerations, Key: []byte(g.ID)},
+			store.Ref{Bucket: bucketAccounts, Key: []byte(g.AccountID)},
+			store.Ref{Bucket: bucketKeys, Key: []byte(g.KeyHash)})
+		if owner != "" {
+			dst = append(dst,
+				store.Ref{Bucket: bucketLeases, Key: leaseKey('a', g.AccountID, owner)},
+				store.Ref{Bucket: bucketLeases, Key: leaseKey('k', g.KeyHash, owner)})
+		}
+		if l.opts.IndexReads != nil {
+			dst = l.opts.IndexReads(g, dst)
+		}
+		return dst
+	}
+}
+
 // GenerationIn reads the record id in tx; nil when there is none.
 func GenerationIn(tx store.Tx, id []byte) (*Generation, error) {
 	b := tx.Bucket(bucketGenerations)

@@ -78,6 +78,9 @@ type Options struct {
 	InstanceID string
 	// Index, when set, runs in every settlement's transaction (index.go).
 	Index IndexFunc
+	// IndexReads, when set, appends the values Index reads for g
+	// (writer.go, op.reads).
+	IndexReads func(g *Generation, dst []store.Ref) []store.Ref
 
 	// Cluster mode (a shared store, lease.go). LeaseIdle is how long an
 	// unused lease is kept before its free part goes back (default 2s);
@@ -667,7 +670,7 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 	a.open[r.ID] = r
 	rec := r.record()
 	a.mu.Unlock()
-	l.w.async(rec.put)
+	l.putHold(rec)
 	return r, nil
 }
 

@@ -159,6 +159,22 @@ func (h *holdRec) put(tx store.Tx) error {
 	return tx.Bucket(bucketHolds).Put([]byte(h.ID), h.appendJSON(make([]byte, 0, 512)))
 }
 
+// reads appends what put reads (writer.go, op.reads); the hold itself
+// too, for Checkpoint.
+func (h *holdRec) reads(dst []store.Ref) []store.Ref {
+	return append(dst, store.Ref{Bucket: bucketGenerations, Key: []byte(h.ID)},
+		store.Ref{Bucket: bucketHolds, Key: []byte(h.ID)})
+}
+
+// putHold queues the write of a hold record.
+func (l *Ledger) putHold(h *holdRec) {
+	if l.shared {
+		l.w.asyncReads(h.put, h.reads)
+	} else {
+		l.w.async(h.put)
+	}
+}
+
 // Hold is the amount currently held.
 func (r *Reservation) Hold() Nanos {
 	r.acct.mu.Lock()
@@ -234,7 +250,7 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 	r.checkpoint = Usage{}
 	rec := r.record()
 	a.mu.Unlock()
-	r.l.w.async(rec.put)
+	r.l.putHold(rec)
 	return nil
 }
 
@@ -263,7 +279,7 @@ func (r *Reservation) AddFees(fees ...Fee) {
 	r.feeTotal = addSat(r.feeTotal, sum)
 	rec := r.record()
 	a.mu.Unlock()
-	r.l.w.async(rec.put)
+	r.l.putHold(rec)
 }
 
 // AddFailedAttempt records an attempt that failed; when the provider bills
@@ -281,7 +297,7 @@ func (r *Reservation) AddFailedAttempt(u Usage) {
 	r.checkpoint = Usage{}
 	rec := r.record()
 	a.mu.Unlock()
-	r.l.w.async(rec.put)
+	r.l.putHold(rec)
 }
 
 // Checkpoint records the usage of the current attempt so far (a long
@@ -297,12 +313,17 @@ func (r *Reservation) Checkpoint(u Usage) {
 	r.checkpoint = u
 	rec := r.record()
 	a.mu.Unlock()
-	r.l.w.async(func(tx store.Tx) error {
+	fn := func(tx store.Tx) error {
 		if tx.Bucket(bucketHolds).Get([]byte(rec.ID)) == nil {
 			return nil // settled already
 		}
 		return rec.put(tx)
-	})
+	}
+	if r.l.shared {
+		r.l.w.asyncReads(fn, rec.reads)
+	} else {
+		r.l.w.async(fn)
+	}
 }
 
 // Settle charges the actual cost and writes the generation record; it
@@ -387,7 +408,13 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	if l.opts.AsyncSettle {
 		// Acknowledge from memory; the group-committing writer makes it
 		// durable within one commit (see Options.AsyncSettle).
-		l.w.async(func(tx store.Tx) error { return l.commit(tx, g, l.leaseOwner()) })
+		owner := l.leaseOwner()
+		fn := func(tx store.Tx) error { return l.commit(tx, g, owner) }
+		if l.shared {
+			l.w.asyncReads(fn, l.commitReads(g, owner))
+		} else {
+			l.w.async(fn)
+		}
 		r.result = g
 		return g, nil
 	}

@@ -46,6 +46,10 @@ type writer struct {
 type op struct {
 	fn   func(store.Tx) error
 	done chan error // nil: nobody waits (the write's absence is harmless)
+	// reads, when set, appends the values fn will read: a store whose
+	// reads are round trips (PostgreSQL) fetches a whole group's in one
+	// (store.Prefetch) instead of one or more per operation.
+	reads func([]store.Ref) []store.Ref
 }
 
 func newWriter(db store.DB, logf func(string, ...any), window time.Duration) *writer {
@@ -87,6 +91,11 @@ func (w *writer) do(fn func(store.Tx) error) error {
 
 // async queues fn without waiting.
 func (w *writer) async(fn func(store.Tx) error) { w.submit(op{fn: fn}) }
+
+// asyncReads is async for an fn that declares what it reads (op.reads).
+func (w *writer) asyncReads(fn func(store.Tx) error, reads func([]store.Ref) []store.Ref) {
+	w.submit(op{fn: fn, reads: reads})
+}
 
 // sync waits until everything queued before it is committed.
 func (w *writer) sync() error { return w.do(func(store.Tx) error { return nil }) }
@@ -130,6 +139,15 @@ func (w *writer) flush() bool {
 	}
 	start := time.Now()
 	err := w.db.Update(func(tx store.Tx) error {
+		if _, ok := tx.(store.Prefetcher); ok {
+			var refs []store.Ref
+			for _, o := range batch {
+				if o.reads != nil {
+					refs = o.reads(refs)
+				}
+			}
+			store.Prefetch(tx, refs)
+		}
 		for _, o := range batch {
 			if err := o.fn(tx); err != nil {
 				return err

@@ -136,6 +136,7 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	}
 	g.Ledger, err = billing.Open(g.DB, billing.Options{
 		Index:           activity.Index,
+		IndexReads:      activity.Reads,
 		RequestDeadline: time.Duration(cfg.Timeouts.Request),
 		AsyncSettle:     !cfg.DurableSettle,
 		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },

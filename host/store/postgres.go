@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,9 +32,15 @@ type Postgres struct {
 	subs
 	lis    *listener
 	bcache bucketCache
+	trips  atomic.Int64
 }
 
 var _ DB = (*Postgres)(nil)
+
+// RoundTrips counts the pipelines sent to the server since the store
+// opened (transactions' statements; not the listener's), for tests and
+// benchmarks that check a change spends fewer.
+func (p *Postgres) RoundTrips() int64 { return p.trips.Load() }
 
 // PostgresOptions tunes OpenPostgres; the zero value is the default.
 type PostgresOptions struct {
@@ -237,6 +244,9 @@ type pgTx struct {
 	// transaction wrote, by bucket id and key, so Get reads its writes
 	// without a round trip.
 	overlay map[string][]byte
+	// fetched holds values read ahead by Prefetch (nil: absent), by the
+	// same key as overlay; overlay wins.
+	fetched map[string][]byte
 	// gen counts writes; a cursor whose page predates a write refetches.
 	gen uint64
 	// buckets are the ids this transaction found or created.
@@ -261,7 +271,9 @@ const (
 	sqlLock        = `SELECT pg_advisory_xact_lock($1)`
 	sqlEpoch       = `SELECT epoch FROM sy_meta`
 	sqlGet         = `SELECT value FROM sy_pairs WHERE bucket = $1 AND key = $2`
-	sqlPut         = `INSERT INTO sy_pairs (bucket, key, value) VALUES ($1, $2, $3)
+	sqlGetMany     = `SELECT p.bucket, p.key, p.value FROM unnest($1::bigint[], $2::bytea[]) AS r (bucket, key)
+		JOIN sy_pairs p ON p.bucket = r.bucket AND p.key = r.key`
+	sqlPut = `INSERT INTO sy_pairs (bucket, key, value) VALUES ($1, $2, $3)
 		ON CONFLICT (bucket, key) DO UPDATE SET value = CASE WHEN sy_pairs.value IS NULL THEN sy_incompatible() ELSE EXCLUDED.value END`
 	sqlDelete       = `DELETE FROM sy_pairs WHERE bucket = $1 AND key = $2 AND value IS NOT NULL`
 	sqlBucket       = `SELECT id FROM sy_buckets WHERE parent = $1 AND name = $2`
@@ -361,6 +373,7 @@ func (t *pgTx) send(add func(b *pgx.Batch)) error {
 	if add != nil {
 		add(b)
 	}
+	t.db.trips.Add(1)
 	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
 		return t.fail(fmt.Errorf("store: postgres: %w", err))
 	}
@@ -370,6 +383,7 @@ func (t *pgTx) send(add func(b *pgx.Batch)) error {
 		ids := t.unverified
 		t.unverified = nil
 		var n int
+		t.db.trips.Add(1)
 		if err := t.conn.QueryRow(ctx, sqlBucketsExist, ids).Scan(&n); err != nil {
 			return t.fail(fmt.Errorf("store: postgres: %w", err))
 		}
@@ -442,6 +456,7 @@ func (t *pgTx) rollback() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.db.opts.Timeout)
 	defer cancel()
+	t.db.trips.Add(1)
 	if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {
 		t.fail(fmt.Errorf("store: postgres: rollback: %w", err))
 	}
@@ -461,6 +476,59 @@ func (t *pgTx) write(sql string, args ...any) error {
 		return t.send(nil)
 	}
 	return nil
+}
+
+// Prefetch reads refs in one round trip (with BEGIN and the lock when it
+// is the transaction's first statement); see store.Prefetcher.
+func (t *pgTx) Prefetch(refs []Ref) {
+	if t.err != nil {
+		return
+	}
+	ids := make([]int64, 0, len(refs))
+	keys := make([][]byte, 0, len(refs))
+	var want []string
+	for _, r := range refs {
+		id, ok := t.lookup(0, r.Bucket)
+		if !ok {
+			continue
+		}
+		k := overlayKey(id, r.Key)
+		if _, hit := t.overlay[k]; hit {
+			continue
+		}
+		if _, hit := t.fetched[k]; hit {
+			continue
+		}
+		ids = append(ids, id)
+		keys = append(keys, r.Key)
+		want = append(want, k)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	got := make(map[string][]byte, len(ids))
+	err := t.send(func(b *pgx.Batch) {
+		b.Queue(sqlGetMany, ids, keys).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id int64
+				var k, v []byte
+				if err := rows.Scan(&id, &k, &v); err != nil {
+					return err
+				}
+				got[overlayKey(id, k)] = v
+			}
+			return rows.Err()
+		})
+	})
+	if err != nil {
+		return
+	}
+	if t.fetched == nil {
+		t.fetched = make(map[string][]byte, len(want))
+	}
+	for _, k := range want {
+		t.fetched[k] = got[k] // nil when absent
+	}
 }
 
 func overlayKey(bucket int64, k []byte) string {
@@ -622,7 +690,11 @@ func (b *pgBucket) Get(k []byte) []byte {
 	if t.err != nil {
 		return nil
 	}
-	if v, ok := t.overlay[overlayKey(b.id, k)]; ok {
+	ok := overlayKey(b.id, k)
+	if v, hit := t.overlay[ok]; hit {
+		return v
+	}
+	if v, hit := t.fetched[ok]; hit {
 		return v
 	}
 	var v []byte

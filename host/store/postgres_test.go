@@ -63,6 +63,64 @@ func TestPostgresContract(t *testing.T) {
 	})
 }
 
+// An Update that prefetches what it reads costs two round trips (BEGIN,
+// the lock and the reads; the writes and the COMMIT) however many keys it
+// reads, where reading them one by one costs one each.
+func TestPostgresPrefetchRoundTrips(t *testing.T) {
+	db := openPG(t, sharedPG(t).NewDB(t))
+	const n = 20
+	var refs []store.Ref
+	if err := db.Update(func(tx store.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("b"))
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			k := []byte(fmt.Sprint("k", i))
+			refs = append(refs, store.Ref{Bucket: []byte("b"), Key: k})
+			if err := b.Put(k, []byte("0")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	trips := func(prefetch bool) int64 {
+		before := db.RoundTrips()
+		if err := db.Update(func(tx store.Tx) error {
+			if prefetch {
+				store.Prefetch(tx, refs)
+			}
+			b := tx.Bucket([]byte("b"))
+			for _, r := range refs {
+				v := b.Get(r.Key)
+				if err := b.Put(r.Key, append(v, '1')); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return db.RoundTrips() - before
+	}
+	if got := trips(false); got < n {
+		t.Errorf("%d reads one by one took %d round trips; the counter is wrong", n, got)
+	}
+	if got := trips(true); got != 2 {
+		t.Errorf("%d prefetched reads took %d round trips, want 2", n, got)
+	}
+	if err := db.View(func(tx store.Tx) error {
+		if v := tx.Bucket([]byte("b")).Get([]byte("k7")); string(v) != "011" {
+			t.Errorf("k7 = %q after two increments, want 011", v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPostgresOutage: with the server stopped, transactions fail with
 // ErrUnavailable — also a View whose fn, seeing nil, would have said "not
 // found" — and when it is back the same handle serves again and the

@@ -78,6 +78,30 @@ type Tx interface {
 	Notify(topic, payload string) error
 }
 
+// Ref names one value: a key of a top-level bucket.
+type Ref struct {
+	Bucket, Key []byte
+}
+
+// Prefetcher is implemented by transactions whose reads are round trips
+// (PostgreSQL). Prefetch reads every ref in one round trip and keeps the
+// values, so the Gets that follow cost no round trip each; a store whose
+// reads are memory (bbolt) does not implement it. Refs of missing buckets
+// are ignored. It changes no result, only how many round trips they cost:
+// the transaction's own writes still win, and Update transactions are
+// serialised so nobody else changes a prefetched value before the end.
+type Prefetcher interface {
+	Prefetch(refs []Ref)
+}
+
+// Prefetch asks tx to read refs in one round trip if it can (Prefetcher);
+// otherwise it does nothing.
+func Prefetch(tx Tx, refs []Ref) {
+	if p, ok := tx.(Prefetcher); ok && len(refs) > 0 {
+		p.Prefetch(refs)
+	}
+}
+
 // MaxNotifyPayload bounds a notification's payload (PostgreSQL's NOTIFY
 // takes less than 8000 bytes): send ids, not records.
 const MaxNotifyPayload = 4000

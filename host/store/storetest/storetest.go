@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"CursorDelete", testCursorDelete},
 		{"ForEachAndKeyN", testForEachKeyN},
 		{"ReadYourWrites", testReadYourWrites},
+		{"Prefetch", testPrefetch},
 		{"Rollback", testRollback},
 		{"ViewCannotWrite", testViewCannotWrite},
 		{"ValuesValidDuringTx", testValuesValid},
@@ -656,6 +657,56 @@ func testReadYourWrites(t *testing.T, db store.DB) {
 	if v, _ := get(t, db, "r", "ab"); v != "mid" {
 		t.Errorf("committed: ab = %q", v)
 	}
+}
+
+// Prefetch changes how many round trips reads cost, never what they
+// return: present, absent, nested-bucket and missing-bucket refs, writes
+// before and after it, in Updates and Views.
+func testPrefetch(t *testing.T, db store.DB) {
+	put(t, db, "p", "a", "1", "b", "2", "c", "3")
+	must(t, db.Update(func(tx store.Tx) error {
+		_, err := tx.Bucket([]byte("p")).CreateBucketIfNotExists([]byte("sub"))
+		return err
+	}))
+	refs := func(keys ...string) []store.Ref {
+		var r []store.Ref
+		for _, k := range keys {
+			r = append(r, store.Ref{Bucket: []byte("p"), Key: []byte(k)})
+		}
+		return append(r, store.Ref{Bucket: []byte("nope"), Key: []byte("a")})
+	}
+	must(t, db.Update(func(tx store.Tx) error {
+		b := tx.Bucket([]byte("p"))
+		must(t, b.Put([]byte("a"), []byte("1'")))
+		store.Prefetch(tx, refs("a", "b", "c", "missing", "sub"))
+		for k, want := range map[string]string{"a": "1'", "b": "2", "c": "3", "missing": "", "sub": ""} {
+			if v := b.Get([]byte(k)); string(v) != want || (want == "" && v != nil) {
+				t.Errorf("after Prefetch, Get(%s) = %q, want %q", k, v, want)
+			}
+		}
+		must(t, b.Put([]byte("b"), []byte("2'")))
+		must(t, b.Delete([]byte("c")))
+		must(t, b.Put([]byte("missing"), []byte("now")))
+		for k, want := range map[string]string{"b": "2'", "c": "", "missing": "now"} {
+			if v := b.Get([]byte(k)); string(v) != want || (want == "" && v != nil) {
+				t.Errorf("a write after Prefetch: Get(%s) = %q, want %q", k, v, want)
+			}
+		}
+		if tx.Bucket([]byte("nope")) != nil {
+			t.Error("Prefetch of a missing bucket created it")
+		}
+		return nil
+	}))
+	must(t, db.View(func(tx store.Tx) error {
+		store.Prefetch(tx, refs("a", "b", "c", "missing"))
+		b := tx.Bucket([]byte("p"))
+		for k, want := range map[string]string{"a": "1'", "b": "2'", "c": "", "missing": "now"} {
+			if v := b.Get([]byte(k)); string(v) != want || (want == "" && v != nil) {
+				t.Errorf("View after Prefetch: Get(%s) = %q, want %q", k, v, want)
+			}
+		}
+		return nil
+	}))
 }
 
 func testRollback(t *testing.T, db store.DB) {

@@ -70,8 +70,21 @@ type PruneResult struct {
 // records that are gone.
 var ErrNoUnindex = errors.New("billing: pruning needs Options.Unindex when Options.Index is set")
 
+// PruneOptions tune Prune; the zero value is usable.
+type PruneOptions struct {
+	// Batch is the most records one transaction deletes (≤ 0 or more than
+	// PruneBatch: PruneBatch).
+	Batch int
+	// Between, when set, is called after each batch that is not the last
+	// with how long its transaction took; Prune stops there (returning
+	// what it did, and no error) when it returns false. The gateway's
+	// pruner pauses in it, so a backlog of millions of records is deleted
+	// beside the traffic rather than ahead of it.
+	Between func(took time.Duration) bool
+}
+
 // Prune deletes the generation records created more than retention ago,
-// at most batch (≤ 0: PruneBatch) per transaction, oldest first. Each
+// at most o.Batch per transaction, oldest first. Each
 // transaction also removes the records' index entries (Options.Unindex)
 // and adds what they charged to their account's and key's archived
 // totals. A record whose hold is still open is kept. Records are found by
@@ -82,8 +95,9 @@ var ErrNoUnindex = errors.New("billing: pruning needs Options.Unindex when Optio
 // the transactions are serialised and each deletes only what is still
 // there. Callers bound retention (config.MinRetention): the ledger does
 // not second-guess it.
-func (l *Ledger) Prune(retention time.Duration, batch int) (PruneResult, error) {
+func (l *Ledger) Prune(retention time.Duration, o PruneOptions) (PruneResult, error) {
 	var res PruneResult
+	batch := o.Batch
 	if l.closed.Load() {
 		return res, ErrClosed
 	}
@@ -99,6 +113,7 @@ func (l *Ledger) Prune(retention time.Duration, batch int) (PruneResult, error) 
 	after := ""
 	for {
 		var b pruneBatch
+		began := time.Now()
 		err := l.db.Update(func(tx store.Tx) error {
 			var err error
 			b, err = l.pruneBatch(tx, cut, before, after, batch)
@@ -125,6 +140,9 @@ func (l *Ledger) Prune(retention time.Duration, batch int) (PruneResult, error) 
 		}
 		res.Held += b.held
 		if b.end || l.closed.Load() {
+			return res, nil
+		}
+		if o.Between != nil && !o.Between(time.Since(began)) {
 			return res, nil
 		}
 		after = b.last

@@ -39,7 +39,7 @@ func TestPruneKeepsHeldRecords(t *testing.T) {
 	}
 	later := start.Add(48 * time.Hour)
 	now.Store(&later)
-	res, err := e.l.Prune(time.Hour, 0)
+	res, err := e.l.Prune(time.Hour, PruneOptions{})
 	if err != nil || res.Pruned != 2 || res.Held != 1 {
 		t.Fatalf("prune: %+v %v, want 2 pruned and 1 held", res, err)
 	}

@@ -136,10 +136,23 @@ func TestPrune(t *testing.T) {
 			now := start.Add(40 * day)
 			clk.set(now)
 			const retention, batch = 30 * 24 * time.Hour, 4
-			res, err := l.Prune(retention, batch)
+			// A round told to stop after its first batch stops there; the
+			// next one goes on, pausing between its batches.
+			res, err := l.Prune(retention, billing.PruneOptions{Batch: batch, Between: func(time.Duration) bool { return false }})
+			if err != nil || res.Pruned != batch || res.Batches != 1 {
+				t.Fatalf("stopped prune: %+v %v, want one batch of %d", res, err, batch)
+			}
+			pauses := 0
+			res2, err := l.Prune(retention, billing.PruneOptions{Batch: batch, Between: func(time.Duration) bool { pauses++; return true }})
 			if err != nil {
 				t.Fatal(err)
 			}
+			if res2.Batches != 2 || pauses != 1 {
+				t.Errorf("second round: %+v with %d pauses, want 2 batches and a pause between them", res2, pauses)
+			}
+			res.Pruned += res2.Pruned
+			res.Batches += res2.Batches
+			res.Largest = max(res.Largest, res2.Largest)
 			cut := now.Add(-retention)
 			var gone, kept []rec
 			for _, r := range recs {
@@ -232,7 +245,7 @@ func TestPrune(t *testing.T) {
 
 			// Again: nothing left to prune. The hold, now older than the
 			// retention, settles normally and is pruned by a later round.
-			if res, err := l.Prune(retention, batch); err != nil || res.Pruned != 0 {
+			if res, err := l.Prune(retention, billing.PruneOptions{Batch: batch}); err != nil || res.Pruned != 0 {
 				t.Fatalf("second prune: %+v %v", res, err)
 			}
 			if _, err := open.Settle(billing.Outcome{Usage: billing.Usage{PromptTokens: 5, CompletionTokens: 5}}); err != nil {
@@ -240,7 +253,7 @@ func TestPrune(t *testing.T) {
 			}
 			mustAuditClean(t, l)
 			clk.set(start.Add(90 * day))
-			if res, err := l.Prune(retention, 0); err != nil || res.Pruned != 14 || res.Batches != 1 {
+			if res, err := l.Prune(retention, billing.PruneOptions{}); err != nil || res.Pruned != 14 || res.Batches != 1 {
 				t.Fatalf("third prune: %+v %v, want all 14 records in one batch", res, err)
 			}
 			mustAuditClean(t, l)
@@ -296,7 +309,7 @@ func TestPruneNeedsUnindex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, err := l.Prune(time.Hour, 0); !errors.Is(err, billing.ErrNoUnindex) {
+	if _, err := l.Prune(time.Hour, billing.PruneOptions{}); !errors.Is(err, billing.ErrNoUnindex) {
 		t.Fatalf("Prune without Unindex: %v", err)
 	}
 }

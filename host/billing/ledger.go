@@ -82,7 +82,9 @@ type Options struct {
 	// (writer.go, op.reads).
 	IndexReads func(g *Generation, dst []store.Ref) []store.Ref
 	// Unindex, when set, removes what Index wrote for g except aggregates,
-	// in the transaction that prunes g (prune.go).
+	// in the transaction that prunes g (prune.go). g carries the fields
+	// that name a record: ID, AccountID, KeyHash, Model, CreatedAt and
+	// Charged.
 	Unindex IndexFunc
 
 	// Cluster mode (a shared store, lease.go). LeaseIdle is how long an

@@ -313,3 +313,85 @@ func TestPruneNeedsUnindex(t *testing.T) {
 		t.Fatalf("Prune without Unindex: %v", err)
 	}
 }
+
+// BenchmarkPruneBatch measures one full batch (PruneBatch records with
+// their three index entries each, and the archived totals): how long a
+// prune transaction holds the store's write lock.
+//
+//	go test -run '^$' -bench PruneBatch ./host/billing/
+func BenchmarkPruneBatch(b *testing.B) {
+	for name, open := range map[string]func() (store.DB, func()){
+		"bbolt": func() (store.DB, func()) {
+			db, err := store.OpenBolt(filepath.Join(b.TempDir(), "sy.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return db, func() { db.Close() }
+		},
+		"postgres": func() (store.DB, func()) {
+			s := pgtest.New(b)
+			db, err := store.OpenPostgres(context.Background(), s.NewDB(b), store.PostgresOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return db, func() { db.Close() }
+		},
+	} {
+		b.Run(name, func(b *testing.B) {
+			db, done := open()
+			defer done()
+			if err := activity.Open(db); err != nil {
+				b.Fatal(err)
+			}
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			l, err := billing.Open(db, billing.Options{Now: func() time.Time { return start.Add(365 * 24 * time.Hour) },
+				Index: activity.Index, IndexReads: activity.Reads, Unindex: activity.Unindex})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			seq, totalTrips := 0, int64(0)
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				// One batch of records over 20 accounts and keys, a minute apart.
+				if err := db.Update(func(tx store.Tx) error {
+					for range billing.PruneBatch {
+						seq++
+						at := start.Add(time.Duration(seq) * time.Minute)
+						g := &billing.Generation{ID: idAt(at, seq), AccountID: fmt.Sprint("acct", seq%20), KeyHash: fmt.Sprint("key", seq%20),
+							Model: "acme/m", Provider: "p", Status: billing.StatusSuccess, Charged: 1000, Cost: billing.Cost{Total: 1000}, CreatedAt: at}
+						if err := billing.PutGenerationIn(tx, g); err != nil {
+							return err
+						}
+						if err := activity.Index(tx, g); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+				trips := roundTrips(db)
+				b.StartTimer()
+				res, err := l.Prune(24*time.Hour, billing.PruneOptions{})
+				if err != nil || res.Pruned != billing.PruneBatch || res.Batches != 1 {
+					b.Fatalf("%+v %v", res, err)
+				}
+				b.StopTimer()
+				totalTrips += roundTrips(db) - trips
+				b.StartTimer()
+			}
+			if name == "postgres" {
+				b.ReportMetric(float64(totalTrips)/float64(b.N), "roundtrips/op")
+			}
+		})
+	}
+}
+
+func roundTrips(db store.DB) int64 {
+	if p, ok := db.(*store.Postgres); ok {
+		return p.RoundTrips()
+	}
+	return 0
+}

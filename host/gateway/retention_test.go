@@ -11,6 +11,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/switchyard/switchyard/host/store/pgtest"
 	"github.com/tidwall/gjson"
 )
 
@@ -19,12 +20,18 @@ import (
 // it, while the day's activity totals, the account's usage and the audit
 // are unchanged, and the metric counts what was pruned.
 func TestRetentionOverHTTP(t *testing.T) {
+	t.Run("bbolt", func(t *testing.T) { testRetentionOverHTTP(t, "") })
+	t.Run("postgres", func(t *testing.T) { testRetentionOverHTTP(t, pgtest.Start(t)) })
+}
+
+func testRetentionOverHTTP(t *testing.T, dsn string) {
 	var clock atomic.Pointer[time.Time]
 	began := time.Now()
 	clock.Store(&began)
 	g, err := gatewaytest.Start(gatewaytest.Options{
-		Quiet: true,
-		Now:   func() time.Time { return *clock.Load() },
+		Quiet:    true,
+		StoreDSN: dsn,
+		Now:      func() time.Time { return *clock.Load() },
 		Mutate: func(c *config.Config) {
 			c.Retention.Generations = config.Duration(90 * 24 * time.Hour)
 			c.Metrics.Listen = "127.0.0.1:0"

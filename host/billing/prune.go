@@ -112,6 +112,22 @@ func (l *Ledger) Prune(retention time.Duration, o PruneOptions) (PruneResult, er
 	now := l.now()
 	before := now.Add(-retention)
 	cut := IDAt(before)
+	// Nothing old enough (the usual round, minutes after the last): a
+	// read, not an Update, which would take the store's write lock (on
+	// PostgreSQL the whole cluster's) for nothing.
+	idle := false
+	if err := l.db.View(func(tx store.Tx) error {
+		gens := tx.Bucket(bucketGenerations)
+		if gens == nil {
+			idle = true
+			return nil
+		}
+		k, _ := gens.Cursor().First()
+		idle = k == nil || string(k) >= cut
+		return nil
+	}); err != nil || idle {
+		return res, err
+	}
 	after := ""
 	for {
 		var b pruneBatch

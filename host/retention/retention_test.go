@@ -98,9 +98,9 @@ func TestPrunerRounds(t *testing.T) {
 		{0, 0, 5, false},
 		{1, 0, 0, true},                     // the other instance did it just now
 		{1, every / 4, 0, true},             // still less than half an interval ago
-		{1, every / 2, 0, false},            // not any more: a round that finds nothing
-		{0, 0, 0, true},                     // which the first instance then skips
-		{0, 2 * every, 0, false},            // and an interval later runs again
+		{1, every / 2, 0, false},            // not any more: a round that finds nothing (a read)
+		{0, 0, 0, false},                    // and leaves no record, so the next runs too
+		{0, 2 * every, 0, false},            // as does one an interval later
 		{0, -10 * 24 * time.Hour, 0, false}, // a clock stepped back does not skip either
 	} {
 		clk.set(clk.now().Add(tc.advance))

@@ -159,6 +159,16 @@ func (h *holdRec) put(tx store.Tx) error {
 	return tx.Bucket(bucketHolds).Put([]byte(h.ID), h.appendJSON(make([]byte, 0, 512)))
 }
 
+// settleOp is the writer operation that commits g.
+func (l *Ledger) settleOp(g *Generation) op {
+	owner := l.leaseOwner()
+	o := op{fn: func(tx store.Tx) error { return l.commit(tx, g, owner) }, settles: g.ID}
+	if l.shared {
+		o.reads = l.commitReads(g, owner)
+	}
+	return o
+}
+
 // reads appends what put reads (writer.go, op.reads); the hold itself
 // too, for Checkpoint.
 func (h *holdRec) reads(dst []store.Ref) []store.Ref {
@@ -168,11 +178,11 @@ func (h *holdRec) reads(dst []store.Ref) []store.Ref {
 
 // putHold queues the write of a hold record.
 func (l *Ledger) putHold(h *holdRec) {
+	o := op{fn: h.put, hold: h.ID}
 	if l.shared {
-		l.w.asyncReads(h.put, h.reads)
-	} else {
-		l.w.async(h.put)
+		o.reads = h.reads
 	}
+	l.w.asyncOp(o)
 }
 
 // Hold is the amount currently held.
@@ -319,11 +329,11 @@ func (r *Reservation) Checkpoint(u Usage) {
 		}
 		return rec.put(tx)
 	}
+	o := op{fn: fn, hold: rec.ID}
 	if r.l.shared {
-		r.l.w.asyncReads(fn, rec.reads)
-	} else {
-		r.l.w.async(fn)
+		o.reads = rec.reads
 	}
+	r.l.w.asyncOp(o)
 }
 
 // Settle charges the actual cost and writes the generation record; it
@@ -408,17 +418,11 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	if l.opts.AsyncSettle {
 		// Acknowledge from memory; the group-committing writer makes it
 		// durable within one commit (see Options.AsyncSettle).
-		owner := l.leaseOwner()
-		fn := func(tx store.Tx) error { return l.commit(tx, g, owner) }
-		if l.shared {
-			l.w.asyncReads(fn, l.commitReads(g, owner))
-		} else {
-			l.w.async(fn)
-		}
+		l.w.asyncOp(l.settleOp(g))
 		r.result = g
 		return g, nil
 	}
-	err := l.w.do(func(tx store.Tx) error { return l.commit(tx, g, l.leaseOwner()) })
+	err := l.w.doOp(l.settleOp(g))
 	if err != nil {
 		// Not durable: undo the charge and reopen with nothing held, so a
 		// retry charges from the available balance and never overdraws.

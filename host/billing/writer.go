@@ -41,6 +41,7 @@ type writer struct {
 	// when closing began.
 	fails   int
 	closing time.Time
+	settled map[string]struct{} // holds the group being committed settles
 }
 
 type op struct {
@@ -50,6 +51,12 @@ type op struct {
 	// reads are round trips (PostgreSQL) fetches a whole group's in one
 	// (store.Prefetch) instead of one or more per operation.
 	reads func([]store.Ref) []store.Ref
+	// hold names the hold record fn writes, settles the one it settles
+	// (and deletes). A group that settles a hold skips the writes of that
+	// hold: in one transaction they would be undone by the settlement
+	// anyway (a request answered within the commit window — most JSON
+	// requests — never writes its hold record).
+	hold, settles string
 }
 
 func newWriter(db store.DB, logf func(string, ...any), window time.Duration) *writer {
@@ -92,9 +99,16 @@ func (w *writer) do(fn func(store.Tx) error) error {
 // async queues fn without waiting.
 func (w *writer) async(fn func(store.Tx) error) { w.submit(op{fn: fn}) }
 
-// asyncReads is async for an fn that declares what it reads (op.reads).
-func (w *writer) asyncReads(fn func(store.Tx) error, reads func([]store.Ref) []store.Ref) {
-	w.submit(op{fn: fn, reads: reads})
+// asyncOp queues o without waiting.
+func (w *writer) asyncOp(o op) { w.submit(o) }
+
+// doOp queues o and waits until it is committed or has failed.
+func (w *writer) doOp(o op) error {
+	o.done = make(chan error, 1)
+	if !w.submit(o) {
+		return ErrClosed
+	}
+	return <-o.done
 }
 
 // sync waits until everything queued before it is committed.
@@ -138,19 +152,37 @@ func (w *writer) flush() bool {
 		return false
 	}
 	start := time.Now()
+	clear(w.settled)
+	for _, o := range batch {
+		if o.settles != "" {
+			if w.settled == nil {
+				w.settled = map[string]struct{}{}
+			}
+			w.settled[o.settles] = struct{}{}
+		}
+	}
+	skip := func(o *op) bool {
+		if o.hold == "" || len(w.settled) == 0 {
+			return false
+		}
+		_, ok := w.settled[o.hold]
+		return ok
+	}
 	err := w.db.Update(func(tx store.Tx) error {
 		if _, ok := tx.(store.Prefetcher); ok {
 			var refs []store.Ref
-			for _, o := range batch {
-				if o.reads != nil {
+			for i := range batch {
+				if o := &batch[i]; o.reads != nil && !skip(o) {
 					refs = o.reads(refs)
 				}
 			}
 			store.Prefetch(tx, refs)
 		}
-		for _, o := range batch {
-			if err := o.fn(tx); err != nil {
-				return err
+		for i := range batch {
+			if o := &batch[i]; !skip(o) {
+				if err := o.fn(tx); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

@@ -2,8 +2,10 @@ package modules
 
 import (
 	"context"
+	"strings"
 	"time"
 
+	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/wasm"
 )
@@ -11,9 +13,32 @@ import (
 // Notification topics: a module's active version changed (payload: its
 // scoped name), a default-on plugin was set or cleared.
 const (
-	topicActive   = "module_active"
-	topicDefaults = "module_defaults"
+	topicActive    = "module_active"
+	topicDefaults  = "module_defaults"
+	topicPublished = "module_published" // payload: publisher's token, space, name@version
 )
+
+// A version published elsewhere is compiled here ahead of its activation
+// (prewarm), so the activation that follows — usually the same request's,
+// a compile time later — swaps in a module that is ready instead of
+// starting a compile of its own: the version answers from every instance
+// about when it answers from the one that published it. Bounded, because
+// tenants publish: at most warmMax versions are kept compiled, each for
+// warmTTL, and publications beyond warmQueue waiting are not prewarmed
+// (their activation compiles, as without prewarming).
+var (
+	warmMax   = 2
+	warmTTL   = time.Minute
+	warmQueue = 4
+)
+
+// warmMod is a version being (or done being) compiled ahead of activation.
+type warmMod struct {
+	ready chan struct{} // closed when mod/err are set
+	mod   *wasm.Module
+	err   error
+	at    time.Time
+}
 
 // RecheckInterval is how often a gateway on a shared store compares the
 // stored active versions with what it runs, in case a notification was
@@ -39,6 +64,21 @@ func (r *Registry) follow() {
 	r.unsub = append(r.unsub,
 		r.db.Subscribe(topicActive, poke),
 		r.db.Subscribe(topicDefaults, func(string) { r.loadDefaults() }))
+	if r.db.Shared() {
+		r.prewarm = make(chan string, warmQueue)
+		r.unsub = append(r.unsub, r.db.Subscribe(topicPublished, func(payload string) {
+			from, id, ok := strings.Cut(payload, " ")
+			if !ok || from == r.self {
+				return // a Resync, or this gateway's own publication
+			}
+			select {
+			case r.prewarm <- id:
+			default: // too many waiting: their activations compile
+			}
+		}))
+		r.followWG.Add(1)
+		go r.warmLoop()
+	}
 	r.followWG.Add(1)
 	go func() {
 		defer r.followWG.Done()
@@ -98,10 +138,14 @@ func (r *Registry) converge1(name, version string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	m, bin, err := r.read(name, version)
-	var mod *wasm.Module
-	if err == nil {
-		mod, err = r.load(ctx, name, m, bin)
+	mod, err := r.takeWarm(ctx, id)
+	if mod == nil && err == nil {
+		var m *manifest.Manifest
+		var bin []byte
+		m, bin, err = r.read(name, version)
+		if err == nil {
+			mod, err = r.load(ctx, name, m, bin)
+		}
 	}
 	if err != nil {
 		// Logged once: the version stays what the store says is active,
@@ -115,4 +159,166 @@ func (r *Registry) converge1(name, version string) {
 	}
 	r.swap(name, mod)
 	r.log.Info("module activated by another gateway", "module", mod.ID)
+}
+
+// warmLoop compiles the versions other gateways publish, one at a time,
+// and closes the ones nobody activated within warmTTL.
+func (r *Registry) warmLoop() {
+	defer r.followWG.Done()
+	t := time.NewTicker(warmTTL / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			r.warmMu.Lock()
+			for id, w := range r.warm {
+				<-w.ready // compiled by this goroutine: done
+				if w.mod != nil {
+					_ = w.mod.Close(context.Background())
+				}
+				delete(r.warm, id)
+			}
+			r.warmMu.Unlock()
+			return
+		case <-t.C:
+			r.expireWarm(time.Now())
+		case id := <-r.prewarm:
+			r.warmUp(id)
+		}
+	}
+}
+
+// warmUp compiles id unless it is active here already or being warmed.
+func (r *Registry) warmUp(id string) {
+	i := strings.LastIndexByte(id, '@')
+	if i <= 0 {
+		return
+	}
+	name, version := id[:i], id[i+1:]
+	if m := (*r.active.Load())[name]; m != nil && m.ID == id {
+		return
+	}
+	r.warmMu.Lock()
+	if _, ok := r.warm[id]; ok {
+		r.warmMu.Unlock()
+		return
+	}
+	if r.warm == nil {
+		r.warm = map[string]*warmMod{}
+	}
+	for len(r.warm) >= warmMax && r.evictOldestWarm() {
+	}
+	w := &warmMod{ready: make(chan struct{}), at: time.Now()}
+	r.warm[id] = w
+	r.warmMu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	m, bin, err := r.read(name, version)
+	if err == nil {
+		w.mod, w.err = r.load(ctx, name, m, bin)
+	} else {
+		w.err = err
+	}
+	close(w.ready)
+	if w.err != nil {
+		r.log.Warn("modules: compiling a version published by another gateway", "module", id, "err", w.err)
+	}
+}
+
+// keepWarm keeps mod, compiled for a publication here, for its activation.
+func (r *Registry) keepWarm(id string, mod *wasm.Module) {
+	w := &warmMod{ready: make(chan struct{}), mod: mod, at: time.Now()}
+	close(w.ready)
+	r.warmMu.Lock()
+	defer r.warmMu.Unlock()
+	if _, ok := r.warm[id]; ok {
+		// Cannot happen (a version is published once); keep the first.
+		_ = mod.Close(context.Background())
+		return
+	}
+	if r.warm == nil {
+		r.warm = map[string]*warmMod{}
+	}
+	for len(r.warm) >= warmMax && r.evictOldestWarm() {
+	}
+	r.warm[id] = w
+}
+
+// evictOldestWarm closes the oldest finished entry (warmMu held) and
+// reports whether there was one: an entry still compiling (there is at
+// most one, warmLoop's) is not evicted.
+func (r *Registry) evictOldestWarm() bool {
+	var oldest string
+	for id, w := range r.warm {
+		select {
+		case <-w.ready:
+		default:
+			continue
+		}
+		if oldest == "" || w.at.Before(r.warm[oldest].at) {
+			oldest = id
+		}
+	}
+	if oldest == "" {
+		return false
+	}
+	if w := r.warm[oldest]; w.mod != nil {
+		_ = w.mod.Close(context.Background())
+	}
+	delete(r.warm, oldest)
+	return true
+}
+
+func (r *Registry) expireWarm(now time.Time) {
+	r.warmMu.Lock()
+	defer r.warmMu.Unlock()
+	for id, w := range r.warm {
+		select {
+		case <-w.ready:
+		default:
+			continue
+		}
+		if now.Sub(w.at) > warmTTL {
+			if w.mod != nil {
+				_ = w.mod.Close(context.Background())
+			}
+			delete(r.warm, id)
+		}
+	}
+}
+
+// takeWarm returns the module compiled ahead for id, waiting for a compile
+// in progress; nil, nil when there is none (or it failed: the caller loads
+// it again and reports that failure).
+func (r *Registry) takeWarm(ctx context.Context, id string) (*wasm.Module, error) {
+	r.warmMu.Lock()
+	w, ok := r.warm[id]
+	if ok {
+		delete(r.warm, id)
+	}
+	r.warmMu.Unlock()
+	if !ok {
+		return nil, nil
+	}
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		// Not ours any more: close it when it is done.
+		go func() {
+			<-w.ready
+			if w.mod != nil {
+				_ = w.mod.Close(context.Background())
+			}
+		}()
+		return nil, ctx.Err()
+	}
+	return w.mod, nil
 }

@@ -2,6 +2,7 @@ package modules_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -78,5 +79,94 @@ func TestActivationReachesOtherGateways(t *testing.T) {
 	}
 	if d := two.Defaults(""); len(d) != 1 || d[0] != "openai" {
 		t.Fatalf("defaults on the other gateway: %v", d)
+	}
+}
+
+// A version published on one gateway is compiled on the others before it
+// is activated, so its activation there swaps in what is ready instead of
+// compiling; compiled-ahead versions are bounded (tenants publish).
+func TestPublishedVersionCompiledAhead(t *testing.T) {
+	ctx := context.Background()
+	bin, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "build", "wasm", "openai.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make wasm)", err)
+	}
+	bdb, err := store.OpenBolt(filepath.Join(t.TempDir(), "sy.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	db := storetest.Shared(bdb)
+	var regs []*modules.Registry
+	for range 2 {
+		e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
+		r, err := modules.Open(db, e, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close(ctx)
+		defer r.Close()
+		regs = append(regs, r)
+	}
+	one, two := regs[0], regs[1]
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("60 s and still not: %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	oneLoads := one.Loads()
+	if _, err := one.PublishScoped(ctx, "", manifest(t, "2.0.0"), bin, "test"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the other gateway compiled 2.0.0 ahead", func() bool {
+		p := two.Prewarmed()
+		return len(p) == 1 && p[0] == "openai@2.0.0"
+	})
+	loads := two.Loads()
+	if err := one.Activate(ctx, "openai", "2.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the other gateway runs 2.0.0", func() bool {
+		m, release := two.Acquire("openai")
+		defer release()
+		return m != nil && m.ID == "openai@2.0.0"
+	})
+	if n := one.Loads() - oneLoads; n != 1 {
+		t.Errorf("the publishing gateway compiled 2.0.0 %d times; want once", n)
+	}
+	if n := two.Loads() - loads; n != 0 {
+		t.Errorf("the activation compiled %d more time(s) on the other gateway; want it to take the version compiled ahead", n)
+	}
+	if p := two.Prewarmed(); len(p) != 0 {
+		t.Errorf("after the activation, still compiled ahead: %v", p)
+	}
+
+	// A burst of publications: the other gateway keeps at most two
+	// compiled ahead (and drops what exceeds its queue).
+	for i := range 6 {
+		if _, err := one.PublishScoped(ctx, "", manifest(t, fmt.Sprintf("3.0.%d", i)), bin, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor("the other gateway compiled the newest publications ahead", func() bool {
+		return len(two.Prewarmed()) == 2
+	})
+	// Activating one it did not keep compiles it there, as without
+	// compiling ahead.
+	if err := one.Activate(ctx, "openai", "3.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the other gateway runs 3.0.0", func() bool {
+		m, release := two.Acquire("openai")
+		defer release()
+		return m != nil && m.ID == "openai@3.0.0"
+	})
+	if p := two.Prewarmed(); len(p) > 2 {
+		t.Errorf("compiled ahead: %v, want at most 2", p)
 	}
 }

@@ -8,6 +8,7 @@ package modules
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -86,6 +87,14 @@ type Registry struct {
 	// unloadable are the versions activated elsewhere that did not load
 	// here (guarded by mu).
 	unloadable map[string]bool
+	// Versions published elsewhere, compiled ahead of their activation
+	// (follow.go, warmUp).
+	prewarm chan string
+	warmMu  sync.Mutex
+	warm    map[string]*warmMod
+	loads   atomic.Int64
+	// self tells this registry's publications from others' (random).
+	self string
 }
 
 // SetSettings installs the operator's module settings (config
@@ -114,7 +123,7 @@ func Open(db store.DB, engine *wasm.Engine, log *slog.Logger) (*Registry, error)
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{db: db, engine: engine, log: log, stop: make(chan struct{})}
+	r := &Registry{db: db, engine: engine, log: log, stop: make(chan struct{}), self: rand.Text()}
 	empty := map[string]*wasm.Module{}
 	r.active.Store(&empty)
 	r.loadDefaults()
@@ -236,7 +245,12 @@ func (r *Registry) PublishScoped(ctx context.Context, scope string, manifestJSON
 	if err != nil {
 		return nil, err
 	}
-	_ = mod.Close(ctx)
+	if r.prewarm != nil {
+		// A shared store: kept compiled for an activation that follows.
+		r.keepWarm(Scoped(scope, m.Name)+"@"+m.Version, mod)
+	} else {
+		_ = mod.Close(ctx)
+	}
 	return m, nil
 }
 
@@ -265,6 +279,9 @@ func (r *Registry) publish(ctx context.Context, scope string, manifestJSON, bin 
 	if r.stored(name, m.Version).SHA256 != "" {
 		return nil, nil, errExists(name, m.Version)
 	}
+	if r.db.Shared() {
+		return r.publishShared(ctx, name, m, manifestJSON, bin, source)
+	}
 	mod, err := r.load(ctx, name, m, bin)
 	if err != nil {
 		return nil, nil, err
@@ -276,10 +293,46 @@ func (r *Registry) publish(ctx context.Context, scope string, manifestJSON, bin 
 	return m, mod, nil
 }
 
+// publishShared is publish on a shared store: the version is validated
+// (cheaply: decoded and checked, not compiled), stored and announced
+// first, so the other gateways compile it while this one does (follow.go,
+// warmUp), then loaded here. A version that validates but does not load
+// (its start function traps, say) is deleted again; until then the others
+// may have compiled it for nothing, and it was listed but never active.
+func (r *Registry) publishShared(ctx context.Context, name string, m *manifest.Manifest, manifestJSON, bin []byte, source string) (*manifest.Manifest, *wasm.Module, error) {
+	if err := r.engine.Validate(ctx, m, bin); err != nil {
+		return nil, nil, err
+	}
+	id := name + "@" + m.Version
+	if err := r.db.Update(func(tx store.Tx) error {
+		if err := storeTx(tx, name, m.Version, manifestJSON, bin, source, false, time.Now().UTC()); err != nil {
+			return err
+		}
+		return tx.Notify(topicPublished, r.self+" "+id)
+	}); err != nil {
+		return nil, nil, err
+	}
+	mod, err := r.load(ctx, name, m, bin)
+	if err != nil {
+		if derr := r.db.Update(func(tx store.Tx) error {
+			k := key(name, m.Version)
+			if err := tx.Bucket(bucketBinaries).Delete(k); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketManifests).Delete(k)
+		}); derr != nil {
+			r.log.Error("modules: removing a published version that does not load", "module", id, "err", derr)
+		}
+		return nil, nil, err
+	}
+	return m, mod, nil
+}
+
 // load loads a module stored as name: an account's module (Scoped with an
 // account) as a tenant's, under the operator's ceilings and on fresh
 // memory per call; the gateway's as trusted.
 func (r *Registry) load(ctx context.Context, name string, m *manifest.Manifest, bin []byte) (*wasm.Module, error) {
+	r.loads.Add(1)
 	if i := strings.LastIndexByte(name, '/'); i > 0 {
 		return r.engine.LoadTenant(ctx, name[:i], m, bin)
 	}
@@ -312,13 +365,18 @@ func storeTx(tx store.Tx, name, version string, manifestJSON, bin []byte, source
 func (r *Registry) Activate(ctx context.Context, name, version string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m, bin, err := r.read(name, version)
+	mod, err := r.takeWarm(ctx, name+"@"+version)
 	if err != nil {
 		return err
 	}
-	mod, err := r.load(ctx, name, m, bin)
-	if err != nil {
-		return err
+	if mod == nil {
+		m, bin, err := r.read(name, version)
+		if err != nil {
+			return err
+		}
+		if mod, err = r.load(ctx, name, m, bin); err != nil {
+			return err
+		}
 	}
 	return r.commit(ctx, name, version, mod)
 }

@@ -1,5 +1,7 @@
 package modules
 
+import "sort"
+
 // PoolSizes reports the live instances (pooled or in use) of each active
 // module, for metrics.
 func (r *Registry) PoolSizes() map[string]int {
@@ -9,4 +11,29 @@ func (r *Registry) PoolSizes() map[string]int {
 		out[name] = m.Live()
 	}
 	return out
+}
+
+// Loads counts the modules this registry compiled and instantiated
+// (publications, activations, versions compiled ahead); lazily loaded
+// start-up versions count when their first call loads them elsewhere, not
+// here.
+func (r *Registry) Loads() int64 { return r.loads.Load() }
+
+// Prewarmed lists the versions published by other gateways that are
+// compiled here, ready for their activation (follow.go).
+func (r *Registry) Prewarmed() []string {
+	r.warmMu.Lock()
+	defer r.warmMu.Unlock()
+	var ids []string
+	for id, w := range r.warm {
+		select {
+		case <-w.ready:
+			if w.mod != nil {
+				ids = append(ids, id)
+			}
+		default:
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }

@@ -17,6 +17,7 @@
 //	syctl -db PATH activity -account ID [-from DATE] [-to DATE] [-group-by model|key]
 //	syctl -db PATH account set-log-content -account ID -on|-off
 //	syctl -db PATH audit
+//	syctl -db PATH prune -older-than 90d [-batch N]
 //	syctl -db PATH module list [-scope ACCOUNT]
 //	syctl -db PATH module publish -manifest FILE -wasm FILE [-scope ACCOUNT] [-activate]
 //	syctl -db PATH module activate [-scope ACCOUNT] NAME VERSION
@@ -70,6 +71,7 @@ commands:
   activity -account ID [-from DATE] [-to DATE] [-group-by model|key]
   account set-log-content -account ID -on|-off
   audit
+  prune -older-than 90d [-batch N]   (delete generation records older than that; totals stay)
   module list [-scope ACCOUNT]
   module publish -manifest FILE -wasm FILE [-scope ACCOUNT] [-activate]
   module activate [-scope ACCOUNT] NAME VERSION
@@ -154,7 +156,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1
 	}
-	l, err := billing.Open(db, billing.Options{Index: activity.Index, IndexReads: activity.Reads})
+	l, err := billing.Open(db, billing.Options{Index: activity.Index, IndexReads: activity.Reads, Unindex: activity.Unindex})
 	if err != nil {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1
@@ -178,6 +180,9 @@ func (c *cli) dispatch(args []string, stderr io.Writer) error {
 	}
 	if args[0] == "audit" {
 		return c.audit()
+	}
+	if args[0] == "prune" { // prune.go
+		return c.prune(args[1:], stderr)
 	}
 	if args[0] == "generations" || args[0] == "activity" { // activity.go
 		return c.activityCommand(args[0], args[1:], stderr)

@@ -558,6 +558,9 @@ func (h *handlers) getGeneration(c *fiber.Ctx) error {
 		if err != nil && !errors.Is(err, billing.ErrNotFound) {
 			return Fail(c, http.StatusInternalServerError, "internal server error")
 		}
+		if msg := h.prunedMessage(id); msg != "" {
+			return Fail(c, http.StatusNotFound, msg)
+		}
 		return Fail(c, http.StatusNotFound, "Generation not found: no generation with id "+strconv.Quote(id))
 	}
 	return c.JSON(fiber.Map{"data": g})

@@ -11,9 +11,10 @@ import (
 
 // Audit recomputes every balance from the durable records, in one read
 // transaction: an account's credits must equal the sum of its top-ups, its
-// usage the sum of the amounts charged in its generation records, and its
+// usage the sum of the amounts charged in its generation records (plus
+// the archived totals of the records pruned for their age), and its
 // balance credits minus usage; a key's total usage must equal the sum
-// charged in its generation records. It returns one line per discrepancy
+// charged in its generation records (likewise plus its archived total). It returns one line per discrepancy
 // (none when the ledger is consistent). Open holds are not part of any
 // balance and are not checked.
 func (l *Ledger) Audit() ([]string, error) {
@@ -22,7 +23,24 @@ func (l *Ledger) Audit() ([]string, error) {
 	byKey := map[string]Nanos{}
 	var problems []string
 	err := l.db.View(func(tx store.Tx) error {
-		err := tx.Bucket(bucketCredits).ForEach(func(_, v []byte) error {
+		// Pruned records (prune.go) count through their archived totals.
+		archA, archK, err := archivedIn(tx)
+		if err != nil {
+			return err
+		}
+		for id, r := range archA {
+			charged[id] += r.Charged
+			if r.Charged < 0 || r.Records < 0 {
+				problems = append(problems, fmt.Sprintf("account %s: archived totals are negative (%s in %d records)", id, r.Charged, r.Records))
+			}
+		}
+		for hash, r := range archK {
+			byKey[hash] += r.Charged
+			if r.Charged < 0 || r.Records < 0 {
+				problems = append(problems, fmt.Sprintf("key %s: archived totals are negative (%s in %d records)", hash, r.Charged, r.Records))
+			}
+		}
+		err = tx.Bucket(bucketCredits).ForEach(func(_, v []byte) error {
 			var c creditRec
 			if err := json.Unmarshal(v, &c); err != nil {
 				return err

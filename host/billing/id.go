@@ -2,6 +2,7 @@ package billing
 
 import (
 	"crypto/rand"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -63,4 +64,29 @@ func IDAt(t time.Time) string {
 		u /= 62
 	}
 	return string(b[:])
+}
+
+// IDTime is the time an id of NewID's form carries (to the microsecond);
+// ok is false for an id of another form (one a client or an import chose).
+func IDTime(id string) (t time.Time, ok bool) {
+	if len(id) < 28 || id[:4] != "gen-" {
+		return t, false
+	}
+	var u uint64
+	for i := 4; i < 14; i++ {
+		d := strings.IndexByte(idAlphabet, id[i])
+		if d < 0 {
+			return t, false
+		}
+		u = u*62 + uint64(d)
+	}
+	for i := 14; i < 28; i++ {
+		if strings.IndexByte(idAlphabet, id[i]) < 0 {
+			return t, false
+		}
+	}
+	if u > 1<<62 {
+		return t, false
+	}
+	return time.UnixMicro(int64(u)).UTC(), true
 }

@@ -81,6 +81,11 @@ type Options struct {
 	// IndexReads, when set, appends the values Index reads for g
 	// (writer.go, op.reads).
 	IndexReads func(g *Generation, dst []store.Ref) []store.Ref
+	// Unindex, when set, removes what Index wrote for g except aggregates,
+	// in the transaction that prunes g (prune.go). g carries the fields
+	// that name a record: ID, AccountID, KeyHash, Model, CreatedAt and
+	// Charged.
+	Unindex IndexFunc
 
 	// Cluster mode (a shared store, lease.go). LeaseIdle is how long an
 	// unused lease is kept before its free part goes back (default 2s);

@@ -122,6 +122,9 @@ type Config struct {
 	// docs/observability.md).
 	Metrics Metrics `yaml:"metrics"`
 	Log     Log     `yaml:"log"`
+	// Retention bounds how long generation records are kept (retention.go);
+	// absent, forever.
+	Retention Retention `yaml:"retention"`
 }
 
 // Modules is the configuration of module host functions; 0 means the
@@ -256,9 +259,9 @@ type Timeouts struct {
 // Duration is a time.Duration read from a string.
 type Duration time.Duration
 
-// UnmarshalYAML parses "30s"-style durations.
+// UnmarshalYAML parses "30s"-style durations, and whole days ("90d").
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
+	v, err := ParseDuration(n.Value)
 	if err != nil {
 		return fmt.Errorf("line %d: %w", n.Line, err)
 	}
@@ -340,6 +343,9 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if err := c.checkObservability(); err != nil {
 		return nil, err
+	}
+	if err := CheckRetention(time.Duration(c.Retention.Generations)); err != nil {
+		return nil, fmt.Errorf("config: retention.generations: %w", err)
 	}
 	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
 		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")

@@ -28,6 +28,7 @@ import (
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/netguard"
 	"github.com/switchyard/switchyard/host/ratelimit"
+	"github.com/switchyard/switchyard/host/retention"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
@@ -47,6 +48,9 @@ type Options struct {
 	// ConfigPath is the file cfg was loaded from ("": the embedded
 	// default); Reload and WatchConfig read it again.
 	ConfigPath string
+	// Now is the ledger's and the pruner's clock (nil: time.Now): tests
+	// age generation records past the retention with it.
+	Now func() time.Time
 }
 
 // Gateway is an assembled gateway, not yet serving: call Server.Listen or
@@ -72,6 +76,9 @@ type Gateway struct {
 	DemoURL string
 	// MetricsAddr is the address /metrics is served on ("" when off).
 	MetricsAddr string
+	// Pruner deletes old generation records (retention.go); nil without
+	// retention.generations.
+	Pruner *retention.Pruner
 
 	log     *slog.Logger
 	closers []func()
@@ -137,14 +144,17 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	g.Ledger, err = billing.Open(g.DB, billing.Options{
 		Index:           activity.Index,
 		IndexReads:      activity.Reads,
+		Unindex:         activity.Unindex,
 		RequestDeadline: time.Duration(cfg.Timeouts.Request),
 		AsyncSettle:     !cfg.DurableSettle,
+		Now:             opts.Now,
 		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	g.closers = append(g.closers, func() { _ = g.Ledger.Close() })
+	g.startPruner(opts.Now) // retention.go
 	// A key's limit changed (here or on another gateway of the cluster):
 	// its leases go back and are taken again against the new limit.
 	g.closers = append(g.closers, g.DB.Subscribe(keys.TopicKeys, func(hash string) {

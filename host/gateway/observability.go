@@ -37,6 +37,7 @@ func (g *Gateway) startTelemetry(ctx context.Context) (*telemetry.Telemetry, err
 			m.Gauges(g.Ledger.WriterQueue, g.Modules.PoolSizes)
 			g.Ledger.ObserveCommits(m.LedgerCommit)
 			g.redisMetrics(m.Registry)
+			g.pruneMetrics(m.Registry)
 			mux := http.NewServeMux()
 			mux.Handle("GET /metrics", m.Handler())
 			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

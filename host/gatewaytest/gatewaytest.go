@@ -69,6 +69,8 @@ type Options struct {
 	// the gateway's data directory), so tests can change it and reload
 	// (Gateway.WriteConfig, Gateway.GW.Reload).
 	ConfigFile bool
+	// Now is the gateway's ledger clock (nil: time.Now), to age records.
+	Now func() time.Time
 }
 
 // Gateway is a running test gateway.
@@ -231,6 +233,7 @@ func Start(opts Options) (*Gateway, error) {
 		// milliseconds.
 		CacheDir:   filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"),
 		ConfigPath: g.ConfigPath,
+		Now:        opts.Now,
 	})
 	if err != nil {
 		return nil, err

@@ -9,8 +9,8 @@ import (
 	"github.com/switchyard/switchyard/host/store/pgtest"
 )
 
-// TestPostgresPagePlans: a cursor page and a Get are index scans of the
-// primary key in key order — no sort, no bitmap scan that would read the
+// TestPostgresPagePlans: a cursor page, a Get and a run of deletes are
+// index scans of the primary key in key order — no sort, no bitmap scan that would read the
 // rest of the bucket — on a fresh table (no statistics) and after
 // ANALYZE, with the custom plans of a prepared statement's first
 // executions and the generic plan it ends up using.
@@ -54,6 +54,7 @@ func TestPostgresPagePlans(t *testing.T) {
 		{"last", sqlLast, "2, 128"},
 		{"before", sqlBefore, "2, 'gen-0000001000', 128"},
 		{"get", sqlGet, "2, 'gen-0000001000'"},
+		{"delete many", sqlDeleteMany, "ARRAY[2, 2]::bigint[], ARRAY['gen-0000001000', 'gen-0000001001']::bytea[]"},
 	}
 	for _, stats := range []string{"no statistics", "analyzed"} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {

@@ -558,3 +558,63 @@ func TestMigrate(t *testing.T) {
 		t.Error("OpenPostgres of a newer schema succeeded")
 	}
 }
+
+// A run of deletes travels as one statement (queueOps): it deletes exactly
+// the keys named — absent and repeated ones included — never a nested
+// bucket's marker, and reads in the same transaction and after it agree.
+func TestPostgresDeleteRun(t *testing.T) {
+	db := openPG(t, sharedPG(t).NewDB(t))
+	name := []byte("b")
+	if err := db.Update(func(tx store.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(name)
+		if err != nil {
+			return err
+		}
+		if _, err := b.CreateBucketIfNotExists([]byte("k05")); err != nil {
+			return err
+		}
+		for i := range 30 {
+			if i == 5 {
+				continue
+			}
+			if err := b.Put(fmt.Appendf(nil, "k%02d", i), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(tx store.Tx) string {
+		var ks []string
+		_ = tx.Bucket(name).ForEach(func(k, _ []byte) error { ks = append(ks, string(k)); return nil })
+		return strings.Join(ks, ",")
+	}
+	const want = "k00,k01,k02,k03,k04,k05,k20,k21,k22,k23,k24,k25,k26,k27,k28,k29"
+	if err := db.Update(func(tx store.Tx) error {
+		b := tx.Bucket(name)
+		// k05 names the nested bucket, k99 nothing, k07 twice.
+		for _, k := range []string{"k05", "k06", "k07", "k07", "k08", "k99", "k09", "k10", "k11", "k12", "k13", "k14", "k15", "k16", "k17", "k18", "k19"} {
+			if err := b.Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+		if got := keys(tx); got != want {
+			t.Errorf("in the transaction: %s, want %s", got, want)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(func(tx store.Tx) error {
+		if got := keys(tx); got != want {
+			t.Errorf("after it: %s, want %s", got, want)
+		}
+		if tx.Bucket(name).Bucket([]byte("k05")) == nil {
+			t.Error("the nested bucket k05 was deleted")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,30 @@
+package activity
+
+import (
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/store"
+)
+
+// Unindex removes g's entries from the time, key and model indexes
+// (billing.Options.Unindex), in the transaction that prunes g, so no entry
+// names a record that is gone. The daily totals keep g: they are what
+// GET /activity reads, a few rows per account and day, and stay after
+// the records are pruned.
+func Unindex(tx store.Tx, g *billing.Generation) error {
+	suffix := string(timeID(g.CreatedAt, g.ID))
+	for _, e := range []struct {
+		bucket []byte
+		key    []byte
+	}{
+		{bucketByTime, join(g.AccountID, suffix)},
+		{bucketByKey, join(g.AccountID, g.KeyHash, suffix)},
+		{bucketByModel, join(g.AccountID, g.Model, suffix)},
+	} {
+		if b := tx.Bucket(e.bucket); b != nil {
+			if err := b.Delete(e.key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package gateway
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/retention"
+)
+
+// weightedWindow is how far back the weighted routers read generation
+// records (host/server/routers.go): a shorter retention leaves them less.
+const weightedWindow = 7 * 24 * time.Hour
+
+// startPruner starts the pruner of generation records when the
+// configuration sets retention.generations (docs/cluster.md, "Generation
+// records"); it stops before the ledger closes.
+func (g *Gateway) startPruner(now func() time.Time) {
+	keep := time.Duration(g.Config.Retention.Generations)
+	if keep <= 0 {
+		return
+	}
+	if keep < weightedWindow {
+		g.log.Warn("retention.generations is shorter than the 7 days of records the weighted routers average prices over; they will average over the records kept",
+			"retention", config.FormatDuration(keep))
+	}
+	g.Pruner = retention.New(g.Ledger, retention.Options{
+		Retention: keep,
+		Now:       now,
+		Logf:      func(f string, a ...any) { g.log.Info(fmt.Sprintf(f, a...)) },
+	})
+	g.Pruner.Start()
+	g.closers = append(g.closers, g.Pruner.Stop)
+	g.log.Info("generation records are pruned after the retention period", "retention", config.FormatDuration(keep),
+		"every", config.FormatDuration(retention.DefaultInterval))
+}
+
+// pruneMetrics counts the records this instance pruned on reg.
+func (g *Gateway) pruneMetrics(reg *prometheus.Registry) {
+	p := g.Pruner
+	if p == nil {
+		return
+	}
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "switchyard_generations_pruned_total",
+		Help: "Generation records this instance deleted because they were older than retention.generations."},
+		func() float64 { return float64(p.Pruned()) }))
+}

@@ -350,3 +350,50 @@ func TestClusterGapInWatchingIsNoDeath(t *testing.T) {
 	}
 	mustAudit(t, b)
 }
+
+// A client's requests on one instance find its lease topped up before it
+// runs out: after the first request, no request waits for a lease
+// acquisition while the store has room (the top-ups run in the
+// background; the test waits for each, as a store faster than the
+// client's next request would). Near the end of the balance the top-up
+// finds no room, and the requests acquire (or are refused) themselves.
+func TestClusterLeaseTopUpAhead(t *testing.T) {
+	c := newCluster(t, 2, 200*testHold, ptr(1000*testHold), Options{LeaseIdle: time.Hour, Heartbeat: 10 * time.Millisecond, DeadAfter: time.Minute})
+	l := c.ls[0]
+	served := 0
+	for i := range 400 {
+		r, aerr := l.Reserve(c.key, testReq(fmt.Sprintf("gen-%d", i)))
+		if aerr != nil {
+			if aerr.Status != http.StatusPaymentRequired {
+				t.Fatalf("request %d: %d %s", i, aerr.Status, aerr.Message)
+			}
+			break
+		}
+		if _, err := r.Settle(Outcome{Usage: Usage{PromptTokens: 1000, CompletionTokens: 500, Requests: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		served++
+		for c := 0; c < 1000 && l.ahead(); c++ {
+			time.Sleep(time.Millisecond)
+		}
+		// While an eighth of what is left covers the next request, it is
+		// always taken ahead.
+		if left := Nanos(200 - served); left*testHold/8 > 3*refillRequests*testHold && l.syncAcquires.Load() != 1 {
+			t.Fatalf("request %d (%d×the hold left in the store) waited for an acquisition: %d acquisitions on the request path, %d top-ups ahead",
+				i, left, l.syncAcquires.Load(), l.refills.Load())
+		}
+	}
+	if served != 200 {
+		t.Errorf("served %d requests of a balance for 200", served)
+	}
+	if l.refills.Load() == 0 {
+		t.Error("no top-up ahead")
+	}
+	t.Logf("%d requests, %d acquisitions on the request path, %d top-ups ahead", served, l.syncAcquires.Load(), l.refills.Load())
+	for _, l := range c.ls {
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		mustAudit(t, l)
+	}
+}

@@ -171,19 +171,59 @@ func (l *Ledger) leaseFor(a *account, hash string, limit *int64, reset, keyName 
 		a.lastUse = time.Now().UnixNano()
 		return need - (a.lease - a.held), need - (ks.lease - ks.held), ks
 	}
-	needA, needK, _ := short()
+	needA, needK, ks := short()
 	if needA <= 0 && needK <= 0 {
+		l.refillAhead(a, ks, limit, reset, keyName, amount, needA, needK)
 		return nil
 	}
 	// One acquisition per account at a time: the requests that queue here
 	// usually find the lease their predecessor took large enough.
 	a.leaseMu.Lock()
 	defer a.leaseMu.Unlock()
-	needA, needK, ks := short()
+	needA, needK, ks = short()
 	if needA <= 0 && needK <= 0 {
 		return nil
 	}
-	return l.acquire(a, ks, limit, reset, keyName, amount, max(needA, 0), max(needK, 0))
+	return l.acquire(a, ks, limit, reset, keyName, amount, max(needA, 0), max(needK, 0), false)
+}
+
+// refillRequests is how many more requests like the current one the free
+// lease must cover before a request tops it up in the background.
+const refillRequests = 16
+
+// refillAhead tops up the leases in the background when, after this
+// request, they would cover fewer than refillRequests more like it: the
+// request that would otherwise find them empty — one in every few dozen,
+// the tail of the latency — does not wait for a store transaction. needA
+// and needK are what the request needs beyond the free leases (≤ 0: it
+// fits). Without room in the store it does nothing (a request that then
+// does not fit acquires, or is refused, itself).
+func (l *Ledger) refillAhead(a *account, ks *keyState, limit *int64, reset, keyName string, amount, needA, needK Nanos) {
+	want := refillRequests * amount
+	// After this request the free parts are -needA and -needK.
+	lowA, lowK := -needA < want, limit != nil && -needK < want
+	if !lowA && !lowK || l.closed.Load() || !a.refilling.CompareAndSwap(false, true) {
+		return
+	}
+	var ga, gk Nanos
+	if lowA {
+		ga = 2*want + needA
+	}
+	if lowK {
+		gk = 2*want + needK
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer a.refilling.Store(false)
+		a.leaseMu.Lock()
+		defer a.leaseMu.Unlock()
+		if l.closed.Load() {
+			return
+		}
+		l.refills.Add(1)
+		_ = l.acquire(a, ks, limit, reset, keyName, amount, max(ga, 0), max(gk, 0), true)
+	}()
 }
 
 // acquire leases needA of the account's balance and needK of the key's
@@ -197,7 +237,10 @@ func (l *Ledger) leaseFor(a *account, hash string, limit *int64, reset, keyName 
 // replayed: a commit whose answer was lost leaves the store with more
 // leased than this instance uses (money set aside until it leaves or is
 // reconciled), never less.
-func (l *Ledger) acquire(a *account, ks *keyState, limit *int64, reset, keyName string, amount, needA, needK Nanos) *apierr.Error {
+func (l *Ledger) acquire(a *account, ks *keyState, limit *int64, reset, keyName string, amount, needA, needK Nanos, ahead bool) *apierr.Error {
+	if !ahead {
+		l.syncAcquires.Add(1)
+	}
 	now := l.now()
 	inst := l.opts.InstanceID
 	var grantA, grantK, freeA, freeK Nanos
@@ -251,6 +294,11 @@ func (l *Ledger) acquire(a *account, ks *keyState, limit *int64, reset, keyName 
 	ks.lease += grantK
 	a.mu.Unlock()
 	if grantA == 0 && grantK == 0 && (needA > 0 || needK > 0) {
+		if ahead {
+			// No room for a top-up: the fragments stay for the
+			// requests they still cover.
+			return nil
+		}
 		// What this instance holds unused is too little for the request:
 		// give it back, so that the fragments several instances hold can
 		// come together in one of them instead of each keeping a piece too
@@ -542,4 +590,11 @@ func deadGeneration(h *holdRec, now time.Time) *Generation {
 		g.Anomaly = "usage at the last checkpoint costs " + total.String() + ", more than the " + h.Hold.String() + " the request authorised"
 	}
 	return g
+}
+
+// ahead reports whether a top-up is under way (tests).
+func (l *Ledger) ahead() bool {
+	busy := false
+	l.eachAccount(func(a *account) { busy = busy || a.refilling.Load() })
+	return busy
 }

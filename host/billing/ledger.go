@@ -111,7 +111,10 @@ type Ledger struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	closed atomic.Bool
-	seq    atomic.Uint64
+	// Lease acquisitions a request waited for, and top-ups started ahead
+	// of need (lease.go; tests and metrics).
+	syncAcquires, refills atomic.Int64
+	seq                   atomic.Uint64
 
 	// Cluster mode (lease.go).
 	shared  bool
@@ -142,6 +145,9 @@ type account struct {
 	lease   Nanos
 	lastUse int64
 	leaseMu sync.Mutex
+	// refilling: a background acquisition (lease.go, refillAhead) is
+	// under way.
+	refilling atomic.Bool
 }
 
 type keyState struct {

@@ -20,28 +20,7 @@ import (
 // on for the other.
 func TestActivationReachesOtherGateways(t *testing.T) {
 	ctx := context.Background()
-	bin, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "build", "wasm", "openai.wasm"))
-	if err != nil {
-		t.Fatalf("%v (run make wasm)", err)
-	}
-	bdb, err := store.OpenBolt(filepath.Join(t.TempDir(), "sy.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	db := storetest.Shared(bdb)
-	var regs []*modules.Registry
-	for range 2 {
-		e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
-		r, err := modules.Open(db, e, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close(ctx)
-		defer r.Close()
-		regs = append(regs, r)
-	}
-	one, two := regs[0], regs[1]
+	one, two, bin := twoGateways(t)
 	if _, err := one.PublishAndActivate(ctx, "", manifest(t, "1.0.0"), bin, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -87,28 +66,7 @@ func TestActivationReachesOtherGateways(t *testing.T) {
 // compiling; compiled-ahead versions are bounded (tenants publish).
 func TestPublishedVersionCompiledAhead(t *testing.T) {
 	ctx := context.Background()
-	bin, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "build", "wasm", "openai.wasm"))
-	if err != nil {
-		t.Fatalf("%v (run make wasm)", err)
-	}
-	bdb, err := store.OpenBolt(filepath.Join(t.TempDir(), "sy.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	db := storetest.Shared(bdb)
-	var regs []*modules.Registry
-	for range 2 {
-		e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
-		r, err := modules.Open(db, e, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close(ctx)
-		defer r.Close()
-		regs = append(regs, r)
-	}
-	one, two := regs[0], regs[1]
+	one, two, bin := twoGateways(t)
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
@@ -169,4 +127,35 @@ func TestPublishedVersionCompiledAhead(t *testing.T) {
 	if p := two.Prewarmed(); len(p) > 2 {
 		t.Errorf("compiled ahead: %v, want at most 2", p)
 	}
+}
+
+// twoGateways is two registries on one store presented as shared (two
+// gateways on one PostgreSQL, as far as the registry can tell), closed at
+// the test's end, and the built OpenAI adapter to publish on them.
+func twoGateways(t *testing.T) (one, two *modules.Registry, bin []byte) {
+	t.Helper()
+	bin, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "build", "wasm", "openai.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make wasm)", err)
+	}
+	bdb, err := store.OpenBolt(filepath.Join(t.TempDir(), "sy.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bdb.Close() })
+	db := storetest.Shared(bdb)
+	var regs []*modules.Registry
+	for range 2 {
+		e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
+		r, err := modules.Open(db, e, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Cleanups run last-in first-out: the registry before its engine,
+		// both before the store.
+		t.Cleanup(func() { _ = e.Close(context.Background()) })
+		t.Cleanup(r.Close)
+		regs = append(regs, r)
+	}
+	return regs[0], regs[1], bin
 }

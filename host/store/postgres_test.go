@@ -618,3 +618,67 @@ func TestPostgresDeleteRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A run of puts travels as one statement: the last put of a key wins, an
+// empty (or nil) value stays a value, not a nested bucket, and a put on a
+// nested bucket's name still fails the transaction, leaving nothing of it.
+func TestPostgresPutRun(t *testing.T) {
+	db := openPG(t, sharedPG(t).NewDB(t))
+	name := []byte("b")
+	if err := db.Update(func(tx store.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(name)
+		if err != nil {
+			return err
+		}
+		_, err = b.CreateBucketIfNotExists([]byte("sub"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx store.Tx) error {
+		b := tx.Bucket(name)
+		for _, kv := range [][2]string{{"a", "1"}, {"b", "1"}, {"a", "2"}, {"c", ""}, {"a", "3"}} {
+			if err := b.Put([]byte(kv[0]), []byte(kv[1])); err != nil {
+				return err
+			}
+		}
+		return b.Put([]byte("d"), nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(func(tx store.Tx) error {
+		b := tx.Bucket(name)
+		for k, want := range map[string]string{"a": "3", "b": "1", "c": "", "d": ""} {
+			if v := b.Get([]byte(k)); v == nil || string(v) != want {
+				t.Errorf("%s = %q (nil: %t), want %q", k, v, v == nil, want)
+			}
+		}
+		if b.Bucket([]byte("c")) != nil || b.Bucket([]byte("d")) != nil {
+			t.Error("an empty value became a nested bucket")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Update(func(tx store.Tx) error {
+		b := tx.Bucket(name)
+		for _, k := range []string{"x", "sub", "y"} {
+			if err := b.Put([]byte(k), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		t.Fatal("a put on the nested bucket's name in a run committed")
+	}
+	if err := db.View(func(tx store.Tx) error {
+		b := tx.Bucket(name)
+		if b.Get([]byte("x")) != nil || b.Bucket([]byte("sub")) == nil {
+			t.Error("the failed transaction left writes behind or lost the nested bucket")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

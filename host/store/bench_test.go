@@ -123,3 +123,72 @@ func BenchmarkScan(b *testing.B) {
 		}
 	})
 }
+
+// One group commit shaped like billing's writer's (host/billing/writer.go):
+// 16 settlements, each reading and rewriting an account, a key and two
+// lease counters, deleting a hold and writing a record and four activity
+// rows, with the group's reads prefetched. Its time is how long the
+// cluster-wide write lock is held per group on PostgreSQL.
+func BenchmarkSettlementGroup(b *testing.B) {
+	benchStores(b, func(b *testing.B, db store.DB) {
+		if err := db.Update(func(tx store.Tx) error {
+			for _, n := range []string{"accounts", "keys", "leases", "holds", "gens", "by_time", "by_key", "by_model", "daily"} {
+				if _, err := tx.CreateBucketIfNotExists([]byte(n)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		const group = 16
+		shared := [][2]string{{"accounts", "acct"}, {"keys", "key"}, {"leases", "a/acct/i"}, {"leases", "k/key/i"}, {"daily", "acct/day"}}
+		rec := make([]byte, 600)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			err := db.Update(func(tx store.Tx) error {
+				var refs []store.Ref
+				for j := range group {
+					id := fmt.Appendf(nil, "gen-%09d-%02d", i, j)
+					refs = append(refs, store.Ref{Bucket: []byte("gens"), Key: id}, store.Ref{Bucket: []byte("by_time"), Key: id})
+					for _, s := range shared {
+						refs = append(refs, store.Ref{Bucket: []byte(s[0]), Key: []byte(s[1])})
+					}
+				}
+				store.Prefetch(tx, refs)
+				for j := range group {
+					id := fmt.Appendf(nil, "gen-%09d-%02d", i, j)
+					if tx.Bucket([]byte("gens")).Get(id) != nil {
+						continue
+					}
+					for _, s := range shared {
+						bk := tx.Bucket([]byte(s[0]))
+						var n uint64
+						if v := bk.Get([]byte(s[1])); v != nil {
+							n = binary.BigEndian.Uint64(v)
+						}
+						if err := bk.Put([]byte(s[1]), binary.BigEndian.AppendUint64(nil, n+1)); err != nil {
+							return err
+						}
+					}
+					if err := tx.Bucket([]byte("holds")).Delete(id); err != nil {
+						return err
+					}
+					if tx.Bucket([]byte("by_time")).Get(id) != nil {
+						continue
+					}
+					for _, n := range []string{"gens", "by_time", "by_key", "by_model"} {
+						if err := tx.Bucket([]byte(n)).Put(id, rec); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

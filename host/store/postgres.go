@@ -24,7 +24,10 @@ import (
 // pipeline as the transaction's first statement; Put and Delete are
 // buffered and travel with the next statement that reads something they
 // could change, or with the COMMIT; a Get of a key written earlier in the
-// transaction is answered from the buffer; cursors read pages of rows.
+// transaction is answered from the buffer; cursors read pages of rows; a
+// caller that knows what it will read fetches it all in one round trip
+// (Prefetch: billing's writer, for a whole group of settlements); runs of
+// buffered puts or deletes travel as one statement each.
 // An Update that reads one key and writes one is two round trips; a View
 // that reads one key is two (the second is its COMMIT).
 type Postgres struct {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/wasm"
 )
@@ -38,6 +37,24 @@ type warmMod struct {
 	mod   *wasm.Module
 	err   error
 	at    time.Time
+}
+
+// done reports whether the compilation has ended.
+func (w *warmMod) done() bool {
+	select {
+	case <-w.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// discard closes the module once its compilation has ended.
+func (w *warmMod) discard() {
+	<-w.ready
+	if w.mod != nil {
+		_ = w.mod.Close(context.Background())
+	}
 }
 
 // RecheckInterval is how often a gateway on a shared store compares the
@@ -138,15 +155,7 @@ func (r *Registry) converge1(name, version string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	mod, err := r.takeWarm(ctx, id)
-	if mod == nil && err == nil {
-		var m *manifest.Manifest
-		var bin []byte
-		m, bin, err = r.read(name, version)
-		if err == nil {
-			mod, err = r.load(ctx, name, m, bin)
-		}
-	}
+	mod, err := r.warmOrLoad(ctx, name, version)
 	if err != nil {
 		// Logged once: the version stays what the store says is active,
 		// and this gateway keeps the one it runs until another activation.
@@ -172,10 +181,7 @@ func (r *Registry) warmLoop() {
 		case <-r.stop:
 			r.warmMu.Lock()
 			for id, w := range r.warm {
-				<-w.ready // compiled by this goroutine: done
-				if w.mod != nil {
-					_ = w.mod.Close(context.Background())
-				}
+				w.discard() // compiled by this goroutine: done
 				delete(r.warm, id)
 			}
 			r.warmMu.Unlock()
@@ -198,20 +204,10 @@ func (r *Registry) warmUp(id string) {
 	if m := (*r.active.Load())[name]; m != nil && m.ID == id {
 		return
 	}
-	r.warmMu.Lock()
-	if _, ok := r.warm[id]; ok {
-		r.warmMu.Unlock()
+	w := &warmMod{ready: make(chan struct{}), at: time.Now()}
+	if !r.addWarm(id, w) {
 		return
 	}
-	if r.warm == nil {
-		r.warm = map[string]*warmMod{}
-	}
-	for len(r.warm) >= warmMax && r.evictOldestWarm() {
-	}
-	w := &warmMod{ready: make(chan struct{}), at: time.Now()}
-	r.warm[id] = w
-	r.warmMu.Unlock()
-
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	go func() {
@@ -221,12 +217,7 @@ func (r *Registry) warmUp(id string) {
 		case <-ctx.Done():
 		}
 	}()
-	m, bin, err := r.read(name, version)
-	if err == nil {
-		w.mod, w.err = r.load(ctx, name, m, bin)
-	} else {
-		w.err = err
-	}
+	w.mod, w.err = r.readAndLoad(ctx, name, version)
 	close(w.ready)
 	if w.err != nil {
 		r.log.Warn("modules: compiling a version published by another gateway", "module", id, "err", w.err)
@@ -237,12 +228,19 @@ func (r *Registry) warmUp(id string) {
 func (r *Registry) keepWarm(id string, mod *wasm.Module) {
 	w := &warmMod{ready: make(chan struct{}), mod: mod, at: time.Now()}
 	close(w.ready)
+	if !r.addWarm(id, w) {
+		// Cannot happen (a version is published once); keep the first.
+		w.discard()
+	}
+}
+
+// addWarm records w for id, making room by evicting the oldest finished
+// entries, unless id has one already (then it reports false).
+func (r *Registry) addWarm(id string, w *warmMod) bool {
 	r.warmMu.Lock()
 	defer r.warmMu.Unlock()
 	if _, ok := r.warm[id]; ok {
-		// Cannot happen (a version is published once); keep the first.
-		_ = mod.Close(context.Background())
-		return
+		return false
 	}
 	if r.warm == nil {
 		r.warm = map[string]*warmMod{}
@@ -250,6 +248,7 @@ func (r *Registry) keepWarm(id string, mod *wasm.Module) {
 	for len(r.warm) >= warmMax && r.evictOldestWarm() {
 	}
 	r.warm[id] = w
+	return true
 }
 
 // evictOldestWarm closes the oldest finished entry (warmMu held) and
@@ -258,21 +257,14 @@ func (r *Registry) keepWarm(id string, mod *wasm.Module) {
 func (r *Registry) evictOldestWarm() bool {
 	var oldest string
 	for id, w := range r.warm {
-		select {
-		case <-w.ready:
-		default:
-			continue
-		}
-		if oldest == "" || w.at.Before(r.warm[oldest].at) {
+		if w.done() && (oldest == "" || w.at.Before(r.warm[oldest].at)) {
 			oldest = id
 		}
 	}
 	if oldest == "" {
 		return false
 	}
-	if w := r.warm[oldest]; w.mod != nil {
-		_ = w.mod.Close(context.Background())
-	}
+	r.warm[oldest].discard()
 	delete(r.warm, oldest)
 	return true
 }
@@ -281,15 +273,8 @@ func (r *Registry) expireWarm(now time.Time) {
 	r.warmMu.Lock()
 	defer r.warmMu.Unlock()
 	for id, w := range r.warm {
-		select {
-		case <-w.ready:
-		default:
-			continue
-		}
-		if now.Sub(w.at) > warmTTL {
-			if w.mod != nil {
-				_ = w.mod.Close(context.Background())
-			}
+		if w.done() && now.Sub(w.at) > warmTTL {
+			w.discard()
 			delete(r.warm, id)
 		}
 	}
@@ -312,13 +297,18 @@ func (r *Registry) takeWarm(ctx context.Context, id string) (*wasm.Module, error
 	case <-w.ready:
 	case <-ctx.Done():
 		// Not ours any more: close it when it is done.
-		go func() {
-			<-w.ready
-			if w.mod != nil {
-				_ = w.mod.Close(context.Background())
-			}
-		}()
+		go w.discard()
 		return nil, ctx.Err()
 	}
 	return w.mod, nil
+}
+
+// warmOrLoad is the module of name@version for an activation: the one
+// compiled ahead if there is one (waiting for it), else read and loaded now.
+func (r *Registry) warmOrLoad(ctx context.Context, name, version string) (*wasm.Module, error) {
+	mod, err := r.takeWarm(ctx, name+"@"+version)
+	if mod != nil || err != nil {
+		return mod, err
+	}
+	return r.readAndLoad(ctx, name, version)
 }

@@ -365,20 +365,20 @@ func storeTx(tx store.Tx, name, version string, manifestJSON, bin []byte, source
 func (r *Registry) Activate(ctx context.Context, name, version string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	mod, err := r.takeWarm(ctx, name+"@"+version)
+	mod, err := r.warmOrLoad(ctx, name, version)
 	if err != nil {
 		return err
 	}
-	if mod == nil {
-		m, bin, err := r.read(name, version)
-		if err != nil {
-			return err
-		}
-		if mod, err = r.load(ctx, name, m, bin); err != nil {
-			return err
-		}
-	}
 	return r.commit(ctx, name, version, mod)
+}
+
+// readAndLoad loads the stored version name@version.
+func (r *Registry) readAndLoad(ctx context.Context, name, version string) (*wasm.Module, error) {
+	m, bin, err := r.read(name, version)
+	if err != nil {
+		return nil, err
+	}
+	return r.load(ctx, name, m, bin)
 }
 
 // read returns a stored version's manifest and binary.

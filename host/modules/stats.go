@@ -26,12 +26,8 @@ func (r *Registry) Prewarmed() []string {
 	defer r.warmMu.Unlock()
 	var ids []string
 	for id, w := range r.warm {
-		select {
-		case <-w.ready:
-			if w.mod != nil {
-				ids = append(ids, id)
-			}
-		default:
+		if w.done() && w.mod != nil {
+			ids = append(ids, id)
 		}
 	}
 	sort.Strings(ids)

@@ -177,12 +177,16 @@ func (h *holdRec) reads(dst []store.Ref) []store.Ref {
 }
 
 // putHold queues the write of a hold record.
-func (l *Ledger) putHold(h *holdRec) {
-	o := op{fn: h.put, hold: h.ID}
+func (l *Ledger) putHold(h *holdRec) { l.queueHold(h, h.put) }
+
+// queueHold queues fn, a write of the hold record h, marked as such (a
+// group that settles h skips it) and saying what it reads.
+func (l *Ledger) queueHold(h *holdRec, fn func(store.Tx) error) {
+	o := op{fn: fn, hold: h.ID}
 	if l.shared {
 		o.reads = h.reads
 	}
-	l.w.asyncOp(o)
+	l.w.submit(o)
 }
 
 // Hold is the amount currently held.
@@ -323,17 +327,12 @@ func (r *Reservation) Checkpoint(u Usage) {
 	r.checkpoint = u
 	rec := r.record()
 	a.mu.Unlock()
-	fn := func(tx store.Tx) error {
+	r.l.queueHold(rec, func(tx store.Tx) error {
 		if tx.Bucket(bucketHolds).Get([]byte(rec.ID)) == nil {
 			return nil // settled already
 		}
 		return rec.put(tx)
-	}
-	o := op{fn: fn, hold: rec.ID}
-	if r.l.shared {
-		o.reads = rec.reads
-	}
-	r.l.w.asyncOp(o)
+	})
 }
 
 // Settle charges the actual cost and writes the generation record; it
@@ -418,7 +417,7 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	if l.opts.AsyncSettle {
 		// Acknowledge from memory; the group-committing writer makes it
 		// durable within one commit (see Options.AsyncSettle).
-		l.w.asyncOp(l.settleOp(g))
+		l.w.submit(l.settleOp(g))
 		r.result = g
 		return g, nil
 	}

@@ -88,21 +88,10 @@ func (w *writer) submit(o op) bool {
 }
 
 // do queues fn and waits until it is committed (durable) or has failed.
-func (w *writer) do(fn func(store.Tx) error) error {
-	done := make(chan error, 1)
-	if !w.submit(op{fn: fn, done: done}) {
-		return ErrClosed
-	}
-	return <-done
-}
+func (w *writer) do(fn func(store.Tx) error) error { return w.doOp(op{fn: fn}) }
 
-// async queues fn without waiting.
-func (w *writer) async(fn func(store.Tx) error) { w.submit(op{fn: fn}) }
-
-// asyncOp queues o without waiting.
-func (w *writer) asyncOp(o op) { w.submit(o) }
-
-// doOp queues o and waits until it is committed or has failed.
+// doOp is do for an operation that says what it reads or which hold it
+// writes or settles (op).
 func (w *writer) doOp(o op) error {
 	o.done = make(chan error, 1)
 	if !w.submit(o) {
@@ -110,6 +99,9 @@ func (w *writer) doOp(o op) error {
 	}
 	return <-o.done
 }
+
+// async queues fn without waiting.
+func (w *writer) async(fn func(store.Tx) error) { w.submit(op{fn: fn}) }
 
 // sync waits until everything queued before it is committed.
 func (w *writer) sync() error { return w.do(func(store.Tx) error { return nil }) }

@@ -48,7 +48,7 @@ func TestWriterSkipsHoldsSettledInTheSameGroup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ran = nil
 			for i, o := range tc.ops {
-				w.asyncOp(o)
+				w.submit(o)
 				if i == 0 && tc.sync {
 					if err := w.sync(); err != nil {
 						t.Fatal(err)

@@ -324,37 +324,34 @@ const sqlPutMany = `INSERT INTO sy_pairs (bucket, key, value)
 // activity rows, each) a few statements instead of ten per settlement.
 func queueOps(b *pgx.Batch, ops []op) {
 	for i := 0; i < len(ops); {
-		j := i
-		for j < len(ops) && ops[j].sql == sqlPut {
+		// ops[i:j] is a run of one kind of statement.
+		j := i + 1
+		for j < len(ops) && ops[j].sql == ops[i].sql {
 			j++
 		}
-		if j-i >= 2 {
-			queuePuts(b, ops[i:j])
-			i = j
-			continue
-		}
-		for j < len(ops) && ops[j].sql == sqlDelete {
-			j++
-		}
-		if j-i >= minDeleteRun {
-			ids := make([]int64, 0, j-i)
-			keys := make([][]byte, 0, j-i)
-			for _, o := range ops[i:j] {
-				ids = append(ids, o.args[0].(int64))
-				keys = append(keys, o.args[1].([]byte))
+		switch run := ops[i:j]; {
+		case run[0].sql == sqlPut && len(run) >= 2:
+			queuePuts(b, run)
+		case run[0].sql == sqlDelete && len(run) >= minDeleteRun:
+			queueDeletes(b, run)
+		default:
+			for _, o := range run {
+				b.Queue(o.sql, o.args...)
 			}
-			b.Queue(sqlDeleteMany, ids, keys)
-			i = j
-			continue
-		}
-		if j == i {
-			j++
-		}
-		for _, o := range ops[i:j] {
-			b.Queue(o.sql, o.args...)
 		}
 		i = j
 	}
+}
+
+// queueDeletes queues a run of deletes as one statement.
+func queueDeletes(b *pgx.Batch, run []op) {
+	ids := make([]int64, 0, len(run))
+	keys := make([][]byte, 0, len(run))
+	for _, o := range run {
+		ids = append(ids, o.args[0].(int64))
+		keys = append(keys, o.args[1].([]byte))
+	}
+	b.Queue(sqlDeleteMany, ids, keys)
 }
 
 // queuePuts queues a run of puts as one statement, the last put of each

@@ -660,6 +660,29 @@ func TestPostgresPutRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// A lone put right before a run of deletes stays a put.
+	if err := db.Update(func(tx store.Tx) error {
+		b := tx.Bucket(name)
+		if err := b.Put([]byte("e"), []byte("kept")); err != nil {
+			return err
+		}
+		for i := range 10 {
+			if err := b.Delete(fmt.Appendf(nil, "gone%d", i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(func(tx store.Tx) error {
+		if v := tx.Bucket(name).Get([]byte("e")); string(v) != "kept" {
+			t.Errorf("a put followed by a run of deletes: e = %q, want kept", v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	err := db.Update(func(tx store.Tx) error {
 		b := tx.Bucket(name)
 		for _, k := range []string{"x", "sub", "y"} {

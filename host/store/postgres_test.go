@@ -563,16 +563,9 @@ func TestMigrate(t *testing.T) {
 // the keys named — absent and repeated ones included — never a nested
 // bucket's marker, and reads in the same transaction and after it agree.
 func TestPostgresDeleteRun(t *testing.T) {
-	db := openPG(t, sharedPG(t).NewDB(t))
-	name := []byte("b")
+	db, name := bucketWithNested(t, "k05")
 	if err := db.Update(func(tx store.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(name)
-		if err != nil {
-			return err
-		}
-		if _, err := b.CreateBucketIfNotExists([]byte("k05")); err != nil {
-			return err
-		}
+		b := tx.Bucket(name)
 		for i := range 30 {
 			if i == 5 {
 				continue
@@ -623,18 +616,7 @@ func TestPostgresDeleteRun(t *testing.T) {
 // empty (or nil) value stays a value, not a nested bucket, and a put on a
 // nested bucket's name still fails the transaction, leaving nothing of it.
 func TestPostgresPutRun(t *testing.T) {
-	db := openPG(t, sharedPG(t).NewDB(t))
-	name := []byte("b")
-	if err := db.Update(func(tx store.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(name)
-		if err != nil {
-			return err
-		}
-		_, err = b.CreateBucketIfNotExists([]byte("sub"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	db, name := bucketWithNested(t, "sub")
 	if err := db.Update(func(tx store.Tx) error {
 		b := tx.Bucket(name)
 		for _, kv := range [][2]string{{"a", "1"}, {"b", "1"}, {"a", "2"}, {"c", ""}, {"a", "3"}} {
@@ -704,4 +686,23 @@ func TestPostgresPutRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// bucketWithNested is a fresh database with a bucket "b" holding a nested
+// bucket named nested (a key that runs of writes must not treat as a value).
+func bucketWithNested(t *testing.T, nested string) (*store.Postgres, []byte) {
+	t.Helper()
+	db := openPG(t, sharedPG(t).NewDB(t))
+	name := []byte("b")
+	if err := db.Update(func(tx store.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(name)
+		if err != nil {
+			return err
+		}
+		_, err = b.CreateBucketIfNotExists([]byte(nested))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return db, name
 }

@@ -91,23 +91,19 @@ func Index(tx store.Tx, g *billing.Generation) error {
 	if err != nil {
 		return err
 	}
-	suffix := timeID(g.CreatedAt, g.ID)
-	pk := timeKey(g, suffix)
-	if byTime.Get(pk) != nil {
+	es := entries(g)
+	if byTime.Get(es[0].key) != nil {
 		return nil
 	}
-	if err := byTime.Put(pk, []byte(g.Model+"\x00"+g.Provider+"\x00"+g.Status+"\x00"+g.KeyHash)); err != nil {
+	if err := byTime.Put(es[0].key, []byte(g.Model+"\x00"+g.Provider+"\x00"+g.Status+"\x00"+g.KeyHash)); err != nil {
 		return err
 	}
-	for _, ix := range []struct {
-		bucket []byte
-		value  string
-	}{{bucketByKey, g.KeyHash}, {bucketByModel, g.Model}} {
-		b, err := tx.CreateBucketIfNotExists(ix.bucket)
+	for _, e := range es[1:] {
+		b, err := tx.CreateBucketIfNotExists(e.bucket)
 		if err != nil {
 			return err
 		}
-		if err := b.Put(join(g.AccountID, ix.value, string(suffix)), nil); err != nil {
+		if err := b.Put(e.key, nil); err != nil {
 			return err
 		}
 	}
@@ -129,11 +125,23 @@ func Index(tx store.Tx, g *billing.Generation) error {
 // shared store fetches it with the rest of a group's reads.
 func Reads(g *billing.Generation, dst []store.Ref) []store.Ref {
 	return append(dst,
-		store.Ref{Bucket: bucketByTime, Key: timeKey(g, timeID(g.CreatedAt, g.ID))},
+		store.Ref{Bucket: bucketByTime, Key: entries(g)[0].key},
 		store.Ref{Bucket: bucketDaily, Key: dailyKey(g)})
 }
 
-func timeKey(g *billing.Generation, suffix []byte) []byte { return join(g.AccountID, string(suffix)) }
+// entry is one index entry of a record.
+type entry struct{ bucket, key []byte }
+
+// entries are g's entries in the time, key and model indexes (in that
+// order): what Index writes besides the daily totals, and Unindex removes.
+func entries(g *billing.Generation) [3]entry {
+	suffix := string(timeID(g.CreatedAt, g.ID))
+	return [3]entry{
+		{bucketByTime, join(g.AccountID, suffix)},
+		{bucketByKey, join(g.AccountID, g.KeyHash, suffix)},
+		{bucketByModel, join(g.AccountID, g.Model, suffix)},
+	}
+}
 
 func dailyKey(g *billing.Generation) []byte {
 	return join(g.AccountID, g.CreatedAt.UTC().Format(time.DateOnly), g.Model, g.KeyHash)

@@ -11,15 +11,7 @@ import (
 // GET /activity reads, a few rows per account and day, and stay after
 // the records are pruned.
 func Unindex(tx store.Tx, g *billing.Generation) error {
-	suffix := string(timeID(g.CreatedAt, g.ID))
-	for _, e := range []struct {
-		bucket []byte
-		key    []byte
-	}{
-		{bucketByTime, join(g.AccountID, suffix)},
-		{bucketByKey, join(g.AccountID, g.KeyHash, suffix)},
-		{bucketByModel, join(g.AccountID, g.Model, suffix)},
-	} {
+	for _, e := range entries(g) {
 		if b := tx.Bucket(e.bucket); b != nil {
 			if err := b.Delete(e.key); err != nil {
 				return err

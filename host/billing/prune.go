@@ -345,11 +345,9 @@ func updatePruneState(tx store.Tx, fn func(*PruneState)) error {
 	if err != nil {
 		return err
 	}
-	var st PruneState
-	if v := b.Get(keyPruneState); v != nil {
-		if err := json.Unmarshal(v, &st); err != nil {
-			return err
-		}
+	st, err := pruneStateIn(tx)
+	if err != nil {
+		return err
 	}
 	fn(&st)
 	v, _ := json.Marshal(st)

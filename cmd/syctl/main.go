@@ -156,7 +156,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1
 	}
-	l, err := billing.Open(db, billing.Options{Index: activity.Index, IndexReads: activity.Reads, Unindex: activity.Unindex})
+	l, err := billing.Open(db, activity.Indexing(billing.Options{}))
 	if err != nil {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1

@@ -37,7 +37,7 @@ func TestPrune(t *testing.T) {
 	// whose clock says so.
 	now := time.Now().UTC()
 	var at time.Time
-	l, err := billing.Open(bdb, billing.Options{Now: func() time.Time { return at }, Index: activity.Index, IndexReads: activity.Reads, Unindex: activity.Unindex})
+	l, err := billing.Open(bdb, activity.Indexing(billing.Options{Now: func() time.Time { return at }}))
 	if err != nil {
 		t.Fatal(err)
 	}

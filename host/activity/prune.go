@@ -20,3 +20,11 @@ func Unindex(tx store.Tx, g *billing.Generation) error {
 	}
 	return nil
 }
+
+// Indexing returns o with the ledger's index hooks set to this package's
+// (Index, Reads, Unindex): the one way a ledger is wired to the activity
+// indexes, in the gateway, syctl and tests.
+func Indexing(o billing.Options) billing.Options {
+	o.Index, o.IndexReads, o.Unindex = Index, Reads, Unindex
+	return o
+}

@@ -83,7 +83,7 @@ func TestPrune(t *testing.T) {
 			start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 			var clk clock
 			clk.set(start)
-			l, err := billing.Open(db, billing.Options{Now: clk.now, Index: activity.Index, IndexReads: activity.Reads, Unindex: activity.Unindex})
+			l, err := billing.Open(db, activity.Indexing(billing.Options{Now: clk.now}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -344,8 +344,7 @@ func BenchmarkPruneBatch(b *testing.B) {
 				b.Fatal(err)
 			}
 			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			l, err := billing.Open(db, billing.Options{Now: func() time.Time { return start.Add(365 * 24 * time.Hour) },
-				Index: activity.Index, IndexReads: activity.Reads, Unindex: activity.Unindex})
+			l, err := billing.Open(db, activity.Indexing(billing.Options{Now: func() time.Time { return start.Add(365 * 24 * time.Hour) }}))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -141,15 +141,12 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if err := activity.Open(g.DB); err != nil {
 		return nil, err
 	}
-	g.Ledger, err = billing.Open(g.DB, billing.Options{
-		Index:           activity.Index,
-		IndexReads:      activity.Reads,
-		Unindex:         activity.Unindex,
+	g.Ledger, err = billing.Open(g.DB, activity.Indexing(billing.Options{
 		RequestDeadline: time.Duration(cfg.Timeouts.Request),
 		AsyncSettle:     !cfg.DurableSettle,
 		Now:             opts.Now,
 		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}

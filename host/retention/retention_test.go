@@ -58,7 +58,7 @@ func TestPrunerRounds(t *testing.T) {
 	const keep, every = 48 * time.Hour, time.Hour
 	var inst [2]instance
 	for i := range inst {
-		l, err := billing.Open(db, billing.Options{Now: clk.now, Index: activity.Index, IndexReads: activity.Reads, Unindex: activity.Unindex})
+		l, err := billing.Open(db, activity.Indexing(billing.Options{Now: clk.now}))
 		if err != nil {
 			t.Fatal(err)
 		}

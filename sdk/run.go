@@ -37,3 +37,29 @@ func Run(h Handler, fields ...[]byte) ([][]byte, error) {
 	}
 	return res, nil
 }
+
+// Caller runs handlers natively, the way the host runs a hook that a module
+// declares "native" (docs/abi.md §native hooks): the host's implementation
+// is the module's own handler, called through a Caller on the host instead
+// of through the module's exports. A Caller reuses its buffers; it is not
+// safe for concurrent use (keep one per goroutine, or pool them).
+type Caller struct {
+	in  In
+	out Out
+}
+
+// Call runs h on fields, which h sees as they are (not copied, and not
+// framed: there is no guest memory to cross), and returns its output fields
+// copied into one new buffer, safe to keep. A handler's error is returned
+// as it is.
+func (c *Caller) Call(h Handler, fields ...[]byte) ([][]byte, error) {
+	c.in.fields = fields
+	c.out.reset()
+	err := h(&c.in, &c.out)
+	c.in.fields = nil // the caller's buffers are not kept past the call
+	if err != nil {
+		return nil, err
+	}
+	buf := append([]byte(nil), c.out.buf[1:]...)
+	return abi.Fields(make([][]byte, 0, 4), buf)
+}

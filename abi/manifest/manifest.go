@@ -40,10 +40,19 @@ type Manifest struct {
 	// Passthrough names hooks whose input is already the output (an
 	// OpenAI-compatible upstream's responses are already unified), so the
 	// host skips the call entirely.
-	Passthrough  []string        `json:"passthrough,omitempty"`
-	Grants       Grants          `json:"grants"`
-	Limits       Limits          `json:"limits"`
-	ConfigSchema json.RawMessage `json:"config_schema,omitempty"`
+	Passthrough []string `json:"passthrough,omitempty"`
+	// Native maps a hook to the name of a host implementation that
+	// computes exactly what the module's own handler for it computes (the
+	// OpenAI adapter's chat_request is "openai-chat/1": the same Go code,
+	// built for the host). The host runs it instead of calling the module
+	// only after checking, when the module loads, that the module's output
+	// equals it on the implementation's sample inputs; otherwise, or when
+	// the host has no implementation of that name, the module is called as
+	// always (docs/abi.md §native hooks).
+	Native       map[string]string `json:"native,omitempty"`
+	Grants       Grants            `json:"grants"`
+	Limits       Limits            `json:"limits"`
+	ConfigSchema json.RawMessage   `json:"config_schema,omitempty"`
 	// Tools are the server tools the module implements through its
 	// tool_call hook (docs/server-tools.md).
 	Tools []Tool `json:"tools,omitempty"`
@@ -162,6 +171,7 @@ const (
 
 var (
 	nameRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	nativeRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]{0,63}$`)
 	versionRe  = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
 	secretRe   = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 	toolTypeRe = regexp.MustCompile(`^service:[a-z0-9][a-z0-9_]{0,63}$`)
@@ -229,6 +239,16 @@ func (m *Manifest) Validate() error {
 	for _, h := range m.Passthrough {
 		if !declared[h] {
 			return fmt.Errorf("manifest %s: passthrough: %q is not among the declared hooks", m.Name, h)
+		}
+	}
+	for h, impl := range m.Native {
+		switch {
+		case !declared[h]:
+			return fmt.Errorf("manifest %s: native: %q is not among the declared hooks", m.Name, h)
+		case contains(m.Passthrough, h):
+			return fmt.Errorf("manifest %s: native: %q is passthrough, so the host never calls it", m.Name, h)
+		case !nativeRe.MatchString(impl):
+			return fmt.Errorf("manifest %s: native: %q for hook %s must be 1-64 lowercase letters, digits, '.', '_', '-' or '/'", m.Name, impl, h)
 		}
 	}
 	for _, f := range m.Grants.HostFunctions {

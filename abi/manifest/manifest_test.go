@@ -22,6 +22,13 @@ func TestParse(t *testing.T) {
 	if d.Limits.MemoryPages != DefaultMemoryPages || d.Limits.PoolSize != DefaultPoolSize || d.Limits.TimeoutMS != 0 {
 		t.Fatalf("defaults not applied: %+v", d.Limits)
 	}
+	n, err := Parse([]byte(strings.Replace(good, `"passthrough"`, `"native":{"chat_request":"openai-chat/1"},"passthrough"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Native["chat_request"] != "openai-chat/1" {
+		t.Fatalf("native: %v", n.Native)
+	}
 }
 
 // TestGrantsHostFunction: each import name maps to its grant; result comes
@@ -76,6 +83,9 @@ func TestParseRejects(t *testing.T) {
 		{"unknown hook", strings.Replace(good, `"chat_request",`, `"chat_requests",`, 1), "unknown hook"},
 		{"duplicate hook", strings.Replace(good, `"chat_request","error"`, `"error","error"`, 1), "twice"},
 		{"passthrough not declared", strings.Replace(good, `"passthrough":["error"]`, `"passthrough":["chat_response"]`, 1), "passthrough"},
+		{"native hook not declared", strings.Replace(good, `"passthrough"`, `"native":{"embed_request":"openai-embed/1"},"passthrough"`, 1), "native"},
+		{"native hook is passthrough", strings.Replace(good, `"passthrough"`, `"native":{"error":"openai-error/1"},"passthrough"`, 1), "passthrough, so the host never calls it"},
+		{"native name", strings.Replace(good, `"passthrough"`, `"native":{"chat_request":"OpenAI Chat"},"passthrough"`, 1), "native"},
 		{"plugin hook on an adapter", strings.Replace(good, `"chat_request",`, `"pre_request",`, 1), "not a hook of kind adapter"},
 		{"unknown grant", strings.Replace(good, `["log"]`, `["fs"]`, 1), "unknown host function"},
 		{"kv_get is not a grant name", strings.Replace(good, `["log"]`, `["kv_get"]`, 1), "unknown host function"},

@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/native"
 	"github.com/switchyard/switchyard/host/netguard"
 	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/retention"
@@ -173,6 +174,9 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	ctx := context.Background()
 	g.Engine = wasm.NewEngine(opts.CacheDir, log)
 	g.Engine.AllowPrivateNetworks = opts.AllowPrivateNetworks
+	// Hooks a module declares native and proves it computes identically
+	// run in the host (host/native; docs/abi.md §native hooks).
+	g.Engine.Natives = native.Hooks()
 	tm, ml := cfg.TenantModules, cfg.ModuleLogs
 	g.Engine.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute}
 	g.Engine.Logs = wasm.LogLimits{BytesPerCall: ml.BytesPerCall, LinesPerCall: ml.LinesPerCall, BytesPerMinute: ml.BytesPerMinute, LinesPerMinute: ml.LinesPerMinute}

@@ -446,12 +446,23 @@ func TestFallbackAcrossProviders(t *testing.T) {
 
 // TestTranslationRunsInWasm swaps the adapter for another build and for a
 // broken module: the output follows the module, so no Go path hides it.
+// The stock build declares its request hooks native and proves it at load
+// (docs/abi.md §native hooks), so the host runs them; the swapped-in
+// builds declare the same but compute something else, so they are called.
 func TestTranslationRunsInWasm(t *testing.T) {
 	g := start(t, gatewaytest.Options{})
 	up := g.Upstreams["alpha"]
+	nativeHooks := func() string {
+		mod, release := g.Modules.Acquire("openai")
+		defer release()
+		return strings.Join(mod.NativeHooks(), ",")
+	}
 	post(t, g, "/chat/completions", hello)
 	if got := up.Last().Header.Get("X-Switchyard-Adapter"); got != "openai/1.0.0" {
 		t.Fatalf("adapter header %q", got)
+	}
+	if got := nativeHooks(); got != "chat_request,embed_request" {
+		t.Fatalf("the stock adapter's native hooks: %q", got)
 	}
 	root := gatewaytest.Root()
 	variant, err := os.ReadFile(filepath.Join(root, "build", "testdata", "openai-variant.wasm"))
@@ -474,6 +485,9 @@ func TestTranslationRunsInWasm(t *testing.T) {
 	}
 	if got := up.Last().Header.Get("X-Switchyard-Adapter"); got != "openai/variant" {
 		t.Fatalf("after the swap the upstream saw adapter %q, want openai/variant", got)
+	}
+	if got := nativeHooks(); got != "" {
+		t.Fatalf("the variant build runs %q natively although it computes otherwise", got)
 	}
 	// A module whose chat hook fails: the request fails, nothing falls back to Go.
 	broken, err := os.ReadFile(filepath.Join(root, "build", "testdata", "failing.wasm"))

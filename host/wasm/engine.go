@@ -66,6 +66,10 @@ type Engine struct {
 	// ChatCallsPerRequest is the default budget of chat calls of one
 	// request (CallEnv.ChatCalls overrides it; 0: DefaultChatCalls).
 	ChatCallsPerRequest int
+	// Natives are the host implementations of hooks that modules may
+	// declare native (native.go), by the name a manifest gives them. Set
+	// before the first Load.
+	Natives map[string]NativeHook
 	// Secrets are the operator's values substituted for ${secret:NAME} in
 	// the outbound calls of modules whose manifest grants NAME.
 	// TenantSecrets names those that modules published by accounts may
@@ -254,6 +258,9 @@ func (e *Engine) LoadTenant(ctx context.Context, account string, m *manifest.Man
 	}
 	mod.account, mod.acct = account, e.accountFor(account, true)
 	mod.slots = make(chan struct{}, c.Limits.PoolSize)
+	// A tenant's calls are metered and isolated per call (callFresh);
+	// running one natively would leave its account's budgets out.
+	mod.native = nil
 	// The instance made at load proved the module instantiates; a tenant's
 	// calls never reuse one.
 	select {
@@ -402,6 +409,7 @@ func (m *Module) ensure(ctx context.Context) error {
 	}
 	if m.loadErr = m.load(ctx); m.loadErr == nil {
 		m.bin, m.fetch = nil, nil // compiled: the binary is no longer needed
+		m.bindNatives(ctx)
 		m.ready.Store(true)
 		// Compiling leaves tens of MiB of garbage that the Go runtime would
 		// hand back to the OS only after heap growth forces a collection;

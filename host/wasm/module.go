@@ -39,6 +39,9 @@ type Module struct {
 	slots   chan struct{}
 	// preempt: the module was instrumented (preempt.go).
 	preempt bool
+	// native are the hooks the host runs itself (native.go), set at load
+	// before ready and never changed after.
+	native map[abi.Hook]nativeFunc
 
 	// Loading (engine.go, ensure): rt, compiled and preempt are set once,
 	// before ready; bin is the binary until then.
@@ -288,6 +291,9 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		if lerr := m.ensure(context.WithoutCancel(ctx)); lerr != nil {
 			return nil, m.fail(hook, "does not load: "+shortReason(lerr.Error()))
 		}
+	}
+	if f := m.native[hook]; f != nil {
+		return m.callNative(ctx, hook, f, fields)
 	}
 	timeout := time.Duration(m.Manifest.Limits.TimeoutMS) * time.Millisecond
 	if timeout > 0 {

@@ -25,6 +25,13 @@ type Adapter struct {
 	// operators (and the tests that swap module builds) can see which build
 	// translated a request.
 	Build string
+
+	// drops is reused across calls: the hook runs for every request and a
+	// Go guest must not allocate on that path. It is per Adapter, not
+	// global, because the host runs this same code natively and
+	// concurrently for a module that declares it (docs/abi.md, "native"),
+	// one Adapter per goroutine.
+	drops sdk.Params
 }
 
 // forwarded are the request fields an OpenAI-compatible chat API accepts:
@@ -46,13 +53,10 @@ func (a *Adapter) headers(out *sdk.Out) {
 	out.FieldString("Authorization: Bearer " + abi.APIKeyPlaceholder + "\nContent-Type: application/json\nX-Switchyard-Adapter: " + a.Build + "\n")
 }
 
-// drops is reused across calls: the hook runs for every request and a Go
-// guest must not allocate on that path.
-var drops sdk.Params
-
 // ChatRequest is the chat_request hook.
 func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	ctx, body := in.Field(0), in.Field(1)
+	drops := &a.drops
 	drops.Load(ctx, nil) // only the drop list is read here
 	stream := sdk.Get(body, "stream").Bool()
 	out.FieldString("POST")

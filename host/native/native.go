@@ -1,0 +1,111 @@
+// Package native holds the host implementations of module hooks that a
+// module may declare in its manifest's "native" (docs/abi.md §native
+// hooks). Each is a first-party module's own translation code — the plain
+// Go package its main registers — built into the host, plus the sample
+// inputs on which a declaring module must answer identically before the
+// host runs it in the module's place (host/wasm, native.go).
+//
+// Only the request hooks of the OpenAI adapter are here: they run on every
+// request to an OpenAI-compatible provider, and their response hooks are
+// already passthrough.
+package native
+
+import (
+	"sync"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/wasm"
+	"github.com/switchyard/switchyard/plugins/openai/translate"
+	"github.com/switchyard/switchyard/sdk"
+)
+
+// Names of the implementations, as manifests write them. A change to what
+// an implementation computes gets a new name, so a module built against
+// the old one keeps being checked against what it was written for.
+const (
+	OpenAIChat  = "openai-chat/1"
+	OpenAIEmbed = "openai-embed/1"
+)
+
+// Hooks are the implementations this host offers, by name.
+func Hooks() map[string]wasm.NativeHook {
+	return map[string]wasm.NativeHook{
+		OpenAIChat: {Hook: abi.HookChatRequest, Samples: chatSamples,
+			Bind: openai(func(a *translate.Adapter) sdk.Handler { return a.ChatRequest })},
+		OpenAIEmbed: {Hook: abi.HookEmbedRequest, Samples: embedSamples,
+			Bind: openai(func(a *translate.Adapter) sdk.Handler { return a.EmbedRequest })},
+	}
+}
+
+// openaiCall is one goroutine's adapter and call buffers.
+type openaiCall struct {
+	a translate.Adapter
+	h sdk.Handler
+	c sdk.Caller
+}
+
+// openai binds one of the OpenAI adapter's handlers to a module. The
+// module's main stamps "name/version" as its build (plugins/openai), so
+// that is what the native code stamps too; a build stamped otherwise (the
+// tests' variant) fails the sample check and keeps running in Wasm.
+// The adapter keeps per-call scratch, so each goroutine takes its own
+// from a pool.
+func openai(handler func(*translate.Adapter) sdk.Handler) func(*manifest.Manifest) func([][]byte) ([][]byte, error) {
+	return func(m *manifest.Manifest) func([][]byte) ([][]byte, error) {
+		build := m.Name + "/" + m.Version
+		pool := sync.Pool{New: func() any {
+			oc := &openaiCall{a: translate.Adapter{Build: build}}
+			oc.h = handler(&oc.a)
+			return oc
+		}}
+		return func(in [][]byte) ([][]byte, error) {
+			oc := pool.Get().(*openaiCall)
+			defer pool.Put(oc)
+			return oc.c.Call(oc.h, in...)
+		}
+	}
+}
+
+func fields(s ...string) [][]byte {
+	out := make([][]byte, len(s))
+	for i, f := range s {
+		out[i] = []byte(f)
+	}
+	return out
+}
+
+// chatSamples cover every branch of the chat translation: gateway fields
+// dropped, parameters the endpoint does not take (ctx.drop), streams
+// (usage asked for), reasoning.effort flattened or left to an explicit
+// reasoning_effort, the web plugin's search options, tools, and bodies
+// the host passes through untouched (unknown fields, unicode).
+var chatSamples = [][][]byte{
+	fields(`{"model":"gpt-4o-mini","provider":"openai","stream":false,"drop":[],"generation_id":"gen-1","catalog_model":"openai/gpt-4o-mini"}`,
+		`{"model":"openai/gpt-4o-mini","models":["openai/gpt-4o-mini","anthropic/claude"],"provider":{"sort":"price"},"session_id":"s1","plugins":[{"id":"response-healing"}],"messages":[{"role":"developer","content":"You are helpful."},{"role":"user","content":"Hello!"}],"temperature":0.2,"max_tokens":100}`),
+	fields(`{"model":"gpt-4.1","provider":"openai","stream":true,"drop":["top_k","logit_bias"],"generation_id":"gen-2","catalog_model":"openai/gpt-4.1"}`,
+		`{"model":"openai/gpt-4.1","stream":true,"stream_options":{"include_usage":false},"top_k":5,"logit_bias":{"50256":-100},"seed":7,"messages":[{"role":"user","content":"What's the weather in Paris? ☀ é"}],"tools":[{"type":"function","function":{"name":"get_weather","strict":true,"parameters":{"type":"object","properties":{"location":{"type":"string"}},"required":["location"],"additionalProperties":false}}}],"tool_choice":"auto","parallel_tool_calls":false}`),
+	fields(`{"model":"o3","provider":"openai","stream":false,"drop":[],"generation_id":"gen-3","catalog_model":"openai/o3"}`,
+		`{"model":"openai/o3","reasoning":{"effort":"high","max_tokens":2000},"messages":[{"role":"user","content":[{"type":"text","text":"Prove it."},{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}],"response_format":{"type":"json_object"},"debug":{"echo_upstream_body":true},"transforms":["middle-out"]}`),
+	fields(`{"model":"o3","provider":"openai","stream":false,"drop":["reasoning_effort"],"generation_id":"gen-4","catalog_model":"openai/o3"}`,
+		`{"model":"openai/o3","reasoning":{"effort":"low"},"reasoning_effort":"medium","messages":[{"role":"user","content":"hi"}],"user":"u-1","stop":["\n\n"],"n":1}`),
+	fields(`{"model":"gpt-4o","provider":"openai","stream":false,"drop":[],"generation_id":"gen-5","catalog_model":"openai/gpt-4o"}`,
+		`{"model":"openai/gpt-4o","reasoning":{"effort":"minimal"},"reasoning_effort":"low","plugins":[{"id":"web","max_results":3,"search_prompt":"Results:"}],"messages":[{"role":"user","content":"news?"}],"frequency_penalty":0.5,"presence_penalty":-0.5,"logprobs":true,"top_logprobs":2}`),
+	fields(`{"model":"gpt-4o","provider":"openai","stream":false,"drop":[],"generation_id":"gen-6","catalog_model":"openai/gpt-4o:online"}`,
+		`{"model":"openai/gpt-4o:online","web_search_options":{"search_context_size":"high"},"plugins":[{"id":"web"}],"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"weather"}]}`),
+	fields(`{"model":"local-model","provider":"vllm","stream":true,"drop":[],"generation_id":"gen-7","catalog_model":"local/model"}`,
+		`{"messages":[{"role":"user","content":""},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"42"}],"stream":true,"unknown_field":{"x":[1,2,3]},"prediction":{"type":"content","content":"x"}}`),
+}
+
+// embedSamples cover strings, token ids, text-only multimodal items
+// (flattened) and items with images (kept).
+var embedSamples = [][][]byte{
+	fields(`{"model":"text-embedding-3-small","provider":"openai","stream":false,"drop":[],"generation_id":"gen-8","catalog_model":"openai/text-embedding-3-small"}`,
+		`{"model":"openai/text-embedding-3-small","input":"The food was delicious","encoding_format":"base64","dimensions":256,"user":"u"}`),
+	fields(`{"model":"text-embedding-3-small","provider":"openai","stream":false,"drop":[],"generation_id":"gen-9","catalog_model":"openai/text-embedding-3-small"}`,
+		`{"model":"openai/text-embedding-3-small","input":["a","b ☀",[1,2,3]],"provider":{"sort":"price"}}`),
+	fields(`{"model":"mm-embed","provider":"openai","stream":false,"drop":[],"generation_id":"gen-10","catalog_model":"x/mm-embed"}`,
+		`{"model":"x/mm-embed","input":[{"content":[{"type":"text","text":"first"},{"type":"text","text":"second"}]},"plain"]}`),
+	fields(`{"model":"mm-embed","provider":"openai","stream":false,"drop":[],"generation_id":"gen-11","catalog_model":"x/mm-embed"}`,
+		`{"model":"x/mm-embed","input":[{"content":[{"type":"text","text":"a cat"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}`),
+}

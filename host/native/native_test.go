@@ -1,0 +1,282 @@
+package native_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/native"
+	"github.com/switchyard/switchyard/host/wasm"
+	"github.com/switchyard/switchyard/host/wire"
+)
+
+var root = filepath.Join("..", "..")
+
+// load loads the binary at path (relative to the repository) with the
+// OpenAI adapter's manifest, edited by edit, on an engine that offers the
+// native hooks when natives is true. It returns the module and what the
+// engine logged.
+func load(t testing.TB, path string, natives bool, edit func(string) string) (*wasm.Module, *bytes.Buffer) {
+	t.Helper()
+	bin, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		t.Fatalf("run `make build` first: %v", err)
+	}
+	mf, err := os.ReadFile(filepath.Join(root, "plugins", "openai", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(mf)
+	if edit != nil {
+		text = edit(text)
+	}
+	m, err := manifest.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
+	if natives {
+		e.Natives = native.Hooks()
+	}
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	mod, err := e.Load(context.Background(), m, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod, &logs
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func call(t testing.TB, m *wasm.Module, hook abi.Hook, fields ...[]byte) []string {
+	t.Helper()
+	out, err := m.Call(context.Background(), hook, fields...)
+	if err != nil {
+		t.Fatalf("%s: %v", hook, err)
+	}
+	s := make([]string, len(out.Fields))
+	for i, f := range out.Fields {
+		s[i] = string(f)
+	}
+	return s
+}
+
+// requests are the OpenAI adapter's documented test requests
+// (plugins/openai/testdata/requests.json): inputs the samples were not
+// written from, to compare the native hook with the module on.
+func requests(t testing.TB) [][2][]byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "plugins", "openai", "testdata", "requests.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Ctx     json.RawMessage `json:"ctx"`
+		Unified json.RawMessage `json:"unified"`
+	}
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatal(err)
+	}
+	var out [][2][]byte
+	for _, c := range cases {
+		var ctx struct {
+			Model string   `json:"model"`
+			Drop  []string `json:"drop"`
+		}
+		_ = json.Unmarshal(c.Ctx, &ctx)
+		for _, stream := range []bool{false, true} {
+			actx := wire.AdapterCtx{Model: ctx.Model, Provider: "openai", Stream: stream, Drop: ctx.Drop, GenerationID: "gen-x", CatalogModel: "openai/" + ctx.Model}
+			out = append(out, [2][]byte{actx.JSON(), c.Unified})
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("only %d requests in requests.json", len(out))
+	}
+	return out
+}
+
+// TestStockAdapterRunsNatively: the adapter as built declares its request
+// hooks native and answers the samples identically, so the host runs them
+// itself; on every documented request the native answer is the module's.
+func TestStockAdapterRunsNatively(t *testing.T) {
+	nat, logs := load(t, "build/wasm/openai.wasm", true, nil)
+	if got := strings.Join(nat.NativeHooks(), ","); got != "chat_request,embed_request" {
+		t.Fatalf("native hooks %q, want chat_request,embed_request (log: %s)", got, logs)
+	}
+	guest, _ := load(t, "build/wasm/openai.wasm", false, nil)
+	if len(guest.NativeHooks()) != 0 {
+		t.Fatalf("an engine without natives runs %v natively", guest.NativeHooks())
+	}
+	for i, r := range requests(t) {
+		got := call(t, nat, abi.HookChatRequest, r[0], r[1])
+		want := call(t, guest, abi.HookChatRequest, r[0], r[1])
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("request %d: native\n %q\nmodule\n %q", i, got, want)
+		}
+	}
+	embed := []string{`{"model":"openai/te3","input":"x"}`, `{"model":"openai/te3","input":["a",{"content":[{"type":"text","text":"b"}]}],"dimensions":8}`}
+	for _, body := range embed {
+		ctx := wire.AdapterCtx{Model: "te3", Provider: "openai"}.JSON()
+		if got, want := call(t, nat, abi.HookEmbedRequest, ctx, []byte(body)), call(t, guest, abi.HookEmbedRequest, ctx, []byte(body)); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("embed %s: native %q, module %q", body, got, want)
+		}
+	}
+	// The stamp says which build translated: name/version, as the
+	// module's own build stamps it.
+	got := call(t, nat, abi.HookChatRequest, requests(t)[0][0], requests(t)[0][1])
+	if !strings.Contains(got[2], "X-Switchyard-Adapter: openai/1.0.0\n") {
+		t.Fatalf("headers %q", got[2])
+	}
+}
+
+// TestDeclarationIsChecked: a module that declares the native hooks but
+// computes something else — another build, a broken build, a name the
+// host does not implement — keeps being called, and the log says why.
+func TestDeclarationIsChecked(t *testing.T) {
+	cases := []struct {
+		name, path string
+		edit       func(string) string
+		wantLog    string
+		wantHooks  string
+	}{
+		{"variant build", "build/testdata/openai-variant.wasm", nil, "output field 2 differs", ""},
+		{"failing build", "build/testdata/failing.wasm", nil, "the module failed", ""},
+		{"unknown implementation", "build/wasm/openai.wasm",
+			func(s string) string { return strings.Replace(s, `"openai-chat/1"`, `"openai-chat/9"`, 1) },
+			"does not implement", "embed_request"},
+		{"implementation of another hook", "build/wasm/openai.wasm",
+			func(s string) string { return strings.Replace(s, `"openai-chat/1"`, `"openai-embed/1"`, 1) },
+			"does not implement", "embed_request"},
+		{"version stamped differently", "build/wasm/openai.wasm",
+			func(s string) string { return strings.Replace(s, `"version": "1.0.0"`, `"version": "1.0.1"`, 1) },
+			"differs", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mod, logs := load(t, tc.path, true, tc.edit)
+			if got := strings.Join(mod.NativeHooks(), ","); got != tc.wantHooks {
+				t.Fatalf("native hooks %q, want %q", got, tc.wantHooks)
+			}
+			if !strings.Contains(logs.String(), tc.wantLog) {
+				t.Fatalf("log lacks %q:\n%s", tc.wantLog, logs)
+			}
+		})
+	}
+	// The variant is called: its own stamp reaches the upstream headers.
+	variant, _ := load(t, "build/testdata/openai-variant.wasm", true, nil)
+	r := requests(t)[0]
+	if got := call(t, variant, abi.HookChatRequest, r[0], r[1]); !strings.Contains(got[2], "openai/variant") {
+		t.Fatalf("variant headers %q", got[2])
+	}
+	failing, _ := load(t, "build/testdata/failing.wasm", true, nil)
+	if _, err := failing.Call(context.Background(), abi.HookChatRequest, r[0], r[1]); err == nil {
+		t.Fatal("a failing module's chat_request succeeded: something ran in its place")
+	}
+}
+
+// TestNativeConcurrent: the native hook runs on many goroutines at once
+// (the module's adapter state is per call, not global) and each call gets
+// its own answer.
+func TestNativeConcurrent(t *testing.T) {
+	nat, _ := load(t, "build/wasm/openai.wasm", true, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				model := fmt.Sprintf("m-%d-%d", g, i)
+				drop := []string{}
+				if i%2 == 0 {
+					drop = []string{"temperature"}
+				}
+				ctx := wire.AdapterCtx{Model: model, Provider: "openai", Drop: drop}.JSON()
+				out, err := nat.Call(context.Background(), abi.HookChatRequest, ctx, []byte(`{"messages":[{"role":"user","content":"x"}],"temperature":0.5}`))
+				if err != nil {
+					errs <- err
+					return
+				}
+				body := string(out.Field(3))
+				if !strings.Contains(body, `"model":"`+model+`"`) || strings.Contains(body, "temperature") != (i%2 == 1) {
+					errs <- fmt.Errorf("call %d/%d got %s", g, i, body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// FuzzNativeMatchesModule: on any request body, the native chat hook
+// answers what the module answers — including failing when it fails.
+func FuzzNativeMatchesModule(f *testing.F) {
+	for _, r := range requests(f) {
+		f.Add(string(r[0]), string(r[1]))
+	}
+	f.Add(`{"model":"m","drop":["seed"]}`, `{"seed":1,"reasoning":{"effort":5},"plugins":[{"id":"web"}]}`)
+	f.Add(`{}`, `not json`)
+	f.Add(`{"model":"m"}`, `{"messages":"\ud800","stream":"yes"}`)
+	nat, _ := load(f, "build/wasm/openai.wasm", true, nil)
+	guest, _ := load(f, "build/wasm/openai.wasm", false, nil)
+	f.Fuzz(func(t *testing.T, ctx, body string) {
+		got, gerr := nat.Call(context.Background(), abi.HookChatRequest, []byte(ctx), []byte(body))
+		want, werr := guest.Call(context.Background(), abi.HookChatRequest, []byte(ctx), []byte(body))
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("native error %v, module error %v", gerr, werr)
+		}
+		if gerr != nil {
+			return
+		}
+		if fmt.Sprintf("%q", got.Fields) != fmt.Sprintf("%q", want.Fields) {
+			t.Fatalf("native %q\nmodule %q", got.Fields, want.Fields)
+		}
+	})
+}
+
+// BenchmarkChatRequest: the OpenAI adapter's chat_request on a 1 KB body,
+// in the module and native.
+func BenchmarkChatRequest(b *testing.B) {
+	ctx := wire.AdapterCtx{Model: "gpt-4o", Provider: "openai", Drop: []string{"top_k"}, GenerationID: "gen-1", CatalogModel: "openai/gpt-4o"}.JSON()
+	body := []byte(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"` + strings.Repeat("x", 900) + `"},{"role":"user","content":"hi"}],"temperature":0.5,"provider":{"sort":"price"}}`)
+	for _, natives := range []bool{false, true} {
+		name := "module"
+		if natives {
+			name = "native"
+		}
+		b.Run(name, func(b *testing.B) {
+			mod, _ := load(b, "build/wasm/openai.wasm", natives, nil)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := mod.Call(context.Background(), abi.HookChatRequest, ctx, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -28,6 +28,13 @@ var ErrClientGone = errors.New("the client closed the connection")
 // Gone reports whether ctx ended because its client went away.
 func Gone(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrClientGone) }
 
+// watchDelay is how long a request runs before its connection is watched.
+// A request answered sooner — most non-streaming requests to a fast
+// upstream — never pays for the watcher goroutine and its wake-ups, and a
+// client that leaves is noticed at most this much later; the calls worth
+// cancelling (a model thinking for seconds) outlast it by far.
+const watchDelay = 20 * time.Millisecond
+
 // Watch returns a context derived from parent that is cancelled with cause
 // ErrClientGone when the client closes or resets conn, and stop, which ends
 // the watch (idempotent; it does not cancel the context). stop must be
@@ -40,24 +47,49 @@ func Watch(parent context.Context, conn net.Conn) (context.Context, func()) {
 		return parent, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(parent)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	w := &watch{}
+	w.timer = time.AfterFunc(watchDelay, func() {
+		w.mu.Lock()
+		if w.stopped {
+			w.mu.Unlock()
+			return
+		}
+		w.done = make(chan struct{})
+		w.mu.Unlock()
+		defer close(w.done)
 		if peekGone(rc) {
 			cancel(ErrClientGone)
 		}
-	}()
-	var once sync.Once
+	})
 	stop := func() {
-		once.Do(func() {
-			// A deadline in the past wakes the waiting peek; the next request's
-			// deadlines are set by the server as it starts reading it.
-			_ = conn.SetReadDeadline(time.Unix(1, 0))
-			<-done
-			_ = conn.SetReadDeadline(time.Time{})
-		})
+		w.timer.Stop()
+		w.mu.Lock()
+		if w.stopped {
+			w.mu.Unlock()
+			return
+		}
+		w.stopped = true
+		done := w.done
+		w.mu.Unlock()
+		if done == nil {
+			return // the watch never started, and now never will
+		}
+		// A deadline in the past wakes the waiting peek; the next request's
+		// deadlines are set by the server as it starts reading it.
+		_ = conn.SetReadDeadline(time.Unix(1, 0))
+		<-done
+		_ = conn.SetReadDeadline(time.Time{})
 	}
 	return ctx, stop
+}
+
+// watch is the state Watch and its stop share. The watcher starts only if
+// it takes mu before stop does, and stop waits for a started one.
+type watch struct {
+	timer   *time.Timer
+	mu      sync.Mutex
+	stopped bool
+	done    chan struct{} // set when the watcher starts; closed when it ends
 }
 
 // rawConn finds the socket under conn's wrappers (each wrapper that embeds

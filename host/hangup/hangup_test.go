@@ -93,3 +93,25 @@ func TestWatchUnwatchable(t *testing.T) {
 		t.Fatal("a connection without a socket should get its parent context back")
 	}
 }
+
+// TestStopAroundTheDelay: stop called just before, at and after the moment
+// the watcher starts never leaves a deadline on the connection, never
+// cancels the context of a client that is there, and never hangs.
+func TestStopAroundTheDelay(t *testing.T) {
+	server, client := pair(t)
+	for i := range 40 {
+		ctx, stop := Watch(context.Background(), server)
+		time.Sleep(watchDelay - 2*time.Millisecond + time.Duration(i%5)*time.Millisecond)
+		stop()
+		if ctx.Err() != nil {
+			t.Fatalf("round %d: context ended (%v) while the client is there", i, context.Cause(ctx))
+		}
+		client.Write([]byte{byte('a' + i%26)})
+		got := make([]byte, 1)
+		server.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(server, got); err != nil || got[0] != byte('a'+i%26) {
+			t.Fatalf("round %d: read %q, %v after the watch", i, got, err)
+		}
+		server.SetReadDeadline(time.Time{})
+	}
+}

@@ -608,32 +608,54 @@ func (r *Registry) seeds(dir string) ([]*startJob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("modules: seed from %s: %w (run `make build`)", dir, err)
 	}
-	var out []*startJob
+	var names []string
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok {
-			continue
+		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+			names = append(names, name)
 		}
-		mj, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		bin, err := os.ReadFile(filepath.Join(dir, name+".wasm"))
-		if err != nil {
-			return nil, fmt.Errorf("modules: %s has a manifest but no binary: %w", name, err)
-		}
-		m, err := manifest.Parse(mj)
-		if err != nil {
-			return nil, fmt.Errorf("modules: %s: %w", e.Name(), err)
-		}
-		sum := sha256.Sum256(bin)
-		rec := r.stored(m.Name, m.Version)
-		out = append(out, &startJob{
-			name: m.Name, version: m.Version, m: m, bin: bin, mj: mj, seeded: true,
-			changed: rec.SHA256 != hex.EncodeToString(sum[:]) || !sameJSON(rec.Manifest, mj),
-		})
+	}
+	// Reading and hashing tens of MiB of binaries is most of a fresh
+	// start after validation: done on every CPU, in the directory's order.
+	out := make([]*startJob, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i], errs[i] = r.seed(dir, name)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// seed reads the built module name (name.json and name.wasm in dir) and
+// compares it with the stored version of the same name and version.
+func (r *Registry) seed(dir, name string) (*startJob, error) {
+	mj, err := os.ReadFile(filepath.Join(dir, name+".json"))
+	if err != nil {
+		return nil, err
+	}
+	bin, err := os.ReadFile(filepath.Join(dir, name+".wasm"))
+	if err != nil {
+		return nil, fmt.Errorf("modules: %s has a manifest but no binary: %w", name, err)
+	}
+	m, err := manifest.Parse(mj)
+	if err != nil {
+		return nil, fmt.Errorf("modules: %s.json: %w", name, err)
+	}
+	sum := sha256.Sum256(bin)
+	rec := r.stored(m.Name, m.Version)
+	return &startJob{
+		name: m.Name, version: m.Version, m: m, bin: bin, mj: mj, seeded: true,
+		changed: rec.SHA256 != hex.EncodeToString(sum[:]) || !sameJSON(rec.Manifest, mj),
+	}, nil
 }
 
 // loadAll loads the jobs' modules, up to GOMAXPROCS at a time. The

@@ -34,6 +34,7 @@ func main() {
 	conc := flag.Int("c", 16, "concurrent clients for the throughput run")
 	dur := flag.Duration("d", 3*time.Second, "duration of each throughput run")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the gateway scenarios to this file")
+	memprofile := flag.String("memprofile", "", "write an allocation profile (every allocation since start) to this file at the end")
 	only := flag.String("only", "", "run only the scenario with this name (e.g. \"chat json 1KB\", or \"cluster\" for bbolt against PostgreSQL)")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -41,6 +42,14 @@ func main() {
 		must(err)
 		must(pprof.StartCPUProfile(f))
 		defer pprof.StopCPUProfile()
+	}
+	if *memprofile != "" {
+		defer func() {
+			f, err := os.Create(*memprofile)
+			must(err)
+			must(pprof.Lookup("allocs").WriteTo(f, 0))
+			must(f.Close())
+		}()
 	}
 
 	g, err := gatewaytest.Start(gatewaytest.Options{Providers: []string{"bench"}, Quiet: true})

@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/telemetry"
+	"github.com/switchyard/switchyard/host/upstream"
 )
 
 // Deps are what the server runs on; main wires them.
@@ -84,15 +85,24 @@ func New(d Deps) *Server {
 		d.Log = slog.Default()
 	}
 	if d.Client == nil {
-		d.Client = &http.Client{CheckRedirect: noRedirects, Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          1024,
-			MaxIdleConnsPerHost:   256,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
+		// Plain-HTTP upstreams on the calling goroutine; TLS (HTTP/2 when
+		// offered) and proxied ones through net/http (host/upstream).
+		dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+		d.Client = &http.Client{CheckRedirect: noRedirects, Transport: &upstream.Transport{
+			Proxy:          http.ProxyFromEnvironment,
+			Dialer:         dialer,
+			MaxIdlePerHost: 256,
+			IdleTimeout:    90 * time.Second,
+			Fallback: &http.Transport{
+				Proxy:                 http.ProxyFromEnvironment,
+				DialContext:           dialer.DialContext,
+				ForceAttemptHTTP2:     true,
+				MaxIdleConns:          1024,
+				MaxIdleConnsPerHost:   256,
+				IdleConnTimeout:       90 * time.Second,
+				TLSHandshakeTimeout:   10 * time.Second,
+				ExpectContinueTimeout: time.Second,
+			},
 		}}
 	}
 	if d.Pipeline == nil {

@@ -1,0 +1,454 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// server is a loopback HTTP/1.1 server that counts the connections it
+// accepted.
+func server(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var conns atomic.Int64
+	s := httptest.NewUnstartedServer(h)
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s, &conns
+}
+
+func newTransport(t *testing.T) *Transport {
+	tr := &Transport{Fallback: http.DefaultTransport}
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
+func post(t *testing.T, tr http.RoundTripper, ctx context.Context, u, body string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "POST", u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return tr.RoundTrip(req)
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return string(b)
+}
+
+// TestKeepAlive: sequential requests share one connection whatever the
+// body's framing — Content-Length, chunked (with a trailer), empty — and
+// each gets its own response.
+func TestKeepAlive(t *testing.T) {
+	cases := []struct {
+		name string
+		h    http.HandlerFunc
+	}{
+		{"content-length", func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			w.Header().Set("Content-Length", fmt.Sprint(len(b)+5))
+			fmt.Fprintf(w, "echo:%s", b)
+		}},
+		{"chunked with a trailer", func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			w.Header().Set("Trailer", "X-Done")
+			fmt.Fprint(w, "echo:")
+			w.(http.Flusher).Flush()
+			fmt.Fprintf(w, "%s", b)
+			w.Header().Set("X-Done", "yes")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, conns := server(t, tc.h)
+			tr := newTransport(t)
+			for i := range 20 {
+				resp, err := post(t, tr, context.Background(), s.URL+"/v1/x", fmt.Sprintf(`{"n":%d}`, i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := readAll(t, resp), fmt.Sprintf(`echo:{"n":%d}`, i); got != want || resp.StatusCode != 200 {
+					t.Fatalf("request %d: %d %q, want %q", i, resp.StatusCode, got, want)
+				}
+			}
+			if n := conns.Load(); n != 1 {
+				t.Fatalf("%d connections for 20 sequential requests, want 1", n)
+			}
+		})
+	}
+	t.Run("no body", func(t *testing.T) {
+		s, conns := server(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+		tr := newTransport(t)
+		for range 5 {
+			resp, err := post(t, tr, context.Background(), s.URL, "{}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close() // not read: there is nothing to read
+			if resp.StatusCode != 204 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+		if n := conns.Load(); n != 1 {
+			t.Fatalf("%d connections, want 1", n)
+		}
+	})
+}
+
+// TestUnreadBodyClosesConnection: a body closed before its end leaves the
+// rest of the response on the connection, so the connection is closed, and
+// the next request gets a fresh one and its own answer.
+func TestUnreadBodyClosesConnection(t *testing.T) {
+	s, conns := server(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, strings.Repeat("x", 64<<10))
+	})
+	tr := newTransport(t)
+	resp, err := post(t, tr, context.Background(), s.URL, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 10)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	resp, err = post(t, tr, context.Background(), s.URL, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, resp); len(got) != 64<<10 {
+		t.Fatalf("second response %d bytes", len(got))
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+}
+
+// TestServerClosedIdleConnection: an upstream that closes idle connections
+// (uvicorn's keep-alive is 5 s) costs nothing: the request is sent again
+// on a fresh connection.
+func TestServerClosedIdleConnection(t *testing.T) {
+	var calls atomic.Int64
+	s, conns := server(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		calls.Add(1)
+		w.Write(b)
+	})
+	tr := newTransport(t)
+	for i := range 3 {
+		resp, err := post(t, tr, context.Background(), s.URL, fmt.Sprint(i))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if got := readAll(t, resp); got != fmt.Sprint(i) {
+			t.Fatalf("request %d: %q", i, got)
+		}
+		s.CloseClientConnections() // the server drops the idle connection
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n, c := conns.Load(), calls.Load(); n != 3 || c != 3 {
+		t.Fatalf("%d connections and %d handler calls, want 3 and 3 (one send each)", n, c)
+	}
+}
+
+// TestCancel: the request's context ends a call blocked on the upstream
+// at any point — waiting for the head, or in the middle of the body — at
+// once, and the connection is not reused.
+func TestCancel(t *testing.T) {
+	release := make(chan struct{})
+	s, conns := server(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/body" {
+			fmt.Fprint(w, "first part")
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	t.Cleanup(func() { close(release) }) // before the server's Close, which waits for the handlers
+	tr := newTransport(t)
+	t.Run("waiting for the head", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		_, err := post(t, tr, ctx, s.URL+"/head", "{}")
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
+	})
+	t.Run("in the body", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		resp, err := post(t, tr, ctx, s.URL+"/body", "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 10)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "first part" {
+			t.Fatalf("read %q, %v", buf, err)
+		}
+		time.AfterFunc(50*time.Millisecond, cancel)
+		if _, err := resp.Body.Read(buf); err == nil {
+			t.Fatal("a read went on after the context ended")
+		}
+		_ = resp.Body.Close()
+	})
+	t.Run("closed from another goroutine", func(t *testing.T) {
+		resp, err := post(t, tr, context.Background(), s.URL+"/body", "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(50*time.Millisecond, func() { _ = resp.Body.Close() })
+		if _, err := io.ReadAll(resp.Body); err == nil {
+			t.Fatal("a read went on after Close")
+		}
+	})
+	if n := conns.Load(); n != 3 {
+		t.Fatalf("%d connections, want 3: a cancelled call's connection is never reused", n)
+	}
+}
+
+// TestHostileUpstreams: what a lying or broken upstream sends fails the
+// call with an error, bounded.
+func TestHostileUpstreams(t *testing.T) {
+	cases := []struct {
+		name, reply string
+		want        string
+	}{
+		{"endless headers", "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("a", 1000)+"\r\n", 2000), "exceed"},
+		{"not HTTP", "SSH-2.0-OpenSSH_9.6\r\n\r\n", "malformed"},
+		{"closes at once", "", "EOF"},
+		{"too many informational responses", strings.Repeat("HTTP/1.1 102 Processing\r\n\r\n", 6), "informational"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				br := bufio.NewReader(c)
+				if _, err := http.ReadRequest(br); err != nil {
+					return
+				}
+				_, _ = io.WriteString(c, tc.reply)
+			}()
+			tr := newTransport(t)
+			_, err = post(t, tr, context.Background(), "http://"+ln.Addr().String()+"/", "{}")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("informational responses before the real one", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+				_, _ = io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}
+		}()
+		resp, err := post(t, newTransport(t), context.Background(), "http://"+ln.Addr().String()+"/", "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); got != "ok" || resp.StatusCode != 200 {
+			t.Fatalf("%d %q", resp.StatusCode, got)
+		}
+	})
+}
+
+// TestInvalidHeaders: a header that would split the request is refused
+// before anything is sent.
+func TestInvalidHeaders(t *testing.T) {
+	var calls atomic.Int64
+	s, _ := server(t, func(w http.ResponseWriter, r *http.Request) { calls.Add(1) })
+	for _, h := range [][2]string{{"X-Ok", "a\r\nX-Smuggled: 1"}, {"Bad Name", "v"}, {"X-Nul", "a\x00b"}} {
+		req, _ := http.NewRequest("POST", s.URL, strings.NewReader("{}"))
+		req.Header[h[0]] = []string{h[1]}
+		if _, err := newTransport(t).RoundTrip(req); err == nil || !strings.Contains(err.Error(), "invalid header") {
+			t.Fatalf("header %q: err %v", h, err)
+		}
+	}
+	if calls.Load() != 0 {
+		t.Fatal("a request with an invalid header reached the upstream")
+	}
+}
+
+// TestFallback: https and proxied requests go to Fallback.
+func TestFallback(t *testing.T) {
+	var fell atomic.Int64
+	fb := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		fell.Add(1)
+		return &http.Response{StatusCode: 299, Body: http.NoBody, Request: r}, nil
+	})
+	s, _ := server(t, func(w http.ResponseWriter, r *http.Request) {})
+	proxy, _ := url.Parse("http://proxy.invalid:3128")
+	cases := []struct {
+		name, url string
+		proxy     func(*http.Request) (*url.URL, error)
+		wantFall  bool
+	}{
+		{"https", "https://api.example.com/v1", nil, true},
+		{"plain http", s.URL, nil, false},
+		{"plain http through a proxy", s.URL, http.ProxyURL(proxy), true},
+		{"plain http, no proxy for it", s.URL, func(*http.Request) (*url.URL, error) { return nil, nil }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := fell.Load()
+			tr := &Transport{Fallback: fb, Proxy: tc.proxy}
+			defer tr.CloseIdleConnections()
+			resp, err := post(t, tr, context.Background(), tc.url, "{}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if got := fell.Load() > before; got != tc.wantFall {
+				t.Fatalf("went to Fallback: %v, want %v", got, tc.wantFall)
+			}
+		})
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestIdleConnectionsExpire: connections idle past the timeout are closed
+// by the reaper, and none is handed out once expired.
+func TestIdleConnectionsExpire(t *testing.T) {
+	s, conns := server(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	tr := &Transport{Fallback: http.DefaultTransport, IdleTimeout: 30 * time.Millisecond}
+	defer tr.CloseIdleConnections()
+	for range 2 {
+		resp, err := post(t, tr, context.Background(), s.URL, "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2 (the first expired)", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tr.mu.Lock()
+		n := len(tr.idle)
+		tr.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reaper left an expired idle connection")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestConcurrent: many goroutines at once each get their own answer, over
+// at most as many connections as run concurrently.
+func TestConcurrent(t *testing.T) {
+	s, conns := server(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	})
+	tr := newTransport(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				want := fmt.Sprintf("%d-%d", g, i)
+				resp, err := post(t, tr, context.Background(), s.URL, want)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if err != nil || string(b) != want {
+					errs <- fmt.Errorf("got %q, %v; want %q", b, err, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := conns.Load(); n > 8 {
+		t.Fatalf("%d connections for 8 concurrent callers", n)
+	}
+}
+
+// BenchmarkRoundTrip: one 1 KB request and its response over loopback,
+// through this transport and through net/http's.
+func BenchmarkRoundTrip(b *testing.B) {
+	payload := `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 1000) + `"}]}`
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"x","choices":[{"message":{"role":"assistant","content":"hello"}}]}`)
+	}))
+	defer s.Close()
+	for _, tc := range []struct {
+		name string
+		tr   http.RoundTripper
+	}{{"upstream", &Transport{}}, {"net-http", &http.Transport{}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest("POST", s.URL, strings.NewReader(payload))
+				resp, err := tc.tr.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		})
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/switchyard/switchyard/host/wire"
-	"github.com/tidwall/gjson"
 )
 
 // done is the data of the event that ends every stream.
@@ -74,6 +73,7 @@ type pump struct {
 	ttft         time.Duration
 	checkpointed time.Time
 	repairLogged bool
+	chunks       *wire.ChunkStream // made on the first chunk
 }
 
 type sseItem struct {
@@ -173,20 +173,19 @@ func (p *pump) step(it sseItem) (end bool, err error) {
 		return true, aerr
 	}
 	for _, ch := range chunks {
-		ch, ok := p.repair(ch)
+		ch, facts, ok := p.repair(ch)
 		if !ok {
 			continue
 		}
-		if msg := gjson.GetBytes(ch, "error"); msg.Exists() {
+		if msg := facts.Error; msg.Exists() {
 			// A provider error inside the stream, OpenAI style.
 			return true, apierr.New(http.StatusBadGateway, "%s", call.Scrub("provider "+call.Endpoint.Provider.Slug+": "+msg.Get("message").Str))
 		}
-		ch = wire.Chunk(ch, p.id)
-		p.account(ch)
+		p.account(facts)
 		if !p.flushHeld() {
 			return true, errClientGone
 		}
-		if gjson.GetBytes(ch, "usage").IsObject() {
+		if facts.Usage {
 			p.held = ch
 			continue
 		}
@@ -197,12 +196,17 @@ func (p *pump) step(it sseItem) (end bool, err error) {
 	return false, nil
 }
 
-// repair checks an upstream chunk before anything reads it (wire.RepairChunk):
-// a wrong-typed field or invalid UTF-8 never reaches the client. The first
-// repair of a stream is logged with its reasons; one line per stream is
-// enough to find the upstream, and a broken upstream cannot flood the log.
-func (p *pump) repair(ch []byte) ([]byte, bool) {
-	out, fixes, ok := wire.RepairChunk(ch)
+// repair checks an upstream chunk before anything reads it and makes it the
+// gateway's (wire.ChunkStream: wire.RepairChunk, then wire.Chunk, in one
+// walk over the chunk): a wrong-typed field or invalid UTF-8 never reaches
+// the client. The first repair of a stream is logged with its reasons; one
+// line per stream is enough to find the upstream, and a broken upstream
+// cannot flood the log.
+func (p *pump) repair(ch []byte) ([]byte, *wire.ChunkFacts, bool) {
+	if p.chunks == nil {
+		p.chunks = wire.NewChunkStream(p.id)
+	}
+	out, facts, fixes, ok := p.chunks.Next(ch)
 	if len(fixes) > 0 && !p.repairLogged {
 		p.repairLogged = true
 		what := "upstream chunk repaired"
@@ -212,7 +216,7 @@ func (p *pump) repair(ch []byte) ([]byte, bool) {
 		p.s.Log.Warn(what+" (later repairs in this stream are not logged)", "generation", p.id.GenID,
 			"provider", p.r.Call.Endpoint.Provider.Slug, "reasons", fixes, "chunk", clip(ch, 200))
 	}
-	return out, ok
+	return out, facts, ok
 }
 
 // translate runs the adapter's stream hook on one event. Adapters keep
@@ -233,9 +237,9 @@ func (p *pump) translate(data []byte) ([][]byte, *apierr.Error) {
 
 // account counts what the upstream generated, before plugins edit it:
 // billing and health see the provider's output.
-func (p *pump) account(ch []byte) {
-	for _, c := range gjson.GetBytes(ch, "choices").Array() {
-		if t := c.Get("delta.content").Str; t != "" {
+func (p *pump) account(facts *wire.ChunkFacts) {
+	for _, c := range facts.Choices {
+		if t := c.Content; t != "" {
 			if !p.contentSent {
 				p.ttft = time.Since(p.r.Call.Started)
 				p.r.FirstToken()
@@ -249,8 +253,8 @@ func (p *pump) account(ch []byte) {
 				p.r.Checkpoint(p.r.Counted(p.text.String()))
 			}
 		}
-		if fr := c.Get("finish_reason"); fr.Type == gjson.String {
-			p.finished, p.finishReason = true, fr.Str
+		if c.Finished {
+			p.finished, p.finishReason = true, c.FinishReason
 		}
 	}
 }
@@ -259,13 +263,18 @@ func (p *pump) account(ch []byte) {
 // client. What a plugin hands back must be a chunk (wire.IsChunk): anything
 // else is dropped and logged, so a faulty plugin cannot put a non-chunk on
 // a client's stream, and one bad chunk does not cost the whole generation.
+// Without post_chunk plugins ch goes out as it is: wire.ChunkStream made it
+// a chunk.
 func (p *pump) emitThroughPlugins(ch []byte) error {
-	out := [][]byte{ch}
-	if p.pl.HasChunkHooks() {
-		var err *apierr.Error
-		if out, err = p.pl.Chunk(p.ctx, ch); err != nil {
-			return err
+	if !p.pl.HasChunkHooks() {
+		if !p.emit(ch) {
+			return errClientGone // the deferred cancel stops the upstream
 		}
+		return nil
+	}
+	out, err := p.pl.Chunk(p.ctx, ch)
+	if err != nil {
+		return err
 	}
 	for _, o := range out {
 		if !wire.IsChunk(o) {

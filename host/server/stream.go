@@ -2,11 +2,14 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -19,7 +22,6 @@ import (
 	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/switchyard/switchyard/host/wire"
-	"github.com/tidwall/gjson"
 )
 
 // done is the data of the event that ends every stream.
@@ -62,7 +64,12 @@ type pump struct {
 	id      wire.Identity
 	meta    *wire.Metadata
 
+	// mu orders the writes of the pump and of the keep-alive timer to w.
+	mu           sync.Mutex
 	w            *bufio.Writer
+	keep         *time.Timer     // the keep-alive; under mu
+	closed       bool            // no more keep-alives; under mu
+	gone         atomic.Bool     // a keep-alive found the client gone
 	frame        []byte          // reused SSE framing buffer
 	state        []byte          // the adapter's stream state
 	held         []byte          // the chunk carrying usage, held for the final chunk
@@ -74,11 +81,7 @@ type pump struct {
 	ttft         time.Duration
 	checkpointed time.Time
 	repairLogged bool
-}
-
-type sseItem struct {
-	data []byte
-	err  error
+	chunks       *wire.ChunkStream // made on the first chunk
 }
 
 func (p *pump) run(w *bufio.Writer) {
@@ -99,95 +102,115 @@ func (p *pump) run(w *bufio.Writer) {
 	if p.req.EchoUpstream && !p.emit(p.id.DebugChunk(p.r.Call.SentBody)) {
 		return
 	}
-	items := p.read()
-	keep := time.NewTicker(time.Duration(p.s.Config.KeepAlive))
-	defer keep.Stop()
+	// The pump reads the upstream itself: a reader goroutine and a channel
+	// per stream cost a goroutine's stack, a copy of every event and two
+	// wake-ups per chunk. What the goroutine was for is served otherwise:
+	// the keep-alive is a timer that writes under mu, and the request's
+	// deadline ends the upstream read (the upstream request carries ctx).
+	rd := sse.NewReader(upstreamReader{p}, 16<<20)
+	p.startKeepAlive()
+	defer p.stopKeepAlive()
 	for {
-		select {
-		case it, ok := <-items:
-			if !ok {
-				items = nil // the reader stopped because ctx ended: the case below ends the stream
-				continue
-			}
-			if end, err := p.step(it); end {
-				p.finish(err)
-				return
-			}
-		case <-keep.C:
-			if !p.write(keepAliveLine) {
-				return
-			}
-		case <-p.ctx.Done():
-			p.finish(apierr.New(http.StatusRequestTimeout, "request exceeded the gateway's time limit of %s", p.s.Dispatcher.RequestTimeout))
+		ev, err := rd.Next()
+		if end, err := p.step(ev.Data, err); end {
+			p.finish(err)
 			return
 		}
 	}
 }
 
-// read delivers the upstream's events from a goroutine, so keep-alives and
-// the deadline are served while the upstream is quiet.
-func (p *pump) read() <-chan sseItem {
-	items := make(chan sseItem, 32)
-	go func() {
-		defer close(items)
-		r := sse.NewReader(p.r.Call.Resp.Body, 16<<20)
-		for {
-			ev, err := r.Next()
-			it := sseItem{err: err}
-			if err == nil {
-				it.data = append([]byte(nil), ev.Data...)
-			}
-			select {
-			case items <- it:
-			case <-p.ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
+// upstreamReader is the upstream body as the pump reads it: what the pump
+// wrote is sent to the client before a read that may wait for the
+// upstream. Events the upstream sent together go out together, with one
+// flush (and one write to the client's connection) instead of one each.
+type upstreamReader struct{ p *pump }
+
+func (u upstreamReader) Read(b []byte) (int, error) {
+	if !u.p.flush() {
+		return 0, errClientGone
+	}
+	return u.p.r.Call.Resp.Body.Read(b)
+}
+
+// startKeepAlive sends the keep-alive comment every KeepAlive while the
+// stream is open. A keep-alive the client does not take means it went
+// away: the upstream read is ended (closing the body is how net/http
+// aborts a read in progress), and the pump sees gone.
+func (p *pump) startKeepAlive() {
+	every := time.Duration(p.s.Config.KeepAlive)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keep = time.AfterFunc(every, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.closed {
+			return
 		}
-	}()
-	return items
+		if _, err := p.w.Write(keepAliveLine); err != nil || p.w.Flush() != nil {
+			p.closed = true
+			p.gone.Store(true)
+			_ = p.r.Call.Resp.Body.Close()
+			return
+		}
+		p.keep.Reset(every)
+	})
+}
+
+// stopKeepAlive ends the keep-alives: after it nothing but the pump writes.
+func (p *pump) stopKeepAlive() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.keep != nil {
+		p.keep.Stop()
+	}
 }
 
 // step handles one upstream event. end reports the stream is over, with
 // err nil when it completed, errClientGone, or the failure to report.
-func (p *pump) step(it sseItem) (end bool, err error) {
+//
+// data is the event's data, or the read's error in rerr; data aliases the
+// reader's buffer and is valid until the next read.
+func (p *pump) step(data []byte, rerr error) (end bool, err error) {
 	call := p.r.Call
 	switch {
-	case errors.Is(it.err, io.EOF) && p.finished:
+	case errors.Is(rerr, errClientGone), rerr != nil && p.gone.Load():
+		return true, errClientGone
+	case errors.Is(rerr, io.EOF) && p.finished:
 		return true, nil
-	case errors.Is(it.err, io.EOF):
+	case errors.Is(rerr, io.EOF):
 		return true, apierr.New(http.StatusBadGateway, "provider %s ended the stream before it was complete", call.Endpoint.Provider.Slug)
-	case it.err != nil:
-		if e := call.TransportError(p.ctx, it.err); e.Status != 499 {
+	case rerr != nil && p.ctx.Err() != nil:
+		// The request's deadline ended the upstream read.
+		return true, apierr.New(http.StatusRequestTimeout, "request exceeded the gateway's time limit of %s", p.s.Dispatcher.RequestTimeout)
+	case rerr != nil:
+		if e := call.TransportError(p.ctx, rerr); e.Status != 499 {
 			return true, e
 		}
 		return true, errClientGone
-	case string(it.data) == "[DONE]":
+	case string(data) == "[DONE]":
 		p.finished = true
 		return true, nil
 	}
-	chunks, aerr := p.translate(it.data)
+	chunks, aerr := p.translate(data)
 	if aerr != nil {
 		return true, aerr
 	}
 	for _, ch := range chunks {
-		ch, ok := p.repair(ch)
+		ch, facts, ok := p.repair(ch)
 		if !ok {
 			continue
 		}
-		if msg := gjson.GetBytes(ch, "error"); msg.Exists() {
+		if msg := facts.Error; msg.Exists() {
 			// A provider error inside the stream, OpenAI style.
 			return true, apierr.New(http.StatusBadGateway, "%s", call.Scrub("provider "+call.Endpoint.Provider.Slug+": "+msg.Get("message").Str))
 		}
-		ch = wire.Chunk(ch, p.id)
-		p.account(ch)
+		p.account(facts)
 		if !p.flushHeld() {
 			return true, errClientGone
 		}
-		if gjson.GetBytes(ch, "usage").IsObject() {
-			p.held = ch
+		if facts.Usage {
+			p.held = append([]byte(nil), ch...) // ch may alias the reader's buffer
 			continue
 		}
 		if err := p.emitThroughPlugins(ch); err != nil {
@@ -197,12 +220,17 @@ func (p *pump) step(it sseItem) (end bool, err error) {
 	return false, nil
 }
 
-// repair checks an upstream chunk before anything reads it (wire.RepairChunk):
-// a wrong-typed field or invalid UTF-8 never reaches the client. The first
-// repair of a stream is logged with its reasons; one line per stream is
-// enough to find the upstream, and a broken upstream cannot flood the log.
-func (p *pump) repair(ch []byte) ([]byte, bool) {
-	out, fixes, ok := wire.RepairChunk(ch)
+// repair checks an upstream chunk before anything reads it and makes it the
+// gateway's (wire.ChunkStream: wire.RepairChunk, then wire.Chunk, in one
+// walk over the chunk): a wrong-typed field or invalid UTF-8 never reaches
+// the client. The first repair of a stream is logged with its reasons; one
+// line per stream is enough to find the upstream, and a broken upstream
+// cannot flood the log.
+func (p *pump) repair(ch []byte) ([]byte, *wire.ChunkFacts, bool) {
+	if p.chunks == nil {
+		p.chunks = wire.NewChunkStream(p.id)
+	}
+	out, facts, fixes, ok := p.chunks.Next(ch)
 	if len(fixes) > 0 && !p.repairLogged {
 		p.repairLogged = true
 		what := "upstream chunk repaired"
@@ -212,7 +240,7 @@ func (p *pump) repair(ch []byte) ([]byte, bool) {
 		p.s.Log.Warn(what+" (later repairs in this stream are not logged)", "generation", p.id.GenID,
 			"provider", p.r.Call.Endpoint.Provider.Slug, "reasons", fixes, "chunk", clip(ch, 200))
 	}
-	return out, ok
+	return out, facts, ok
 }
 
 // translate runs the adapter's stream hook on one event. Adapters keep
@@ -233,9 +261,9 @@ func (p *pump) translate(data []byte) ([][]byte, *apierr.Error) {
 
 // account counts what the upstream generated, before plugins edit it:
 // billing and health see the provider's output.
-func (p *pump) account(ch []byte) {
-	for _, c := range gjson.GetBytes(ch, "choices").Array() {
-		if t := c.Get("delta.content").Str; t != "" {
+func (p *pump) account(facts *wire.ChunkFacts) {
+	for _, c := range facts.Choices {
+		if t := c.Content; t != "" {
 			if !p.contentSent {
 				p.ttft = time.Since(p.r.Call.Started)
 				p.r.FirstToken()
@@ -249,8 +277,8 @@ func (p *pump) account(ch []byte) {
 				p.r.Checkpoint(p.r.Counted(p.text.String()))
 			}
 		}
-		if fr := c.Get("finish_reason"); fr.Type == gjson.String {
-			p.finished, p.finishReason = true, fr.Str
+		if c.Finished {
+			p.finished, p.finishReason = true, c.FinishReason
 		}
 	}
 }
@@ -259,13 +287,18 @@ func (p *pump) account(ch []byte) {
 // client. What a plugin hands back must be a chunk (wire.IsChunk): anything
 // else is dropped and logged, so a faulty plugin cannot put a non-chunk on
 // a client's stream, and one bad chunk does not cost the whole generation.
+// Without post_chunk plugins ch goes out as it is: wire.ChunkStream made it
+// a chunk.
 func (p *pump) emitThroughPlugins(ch []byte) error {
-	out := [][]byte{ch}
-	if p.pl.HasChunkHooks() {
-		var err *apierr.Error
-		if out, err = p.pl.Chunk(p.ctx, ch); err != nil {
-			return err
+	if !p.pl.HasChunkHooks() {
+		if !p.emit(ch) {
+			return errClientGone // the deferred cancel stops the upstream
 		}
+		return nil
+	}
+	out, err := p.pl.Chunk(p.ctx, bytes.Clone(ch)) // ch may alias the reader's buffer
+	if err != nil {
+		return err
 	}
 	for _, o := range out {
 		if !wire.IsChunk(o) {
@@ -284,9 +317,11 @@ func (p *pump) emitThroughPlugins(ch []byte) error {
 // metadata), otherwise an error chunk; then [DONE]. It is the only place
 // either is written.
 func (p *pump) finish(err error) {
+	p.stopKeepAlive()
 	if errors.Is(err, errClientGone) {
 		return
 	}
+	defer p.flush()
 	if err == nil {
 		final := p.held
 		if final == nil {
@@ -335,10 +370,18 @@ func (p *pump) emit(data []byte) bool {
 	return p.write(p.frame)
 }
 
+// write adds b to what goes to the client with the next flush.
 func (p *pump) write(b []byte) bool {
-	if _, err := p.w.Write(b); err != nil {
-		return false
-	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, err := p.w.Write(b)
+	return err == nil
+}
+
+// flush sends what was written to the client; false when it went away.
+func (p *pump) flush() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return p.w.Flush() == nil
 }
 

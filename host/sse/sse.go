@@ -50,7 +50,10 @@ type Reader struct {
 }
 
 const (
-	initialBuffer = 8 << 10
+	// initialBuffer holds a few chat chunks (a few hundred bytes each); a
+	// longer event grows it. It is held per open stream, for as long as
+	// the stream is open.
+	initialBuffer = 4 << 10
 	// lineAllowance lets a line carry its field name on top of a value of
 	// maxEventBytes.
 	lineAllowance = 64

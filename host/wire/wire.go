@@ -117,8 +117,14 @@ func (id Identity) ChunkHead() string {
 // ctx.generation_id and ctx.catalog_model already wrote the same values;
 // writing them again here is what keeps adapters that do not correct.
 func Chunk(ch []byte, id Identity) []byte {
+	return chunkAt(ch, id, time.Now().Unix())
+}
+
+// chunkAt is Chunk with the clock's reading given: the reference
+// ChunkStream's fast path is tested against.
+func chunkAt(ch []byte, id Identity, now int64) []byte {
 	if !gjson.GetBytes(ch, "created").Exists() {
-		ch, _ = sjson.SetBytes(ch, "created", time.Now().Unix())
+		ch, _ = sjson.SetBytes(ch, "created", now)
 	}
 	set := func(path, want string) {
 		if gjson.GetBytes(ch, path).Str != want {

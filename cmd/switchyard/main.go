@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/gateway"
 	"github.com/switchyard/switchyard/host/netguard"
+	"github.com/switchyard/switchyard/host/writebehind"
 )
 
 func main() {
@@ -42,9 +43,16 @@ func run() error {
 		return err
 	}
 	// config log: level and format (text or json); request lines are info.
-	var handler slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
+	// Lines go out through a write-behind buffer: those logged while a
+	// write to stderr is in flight share the next write, instead of one
+	// syscall each. Deferred first, so it runs last: every line logged
+	// until run returns (gw.Close's too) is written before main prints an
+	// error or the process exits.
+	logOut := writebehind.New(os.Stderr, 1<<20)
+	defer logOut.Close()
+	var handler slog.Handler = slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
 	if cfg.Log.Format == "json" {
-		handler = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
+		handler = slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
 	}
 	log := slog.New(handler)
 	slog.SetDefault(log)

@@ -43,12 +43,13 @@ func run() error {
 		return err
 	}
 	// config log: level and format (text or json); request lines are info.
-	// Lines go out through a write-behind buffer: those logged while a
-	// write to stderr is in flight share the next write, instead of one
-	// syscall each. Deferred first, so it runs last: every line logged
-	// until run returns (gw.Close's too) is written before main prints an
-	// error or the process exits.
-	logOut := writebehind.New(os.Stderr, 1<<20)
+	// Lines go out through a write-behind buffer: a line is written at
+	// once when stderr has been quiet for 5 ms, and the lines of a busier
+	// moment share one write (one syscall per request line was ~2% of the
+	// gateway's CPU under load). Closed first-deferred, so last: every
+	// line logged until run returns (gw.Close's too) is written before
+	// main prints an error or the process exits.
+	logOut := writebehind.New(os.Stderr, 64<<10, 5*time.Millisecond)
 	defer logOut.Close()
 	var handler slog.Handler = slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
 	if cfg.Log.Format == "json" {

@@ -1,7 +1,6 @@
 package writebehind_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,166 +9,101 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/switchyard/switchyard/host/writebehind"
 )
 
-// gated records each write it is given and, while gated, holds every write
-// until the test lets it go: a stand-in for a slow stderr.
-type gated struct {
-	mu      sync.Mutex
-	writes  []string
-	entered chan string   // each write's bytes, as it starts
-	release chan struct{} // one receive per write lets it finish
-	err     error
+// record keeps each write it is given, as one string.
+type record struct {
+	mu     sync.Mutex
+	writes []string
+	err    error
 }
 
-func newGated() *gated {
-	return &gated{entered: make(chan string, 100), release: make(chan struct{}, 100)}
+func (r *record) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, string(p))
+	return len(p), r.err
 }
 
-func (g *gated) Write(p []byte) (int, error) {
-	g.entered <- string(p)
-	<-g.release
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.writes = append(g.writes, string(p))
-	return len(p), g.err
+func (r *record) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.writes...)
 }
 
-func (g *gated) got() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]string(nil), g.writes...)
-}
+func (r *record) text() string { return strings.Join(r.got(), "") }
 
-// safe is a bytes.Buffer for one writer goroutine and a reading test.
-type safe struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-	n  int // writes
-}
+// never is a linger no test waits for: what it holds back is written by
+// Flush, Close or backpressure, never by the timer.
+const never = time.Hour
 
-func (s *safe) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.n++
-	return s.b.Write(p)
-}
-
-func (s *safe) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// TestLinesWrittenWhileAWriteIsInFlightAreBatched: the first line is
-// written alone (nothing waits for company), the lines that arrive while
-// it is in flight go out together in the next write, in order.
-func TestLinesWrittenWhileAWriteIsInFlightAreBatched(t *testing.T) {
-	g := newGated()
-	w := writebehind.New(g, 1<<10)
-	must(t, w, "a\n")
-	if got := <-g.entered; got != "a\n" {
-		t.Fatalf("first write = %q, want the first line alone", got)
-	}
-	for _, l := range []string{"b\n", "c\n", "d\n"} {
-		must(t, w, l)
-	}
-	g.release <- struct{}{}
-	if got := <-g.entered; got != "b\nc\nd\n" {
-		t.Fatalf("second write = %q, want the three lines that arrived meanwhile, in order", got)
-	}
-	g.release <- struct{}{}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := g.got(), []string{"a\n", "b\nc\nd\n"}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("writes = %q, want %q", got, want)
+func TestWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		max   int
+		lines []string
+		// before: the writes out has had when the last Write returns;
+		// after: once Flush has returned.
+		before, after []string
+	}{
+		{"a line when quiet is written at once", 1 << 10, []string{"a\n"},
+			[]string{"a\n"}, []string{"a\n"}},
+		{"lines that follow it closely wait and go out together, in order", 1 << 10, []string{"a\n", "b\n", "c\n", "d\n"},
+			[]string{"a\n"}, []string{"a\n", "b\nc\nd\n"}},
+		{"a line that would overfill the buffer is written with the pending ones by its caller", 10,
+			[]string{"111111\n", "222222\n", "333333\n", "4\n"},
+			[]string{"111111\n", "222222\n333333\n"}, []string{"111111\n", "222222\n333333\n", "4\n"}},
+		{"a line longer than the buffer is written, not refused", 4, []string{"ab\n", strings.Repeat("x", 100) + "\n", "cd\n"},
+			[]string{"ab\n", strings.Repeat("x", 100) + "\n"}, []string{"ab\n", strings.Repeat("x", 100) + "\n", "cd\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out record
+			w := writebehind.New(&out, tc.max, never)
+			for _, l := range tc.lines {
+				must(t, w, l)
+			}
+			if got := out.got(); fmt.Sprint(got) != fmt.Sprint(tc.before) {
+				t.Fatalf("writes before Flush = %q, want %q", got, tc.before)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got := out.got(); fmt.Sprint(got) != fmt.Sprint(tc.after) {
+				t.Fatalf("writes after Flush = %q, want %q", got, tc.after)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
-// TestALineIsWrittenWithoutFlush: there is no timer and nothing waits for
-// a batch to fill; a lone line reaches the output by itself.
-func TestALineIsWrittenWithoutFlush(t *testing.T) {
-	var out safe
-	w := writebehind.New(&out, 1<<10)
+// TestPendingLinesAreWrittenWithoutFlush: the lines of a busy moment reach
+// the output by themselves once it is over.
+func TestPendingLinesAreWrittenWithoutFlush(t *testing.T) {
+	var out record
+	w := writebehind.New(&out, 1<<10, time.Millisecond)
 	defer w.Close()
-	must(t, w, "alone\n")
+	must(t, w, "a\n")
+	must(t, w, "b\n")
 	deadline := time.Now().Add(10 * time.Second) // safety bound, not a timing assertion
-	for out.String() != "alone\n" {
+	for out.text() != "a\nb\n" {
 		if time.Now().After(deadline) {
-			t.Fatalf("the line never reached the output without a Flush (got %q)", out.String())
+			t.Fatalf("the pending line never reached the output without a Flush (got %q)", out.text())
 		}
 		time.Sleep(time.Millisecond)
 	}
 }
 
-// TestAFullBufferMakesWritersWait: with a write in flight and the buffer
-// full, a writer is held until the buffer is taken: memory stays bounded
-// and no line is dropped.
-func TestAFullBufferMakesWritersWait(t *testing.T) {
-	g := newGated()
-	w := writebehind.New(g, 10)
-	must(t, w, "111111\n") // in flight
-	<-g.entered
-	must(t, w, "222222\n") // pending: 7 of 10 bytes
-	var released atomic.Bool
-	third := make(chan error)
-	go func() {
-		_, err := w.Write([]byte("333333\n")) // 14 > 10: must wait
-		if !released.Load() {
-			err = errors.New("the third write returned while the buffer was full")
-		}
-		third <- err
-	}()
-	time.Sleep(20 * time.Millisecond) // give a wrong Writer the chance to return early
-	released.Store(true)
-	g.release <- struct{}{}
-	if err := <-third; err != nil {
-		t.Fatal(err)
-	}
-	if got := <-g.entered; got != "222222\n" {
-		t.Fatalf("second write = %q", got)
-	}
-	g.release <- struct{}{}
-	<-g.entered
-	g.release <- struct{}{}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(g.got(), ""); got != "111111\n222222\n333333\n" {
-		t.Fatalf("output = %q, want every line once, in order", got)
-	}
-}
-
-// TestALineLongerThanTheBufferIsWritten: the bound holds back lines while
-// others are pending; it never refuses a long line.
-func TestALineLongerThanTheBufferIsWritten(t *testing.T) {
-	var out safe
-	w := writebehind.New(&out, 4)
-	long := strings.Repeat("x", 100) + "\n"
-	must(t, w, "ab\n")
-	must(t, w, long)
-	must(t, w, "cd\n")
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if got := out.String(); got != "ab\n"+long+"cd\n" {
-		t.Fatalf("output = %q", got)
-	}
-	w.Close()
-}
-
 // TestConcurrentLoggersLoseNothing: slog loggers on many goroutines, every
-// line arrives whole and once, each goroutine's lines in its order, and
-// fewer writes reach the output than lines when they contend.
+// line arrives whole and once, each goroutine's lines in its order.
 func TestConcurrentLoggersLoseNothing(t *testing.T) {
-	var out safe
-	w := writebehind.New(&out, 1<<12)
+	var out record
+	w := writebehind.New(&out, 1<<12, time.Millisecond)
 	log := slog.New(slog.NewTextHandler(w, nil))
 	const goroutines, lines = 8, 500
 	var wg sync.WaitGroup
@@ -186,7 +120,7 @@ func TestConcurrentLoggersLoseNothing(t *testing.T) {
 	}
 	next := make([]int, goroutines)
 	n := 0
-	for l := range strings.SplitSeq(strings.TrimSuffix(out.String(), "\n"), "\n") {
+	for l := range strings.SplitSeq(strings.TrimSuffix(out.text(), "\n"), "\n") {
 		var gi, i int
 		if _, err := fmt.Sscanf(l[strings.Index(l, " g=")+1:], "g=%d i=%d", &gi, &i); err != nil {
 			t.Fatalf("line %q: %v", l, err)
@@ -200,38 +134,44 @@ func TestConcurrentLoggersLoseNothing(t *testing.T) {
 	if n != goroutines*lines {
 		t.Fatalf("%d lines arrived, want %d", n, goroutines*lines)
 	}
+	if writes := len(out.got()); writes >= n {
+		t.Errorf("%d lines took %d writes: nothing was batched", n, writes)
+	}
 }
 
-// TestWriteAfterCloseGoesThrough: a line logged after Close (a goroutine
-// finishing late) is written, not lost.
-func TestWriteAfterCloseGoesThrough(t *testing.T) {
-	var out safe
-	w := writebehind.New(&out, 1<<10)
-	must(t, w, "before\n")
+// TestCloseWritesPendingAndLaterLinesGoThrough: Close leaves nothing
+// behind, and a line logged after it (a goroutine finishing late) is
+// written, not lost.
+func TestCloseWritesPendingAndLaterLinesGoThrough(t *testing.T) {
+	var out record
+	w := writebehind.New(&out, 1<<10, never)
+	must(t, w, "a\n")
+	must(t, w, "pending\n")
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if out.String() != "before\n" {
-		t.Fatalf("Close returned before the pending line was written: %q", out.String())
+	if out.text() != "a\npending\n" {
+		t.Fatalf("after Close the output is %q", out.text())
 	}
 	must(t, w, "after\n")
-	if out.String() != "before\nafter\n" {
-		t.Fatalf("output = %q", out.String())
+	must(t, w, "after2\n")
+	if out.text() != "a\npending\nafter\nafter2\n" {
+		t.Fatalf("output = %q", out.text())
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestFlushReportsTheOutputsError: the error a write met is not lost with
-// the line's caller gone.
-func TestFlushReportsTheOutputsError(t *testing.T) {
-	g := newGated()
-	g.err = io.ErrShortWrite
-	w := writebehind.New(g, 1<<10)
-	must(t, w, "x\n")
-	<-g.entered
-	g.release <- struct{}{}
+// TestErrors: a line written at once returns the output's error; the
+// error of a batched write, whose callers have returned, comes from Flush.
+func TestErrors(t *testing.T) {
+	out := record{err: io.ErrShortWrite}
+	w := writebehind.New(&out, 1<<10, never)
+	if _, err := w.Write([]byte("a\n")); !errors.Is(err, io.ErrShortWrite) {
+		t.Fatalf("Write = %v, want the output's error", err)
+	}
+	must(t, w, "b\n")
 	if err := w.Flush(); !errors.Is(err, io.ErrShortWrite) {
 		t.Fatalf("Flush = %v, want the output's error", err)
 	}
@@ -247,7 +187,7 @@ func must(t *testing.T, w io.Writer, s string) {
 
 // BenchmarkLog is one request-sized log line through slog's text handler
 // to a file, from 16 goroutines: "direct" is the file itself (one write
-// per line), "writebehind" batches lines that meet a write in flight.
+// per line), "writebehind" batches the lines that come within 5 ms.
 func BenchmarkLog(b *testing.B) {
 	for _, name := range []string{"direct", "writebehind"} {
 		b.Run(name, func(b *testing.B) {
@@ -255,10 +195,12 @@ func BenchmarkLog(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			defer f.Close()
 			var out io.Writer = f
 			var w *writebehind.Writer
 			if name == "writebehind" {
-				w = writebehind.New(f, 1<<20)
+				w = writebehind.New(f, 64<<10, 5*time.Millisecond)
+				defer w.Close()
 				out = w
 			}
 			log := slog.New(slog.NewTextHandler(out, nil))
@@ -272,9 +214,6 @@ func BenchmarkLog(b *testing.B) {
 						slog.String("model", "bench/chat"), slog.String("provider", "bench"), slog.String("cost", "0.000123"))
 				}
 			})
-			if w != nil {
-				w.Close()
-			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/switchyard/switchyard/host/billing"
 
@@ -19,6 +20,69 @@ import (
 // prompt_tokens_details.cached_tokens and .audio_tokens,
 // completion_tokens_details.reasoning_tokens and .audio_tokens.
 func ParseUsage(body []byte) (u billing.Usage, ok bool) {
+	// Read in place (GetBytes copies the result): nothing read outlives
+	// the call.
+	us := gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage")
+	if !us.IsObject() {
+		return billing.Usage{}, false
+	}
+	if !gjson.Valid(us.Raw) {
+		return parseUsageByGet(body)
+	}
+	// Each object's members in one pass (members, repair.go): a Get per
+	// count rescanned the usage object nine times.
+	var f [5]gjson.Result
+	members(us, usageReadNames[:], f[:])
+	p, c, t := f[0], f[1], f[2]
+	num := func(r gjson.Result) bool { return r.Type == gjson.Number }
+	if !num(p) && !num(c) && !num(t) {
+		return billing.Usage{}, false
+	}
+	u.PromptTokens, u.CompletionTokens = p.Int(), c.Int()
+	if !num(p) && num(t) {
+		u.PromptTokens = t.Int() - u.CompletionTokens
+	}
+	pd := details(us, f[3], "prompt_tokens_details", promptDetailNames)
+	cd := details(us, f[4], "completion_tokens_details", completionDetailNames)
+	u.CachedTokens = pd[0].Int()
+	u.ReasoningTokens = cd[0].Int()
+	u.AudioTokens = pd[1].Int() + cd[1].Int()
+	u.Requests = 1
+	for _, r := range [...]gjson.Result{p, c, t, pd[0], cd[0]} {
+		if !plausible(r) {
+			// A count no request can produce is a broken or lying
+			// upstream: the caller counts the tokens itself instead.
+			return billing.Usage{}, false
+		}
+	}
+	return u, true
+}
+
+// details reads the members names of the details object d, member name
+// of usage us. A d that is not an object is rare and read path by path:
+// gjson's path then goes on to a later member of the same name.
+func details(us, d gjson.Result, name string, names [2]string) (out [2]gjson.Result) {
+	if d.IsObject() || !d.Exists() {
+		members(d, names[:], out[:])
+		return out
+	}
+	for i, n := range names {
+		out[i] = us.Get(name + "." + n)
+	}
+	return out
+}
+
+// The members of a usage object ParseUsage reads.
+var (
+	usageReadNames        = [...]string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
+	promptDetailNames     = [...]string{"cached_tokens", "audio_tokens"}
+	completionDetailNames = [...]string{"reasoning_tokens", "audio_tokens"}
+)
+
+// parseUsageByGet is ParseUsage a Get per count: the definition
+// FuzzParseUsage holds the one-pass reading to, and the reading of a usage
+// object that is not valid JSON (whatever gjson makes of it).
+func parseUsageByGet(body []byte) (u billing.Usage, ok bool) {
 	us := gjson.GetBytes(body, "usage")
 	if !us.IsObject() {
 		return billing.Usage{}, false
@@ -77,7 +141,9 @@ func plausible(r gjson.Result) bool {
 // the pass does not handle go through writeUsageBySets, the field-by-field
 // definition it is fuzzed against.
 func WriteUsage(body []byte, g *billing.Generation) ([]byte, error) {
-	cur := gjson.GetBytes(body, "usage")
+	// Read in place (GetBytes copies the result): mergeUsage copies what it
+	// keeps, and body is not changed while cur is in use.
+	cur := gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage")
 	old := cur.Raw
 	if old == "" || old[0] != '{' {
 		old = "{}"

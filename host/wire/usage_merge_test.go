@@ -130,6 +130,48 @@ func BenchmarkWriteUsage(b *testing.B) {
 	}
 }
 
+func FuzzParseUsage(f *testing.F) {
+	for _, body := range usageShapes {
+		f.Add(body)
+	}
+	for _, body := range []string{
+		`{"usage":{"prompt_tokens":10,"total_tokens":10}}`,
+		`{"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":-3}}}`,
+		`{"usage":{"prompt_tokens":1,"prompt_tokens_details":5,"prompt_tokens_details":{"cached_tokens":3}}}`,
+		`{"usage":{"prompt_tokens":1,"completion_tokens_details":[{"reasoning_tokens":3}],"prompt_tokens_details":{"audio_tokens":2,"cached_tokens":1,"cached_tokens":9}}}`,
+	} {
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		u, ok := ParseUsage([]byte(body))
+		wu, wok := parseUsageByGet([]byte(body))
+		if u != wu || ok != wok {
+			t.Fatalf("%q: %+v %v, by Get %+v %v", body, u, ok, wu, wok)
+		}
+	})
+}
+
+// BenchmarkParseUsage reads the usage of a 1 KB completion.
+func BenchmarkParseUsage(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-0123456789","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"` + string(make1K()) + `"},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":250,"completion_tokens":120,"total_tokens":370,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},` +
+		`"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0}}}`)
+	for _, bc := range []struct {
+		name string
+		fn   func([]byte) (billing.Usage, bool)
+	}{{"members", ParseUsage}, {"get", parseUsageByGet}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := bc.fn(body); !ok {
+					b.Fatal("no usage")
+				}
+			}
+		})
+	}
+}
+
 func make1K() []byte {
 	b := make([]byte, 900)
 	for i := range b {

@@ -171,7 +171,7 @@ var usageKeys = [...]string{"prompt_tokens", "completion_tokens", "total_tokens"
 // place (a details object keeps its other members), the missing ones are
 // appended, every other member is kept. ok is false for what it leaves to
 // writeUsageBySets: invalid JSON, escaped keys, a details member that is
-// not an object.
+// an array.
 func mergeUsage(old string, g *billing.Generation) (usage []byte, ok bool) {
 	if !gjson.Valid(old) || strings.IndexByte(old, '\\') >= 0 {
 		return nil, false

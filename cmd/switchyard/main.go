@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/gateway"
 	"github.com/switchyard/switchyard/host/netguard"
+	"github.com/switchyard/switchyard/host/writebehind"
 )
 
 func main() {
@@ -42,9 +43,17 @@ func run() error {
 		return err
 	}
 	// config log: level and format (text or json); request lines are info.
-	var handler slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
+	// Lines go out through a write-behind buffer: a line is written at
+	// once when stderr has been quiet for 5 ms, and the lines of a busier
+	// moment share one write (one syscall per request line was ~2% of the
+	// gateway's CPU under load). Closed first-deferred, so last: every
+	// line logged until run returns (gw.Close's too) is written before
+	// main prints an error or the process exits.
+	logOut := writebehind.New(os.Stderr, 64<<10, 5*time.Millisecond)
+	defer logOut.Close()
+	var handler slog.Handler = slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
 	if cfg.Log.Format == "json" {
-		handler = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
+		handler = slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
 	}
 	log := slog.New(handler)
 	slog.SetDefault(log)

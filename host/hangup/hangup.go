@@ -25,71 +25,129 @@ import (
 // ErrClientGone is the cause of a watched context the client ended.
 var ErrClientGone = errors.New("the client closed the connection")
 
-// Gone reports whether ctx ended because its client went away.
-func Gone(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrClientGone) }
+// Gone reports whether ctx ended because its client went away. Under a
+// watch still in its grace period it looks at the connection now (one
+// non-blocking peek), and ends the watched context if the client is gone:
+// a request's decisions (charge as cancelled, no fallback) are the same
+// whether the watch had started or not.
+func Gone(ctx context.Context) bool {
+	if errors.Is(context.Cause(ctx), ErrClientGone) {
+		return true
+	}
+	w, ok := ctx.Value(watchKey{}).(*watch)
+	return ok && w.check()
+}
 
-// watchDelay is how long a request runs before its connection is watched.
-// A request answered sooner — most non-streaming requests to a fast
-// upstream — never pays for the watcher goroutine and its wake-ups, and a
-// client that leaves is noticed at most this much later; the calls worth
-// cancelling (a model thinking for seconds) outlast it by far.
-const watchDelay = 20 * time.Millisecond
+// Grace is how long Watch waits before it watches. Most answers come
+// sooner: a watch costs a goroutine, a poller registration and two
+// deadline changes (≈2% of the gateway's CPU per fast request, measured),
+// and what it saves — upstream work the client no longer waits for —
+// matters for the long calls. A client that leaves during the grace is
+// noticed when it ends, or sooner by Gone.
+const Grace = 50 * time.Millisecond
 
 // Watch returns a context derived from parent that is cancelled with cause
-// ErrClientGone when the client closes or resets conn, and stop, which ends
-// the watch (idempotent; it does not cancel the context). stop must be
-// called before the handler returns: the connection then belongs to the
-// server again. A connection that cannot be watched (not a socket, or a
-// platform without MSG_PEEK) gets parent back unchanged.
+// ErrClientGone when the client closes or resets conn (noticed from Grace
+// on; Gone notices it at once), and stop, which ends the watch
+// (idempotent; it does not cancel the context). stop must be called before
+// the handler returns: the connection then belongs to the server again. A
+// connection that cannot be watched (not a socket, or a platform without
+// MSG_PEEK) gets parent back unchanged.
 func Watch(parent context.Context, conn net.Conn) (context.Context, func()) {
+	return WatchAfter(parent, conn, Grace)
+}
+
+// WatchAfter is Watch with a grace period of its own.
+func WatchAfter(parent context.Context, conn net.Conn, grace time.Duration) (context.Context, func()) {
 	rc := rawConn(conn)
 	if rc == nil || !supported {
 		return parent, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(parent)
-	w := &watch{}
-	w.timer = time.AfterFunc(watchDelay, func() {
-		w.mu.Lock()
-		if w.stopped {
-			w.mu.Unlock()
-			return
-		}
-		w.done = make(chan struct{})
-		w.mu.Unlock()
-		defer close(w.done)
-		if peekGone(rc) {
-			cancel(ErrClientGone)
-		}
-	})
-	stop := func() {
-		w.timer.Stop()
-		w.mu.Lock()
-		if w.stopped {
-			w.mu.Unlock()
-			return
-		}
-		w.stopped = true
-		done := w.done
-		w.mu.Unlock()
-		if done == nil {
-			return // the watch never started, and now never will
-		}
-		// A deadline in the past wakes the waiting peek; the next request's
-		// deadlines are set by the server as it starts reading it.
-		_ = conn.SetReadDeadline(time.Unix(1, 0))
-		<-done
-		_ = conn.SetReadDeadline(time.Time{})
-	}
-	return ctx, stop
+	w := &watch{Context: ctx, cancel: cancel, conn: conn, rc: rc}
+	w.timer = time.AfterFunc(grace, w.start)
+	return w, w.stop
 }
 
-// watch is the state Watch and its stop share. The watcher starts only if
-// it takes mu before stop does, and stop waits for a started one.
+type watchKey struct{}
+
+// watch is a watched context: the cancelable context, and the state of
+// the watch over its connection.
 type watch struct {
-	timer   *time.Timer
-	mu      sync.Mutex
-	stopped bool
-	done    chan struct{} // set when the watcher starts; closed when it ends
+	context.Context
+	cancel context.CancelCauseFunc
+	conn   net.Conn
+	rc     syscall.RawConn
+	timer  *time.Timer
+
+	mu    sync.Mutex
+	state int           // graceful, watching or stopped
+	done  chan struct{} // closed when the watching peek returns
+}
+
+const (
+	graceful = iota // the timer has not started the watch
+	watching
+	stopped
+)
+
+func (w *watch) Value(key any) any {
+	if key == (watchKey{}) {
+		return w
+	}
+	return w.Context.Value(key)
+}
+
+func (w *watch) stateIs(s int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state == s
+}
+
+// start is the timer's: it watches in the timer's goroutine.
+func (w *watch) start() {
+	w.mu.Lock()
+	if w.state != graceful {
+		w.mu.Unlock()
+		return
+	}
+	w.state = watching
+	w.done = make(chan struct{})
+	w.mu.Unlock()
+	defer close(w.done)
+	if peekGone(w.rc) {
+		w.cancel(ErrClientGone)
+	}
+}
+
+// check is Gone's look at the connection while the watch is in its grace
+// (a running watch decides by itself; a stopped one, the handler has
+// returned).
+func (w *watch) check() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != graceful || !peekGoneNow(w.rc) {
+		return false
+	}
+	w.cancel(ErrClientGone)
+	return true
+}
+
+func (w *watch) stop() {
+	w.mu.Lock()
+	state := w.state
+	w.state = stopped
+	w.mu.Unlock()
+	switch state {
+	case graceful:
+		w.timer.Stop() // start, if the timer fired, finds the watch stopped
+	case watching:
+		// A deadline in the past wakes the waiting peek; the next request's
+		// deadlines are set by the server as it starts reading it.
+		_ = w.conn.SetReadDeadline(time.Unix(1, 0))
+		<-w.done
+		_ = w.conn.SetReadDeadline(time.Time{})
+	}
 }
 
 // rawConn finds the socket under conn's wrappers (each wrapper that embeds

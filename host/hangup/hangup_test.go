@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -94,14 +95,125 @@ func TestWatchUnwatchable(t *testing.T) {
 	}
 }
 
-// TestStopAroundTheDelay: stop called just before, at and after the moment
+// TestGoneDuringGrace: before the watch has started, Gone looks at the
+// connection itself, so a request that ends within the grace decides as
+// if it had been watched — and looking consumes nothing.
+func TestGoneDuringGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		client   func(c net.Conn)
+		wantGone bool
+	}{
+		{"client closes", func(c net.Conn) { c.Close() }, true},
+		{"client resets", func(c net.Conn) { c.(*net.TCPConn).SetLinger(0); c.Close() }, true},
+		{"client pipelines its next request", func(c net.Conn) { c.Write([]byte("GET / HTTP/1.1\r\n")) }, false},
+		{"client waits", func(net.Conn) {}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server, client := pair(t)
+			ctx, stop := WatchAfter(context.Background(), server, time.Hour)
+			defer stop()
+			vctx := context.WithValue(ctx, struct{}{}, 1) // Gone works through derived contexts
+			tc.client(client)
+			if !tc.wantGone {
+				if Gone(vctx) || ctx.Err() != nil {
+					t.Fatalf("gone (%v) while the client is there", context.Cause(ctx))
+				}
+				stop()
+				if tc.name == "client pipelines its next request" {
+					got := make([]byte, 64)
+					server.SetReadDeadline(time.Now().Add(10 * time.Second))
+					n, _ := server.Read(got)
+					if string(got[:n]) != "GET / HTTP/1.1\r\n" {
+						t.Fatalf("server read %q after the check: the peek consumed bytes", got[:n])
+					}
+				}
+				return
+			}
+			deadline := time.Now().Add(10 * time.Second) // the FIN travels asynchronously; safety bound only
+			for !Gone(vctx) {
+				if time.Now().After(deadline) {
+					t.Fatal("Gone never noticed the client leave during the grace")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if ctx.Err() == nil || context.Cause(ctx) != ErrClientGone {
+				t.Fatalf("the watched context was not ended by Gone: %v", context.Cause(ctx))
+			}
+		})
+	}
+}
+
+// TestStopDuringGraceLeavesTheConnectionAlone: a request that ends within
+// the grace never watched: no goroutine parked on the socket, no deadline
+// changed, and the next read works.
+func TestStopDuringGraceLeavesTheConnectionAlone(t *testing.T) {
+	server, client := pair(t)
+	ctx, stop := WatchAfter(context.Background(), server, time.Hour)
+	stop()
+	stop()
+	if ctx.Err() != nil {
+		t.Fatal("stop cancelled the context")
+	}
+	if Gone(ctx) {
+		t.Fatal("a stopped watch reported the client gone")
+	}
+	client.Write([]byte("x"))
+	got := make([]byte, 8)
+	server.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := server.Read(got); err != nil || string(got[:n]) != "x" {
+		t.Fatalf("read after stop = %q, %v", got[:n], err)
+	}
+}
+
+// BenchmarkWatch is one fast request's watch: started and stopped within
+// its grace ("grace"), or watched from the start ("immediate", the cost
+// before the grace existed), on a connection whose client stays.
+func BenchmarkWatch(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		grace time.Duration
+	}{{"grace", Grace}, {"immediate", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			client, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer client.Close()
+			server, err := ln.Accept()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer server.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, stop := WatchAfter(context.Background(), server, bc.grace)
+				if bc.grace == 0 {
+					for ctx.Value(watchKey{}).(*watch).stateIs(graceful) {
+						runtime.Gosched() // let the watch start, as a request's upstream call would
+					}
+				}
+				Gone(ctx)
+				stop()
+			}
+		})
+	}
+}
+
+// TestStopAroundTheStart: stop called just before, at and after the moment
 // the watcher starts never leaves a deadline on the connection, never
 // cancels the context of a client that is there, and never hangs.
-func TestStopAroundTheDelay(t *testing.T) {
+func TestStopAroundTheStart(t *testing.T) {
 	server, client := pair(t)
+	const grace = 20 * time.Millisecond
 	for i := range 40 {
-		ctx, stop := Watch(context.Background(), server)
-		time.Sleep(watchDelay - 2*time.Millisecond + time.Duration(i%5)*time.Millisecond)
+		ctx, stop := WatchAfter(context.Background(), server, grace)
+		time.Sleep(grace - 2*time.Millisecond + time.Duration(i%5)*time.Millisecond)
 		stop()
 		if ctx.Err() != nil {
 			t.Fatalf("round %d: context ended (%v) while the client is there", i, context.Cause(ctx))

@@ -7,3 +7,5 @@ import "syscall"
 const supported = false
 
 func peekGone(syscall.RawConn) bool { return false }
+
+func peekGoneNow(syscall.RawConn) bool { return false }

@@ -46,7 +46,7 @@ var chatNullable = []string{"stream", "stream_options", "metadata", "modalities"
 // comment). A request that needed nothing is returned as it is; otherwise
 // the typed request is read again from the normalised body.
 func (s *Server) normalizeChat(req *validate.ChatRequest) (*validate.ChatRequest, *apierr.Error) {
-	body, err := s.chatCompat(req.Body)
+	body, err := s.chatCompat(req.Body, s.resolved(req.Models))
 	if err != nil {
 		return nil, err
 	}
@@ -67,11 +67,15 @@ func revalidate[R any](req *R, err *apierr.Error) (*R, *apierr.Error) {
 	return req, nil
 }
 
-// chatCompat normalises a validated chat body (see the file comment).
-func (s *Server) chatCompat(body []byte) ([]byte, *apierr.Error) {
-	body, err := s.resolveModels(body, "model", "models")
-	if err != nil {
-		return nil, err
+// chatCompat normalises a validated chat body (see the file comment);
+// resolved says its model names are all catalog ids already (resolved),
+// so the body need not be searched for them.
+func (s *Server) chatCompat(body []byte, resolved bool) ([]byte, *apierr.Error) {
+	if !resolved {
+		var err *apierr.Error
+		if body, err = s.resolveModels(body, "model", "models"); err != nil {
+			return nil, err
+		}
 	}
 	if bytes.Contains(body, []byte("null")) {
 		body = stripChatNulls(body)
@@ -79,10 +83,25 @@ func (s *Server) chatCompat(body []byte) ([]byte, *apierr.Error) {
 	if bytes.Contains(body, []byte(`"function`)) {
 		body = mapLegacyFunctions(body)
 	}
-	if gjson.GetBytes(body, "stream_options.include_obfuscation").Exists() {
+	// The byte search first: a path lookup that finds nothing reads the
+	// whole body, and almost no request has the field.
+	if bytes.Contains(body, []byte("include_obfuscation")) && gjson.GetBytes(body, "stream_options.include_obfuscation").Exists() {
 		body, _ = sjson.DeleteBytes(body, "stream_options.include_obfuscation")
 	}
 	return body, nil
+}
+
+// resolved reports whether the model names a validated request read
+// (model, then models) all resolve to themselves without error:
+// resolveModels would then leave the body as it is. Validation refuses an
+// empty name, the only one ChatRequest.Models leaves out.
+func (s *Server) resolved(models []string) bool {
+	for _, m := range models {
+		if to, err := s.Router.Resolve(m); err != nil || to != m {
+			return false
+		}
+	}
+	return len(models) > 0
 }
 
 // resolveModels rewrites the model fields (a string at the first path, an

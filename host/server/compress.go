@@ -1,10 +1,11 @@
 package server
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/switchyard/switchyard/host/route"
 	"github.com/tidwall/gjson"
 )
 
@@ -23,9 +24,7 @@ const (
 // that may not fit, context-compression as a default.
 func (s *Server) buildPipeline(req *chatRequest) (*pipeline.Pipeline, *apierr.Error) {
 	w := s.Router.Window(req.job(s.Keys, "").Route)
-	// By hand: this runs for every request.
-	extra := pipeline.Extra{Context: fmt.Appendf(nil, `{"min_context":%d,"max_context":%d,"max_output":%d,"max_messages":%d,"native_files":%t}`,
-		w.MinContext, w.MaxContext, w.MaxOutput, w.MaxMessages, w.NativeFiles)}
+	extra := pipeline.Extra{Context: windowJSON(w)}
 	if w.MaxContext > 0 && w.MaxContext <= compressionDefaultMax && mayNotFit(req, w.MaxContext, w.MaxOutput, w.MaxMessages) {
 		extra.Defaults = []string{compressionPlugin}
 	}
@@ -38,6 +37,23 @@ func (s *Server) buildPipeline(req *chatRequest) (*pipeline.Pipeline, *apierr.Er
 		extra.Skip = []string{req.routerPlugin} // it ran already (routers.go)
 	}
 	return s.Pipeline.BuildWith(req.key.AccountID, req.Model(), req.Plugins, extra)
+}
+
+// windowJSON is ctx.context's window. By hand, not with fmt or
+// encoding/json: this runs for every request.
+func windowJSON(w route.Window) []byte {
+	b := make([]byte, 0, 112)
+	b = append(b, `{"min_context":`...)
+	b = strconv.AppendInt(b, int64(w.MinContext), 10)
+	b = append(b, `,"max_context":`...)
+	b = strconv.AppendInt(b, int64(w.MaxContext), 10)
+	b = append(b, `,"max_output":`...)
+	b = strconv.AppendInt(b, int64(w.MaxOutput), 10)
+	b = append(b, `,"max_messages":`...)
+	b = strconv.AppendInt(b, int64(w.MaxMessages), 10)
+	b = append(b, `,"native_files":`...)
+	b = strconv.AppendBool(b, w.NativeFiles)
+	return append(b, '}')
 }
 
 // mayNotFit reports whether req might not fit a context of ctx tokens. It

@@ -50,7 +50,9 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 	if !root.IsObject() {
 		return nil, append(fixes, "not a JSON object"), false
 	}
-	choices := root.Get("choices")
+	var top [3]gjson.Result
+	members(root, topNames, top[:])
+	choices := top[0]
 	switch {
 	case !choices.Exists():
 		if msgField == "message" {
@@ -72,10 +74,10 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 			fixes = append(fixes, path+" "+why)
 		}
 	}
-	if c := root.Get("created"); c.Exists() && c.Type != gjson.Number {
+	if c := top[1]; c.Exists() && c.Type != gjson.Number {
 		edit("created", "", "is not a number: removed")
 	}
-	if u := root.Get("usage"); u.Exists() && u.Type != gjson.Null && !u.IsObject() {
+	if u := top[2]; u.Exists() && u.Type != gjson.Null && !u.IsObject() {
 		edit("usage", "", "is not an object: removed")
 	}
 	arr := choices.Array()
@@ -86,19 +88,21 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 			edit(p, "", "is not an object: removed")
 			continue
 		}
-		switch x := c.Get("index"); {
+		var f [4]gjson.Result
+		members(c, choiceNames(msgField), f[:])
+		switch x := f[0]; {
 		case !x.Exists():
 			edit(p+".index", strconv.Itoa(i), "")
 		case x.Type != gjson.Number:
 			edit(p+".index", strconv.Itoa(i), "is not a number: set to its position")
 		}
-		if fr := c.Get("finish_reason"); fr.Exists() && fr.Type != gjson.String && fr.Type != gjson.Null {
+		if fr := f[1]; fr.Exists() && fr.Type != gjson.String && fr.Type != gjson.Null {
 			edit(p+".finish_reason", "", "is not a string: removed")
 		}
-		if lp := c.Get("logprobs"); lp.Exists() && lp.Type != gjson.Null && !lp.IsObject() {
+		if lp := f[2]; lp.Exists() && lp.Type != gjson.Null && !lp.IsObject() {
 			edit(p+".logprobs", "", "is not an object: removed")
 		}
-		m := c.Get(msgField)
+		m := f[3]
 		mp := p + "." + msgField
 		switch {
 		case !m.Exists() && msgField == "delta":
@@ -122,12 +126,14 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 
 // repairMessage checks the fields of a message or delta that clients read.
 func repairMessage(m gjson.Result, p string, edit func(path, raw, why string)) {
-	for _, f := range []string{"role", "refusal", "reasoning", "reasoning_content"} {
-		if v := m.Get(f); v.Exists() && v.Type != gjson.String && v.Type != gjson.Null {
-			edit(p+"."+f, "", "is not a string: removed")
+	var f [len(messageNames)]gjson.Result
+	members(m, messageNames[:], f[:])
+	for i, name := range messageNames[:4] {
+		if v := f[i]; v.Exists() && v.Type != gjson.String && v.Type != gjson.Null {
+			edit(p+"."+name, "", "is not a string: removed")
 		}
 	}
-	switch content := m.Get("content"); {
+	switch content := f[4]; {
 	case !content.Exists(), content.Type == gjson.String, content.Type == gjson.Null:
 	case content.IsArray():
 		// Some compatible servers answer in content parts; the chat
@@ -145,10 +151,10 @@ func repairMessage(m gjson.Result, p string, edit func(path, raw, why string)) {
 	default:
 		edit(p+".content", "", "is not a string: removed")
 	}
-	if fc := m.Get("function_call"); fc.Exists() && fc.Type != gjson.Null && !fc.IsObject() {
+	if fc := f[5]; fc.Exists() && fc.Type != gjson.Null && !fc.IsObject() {
 		edit(p+".function_call", "", "is not an object: removed")
 	}
-	tc := m.Get("tool_calls")
+	tc := f[6]
 	if !tc.Exists() || tc.Type == gjson.Null {
 		return
 	}
@@ -163,23 +169,66 @@ func repairMessage(m gjson.Result, p string, edit func(path, raw, why string)) {
 			edit(cp, "", "is not an object: removed")
 			continue
 		}
-		if x := call.Get("index"); x.Exists() && x.Type != gjson.Number {
+		var cf [4]gjson.Result
+		members(call, callNames[:], cf[:])
+		if x := cf[0]; x.Exists() && x.Type != gjson.Number {
 			edit(cp+".index", strconv.Itoa(i), "is not a number: set to its position")
 		}
-		for _, f := range []string{"id", "type"} {
-			if v := call.Get(f); v.Exists() && v.Type != gjson.String && v.Type != gjson.Null {
-				edit(cp+"."+f, "", "is not a string: removed")
+		for j, name := range callNames[1:3] {
+			if v := cf[1+j]; v.Exists() && v.Type != gjson.String && v.Type != gjson.Null {
+				edit(cp+"."+name, "", "is not a string: removed")
 			}
 		}
-		fn := call.Get("function")
+		fn := cf[3]
 		if fn.Exists() && !fn.IsObject() {
 			edit(cp+".function", "", "is not an object: removed")
 			continue
 		}
-		for _, f := range []string{"name", "arguments"} {
-			if v := fn.Get(f); v.Exists() && v.Type != gjson.String && v.Type != gjson.Null {
-				edit(cp+".function."+f, "", "is not a string: removed")
+		var ff [2]gjson.Result
+		members(fn, functionNames[:], ff[:])
+		for j, name := range functionNames {
+			if v := ff[j]; v.Exists() && v.Type != gjson.String && v.Type != gjson.Null {
+				edit(cp+".function."+name, "", "is not a string: removed")
 			}
 		}
 	}
+}
+
+// The members repair reads, object by object, in the order of its checks.
+var (
+	topNames      = []string{"choices", "created", "usage"}
+	messageChoice = []string{"index", "finish_reason", "logprobs", "message"}
+	deltaChoice   = []string{"index", "finish_reason", "logprobs", "delta"}
+	messageNames  = [...]string{"role", "refusal", "reasoning", "reasoning_content", "content", "function_call", "tool_calls"}
+	callNames     = [...]string{"index", "id", "type", "function"}
+	functionNames = [...]string{"name", "arguments"}
+)
+
+func choiceNames(msgField string) []string {
+	if msgField == "delta" {
+		return deltaChoice
+	}
+	return messageChoice
+}
+
+// members sets out[i] to obj's first member named names[i] (as
+// obj.Get(names[i]) would, absent ones left zero) in one pass over obj:
+// a Get per name rescanned the object each time, and every absent name
+// (most of a message's) scanned it to its end, content included. obj
+// that is not an object leaves out zero, as Get does.
+func members(obj gjson.Result, names []string, out []gjson.Result) {
+	if !obj.IsObject() {
+		return
+	}
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for i, n := range names {
+			if k.Str == n {
+				if !out[i].Exists() {
+					out[i] = v
+				}
+				break
+			}
+		}
+		return true
+	})
 }

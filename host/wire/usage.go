@@ -2,6 +2,8 @@ package wire
 
 import (
 	"strconv"
+	"strings"
+	"unsafe"
 
 	"github.com/switchyard/switchyard/host/billing"
 
@@ -18,6 +20,69 @@ import (
 // prompt_tokens_details.cached_tokens and .audio_tokens,
 // completion_tokens_details.reasoning_tokens and .audio_tokens.
 func ParseUsage(body []byte) (u billing.Usage, ok bool) {
+	// Read in place (GetBytes copies the result): nothing read outlives
+	// the call.
+	us := gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage")
+	if !us.IsObject() {
+		return billing.Usage{}, false
+	}
+	if !gjson.Valid(us.Raw) {
+		return parseUsageByGet(body)
+	}
+	// Each object's members in one pass (members, repair.go): a Get per
+	// count rescanned the usage object nine times.
+	var f [5]gjson.Result
+	members(us, usageReadNames[:], f[:])
+	p, c, t := f[0], f[1], f[2]
+	num := func(r gjson.Result) bool { return r.Type == gjson.Number }
+	if !num(p) && !num(c) && !num(t) {
+		return billing.Usage{}, false
+	}
+	u.PromptTokens, u.CompletionTokens = p.Int(), c.Int()
+	if !num(p) && num(t) {
+		u.PromptTokens = t.Int() - u.CompletionTokens
+	}
+	pd := details(us, f[3], "prompt_tokens_details", promptDetailNames)
+	cd := details(us, f[4], "completion_tokens_details", completionDetailNames)
+	u.CachedTokens = pd[0].Int()
+	u.ReasoningTokens = cd[0].Int()
+	u.AudioTokens = pd[1].Int() + cd[1].Int()
+	u.Requests = 1
+	for _, r := range [...]gjson.Result{p, c, t, pd[0], cd[0]} {
+		if !plausible(r) {
+			// A count no request can produce is a broken or lying
+			// upstream: the caller counts the tokens itself instead.
+			return billing.Usage{}, false
+		}
+	}
+	return u, true
+}
+
+// details reads the members names of the details object d, member name
+// of usage us. A d that is not an object is rare and read path by path:
+// gjson's path then goes on to a later member of the same name.
+func details(us, d gjson.Result, name string, names [2]string) (out [2]gjson.Result) {
+	if d.IsObject() || !d.Exists() {
+		members(d, names[:], out[:])
+		return out
+	}
+	for i, n := range names {
+		out[i] = us.Get(name + "." + n)
+	}
+	return out
+}
+
+// The members of a usage object ParseUsage reads.
+var (
+	usageReadNames        = [...]string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
+	promptDetailNames     = [...]string{"cached_tokens", "audio_tokens"}
+	completionDetailNames = [...]string{"reasoning_tokens", "audio_tokens"}
+)
+
+// parseUsageByGet is ParseUsage a Get per count: the definition
+// FuzzParseUsage holds the one-pass reading to, and the reading of a usage
+// object that is not valid JSON (whatever gjson makes of it).
+func parseUsageByGet(body []byte) (u billing.Usage, ok bool) {
 	us := gjson.GetBytes(body, "usage")
 	if !us.IsObject() {
 		return billing.Usage{}, false
@@ -67,8 +132,173 @@ func plausible(r gjson.Result) bool {
 // zero, and "estimated": true when the gateway counted them), "cost" (dollars charged for the request, failed attempts included)
 // and "cost_details" (the final attempt's parts plus failed attempts and
 // anything uncollected). Other fields of an existing usage object are kept.
-// Amounts are written as exact decimal numbers of dollars.
+// Amounts are written as exact decimal numbers of dollars. body is valid
+// JSON (RepairCompletion has checked it, or the gateway wrote it).
+//
+// It runs once per request: the usage object is rebuilt in one pass over
+// the upstream's (mergeUsage) and spliced into the body where it was,
+// instead of one sjson set per field, each re-reading the object. Shapes
+// the pass does not handle go through writeUsageBySets, the field-by-field
+// definition it is fuzzed against.
 func WriteUsage(body []byte, g *billing.Generation) ([]byte, error) {
+	// Read in place (GetBytes copies the result): mergeUsage copies what it
+	// keeps, and body is not changed while cur is in use.
+	cur := gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage")
+	old := cur.Raw
+	if old == "" || old[0] != '{' {
+		old = "{}"
+	}
+	usage, ok := mergeUsage(old, g)
+	if !ok {
+		return writeUsageBySets(body, g)
+	}
+	if cur.Raw == "" || cur.Index <= 0 {
+		return sjson.SetRawBytes(body, "usage", usage)
+	}
+	out := make([]byte, 0, len(body)-len(cur.Raw)+len(usage))
+	out = append(out, body[:cur.Index]...)
+	out = append(out, usage...)
+	return append(out, body[cur.Index+len(cur.Raw):]...), nil
+}
+
+// usageKeys are the members of "usage" WriteUsage writes, in the order a
+// missing one is appended.
+var usageKeys = [...]string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details",
+	"completion_tokens_details", "estimated", "cost", "cost_details"}
+
+// mergeUsage is the usage object old (valid JSON, an object) with
+// WriteUsage's members set: each replaces the first member of its name in
+// place (a details object keeps its other members), the missing ones are
+// appended, every other member is kept. ok is false for what it leaves to
+// writeUsageBySets: invalid JSON, escaped keys, a details member that is
+// an array.
+func mergeUsage(old string, g *billing.Generation) (usage []byte, ok bool) {
+	if !gjson.Valid(old) || strings.IndexByte(old, '\\') >= 0 {
+		return nil, false
+	}
+	u := g.Usage
+	// value appends member i's new value; false: WriteUsage leaves the
+	// member alone (a zero detail, estimated unset).
+	value := func(b []byte, i int, cur gjson.Result) ([]byte, bool) {
+		switch usageKeys[i] {
+		case "prompt_tokens":
+			return strconv.AppendInt(b, u.PromptTokens, 10), true
+		case "completion_tokens":
+			return strconv.AppendInt(b, u.CompletionTokens, 10), true
+		case "total_tokens":
+			return strconv.AppendInt(b, u.TotalTokens(), 10), true
+		case "prompt_tokens_details":
+			return detail(b, cur, "cached_tokens", u.CachedTokens)
+		case "completion_tokens_details":
+			return detail(b, cur, "reasoning_tokens", u.ReasoningTokens)
+		case "estimated":
+			if !u.Estimated {
+				return b, false
+			}
+			return append(b, "true"...), true
+		case "cost":
+			return g.Charged.AppendUSD(b), true
+		default: // cost_details
+			return appendCostDetails(b, g), true
+		}
+	}
+	b := make([]byte, 0, len(old)+320)
+	b = append(b, '{')
+	var done [len(usageKeys)]bool
+	ok = true
+	gjson.Parse(old).ForEach(func(k, v gjson.Result) bool {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, k.Raw...)
+		b = append(b, ':')
+		for i, key := range usageKeys {
+			if !done[i] && k.Str == key {
+				done[i] = true
+				if v.Type == gjson.JSON && v.Raw[0] == '[' && (i == 3 || i == 4) {
+					ok = false // sjson's set of a member of an array: not ours to redo
+					return false
+				}
+				var set bool
+				if b, set = value(b, i, v); set {
+					return true
+				}
+				break
+			}
+		}
+		b = append(b, v.Raw...)
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	for i, key := range usageKeys {
+		if done[i] {
+			continue
+		}
+		n := len(b)
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+		var set bool
+		if b, set = value(b, i, gjson.Result{}); !set {
+			b = b[:n]
+		}
+	}
+	return append(b, '}'), true
+}
+
+// detail appends the details object cur (absent, or anything else
+// sjson would replace by an object) with key set to n, unless n is 0.
+func detail(b []byte, cur gjson.Result, key string, n int64) ([]byte, bool) {
+	if n == 0 {
+		return b, false
+	}
+	if !cur.IsObject() {
+		b = append(b, '{', '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+		return append(strconv.AppendInt(b, n, 10), '}'), true
+	}
+	set, err := sjson.SetRaw(cur.Raw, key, strconv.FormatInt(n, 10))
+	if err != nil {
+		return append(b, cur.Raw...), true
+	}
+	return append(b, set...), true
+}
+
+// appendCostDetails appends the "cost_details" object.
+func appendCostDetails(b []byte, g *billing.Generation) []byte {
+	c := g.Cost
+	for i, f := range [...]struct {
+		name string
+		n    billing.Nanos
+	}{{"prompt", c.Prompt}, {"cache_read", c.CacheRead}, {"completion", c.Completion}, {"reasoning", c.Reasoning},
+		{"audio", c.Audio}, {"request", c.Request}, {"image", c.Image}, {"failed_attempts", g.FailedCost},
+		{"uncollected", g.Uncollected}} {
+		if i == 0 {
+			b = append(b, '{')
+		} else {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, f.name...)
+		b = append(b, '"', ':')
+		b = f.n.AppendUSD(b)
+	}
+	if g.FeesCost != 0 {
+		b = append(b, `,"tool_fees":`...)
+		b = g.FeesCost.AppendUSD(b)
+	}
+	return append(b, '}')
+}
+
+// writeUsageBySets is WriteUsage one sjson set per field: the definition
+// mergeUsage is fuzzed against, and the path for shapes it leaves alone.
+func writeUsageBySets(body []byte, g *billing.Generation) ([]byte, error) {
 	usage := gjson.GetBytes(body, "usage").Raw
 	if usage == "" || usage[0] != '{' {
 		usage = "{}"

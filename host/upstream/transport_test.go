@@ -245,47 +245,15 @@ func TestHostileUpstreams(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			go func() {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				defer c.Close()
-				br := bufio.NewReader(c)
-				if _, err := http.ReadRequest(br); err != nil {
-					return
-				}
-				_, _ = io.WriteString(c, tc.reply)
-			}()
-			tr := newTransport(t)
-			_, err = post(t, tr, context.Background(), "http://"+ln.Addr().String()+"/", "{}")
+			_, err := post(t, newTransport(t), context.Background(), rawServer(t, tc.reply), "{}")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
 	t.Run("informational responses before the real one", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
-				_, _ = io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			}
-		}()
-		resp, err := post(t, newTransport(t), context.Background(), "http://"+ln.Addr().String()+"/", "{}")
+		u := rawServer(t, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		resp, err := post(t, newTransport(t), context.Background(), u, "{}")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,6 +261,28 @@ func TestHostileUpstreams(t *testing.T) {
 			t.Fatalf("%d %q", resp.StatusCode, got)
 		}
 	})
+}
+
+// rawServer answers one request with reply, byte for byte, and returns
+// its URL.
+func rawServer(t *testing.T, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			_, _ = io.WriteString(c, reply)
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/"
 }
 
 // TestInvalidHeaders: a header that would split the request is refused

@@ -13,7 +13,9 @@ type Limits struct {
 	MaxConnections int `yaml:"max_connections"`
 	// MaxConnectionsPerIP caps open connections from one client address
 	// (an IPv6 client by its /64); 0 = a tenth of MaxConnections (at least
-	// 8), -1 = no per-address cap (behind a reverse proxy).
+	// 8), not applied to loopback clients (a proxy or sidecar on the same
+	// host); -1 = no per-address cap (behind a reverse proxy); a value set
+	// here applies to loopback clients too.
 	MaxConnectionsPerIP int `yaml:"max_connections_per_ip"`
 	// HeaderTimeout bounds how long a new connection may take to send its
 	// request line and headers (and, while idle, its next request after

@@ -41,7 +41,11 @@ type Config struct {
 	// MaxConnsPerIP caps open connections from one client address (an IPv6
 	// client by its /64, the block one host usually holds); 0 = the default,
 	// negative = no per-address cap (behind a reverse proxy, where every
-	// connection comes from the proxy's address).
+	// connection comes from the proxy's address). The default cap leaves
+	// loopback clients out: a connection from the gateway's own host is a
+	// local proxy or sidecar carrying many clients (or the operator), not
+	// one remote client hogging the server; the total cap still counts
+	// them. A cap set explicitly applies to every address.
 	MaxConnsPerIP int
 	// RetryAfter is the Retry-After of a refusal; 0 = 1 s.
 	RetryAfter time.Duration
@@ -65,9 +69,12 @@ const (
 type Listener struct {
 	net.Listener
 	maxConns, maxPerIP int
-	refusal            []byte
-	logf               func(string, ...any)
-	linger             *Lingerer
+	// capLoopback: the per-address cap applies to loopback clients too
+	// (it was set explicitly).
+	capLoopback bool
+	refusal     []byte
+	logf        func(string, ...any)
+	linger      *Lingerer
 
 	mu    sync.Mutex
 	open  int
@@ -102,14 +109,15 @@ func Wrap(inner net.Listener, cfg Config) *Listener {
 		retry = time.Second
 	}
 	l := &Listener{
-		Listener: inner,
-		maxConns: total,
-		maxPerIP: perIP,
-		refusal:  refusal(retry),
-		logf:     cfg.Logf,
-		linger:   cfg.Linger,
-		perIP:    map[string]int{},
-		closed:   make(chan struct{}),
+		Listener:    inner,
+		maxConns:    total,
+		maxPerIP:    perIP,
+		capLoopback: cfg.MaxConnsPerIP > 0,
+		refusal:     refusal(retry),
+		logf:        cfg.Logf,
+		linger:      cfg.Linger,
+		perIP:       map[string]int{},
+		closed:      make(chan struct{}),
 	}
 	if l.logf == nil {
 		l.logf = log.Printf
@@ -178,8 +186,11 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		delay = 0
 		addr := clientKey(c.RemoteAddr())
+		if !l.capLoopback && isLoopback(c.RemoteAddr()) {
+			addr = "" // counted in the total only
+		}
 		if !l.admit(addr) {
-			l.refuse(c, addr)
+			l.refuse(c, clientKey(c.RemoteAddr()))
 			continue
 		}
 		return &conn{Conn: c, l: l, addr: addr}, nil
@@ -189,21 +200,27 @@ func (l *Listener) Accept() (net.Conn, error) {
 func (l *Listener) admit(addr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.open >= l.maxConns || (l.maxPerIP > 0 && l.perIP[addr] >= l.maxPerIP) {
+	perIP := l.maxPerIP > 0 && addr != ""
+	if l.open >= l.maxConns || (perIP && l.perIP[addr] >= l.maxPerIP) {
 		return false
 	}
 	l.open++
-	if l.maxPerIP > 0 {
+	if perIP {
 		l.perIP[addr]++
 	}
 	return true
+}
+
+func isLoopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
 }
 
 func (l *Listener) release(addr string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.open--
-	if l.maxPerIP > 0 {
+	if l.maxPerIP > 0 && addr != "" {
 		if l.perIP[addr]--; l.perIP[addr] <= 0 {
 			delete(l.perIP, addr) // idle addresses cost no memory
 		}

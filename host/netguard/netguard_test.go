@@ -150,6 +150,45 @@ func TestPerAddressCap(t *testing.T) {
 	}
 }
 
+// TestDefaultCapLeavesLoopbackOut: under the default per-address cap a
+// loopback client (a proxy or sidecar on the gateway's host) is counted in
+// the total only, while other addresses are capped; a cap set explicitly
+// (TestPerAddressCap) covers loopback too.
+func TestDefaultCapLeavesLoopbackOut(t *testing.T) {
+	ln, addr := serve(t, Config{MaxConns: 50})
+	ln.mu.Lock()
+	ln.maxPerIP = 3 // the default derived from a small descriptor limit
+	ln.mu.Unlock()
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			_ = c.Close()
+		}
+	}()
+	for i := range 10 {
+		c := dial(t, addr, "127.0.0.1")
+		if status := request(c, bufio.NewReader(c)); status != http.StatusOK {
+			t.Fatalf("loopback connection %d: status %d, want 200", i+1, status)
+		}
+		held = append(held, c)
+	}
+	if got := ln.Open(); got != 10 {
+		t.Fatalf("%d connections counted in the total, want 10", got)
+	}
+	if !isLoopback(&net.TCPAddr{IP: net.ParseIP("::1")}) || isLoopback(&net.TCPAddr{IP: net.ParseIP("10.0.0.1")}) {
+		t.Fatal("isLoopback")
+	}
+	// A remote address still gets the cap.
+	for i := range 4 {
+		if got, want := ln.admit("10.0.0.1"), i < 3; got != want {
+			t.Fatalf("remote connection %d admitted: %v, want %v", i+1, got, want)
+		}
+	}
+	for range 3 {
+		ln.release("10.0.0.1")
+	}
+}
+
 // fakeListener fails Accept with errs in turn, then hands out pipes.
 type fakeListener struct {
 	errs []error

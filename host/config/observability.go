@@ -19,6 +19,11 @@ type Metrics struct {
 	// port: "" means DefaultMetricsListen, "off" no metrics at all (and
 	// none of their cost on the request path).
 	Listen string `yaml:"listen"`
+	// Pprof serves Go's profiles (net/http/pprof's /debug/pprof/) on the
+	// same listener. Off by default: a profile shows the process's code
+	// and timing, and a CPU profile costs while it runs, so it is for an
+	// operator chasing a problem on a listener they control.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Log configures the gateway's log (stderr).
@@ -78,6 +83,15 @@ func (c *Config) checkObservability() error {
 func (c *Config) observabilityEnv(getenv func(string) string) error {
 	if v := getenv("SWITCHYARD_METRICS_LISTEN"); v != "" {
 		c.Metrics.Listen = v
+	}
+	switch v := getenv("SWITCHYARD_METRICS_PPROF"); v {
+	case "":
+	case "1", "true":
+		c.Metrics.Pprof = true
+	case "0", "false":
+		c.Metrics.Pprof = false
+	default:
+		return fmt.Errorf("SWITCHYARD_METRICS_PPROF: %q is not true or false", v)
 	}
 	if v := getenv("SWITCHYARD_LOG_LEVEL"); v != "" {
 		c.Log.Level = v

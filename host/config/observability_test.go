@@ -37,6 +37,22 @@ func TestObservabilityConfig(t *testing.T) {
 					t.Errorf("%+v %+v", c.Metrics, c.Log)
 				}
 			}},
+		{name: "pprof", yaml: "metrics: {pprof: true}\n", check: func(t *testing.T, c *Config) {
+			if !c.Metrics.Pprof {
+				t.Error("pprof not on")
+			}
+		}},
+		{name: "pprof default off", check: func(t *testing.T, c *Config) {
+			if c.Metrics.Pprof {
+				t.Error("pprof on by default")
+			}
+		}},
+		{name: "pprof env", env: map[string]string{"SWITCHYARD_METRICS_PPROF": "true"}, check: func(t *testing.T, c *Config) {
+			if !c.Metrics.Pprof {
+				t.Error("pprof not on")
+			}
+		}},
+		{name: "bad pprof env", env: map[string]string{"SWITCHYARD_METRICS_PPROF": "yes please"}, err: "SWITCHYARD_METRICS_PPROF"},
 		{name: "bad level", yaml: "log: {level: loud}\n", err: "log.level"},
 		{name: "bad format", yaml: "log: {format: xml}\n", err: "log.format"},
 		{name: "bad env level", env: map[string]string{"SWITCHYARD_LOG_LEVEL": "loud"}, err: "log.level"},

@@ -368,3 +368,34 @@ func TestMetricsLoadShedding(t *testing.T) {
 		{"switchyard_requests_total", labels("model", "test/chat", "status", "200"), false, 1},
 	})
 }
+
+// TestPprofOnlyWhenAsked: Go's profiles are on the metrics listener when
+// metrics.pprof says so, and nowhere otherwise (never on the API port).
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint("pprof=", on), func(t *testing.T) {
+			g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) { c.Metrics.Pprof = on }})
+			base := strings.TrimSuffix(g.MetricsURL, "/metrics")
+			status, body := get(base + "/debug/pprof/goroutine?debug=1")
+			if on && (status != 200 || !strings.Contains(body, "goroutine profile:")) {
+				t.Fatalf("pprof on: %d %.200s", status, body)
+			}
+			if !on && status != 404 {
+				t.Fatalf("pprof off: %d %.200s", status, body)
+			}
+			if status, _ := get(strings.TrimSuffix(g.URL, "/api/v1") + "/debug/pprof/goroutine?debug=1"); status == 200 {
+				t.Fatal("profiles on the API port")
+			}
+		})
+	}
+}

@@ -198,7 +198,6 @@ func (t *Transport) get(ctx context.Context, key string) (*conn, bool, error) {
 	c := &conn{Conn: nc, t: t, key: key}
 	c.lim = limitReader{r: nc, n: -1}
 	c.br = bufio.NewReaderSize(&c.lim, 4<<10)
-	c.bw = bufio.NewWriterSize(nc, 4<<10)
 	return c, false, nil
 }
 
@@ -294,7 +293,6 @@ type conn struct {
 	t         *Transport
 	key       string
 	br        *bufio.Reader
-	bw        *bufio.Writer
 	lim       limitReader
 	idleSince time.Time
 }
@@ -320,10 +318,7 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	c.lim.read = 0
-	if err := req.Write(c.bw); err != nil {
-		return fail(err)
-	}
-	if err := c.bw.Flush(); err != nil {
+	if err := c.writeRequest(req); err != nil {
 		return fail(err)
 	}
 	c.lim.n = c.t.maxHeader()
@@ -351,6 +346,23 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = b
 	return resp, nil
+}
+
+// writers buffer the writing of requests. A connection borrows one only
+// while it writes: a stream's connection is then read for minutes, and
+// an idle one waits, without holding a write buffer.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+
+func (c *conn) writeRequest(req *http.Request) error {
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(c.Conn)
+	err := req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil) // no reference to the connection stays in the pool
+	writers.Put(bw)
+	return err
 }
 
 // respBytes is how much of a response this connection has read for the

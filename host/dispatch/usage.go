@@ -36,6 +36,21 @@ func (r *Result) Counted(completion string) billing.Usage {
 	return u
 }
 
+// CountText is the tokens of text with the model's tokenizer (0 when it
+// cannot be counted). A long stream's checkpoints count only what came
+// since the last one and add it up: counting the whole completion at each
+// checkpoint made a stream's counting grow with the square of its length.
+func (r *Result) CountText(text string) int64 {
+	if text == "" {
+		return 0
+	}
+	n, err := tokenize.Count(r.Endpoint().Model.ID, text)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
 // promptUsage is the prompt counted with ep's model's tokenizer (once per
 // run).
 func (r *Result) promptUsage(ep *catalog.Endpoint) billing.Usage {

@@ -80,6 +80,8 @@ type pump struct {
 	completion   int    // estimated output tokens, for health statistics
 	ttft         time.Duration
 	checkpointed time.Time
+	counted      int64 // completion tokens of text[:countedTo], for checkpoints
+	countedTo    int
 	repairLogged bool
 	chunks       *wire.ChunkStream // made on the first chunk
 }
@@ -272,9 +274,16 @@ func (p *pump) account(facts *wire.ChunkFacts) {
 			p.completion += validate.EstimateTokens(len(t))
 			p.text.WriteString(t)
 			if time.Since(p.checkpointed) > checkpointEvery {
-				// A crash now charges at least what this says.
+				// A crash now charges at least what this says. Only the
+				// text since the last checkpoint is counted: a token split
+				// across two checkpoints counts as two.
 				p.checkpointed = time.Now()
-				p.r.Checkpoint(p.r.Counted(p.text.String()))
+				all := p.text.String()
+				p.counted += p.r.CountText(all[p.countedTo:])
+				p.countedTo = len(all)
+				u := p.r.Counted("") // the prompt, counted once per run
+				u.CompletionTokens = p.counted
+				p.r.Checkpoint(u)
 			}
 		}
 		if c.Finished {

@@ -43,6 +43,8 @@ type Reader struct {
 	started bool // the first line (and its BOM) has been read
 
 	data      []byte
+	hasData   bool   // the event being read has a data line
+	partial   bool   // an event is begun: TryNext found it incomplete
 	name      string // event type buffer
 	lastID    string // last event ID buffer
 	nameCache string // the previous event type, to reuse its string
@@ -98,30 +100,55 @@ func (r *Reader) Comments() int { return r.comments }
 // upstream that closes right after its last event has said what it had to
 // say, and dropping a final usage chunk would lose billing data.
 func (r *Reader) Next() (Event, error) {
+	ev, _, err := r.next(true)
+	return ev, err
+}
+
+// TryNext is Next without waiting for the source: when what is buffered
+// holds no complete event it returns ok false (and no error), and the next
+// call, Next or TryNext, goes on with the event it had begun. A relay uses
+// it to send what it already has before it waits for more.
+func (r *Reader) TryNext() (ev Event, ok bool, err error) {
+	return r.next(false)
+}
+
+// errWouldBlock is readLine's answer, when it may not wait, to a line that
+// is not complete in the buffer.
+var errWouldBlock = errors.New("sse: would block")
+
+func (r *Reader) next(wait bool) (Event, bool, error) {
 	if r.fatal != nil {
-		return Event{}, r.fatal
+		return Event{}, true, r.fatal
 	}
-	r.data = r.data[:0]
-	hasData := false
+	if !r.partial {
+		r.data = r.data[:0]
+		r.hasData = false
+		r.partial = true
+	}
 	for {
-		line, err := r.readLine()
+		line, err := r.readLine(wait)
+		if err == errWouldBlock {
+			return Event{}, false, nil
+		}
 		if err != nil {
-			if err == io.EOF && hasData {
-				return r.dispatch(), nil
+			r.partial = false
+			if err == io.EOF && r.hasData {
+				return r.dispatch(), true, nil
 			}
 			if err != io.EOF {
 				r.fatal = err
 			}
 			r.name = ""
-			return Event{}, err
+			return Event{}, true, err
 		}
 		if !r.started {
 			r.started = true
 			line = bytes.TrimPrefix(line, bom)
 		}
 		if len(line) == 0 {
-			if hasData {
-				return r.dispatch(), nil
+			if r.hasData {
+				r.partial = false
+				return r.dispatch(), true, nil
 			}
 			r.name = "" // an event without data is not dispatched
 			continue
@@ -139,15 +166,16 @@ func (r *Reader) Next() (Event, error) {
 		}
 		switch string(field) {
 		case "data":
-			if hasData {
+			if r.hasData {
 				r.data = append(r.data, '\n')
 			}
 			if len(r.data)+len(value) > r.max {
+				r.partial = false
 				r.fatal = ErrEventTooLarge
-				return Event{}, r.fatal
+				return Event{}, true, r.fatal
 			}
 			r.data = append(r.data, value...)
-			hasData = true
+			r.hasData = true
 		case "event":
 			if string(value) != r.nameCache {
 				r.nameCache = string(value)
@@ -172,7 +200,7 @@ func (r *Reader) dispatch() Event {
 // readLine returns the next line without its terminator. The line aliases
 // the buffer and is valid until the next call. At the end of input a final
 // unterminated line is returned, then the source's error (io.EOF).
-func (r *Reader) readLine() ([]byte, error) {
+func (r *Reader) readLine(wait bool) ([]byte, error) {
 	empty := 0
 	for {
 		if r.skipLF && r.start < r.end {
@@ -212,6 +240,9 @@ func (r *Reader) readLine() ([]byte, error) {
 				return line, nil
 			}
 			return nil, r.err
+		}
+		if !wait {
+			return nil, errWouldBlock
 		}
 		if n := r.fill(); n > 0 || r.err != nil {
 			empty = 0

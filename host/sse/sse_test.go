@@ -35,6 +35,32 @@ func readAll(src io.Reader, max int) ([]ev, *Reader, error) {
 	}
 }
 
+// readAllTry is readAll reading as a relay does: TryNext while it finds
+// events, Next (which waits) when it does not.
+func readAllTry(src io.Reader, max int) ([]ev, error) {
+	r := NewReader(src, max)
+	var out []ev
+	for i := 0; ; i++ {
+		e, ok, err := r.TryNext()
+		if !ok {
+			if err != nil {
+				return out, fmt.Errorf("TryNext: an error %v without ok", err)
+			}
+			e, err = r.Next()
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, ev{e.Name, string(e.Data), e.ID})
+		if i > 1<<16 {
+			return out, errors.New("too many events")
+		}
+	}
+}
+
 // sources returns in as several readers that split it differently, so
 // framing never depends on how reads fall.
 func sources(in string) map[string]io.Reader {
@@ -128,6 +154,14 @@ func TestReaderFraming(t *testing.T) {
 				}
 				if r.Comments() != tc.comments {
 					t.Fatalf("comments %d, want %d", r.Comments(), tc.comments)
+				}
+			})
+		}
+		for sname, src := range sources(tc.in) {
+			t.Run(tc.name+"/TryNext/"+sname, func(t *testing.T) {
+				got, err := readAllTry(src, 1<<20)
+				if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+					t.Fatalf("got %v (%v)\nwant %v", got, err, tc.want)
 				}
 			})
 		}
@@ -307,8 +341,16 @@ func FuzzReader(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%v on %q", err, stream)
 		}
-		if want := reference(string(stream)); fmt.Sprint(got) != fmt.Sprint(want) {
+		want := reference(string(stream))
+		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("stream %q\ngot  %v\nwant %v", stream, got, want)
+		}
+		// Read without waiting where it can, an event begun in one read
+		// and ended in a later one comes out the same.
+		src = &chunked{s: string(stream), n: int(chunk%16) + 1, stutter: chunk%2 == 0}
+		got, err = readAllTry(src, 1<<20)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("TryNext: stream %q\ngot  %v (%v)\nwant %v", stream, got, err, want)
 		}
 		// A small limit is an error, never an oversized event.
 		r := NewReader(bytes.NewReader(stream), 8)
@@ -328,8 +370,8 @@ func FuzzReader(f *testing.F) {
 		w = AppendEvent(w, payload)
 		w = AppendEvent(w, []byte("{}"))
 		evs, _, err := readAll(bytes.NewReader(w), 1<<20)
-		want := strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(string(payload))
-		if err != nil || len(evs) != 2 || evs[0].data != want || evs[1].data != "{}" {
+		wantRT := strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(string(payload))
+		if err != nil || len(evs) != 2 || evs[0].data != wantRT || evs[1].data != "{}" {
 			t.Fatalf("round trip of %q gave %v, %v", payload, evs, err)
 		}
 	})

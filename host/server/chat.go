@@ -109,7 +109,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 		p := &pump{s: s, r: r, req: req, pl: pl, ctx: ctx, release: func() { release(); exit() }, id: r.Identity(), meta: req.metadata(r)}
 		setStreamHeaders(c)
 		c.Set("X-Generation-Id", genID)
-		c.Context().SetBodyStreamWriter(p.run)
+		p.serve(c)
 		return nil
 	}
 	defer release()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -64,16 +65,23 @@ type pump struct {
 	id      wire.Identity
 	meta    *wire.Metadata
 
-	// mu orders the writes of the pump and of the keep-alive timer to w.
+	rd    *sse.Reader // the upstream's events; made by the first advance
+	out   []byte      // what goes to the client next, framed
+	sent  int         // of out, what Read returned already
+	ended bool        // finished and released (end)
+
+	// mu orders the keep-alive timer and the pump's waits for the upstream:
+	// the timer writes only while the pump waits (waiting), when nothing
+	// else writes to the client.
 	mu           sync.Mutex
-	w            *bufio.Writer
-	keep         *time.Timer     // the keep-alive; under mu
-	closed       bool            // no more keep-alives; under mu
-	gone         atomic.Bool     // a keep-alive found the client gone
-	frame        []byte          // reused SSE framing buffer
-	state        []byte          // the adapter's stream state
-	held         []byte          // the chunk carrying usage, held for the final chunk
-	text         strings.Builder // completion so far, for counting when usage is missing
+	keepAlive    func(every time.Duration) error // writes one keep-alive
+	keep         *time.Timer                     // the keep-alive; under mu
+	waiting      bool                            // in an upstream read; under mu
+	closed       bool                            // no more keep-alives; under mu
+	gone         atomic.Bool                     // a keep-alive found the client gone
+	state        []byte                          // the adapter's stream state
+	held         []byte                          // the chunk carrying usage, held for the final chunk
+	text         strings.Builder                 // completion so far, for counting when usage is missing
 	contentSent  bool
 	finished     bool   // the upstream said the generation is complete
 	finishReason string // of the last choice that finished
@@ -86,58 +94,158 @@ type pump struct {
 	chunks       *wire.ChunkStream // made on the first chunk
 }
 
-func (p *pump) run(w *bufio.Writer) {
-	p.w, p.checkpointed = w, time.Now()
-	// Last of all (after settlement): the request's metrics, span and log line.
-	defer func() { telemetry.From(p.ctx).EndStream(p.text.String()) }()
-	defer p.release()
-	defer p.r.Call.Close()
-	// Whatever way the stream ends, what was generated is charged once. A
-	// client that went away pays for what was produced until then.
-	defer func() {
-		if !p.r.Settled() {
-			u := p.r.Counted(p.text.String())
-			p.req.adm.record(u)
-			p.r.Cancel(u)
-		}
-	}()
-	if p.req.EchoUpstream && !p.emit(p.id.DebugChunk(p.r.Call.SentBody)) {
-		return
+// The pump is the response body: fasthttp reads it (Read) on the
+// connection's own goroutine and writes each read to the client as an HTTP
+// chunk, flushed. fasthttp's push-style body writer costs a goroutine, a
+// pipe and a 4 KiB buffer per open stream, and a copy and two wake-ups per
+// chunk; pulled, an open stream is the connection's goroutine waiting on
+// the upstream. Read handles the next upstream event, waiting for it, and
+// then every event already buffered, so events the upstream sent together
+// go out together. The request's deadline ends the upstream read (the
+// upstream request carries ctx). Close, which fasthttp always calls, ends
+// the stream if Read did not finish it (the client went away).
+
+// serve makes the pump the body of c's response.
+func (p *pump) serve(c *fiber.Ctx) {
+	fc := c.Context()
+	conn := fc.Conn()
+	// The headers go out before the first Read: from then on, whenever Read
+	// waits for the upstream, fasthttp has written and flushed everything,
+	// and a keep-alive may go straight to the connection.
+	fc.Response.ImmediateHeaderFlush = true
+	p.keepAlive = func(every time.Duration) error {
+		_ = conn.SetWriteDeadline(time.Now().Add(every))
+		_, err := conn.Write(keepAliveChunk)
+		_ = conn.SetWriteDeadline(time.Time{})
+		return err
 	}
-	// The pump reads the upstream itself: a reader goroutine and a channel
-	// per stream cost a goroutine's stack, a copy of every event and two
-	// wake-ups per chunk. What the goroutine was for is served otherwise:
-	// the keep-alive is a timer that writes under mu, and the request's
-	// deadline ends the upstream read (the upstream request carries ctx).
-	rd := sse.NewReader(upstreamReader{p}, 16<<20)
-	p.startKeepAlive()
-	defer p.stopKeepAlive()
-	for {
-		ev, err := rd.Next()
-		if end, err := p.step(ev.Data, err); end {
-			p.finish(err)
+	fc.Response.SetBodyStream(p, -1)
+}
+
+// keepAliveChunk is keepAliveLine as one chunk of a chunked HTTP body, the
+// framing fasthttp gives what Read returns.
+var keepAliveChunk = fmt.Appendf(nil, "%x\r\n%s\r\n", len(keepAliveLine), keepAliveLine)
+
+// Read returns what goes to the client next; io.EOF after the last event.
+func (p *pump) Read(b []byte) (int, error) {
+	for p.sent == len(p.out) {
+		if p.ended {
+			return 0, io.EOF
+		}
+		p.out, p.sent = p.out[:0], 0
+		p.advance()
+	}
+	n := copy(b, p.out[p.sent:])
+	p.sent += n
+	return n, nil
+}
+
+// Close ends the stream where it is, if Read did not end it: fasthttp
+// closes the body when the client went away, or when the connection ends
+// before the body was written.
+func (p *pump) Close() error {
+	if !p.ended {
+		p.finish(errClientGone)
+		p.end()
+	}
+	return nil
+}
+
+// run relays the stream to w, for a stream that is already open (a plugin
+// continued the request after its reserved sub-requests, prestream.go): the
+// same pump, pushed instead of pulled.
+func (p *pump) run(w *bufio.Writer) {
+	var wmu sync.Mutex // the keep-alive and the relay both write to w
+	p.keepAlive = func(time.Duration) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if _, err := w.Write(keepAliveLine); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	for !p.ended {
+		p.out, p.sent = p.out[:0], 0
+		p.advance()
+		wmu.Lock()
+		_, err := w.Write(p.out)
+		if err == nil {
+			err = w.Flush()
+		}
+		wmu.Unlock()
+		if err != nil {
+			_ = p.Close()
 			return
 		}
 	}
 }
 
-// upstreamReader is the upstream body as the pump reads it: what the pump
-// wrote is sent to the client before a read that may wait for the
-// upstream. Events the upstream sent together go out together, with one
-// flush (and one write to the client's connection) instead of one each.
+// advance handles the next upstream event, waiting for it, then every
+// event the reader has without waiting; what goes to the client is added to
+// p.out. The first call starts the stream, the last ends it.
+func (p *pump) advance() {
+	if p.rd == nil {
+		p.checkpointed = time.Now()
+		p.rd = sse.NewReader(upstreamReader{p}, 16<<20)
+		if p.req.EchoUpstream {
+			p.emit(p.id.DebugChunk(p.r.Call.SentBody))
+		}
+		p.startKeepAlive()
+	}
+	ev, err := p.rd.Next()
+	for {
+		if end, err := p.step(ev.Data, err); end {
+			p.finish(err)
+			p.end()
+			return
+		}
+		var ok bool
+		if ev, ok, err = p.rd.TryNext(); !ok {
+			return
+		}
+	}
+}
+
+// end settles what is not settled and releases what the stream held; once.
+func (p *pump) end() {
+	if p.ended {
+		return
+	}
+	p.ended = true
+	p.stopKeepAlive()
+	// Whatever way the stream ends, what was generated is charged once. A
+	// client that went away pays for what was produced until then.
+	if !p.r.Settled() {
+		u := p.r.Counted(p.text.String())
+		p.req.adm.record(u)
+		p.r.Cancel(u)
+	}
+	p.r.Call.Close()
+	p.release()
+	// Last of all (after settlement): the request's metrics, span and log line.
+	telemetry.From(p.ctx).EndStream(p.text.String())
+}
+
+// upstreamReader is the upstream body as the pump reads it. While a read
+// waits, the pump is idle: the keep-alive may write then, and only then.
 type upstreamReader struct{ p *pump }
 
 func (u upstreamReader) Read(b []byte) (int, error) {
-	if !u.p.flush() {
-		return 0, errClientGone
-	}
-	return u.p.r.Call.Resp.Body.Read(b)
+	p := u.p
+	p.mu.Lock()
+	p.waiting = true
+	p.mu.Unlock()
+	n, err := p.r.Call.Resp.Body.Read(b)
+	p.mu.Lock() // a keep-alive being written is done when this returns
+	p.waiting = false
+	p.mu.Unlock()
+	return n, err
 }
 
 // startKeepAlive sends the keep-alive comment every KeepAlive while the
-// stream is open. A keep-alive the client does not take means it went
-// away: the upstream read is ended (closing the body is how net/http
-// aborts a read in progress), and the pump sees gone.
+// stream waits for the upstream. A keep-alive the client does not take
+// means it went away: the upstream read is ended (closing the body is how
+// a read in progress is aborted), and the pump sees gone.
 func (p *pump) startKeepAlive() {
 	every := time.Duration(p.s.Config.KeepAlive)
 	p.mu.Lock()
@@ -148,11 +256,13 @@ func (p *pump) startKeepAlive() {
 		if p.closed {
 			return
 		}
-		if _, err := p.w.Write(keepAliveLine); err != nil || p.w.Flush() != nil {
-			p.closed = true
-			p.gone.Store(true)
-			_ = p.r.Call.Resp.Body.Close()
-			return
+		if p.waiting {
+			if err := p.keepAlive(every); err != nil {
+				p.closed = true
+				p.gone.Store(true)
+				_ = p.r.Call.Resp.Body.Close()
+				return
+			}
 		}
 		p.keep.Reset(every)
 	})
@@ -330,7 +440,6 @@ func (p *pump) finish(err error) {
 	if errors.Is(err, errClientGone) {
 		return
 	}
-	defer p.flush()
 	if err == nil {
 		final := p.held
 		if final == nil {
@@ -373,25 +482,12 @@ func (p *pump) flushHeld() bool {
 	return p.emit(h)
 }
 
-// emit writes one SSE event; every event of a stream is framed here.
+// emit adds one SSE event to what goes to the client; every event of a
+// stream is framed here. It reports true: the client's leaving is found
+// where the pump's output is written, not here.
 func (p *pump) emit(data []byte) bool {
-	p.frame = sse.AppendEvent(p.frame[:0], data)
-	return p.write(p.frame)
-}
-
-// write adds b to what goes to the client with the next flush.
-func (p *pump) write(b []byte) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, err := p.w.Write(b)
-	return err == nil
-}
-
-// flush sends what was written to the client; false when it went away.
-func (p *pump) flush() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.w.Flush() == nil
+	p.out = sse.AppendEvent(p.out, data)
+	return true
 }
 
 func clip(b []byte, n int) string {

@@ -40,8 +40,8 @@ var patterns = map[string]string{
 }
 
 // capturingLoader hands tiktoken the embedded vocabularies and keeps the
-// rank maps it returns, so the counter here shares tiktoken's map instead of
-// holding a second copy (≈10-20 MB per vocabulary).
+// rank maps it returns, so the counter here and tiktoken share one map
+// instead of holding two copies (≈10-20 MB per vocabulary).
 type capturingLoader struct {
 	inner tiktoken.BpeLoader
 	mu    sync.Mutex
@@ -49,12 +49,17 @@ type capturingLoader struct {
 }
 
 func (c *capturingLoader) LoadTiktokenBpe(file string) (map[string]int, error) {
+	name := strings.TrimSuffix(file[strings.LastIndexByte(file, '/')+1:], ".tiktoken")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Loaded once: the counter's map, then tiktoken's when something
+	// decodes, are the same map (neither writes to it).
+	if r := c.ranks[name]; r != nil {
+		return r, nil
+	}
 	r, err := c.inner.LoadTiktokenBpe(file)
 	if err == nil {
-		name := file[strings.LastIndexByte(file, '/')+1:]
-		c.mu.Lock()
-		c.ranks[strings.TrimSuffix(name, ".tiktoken")] = r
-		c.mu.Unlock()
+		c.ranks[name] = r
 	}
 	return r, err
 }
@@ -64,8 +69,7 @@ func rankFile(name string) string {
 	return "https://openaipublic.blob.core.windows.net/encodings/" + name + ".tiktoken"
 }
 
-// ranksOf returns the rank map captured while tiktoken loaded name, or loads
-// it through the same loader if tiktoken had loaded it before the capture.
+// ranksOf returns the rank map of vocabulary name, loading it once.
 func (c *capturingLoader) ranksOf(name string) (map[string]int, error) {
 	c.mu.Lock()
 	r := c.ranks[name]

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // The counter gives tiktoken's own token ids, not just the same number, on
@@ -37,7 +39,7 @@ func TestMatchesTiktoken(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, text := range corpus {
-			want := e.enc.EncodeOrdinary(text)
+			want := tk(t, e).EncodeOrdinary(text)
 			var got []int
 			n := e.bpe.encode(text, func(id int) { got = append(got, id) }, nil)
 			if !slices.Equal(got, want) || n != len(want) {
@@ -80,5 +82,51 @@ func TestLinearWorkOnLongRuns(t *testing.T) {
 		if got := e.Count(text); got != n {
 			t.Errorf("Count = %d, encode = %d", got, n)
 		}
+	}
+}
+
+// TestEmbeddedRanksMatchTheLoader: the streaming reader of the embedded
+// vocabularies gives tiktoken-go-loader's maps, entry for entry.
+func TestEmbeddedRanksMatchTheLoader(t *testing.T) {
+	for _, name := range []string{CL100K, O200K} {
+		got, err := embeddedRanks{}.LoadTiktokenBpe(rankFile(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := loader.NewOfflineLoader().LoadTiktokenBpe(rankFile(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || len(got) != rankSizes[name] {
+			t.Fatalf("%s: %d ranks, the loader %d, sized for %d", name, len(got), len(want), rankSizes[name])
+		}
+		for k, v := range want {
+			if g, ok := got[k]; !ok || g != v {
+				t.Fatalf("%s: token %q rank %d, want %d", name, k, g, v)
+			}
+		}
+	}
+	if _, err := (embeddedRanks{}).LoadTiktokenBpe(rankFile("no_such_base")); err == nil {
+		t.Fatal("a missing vocabulary loaded")
+	}
+}
+
+// BenchmarkLoadRanks is the first count's vocabulary load: the streaming
+// reader against tiktoken-go-loader's.
+func BenchmarkLoadRanks(b *testing.B) {
+	for _, l := range []struct {
+		name string
+		l    interface {
+			LoadTiktokenBpe(string) (map[string]int, error)
+		}
+	}{{"embedded", embeddedRanks{}}, {"loader", loader.NewOfflineLoader()}} {
+		b.Run(l.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := l.l.LoadTiktokenBpe(rankFile(CL100K)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -12,11 +12,15 @@ import (
 // dropped text. Bytes of a character split across the ends of the list
 // become U+FFFD, as any UTF-8 decoder would make them.
 func (e *Encoder) Decode(ids []int) (string, error) {
+	enc, err := e.l.tiktoken(e.name)
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	one := make([]int, 1)
 	for _, id := range ids {
 		one[0] = id
-		t := e.enc.Decode(one)
+		t := enc.Decode(one)
 		if t == "" {
 			return "", fmt.Errorf("token id %d is not in the %s vocabulary", id, e.name)
 		}

@@ -9,7 +9,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, text := range []string{"hello world", "Grüße, 世界! <|endoftext|> as text", " leading space\nand lines"} {
-			ids := e.enc.EncodeOrdinary(text)
+			ids := tk(t, e).EncodeOrdinary(text)
 			got, err := e.Decode(ids)
 			if err != nil || got != text {
 				t.Errorf("%s: Decode(Encode(%q)) = %q, %v", name, text, got, err)

@@ -24,7 +24,6 @@ import (
 
 	"github.com/dlclark/regexp2"
 	tiktoken "github.com/pkoukk/tiktoken-go"
-	loader "github.com/pkoukk/tiktoken-go-loader"
 	"github.com/tidwall/gjson"
 )
 
@@ -50,15 +49,28 @@ const (
 // vocabularies reads the embedded vocabulary files instead of fetching
 // them (this is the only tiktoken user in the binary), and keeps their rank
 // maps for the counter in bpe.go.
-var vocabularies = &capturingLoader{inner: loader.NewOfflineLoader(), ranks: map[string]map[string]int{}}
+var vocabularies = &capturingLoader{inner: embeddedRanks{}, ranks: map[string]map[string]int{}}
 
 func init() { tiktoken.SetBpeLoader(vocabularies) }
 
 type lazy struct {
 	once sync.Once
-	enc  *tiktoken.Tiktoken
 	bpe  *bpe
 	err  error
+
+	// tiktoken's own encoder is loaded only to decode: its decoding tables
+	// (≈7 MB for cl100k_base) are not needed to count, and the counter
+	// below shares its rank map.
+	encOnce sync.Once
+	enc     *tiktoken.Tiktoken
+	encErr  error
+}
+
+// tiktoken returns the vocabulary's tiktoken encoder, loading it on first
+// use.
+func (l *lazy) tiktoken(name string) (*tiktoken.Tiktoken, error) {
+	l.encOnce.Do(func() { l.enc, l.encErr = tiktoken.GetEncoding(name) })
+	return l.enc, l.encErr
 }
 
 var encodings = map[string]*lazy{CL100K: {}, O200K: {}}
@@ -66,8 +78,8 @@ var encodings = map[string]*lazy{CL100K: {}, O200K: {}}
 // Encoder counts tokens of one vocabulary; safe for concurrent use.
 type Encoder struct {
 	name string
-	enc  *tiktoken.Tiktoken // tiktoken's own encoder, kept for decoding
-	bpe  *bpe               // the counter: tiktoken's tokens in O(n log n) (bpe.go)
+	l    *lazy // tiktoken's own encoder, loaded to decode
+	bpe  *bpe  // the counter: tiktoken's tokens in O(n log n) (bpe.go)
 }
 
 // Get returns the encoder of a vocabulary, loading it on first use.
@@ -76,27 +88,23 @@ func Get(name string) (*Encoder, error) {
 	if !ok {
 		name, l = CL100K, encodings[CL100K]
 	}
-	l.once.Do(func() { l.enc, l.bpe, l.err = load(name) })
+	l.once.Do(func() { l.bpe, l.err = load(name) })
 	if l.err != nil {
 		return nil, l.err
 	}
-	return &Encoder{name: name, enc: l.enc, bpe: l.bpe}, nil
+	return &Encoder{name: name, l: l, bpe: l.bpe}, nil
 }
 
-func load(name string) (*tiktoken.Tiktoken, *bpe, error) {
-	enc, err := tiktoken.GetEncoding(name)
-	if err != nil {
-		return nil, nil, err
-	}
+func load(name string) (*bpe, error) {
 	ranks, err := vocabularies.ranksOf(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	re, err := regexp2.Compile(patterns[name], regexp2.None)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return enc, &bpe{re: re, ranks: ranks}, nil
+	return &bpe{re: re, ranks: ranks}, nil
 }
 
 // Warm loads both vocabularies.

@@ -2,6 +2,8 @@ package tokenize
 
 import (
 	"strings"
+
+	"github.com/pkoukk/tiktoken-go"
 	"testing"
 )
 
@@ -34,10 +36,10 @@ func TestCountReference(t *testing.T) {
 		}
 	}
 	e, _ := Get(CL100K)
-	if ids := e.enc.EncodeOrdinary("tiktoken is great!"); len(ids) != 6 || ids[0] != 83 || ids[5] != 0 {
+	if ids := tk(t, e).EncodeOrdinary("tiktoken is great!"); len(ids) != 6 || ids[0] != 83 || ids[5] != 0 {
 		t.Errorf("ids %v, want [83 1609 5963 374 2294 0]", ids)
 	}
-	if ids := e.enc.EncodeOrdinary("hello world"); ids[0] != 15339 || ids[1] != 1917 {
+	if ids := tk(t, e).EncodeOrdinary("hello world"); ids[0] != 15339 || ids[1] != 1917 {
 		t.Errorf("ids %v, want [15339 1917]", ids)
 	}
 }
@@ -164,5 +166,36 @@ func TestSegmentedCountEqualsWhole(t *testing.T) {
 		if got := e.Count(text); got != whole {
 			t.Errorf("%s: segmented count %d, whole %d", name, got, whole)
 		}
+	}
+}
+
+// tk is tiktoken's own encoder of e's vocabulary, the reference the
+// counter and the decoder are checked against.
+func tk(t testing.TB, e *Encoder) *tiktoken.Tiktoken {
+	t.Helper()
+	enc, err := e.l.tiktoken(e.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc
+}
+
+// TestCountingLeavesTiktokenUnloaded: counting needs the rank map only;
+// tiktoken's decoding tables are loaded by the first Decode.
+func TestCountingLeavesTiktokenUnloaded(t *testing.T) {
+	l := &lazy{}
+	e := &Encoder{name: CL100K, l: l}
+	var err error
+	if e.bpe, err = load(CL100K); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.Count("hello world"); n != 2 {
+		t.Fatalf("count %d", n)
+	}
+	if l.enc != nil {
+		t.Fatal("counting loaded tiktoken's encoder")
+	}
+	if s, err := e.Decode([]int{15339, 1917}); err != nil || s != "hello world" {
+		t.Fatalf("decode %q %v", s, err)
 	}
 }

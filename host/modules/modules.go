@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -305,7 +306,7 @@ func (r *Registry) publishShared(ctx context.Context, name string, m *manifest.M
 	}
 	id := name + "@" + m.Version
 	if err := r.db.Update(func(tx store.Tx) error {
-		if err := storeTx(tx, name, m.Version, manifestJSON, bin, source, false, time.Now().UTC()); err != nil {
+		if err := storeTx(tx, name, m.Version, manifestJSON, bin, sha256.Sum256(bin), source, false, time.Now().UTC()); err != nil {
 			return err
 		}
 		return tx.Notify(topicPublished, r.self+" "+id)
@@ -343,12 +344,11 @@ func (r *Registry) load(ctx context.Context, name string, m *manifest.Manifest, 
 // same version from the build directory).
 func (r *Registry) store(name, version string, manifestJSON, bin []byte, source string, replace bool) error {
 	return r.db.Update(func(tx store.Tx) error {
-		return storeTx(tx, name, version, manifestJSON, bin, source, replace, time.Now().UTC())
+		return storeTx(tx, name, version, manifestJSON, bin, sha256.Sum256(bin), source, replace, time.Now().UTC())
 	})
 }
 
-func storeTx(tx store.Tx, name, version string, manifestJSON, bin []byte, source string, replace bool, now time.Time) error {
-	sum := sha256.Sum256(bin)
+func storeTx(tx store.Tx, name, version string, manifestJSON, bin []byte, sum [sha256.Size]byte, source string, replace bool, now time.Time) error {
 	rec, _ := json.Marshal(Record{Manifest: manifestJSON, SHA256: hex.EncodeToString(sum[:]), Size: len(bin), Published: now, Source: source})
 	k := key(name, version)
 	if !replace && tx.Bucket(bucketManifests).Get(k) != nil {
@@ -475,8 +475,9 @@ type startJob struct {
 	name, version string
 	m             *manifest.Manifest
 	bin, mj       []byte
-	seeded        bool // from the seed directory: a failure is fatal
-	changed       bool // seeded and new or rebuilt: store it
+	sum           [sha256.Size]byte // of bin, for a seed (hashed once, in parallel)
+	seeded        bool              // from the seed directory: a failure is fatal
+	changed       bool              // seeded and new or rebuilt: store it
 	activate      bool
 
 	mod *wasm.Module
@@ -556,7 +557,7 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 	err := r.db.Update(func(tx store.Tx) error {
 		for _, j := range all {
 			if j.err == nil && j.changed {
-				if err := storeTx(tx, j.name, j.version, j.mj, j.bin, "seed", true, now); err != nil {
+				if err := storeTx(tx, j.name, j.version, j.mj, j.bin, j.sum, "seed", true, now); err != nil {
 					return err
 				}
 			}
@@ -653,7 +654,7 @@ func (r *Registry) seed(dir, name string) (*startJob, error) {
 	sum := sha256.Sum256(bin)
 	rec := r.stored(m.Name, m.Version)
 	return &startJob{
-		name: m.Name, version: m.Version, m: m, bin: bin, mj: mj, seeded: true,
+		name: m.Name, version: m.Version, m: m, bin: bin, mj: mj, sum: sum, seeded: true,
 		changed: rec.SHA256 != hex.EncodeToString(sum[:]) || !sameJSON(rec.Manifest, mj),
 	}, nil
 }
@@ -667,6 +668,9 @@ func (r *Registry) seed(dir, name string) (*startJob, error) {
 // CPUs, and the modules would compete for them).
 func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 	ctx = wasm.WithCompilationWorkers(ctx, 1)
+	// Largest first: the start waits for the last job, and a big module
+	// started last would run alone on one CPU.
+	slices.SortStableFunc(jobs, func(a, b *startJob) int { return len(b.bin) - len(a.bin) })
 	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for _, j := range jobs {

@@ -77,6 +77,7 @@ type pump struct {
 	keepAlive    func(every time.Duration) error // writes one keep-alive
 	keep         *time.Timer                     // the keep-alive; under mu
 	waiting      bool                            // in an upstream read; under mu
+	headersOut   bool                            // fasthttp flushed the headers; under mu
 	closed       bool                            // no more keep-alives; under mu
 	gone         atomic.Bool                     // a keep-alive found the client gone
 	state        []byte                          // the adapter's stream state
@@ -109,10 +110,13 @@ type pump struct {
 func (p *pump) serve(c *fiber.Ctx) {
 	fc := c.Context()
 	conn := fc.Conn()
-	// The headers go out before the first Read: from then on, whenever Read
-	// waits for the upstream, fasthttp has written and flushed everything,
-	// and a keep-alive may go straight to the connection.
-	fc.Response.ImmediateHeaderFlush = true
+	// Whenever Read waits for the upstream, fasthttp has written and
+	// flushed what Read returned, and a keep-alive may go straight to the
+	// connection, once the headers are out too. They go out at once when
+	// the upstream's first event is not here yet (a model thinking), and
+	// with the first event otherwise (one write instead of two).
+	p.headersOut = p.upstreamBuffered() == 0
+	fc.Response.ImmediateHeaderFlush = p.headersOut
 	p.keepAlive = func(every time.Duration) error {
 		_ = conn.SetWriteDeadline(time.Now().Add(every))
 		_, err := conn.Write(keepAliveChunk)
@@ -137,7 +141,21 @@ func (p *pump) Read(b []byte) (int, error) {
 	}
 	n := copy(b, p.out[p.sent:])
 	p.sent += n
+	if !p.headersOut {
+		p.mu.Lock()
+		p.headersOut = true // with what fasthttp writes now
+		p.mu.Unlock()
+	}
 	return n, nil
+}
+
+// upstreamBuffered is how much of the upstream's response is read and not
+// yet taken (0 when the transport cannot tell).
+func (p *pump) upstreamBuffered() int {
+	if b, ok := p.r.Call.Resp.Body.(interface{ Buffered() int }); ok {
+		return b.Buffered()
+	}
+	return 0
 }
 
 // Close ends the stream where it is, if Read did not end it: fasthttp
@@ -156,6 +174,7 @@ func (p *pump) Close() error {
 // same pump, pushed instead of pulled.
 func (p *pump) run(w *bufio.Writer) {
 	var wmu sync.Mutex // the keep-alive and the relay both write to w
+	p.headersOut = true // the stream is open: a keep-alive may go any time
 	p.keepAlive = func(time.Duration) error {
 		wmu.Lock()
 		defer wmu.Unlock()
@@ -201,7 +220,13 @@ func (p *pump) advance() {
 		}
 		var ok bool
 		if ev, ok, err = p.rd.TryNext(); !ok {
-			return
+			// What the upstream sent together goes to the client in one
+			// write: while the upstream connection holds more of the
+			// response, reading it does not wait for the network.
+			if p.upstreamBuffered() == 0 {
+				return
+			}
+			ev, err = p.rd.Next()
 		}
 	}
 }
@@ -256,7 +281,7 @@ func (p *pump) startKeepAlive() {
 		if p.closed {
 			return
 		}
-		if p.waiting {
+		if p.waiting && p.headersOut {
 			if err := p.keepAlive(every); err != nil {
 				p.closed = true
 				p.gone.Store(true)

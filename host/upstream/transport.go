@@ -415,6 +415,18 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Buffered is how much of the response the connection has read from the
+// network and the body not yet returned: a relay reads on without waiting
+// while it is not zero.
+func (b *body) Buffered() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return 0
+	}
+	return b.c.br.Buffered()
+}
+
 // Close does not close rc: net/http's body would read the rest of the
 // response to discard it. The connection is closed instead (or was
 // already given back after the end).

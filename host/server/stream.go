@@ -173,7 +173,7 @@ func (p *pump) Close() error {
 // continued the request after its reserved sub-requests, prestream.go): the
 // same pump, pushed instead of pulled.
 func (p *pump) run(w *bufio.Writer) {
-	var wmu sync.Mutex // the keep-alive and the relay both write to w
+	var wmu sync.Mutex  // the keep-alive and the relay both write to w
 	p.headersOut = true // the stream is open: a keep-alive may go any time
 	p.keepAlive = func(time.Duration) error {
 		wmu.Lock()

@@ -311,7 +311,7 @@ func (p *pump) stopKeepAlive() {
 func (p *pump) step(data []byte, rerr error) (end bool, err error) {
 	call := p.r.Call
 	switch {
-	case errors.Is(rerr, errClientGone), rerr != nil && p.gone.Load():
+	case rerr != nil && p.gone.Load(): // a keep-alive found the client gone
 		return true, errClientGone
 	case errors.Is(rerr, io.EOF) && p.finished:
 		return true, nil
@@ -343,9 +343,7 @@ func (p *pump) step(data []byte, rerr error) (end bool, err error) {
 			return true, apierr.New(http.StatusBadGateway, "%s", call.Scrub("provider "+call.Endpoint.Provider.Slug+": "+msg.Get("message").Str))
 		}
 		p.account(facts)
-		if !p.flushHeld() {
-			return true, errClientGone
-		}
+		p.flushHeld()
 		if facts.Usage {
 			p.held = append([]byte(nil), ch...) // ch may alias the reader's buffer
 			continue
@@ -435,9 +433,7 @@ func (p *pump) account(facts *wire.ChunkFacts) {
 // a chunk.
 func (p *pump) emitThroughPlugins(ch []byte) error {
 	if !p.pl.HasChunkHooks() {
-		if !p.emit(ch) {
-			return errClientGone // the deferred cancel stops the upstream
-		}
+		p.emit(ch)
 		return nil
 	}
 	out, err := p.pl.Chunk(p.ctx, bytes.Clone(ch)) // ch may alias the reader's buffer
@@ -450,9 +446,7 @@ func (p *pump) emitThroughPlugins(ch []byte) error {
 				"generation", p.id.GenID, "chunk", clip(o, 200))
 			continue
 		}
-		if !p.emit(o) {
-			return errClientGone // the deferred cancel stops the upstream
-		}
+		p.emit(o)
 	}
 	return nil
 }
@@ -476,8 +470,8 @@ func (p *pump) finish(err error) {
 		if final, aerr = p.r.Settle(final, usage, p.finishReason); aerr == nil {
 			p.held = nil
 			final = p.req.spend.includeSubs(final) // chat sub-requests its plugins made
-			_ = p.emit(p.meta.WithStages(p.req.spend.withStages(p.pl.Stages)).Set(final))
-			_ = p.emit(done)
+			p.emit(p.meta.WithStages(p.req.spend.withStages(p.pl.Stages)).Set(final))
+			p.emit(done)
 			p.r.Succeeded(p.ttft, int(usage.CompletionTokens))
 			return
 		}
@@ -485,8 +479,8 @@ func (p *pump) finish(err error) {
 	}
 	e := apierr.From(err)
 	p.s.logCause("/chat/completions (stream "+p.id.GenID+")", e)
-	_ = p.flushHeld()
-	_ = p.emit(p.id.ErrorChunk(e))
+	p.flushHeld()
+	p.emit(p.id.ErrorChunk(e))
 	// The client received what was generated before the failure, and pays
 	// for that; a failure before any content costs nothing.
 	var u billing.Usage
@@ -495,24 +489,23 @@ func (p *pump) finish(err error) {
 	}
 	p.req.adm.record(u)
 	p.r.Fail(e, u)
-	_ = p.emit(done)
+	p.emit(done)
 }
 
-func (p *pump) flushHeld() bool {
-	if p.held == nil {
-		return true
+// flushHeld emits the held usage chunk, if any.
+func (p *pump) flushHeld() {
+	if p.held != nil {
+		h := p.held
+		p.held = nil
+		p.emit(h)
 	}
-	h := p.held
-	p.held = nil
-	return p.emit(h)
 }
 
 // emit adds one SSE event to what goes to the client; every event of a
-// stream is framed here. It reports true: the client's leaving is found
-// where the pump's output is written, not here.
-func (p *pump) emit(data []byte) bool {
+// stream is framed here. It cannot fail: the client's leaving is found
+// where the pump's output is written (Read's caller, or run).
+func (p *pump) emit(data []byte) {
 	p.out = sse.AppendEvent(p.out, data)
-	return true
 }
 
 func clip(b []byte, n int) string {

@@ -185,12 +185,13 @@ func (l *Listener) Accept() (net.Conn, error) {
 			continue
 		}
 		delay = 0
-		addr := clientKey(c.RemoteAddr())
+		key := clientKey(c.RemoteAddr())
+		addr := key
 		if !l.capLoopback && isLoopback(c.RemoteAddr()) {
 			addr = "" // counted in the total only
 		}
 		if !l.admit(addr) {
-			l.refuse(c, clientKey(c.RemoteAddr()))
+			l.refuse(c, key)
 			continue
 		}
 		return &conn{Conn: c, l: l, addr: addr}, nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -40,6 +41,17 @@ var keepAliveLine = []byte(": " + keepAliveText + "\n")
 // checkpointEvery is how often a long stream records its usage so far, which
 // is what crash recovery charges for it (docs/billing.md).
 const checkpointEvery = 5 * time.Second
+
+// firstCheckpoint is when a stream starting at now counts as last
+// checkpointed: up to half an interval earlier, at random, so its first
+// checkpoint comes 2.5–5 s in. Streams opened together (a burst, a client
+// retrying in a loop) would otherwise checkpoint together every 5 s — one
+// store transaction holding a hold record for every one of them, and a
+// spike of garbage the size of the burst. Never later: a crash still
+// loses at most checkpointEvery of a stream's usage.
+func firstCheckpoint(now time.Time) time.Time {
+	return now.Add(-time.Duration(rand.Int64N(int64(checkpointEvery / 2))))
+}
 
 // errClientGone ends a stream whose client went away: nothing more is
 // written; the generation is settled as cancelled.
@@ -204,7 +216,7 @@ func (p *pump) run(w *bufio.Writer) {
 // p.out. The first call starts the stream, the last ends it.
 func (p *pump) advance() {
 	if p.rd == nil {
-		p.checkpointed = time.Now()
+		p.checkpointed = firstCheckpoint(time.Now())
 		p.rd = sse.NewReader(upstreamReader{p}, 16<<20)
 		if p.req.EchoUpstream {
 			p.emit(p.id.DebugChunk(p.r.Call.SentBody))

@@ -19,6 +19,7 @@ package tokenize
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"sync"
 
@@ -107,14 +108,26 @@ func load(name string) (*bpe, error) {
 	return &bpe{re: re, ranks: ranks}, nil
 }
 
-// Warm loads both vocabularies.
-func Warm() error {
-	for name := range encodings {
-		if _, err := Get(name); err != nil {
-			return err
+// WarmFor loads the vocabularies of models (EncodingFor each) and returns
+// their names. A gateway calls it once it serves, off the request path: a
+// vocabulary is otherwise loaded by the first request that needs a count
+// (≈15 ms, and every concurrent request needing the same one waits for
+// it) — and every stream longer than a few seconds needs one for its
+// checkpoints. A vocabulary no model uses stays unloaded.
+func WarmFor(models ...string) ([]string, error) {
+	var names []string
+	for _, m := range models {
+		if name := EncodingFor(m); !slices.Contains(names, name) {
+			names = append(names, name)
 		}
 	}
-	return nil
+	slices.Sort(names)
+	for _, name := range names {
+		if _, err := Get(name); err != nil {
+			return names, err
+		}
+	}
+	return names, nil
 }
 
 // EncodingFor picks the vocabulary for a model id ("openai/gpt-4o" or

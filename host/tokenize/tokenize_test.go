@@ -1,6 +1,7 @@
 package tokenize
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pkoukk/tiktoken-go"
@@ -197,5 +198,32 @@ func TestCountingLeavesTiktokenUnloaded(t *testing.T) {
 	}
 	if s, err := e.Decode([]int{15339, 1917}); err != nil || s != "hello world" {
 		t.Fatalf("decode %q %v", s, err)
+	}
+}
+
+// TestWarmForLoadsWhatTheModelsUse: a gateway warms the vocabularies of its
+// catalog's models, each once, and none that no model uses.
+func TestWarmForLoadsWhatTheModelsUse(t *testing.T) {
+	for _, tc := range []struct {
+		models []string
+		want   []string
+	}{
+		{nil, nil},
+		{[]string{"bench/chat", "anthropic/claude-sonnet-4", "demo/echo"}, []string{CL100K}},
+		{[]string{"openai/gpt-4o", "openai/gpt-5-mini"}, []string{O200K}},
+		{[]string{"openai/gpt-4o", "openai/text-embedding-3-small", "openai/gpt-4o"}, []string{CL100K, O200K}},
+	} {
+		got, err := WarmFor(tc.models...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("WarmFor(%q) loaded %v, want %v", tc.models, got, tc.want)
+		}
+		for _, name := range got {
+			if l := encodings[name]; l.bpe == nil {
+				t.Fatalf("WarmFor(%q) did not load %s", tc.models, name)
+			}
+		}
 	}
 }

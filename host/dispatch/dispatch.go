@@ -63,6 +63,9 @@ type Job struct {
 	// Stream asks for the upstream's stream: the result's Call is returned
 	// with its body unread.
 	Stream bool
+	// EchoSent keeps the body sent upstream on the call (Call.SentBody),
+	// for the stream's debug echo.
+	EchoSent bool
 	// MaxOutput is the request's bound on generated tokens per choice; 0
 	// means each endpoint's own maximum. Choices is the request's n: every
 	// choice may generate that much.
@@ -194,7 +197,7 @@ func (d *Dispatcher) attempt(ctx context.Context, job *Job, ep *catalog.Endpoint
 	started := time.Now()
 	actx := wire.AdapterCtx{Model: ep.UpstreamModel, Provider: ep.Provider.Slug, Stream: job.Stream, Drop: drop,
 		GenerationID: job.GenID, CatalogModel: ep.Model.ID}
-	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx)
+	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx, job.EchoSent)
 	if err != nil {
 		if call == nil {
 			call = &Call{Started: started}

@@ -31,7 +31,8 @@ type Call struct {
 	Endpoint *catalog.Endpoint
 	Module   *wasm.Module
 	Resp     *http.Response
-	// SentBody is the translated upstream body, for debug echo.
+	// SentBody is the translated upstream body, kept for debug echo only
+	// (Job.EchoSent).
 	SentBody []byte
 	Started  time.Time
 	// Ctx is the adapter context of this attempt, for the response hooks.
@@ -77,7 +78,7 @@ func (u *Call) Hook(ctx context.Context, hook abi.Hook, fields ...[]byte) (*wasm
 // the caller owns the returned call and must close it; on a failure after
 // the request went out the call is returned closed, to date the attempt
 // and say it was sent.
-func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Hook, body []byte, actx wire.AdapterCtx) (*Call, *apierr.Error) {
+func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Hook, body []byte, actx wire.AdapterCtx, keepSent bool) (*Call, *apierr.Error) {
 	mod, release := d.Modules.Acquire(ep.Provider.Adapter)
 	if mod == nil {
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
@@ -124,7 +125,9 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		req.Header.Set(strings.TrimSpace(name), value)
 	}
 	telemetry.From(ctx).Inject(ctx, req.Header) // W3C trace context of this attempt's span
-	u.SentBody = ubody
+	if keepSent {
+		u.SentBody = ubody
+	}
 	timedOut := u.timedOut
 	u.timer = time.AfterFunc(d.AttemptTimeout, func() {
 		timedOut.Store(true)
@@ -137,6 +140,10 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		u.Close()
 		return u, e
 	}
+	// The response refers to its request — the headers with the
+	// provider's key, and the sent body — for as long as it is read,
+	// minutes for a long stream, which needs none of it.
+	resp.Request = nil
 	u.Resp = resp
 	if resp.StatusCode/100 != 2 {
 		e := u.upstreamError(ctx)

@@ -266,7 +266,7 @@ func (req *chatRequest) job(ks *keys.Store, genID string) *dispatch.Job {
 	acct := ks.Providers(req.key.AccountID)
 	return &dispatch.Job{
 		Envelope: req.group.hold(),
-		Key:      req.key, GenID: genID, Body: req.Body, Stream: req.Stream, MaxOutput: req.MaxOutput, Choices: req.N,
+		Key:      req.key, GenID: genID, Body: req.Body, Stream: req.Stream, EchoSent: req.EchoUpstream, MaxOutput: req.MaxOutput, Choices: req.N,
 		PromptBound: req.PromptBound, Images: req.Images, Read: dispatch.ReadChat,
 		Route: route.Request{
 			Kind: catalog.KindChat, Models: req.Models, Prefs: req.Prefs, Params: req.Params,

@@ -7,11 +7,19 @@ GUEST   := GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared
 GUEST_LD := -s -w
 GUEST_SRC := $(shell find abi sdk plugins -name '*.go' -o -name '*.json' -o -name '*.html') go.mod go.sum Makefile
 
-.PHONY: all build wasm modules testwasm examples console gateway syctl run deps test vet gotest clients bench clean
+.PHONY: all build seeds wasm modules testwasm examples console gateway syctl run deps test vet gotest clients bench clean
 
 all: build
 
 build: wasm examples console gateway syctl
+	$(MAKE) --no-print-directory seeds
+
+# The gateway's record of the seeds it validated (host/modules/stamp.go):
+# a broken module fails the build here, and a start on a fresh data
+# directory does not validate the seeds again. Only changed seeds are
+# validated.
+seeds:
+	$(BIN)/switchyard -validate-seeds $(WASM)
 
 # Example plugins in three ways (Go native, C native, AssemblyScript via
 # Extism); see docs/plugins.md. Needs clang-14, lld-14 and npm.
@@ -92,6 +100,7 @@ syctl:
 # side by side (one Go build per module; make runs them in parallel).
 run:
 	$(MAKE) -j$(JOBS) modules gateway
+	$(MAKE) --no-print-directory seeds
 	$(BIN)/switchyard
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)

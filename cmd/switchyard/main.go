@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/gateway"
+	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/netguard"
 	"github.com/switchyard/switchyard/host/writebehind"
 )
@@ -37,7 +38,16 @@ func run() error {
 	// anyway. WatchConfig takes SIGHUP over once the gateway runs.
 	signal.Ignore(syscall.SIGHUP)
 	cfgPath := flag.String("config", os.Getenv("SWITCHYARD_CONFIG"), "configuration file (default: the embedded default)")
+	seedDir := flag.String("validate-seeds", "", "validate the built modules in this directory, record them for the gateway's start ("+modules.StampFile+") and exit; `make build` runs it")
 	flag.Parse()
+	if *seedDir != "" {
+		n, kept, err := modules.StampSeeds(context.Background(), *seedDir)
+		if err != nil {
+			return fmt.Errorf("validate-seeds: %w", err)
+		}
+		fmt.Printf("validate-seeds: %d validated, %d unchanged, recorded in %s\n", n, kept, filepath.Join(*seedDir, modules.StampFile))
+		return nil
+	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
@@ -62,8 +72,8 @@ func run() error {
 	if n, err := netguard.RaiseFDLimit(); err != nil {
 		log.Warn("could not raise the open-file limit", "limit", n, "err", err)
 	}
-	// The tokenizer's vocabularies (≈34 MiB) load on first use: only a
-	// response without usage needs them, and most upstreams report usage.
+	// The tokenizer's vocabularies load once the gateway serves, those of
+	// the catalog's models only (Gateway.Serve).
 	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv, ConfigPath: *cfgPath})
 	if err != nil {
 		return err

@@ -514,6 +514,7 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 		if err != nil {
 			return skipped, err
 		}
+		vouchStamp(seedDir) // the build validated them (StampSeeds)
 		for _, j := range seeds {
 			if cur := r.ActiveVersion(j.name); cur == "" || cur == j.version {
 				j.activate = true
@@ -683,8 +684,9 @@ func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 				j.mod, j.err = r.load(ctx, j.name, j.m, j.bin)
 			case j.changed:
 				// A new or rebuilt seed: validated now (a broken build stops
-				// the start), compiled on its first call.
-				if j.err = r.engine.Validate(ctx, j.m, j.bin); j.err == nil {
+				// the start) unless the build's record vouches for it,
+				// compiled on its first call.
+				if j.err = r.engine.ValidateSum(ctx, j.m, j.bin, j.sum); j.err == nil {
 					j.mod, j.err = r.engine.LoadLazyFrom(j.m, nil, r.binary(j.name, j.version))
 				}
 			default:

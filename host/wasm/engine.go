@@ -10,8 +10,6 @@ package wasm
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -326,70 +324,6 @@ func (e *Engine) LoadLazyFrom(m *manifest.Manifest, wasm []byte, fetch func() ([
 		Manifest: m, ID: id, engine: e, bin: wasm, fetch: fetch, lazy: true,
 		pool: make(chan *instance, m.Limits.PoolSize), acct: e.accountFor("", false),
 	}, nil
-}
-
-// Validate checks wasm for the manifest m as Load does — it decodes and
-// validates, its exports are ABI v1's and it imports only what m grants —
-// without compiling it to machine code (wazero's interpreter front end,
-// ~10× cheaper than the compiler) or instantiating it. The registry's
-// start uses it for new seeds, which it then loads lazily: a fresh gateway
-// does not compile modules it may never call.
-func (e *Engine) Validate(ctx context.Context, m *manifest.Manifest, wasm []byte) error {
-	id := m.Name + "@" + m.Version
-	if m.Runtime != manifest.RuntimeNative {
-		mod, err := e.Load(ctx, m, wasm)
-		if err == nil {
-			err = mod.Close(ctx)
-		}
-		return err
-	}
-	key, keyed := validationKey(m, wasm)
-	if keyed {
-		if _, ok := validated.Load(key); ok {
-			return nil
-		}
-	}
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
-	c, err := rt.CompileModule(ctx, wasm)
-	if err != nil {
-		return &LoadError{Module: id, Reason: fmt.Sprintf("does not compile: %v", err)}
-	}
-	if err := checkExports(c); err != nil {
-		return &LoadError{Module: id, Reason: err.Error()}
-	}
-	if err := checkImports(c, m, false); err != nil {
-		return &LoadError{Module: id, Reason: err.Error()}
-	}
-	if keyed {
-		validated.Store(key, struct{}{})
-	}
-	return nil
-}
-
-// validated holds the keys (validationKey) of the modules this process
-// has validated. A gateway validates every stored module when it starts
-// and a publish validates again: compiling a module only to read its
-// imports and exports costs 20-100 ms per Go module (seconds under the
-// race detector), paid again for the same bytes by every start. Only
-// successes are kept; the set is bounded by the distinct modules ever
-// published to the process.
-var validated sync.Map
-
-// validationKey is what a validation depends on: the module's bytes and
-// its manifest (the grants decide which imports are allowed).
-func validationKey(m *manifest.Manifest, wasm []byte) ([sha256.Size]byte, bool) {
-	mj, err := json.Marshal(m)
-	if err != nil {
-		return [sha256.Size]byte{}, false
-	}
-	h := sha256.New()
-	h.Write(wasm)
-	h.Write([]byte{0})
-	h.Write(mj)
-	var k [sha256.Size]byte
-	h.Sum(k[:0])
-	return k, true
 }
 
 // ensure compiles, validates and instantiates the module's first instance,

@@ -142,4 +142,3 @@ func vouchStamp(dir string) int {
 	}
 	return len(keys)
 }
-

@@ -144,6 +144,8 @@ gotest:
 bench:
 	$(MAKE) -j$(JOBS) build
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...
+	# A start on a fresh data dir, with the build's record of its seeds and without.
+	$(GO) test -run=NONE -bench=FreshStart -benchmem -benchtime=3x ./host/modules/
 	$(GO) test -run=NONE -bench=PluginCall -benchmem -benchtime=2000x ./examples/
 	# The moderation module: precision and recall of its local engine on the
 	# labelled set, then its per-call cost at 1, 10 and 100 KB.

@@ -663,8 +663,9 @@ func (r *Registry) seed(dir, name string) (*startJob, error) {
 // loadAll loads the jobs' modules, up to GOMAXPROCS at a time. The
 // gateway's are loaded lazily (wasm.Engine.LoadLazy: compiled on first
 // call, so a gateway keeps in memory only the code of the modules it
-// uses); a new or rebuilt seed is validated first, so a broken build still
-// stops the start. A tenant's module is loaded as when it was published,
+// uses); a new or rebuilt seed is validated first unless the build's
+// record vouches for it (stamp.go), so a broken build still stops the
+// start. A tenant's module is loaded as when it was published,
 // compiled on one goroutine (wazero would otherwise spread it over all
 // CPUs, and the modules would compete for them).
 func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {

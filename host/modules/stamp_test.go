@@ -10,7 +10,9 @@ import (
 
 	"github.com/switchyard/switchyard/abi"
 	mf "github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/wasm"
 )
 
@@ -131,5 +133,67 @@ func TestStartTrustsTheBuildsRecord(t *testing.T) {
 	defer release2()
 	if _, err := ok.Call(ctx, abi.HookChatRequest, []byte(`{"model":"gpt-4o-mini","provider":"openai"}`), []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`)); err != nil {
 		t.Fatalf("the recorded openai seed: %v", err)
+	}
+}
+
+// BenchmarkFreshStart is a registry's start on a fresh data dir with every
+// module `make build` made, with the build's record of them and without it
+// (every seed validated by wazero's interpreter). `make bench` runs it 3
+// times; at its usual 2000 iterations it would run for an hour.
+func BenchmarkFreshStart(b *testing.B) {
+	if b.N > 20 {
+		b.Skip("a start takes up to seconds: run with -benchtime=3x (make bench does)")
+	}
+	built := filepath.Join(gatewaytest.Root(), "build", "wasm")
+	if _, err := os.Stat(filepath.Join(built, modules.StampFile)); err != nil {
+		b.Skipf("%v (run make build)", err)
+	}
+	entries, err := os.ReadDir(built)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, withRecord := range []bool{true, false} {
+		name := "record"
+		if !withRecord {
+			name = "no-record"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			for _, e := range entries {
+				if e.Name() == modules.StampFile || e.IsDir() {
+					continue
+				}
+				if err := os.Symlink(filepath.Join(built, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if withRecord {
+				// This binary's own record: the validator's identity
+				// (the wazero release) is read from the build info,
+				// which a test binary does not carry as the gateway's
+				// does.
+				if _, _, err := modules.StampSeeds(context.Background(), dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				wasm.ForgetValidations() // a fresh process
+				db, err := store.OpenBolt(filepath.Join(b.TempDir(), "sy.db"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
+				r, err := modules.Open(db, e, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := r.Start(context.Background(), dir); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+				e.Close(context.Background())
+				db.Close()
+			}
+		})
 	}
 }

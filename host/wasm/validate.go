@@ -133,3 +133,7 @@ func ValidationKey(m *manifest.Manifest, sum [sha256.Size]byte) (string, bool) {
 // module is still decoded and validated by wazero when it is compiled for
 // its first call, and fails there.
 func Vouch(key string) { validated.Store(key, struct{}{}) }
+
+// ForgetValidations empties the process's record of validations, as in a
+// fresh process: for benchmarks of a start.
+func ForgetValidations() { validated.Clear() }

@@ -20,7 +20,7 @@ import (
 	"github.com/switchyard/switchyard/host/wasm"
 )
 
-func open(t *testing.T, path string) (*modules.Registry, func()) {
+func open(t testing.TB, path string) (*modules.Registry, func()) {
 	t.Helper()
 	db, err := store.OpenBolt(path)
 	if err != nil {

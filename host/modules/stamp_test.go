@@ -12,7 +12,6 @@ import (
 	mf "github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/modules"
-	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/wasm"
 )
 
@@ -178,21 +177,11 @@ func BenchmarkFreshStart(b *testing.B) {
 			}
 			for b.Loop() {
 				wasm.ForgetValidations() // a fresh process
-				db, err := store.OpenBolt(filepath.Join(b.TempDir(), "sy.db"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
-				r, err := modules.Open(db, e, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
+				r, closeAll := open(b, filepath.Join(b.TempDir(), "sy.db"))
 				if err := r.Start(context.Background(), dir); err != nil {
 					b.Fatal(err)
 				}
-				r.Close()
-				e.Close(context.Background())
-				db.Close()
+				closeAll()
 			}
 		})
 	}

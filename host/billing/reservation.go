@@ -501,7 +501,10 @@ func commitSettlement(tx store.Tx, g *Generation, leaseOwner string) error {
 			return err
 		}
 	}
-	return gens.Put([]byte(g.ID), g.appendJSON(make([]byte, 0, 640)))
+	// A record is ~650 bytes (a 1 KB chat's, measured): room for one
+	// with long names or an error message, so it is built without
+	// outgrowing its buffer into a second one.
+	return gens.Put([]byte(g.ID), g.appendJSON(make([]byte, 0, 1024)))
 }
 
 // recover turns the holds found on disk into open reservations again and

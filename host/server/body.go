@@ -25,8 +25,34 @@ import (
 
 // bodyReadKey marks in Locals a request whose body readBody has consumed:
 // only then can its connection be kept alive (unread body bytes would be
-// parsed as the next request).
+// parsed as the next request). Its value is a bodyState.
 const bodyReadKey = "switchyard.bodyRead"
+
+// bodyState says where readBody left a body it consumed.
+type bodyState uint8
+
+const (
+	// bodyPooled: in fasthttp's buffer, which fasthttp reuses for the
+	// connection's next request once the handler returns.
+	bodyPooled bodyState = iota + 1
+	// bodyOwned: in a buffer readBody allocated, which nothing reuses.
+	bodyOwned
+)
+
+// keptBody is the request body for a handler that keeps it past its return
+// (a stream, a job): readBody's own buffer as it is, fasthttp's copied.
+// The copy was 1 KB and a memmove on every chat request.
+func keptBody(c *fiber.Ctx) []byte {
+	b := c.Body()
+	if st, _ := c.Locals(bodyReadKey).(bodyState); st == bodyOwned && len(b) > 0 {
+		// The same array, not a decoded copy fiber made of a compressed
+		// body (which is the handler's too, but is not worth a case).
+		if raw := c.Request().Body(); len(raw) == len(b) && &raw[0] == &b[0] {
+			return b
+		}
+	}
+	return append([]byte(nil), b...)
+}
 
 // byteBudget is a non-blocking counting semaphore of bytes.
 type byteBudget struct {
@@ -71,7 +97,7 @@ func (s *Server) readBody(c *fiber.Ctx) error {
 	}
 	stream := c.Context().RequestBodyStream()
 	if declared == 0 || declared == -2 || stream == nil {
-		c.Locals(bodyReadKey, true)
+		c.Locals(bodyReadKey, bodyPooled)
 		return c.Next()
 	}
 	if conn := c.Context().Conn(); conn != nil {
@@ -128,7 +154,7 @@ func (s *Server) readBody(c *fiber.Ctx) error {
 		return s.bodyTooLarge()
 	}
 	c.Request().SetBodyRaw(buf)
-	c.Locals(bodyReadKey, true)
+	c.Locals(bodyReadKey, bodyOwned)
 	return c.Next()
 }
 

@@ -204,9 +204,8 @@ type chatRequest struct {
 }
 
 func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
-	// fasthttp reuses the request buffer once the handler returns, and a
-	// stream outlives the handler.
-	body := append([]byte(nil), c.Body()...)
+	// A stream outlives the handler.
+	body := keptBody(c)
 	if len(body) == 0 {
 		return nil, apierr.BadRequest("", "request body is empty; send a JSON chat request")
 	}

@@ -117,7 +117,7 @@ func (s *Server) listModels(kind catalog.Kind) fiber.Handler {
 // embeddingsRequest is the typed, normalised request of c, and its input
 // in the form the adapters take (normalizeEmbeddings).
 func (s *Server) embeddingsRequest(c *fiber.Ctx) (*validate.EmbeddingsRequest, []byte, *apierr.Error) {
-	body := append([]byte(nil), c.Body()...) // the request aliases it
+	body := keptBody(c) // the request aliases it
 	if len(body) == 0 {
 		return nil, nil, apierr.BadRequest("", "request body is empty; send a JSON embeddings request")
 	}

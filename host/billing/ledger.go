@@ -524,18 +524,6 @@ func (l *Ledger) TopUp(accountID string, amount Nanos, note string) (Balance, er
 	return l.Balance(accountID), nil
 }
 
-func updateAccount(tx store.Tx, id string, fn func(*accountRec)) error {
-	b := tx.Bucket(bucketAccounts)
-	var r accountRec
-	if v := b.Get([]byte(id)); v != nil {
-		if err := decodeAccount(v, &r); err != nil {
-			return err
-		}
-	}
-	fn(&r)
-	return b.Put([]byte(id), r.appendJSON(make([]byte, 0, 64)))
-}
-
 // Generation returns the record of a settled request, or ErrNotFound.
 func (l *Ledger) Generation(id string) (*Generation, error) {
 	var g *Generation

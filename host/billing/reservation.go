@@ -478,15 +478,9 @@ func commitSettlement(tx store.Tx, g *Generation, leaseOwner string) error {
 	}); err != nil {
 		return err
 	}
-	kb := tx.Bucket(bucketKeys)
-	ku := keyUsage{Account: g.AccountID}
-	if v := kb.Get([]byte(g.KeyHash)); v != nil {
-		if err := decodeKeyUsage(v, &ku); err != nil {
-			return err
-		}
-	}
-	ku.add(g.Charged, g.SettledAt)
-	if err := kb.Put([]byte(g.KeyHash), ku.appendJSON(make([]byte, 0, 192))); err != nil {
+	if err := updateKeyUsage(tx, g.KeyHash, g.AccountID, func(u *keyUsage) {
+		u.add(g.Charged, g.SettledAt)
+	}); err != nil {
 		return err
 	}
 	if err := tx.Bucket(bucketHolds).Delete([]byte(g.ID)); err != nil {

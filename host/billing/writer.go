@@ -170,14 +170,15 @@ func (w *writer) flush() bool {
 			}
 			store.Prefetch(tx, refs)
 		}
+		g := groupTx{Tx: tx}
 		for i := range batch {
 			if o := &batch[i]; !skip(o) {
-				if err := o.fn(tx); err != nil {
+				if err := o.fn(&g); err != nil {
 					return err
 				}
 			}
 		}
-		return nil
+		return g.writeBack()
 	})
 	if f := w.observe.Load(); f != nil {
 		(*f)(len(batch), time.Since(start))

@@ -1,0 +1,186 @@
+package billing
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/switchyard/switchyard/host/store"
+)
+
+// groupTx is the transaction of a group commit (writer.flush). The
+// settlements of a group mostly charge the same account and key: rather
+// than each decoding, re-encoding and writing those two records, they
+// update them here in memory (updateAccount, updateKeyUsage), and each
+// record is written once — at the end of the group, and before anything
+// else in the group opens the accounts or keys bucket (Bucket,
+// CreateBucketIfNotExists, DeleteBucket), which therefore always reads
+// what the settlements before it wrote. Nothing outside the transaction
+// can see the difference; a group that fails is rolled back as before and
+// its operations run again each in a plain transaction, without this.
+type groupTx struct {
+	store.Tx
+	accounts map[string]*accountRec
+	keys     map[string]*keyUsage
+	err      error // a write-back that failed: the group fails with it
+}
+
+func (g *groupTx) Bucket(name []byte) store.Bucket {
+	g.writeBackFor(name)
+	return g.Tx.Bucket(name)
+}
+
+func (g *groupTx) CreateBucketIfNotExists(name []byte) (store.Bucket, error) {
+	if err := g.writeBackFor(name); err != nil {
+		return nil, err
+	}
+	return g.Tx.CreateBucketIfNotExists(name)
+}
+
+func (g *groupTx) DeleteBucket(name []byte) error {
+	if err := g.writeBackFor(name); err != nil {
+		return err
+	}
+	return g.Tx.DeleteBucket(name)
+}
+
+// Prefetch passes on to the store's transaction (store.Prefetcher): the
+// values it fetches are read through Bucket, so after a write-back.
+func (g *groupTx) Prefetch(refs []store.Ref) { store.Prefetch(g.Tx, refs) }
+
+// writeBackFor writes the records held for bucket name, if it is one of
+// the two, and forgets them: whoever opens the bucket may change them.
+func (g *groupTx) writeBackFor(name []byte) error {
+	switch {
+	case len(g.accounts) > 0 && bytes.Equal(name, bucketAccounts):
+		g.writeAccounts()
+	case len(g.keys) > 0 && bytes.Equal(name, bucketKeys):
+		g.writeKeys()
+	}
+	return g.err
+}
+
+// writeBack writes every record held; the group's commit follows.
+func (g *groupTx) writeBack() error {
+	g.writeAccounts()
+	g.writeKeys()
+	return g.err
+}
+
+// Records are written in key order, so a group's writes do not depend on
+// map order.
+func (g *groupTx) writeAccounts() {
+	if len(g.accounts) == 0 {
+		return
+	}
+	b := g.Tx.Bucket(bucketAccounts)
+	for _, id := range slices.Sorted(mapKeys(g.accounts)) {
+		if err := b.Put([]byte(id), g.accounts[id].appendJSON(make([]byte, 0, 64))); err != nil && g.err == nil {
+			g.err = err
+		}
+	}
+	clear(g.accounts)
+}
+
+func (g *groupTx) writeKeys() {
+	if len(g.keys) == 0 {
+		return
+	}
+	b := g.Tx.Bucket(bucketKeys)
+	for _, hash := range slices.Sorted(mapKeys(g.keys)) {
+		if err := b.Put([]byte(hash), g.keys[hash].appendJSON(make([]byte, 0, 192))); err != nil && g.err == nil {
+			g.err = err
+		}
+	}
+	clear(g.keys)
+}
+
+// account is the account record id as the group has made it so far.
+func (g *groupTx) account(id string) (*accountRec, error) {
+	if r := g.accounts[id]; r != nil {
+		return r, nil
+	}
+	r := &accountRec{}
+	if v := g.Tx.Bucket(bucketAccounts).Get([]byte(id)); v != nil {
+		if err := decodeAccount(v, r); err != nil {
+			return nil, err
+		}
+	}
+	if g.accounts == nil {
+		g.accounts = map[string]*accountRec{}
+	}
+	g.accounts[id] = r
+	return r, nil
+}
+
+// keyUsage is the usage record of key hash (of account) as the group has
+// made it so far.
+func (g *groupTx) keyUsage(hash, account string) (*keyUsage, error) {
+	if u := g.keys[hash]; u != nil {
+		return u, nil
+	}
+	u := &keyUsage{Account: account}
+	if v := g.Tx.Bucket(bucketKeys).Get([]byte(hash)); v != nil {
+		if err := decodeKeyUsage(v, u); err != nil {
+			return nil, err
+		}
+	}
+	if g.keys == nil {
+		g.keys = map[string]*keyUsage{}
+	}
+	g.keys[hash] = u
+	return u, nil
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// updateAccount applies fn to account id's record: in the group's memory
+// inside a group commit, read and written at once otherwise.
+func updateAccount(tx store.Tx, id string, fn func(*accountRec)) error {
+	if g, ok := tx.(*groupTx); ok {
+		r, err := g.account(id)
+		if err != nil {
+			return err
+		}
+		fn(r)
+		return nil
+	}
+	b := tx.Bucket(bucketAccounts)
+	var r accountRec
+	if v := b.Get([]byte(id)); v != nil {
+		if err := decodeAccount(v, &r); err != nil {
+			return err
+		}
+	}
+	fn(&r)
+	return b.Put([]byte(id), r.appendJSON(make([]byte, 0, 64)))
+}
+
+// updateKeyUsage is updateAccount for the usage record of key hash, which
+// belongs to account.
+func updateKeyUsage(tx store.Tx, hash, account string, fn func(*keyUsage)) error {
+	if g, ok := tx.(*groupTx); ok {
+		u, err := g.keyUsage(hash, account)
+		if err != nil {
+			return err
+		}
+		fn(u)
+		return nil
+	}
+	kb := tx.Bucket(bucketKeys)
+	u := keyUsage{Account: account}
+	if v := kb.Get([]byte(hash)); v != nil {
+		if err := decodeKeyUsage(v, &u); err != nil {
+			return err
+		}
+	}
+	fn(&u)
+	return kb.Put([]byte(hash), u.appendJSON(make([]byte, 0, 192)))
+}

@@ -1,0 +1,98 @@
+package billing
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/switchyard/switchyard/host/store"
+)
+
+// Inside a group commit, the account and key records settlements update are
+// held in memory, and whoever opens their bucket in the same group reads
+// what the settlements before it wrote; the end of the group writes the
+// rest. A plain transaction reads and writes at once, as before.
+func TestGroupWriteBack(t *testing.T) {
+	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "sy.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx store.Tx) error {
+		for _, b := range [][]byte{bucketAccounts, bucketKeys} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return updateAccount(tx, "acct", func(r *accountRec) { r.Balance, r.Credits = 1000, 1000 })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	charge := func(tx store.Tx, n Nanos) error {
+		if err := updateAccount(tx, "acct", func(r *accountRec) { r.Balance -= n; r.Usage += n }); err != nil {
+			return err
+		}
+		return updateKeyUsage(tx, "kh", "acct", func(u *keyUsage) { u.Total += n })
+	}
+	read := func(tx store.Tx) (accountRec, keyUsage) {
+		var r accountRec
+		var u keyUsage
+		if v := tx.Bucket(bucketAccounts).Get([]byte("acct")); v != nil {
+			if err := decodeAccount(v, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v := tx.Bucket(bucketKeys).Get([]byte("kh")); v != nil {
+			if err := decodeKeyUsage(v, &u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return r, u
+	}
+	err = db.Update(func(raw store.Tx) error {
+		g := &groupTx{Tx: raw}
+		for range 3 {
+			if err := charge(g, 10); err != nil {
+				return err
+			}
+		}
+		if v := raw.Bucket(bucketAccounts).Get([]byte("acct")); v == nil {
+			t.Fatal("the account record is gone")
+		} else if r := (accountRec{}); decodeAccount(v, &r) != nil || r.Balance != 1000 {
+			t.Fatalf("held charges were written before anyone opened the bucket: %+v", r)
+		}
+		// Someone in the group opens the buckets: the three charges are there.
+		r, u := read(g)
+		if r.Balance != 970 || r.Usage != 30 || u.Total != 30 || u.Account != "acct" {
+			t.Fatalf("after 3 held charges: account %+v, key %+v", r, u)
+		}
+		// They may change the records directly; the next charge starts from that.
+		if err := g.Bucket(bucketAccounts).Put([]byte("acct"), (&accountRec{Balance: 500, Credits: 1000, Usage: 30}).appendJSON(nil)); err != nil {
+			return err
+		}
+		if err := charge(g, 5); err != nil {
+			return err
+		}
+		return g.writeBack()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.View(func(tx store.Tx) error {
+		r, u := read(tx)
+		if r.Balance != 495 || r.Usage != 35 || u.Total != 35 {
+			t.Fatalf("committed: account %+v, key %+v", r, u)
+		}
+		return nil
+	})
+	// A plain transaction writes at once.
+	_ = db.Update(func(tx store.Tx) error {
+		if err := charge(tx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if r, u := read(tx); r.Balance != 494 || u.Total != 36 {
+			t.Fatalf("plain transaction: account %+v, key %+v", r, u)
+		}
+		return nil
+	})
+}

@@ -7,7 +7,6 @@ package keys
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -251,8 +250,11 @@ func (s *Store) Authenticate(secret string) (*Key, *apierr.Error) {
 		return nil, apierr.New(http.StatusUnauthorized, "Missing Authentication header")
 	}
 	d := digest(secret)
-	h := hex.EncodeToString(d[:])
-	k, err := s.cached(h)
+	// Hex on the stack: a cached key is found without the hash becoming
+	// a string (the map lookup of string(h[:]) does not allocate).
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], d[:])
+	k, err := s.cachedBytes(h[:])
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		// The store could not be read: the key may well be valid, so this
 		// is not a 401 (docs/cluster.md).
@@ -264,8 +266,7 @@ func (s *Store) Authenticate(secret string) (*Key, *apierr.Error) {
 	if k == nil {
 		return nil, apierr.New(http.StatusUnauthorized, "Invalid API key: no key matches the supplied credential")
 	}
-	stored, err := hex.DecodeString(k.Hash)
-	if err != nil || subtle.ConstantTimeCompare(stored, d[:]) != 1 {
+	if !sameHash(h[:], k.Hash) {
 		return nil, apierr.New(http.StatusUnauthorized, "Invalid API key: no key matches the supplied credential")
 	}
 	if k.Disabled {
@@ -277,17 +278,34 @@ func (s *Store) Authenticate(secret string) (*Key, *apierr.Error) {
 	return k, nil
 }
 
+// sameHash reports, in constant time, whether the stored hash (lower-case
+// hex, as HashOf writes it) is h.
+func sameHash(h []byte, stored string) bool {
+	if len(stored) != len(h) {
+		return false
+	}
+	var v byte
+	for i := range h {
+		v |= h[i] ^ stored[i]
+	}
+	return v == 0
+}
+
 // cached returns the record for hash from the cache, loading it on a miss;
 // nil and ErrNotFound when there is none, nil and another error when the
 // store could not be read.
-func (s *Store) cached(h string) (*Key, error) {
+func (s *Store) cached(h string) (*Key, error) { return s.cachedBytes([]byte(h)) }
+
+// cachedBytes is cached for a hash in bytes, made a string only on a miss.
+func (s *Store) cachedBytes(hb []byte) (*Key, error) {
 	s.mu.RLock()
-	k, ok := s.cache[h]
+	k, ok := s.cache[string(hb)]
 	epoch := s.epoch
 	s.mu.RUnlock()
 	if ok {
 		return k, nil
 	}
+	h := string(hb)
 	k, err := s.load(h)
 	if k != nil {
 		s.mu.Lock()

@@ -241,3 +241,21 @@ func TestRateLimitsStored(t *testing.T) {
 		t.Fatalf("cleared account limits %+v", got)
 	}
 }
+
+func TestSameHash(t *testing.T) {
+	h := []byte(HashOf("sk-test"))
+	for _, tc := range []struct {
+		stored string
+		want   bool
+	}{
+		{HashOf("sk-test"), true},
+		{HashOf("sk-other"), false},
+		{HashOf("sk-test")[:63], false},
+		{HashOf("sk-test") + "0", false},
+		{"", false},
+	} {
+		if got := sameHash(h, tc.stored); got != tc.want {
+			t.Errorf("sameHash(%q) = %v, want %v", tc.stored, got, tc.want)
+		}
+	}
+}

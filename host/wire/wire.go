@@ -79,9 +79,20 @@ func Completion(raw []byte, id Identity, object string) []byte {
 	return append(out, '}')
 }
 
+// appendJSONString appends s as encoding/json writes it. Ids, model names
+// and slugs are plain ASCII, copied as they are (json.Marshal cost three
+// allocations a call, four calls an answer); anything it would escape goes
+// through it, so the bytes are the same.
 func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s)
-	return append(dst, b...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // completionBySet is Completion for a body that is not a JSON object (sjson

@@ -134,7 +134,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		cancel()
 	})
 	u.sent = true
-	resp, derr := d.Client.Do(req)
+	resp, derr := d.do(req)
 	if derr != nil {
 		e := u.TransportError(ctx, derr)
 		u.Close()
@@ -151,6 +151,20 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		return u, e
 	}
 	return u, nil
+}
+
+// do sends req through Direct when it can (see Dispatcher), through
+// Client otherwise; a failure is the *url.Error Client.Do would return.
+func (d *Dispatcher) do(req *http.Request) (*http.Response, error) {
+	if d.Direct == nil || req.URL.User != nil {
+		return d.Client.Do(req)
+	}
+	resp, err := d.Direct.RoundTrip(req)
+	if err != nil {
+		op := req.Method[:1] + strings.ToLower(req.Method[1:])
+		return nil, &url.Error{Op: op, URL: req.URL.String(), Err: err}
+	}
+	return resp, nil
 }
 
 // TransportError classifies a failure to get (or read) a response.

@@ -84,6 +84,7 @@ func New(d Deps) *Server {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
+	var direct http.RoundTripper
 	if d.Client == nil {
 		// Plain-HTTP upstreams on the calling goroutine; TLS (HTTP/2 when
 		// offered) and proxied ones through net/http (host/upstream).
@@ -104,6 +105,8 @@ func New(d Deps) *Server {
 				ExpectContinueTimeout: time.Second,
 			},
 		}}
+		// It adds nothing and follows no redirect: calls skip Client.Do.
+		direct = d.Client.Transport
 	}
 	if d.Pipeline == nil {
 		d.Pipeline = &pipeline.Runner{Modules: d.Modules}
@@ -115,7 +118,7 @@ func New(d Deps) *Server {
 		d.RateDefaults = ratelimit.NewDefaults(d.Config.RateLimits)
 	}
 	s := &Server{Deps: d, Dispatcher: &dispatch.Dispatcher{
-		Router: d.Router, Ledger: d.Ledger, Modules: d.Modules, Client: d.Client,
+		Router: d.Router, Ledger: d.Ledger, Modules: d.Modules, Client: d.Client, Direct: direct,
 		AttemptTimeout: time.Duration(d.Config.Timeouts.Attempt), RequestTimeout: time.Duration(d.Config.Timeouts.Request),
 		MaxResponseBytes: d.Config.Limits.MaxUpstreamBodyBytes,
 		Log:              d.Log,

@@ -22,6 +22,7 @@ import (
 	"github.com/switchyard/switchyard/host/gateway"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/netguard"
+	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/writebehind"
 )
 
@@ -61,11 +62,9 @@ func run() error {
 	// main prints an error or the process exits.
 	logOut := writebehind.New(os.Stderr, 64<<10, 5*time.Millisecond)
 	defer logOut.Close()
-	var handler slog.Handler = slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
-	if cfg.Log.Format == "json" {
-		handler = slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.Log.SlogLevel()})
-	}
-	log := slog.New(handler)
+	// slog's text or JSON handler; the request lines are written by hand
+	// in the same format (telemetry.LogHandler).
+	log := slog.New(telemetry.NewLogHandler(logOut, cfg.Log.Format, cfg.Log.SlogLevel()))
 	slog.SetDefault(log)
 	// Every client connection and its upstream call hold a descriptor: use
 	// all the hard limit allows, and derive the connection caps from it.

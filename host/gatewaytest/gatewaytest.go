@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/telemetry"
 )
 
 // Key is the management key every test gateway accepts.
@@ -219,12 +220,14 @@ func Start(opts Options) (*Gateway, error) {
 	}
 	cfg.BootstrapKey, cfg.BootstrapCredits = Key, max(opts.Credits, 0)
 	g.Config = cfg
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The gateway's own handler (cmd/switchyard), so the tests read the
+	// request lines it writes by hand.
+	log := slog.New(telemetry.NewLogHandler(os.Stderr, "text", slog.LevelWarn))
 	if opts.Quiet {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(telemetry.NewLogHandler(io.Discard, "text", slog.LevelInfo))
 	}
 	if opts.LogTo != nil {
-		log = slog.New(slog.NewJSONHandler(opts.LogTo, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log = slog.New(telemetry.NewLogHandler(opts.LogTo, "json", slog.LevelDebug))
 	}
 	gw, err := gateway.New(cfg, gateway.Options{
 		Log: log, Getenv: func(k string) string { return opts.Env[k] }, AllowPrivateNetworks: opts.AllowPrivateNetworks,

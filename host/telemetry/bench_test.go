@@ -62,6 +62,8 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 	}{
 		{"off", nil},
 		{"log", telemetry.New(telemetry.Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})},
+		// The gateway's handler: the same line, written by hand.
+		{"log-by-hand", telemetry.New(telemetry.Options{Log: slog.New(telemetry.NewLogHandler(io.Discard, "json", slog.LevelInfo))})},
 		{"metrics", telemetry.New(telemetry.Options{Metrics: metrics.New()})},
 		{"tracing", telemetry.New(telemetry.Options{Tracer: tp.Tracer("bench")})},
 		{"metrics+tracing", telemetry.New(telemetry.Options{Metrics: metrics.New(), Tracer: tp.Tracer("bench")})},

@@ -247,36 +247,42 @@ func (r *Request) logLine(m *metrics.Request) {
 	if !h.Enabled(context.Background(), level) {
 		return
 	}
-	// The record is built here rather than by Logger.LogAttrs, which calls
-	// runtime.Callers for a source position (≈1 µs a request) that only a
-	// handler with AddSource prints, and the gateway's has none; adding
-	// the attributes straight to it saves the slice they were gathered in.
-	rec := slog.NewRecord(time.Now(), level, "request", 0)
-	rec.AddAttrs(slog.String("route", m.Route), slog.Int("status", m.Status),
+	// Gathered on the stack; the record is built here rather than by
+	// Logger.LogAttrs, which calls runtime.Callers for a source position
+	// (≈1 µs a request) that only a handler with AddSource prints, and the
+	// gateway's has none.
+	var arr [20]slog.Attr
+	attrs := append(arr[:0], slog.String("route", m.Route), slog.Int("status", m.Status),
 		slog.Int64("latency_ms", m.Duration.Milliseconds()))
 	if r.key != nil {
-		rec.AddAttrs(slog.String("account", r.key.AccountID), slog.String("key_name", r.key.Name))
+		attrs = append(attrs, slog.String("account", r.key.AccountID), slog.String("key_name", r.key.Name))
 	}
 	if g := r.gen; g != nil {
-		rec.AddAttrs(slog.String("generation_id", g.ID), slog.String("model", g.Model), slog.String("provider", g.Provider),
+		attrs = append(attrs, slog.String("generation_id", g.ID), slog.String("model", g.Model), slog.String("provider", g.Provider),
 			slog.String("generation_status", g.Status), slog.Bool("streamed", g.Streamed),
 			slog.Int64("prompt_tokens", g.Usage.PromptTokens), slog.Int64("completion_tokens", g.Usage.CompletionTokens),
 			slog.String("cost", g.Charged.USD()), slog.Int("attempts", g.Attempts))
 		if g.TTFTMs > 0 {
-			rec.AddAttrs(slog.Int64("ttft_ms", g.TTFTMs))
+			attrs = append(attrs, slog.Int64("ttft_ms", g.TTFTMs))
 		}
 		if g.Error != "" {
-			rec.AddAttrs(slog.String("error", g.Error))
+			attrs = append(attrs, slog.String("error", g.Error))
 		}
 	} else if m.Model != "" {
-		rec.AddAttrs(slog.String("model", m.Model), slog.String("provider", m.Provider))
+		attrs = append(attrs, slog.String("model", m.Model), slog.String("provider", m.Provider))
 	}
 	if r.span != nil {
-		rec.AddAttrs(slog.String("trace_id", r.span.SpanContext().TraceID().String()))
+		attrs = append(attrs, slog.String("trace_id", r.span.SpanContext().TraceID().String()))
 	}
 	if r.prompt != nil {
-		rec.AddAttrs(slog.String("prompt", string(r.prompt)), slog.String("completion", r.completion))
+		attrs = append(attrs, slog.String("prompt", string(r.prompt)), slog.String("completion", r.completion))
 	}
+	now := time.Now()
+	if lh, ok := h.(*LogHandler); ok && lh.writeLine(now, level, "request", attrs) {
+		return
+	}
+	rec := slog.NewRecord(now, level, "request", 0)
+	rec.AddAttrs(attrs...)
 	_ = h.Handle(context.Background(), rec)
 }
 

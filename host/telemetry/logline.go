@@ -12,8 +12,9 @@ import (
 // w, plus a writer of its own for the request lines. A request line is
 // formatted by hand into the bytes the slog handler would write for it —
 // TestRequestLineMatchesSlog and its fuzz test hold the two side by side —
-// at about a third of slog's cost (it is on every request's path, before
-// the response is sent). A line with anything unusual (a value that is not
+// ~0.7 µs a line sooner than slog's handler (BenchmarkRequestTelemetry:
+// log 2.4 µs, log-by-hand 1.7 µs, attributes included), on every
+// request's path before its response is sent. A line with anything unusual (a value that is not
 // a plain printable ASCII string, an integer or a boolean) goes through
 // slog. Handlers derived with WithAttrs or WithGroup are slog's own.
 type LogHandler struct {

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 
 	"github.com/switchyard/switchyard/host/store"
@@ -66,79 +67,57 @@ func (g *groupTx) writeBack() error {
 	return g.err
 }
 
-// Records are written in key order, so a group's writes do not depend on
-// map order.
 func (g *groupTx) writeAccounts() {
-	if len(g.accounts) == 0 {
-		return
-	}
-	b := g.Tx.Bucket(bucketAccounts)
-	for _, id := range slices.Sorted(mapKeys(g.accounts)) {
-		if err := b.Put([]byte(id), g.accounts[id].appendJSON(make([]byte, 0, 64))); err != nil && g.err == nil {
-			g.err = err
-		}
-	}
-	clear(g.accounts)
+	writeHeld(g, bucketAccounts, g.accounts, func(r *accountRec) []byte { return r.appendJSON(make([]byte, 0, 64)) })
 }
 
 func (g *groupTx) writeKeys() {
-	if len(g.keys) == 0 {
+	writeHeld(g, bucketKeys, g.keys, func(u *keyUsage) []byte { return u.appendJSON(make([]byte, 0, 192)) })
+}
+
+// writeHeld writes the records held for bucket, in key order (a group's
+// writes do not depend on map order), and forgets them.
+func writeHeld[R any](g *groupTx, bucket []byte, held map[string]*R, encode func(*R) []byte) {
+	if len(held) == 0 {
 		return
 	}
-	b := g.Tx.Bucket(bucketKeys)
-	for _, hash := range slices.Sorted(mapKeys(g.keys)) {
-		if err := b.Put([]byte(hash), g.keys[hash].appendJSON(make([]byte, 0, 192))); err != nil && g.err == nil {
+	b := g.Tx.Bucket(bucket)
+	for _, k := range slices.Sorted(maps.Keys(held)) {
+		if err := b.Put([]byte(k), encode(held[k])); err != nil && g.err == nil {
 			g.err = err
 		}
 	}
-	clear(g.keys)
+	clear(held)
 }
 
 // account is the account record id as the group has made it so far.
 func (g *groupTx) account(id string) (*accountRec, error) {
-	if r := g.accounts[id]; r != nil {
-		return r, nil
-	}
-	r := &accountRec{}
-	if v := g.Tx.Bucket(bucketAccounts).Get([]byte(id)); v != nil {
-		if err := decodeAccount(v, r); err != nil {
-			return nil, err
-		}
-	}
-	if g.accounts == nil {
-		g.accounts = map[string]*accountRec{}
-	}
-	g.accounts[id] = r
-	return r, nil
+	return held(g, bucketAccounts, &g.accounts, id, accountRec{}, decodeAccount)
 }
 
 // keyUsage is the usage record of key hash (of account) as the group has
 // made it so far.
 func (g *groupTx) keyUsage(hash, account string) (*keyUsage, error) {
-	if u := g.keys[hash]; u != nil {
-		return u, nil
+	return held(g, bucketKeys, &g.keys, hash, keyUsage{Account: account}, decodeKeyUsage)
+}
+
+// held returns the record key of bucket from the group's memory, or reads
+// it (zero when absent) and keeps it there.
+func held[R any](g *groupTx, bucket []byte, m *map[string]*R, key string, zero R, decode func([]byte, *R) error) (*R, error) {
+	if r := (*m)[key]; r != nil {
+		return r, nil
 	}
-	u := &keyUsage{Account: account}
-	if v := g.Tx.Bucket(bucketKeys).Get([]byte(hash)); v != nil {
-		if err := decodeKeyUsage(v, u); err != nil {
+	r := &zero
+	if v := g.Tx.Bucket(bucket).Get([]byte(key)); v != nil {
+		if err := decode(v, r); err != nil {
 			return nil, err
 		}
 	}
-	if g.keys == nil {
-		g.keys = map[string]*keyUsage{}
+	if *m == nil {
+		*m = map[string]*R{}
 	}
-	g.keys[hash] = u
-	return u, nil
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
+	(*m)[key] = r
+	return r, nil
 }
 
 // updateAccount applies fn to account id's record: in the group's memory

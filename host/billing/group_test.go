@@ -7,17 +7,24 @@ import (
 	"github.com/switchyard/switchyard/host/store"
 )
 
+// tempBolt is a fresh bbolt store, closed when the test ends.
+func tempBolt(t *testing.T) *store.Bolt {
+	t.Helper()
+	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "sy.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
 // Inside a group commit, the account and key records settlements update are
 // held in memory, and whoever opens their bucket in the same group reads
 // what the settlements before it wrote; the end of the group writes the
 // rest. A plain transaction reads and writes at once, as before.
 func TestGroupWriteBack(t *testing.T) {
-	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "sy.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx store.Tx) error {
+	db := tempBolt(t)
+	err := db.Update(func(tx store.Tx) error {
 		for _, b := range [][]byte{bucketAccounts, bucketKeys} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err

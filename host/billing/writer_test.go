@@ -2,7 +2,6 @@ package billing
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +14,7 @@ import (
 // settled in a later group is written, and a group that fails runs every
 // operation alone, the hold writes included.
 func TestWriterSkipsHoldsSettledInTheSameGroup(t *testing.T) {
-	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := tempBolt(t)
 	// A long window: everything queued below lands in one group.
 	w := newWriter(db, nil, time.Hour)
 	defer w.close()

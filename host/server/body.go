@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -95,6 +96,11 @@ func (s *Server) readBody(c *fiber.Ctx) error {
 	if declared > limit {
 		return s.bodyTooLarge()
 	}
+	if declared != 0 && declared != -2 {
+		if aerr := refuseEncoded(c); aerr != nil {
+			return aerr
+		}
+	}
 	stream := c.Context().RequestBodyStream()
 	if declared == 0 || declared == -2 || stream == nil {
 		c.Locals(bodyReadKey, bodyPooled)
@@ -156,6 +162,20 @@ func (s *Server) readBody(c *fiber.Ctx) error {
 	c.Request().SetBodyRaw(buf)
 	c.Locals(bodyReadKey, bodyOwned)
 	return c.Next()
+}
+
+// refuseEncoded answers 415 to a body sent with a Content-Encoding other
+// than identity. fiber's Ctx.Body would decompress it whole, with no
+// bound: 300 KB of gzip became a 300 MB prompt and a 1.4 GB peak, past
+// max_body_bytes and the bytes-in-flight budget, which count what arrives.
+// Clients of an OpenAI-compatible API send JSON as it is.
+func refuseEncoded(c *fiber.Ctx) *apierr.Error {
+	enc := strings.TrimSpace(string(c.Request().Header.Peek(fiber.HeaderContentEncoding)))
+	if enc == "" || strings.EqualFold(enc, "identity") {
+		return nil
+	}
+	return apierr.New(http.StatusUnsupportedMediaType,
+		"request bodies are not accepted compressed (Content-Encoding: %.40q): send the JSON uncompressed", enc)
 }
 
 func (s *Server) bodyTooLarge() *apierr.Error {

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -358,4 +360,39 @@ func TestOpenStreamCountsAsInFlight(t *testing.T) {
 		r3, _, err := g.Request(http.MethodPost, "/chat/completions", hello)
 		return err == nil && r3.StatusCode == http.StatusOK
 	})
+}
+
+// A compressed request body is refused with 415 before anything decodes
+// it: fiber would expand it whole, with no bound (a 50 KB gzip of 50 MB
+// here; 300 KB became a 1.4 GB peak). Content-Encoding: identity is the
+// body as it is.
+func TestCompressedBodyRefused(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	gz := func(s string) string {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		_, _ = io.WriteString(zw, s)
+		_ = zw.Close()
+		return b.String()
+	}
+	bomb := gz(`{"model":"test/chat","messages":[{"role":"user","content":"` + strings.Repeat("A", 50<<20) + `"}]}`)
+	for _, tc := range []struct{ name, body, encoding string }{
+		{"gzip", gz(hello), "gzip"},
+		{"bomb", bomb, "gzip"},
+		{"deflate spelled oddly", gz(hello), " Deflate "},
+		{"br", gz(hello), "br"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := g.Ledger.Balance(g.AccountID)
+			resp, body := post(t, g, "/chat/completions", tc.body, "Content-Encoding", tc.encoding)
+			wantError(t, resp, body, http.StatusUnsupportedMediaType, "send the JSON uncompressed")
+			if after := g.Ledger.Balance(g.AccountID); after != before {
+				t.Fatalf("a refused request moved the balance: %+v → %+v", before, after)
+			}
+		})
+	}
+	resp, body := post(t, g, "/chat/completions", hello, "Content-Encoding", "identity")
+	if resp.StatusCode != http.StatusOK || body.Get("choices.0.message.content").Str == "" {
+		t.Fatalf("identity: %d %s", resp.StatusCode, body.Raw)
+	}
 }

@@ -294,18 +294,14 @@ func sameHash(h []byte, stored string) bool {
 // cached returns the record for hash from the cache, loading it on a miss;
 // nil and ErrNotFound when there is none, nil and another error when the
 // store could not be read.
-func (s *Store) cached(h string) (*Key, error) { return s.cachedBytes([]byte(h)) }
-
-// cachedBytes is cached for a hash in bytes, made a string only on a miss.
-func (s *Store) cachedBytes(hb []byte) (*Key, error) {
+func (s *Store) cached(h string) (*Key, error) {
 	s.mu.RLock()
-	k, ok := s.cache[string(hb)]
+	k, ok := s.cache[h]
 	epoch := s.epoch
 	s.mu.RUnlock()
 	if ok {
 		return k, nil
 	}
-	h := string(hb)
 	k, err := s.load(h)
 	if k != nil {
 		s.mu.Lock()
@@ -315,6 +311,19 @@ func (s *Store) cachedBytes(hb []byte) (*Key, error) {
 		s.mu.Unlock()
 	}
 	return k, err
+}
+
+// cachedBytes is cached for a hash in bytes: a hit is found without the
+// hash becoming a string (the lookup of string(hb) does not allocate); a
+// miss goes to cached.
+func (s *Store) cachedBytes(hb []byte) (*Key, error) {
+	s.mu.RLock()
+	k, ok := s.cache[string(hb)]
+	s.mu.RUnlock()
+	if ok {
+		return k, nil
+	}
+	return s.cached(string(hb))
 }
 
 func (s *Store) load(h string) (*Key, error) {

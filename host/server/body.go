@@ -46,8 +46,9 @@ const (
 func keptBody(c *fiber.Ctx) []byte {
 	b := c.Body()
 	if st, _ := c.Locals(bodyReadKey).(bodyState); st == bodyOwned && len(b) > 0 {
-		// The same array, not a decoded copy fiber made of a compressed
-		// body (which is the handler's too, but is not worth a case).
+		// The same array: fiber's Body returns a decoded copy instead for
+		// a compressed body, which readBody refuses (refuseEncoded) — the
+		// check keeps this right should that ever change.
 		if raw := c.Request().Body(); len(raw) == len(b) && &raw[0] == &b[0] {
 			return b
 		}

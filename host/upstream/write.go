@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -90,7 +91,7 @@ func writeFast(bw *bufio.Writer, req *http.Request) (bool, error) {
 	n, err := io.Copy(bw, req.Body)
 	_ = req.Body.Close()
 	if err == nil && n != req.ContentLength {
-		err = errBodyLength(req.ContentLength, n)
+		err = fmt.Errorf("upstream: ContentLength=%d with Body length %d", req.ContentLength, n)
 	}
 	return true, err
 }
@@ -124,11 +125,3 @@ func plainRequest(req *http.Request, host string) bool {
 func sendsZeroLength(method string) bool {
 	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
 }
-
-type bodyLengthError struct{ want, got int64 }
-
-func (e bodyLengthError) Error() string {
-	return "upstream: ContentLength=" + strconv.FormatInt(e.want, 10) + " with Body length " + strconv.FormatInt(e.got, 10)
-}
-
-func errBodyLength(want, got int64) error { return bodyLengthError{want, got} }

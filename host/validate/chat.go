@@ -122,7 +122,7 @@ func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.E
 	case "models":
 		err := v.items(x, 0, -1, func(_ int, m gjson.Result) *apierr.Error { return v.requestModel(m) })
 		if err == nil && st.models == 0 {
-			st.models = v.count(x)
+			st.models = v.Count(x)
 		}
 		return err
 	case "stream":
@@ -268,7 +268,7 @@ func (v *validator) message(m gjson.Result) *apierr.Error {
 		return err
 	}
 	var f [6]gjson.Result
-	if dup := v.pick(m, messageKeys, f[:]); dup != "" {
+	if dup := v.Pick(m, messageKeys, f[:]); dup != "" {
 		return v.failAt(dup, "duplicate field; send it once")
 	}
 	role, content, toolCalls, toolCallID, name, functionCall := f[0], f[1], f[2], f[3], f[4], f[5]
@@ -294,7 +294,7 @@ func (v *validator) message(m gjson.Result) *apierr.Error {
 		}); err != nil {
 			return err
 		}
-		hasToolCalls = v.count(toolCalls) > 0
+		hasToolCalls = v.Count(toolCalls) > 0
 	}
 	if r == "assistant" && functionCall.Exists() && !isNull(functionCall) {
 		// The legacy single call that tool_calls replaced; the host maps it
@@ -351,7 +351,7 @@ func (v *validator) contentPart(p gjson.Result) *apierr.Error {
 		return err
 	}
 	var f [3]gjson.Result // type, text, image_url
-	if dup := v.pick(p, partKeys, f[:]); dup != "" {
+	if dup := v.Pick(p, partKeys, f[:]); dup != "" {
 		return v.failAt(dup, "duplicate field; send it once")
 	}
 	t := f[0]
@@ -381,7 +381,7 @@ func (v *validator) imageURL(x gjson.Result) *apierr.Error {
 	if err := v.object(x); err != nil {
 		return err
 	}
-	return v.field("url", v.get(x, "url"), v.nonEmpty)
+	return v.field("url", v.Get(x, "url"), v.nonEmpty)
 }
 
 // toolCall checks one assistant tool call:
@@ -391,7 +391,7 @@ func (v *validator) toolCall(c gjson.Result) *apierr.Error {
 		return err
 	}
 	var f [3]gjson.Result // id, type, function
-	if dup := v.pick(c, toolCallKeys, f[:]); dup != "" {
+	if dup := v.Pick(c, toolCallKeys, f[:]); dup != "" {
 		return v.failAt(dup, "duplicate field; send it once")
 	}
 	if err := v.field("id", f[0], v.str); err != nil {
@@ -412,7 +412,7 @@ func (v *validator) function(x gjson.Result) *apierr.Error {
 		return err
 	}
 	var fn [2]gjson.Result // name, arguments
-	if dup := v.pick(x, functionKeys, fn[:]); dup != "" {
+	if dup := v.Pick(x, functionKeys, fn[:]); dup != "" {
 		return v.failAt(dup, "duplicate field; send it once")
 	}
 	if err := v.field("name", fn[0], v.str); err != nil {
@@ -434,14 +434,14 @@ func (v *validator) tool(t gjson.Result) *apierr.Error {
 	if err := v.object(t); err != nil {
 		return err
 	}
-	typ := v.get(t, "type")
+	typ := v.Get(t, "type")
 	if typ.Type == gjson.String && strings.HasPrefix(text(typ), ServerToolPrefix) {
 		return v.serverTool(t, typ)
 	}
 	if err := v.field("type", typ, func(x gjson.Result) *apierr.Error { return v.enum(x, toolTypes) }); err != nil {
 		return err
 	}
-	if cc := v.get(t, "cache_control"); cc.Exists() {
+	if cc := v.Get(t, "cache_control"); cc.Exists() {
 		if err := v.field("cache_control", cc, v.object); err != nil {
 			return err
 		}
@@ -449,11 +449,11 @@ func (v *validator) tool(t gjson.Result) *apierr.Error {
 	kind := text(typ) // "function" or "custom": the member holding the definition
 	v.in(kind)
 	defer v.out()
-	f := v.get(t, kind)
+	f := v.Get(t, kind)
 	if err := v.object(f); err != nil {
 		return err
 	}
-	name := v.get(f, "name")
+	name := v.Get(f, "name")
 	if !name.Exists() {
 		return v.failAt("name", "required: 1 to 64 letters, digits, underscores or dashes")
 	}
@@ -514,7 +514,7 @@ func (v *validator) customFormat(x gjson.Result) *apierr.Error {
 	if err := v.object(x); err != nil {
 		return err
 	}
-	t := v.get(x, "type")
+	t := v.Get(x, "type")
 	if err := v.field("type", t, func(y gjson.Result) *apierr.Error { return v.enum(y, customFormats) }); err != nil {
 		return err
 	}
@@ -523,14 +523,14 @@ func (v *validator) customFormat(x gjson.Result) *apierr.Error {
 	}
 	v.in("grammar")
 	defer v.out()
-	g := v.get(x, "grammar")
+	g := v.Get(x, "grammar")
 	if err := v.object(g); err != nil {
 		return err
 	}
-	if err := v.field("definition", v.get(g, "definition"), v.nonEmpty); err != nil {
+	if err := v.field("definition", v.Get(g, "definition"), v.nonEmpty); err != nil {
 		return err
 	}
-	return v.field("syntax", v.get(g, "syntax"), func(y gjson.Result) *apierr.Error { return v.enum(y, grammarSyntaxes) })
+	return v.field("syntax", v.Get(g, "syntax"), func(y gjson.Result) *apierr.Error { return v.enum(y, grammarSyntaxes) })
 }
 
 // functionMessage checks a legacy {"role": "function", "name", "content"}
@@ -585,7 +585,7 @@ func (v *validator) toolChoice(st *chatState, x gjson.Result) *apierr.Error {
 	if !x.IsObject() {
 		return v.fail("must be none, auto, required or a tool choice object, got %s", describe(x))
 	}
-	t := v.get(x, "type")
+	t := v.Get(x, "type")
 	if t.Type != gjson.String || t.Raw == `""` {
 		return v.failAt("type", `required: "function" for a named tool, or a server tool's type, got %s`, describe(t))
 	}
@@ -599,11 +599,11 @@ func (v *validator) toolChoice(st *chatState, x gjson.Result) *apierr.Error {
 	}
 	v.in("function")
 	defer v.out()
-	f := v.get(x, "function")
+	f := v.Get(x, "function")
 	if err := v.object(f); err != nil {
 		return err
 	}
-	name := v.get(f, "name")
+	name := v.Get(f, "name")
 	if err := v.field("name", name, v.nonEmpty); err != nil {
 		return err
 	}
@@ -620,8 +620,8 @@ func (v *validator) checkChoiceNamed(tools, name gjson.Result) *apierr.Error {
 	}
 	want := text(name)
 	found := false
-	v.elements(tools, func(_ int, t gjson.Result) bool {
-		n := v.get(v.get(t, "function"), "name")
+	v.Elements(tools, func(_ int, t gjson.Result) bool {
+		n := v.Get(v.Get(t, "function"), "name")
 		found = n.Type == gjson.String && text(n) == want
 		return !found
 	})
@@ -641,8 +641,8 @@ func (v *validator) checkChoiceServer(tools gjson.Result, typ string) *apierr.Er
 	typ = strings.TrimPrefix(typ, "?")
 	found := false
 	if tools.IsArray() {
-		v.elements(tools, func(_ int, t gjson.Result) bool {
-			found = v.get(t, "type").Str == typ
+		v.Elements(tools, func(_ int, t gjson.Result) bool {
+			found = v.Get(t, "type").Str == typ
 			return !found
 		})
 	}
@@ -657,7 +657,7 @@ func (v *validator) responseFormat(x gjson.Result) *apierr.Error {
 	if err := v.object(x); err != nil {
 		return err
 	}
-	t := v.get(x, "type")
+	t := v.Get(x, "type")
 	if !t.Exists() {
 		return v.failAt("type", "required: one of text, json_object, json_schema, grammar, python")
 	}
@@ -668,17 +668,17 @@ func (v *validator) responseFormat(x gjson.Result) *apierr.Error {
 	case "json_schema":
 		v.in("json_schema")
 		defer v.out()
-		s := v.get(x, "json_schema")
+		s := v.Get(x, "json_schema")
 		if !s.Exists() {
 			return v.fail(`required when type is json_schema: {"name": …, "schema": {…}}`)
 		}
 		if err := v.object(s); err != nil {
 			return err
 		}
-		if err := v.field("name", v.get(s, "name"), v.nonEmpty); err != nil {
+		if err := v.field("name", v.Get(s, "name"), v.nonEmpty); err != nil {
 			return err
 		}
-		schema := v.get(s, "schema")
+		schema := v.Get(s, "schema")
 		if !schema.Exists() {
 			return v.failAt("schema", "required: a JSON Schema object")
 		}
@@ -694,7 +694,7 @@ func (v *validator) responseFormat(x gjson.Result) *apierr.Error {
 			return nil
 		})
 	case "grammar":
-		g := v.get(x, "grammar")
+		g := v.Get(x, "grammar")
 		if !g.Exists() {
 			return v.failAt("grammar", "required when type is grammar: the grammar as a string")
 		}
@@ -757,7 +757,7 @@ func (v *validator) stop(x gjson.Result) *apierr.Error {
 	case !x.IsArray():
 		return v.fail("must be a string, an array of at most 4 strings, or null, got %s", describe(x))
 	}
-	if n := v.count(x); n > maxStops {
+	if n := v.Count(x); n > maxStops {
 		return v.fail("at most %d stop sequences, got %d", maxStops, n)
 	}
 	return v.strArray(x)
@@ -770,7 +770,7 @@ func (v *validator) metadata(x gjson.Result) *apierr.Error {
 		return err
 	}
 	n, emptyKey := 0, false
-	v.members(x, func(k string, _ gjson.Result) bool {
+	v.Members(x, func(k string, _ gjson.Result) bool {
 		n++
 		emptyKey = emptyKey || k == ""
 		return true
@@ -823,7 +823,7 @@ func (v *validator) cacheControl(x gjson.Result) *apierr.Error {
 	}); err != nil {
 		return err
 	}
-	if !v.get(x, "type").Exists() {
+	if !v.Get(x, "type").Exists() {
 		return v.failAt("type", `required: "ephemeral"`)
 	}
 	return nil
@@ -839,27 +839,27 @@ func (v *validator) stopCondition(c gjson.Result) *apierr.Error {
 	if err := v.object(c); err != nil {
 		return err
 	}
-	t := v.get(c, "type")
+	t := v.Get(c, "type")
 	if t.Type != gjson.String || t.Raw == `""` {
 		return v.failAt("type", "required: a string such as step_count_is or max_cost, got %s", describe(t))
 	}
 	switch text(t) {
 	case "step_count_is":
-		return v.field("step_count", v.get(c, "step_count"), func(x gjson.Result) *apierr.Error {
+		return v.field("step_count", v.Get(c, "step_count"), func(x gjson.Result) *apierr.Error {
 			return v.integer(x, 1, math.MaxInt64)
 		})
 	case "max_cost":
-		return v.field("max_cost_in_dollars", v.get(c, "max_cost_in_dollars"), func(x gjson.Result) *apierr.Error {
+		return v.field("max_cost_in_dollars", v.Get(c, "max_cost_in_dollars"), func(x gjson.Result) *apierr.Error {
 			return v.atLeast(x, 0, true)
 		})
 	case "max_tokens_used":
-		return v.field("max_tokens", v.get(c, "max_tokens"), func(x gjson.Result) *apierr.Error {
+		return v.field("max_tokens", v.Get(c, "max_tokens"), func(x gjson.Result) *apierr.Error {
 			return v.integer(x, 1, math.MaxInt64)
 		})
 	case "has_tool_call":
-		return v.field("tool_name", v.get(c, "tool_name"), v.nonEmpty)
+		return v.field("tool_name", v.Get(c, "tool_name"), v.nonEmpty)
 	case "finish_reason_is":
-		return v.field("reason", v.get(c, "reason"), v.nonEmpty)
+		return v.field("reason", v.Get(c, "reason"), v.nonEmpty)
 	}
 	return nil
 }

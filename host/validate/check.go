@@ -45,6 +45,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/tidwall/gjson"
 )
 
@@ -57,13 +58,13 @@ const MaxDepth = 128
 // parse checks the body is one JSON object. It returns the object and the
 // validator to walk it with; call v.done when finished.
 func parse(body []byte) (gjson.Result, *validator, *apierr.Error) {
-	s := bytesToString(body)
-	i := ws(s, 0)
+	s := jsonwalk.String(body)
+	i := jsonwalk.WS(s, 0)
 	if i == len(s) {
 		return gjson.Result{}, nil, apierr.BadRequest("", "request body is empty; send a JSON object")
 	}
 	v := getValidator(s)
-	if !v.index(MaxDepth) {
+	if !v.Index(MaxDepth) {
 		v.done()
 		return gjson.Result{}, nil, apierr.BadRequest("", "request body nests objects and arrays deeper than %d levels", MaxDepth)
 	}
@@ -71,7 +72,7 @@ func parse(body []byte) (gjson.Result, *validator, *apierr.Error) {
 		v.done()
 		return gjson.Result{}, nil, apierr.BadRequest("", "request body is not valid JSON")
 	}
-	root, _ := v.valueAt(i)
+	root, _ := v.ValueAt(i)
 	if !root.IsObject() {
 		v.done()
 		return gjson.Result{}, nil, apierr.BadRequest("", "request body must be a JSON object, got %s", describe(root))
@@ -92,7 +93,7 @@ const maxPath = 12
 // validator tracks the JSON path of the value being checked, so an error
 // can name it; the path string is built only when an error is.
 type validator struct {
-	doc
+	jsonwalk.Doc
 	segs  [maxPath]seg
 	depth int
 }
@@ -162,7 +163,7 @@ func (v *validator) field(key string, x gjson.Result, check func(gjson.Result) *
 func (v *validator) each(x gjson.Result, fn func(key string, y gjson.Result) *apierr.Error) *apierr.Error {
 	var err *apierr.Error
 	var seen keySet
-	v.members(x, func(k string, y gjson.Result) bool {
+	v.Members(x, func(k string, y gjson.Result) bool {
 		v.in(k)
 		if !seen.add(k) {
 			err = v.duplicate()
@@ -208,7 +209,7 @@ func (v *validator) items(x gjson.Result, min, max int, fn func(i int, y gjson.R
 	}
 	n := 0
 	var err *apierr.Error
-	v.elements(x, func(i int, y gjson.Result) bool {
+	v.Elements(x, func(i int, y gjson.Result) bool {
 		n++
 		if max >= 0 && n > max {
 			return false
@@ -224,7 +225,7 @@ func (v *validator) items(x gjson.Result, min, max int, fn func(i int, y gjson.R
 	case err != nil:
 		return err
 	case max >= 0 && n > max:
-		return v.fail("at most %d items, got %d", max, v.count(x))
+		return v.fail("at most %d items, got %d", max, v.Count(x))
 	case n < min && min == 1:
 		return v.fail("must have at least 1 item")
 	case n < min:

@@ -103,7 +103,7 @@ func (v *validator) embeddingInput(x gjson.Result) *apierr.Error {
 		switch {
 		case i == MaxEmbeddingInputs:
 			v.out() // name input, not the item
-			err := v.fail("at most %d inputs per request, got %d; split the batch", MaxEmbeddingInputs, v.count(x))
+			err := v.fail("at most %d inputs per request, got %d; split the batch", MaxEmbeddingInputs, v.Count(x))
 			v.at(i)
 			return err
 		case it.Type != gjson.String && !it.IsObject() && !it.IsArray():
@@ -137,7 +137,7 @@ func (v *validator) multimodalItem(it gjson.Result) *apierr.Error {
 	}); err != nil {
 		return err
 	}
-	if !v.get(it, "content").Exists() {
+	if !v.Get(it, "content").Exists() {
 		return v.failAt("content", "required: an array of text and image_url parts")
 	}
 	return nil
@@ -148,12 +148,12 @@ func (v *validator) embeddingPart(p gjson.Result) *apierr.Error {
 	if err := v.object(p); err != nil {
 		return err
 	}
-	t := v.get(p, "type")
+	t := v.Get(p, "type")
 	switch {
 	case t.Type == gjson.String && text(t) == "text":
-		return v.field("text", v.get(p, "text"), v.nonEmpty)
+		return v.field("text", v.Get(p, "text"), v.nonEmpty)
 	case t.Type == gjson.String && text(t) == "image_url":
-		return v.imageURL(v.get(p, "image_url"))
+		return v.imageURL(v.Get(p, "image_url"))
 	}
 	return v.failAt("type", "must be text or image_url, got %s", shown(t))
 }
@@ -170,8 +170,8 @@ func (v *validator) tokenIDs(x gjson.Result) *apierr.Error {
 }
 
 // first is the first element of array x, or a Result that does not exist.
-func (d *doc) first(x gjson.Result) gjson.Result {
+func (d *validator) first(x gjson.Result) gjson.Result {
 	var out gjson.Result
-	d.elements(x, func(_ int, y gjson.Result) bool { out = y; return false })
+	d.Elements(x, func(_ int, y gjson.Result) bool { out = y; return false })
 	return out
 }

@@ -29,13 +29,13 @@ func (v *validator) plugin(p gjson.Result) *apierr.Error {
 	if err := v.object(p); err != nil {
 		return err
 	}
-	idv := v.get(p, "id")
+	idv := v.Get(p, "id")
 	if idv.Type != gjson.String || idv.Raw == `""` {
 		return v.failAt("id", "required: the plugin's id, one of %s, got %s", strings.Join(builtinPlugins, ", "), describe(idv))
 	}
 	id := text(idv)
 	if !slices.Contains(builtinPlugins, id) {
-		if e := v.get(p, "enabled"); e.Exists() {
+		if e := v.Get(p, "enabled"); e.Exists() {
 			return v.field("enabled", e, v.boolean)
 		}
 		return nil
@@ -119,7 +119,7 @@ func (v *validator) userLocation(x gjson.Result) *apierr.Error {
 	}); err != nil {
 		return err
 	}
-	if !v.get(x, "type").Exists() {
+	if !v.Get(x, "type").Exists() {
 		return v.failAt("type", `required: "approximate"`)
 	}
 	return nil
@@ -138,7 +138,7 @@ func (v *validator) fusionTool(t gjson.Result) *apierr.Error {
 	}); err != nil {
 		return err
 	}
-	if !v.get(t, "type").Exists() {
+	if !v.Get(t, "type").Exists() {
 		return v.failAt("type", "required: a server tool such as service:web_search or service:web_fetch")
 	}
 	return nil

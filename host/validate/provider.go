@@ -152,7 +152,7 @@ func (v *validator) sort(x gjson.Result) *apierr.Error {
 	}); err != nil {
 		return err
 	}
-	if !v.get(x, "by").Exists() {
+	if !v.Get(x, "by").Exists() {
 		return v.failAt("by", "required: one of price, throughput, latency")
 	}
 	return nil

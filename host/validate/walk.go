@@ -1,37 +1,15 @@
 package validate
 
 import (
-	"strconv"
-	"strings"
 	"sync"
-	"unsafe"
 
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/tidwall/gjson"
 )
 
-// The walker reads a document gjson.Valid has accepted, so it skips values
-// without re-checking their syntax. It differs from gjson's ForEach in two
-// ways that matter on the hot path:
-//
-//   - a first pass (index) records where every object and array ends, so
-//     skipping a container is a lookup, not a scan: every byte is read once
-//     by the walk, however deep it is nested (gjson's ForEach scans a value
-//     again at every level above it);
-//   - strings are skipped with strings.IndexByte, and Result.Str is left
-//     empty when a string holds escapes; text unescapes on demand, so a long
-//     message content full of \n is neither scanned byte by byte nor copied.
-//
-// Results the walker makes have Raw, Type, Num, Str (see above) and Index,
-// the offset of Raw in the document. Never read Str of a walked value
+// Bodies are walked with jsonwalk: every byte read once, strings skipped,
+// not copied (see its package comment). Never read Str of a walked value
 // directly: use text.
-
-// doc is a request body and the index of its containers.
-type doc struct {
-	s     string
-	opens []int // offsets of every '{' and '[', in document order
-	ends  []int // ends[k]: offset just past the container opened at opens[k]
-	hint  int   // where the last lookup found its container
-}
 
 // validators are pooled with their index, so a request allocates nothing.
 var validators = sync.Pool{New: func() any { return new(validator) }}
@@ -41,245 +19,18 @@ const maxPooledContainers = 1 << 16
 
 func getValidator(s string) *validator {
 	v := validators.Get().(*validator)
-	v.s, v.opens, v.ends, v.hint, v.depth = s, v.opens[:0], v.ends[:0], 0, 0
+	v.Reset(s)
+	v.depth = 0
 	return v
 }
 
 // done returns v to the pool; v must not be used after.
 func (v *validator) done() {
-	v.s = ""
-	if cap(v.opens) <= maxPooledContainers {
+	v.Reset("")
+	if v.Containers() <= maxPooledContainers {
 		validators.Put(v)
 	}
 }
 
-// index records the containers of d.s and reports false when they nest
-// deeper than max. It runs before the syntax check, on any input, and
-// tokenizes strings as a JSON parser does, so up to a parser's first error
-// both see the same depth. On invalid input the index is meaningless (and
-// unused).
-func (d *doc) index(max int) bool {
-	s := d.s
-	var stack [MaxDepth + 1]int
-	depth := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			i = strEnd(s, i) - 1
-		case '{', '[':
-			if depth >= max || depth >= len(stack) {
-				return false
-			}
-			stack[depth] = len(d.opens)
-			depth++
-			d.opens = append(d.opens, i)
-			d.ends = append(d.ends, len(s))
-		case '}', ']':
-			if depth == 0 {
-				return true // invalid JSON; the syntax check says so
-			}
-			depth--
-			d.ends[stack[depth]] = i + 1
-		}
-	}
-	return true
-}
-
-// end returns the offset just past the container that opens at p.
-func (d *doc) end(p int) int {
-	if h := d.hint; h < len(d.opens) && d.opens[h] == p {
-		return d.ends[h]
-	}
-	if h := d.hint + 1; h < len(d.opens) && d.opens[h] == p {
-		d.hint = h
-		return d.ends[h]
-	}
-	lo, hi := 0, len(d.opens)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if d.opens[m] < p {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	d.hint = lo
-	return d.ends[lo] // p is always an indexed container
-}
-
-// bytesToString views body as a string without copying. Nothing here keeps
-// the string (or a Result aliasing it) past the call.
-func bytesToString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
 // text is the unescaped content of a walked string value.
-func text(x gjson.Result) string {
-	if x.Str == "" && len(x.Raw) > 2 && x.Type == gjson.String {
-		return gjson.Parse(x.Raw).Str
-	}
-	return x.Str
-}
-
-// ws skips JSON whitespace from s[i].
-func ws(s string, i int) int {
-	for i < len(s) {
-		switch s[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// strEnd returns the offset just past the string that opens at s[i] ('"').
-// IndexByte beats a byte loop even on 4-byte strings.
-func strEnd(s string, i int) int {
-	i++
-	start := i
-	for {
-		j := strings.IndexByte(s[i:], '"')
-		if j < 0 {
-			return len(s) // unterminated: only on invalid input
-		}
-		k := i + j
-		// The quote is escaped if an odd run of backslashes precedes it.
-		// The run cannot reach back past start: s[start-1] is a quote.
-		n := 0
-		for m := k - 1; m >= start && s[m] == '\\'; m-- {
-			n++
-		}
-		if n%2 == 0 {
-			return k + 1
-		}
-		i, start = k+1, k+1
-	}
-}
-
-// valueAt reads the value that starts at d.s[i] and returns it and the
-// offset just past it.
-func (d *doc) valueAt(i int) (gjson.Result, int) {
-	s := d.s
-	var j int
-	r := gjson.Result{Index: i}
-	switch c := s[i]; c {
-	case '"':
-		j = strEnd(s, i)
-		r.Type = gjson.String
-		if body := s[i+1 : j-1]; strings.IndexByte(body, '\\') < 0 {
-			r.Str = body
-		}
-	case '{', '[':
-		j = d.end(i)
-		r.Type = gjson.JSON
-	default:
-		j = i + 1
-		for j < len(s) {
-			if c := s[j]; c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-				break
-			}
-			j++
-		}
-		switch c {
-		case 't':
-			r.Type = gjson.True
-		case 'f':
-			r.Type = gjson.False
-		case 'n':
-			r.Type = gjson.Null
-		default:
-			r.Type = gjson.Number
-			r.Num, _ = strconv.ParseFloat(s[i:j], 64) // ±Inf when out of range
-		}
-	}
-	r.Raw = s[i:j]
-	return r, j
-}
-
-// members calls fn with each member of object x, in document order, until
-// fn returns false.
-func (d *doc) members(x gjson.Result, fn func(key string, v gjson.Result) bool) {
-	s, stop := d.s, x.Index+len(x.Raw)-1
-	i := ws(s, x.Index+1)
-	for i < stop && s[i] == '"' {
-		e := strEnd(s, i)
-		key := s[i+1 : e-1]
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = gjson.Parse(s[i:e]).Str
-		}
-		i = ws(s, ws(s, e)+1) // past the colon
-		v, j := d.valueAt(i)
-		if !fn(key, v) {
-			return
-		}
-		i = ws(s, j)
-		if i < stop && s[i] == ',' {
-			i = ws(s, i+1)
-		}
-	}
-}
-
-// elements calls fn with each element of array x until fn returns false.
-func (d *doc) elements(x gjson.Result, fn func(i int, v gjson.Result) bool) {
-	s, stop := d.s, x.Index+len(x.Raw)-1
-	i := ws(s, x.Index+1)
-	for n := 0; i < stop; n++ {
-		v, j := d.valueAt(i)
-		if !fn(n, v) {
-			return
-		}
-		i = ws(s, j)
-		if i < stop && s[i] == ',' {
-			i = ws(s, i+1)
-		}
-	}
-}
-
-// count is the number of elements of array x or members of object x.
-func (d *doc) count(x gjson.Result) int {
-	n := 0
-	if x.IsObject() {
-		d.members(x, func(string, gjson.Result) bool { n++; return true })
-	} else if x.IsArray() {
-		d.elements(x, func(int, gjson.Result) bool { n++; return true })
-	}
-	return n
-}
-
-// get is member key of object x (its first occurrence), or a Result that
-// does not exist.
-func (d *doc) get(x gjson.Result, key string) gjson.Result {
-	var out gjson.Result
-	if x.IsObject() {
-		d.members(x, func(k string, v gjson.Result) bool {
-			if k == key {
-				out = v
-				return false
-			}
-			return true
-		})
-	}
-	return out
-}
-
-// pick reads the members keys of object x in one walk: out[i] is member
-// keys[i], or a Result that does not exist. It returns a key of keys that
-// occurs twice, or "".
-func (d *doc) pick(x gjson.Result, keys []string, out []gjson.Result) (dup string) {
-	if !x.IsObject() {
-		return ""
-	}
-	d.members(x, func(k string, v gjson.Result) bool {
-		for i, want := range keys {
-			if k == want {
-				if out[i].Exists() {
-					dup = k
-					return false
-				}
-				out[i] = v
-			}
-		}
-		return true
-	})
-	return dup
-}
+func text(x gjson.Result) string { return jsonwalk.Text(x) }

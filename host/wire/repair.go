@@ -3,9 +3,11 @@ package wire
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -33,104 +35,160 @@ func RepairCompletion(raw []byte) ([]byte, []string, bool) {
 }
 
 func repair(b []byte, msgField string) ([]byte, []string, bool) {
-	var fixes []string
+	var r repairer
 	if !utf8.Valid(b) {
 		// JSON's syntax is ASCII: invalid bytes can only be inside strings,
 		// and U+FFFD keeps them strings.
 		b = []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
-		fixes = append(fixes, "invalid UTF-8 replaced with U+FFFD")
+		r.fixes = append(r.fixes, "invalid UTF-8 replaced with U+FFFD")
 	}
 	if !gjson.ValidBytes(b) {
-		return nil, append(fixes, "not valid JSON"), false
+		return nil, append(r.fixes, "not valid JSON"), false
 	}
-	// Parsed without a copy (an answer may be tens of MB): the results point
-	// into b, which sjson never edits in place — each edit makes a new b —
-	// so they stay valid while b changes.
-	root := gjson.Parse(unsafe.String(unsafe.SliceData(b), len(b)))
+	// Walked without a copy (an answer may be tens of MB): the results
+	// point into b, which sjson never edits in place — each edit makes a
+	// new r.b — so they stay valid while r.b changes. The walker reads
+	// every byte once (jsonwalk); gjson's ForEach parsed each value again
+	// at every level above it, numbers and escaped strings included.
+	d := docs.Get().(*jsonwalk.Doc)
+	defer func() {
+		d.Reset("")
+		if d.Containers() <= maxPooledContainers {
+			docs.Put(d)
+		}
+	}()
+	d.Reset(unsafe.String(unsafe.SliceData(b), len(b)))
+	d.Index(jsonwalk.Unbounded)
+	r.d, r.b = d, b
+	root := d.Root()
 	if !root.IsObject() {
-		return nil, append(fixes, "not a JSON object"), false
+		return nil, append(r.fixes, "not a JSON object"), false
 	}
 	var top [3]gjson.Result
-	members(root, topNames, top[:])
+	r.pick(root, topNames, top[:])
 	choices := top[0]
 	switch {
 	case !choices.Exists():
 		if msgField == "message" {
-			return nil, append(fixes, "no choices array"), false
+			return nil, append(r.fixes, "no choices array"), false
 		}
 		// A chunk carrying only usage or an error: no choices is an
 		// empty list.
-		b, _ = sjson.SetRawBytes(b, "choices", []byte("[]"))
+		r.b, _ = sjson.SetRawBytes(r.b, "choices", []byte("[]"))
 	case !choices.IsArray():
-		return nil, append(fixes, "choices is not an array"), false
-	}
-	edit := func(path string, raw string, why string) {
-		if raw == "" {
-			b, _ = sjson.DeleteBytes(b, path)
-		} else {
-			b, _ = sjson.SetRawBytes(b, path, []byte(raw))
-		}
-		if why != "" { // "": a normalisation of a missing field, not worth a log line
-			fixes = append(fixes, path+" "+why)
-		}
+		return nil, append(r.fixes, "choices is not an array"), false
 	}
 	if c := top[1]; c.Exists() && c.Type != gjson.Number {
-		edit("created", "", "is not a number: removed")
+		r.edit("created", "", "is not a number: removed")
 	}
 	if u := top[2]; u.Exists() && u.Type != gjson.Null && !u.IsObject() {
-		edit("usage", "", "is not an object: removed")
+		r.edit("usage", "", "is not an object: removed")
 	}
-	arr := choices.Array()
-	// Backwards: removing a choice shifts only the ones after it.
+	var small [4]gjson.Result
+	arr := small[:0]
+	d.Elements(choices, func(_ int, c gjson.Result) bool { arr = append(arr, c); return true })
+	// Backwards: removing a choice shifts only the ones after it. Paths
+	// are built only for an edit (most answers need none).
 	for i := len(arr) - 1; i >= 0; i-- {
-		c, p := arr[i], "choices."+strconv.Itoa(i)
+		c := arr[i]
 		if !c.IsObject() {
-			edit(p, "", "is not an object: removed")
+			r.edit(index("choices", i), "", "is not an object: removed")
 			continue
 		}
 		var f [4]gjson.Result
-		members(c, choiceNames(msgField), f[:])
+		r.pick(c, choiceNames(msgField), f[:])
 		switch x := f[0]; {
 		case !x.Exists():
-			edit(p+".index", strconv.Itoa(i), "")
+			r.edit(index("choices", i)+".index", strconv.Itoa(i), "")
 		case x.Type != gjson.Number:
-			edit(p+".index", strconv.Itoa(i), "is not a number: set to its position")
+			r.edit(index("choices", i)+".index", strconv.Itoa(i), "is not a number: set to its position")
 		}
 		if fr := f[1]; fr.Exists() && fr.Type != gjson.String && fr.Type != gjson.Null {
-			edit(p+".finish_reason", "", "is not a string: removed")
+			r.edit(index("choices", i)+".finish_reason", "", "is not a string: removed")
 		}
 		if lp := f[2]; lp.Exists() && lp.Type != gjson.Null && !lp.IsObject() {
-			edit(p+".logprobs", "", "is not an object: removed")
+			r.edit(index("choices", i)+".logprobs", "", "is not an object: removed")
 		}
 		m := f[3]
-		mp := p + "." + msgField
+		mp := func() string { return index("choices", i) + "." + msgField }
 		switch {
 		case !m.Exists() && msgField == "delta":
-			edit(mp, "{}", "")
+			r.edit(mp(), "{}", "")
 			continue
 		case !m.Exists():
-			edit(mp, `{"role":"assistant","content":null}`, "is missing: set to an empty assistant message")
+			r.edit(mp(), `{"role":"assistant","content":null}`, "is missing: set to an empty assistant message")
 			continue
 		case !m.IsObject():
 			if msgField == "delta" {
-				edit(mp, "{}", "is not an object: set to {}")
+				r.edit(mp(), "{}", "is not an object: set to {}")
 			} else {
-				edit(mp, `{"role":"assistant","content":null}`, "is not an object: set to an empty assistant message")
+				r.edit(mp(), `{"role":"assistant","content":null}`, "is not an object: set to an empty assistant message")
 			}
 			continue
 		}
-		repairMessage(m, mp, edit)
+		r.message(m, mp)
 	}
-	return b, fixes, true
+	return r.b, r.fixes, true
 }
 
-// repairMessage checks the fields of a message or delta that clients read.
-func repairMessage(m gjson.Result, p string, edit func(path, raw, why string)) {
+// docs are the walkers of repair, pooled with their index.
+var docs = sync.Pool{New: func() any { return new(jsonwalk.Doc) }}
+
+// maxPooledContainers keeps one huge answer from pinning its index forever.
+const maxPooledContainers = 1 << 16
+
+// repairer is one repair in progress: the walked document, the body as
+// edited so far, and what was repaired.
+type repairer struct {
+	d     *jsonwalk.Doc
+	b     []byte
+	fixes []string
+}
+
+// edit deletes the member at path (raw "") or sets it to raw, and records
+// why ("": a normalisation of a missing field, not worth a log line).
+func (r *repairer) edit(path string, raw string, why string) {
+	if raw == "" {
+		r.b, _ = sjson.DeleteBytes(r.b, path)
+	} else {
+		r.b, _ = sjson.SetRawBytes(r.b, path, []byte(raw))
+	}
+	if why != "" {
+		r.fixes = append(r.fixes, path+" "+why)
+	}
+}
+
+// pick sets out[i] to obj's first member named names[i] (as
+// obj.Get(names[i]) would, absent ones left zero) in one walk of obj; obj
+// that is not an object leaves out zero, as Get does.
+func (r *repairer) pick(obj gjson.Result, names []string, out []gjson.Result) {
+	if !obj.IsObject() {
+		return
+	}
+	r.d.Members(obj, func(k string, v gjson.Result) bool {
+		for i, n := range names {
+			if k == n {
+				if !out[i].Exists() {
+					out[i] = v
+				}
+				break
+			}
+		}
+		return true
+	})
+}
+
+// index is the path of element i of the array at path.
+func index(path string, i int) string { return path + "." + strconv.Itoa(i) }
+
+// message checks the fields of a message or delta that clients read; path
+// builds its path.
+func (r *repairer) message(m gjson.Result, path func() string) {
 	var f [len(messageNames)]gjson.Result
-	members(m, messageNames[:], f[:])
+	r.pick(m, messageNames[:], f[:])
 	for i, name := range messageNames[:4] {
 		if v := f[i]; v.Exists() && v.Type != gjson.String && v.Type != gjson.Null {
-			edit(p+"."+name, "", "is not a string: removed")
+			r.edit(path()+"."+name, "", "is not a string: removed")
 		}
 	}
 	switch content := f[4]; {
@@ -139,7 +197,7 @@ func repairMessage(m gjson.Result, p string, edit func(path, raw, why string)) {
 		// Some compatible servers answer in content parts; the chat
 		// completion's content is their text.
 		var text strings.Builder
-		content.ForEach(func(_, part gjson.Result) bool {
+		gjson.Parse(content.Raw).ForEach(func(_, part gjson.Result) bool {
 			if part.Type == gjson.String {
 				text.WriteString(part.Str)
 			} else if t := part.Get("text"); t.Type == gjson.String {
@@ -147,48 +205,51 @@ func repairMessage(m gjson.Result, p string, edit func(path, raw, why string)) {
 			}
 			return true
 		})
-		edit(p+".content", strconv.Quote(text.String()), "is an array of parts: joined into its text")
+		r.edit(path()+".content", strconv.Quote(text.String()), "is an array of parts: joined into its text")
 	default:
-		edit(p+".content", "", "is not a string: removed")
+		r.edit(path()+".content", "", "is not a string: removed")
 	}
 	if fc := f[5]; fc.Exists() && fc.Type != gjson.Null && !fc.IsObject() {
-		edit(p+".function_call", "", "is not an object: removed")
+		r.edit(path()+".function_call", "", "is not an object: removed")
 	}
 	tc := f[6]
 	if !tc.Exists() || tc.Type == gjson.Null {
 		return
 	}
 	if !tc.IsArray() {
-		edit(p+".tool_calls", "", "is not an array: removed")
+		r.edit(path()+".tool_calls", "", "is not an array: removed")
 		return
 	}
-	calls := tc.Array()
+	var small [4]gjson.Result
+	calls := small[:0]
+	r.d.Elements(tc, func(_ int, c gjson.Result) bool { calls = append(calls, c); return true })
 	for i := len(calls) - 1; i >= 0; i-- {
-		call, cp := calls[i], p+".tool_calls."+strconv.Itoa(i)
+		call := calls[i]
+		cp := func() string { return index(path()+".tool_calls", i) }
 		if !call.IsObject() {
-			edit(cp, "", "is not an object: removed")
+			r.edit(cp(), "", "is not an object: removed")
 			continue
 		}
 		var cf [4]gjson.Result
-		members(call, callNames[:], cf[:])
+		r.pick(call, callNames[:], cf[:])
 		if x := cf[0]; x.Exists() && x.Type != gjson.Number {
-			edit(cp+".index", strconv.Itoa(i), "is not a number: set to its position")
+			r.edit(cp()+".index", strconv.Itoa(i), "is not a number: set to its position")
 		}
 		for j, name := range callNames[1:3] {
 			if v := cf[1+j]; v.Exists() && v.Type != gjson.String && v.Type != gjson.Null {
-				edit(cp+"."+name, "", "is not a string: removed")
+				r.edit(cp()+"."+name, "", "is not a string: removed")
 			}
 		}
 		fn := cf[3]
 		if fn.Exists() && !fn.IsObject() {
-			edit(cp+".function", "", "is not an object: removed")
+			r.edit(cp()+".function", "", "is not an object: removed")
 			continue
 		}
 		var ff [2]gjson.Result
-		members(fn, functionNames[:], ff[:])
+		r.pick(fn, functionNames[:], ff[:])
 		for j, name := range functionNames {
 			if v := ff[j]; v.Exists() && v.Type != gjson.String && v.Type != gjson.Null {
-				edit(cp+".function."+name, "", "is not a string: removed")
+				r.edit(cp()+".function."+name, "", "is not a string: removed")
 			}
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/switchyard/switchyard/host/wire"
-	"github.com/tidwall/gjson"
 )
 
 // chat serves POST /chat/completions: typed request → plugins (pre) →
@@ -147,11 +146,11 @@ func (s *Server) moderatedBy(req *chatRequest) []string {
 // writeCompletion answers a non-streaming request with its result: post
 // plugins, settle, metadata.
 func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, r *dispatch.Result) error {
-	raw := wire.Completion(r.Body, r.Identity(), "chat.completion")
+	raw, facts := wire.CompletionFacts(r.Body, r.Identity(), "chat.completion")
+	usage := r.CompletionUsage(facts, func() string { return wire.CompletionText(raw) })
+	finish := facts.FinishReason()
 	r.Body = nil // raw is the copy from here on; a 30 MB answer is not held twice
-	usage := r.Usage(raw, func() string { return wire.CompletionText(raw) })
 	req.adm.record(usage)
-	finish := gjson.GetBytes(raw, "choices.0.finish_reason").Str
 	var postErr *apierr.Error
 	if !pl.Empty() {
 		// The generation happened whatever a post plugin decides: it is

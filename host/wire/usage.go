@@ -22,7 +22,11 @@ import (
 func ParseUsage(body []byte) (u billing.Usage, ok bool) {
 	// Read in place (GetBytes copies the result): nothing read outlives
 	// the call.
-	us := gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage")
+	return usageOf(gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage"), body)
+}
+
+// usageOf is ParseUsage of body, whose usage member is us.
+func usageOf(us gjson.Result, body []byte) (u billing.Usage, ok bool) {
 	if !us.IsObject() {
 		return billing.Usage{}, false
 	}

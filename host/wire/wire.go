@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -29,12 +30,36 @@ type Identity struct {
 // catalog model, the serving provider, the object type, and the keys the
 // spec requires even when the upstream left them out.
 func Completion(raw []byte, id Identity, object string) []byte {
+	out, _ := CompletionFacts(raw, id, object)
+	return out
+}
+
+// Facts are what the gateway reads of a completion it wrote: its usage and
+// its first choice's finish reason. CompletionFacts finds them in the pass
+// that writes the completion; reading them back scanned the answer twice
+// more.
+type Facts struct {
+	body           []byte       // the completion written
+	usage, choices gjson.Result // its first members of those names
+}
+
+// Usage is ParseUsage of the completion.
+func (f Facts) Usage() (billing.Usage, bool) { return usageOf(f.usage, f.body) }
+
+// FinishReason is the completion's choices.0.finish_reason ("" when none).
+func (f Facts) FinishReason() string { return f.choices.Get("0.finish_reason").Str }
+
+// CompletionFacts is Completion, and the facts of what it wrote (for raw
+// that is valid JSON, as a repaired answer is).
+func CompletionFacts(raw []byte, id Identity, object string) ([]byte, Facts) {
 	// gjson.ParseBytes would copy raw into a string first; the results
-	// only live for this function, while raw is unchanged.
+	// point into raw, which is never edited.
 	top := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
 	if !top.IsObject() {
-		return completionBySet(raw, id, object)
+		out := completionBySet(raw, id, object)
+		return out, Facts{body: out, usage: gjson.GetBytes(out, "usage"), choices: gjson.GetBytes(out, "choices")}
 	}
+	var f Facts
 	// One pass, one copy: the identity first, then the upstream's members
 	// but those replaced. Setting each key with sjson copied the whole
 	// body once per key (six copies of a 30 MB answer).
@@ -62,6 +87,14 @@ func Completion(raw []byte, id Identity, object string) []byte {
 			created = true
 		case "system_fingerprint":
 			fingerprint = true
+		case "usage":
+			if !f.usage.Exists() {
+				f.usage = v
+			}
+		case "choices":
+			if !f.choices.Exists() {
+				f.choices = v
+			}
 		}
 		out = append(out, ',')
 		out = append(out, k.Raw...)
@@ -76,7 +109,9 @@ func Completion(raw []byte, id Identity, object string) []byte {
 	if object == "chat.completion" && !fingerprint {
 		out = append(out, `,"system_fingerprint":null`...)
 	}
-	return append(out, '}')
+	out = append(out, '}')
+	f.body = out
+	return out, f
 }
 
 // appendJSONString appends s as encoding/json writes it. Ids, model names

@@ -133,3 +133,45 @@ func TestCompletionIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestCompletionFacts: what CompletionFacts found in its pass is what
+// reading the written completion back finds, duplicates and odd shapes
+// included.
+func TestCompletionFacts(t *testing.T) {
+	for _, in := range append(repairShapes,
+		`{"usage":{"prompt_tokens":1,"completion_tokens":2},"usage":{"prompt_tokens":9},"choices":[{"finish_reason":"length"}],"choices":[{"finish_reason":"stop"}]}`,
+		`{"id":"x","model":"m","provider":"p","usage":{"total_tokens":5,"completion_tokens":2},"choices":[{"index":0,"finish_reason":null}]}`,
+		`{"choices":{"0":{"finish_reason":"stop"}},"usage":null}`,
+		`{"usage":{"prompt_tokens":1e40},"choices":[]}`,
+	) {
+		if gjson.Valid(in) {
+			sameFacts(t, in)
+		}
+	}
+}
+
+func FuzzCompletionFacts(f *testing.F) {
+	for _, in := range repairShapes {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if gjson.Valid(in) { // what Completion is given: a repaired answer
+			sameFacts(t, in)
+		}
+	})
+}
+
+func sameFacts(t *testing.T, in string) {
+	t.Helper()
+	for _, id := range []Identity{{GenID: "gen-1", Model: "a/b", Provider: "p"}, {GenID: "gen-2", Model: "a/b"}} {
+		out, f := CompletionFacts([]byte(in), id, "chat.completion")
+		u, ok := f.Usage()
+		wu, wok := ParseUsage(out)
+		if u != wu || ok != wok {
+			t.Fatalf("%q: usage %+v %v, read back %+v %v", in, u, ok, wu, wok)
+		}
+		if got, want := f.FinishReason(), gjson.GetBytes(out, "choices.0.finish_reason").Str; got != want {
+			t.Fatalf("%q: finish %q, read back %q", in, got, want)
+		}
+	}
+}

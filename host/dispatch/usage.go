@@ -13,17 +13,12 @@ import (
 // called only when counting (nil: nothing was generated, e.g. embeddings).
 func (r *Result) Usage(body []byte, completion func() string) billing.Usage {
 	u, ok := wire.ParseUsage(body)
-	return r.usage(u, ok, completion)
+	return r.UsageOr(u, ok, completion)
 }
 
-// CompletionUsage is Usage of the completion f describes.
-func (r *Result) CompletionUsage(f wire.Facts, completion func() string) billing.Usage {
-	u, ok := f.Usage()
-	return r.usage(u, ok, completion)
-}
-
-// usage is u when the upstream reported it (ok), else counted.
-func (r *Result) usage(u billing.Usage, ok bool, completion func() string) billing.Usage {
+// UsageOr is Usage for usage read already: u when the upstream reported
+// it (ok), else counted.
+func (r *Result) UsageOr(u billing.Usage, ok bool, completion func() string) billing.Usage {
 	if ok {
 		u.Requests = 1
 		return u

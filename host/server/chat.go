@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
@@ -147,9 +148,12 @@ func (s *Server) moderatedBy(req *chatRequest) []string {
 // plugins, settle, metadata.
 func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatRequest, pl *pipeline.Pipeline, r *dispatch.Result) error {
 	raw, facts := wire.CompletionFacts(r.Body, r.Identity(), "chat.completion")
-	usage := r.CompletionUsage(facts, func() string { return wire.CompletionText(raw) })
-	finish := facts.FinishReason()
+	reported, ok := facts.Usage()
+	// facts point into the upstream's body: nothing kept may (the finish
+	// reason is cloned), so it goes before the completion is counted.
+	finish := strings.Clone(facts.FinishReason())
 	r.Body = nil // raw is the copy from here on; a 30 MB answer is not held twice
+	usage := r.UsageOr(reported, ok, func() string { return wire.CompletionText(raw) })
 	req.adm.record(usage)
 	var postErr *apierr.Error
 	if !pl.Empty() {

@@ -110,7 +110,9 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
 			Message: fmt.Sprintf("provider %s: invalid upstream URL from module %s", ep.Provider.Slug, mod.ID)}
 	}
-	for _, line := range strings.Split(string(headers), "\n") {
+	for rest := string(headers); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
 		name, value, ok := strings.Cut(strings.TrimRight(line, "\r"), ":")
 		if !ok || strings.TrimSpace(name) == "" {
 			continue

@@ -76,6 +76,12 @@ type Config struct {
 	// Off, charges are acknowledged from memory and group-committed within
 	// about a millisecond (docs/billing.md has the trade-off and figures).
 	DurableSettle bool `yaml:"durable_settle"`
+	// GCPercent is the Go garbage collector's target the gateway serves
+	// with when the GOGC environment variable is not set (GOGC wins): 0 =
+	// tuned after every collection, up to 400 while the live heap is small
+	// (host/gctune; it saves CPU on every request, docs/performance.md),
+	// a percentage = that one fixed, -1 = off (set GOMEMLIMIT then).
+	GCPercent int `yaml:"gc_percent"`
 	// Demo starts the offline demo upstream and points provider "demo" at it.
 	Demo bool `yaml:"demo"`
 	// ModulesDir holds built modules: <name>.wasm beside <name>.json manifests
@@ -346,6 +352,9 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if err := CheckRetention(time.Duration(c.Retention.Generations)); err != nil {
 		return nil, fmt.Errorf("config: retention.generations: %w", err)
+	}
+	if c.GCPercent < -1 {
+		return nil, fmt.Errorf("config: gc_percent: want a percentage, 0 for the tuned default or -1 for off, not %d", c.GCPercent)
 	}
 	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
 		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")

@@ -52,6 +52,7 @@ func TestParseRejects(t *testing.T) {
 		{"private host with scheme", "modules: {private_hosts: [\"http://intranet.local\"]}\n", "private_hosts"},
 		{"negative budget", "modules: {http: {calls_per_request: -1}}\n", "negative"},
 		{"unknown kv field", "modules: {kv: {max_values: 3}}\n", "max_values"},
+		{"gc_percent below off", "gc_percent: -2\n", "gc_percent"},
 	}
 	for _, tc := range cases {
 		if _, err := Parse([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {

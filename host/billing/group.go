@@ -22,7 +22,10 @@ type groupTx struct {
 	store.Tx
 	accounts map[string]*accountRec
 	keys     map[string]*keyUsage
-	err      error // a write-back that failed: the group fails with it
+	// others are the records of other packages' buckets that their
+	// settlement work updates (UpdateRecord): bucket → key → record.
+	others map[string]map[string]Record
+	err    error // a write-back that failed: the group fails with it
 }
 
 func (g *groupTx) Bucket(name []byte) store.Bucket {
@@ -48,14 +51,16 @@ func (g *groupTx) DeleteBucket(name []byte) error {
 // values it fetches are read through Bucket, so after a write-back.
 func (g *groupTx) Prefetch(refs []store.Ref) { store.Prefetch(g.Tx, refs) }
 
-// writeBackFor writes the records held for bucket name, if it is one of
-// the two, and forgets them: whoever opens the bucket may change them.
+// writeBackFor writes the records held for bucket name, if any, and
+// forgets them: whoever opens the bucket may change them.
 func (g *groupTx) writeBackFor(name []byte) error {
 	switch {
 	case len(g.accounts) > 0 && bytes.Equal(name, bucketAccounts):
 		g.writeAccounts()
 	case len(g.keys) > 0 && bytes.Equal(name, bucketKeys):
 		g.writeKeys()
+	case len(g.others[string(name)]) > 0:
+		g.writeOthers(string(name))
 	}
 	return g.err
 }
@@ -64,7 +69,14 @@ func (g *groupTx) writeBackFor(name []byte) error {
 func (g *groupTx) writeBack() error {
 	g.writeAccounts()
 	g.writeKeys()
+	for _, name := range slices.Sorted(maps.Keys(g.others)) {
+		g.writeOthers(name)
+	}
 	return g.err
+}
+
+func (g *groupTx) writeOthers(bucket string) {
+	writeHeld(g, []byte(bucket), g.others[bucket], func(r Record) []byte { return r.AppendRecord(make([]byte, 0, 64)) })
 }
 
 func (g *groupTx) writeAccounts() {
@@ -77,7 +89,7 @@ func (g *groupTx) writeKeys() {
 
 // writeHeld writes the records held for bucket, in key order (a group's
 // writes do not depend on map order), and forgets them.
-func writeHeld[R any](g *groupTx, bucket []byte, held map[string]*R, encode func(*R) []byte) {
+func writeHeld[V any](g *groupTx, bucket []byte, held map[string]V, encode func(V) []byte) {
 	if len(held) == 0 {
 		return
 	}
@@ -162,4 +174,56 @@ func updateKeyUsage(tx store.Tx, hash, account string, fn func(*keyUsage)) error
 	}
 	fn(&u)
 	return kb.Put([]byte(hash), u.appendJSON(make([]byte, 0, 192)))
+}
+
+// Record is a record of another package's bucket that its settlement work
+// (Options.Index) updates with UpdateRecord.
+type Record interface {
+	// DecodeRecord reads the stored value v into the record.
+	DecodeRecord(v []byte) error
+	// AppendRecord appends the value to store.
+	AppendRecord(b []byte) []byte
+}
+
+// UpdateRecord applies fn to the record key of bucket (a zero R when there
+// is none; the bucket is created when missing). Inside a group commit the
+// record is held in the group's memory like the account and key records:
+// read once, written once at the end of the group or before anything else
+// in the group opens bucket. Otherwise it is read and written at once.
+func UpdateRecord[R any, P interface {
+	*R
+	Record
+}](tx store.Tx, bucket, key []byte, fn func(P)) error {
+	g, grouped := tx.(*groupTx)
+	if grouped {
+		if r, ok := g.others[string(bucket)][string(key)]; ok {
+			fn(r.(P))
+			return nil
+		}
+		tx = g.Tx // read past the write-back: nothing of bucket is held
+	}
+	b, err := tx.CreateBucketIfNotExists(bucket)
+	if err != nil {
+		return err
+	}
+	r := P(new(R))
+	if v := b.Get(key); v != nil {
+		if err := r.DecodeRecord(v); err != nil {
+			return err
+		}
+	}
+	fn(r)
+	if !grouped {
+		return b.Put(key, r.AppendRecord(make([]byte, 0, 64)))
+	}
+	if g.others == nil {
+		g.others = map[string]map[string]Record{}
+	}
+	m := g.others[string(bucket)]
+	if m == nil {
+		m = map[string]Record{}
+		g.others[string(bucket)] = m
+	}
+	m[string(key)] = r
+	return nil
 }

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/switchyard/switchyard/host/store"
@@ -99,6 +100,69 @@ func TestGroupWriteBack(t *testing.T) {
 		}
 		if r, u := read(tx); r.Balance != 494 || u.Total != 36 {
 			t.Fatalf("plain transaction: account %+v, key %+v", r, u)
+		}
+		return nil
+	})
+}
+
+// counter is a Record for TestUpdateRecord.
+type counter struct{ n int }
+
+func (c *counter) DecodeRecord(v []byte) error {
+	c.n = 0
+	for _, d := range v {
+		c.n = c.n*10 + int(d-'0')
+	}
+	return nil
+}
+
+func (c *counter) AppendRecord(b []byte) []byte { return strconv.AppendInt(b, int64(c.n), 10) }
+
+// Another package's records (UpdateRecord) are held like the account and
+// key records: written once at the end of the group, or before anyone in
+// the group opens their bucket, which then reads every update before it.
+func TestUpdateRecord(t *testing.T) {
+	db := tempBolt(t)
+	bucket, key := []byte("daily"), []byte("k")
+	add := func(tx store.Tx, n int) {
+		t.Helper()
+		if err := UpdateRecord(tx, bucket, key, func(c *counter) { c.n += n }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := func(tx store.Tx) string {
+		b := tx.Bucket(bucket)
+		if b == nil {
+			return "<no bucket>"
+		}
+		return string(b.Get(key))
+	}
+	err := db.Update(func(raw store.Tx) error {
+		g := &groupTx{Tx: raw}
+		add(g, 1) // creates the bucket
+		add(g, 2)
+		if v := stored(raw); v != "" {
+			t.Fatalf("held updates were written before anyone opened the bucket: %q", v)
+		}
+		if v := stored(g); v != "3" { // opening it writes them
+			t.Fatalf("after two held updates the bucket has %q", v)
+		}
+		if err := g.Bucket(bucket).Put(key, []byte("10")); err != nil {
+			return err
+		}
+		add(g, 4) // starts from what was put
+		return g.writeBack()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Update(func(tx store.Tx) error {
+		if v := stored(tx); v != "14" {
+			t.Fatalf("committed %q, want 14", v)
+		}
+		add(tx, 1) // a plain transaction writes at once
+		if v := stored(tx); v != "15" {
+			t.Fatalf("plain transaction: %q", v)
 		}
 		return nil
 	})

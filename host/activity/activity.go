@@ -60,7 +60,9 @@ func Open(db store.DB) error {
 			var ierr error
 			last, err := billing.ForEachGenerationIn(tx, after, func(g *billing.Generation) bool {
 				n++
-				ierr = Index(tx, g)
+				// An interrupted backfill starts again from the first
+				// record: those it indexed then are skipped.
+				ierr = indexUnlessIndexed(tx, g)
 				return ierr == nil && n < 10000
 			})
 			after = last
@@ -91,8 +93,9 @@ func Open(db store.DB) error {
 // the pages to write per group commit.
 const indexFill = 0.9
 
-// Index adds g to its account's indexes and daily totals, once: a record
-// already indexed is left alone (the ledger may replay a transaction).
+// Index adds g to its account's indexes and daily totals. The ledger calls
+// it once per record, in the transaction that writes the record
+// (billing.IndexFunc), so it does not look for an earlier indexing.
 func Index(tx store.Tx, g *billing.Generation) error {
 	byTime, err := tx.CreateBucketIfNotExists(bucketByTime)
 	if err != nil {
@@ -100,9 +103,6 @@ func Index(tx store.Tx, g *billing.Generation) error {
 	}
 	byTime.SetFillPercent(indexFill)
 	es := entries(g)
-	if byTime.Get(es[0].key) != nil {
-		return nil
-	}
 	if err := byTime.Put(es[0].key, join(g.Model, g.Provider, g.Status, g.KeyHash)); err != nil {
 		return err
 	}
@@ -127,12 +127,18 @@ func Index(tx store.Tx, g *billing.Generation) error {
 	})
 }
 
+// indexUnlessIndexed is Index for a record that may be indexed already.
+func indexUnlessIndexed(tx store.Tx, g *billing.Generation) error {
+	if b := tx.Bucket(bucketByTime); b != nil && b.Get(entries(g)[0].key) != nil {
+		return nil
+	}
+	return Index(tx, g)
+}
+
 // Reads appends what Index reads (billing.Options.IndexReads), so a
 // shared store fetches it with the rest of a group's reads.
 func Reads(g *billing.Generation, dst []store.Ref) []store.Ref {
-	return append(dst,
-		store.Ref{Bucket: bucketByTime, Key: entries(g)[0].key},
-		store.Ref{Bucket: bucketDaily, Key: dailyKey(g)})
+	return append(dst, store.Ref{Bucket: bucketDaily, Key: dailyKey(g)})
 }
 
 // entry is one index entry of a record.

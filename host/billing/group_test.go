@@ -167,3 +167,30 @@ func TestUpdateRecord(t *testing.T) {
 		return nil
 	})
 }
+
+// The index runs once per record: a settlement committed again (a replay)
+// finds its record and indexes nothing.
+func TestIndexOncePerRecord(t *testing.T) {
+	calls := map[string]int{}
+	e, k := newEnv(t, NanosPerUSD, nil, "", Options{Index: func(_ store.Tx, g *Generation) error {
+		calls[g.ID]++
+		return nil
+	}})
+	r, aerr := e.l.Reserve(k, testReq("gen-once"))
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	g, err := r.Settle(Outcome{Usage: Usage{PromptTokens: 10, CompletionTokens: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.l.db.Update(func(tx store.Tx) error { return e.l.commit(tx, g, "") }); err != nil {
+		t.Fatal(err)
+	}
+	if calls["gen-once"] != 1 {
+		t.Fatalf("indexed %d times, want once", calls["gen-once"])
+	}
+}

@@ -10,19 +10,18 @@ import (
 // IndexFunc writes what is derived from a generation record (host/activity's
 // indexes and daily totals) in the transaction that writes the record, so
 // an index never names a record that is not there nor misses one that is.
-// It must be idempotent: a group that fails is replayed one operation at a
-// time.
+// It runs once per record, in the transaction that first writes it: a
+// settlement replayed (a group that failed runs again one operation at a
+// time) or repeated finds its record written and indexes nothing again.
 type IndexFunc func(tx store.Tx, g *Generation) error
 
 // commit is the settlement transaction plus the index.
 func (l *Ledger) commit(tx store.Tx, g *Generation, leaseOwner string) error {
-	if err := commitSettlement(tx, g, leaseOwner); err != nil {
+	written, err := commitSettlement(tx, g, leaseOwner)
+	if err != nil || !written || l.opts.Index == nil {
 		return err
 	}
-	if l.opts.Index != nil {
-		return l.opts.Index(tx, g)
-	}
-	return nil
+	return l.opts.Index(tx, g)
 }
 
 // commitReads appends what commit reads for g (see writer.go, op.reads).

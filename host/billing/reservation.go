@@ -463,42 +463,42 @@ const generationsFill = 0.95
 // account and the key, deletes the hold and writes the generation record,
 // all or nothing. A record already present means it was committed before,
 // and nothing happens.
-func commitSettlement(tx store.Tx, g *Generation, leaseOwner string) error {
+func commitSettlement(tx store.Tx, g *Generation, leaseOwner string) (written bool, err error) {
 	gens := tx.Bucket(bucketGenerations)
 	// Generation records are only appended, in id order (NewID): pages
 	// filled to 95% instead of bbolt's 50% split less and take half the
 	// space.
 	gens.SetFillPercent(generationsFill)
 	if gens.Get([]byte(g.ID)) != nil {
-		return nil
+		return false, nil
 	}
 	if err := updateAccount(tx, g.AccountID, func(r *accountRec) {
 		r.Balance -= g.Charged
 		r.Usage += g.Charged
 	}); err != nil {
-		return err
+		return false, err
 	}
 	if err := updateKeyUsage(tx, g.KeyHash, g.AccountID, func(u *keyUsage) {
 		u.add(g.Charged, g.SettledAt)
 	}); err != nil {
-		return err
+		return false, err
 	}
 	if err := tx.Bucket(bucketHolds).Delete([]byte(g.ID)); err != nil {
-		return err
+		return false, err
 	}
 	if leaseOwner != "" {
 		// Cluster mode: the charge was held against the owner's leases.
 		if err := addLease(tx, 'a', g.AccountID, leaseOwner, -g.Charged); err != nil {
-			return err
+			return false, err
 		}
 		if err := addLease(tx, 'k', g.KeyHash, leaseOwner, -g.Charged); err != nil {
-			return err
+			return false, err
 		}
 	}
 	// A record is ~650 bytes (a 1 KB chat's, measured): room for one
 	// with long names or an error message, so it is built without
 	// outgrowing its buffer into a second one.
-	return gens.Put([]byte(g.ID), g.appendJSON(make([]byte, 0, 1024)))
+	return true, gens.Put([]byte(g.ID), g.appendJSON(make([]byte, 0, 1024)))
 }
 
 // recover turns the holds found on disk into open reservations again and

@@ -90,7 +90,15 @@ func (t *boltTx) Bucket(name []byte) Bucket {
 	return nil
 }
 
+// CreateBucketIfNotExists looks the bucket up first: bbolt's copies the
+// name on every call, an allocation each time a settlement opens one of
+// the buckets that exist from the start.
 func (t *boltTx) CreateBucketIfNotExists(name []byte) (Bucket, error) {
+	if t.tx.Writable() {
+		if b := t.tx.Bucket(name); b != nil {
+			return boltBucket{b}, nil
+		}
+	}
 	b, err := t.tx.CreateBucketIfNotExists(name)
 	if err != nil {
 		return nil, mapBoltErr(err)
@@ -133,6 +141,11 @@ func (b boltBucket) Bucket(name []byte) Bucket {
 	return nil
 }
 func (b boltBucket) CreateBucketIfNotExists(name []byte) (Bucket, error) {
+	if b.b.Writable() {
+		if n := b.b.Bucket(name); n != nil {
+			return boltBucket{n}, nil
+		}
+	}
 	n, err := b.b.CreateBucketIfNotExists(name)
 	if err != nil {
 		return nil, mapBoltErr(err)

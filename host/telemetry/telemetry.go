@@ -49,11 +49,15 @@ type Options struct {
 type Telemetry struct {
 	o    Options
 	prop propagation.TextMapPropagator
+	// localsKey is o.LocalsKey as the interface fiber's Locals takes:
+	// converting the string field there cost an allocation a request.
+	localsKey any
 }
 
 // New returns a Telemetry reporting to o.
 func New(o Options) *Telemetry {
-	return &Telemetry{o: o, prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
+	return &Telemetry{o: o, localsKey: o.LocalsKey,
+		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
 }
 
 // Metrics is the metrics Telemetry reports to (nil: none).
@@ -123,7 +127,7 @@ func (t *Telemetry) Middleware(c *fiber.Ctx) error {
 	}
 	r.mu.Lock()
 	r.route = c.Route().Path
-	r.key, _ = c.Locals(t.o.LocalsKey).(*keys.Key)
+	r.key, _ = c.Locals(t.localsKey).(*keys.Key)
 	r.status = c.Response().StatusCode()
 	// Content is the prompt and answer of model calls only: a module
 	// upload or a key's creation is not the tenant's conversation.

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/switchyard/switchyard/abi/chatparams"
@@ -58,3 +59,22 @@ func TestBodyFor(t *testing.T) {
 func compact(b []byte) string { return gjson.ParseBytes(b).Get("@ugly").Raw }
 
 func routeKind(k catalog.Kind) route.Request { return route.Request{Kind: k} }
+
+// interned gives the string of its bytes, shares it once it has been seen,
+// and stops adding past its bound.
+func TestInterned(t *testing.T) {
+	if s := interned([]byte("/chat/completions")); s != "/chat/completions" {
+		t.Fatalf("interned %q", s)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = interned([]byte("/chat/completions")) }); n != 0 {
+		t.Fatalf("a path seen before allocated %v times", n)
+	}
+	for i := range 2 * maxInterned {
+		if s, want := interned([]byte(fmt.Sprintf("/p/%d", i))), fmt.Sprintf("/p/%d", i); s != want {
+			t.Fatalf("interned %q, want %q", s, want)
+		}
+	}
+	if n := len(*internTable.Load()); n > maxInterned {
+		t.Fatalf("the table grew to %d entries (bound %d)", n, maxInterned)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -92,7 +93,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		e.Retryable = true // another provider's adapter may do better
 		return nil, e
 	}
-	method, path, headers, ubody := string(out.Field(0)), string(out.Field(1)), out.Field(2), out.Field(3)
+	method, path, headers, ubody := interned(out.Field(0)), interned(out.Field(1)), out.Field(2), out.Field(3)
 	if method == "" || !strings.HasPrefix(path, "/") {
 		u.Close()
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
@@ -277,3 +278,31 @@ func retryable(status int) bool {
 func (u *Call) Scrub(text string) string {
 	return redact.Secret(text, u.Endpoint.Provider.APIKey)
 }
+
+// interned is string(b) for the methods and paths adapters return: a few
+// per provider and model, made into strings on every call otherwise. The
+// table is copied on write (reads take no lock) and stops growing at
+// maxInterned entries, against a module that makes up a path per call.
+func interned(b []byte) string {
+	p := internTable.Load()
+	t := *p
+	if s, ok := t[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(t) < maxInterned && len(b) <= 256 {
+		next := make(map[string]string, len(t)+1)
+		maps.Copy(next, t)
+		next[s] = s
+		internTable.CompareAndSwap(p, &next) // lost to another writer: it is added next time
+	}
+	return s
+}
+
+const maxInterned = 256
+
+var internTable = func() *atomic.Pointer[map[string]string] {
+	var p atomic.Pointer[map[string]string]
+	p.Store(&map[string]string{"POST": "POST", "GET": "GET"})
+	return &p
+}()

@@ -18,11 +18,13 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
-// ErrClientGone is the cause of a watched context the client ended.
+// ErrClientGone is the cause of a context ended because its client left
+// (the server's stream pump cancels with it).
 var ErrClientGone = errors.New("the client closed the connection")
 
 // Gone reports whether ctx ended because its client went away. Under a
@@ -35,7 +37,7 @@ func Gone(ctx context.Context) bool {
 		return true
 	}
 	w, ok := ctx.Value(watchKey{}).(*watch)
-	return ok && w.check()
+	return ok && (w.gone.Load() || w.check())
 }
 
 // Grace is how long Watch waits before it watches. Most answers come
@@ -46,28 +48,40 @@ func Gone(ctx context.Context) bool {
 // noticed when it ends, or sooner by Gone.
 const Grace = 50 * time.Millisecond
 
-// Watch returns a context derived from parent that is cancelled with cause
-// ErrClientGone when the client closes or resets conn (noticed from Grace
-// on; Gone notices it at once), and stop, which ends the watch
-// (idempotent; it does not cancel the context). stop must be called before
-// the handler returns: the connection then belongs to the server again. A
-// connection that cannot be watched (not a socket, or a platform without
-// MSG_PEEK) gets parent back unchanged.
-func Watch(parent context.Context, conn net.Conn) (context.Context, func()) {
-	return WatchAfter(parent, conn, Grace)
+// Stopper ends a watch.
+type Stopper interface {
+	// Stop ends the watch (idempotent; it does not end the context). It
+	// must be called before the handler returns: the connection then
+	// belongs to the server again.
+	Stop()
+}
+
+// Watch returns ctx, watched: cancel — which must end ctx, and is the
+// cancel of the context the request has already (its deadline's: a second
+// cancelable context per request cost four allocations and a timer's
+// worth of bookkeeping) — is called when the client closes or resets conn
+// (noticed from Grace on; Gone notices it at once), and Gone then says so.
+// A connection that cannot be watched (not a socket, or a platform without
+// MSG_PEEK) gets ctx back unchanged.
+func Watch(ctx context.Context, cancel context.CancelFunc, conn net.Conn) (context.Context, Stopper) {
+	return WatchAfter(ctx, cancel, conn, Grace)
 }
 
 // WatchAfter is Watch with a grace period of its own.
-func WatchAfter(parent context.Context, conn net.Conn, grace time.Duration) (context.Context, func()) {
+func WatchAfter(ctx context.Context, cancel context.CancelFunc, conn net.Conn, grace time.Duration) (context.Context, Stopper) {
 	rc := rawConn(conn)
 	if rc == nil || !supported {
-		return parent, func() {}
+		return ctx, unwatched{}
 	}
-	ctx, cancel := context.WithCancelCause(parent)
 	w := &watch{Context: ctx, cancel: cancel, conn: conn, rc: rc}
 	w.timer = time.AfterFunc(grace, w.start)
-	return w, w.stop
+	return w, w
 }
+
+// unwatched is the Stopper of a connection Watch could not watch.
+type unwatched struct{}
+
+func (unwatched) Stop() {}
 
 type watchKey struct{}
 
@@ -75,7 +89,8 @@ type watchKey struct{}
 // the watch over its connection.
 type watch struct {
 	context.Context
-	cancel context.CancelCauseFunc
+	cancel context.CancelFunc
+	gone   atomic.Bool // the client left; cancel was called
 	conn   net.Conn
 	rc     syscall.RawConn
 	timer  *time.Timer
@@ -116,7 +131,7 @@ func (w *watch) start() {
 	w.mu.Unlock()
 	defer close(w.done)
 	if peekGone(w.rc) {
-		w.cancel(ErrClientGone)
+		w.end()
 	}
 }
 
@@ -129,11 +144,18 @@ func (w *watch) check() bool {
 	if w.state != graceful || !peekGoneNow(w.rc) {
 		return false
 	}
-	w.cancel(ErrClientGone)
+	w.end()
 	return true
 }
 
-func (w *watch) stop() {
+// end records that the client left and ends the context.
+func (w *watch) end() {
+	w.gone.Store(true)
+	w.cancel()
+}
+
+// Stop ends the watch (Stopper).
+func (w *watch) Stop() {
 	w.mu.Lock()
 	state := w.state
 	w.state = stopped

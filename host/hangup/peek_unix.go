@@ -3,6 +3,7 @@
 package hangup
 
 import (
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -11,12 +12,27 @@ import (
 const supported = true
 
 // peekGoneNow reports whether the peer has closed or reset the socket,
-// without waiting.
+// without waiting. It runs once a request: its closure and buffer are
+// pooled (a closure over a result made three allocations a call).
 func peekGoneNow(rc syscall.RawConn) bool {
-	var gone bool
-	err := rc.Control(func(fd uintptr) { gone = peek(int(fd)) == peekedGone })
-	return err == nil && gone
+	p := peekers.Get().(*peeker)
+	err := rc.Control(p.fn)
+	gone := err == nil && p.result == peekedGone
+	peekers.Put(p)
+	return gone
 }
+
+type peeker struct {
+	fn     func(fd uintptr) // peeks into buf, sets result
+	result int
+	buf    [1]byte
+}
+
+var peekers = sync.Pool{New: func() any {
+	p := new(peeker)
+	p.fn = func(fd uintptr) { p.result = peek(int(fd), p.buf[:]) }
+	return p
+}}
 
 const (
 	peekedNothing = iota // nothing to read yet
@@ -24,11 +40,11 @@ const (
 	peekedData           // a pipelined request waits: the client is there
 )
 
-// peek looks at the socket without consuming or waiting.
-func peek(fd int) int {
-	var b [1]byte
+// peek looks at the socket without consuming or waiting; b (one byte) is
+// where the peeked byte goes.
+func peek(fd int, b []byte) int {
 	for {
-		n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		n, _, err := unix.Recvfrom(fd, b, unix.MSG_PEEK|unix.MSG_DONTWAIT)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -45,8 +61,9 @@ func peek(fd int) int {
 // passes, and reports whether the peer closed or reset it.
 func peekGone(rc syscall.RawConn) bool {
 	var gone bool
+	var b [1]byte
 	err := rc.Read(func(fd uintptr) bool {
-		switch peek(int(fd)) {
+		switch peek(int(fd), b[:]) {
 		case peekedNothing:
 			return false // wait in the poller
 		case peekedGone:

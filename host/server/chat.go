@@ -39,8 +39,8 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.Dispatcher.RequestTimeout)
 	// Until the handler returns, a client that hangs up cancels the work
 	// (a stream's pump notices it by its failed writes afterwards).
-	ctx, stopWatch := hangup.Watch(ctx, c.Context().Conn())
-	defer stopWatch()
+	ctx, stopWatch := hangup.Watch(ctx, cancel, c.Context().Conn())
+	defer stopWatch.Stop()
 	genID := newGenerationID()
 	// Host functions called by this request's modules (chat sub-requests
 	// among them) act for it: the same key, counted in its usage.

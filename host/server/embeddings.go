@@ -31,8 +31,8 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	acct := s.Keys.Providers(key.AccountID)
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.Dispatcher.RequestTimeout) // with the request's telemetry
 	defer cancel()
-	ctx, stopWatch := hangup.Watch(ctx, c.Context().Conn()) // a client that hangs up cancels the call
-	defer stopWatch()
+	ctx, stopWatch := hangup.Watch(ctx, cancel, c.Context().Conn()) // a client that hangs up cancels the call
+	defer stopWatch.Stop()
 	r, aerr := s.Dispatcher.Run(ctx, &dispatch.Job{
 		Key: key, GenID: newGenerationID(), Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
 		Read: dispatch.ReadEmbeddings(req.Inputs, req.Base64),

@@ -58,16 +58,28 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	ctx, body := in.Field(0), in.Field(1)
 	drops := &a.drops
 	drops.Load(ctx, nil) // only the drop list is read here
-	stream := sdk.Get(body, "stream").Bool()
 	out.FieldString("POST")
 	out.FieldString("/chat/completions")
 	a.headers(out)
 	out.Open()
 	out.Byte('{')
 	out.MemberString("model", sdk.Get(ctx, "model").Str)
-	var effort gjson.Result
-	hasEffort := false
+	// One walk of the body: what the rest needs to know of it (the first
+	// member of each name, as a Get would find) is noted on the way, not
+	// looked up with three more scans.
+	var effort, stream gjson.Result
+	hasEffort, hasSearch, hasPlugins := false, false, false
 	sdk.Members(body, func(key string, v gjson.Result) bool {
+		switch key {
+		case "stream":
+			if !stream.Exists() {
+				stream = v
+			}
+		case "web_search_options":
+			hasSearch = true
+		case "plugins":
+			hasPlugins = true
+		}
 		switch {
 		case key == "model" || key == "stream_options":
 		case key == "reasoning":
@@ -88,12 +100,12 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	}
 	// The web plugin's native engine: OpenAI searches when the request
 	// carries web_search_options (forwarded above when the client sent it).
-	if !sdk.Get(body, "web_search_options").Exists() && sdk.Get(body, "plugins").Exists() {
+	if !hasSearch && hasPlugins {
 		if o, on := websearch.Requested(gjson.ParseBytes(body)); on {
 			out.Member("web_search_options", searchOptions(o))
 		}
 	}
-	if stream {
+	if stream.Bool() {
 		// Usage arrives in a last chunk only when asked for; the gateway
 		// always reports full usage (spec 2.1 stream_options).
 		out.Member("stream_options", `{"include_usage":true}`)

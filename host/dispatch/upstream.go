@@ -46,7 +46,7 @@ type Call struct {
 	release  func()
 	cancel   context.CancelFunc
 	timer    *time.Timer
-	timedOut *atomic.Bool
+	timedOut atomic.Bool
 }
 
 // Close ends the attempt: the upstream connection and the module pin.
@@ -85,7 +85,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
 			Message: fmt.Sprintf("provider %s: its adapter module %q is not loaded", ep.Provider.Slug, ep.Provider.Adapter)}
 	}
-	u := &Call{Endpoint: ep, Module: mod, Ctx: actx, d: d, release: release, timedOut: new(atomic.Bool), Started: time.Now()}
+	u := &Call{Endpoint: ep, Module: mod, Ctx: actx, d: d, release: release, Started: time.Now()}
 	out, err := mod.Call(ctx, hook, actx.JSON(), body)
 	if err != nil {
 		u.Close()
@@ -131,9 +131,8 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 	if keepSent {
 		u.SentBody = ubody
 	}
-	timedOut := u.timedOut
 	u.timer = time.AfterFunc(d.AttemptTimeout, func() {
-		timedOut.Store(true)
+		u.timedOut.Store(true)
 		cancel()
 	})
 	u.sent = true

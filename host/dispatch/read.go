@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/wire"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -74,7 +75,7 @@ func normalizeEmbeddings(call *Call, raw []byte, want int, b64 bool) ([]byte, *a
 	bad := &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
 		Message: "provider " + slug + " returned a response that is not an embeddings list"}
 	data := gjson.GetBytes(raw, "data")
-	if !gjson.ValidBytes(raw) || !data.IsArray() {
+	if !jsonwalk.ValidBytes(raw) || !data.IsArray() {
 		return nil, bad
 	}
 	items := data.Array()

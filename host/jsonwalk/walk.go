@@ -56,6 +56,44 @@ func (d *Doc) Root() gjson.Result {
 // Unbounded is the max of Index that follows any nesting.
 const Unbounded = int(^uint(0) >> 1)
 
+// MaxNesting is the deepest nesting Valid accepts, encoding/json's bound.
+// gjson's syntax check recurses once per level: ten million "[" from an
+// upstream or a module's output overflowed the goroutine's stack, which is
+// a fatal error, not a panic — the whole gateway. At this bound the check
+// needs about a megabyte of stack.
+const MaxNesting = 10000
+
+// Valid reports whether s is valid JSON nested at most MaxNesting deep:
+// gjson.Valid, safe on any input. The host checks what an upstream, a
+// module or a client sent with it, never with gjson.Valid directly.
+func Valid(s string) bool { return withinDepth(s, MaxNesting) && gjson.Valid(s) }
+
+// ValidBytes is Valid of b, without a copy.
+func ValidBytes(b []byte) bool { return Valid(String(b)) }
+
+// withinDepth reports whether the containers of s nest at most max deep,
+// tokenizing strings as Index does (so up to gjson's first syntax error,
+// the depth it would recurse to), iteratively.
+func withinDepth(s string, max int) bool {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			i = strEnd(s, i) - 1
+		case '{', '[':
+			if depth++; depth > max {
+				return false
+			}
+		case '}', ']':
+			if depth == 0 {
+				return true // invalid JSON, which gjson stops at
+			}
+			depth--
+		}
+	}
+	return true
+}
+
 // Index records the containers of d.s and reports false when they nest
 // deeper than max. It runs before the syntax check, on any input, and
 // tokenizes strings as a JSON parser does, so up to a parser's first error

@@ -125,3 +125,45 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// TestValid: what gjson.Valid says, except that nesting past MaxNesting is
+// refused — and a document of ten million "[" is answered, not a stack
+// overflow (gjson.Valid alone kills the process on it).
+func TestValid(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, tc := range []struct {
+		name string
+		doc  string
+		want bool
+	}{
+		{"object", `{"a":[1,{"b":"[[["}]}`, true},
+		{"brackets in strings do not nest", `["` + strings.Repeat("[", 20000) + `"]`, true},
+		{"escaped quote", `["\"[[[", 1]`, true},
+		{"invalid", `{"a":}`, false},
+		{"at the bound", deep(MaxNesting), true},
+		{"past the bound", deep(MaxNesting + 1), false},
+		{"ten million open", strings.Repeat("[", 10_000_000), false},
+		{"stray closer first", `]` + strings.Repeat("[", 20), false},
+	} {
+		if got := Valid(tc.doc); got != tc.want {
+			t.Errorf("%s: Valid = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := ValidBytes([]byte(tc.doc)); got != tc.want {
+			t.Errorf("%s: ValidBytes = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func FuzzValid(f *testing.F) {
+	for _, doc := range corpus {
+		f.Add(doc)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		if len(doc) > MaxNesting { // below the bound, they agree
+			return
+		}
+		if Valid(doc) != gjson.Valid(doc) {
+			t.Fatalf("Valid(%q) = %v, gjson.Valid %v", doc, Valid(doc), gjson.Valid(doc))
+		}
+	})
+}

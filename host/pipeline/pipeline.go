@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/wasm"
@@ -93,7 +94,7 @@ type stage struct {
 // setState makes state (a JSON value the plugin returned) ctx.state of the
 // stage's later hooks in this request. Anything but valid JSON is ignored.
 func (s *stage) setState(state []byte) {
-	if len(state) == 0 || !gjson.ValidBytes(state) {
+	if len(state) == 0 || !jsonwalk.ValidBytes(state) {
 		return
 	}
 	ctx := make([]byte, 0, len(s.base)+len(state)+10)
@@ -448,14 +449,14 @@ func (p *Pipeline) Pre(ctx context.Context, body []byte) (Result, *apierr.Error)
 		switch action {
 		case abi.ActionContinue:
 			if len(b) > 0 {
-				if !gjson.ValidBytes(b) || !gjson.ParseBytes(b).IsObject() {
+				if !jsonwalk.ValidBytes(b) || !gjson.ParseBytes(b).IsObject() {
 					return res, s.fail("pre_request", "returned a request that is not a JSON object")
 				}
 				res.Body = b
 			}
 			s.setState(out.Field(3))
 		case abi.ActionRespond:
-			if !gjson.ValidBytes(b) || !gjson.GetBytes(b, "choices").IsArray() {
+			if !jsonwalk.ValidBytes(b) || !gjson.GetBytes(b, "choices").IsArray() {
 				return res, s.fail("pre_request", "responded with something that is not a chat result")
 			}
 			res.Respond = b
@@ -484,7 +485,7 @@ func (p *Pipeline) Post(ctx context.Context, result []byte) ([]byte, *apierr.Err
 		switch action {
 		case abi.ActionContinue:
 			if len(b) > 0 {
-				if !gjson.ValidBytes(b) {
+				if !jsonwalk.ValidBytes(b) {
 					return nil, s.fail("post_response", "returned a result that is not JSON")
 				}
 				result = b
@@ -546,7 +547,7 @@ func (p *Pipeline) Chunk(ctx context.Context, chunk []byte) ([][]byte, *apierr.E
 // name and hook.
 func (p *Pipeline) record(s *stage, hook, action string, summary []byte) {
 	e := map[string]any{}
-	if len(summary) > 0 && gjson.ValidBytes(summary) {
+	if len(summary) > 0 && jsonwalk.ValidBytes(summary) {
 		_ = json.Unmarshal(summary, &e)
 	}
 	if e == nil {
@@ -608,7 +609,7 @@ func (s *stage) fail(hook, msg string) *apierr.Error {
 // a guardrail matched).
 func (s *stage) block(b []byte, stages []map[string]any) *apierr.Error {
 	e := &apierr.Error{Status: http.StatusForbidden, Message: "request blocked by plugin " + s.name}
-	if gjson.ValidBytes(b) {
+	if jsonwalk.ValidBytes(b) {
 		// A 4xx refuses the request; a 5xx says the plugin's own work
 		// failed upstream (a fusion whose every panel member failed).
 		if c := int(gjson.GetBytes(b, "code").Int()); c >= 400 && c < 600 {

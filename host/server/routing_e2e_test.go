@@ -379,6 +379,18 @@ func TestRoutingFaults(t *testing.T) {
 		_, _ = w.Write([]byte(`{"object":"list","data":[]}`))
 	})
 
+	// 200 whose JSON nests ten million levels deep: a syntax check that
+	// recursed per level (gjson.Valid) overflowed the goroutine's stack,
+	// a fatal error that ended the whole gateway (jsonwalk.Valid).
+	deepJSON := serve(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"choices":` + strings.Repeat("[", 10_000_000)))
+	})
+	deepSSE := serve(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"choices\":" + strings.Repeat("[", 10_000_000) + "\n\n"))
+	})
+
 	type tc struct {
 		name   string
 		a, b   demo.Faults
@@ -389,6 +401,9 @@ func TestRoutingFaults(t *testing.T) {
 		served string // "a" or "b" on success
 		calls  [2]int64
 		errIn  string // on error: the message names this provider ("a"/"b")
+		// noContent: a stream served by "a" that ends in its error chunk
+		// before any content.
+		noContent bool
 	}
 	slow := demo.Faults{Delay: 10 * time.Second} // past the attempt limit below
 	cases := []tc{
@@ -399,6 +414,10 @@ func TestRoutingFaults(t *testing.T) {
 		{name: "connection refused", aURL: refused, served: "b", calls: [2]int64{0, 1}},
 		{name: "headers then no body", aURL: stalled, served: "b", calls: [2]int64{1, 1}},
 		{name: "200 that is not a chat completion", aURL: garbage, served: "b", calls: [2]int64{1, 1}},
+		{name: "200 nested ten million deep", aURL: deepJSON, served: "b", calls: [2]int64{1, 1}},
+		// The deep event is dropped as no chunk; the stream then ends
+		// without one, as any stream of only unreadable events does.
+		{name: "stream nested ten million deep", stream: true, aURL: deepSSE, served: "a", noContent: true, calls: [2]int64{1, 0}},
 		{name: "400 is the caller's fault: no fallback", a: demo.Faults{Status: 400}, status: 400, errIn: "a", calls: [2]int64{1, 0}},
 		{name: "every endpoint fails: last error", a: demo.Faults{Status: 429}, b: demo.Faults{Status: 500}, status: 502, errIn: "b", calls: [2]int64{1, 1}},
 		{name: "every endpoint fails: last error 529", a: demo.Faults{Status: 500}, b: demo.Faults{Status: 529}, status: 529, errIn: "b", calls: [2]int64{1, 1}},
@@ -472,7 +491,7 @@ func TestRoutingFaults(t *testing.T) {
 					}
 					final = s.chunks[len(s.chunks)-1]
 					if c.served == "a" { // cut after content
-						if s.text() == "" {
+						if s.text() == "" && !c.noContent {
 							t.Fatalf("the upstream sent content before the cut, the client got none:\n%s", s.raw)
 						}
 						if final.Get("choices.0.finish_reason").Str != "error" || final.Get("error.code").Int() != 502 ||

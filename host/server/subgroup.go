@@ -9,6 +9,7 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/tidwall/gjson"
@@ -62,7 +63,7 @@ func (g *subGroup) release() {
 func (s *Server) reserveFor(parent *chatRequest) func(ctx context.Context, plan []byte) (int, []byte, int, error) {
 	return func(ctx context.Context, plan []byte) (int, []byte, int, error) {
 		fail := func(e *apierr.Error) (int, []byte, int, error) { return e.Status, e.Envelope(nil), 0, nil }
-		if !gjson.ValidBytes(plan) {
+		if !jsonwalk.ValidBytes(plan) {
 			return fail(apierr.BadRequest("plan", "the chat_reserve plan is not JSON"))
 		}
 		calls := gjson.GetBytes(plan, "calls").Array()

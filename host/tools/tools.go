@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/tidwall/gjson"
@@ -308,7 +309,7 @@ func (t *Tool) Run(ctx context.Context, env Env, c Call) Outcome {
 	if args == "" {
 		args = "{}"
 	}
-	if !gjson.Valid(args) || !gjson.Parse(args).IsObject() {
+	if !jsonwalk.Valid(args) || !gjson.Parse(args).IsObject() {
 		return fail("tool %s was called with arguments that are not a JSON object", t.Name)
 	}
 	if err := t.decl.CheckArguments([]byte(args)); err != nil {
@@ -327,7 +328,7 @@ func (t *Tool) Run(ctx context.Context, env Env, c Call) Outcome {
 	switch {
 	case len(result) > MaxResult:
 		return fail("tool %s returned %d bytes, more than the %d a result may have", t.Name, len(result), MaxResult)
-	case !gjson.ValidBytes(result):
+	case !jsonwalk.ValidBytes(result):
 		return fail("tool %s returned a result that is not JSON", t.Name)
 	}
 	if c := strings.TrimSpace(string(out.Field(1))); c != "" {

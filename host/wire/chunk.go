@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/tidwall/gjson"
 )
 
@@ -111,7 +112,7 @@ const (
 // fast is Next for a chunk that needs no repair. ok is false when the chunk
 // needs the original path.
 func (s *ChunkStream) fast(ch []byte) (out []byte, ok bool) {
-	if len(ch) == 0 || ch[0] != '{' || !utf8.Valid(ch) || !gjson.ValidBytes(ch) {
+	if len(ch) == 0 || ch[0] != '{' || !utf8.Valid(ch) || !jsonwalk.ValidBytes(ch) {
 		return nil, false
 	}
 	// Parsed without a copy: the results alias ch, which is not changed.

@@ -42,9 +42,6 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 		b = []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
 		r.fixes = append(r.fixes, "invalid UTF-8 replaced with U+FFFD")
 	}
-	if !gjson.ValidBytes(b) {
-		return nil, append(r.fixes, "not valid JSON"), false
-	}
 	// Walked without a copy (an answer may be tens of MB): the results
 	// point into b, which sjson never edits in place — each edit makes a
 	// new r.b — so they stay valid while r.b changes. The walker reads
@@ -58,7 +55,14 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 		}
 	}()
 	d.Reset(unsafe.String(unsafe.SliceData(b), len(b)))
-	d.Index(jsonwalk.Unbounded)
+	// The index bounds the nesting first: gjson's syntax check recurses
+	// once per level (jsonwalk.Valid; this is it, without a second pass).
+	if !d.Index(jsonwalk.MaxNesting) {
+		return nil, append(r.fixes, "nested deeper than "+strconv.Itoa(jsonwalk.MaxNesting)+" levels"), false
+	}
+	if !gjson.ValidBytes(b) {
+		return nil, append(r.fixes, "not valid JSON"), false
+	}
 	r.d, r.b = d, b
 	root := d.Root()
 	if !root.IsObject() {

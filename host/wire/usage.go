@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/billing"
 
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -30,7 +31,7 @@ func usageOf(us gjson.Result, body []byte) (u billing.Usage, ok bool) {
 	if !us.IsObject() {
 		return billing.Usage{}, false
 	}
-	if !gjson.Valid(us.Raw) {
+	if !jsonwalk.Valid(us.Raw) {
 		return parseUsageByGet(body)
 	}
 	// Each object's members in one pass (members, repair.go): a Get per
@@ -177,7 +178,7 @@ var usageKeys = [...]string{"prompt_tokens", "completion_tokens", "total_tokens"
 // writeUsageBySets: invalid JSON, escaped keys, a details member that is
 // an array.
 func mergeUsage(old string, g *billing.Generation) (usage []byte, ok bool) {
-	if !gjson.Valid(old) || strings.IndexByte(old, '\\') >= 0 {
+	if !jsonwalk.Valid(old) || strings.IndexByte(old, '\\') >= 0 {
 		return nil, false
 	}
 	u := g.Usage

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -187,7 +188,7 @@ func chunkAt(ch []byte, id Identity, now int64) []byte {
 // object with a choices array whose items are objects. It is how the host
 // checks what a post_chunk plugin hands back before a client sees it.
 func IsChunk(b []byte) bool {
-	if !gjson.ValidBytes(b) {
+	if !jsonwalk.ValidBytes(b) {
 		return false
 	}
 	root := gjson.ParseBytes(b)
@@ -222,7 +223,7 @@ func (id Identity) DebugChunk(sent []byte) []byte {
 }
 
 func validJSONOr(b []byte) []byte {
-	if gjson.ValidBytes(b) {
+	if jsonwalk.ValidBytes(b) {
 		return b
 	}
 	return []byte(strconv.Quote(string(b)))

@@ -167,3 +167,26 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkValid is the check of an upstream answer (1 KB, a long content
+// string): the nesting counted first, then gjson's check, against gjson's
+// check alone.
+func BenchmarkValid(b *testing.B) {
+	doc := `{"id":"chatcmpl-1","object":"chat.completion","created":1763856000,"model":"gpt-4o-mini","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"` + strings.Repeat("lorem ipsum ", 70) + `","refusal":null},` +
+		`"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":250,"completion_tokens":20,"total_tokens":270}}`
+	for _, bc := range []struct {
+		name string
+		fn   func(string) bool
+	}{{"jsonwalk", Valid}, {"gjson", gjson.Valid}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if !bc.fn(doc) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -174,4 +175,33 @@ func sameFacts(t *testing.T, in string) {
 			t.Fatalf("%q: finish %q, read back %q", in, got, want)
 		}
 	}
+}
+
+// BenchmarkCompletionFacts is what the gateway does with a non-streaming
+// answer after its repair: the completion written with our identity, its
+// usage and finish reason read — in one pass (facts) and by reading the
+// written completion back (readBack, as before).
+func BenchmarkCompletionFacts(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1763856000,"model":"gpt-4o-mini-2024-07-18",` +
+		`"system_fingerprint":"fp_fake","choices":[{"index":0,"message":{"role":"assistant","content":"` + strings.Repeat("hello ", 20) +
+		`","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":250,"completion_tokens":20,"total_tokens":270}}`)
+	id := Identity{GenID: "gen-08DrvsAbCdEfGhIjKlMnOpQr", Model: "bench/chat", Provider: "fake"}
+	b.Run("facts", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, f := CompletionFacts(body, id, "chat.completion")
+			if _, ok := f.Usage(); !ok || f.FinishReason() != "stop" {
+				b.Fatal("no usage or finish reason")
+			}
+		}
+	})
+	b.Run("readBack", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			out := Completion(body, id, "chat.completion")
+			if _, ok := ParseUsage(out); !ok || gjson.GetBytes(out, "choices.0.finish_reason").Str != "stop" {
+				b.Fatal("no usage or finish reason")
+			}
+		}
+	})
 }

@@ -53,9 +53,6 @@ func (d *Doc) Root() gjson.Result {
 	return r
 }
 
-// Unbounded is the max of Index that follows any nesting.
-const Unbounded = int(^uint(0) >> 1)
-
 // MaxNesting is the deepest nesting Valid accepts, encoding/json's bound.
 // gjson's syntax check recurses once per level: ten million "[" from an
 // upstream or a module's output overflowed the goroutine's stack, which is

@@ -40,15 +40,28 @@ func Completion(raw []byte, id Identity, object string) []byte {
 // that writes the completion; reading them back scanned the answer twice
 // more.
 type Facts struct {
-	body           []byte       // the completion written
-	usage, choices gjson.Result // its first members of those names
+	body []byte // the completion written
+	// walked: the pass found usage and choices, its first members of
+	// those names; otherwise they are read from body when asked for.
+	walked         bool
+	usage, choices gjson.Result
 }
 
 // Usage is ParseUsage of the completion.
-func (f Facts) Usage() (billing.Usage, bool) { return usageOf(f.usage, f.body) }
+func (f Facts) Usage() (billing.Usage, bool) {
+	if !f.walked {
+		return ParseUsage(f.body)
+	}
+	return usageOf(f.usage, f.body)
+}
 
 // FinishReason is the completion's choices.0.finish_reason ("" when none).
-func (f Facts) FinishReason() string { return f.choices.Get("0.finish_reason").Str }
+func (f Facts) FinishReason() string {
+	if !f.walked {
+		return gjson.GetBytes(f.body, "choices.0.finish_reason").Str
+	}
+	return f.choices.Get("0.finish_reason").Str
+}
 
 // CompletionFacts is Completion, and the facts of what it wrote (for raw
 // that is valid JSON, as a repaired answer is).
@@ -58,9 +71,9 @@ func CompletionFacts(raw []byte, id Identity, object string) ([]byte, Facts) {
 	top := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
 	if !top.IsObject() {
 		out := completionBySet(raw, id, object)
-		return out, Facts{body: out, usage: gjson.GetBytes(out, "usage"), choices: gjson.GetBytes(out, "choices")}
+		return out, Facts{body: out} // read when asked for: Completion's callers never ask
 	}
-	var f Facts
+	f := Facts{walked: true}
 	// One pass, one copy: the identity first, then the upstream's members
 	// but those replaced. Setting each key with sjson copied the whole
 	// body once per key (six copies of a 30 MB answer).

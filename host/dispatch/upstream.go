@@ -22,6 +22,7 @@ import (
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/redact"
 	"github.com/switchyard/switchyard/host/telemetry"
+	"github.com/switchyard/switchyard/host/upstream"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/host/wire"
 )
@@ -66,9 +67,15 @@ func (u *Call) Close() {
 	}
 }
 
-// HeadersReceived stops the attempt timer: from here the request deadline
-// bounds the call.
-func (u *Call) HeadersReceived() { u.timer.Stop() }
+// HeadersReceived ends the attempt's time limit: from here the request
+// deadline bounds the call.
+func (u *Call) HeadersReceived() {
+	if u.timer != nil {
+		u.timer.Stop()
+	} else if u.Resp != nil {
+		upstream.EndAttempt(u.Resp)
+	}
+}
 
 // Hook runs one of the adapter's response hooks on this attempt.
 func (u *Call) Hook(ctx context.Context, hook abi.Hook, fields ...[]byte) (*wasm.Output, error) {
@@ -103,9 +110,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 	if strings.Contains(path, abi.APIKeyPlaceholder) {
 		path = strings.ReplaceAll(path, abi.APIKeyPlaceholder, url.QueryEscape(key))
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	u.cancel = cancel
-	req, rerr := http.NewRequestWithContext(cctx, method, ep.Provider.BaseURL+path, bytes.NewReader(ubody))
+	req, rerr := http.NewRequestWithContext(ctx, method, ep.Provider.BaseURL+path, bytes.NewReader(ubody))
 	if rerr != nil {
 		u.Close()
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
@@ -131,12 +136,8 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 	if keepSent {
 		u.SentBody = ubody
 	}
-	u.timer = time.AfterFunc(d.AttemptTimeout, func() {
-		u.timedOut.Store(true)
-		cancel()
-	})
 	u.sent = true
-	resp, derr := d.do(req)
+	resp, derr := d.do(u, req)
 	if derr != nil {
 		e := u.TransportError(ctx, derr)
 		u.Close()
@@ -155,25 +156,49 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 	return u, nil
 }
 
-// do sends req through Direct when it can (see Dispatcher), through
-// Client otherwise; a failure is the *url.Error Client.Do would return.
-func (d *Dispatcher) do(req *http.Request) (*http.Response, error) {
-	if d.Direct == nil || req.URL.User != nil {
+// do sends u's request through Direct when it can (see Dispatcher),
+// through Client otherwise; a failure is the *url.Error Client.Do would
+// return. The attempt's time limit runs from here: the gateway's own
+// transport keeps it as the connection's deadline; for any other, it is
+// a timer that cancels a context of the attempt's own.
+func (d *Dispatcher) do(u *Call, req *http.Request) (*http.Response, error) {
+	direct := d.Direct != nil && req.URL.User == nil
+	if t, ok := d.Direct.(*upstream.Transport); ok && direct {
+		resp, served, err := t.RoundTripWithin(req, time.Now().Add(d.AttemptTimeout))
+		if served {
+			if err != nil {
+				return nil, urlError(req, err)
+			}
+			return resp, nil
+		}
+	}
+	cctx, cancel := context.WithCancel(req.Context())
+	u.cancel = cancel
+	u.timer = time.AfterFunc(d.AttemptTimeout, func() {
+		u.timedOut.Store(true)
+		cancel()
+	})
+	req = req.WithContext(cctx)
+	if !direct {
 		return d.Client.Do(req)
 	}
 	resp, err := d.Direct.RoundTrip(req)
 	if err != nil {
-		op := req.Method[:1] + strings.ToLower(req.Method[1:])
-		return nil, &url.Error{Op: op, URL: req.URL.String(), Err: err}
+		return nil, urlError(req, err)
 	}
 	return resp, nil
+}
+
+func urlError(req *http.Request, err error) error {
+	op := req.Method[:1] + strings.ToLower(req.Method[1:])
+	return &url.Error{Op: op, URL: req.URL.String(), Err: err}
 }
 
 // TransportError classifies a failure to get (or read) a response.
 func (u *Call) TransportError(ctx context.Context, err error) *apierr.Error {
 	slug := u.Endpoint.Provider.Slug
 	switch {
-	case u.timedOut.Load():
+	case u.timedOut.Load() || errors.Is(err, upstream.ErrAttemptTimeout):
 		return &apierr.Error{Status: apierr.StatusEdgeTimeout, Retryable: true,
 			Message: fmt.Sprintf("provider %s did not respond within %s", slug, u.d.AttemptTimeout)}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):

@@ -19,8 +19,14 @@
 // net/http Transport.
 //
 // Cancellation is the request's context: when it ends, the connection's
-// deadline is set in the past, which ends a blocked write or read at once;
-// that connection is then closed, never reused.
+// deadline is set in the past, which ends a blocked write or read; that
+// connection is then closed, never reused. A call watches its context only
+// once it has run for Grace: most calls end sooner, and the watch
+// (context.AfterFunc) cost five allocations and its bookkeeping on every
+// one. Until then the connection's deadline is the grace's end, and the
+// read or write it ends starts the watch and goes on. A context's deadline
+// and a call's attempt deadline (RoundTripWithin) are the connection's
+// deadline too, so they need no timer of their own.
 package upstream
 
 import (
@@ -32,6 +38,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -48,6 +55,15 @@ const (
 	// fails the call instead of filling memory.
 	DefaultMaxHeaderBytes = 1 << 20
 )
+
+// ErrAttemptTimeout is a call's failure past its attempt deadline
+// (RoundTripWithin).
+var ErrAttemptTimeout = errors.New("upstream: no response within the attempt's time limit")
+
+// Grace is how long a call runs before it watches its context (see the
+// package comment): a context that ends sooner ends the call when the
+// grace does, at the latest.
+const Grace = 50 * time.Millisecond
 
 // Transport is an http.RoundTripper (see the package comment). Its fields
 // are set before the first request.
@@ -80,6 +96,32 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return t.Fallback.RoundTrip(req)
 	}
+	return t.roundTrip(req, time.Time{})
+}
+
+// RoundTripWithin is RoundTrip bounded by an attempt deadline, which holds
+// until the response has been read to its end or EndAttempt is called on
+// it (a stream's relay calls it once the head is in), and fails the call
+// with ErrAttemptTimeout. served is false for a request this transport
+// hands to Fallback (https, proxied): nothing was done, and the caller
+// sends it its own way.
+func (t *Transport) RoundTripWithin(req *http.Request, attempt time.Time) (resp *http.Response, served bool, err error) {
+	if req.URL.Scheme != "http" || t.proxied(req) {
+		return nil, false, nil
+	}
+	resp, err = t.roundTrip(req, attempt)
+	return resp, true, err
+}
+
+// EndAttempt lifts the attempt deadline of a response RoundTripWithin
+// returned; for any other response it does nothing.
+func EndAttempt(resp *http.Response) {
+	if b, ok := resp.Body.(*body); ok {
+		b.endAttempt()
+	}
+}
+
+func (t *Transport) roundTrip(req *http.Request, deadline time.Time) (*http.Response, error) {
 	if err := validHeader(req.Header); err != nil {
 		closeBody(req)
 		return nil, err
@@ -92,7 +134,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(req)
 			return nil, err
 		}
-		resp, err := c.roundTrip(req)
+		resp, err := c.roundTrip(req, deadline)
 		if err == nil {
 			return resp, nil
 		}
@@ -198,7 +240,7 @@ func (t *Transport) get(ctx context.Context, key string) (*conn, bool, error) {
 		return nil, false, err
 	}
 	c := &conn{Conn: nc, t: t, key: key}
-	c.lim = limitReader{r: nc, n: -1}
+	c.lim = limitReader{r: (*connReader)(c), n: -1}
 	c.br = bufio.NewReaderSize(&c.lim, 4<<10)
 	return c, false, nil
 }
@@ -297,6 +339,15 @@ type conn struct {
 	br        *bufio.Reader
 	lim       limitReader
 	idleSince time.Time
+
+	// The current call's bounds (see the package comment). mu guards them:
+	// the context's AfterFunc runs in a goroutine of its own.
+	mu       sync.Mutex
+	ctx      context.Context
+	attempt  time.Time   // zero: none, or ended (EndAttempt)
+	graceEnd time.Time   // zero: the context is watched, or cannot end
+	stop     func() bool // the watch's, once it runs
+	aborted  bool        // the context ended: the deadline stays in the past
 }
 
 // aLongTimeAgo is a deadline that has passed: setting it ends a blocked
@@ -307,14 +358,14 @@ var errHeaderTooLarge = errors.New("upstream: response headers exceed the limit"
 
 // roundTrip writes req and reads the response's head; the body is read
 // through the returned response. On an error the connection is closed.
-func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	stop := context.AfterFunc(ctx, func() { _ = c.Conn.SetDeadline(aLongTimeAgo) })
+func (c *conn) roundTrip(req *http.Request, attempt time.Time) (*http.Response, error) {
+	c.begin(req.Context(), attempt)
 	fail := func(err error) (*http.Response, error) {
-		stop()
+		c.unwatch()
 		_ = c.Conn.Close()
-		if ctx.Err() != nil {
-			// The deadline above is the cancellation, not the cause.
+		if ctx := req.Context(); ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			// The deadline that ended the call is the cancellation, not
+			// the cause.
 			return nil, fmt.Errorf("upstream: %w (%v)", ctx.Err(), err)
 		}
 		return nil, err
@@ -342,12 +393,143 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		return fail(fmt.Errorf("upstream: too many informational responses (last %d)", resp.StatusCode))
 	}
 	c.lim.n = -1
-	b := &body{rc: resp.Body, c: c, stop: stop, reusable: !resp.Close && !req.Close}
+	b := &body{rc: resp.Body, c: c, reusable: !resp.Close && !req.Close}
 	if resp.Body == http.NoBody {
 		b.finish(true) // nothing to read: the connection is free now
 	}
 	resp.Body = b
 	return resp, nil
+}
+
+// begin sets the bounds of a call on ctx: the connection's deadline is the
+// earliest of the grace's end, the attempt's and the context's.
+func (c *conn) begin(ctx context.Context, attempt time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ctx, c.attempt, c.graceEnd, c.stop, c.aborted = ctx, attempt, time.Time{}, nil, false
+	switch {
+	case ctx.Err() != nil:
+		c.aborted = true
+	case ctx.Done() != nil:
+		c.graceEnd = time.Now().Add(Grace)
+	}
+	_ = c.Conn.SetDeadline(c.deadline())
+}
+
+// deadline is the connection's deadline for the call now (mu held).
+func (c *conn) deadline() time.Time {
+	if c.aborted {
+		return aLongTimeAgo
+	}
+	d := c.attempt
+	if t := c.graceEnd; !t.IsZero() && (d.IsZero() || t.Before(d)) {
+		d = t
+	}
+	if t, ok := c.ctx.Deadline(); ok && (d.IsZero() || t.Before(d)) {
+		d = t
+	}
+	return d
+}
+
+// abort is the watch's: the context ended.
+func (c *conn) abort() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.aborted = true
+	_ = c.Conn.SetDeadline(aLongTimeAgo)
+}
+
+// unwatch ends the call's watch and reports whether the connection may be
+// reused: false once the context has ended it.
+func (c *conn) unwatch() bool {
+	c.mu.Lock()
+	stop := c.stop
+	c.stop = nil
+	aborted := c.aborted
+	c.mu.Unlock()
+	// stop is false when the watch has run or is running: the deadline
+	// is then in the past.
+	return !aborted && (stop == nil || stop())
+}
+
+// endAttempt lifts the attempt deadline.
+func (c *conn) endAttempt() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.attempt.IsZero() {
+		c.attempt = time.Time{}
+		_ = c.Conn.SetDeadline(c.deadline())
+	}
+}
+
+// expired is called when a read or write of the call failed on the
+// connection's deadline. The grace's end starts the watch, and the call
+// goes on (retry); any other deadline that has passed is the call's end,
+// and err the error to return.
+func (c *conn) expired(failure error) (retry bool, err error) {
+	c.mu.Lock()
+	now := time.Now()
+	ctxEnd, hasEnd := c.ctx.Deadline()
+	switch {
+	case c.aborted:
+		c.mu.Unlock()
+		return false, failure // roundTrip and body name the context's error
+	case hasEnd && !now.Before(ctxEnd) && (c.attempt.IsZero() || !ctxEnd.After(c.attempt)):
+		c.mu.Unlock()
+		// The context's own timer fires at the same moment: its error is
+		// the cause.
+		<-c.ctx.Done()
+		return false, fmt.Errorf("upstream: %w (%v)", c.ctx.Err(), failure)
+	case !c.attempt.IsZero() && !now.Before(c.attempt):
+		c.mu.Unlock()
+		return false, ErrAttemptTimeout
+	}
+	if !c.graceEnd.IsZero() && !now.Before(c.graceEnd) {
+		c.graceEnd = time.Time{}
+		c.stop = context.AfterFunc(c.ctx, c.abort)
+	}
+	// A watch that ran since is seen by deadline (aborted).
+	_ = c.Conn.SetDeadline(c.deadline())
+	c.mu.Unlock()
+	return true, nil
+}
+
+// connReader and connWriter read and write the connection within the
+// call's bounds (expired).
+type (
+	connReader conn
+	connWriter conn
+)
+
+func (r *connReader) Read(p []byte) (int, error) {
+	c := (*conn)(r)
+	for {
+		n, err := c.Conn.Read(p)
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		if n > 0 {
+			return n, nil // the next read meets the deadline again
+		}
+		if retry, err := c.expired(err); !retry {
+			return 0, err
+		}
+	}
+}
+
+func (w *connWriter) Write(p []byte) (int, error) {
+	c := (*conn)(w)
+	written := 0
+	for {
+		n, err := c.Conn.Write(p[written:])
+		written += n
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return written, err
+		}
+		if retry, err := c.expired(err); !retry {
+			return written, err
+		}
+	}
 }
 
 // writers buffer the writing of requests. A connection borrows one only
@@ -357,7 +539,7 @@ var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10)
 
 func (c *conn) writeRequest(req *http.Request) error {
 	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(c.Conn)
+	bw.Reset((*connWriter)(c))
 	done, err := writeFast(bw, req)
 	if !done {
 		err = req.Write(bw)
@@ -405,7 +587,6 @@ func (l *limitReader) Read(p []byte) (int, error) {
 type body struct {
 	rc       io.ReadCloser
 	c        *conn
-	stop     func() bool
 	reusable bool
 
 	mu   sync.Mutex
@@ -440,6 +621,16 @@ func (b *body) Close() error {
 	return nil
 }
 
+// endAttempt is EndAttempt's; after the end the connection is no longer
+// the body's.
+func (b *body) endAttempt() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.done {
+		b.c.endAttempt()
+	}
+}
+
 func (b *body) finish(atEOF bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -447,9 +638,10 @@ func (b *body) finish(atEOF bool) {
 		return
 	}
 	b.done = true
-	// stop is false when the context ended first: the connection's
-	// deadline is then in the past, and it is not reused.
-	if stopped := b.stop(); atEOF && stopped && b.reusable {
+	// A connection whose context ended has its deadline in the past and
+	// is not reused.
+	if reusable := b.c.unwatch(); atEOF && reusable && b.reusable {
+		b.c.ctx = nil // unwatched: nobody else looks; an idle connection holds no request
 		_ = b.c.Conn.SetDeadline(time.Time{})
 		b.c.t.put(b.c)
 		return

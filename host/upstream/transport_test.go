@@ -200,6 +200,23 @@ func TestCancel(t *testing.T) {
 			t.Fatalf("err %v, want context.Canceled", err)
 		}
 	})
+	t.Run("waiting for the head, after the grace", func(t *testing.T) {
+		// The call watches its context by then (the grace is over).
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(3*Grace, cancel)
+		_, err := post(t, tr, ctx, s.URL+"/head", "{}")
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
+	})
+	t.Run("the context's deadline", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*Grace)
+		defer cancel()
+		_, err := post(t, tr, ctx, s.URL+"/head", "{}")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v, want context.DeadlineExceeded", err)
+		}
+	})
 	t.Run("in the body", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		resp, err := post(t, tr, ctx, s.URL+"/body", "{}")
@@ -226,9 +243,95 @@ func TestCancel(t *testing.T) {
 			t.Fatal("a read went on after Close")
 		}
 	})
-	if n := conns.Load(); n != 3 {
-		t.Fatalf("%d connections, want 3: a cancelled call's connection is never reused", n)
+	if n := conns.Load(); n != 5 {
+		t.Fatalf("%d connections, want 5: a cancelled call's connection is never reused", n)
 	}
+}
+
+// TestAttemptDeadline: RoundTripWithin's deadline ends a call that has not
+// answered in time, in its head or in its body, with ErrAttemptTimeout and
+// without reusing the connection; EndAttempt lifts it, and a call that
+// outlived the grace (its context watched) gives its connection back.
+func TestAttemptDeadline(t *testing.T) {
+	release := make(chan struct{})
+	s, conns := server(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.URL.Path != "/head" {
+			fmt.Fprint(w, "first part")
+			w.(http.Flusher).Flush()
+		}
+		if r.URL.Path == "/slow" {
+			time.Sleep(6 * Grace)
+			fmt.Fprint(w, ", the rest")
+			return
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	tr := newTransport(t)
+	call := func(path string, attempt time.Duration) (*http.Response, error) {
+		t.Helper()
+		// A context that can end: the call watches it after the grace.
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		req, err := http.NewRequestWithContext(ctx, "POST", s.URL+path, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, served, err := tr.RoundTripWithin(req, time.Now().Add(attempt))
+		if !served {
+			t.Fatal("a plain-HTTP call was not served by the transport")
+		}
+		return resp, err
+	}
+	t.Run("waiting for the head", func(t *testing.T) {
+		if _, err := call("/head", 2*Grace); !errors.Is(err, ErrAttemptTimeout) {
+			t.Fatalf("err %v, want ErrAttemptTimeout", err)
+		}
+	})
+	t.Run("in the body", func(t *testing.T) {
+		resp, err := call("/body", 2*Grace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if _, err := io.ReadAll(resp.Body); !errors.Is(err, ErrAttemptTimeout) {
+			t.Fatalf("err %v, want ErrAttemptTimeout", err)
+		}
+	})
+	before := conns.Load()
+	t.Run("lifted after the head", func(t *testing.T) {
+		resp, err := call("/slow", 2*Grace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		EndAttempt(resp)
+		if got := readAll(t, resp); got != "first part, the rest" {
+			t.Fatalf("body %q", got)
+		}
+		resp, err = call("/slow", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); got != "first part, the rest" {
+			t.Fatalf("body %q", got)
+		}
+	})
+	if n := conns.Load() - before; n != 1 {
+		t.Fatalf("%d connections for two calls in a row, want 1: a call that ended well gives its connection back", n)
+	}
+	if n := conns.Load(); n != 3 {
+		t.Fatalf("%d connections, want 3: a timed-out call's connection is never reused", n)
+	}
+	t.Run("https goes its own way", func(t *testing.T) {
+		req, _ := http.NewRequest("POST", "https://example.invalid/", nil)
+		if _, served, _ := tr.RoundTripWithin(req, time.Now()); served {
+			t.Fatal("an https call was served by the plain-HTTP transport")
+		}
+	})
 }
 
 // TestHostileUpstreams: what a lying or broken upstream sends fails the

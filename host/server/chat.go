@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/validate"
+	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/host/wire"
 )
 
@@ -44,9 +45,11 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	genID := newGenerationID()
 	// Host functions called by this request's modules (chat sub-requests
 	// among them) act for it: the same key, counted in its usage.
-	req.spend = &spend{}
-	req.group = newSubGroup()
-	ctx = withCallEnv(ctx, req, genID, s.subChat(req, genID, req.spend), s.reserveFor(req))
+	env := &requestEnv{}
+	req.spend, req.group = &env.spend, &env.group
+	env.call = wasm.CallEnv{Account: req.key.AccountID, KeyID: req.key.Hash, RequestID: genID,
+		Chat: s.subChat(req, genID, req.spend, &env.subs), Reserve: s.reserveFor(req)}
+	ctx = wasm.WithCallEnv(ctx, &env.call)
 	adm := req.adm
 	req, rp, answer, aerr := s.runRouter(ctx, req) // routers.go
 	if aerr != nil || answer != nil {

@@ -54,10 +54,11 @@ func (s *Server) streamPre(c *fiber.Ctx, ctx context.Context, req *chatRequest, 
 		e, a, err := s.preRequest(pctx, req, pl)
 		outcome <- preOutcome{e, a, err}
 	}()
+	started := req.group.startedChan()
 	select {
 	case o := <-outcome:
 		select {
-		case <-req.group.started:
+		case <-started:
 			// The hooks finished, but a reserved group ran: answered the
 			// same way as when the stream opened earlier.
 			outcome <- o
@@ -65,7 +66,7 @@ func (s *Server) streamPre(c *fiber.Ctx, ctx context.Context, req *chatRequest, 
 			pcancel()
 			return o, false
 		}
-	case <-req.group.started:
+	case <-started:
 	}
 	exit := s.keepShedSlot(c)
 	setStreamHeaders(c)

@@ -649,14 +649,9 @@ func (l *toolLoop) meta() *wire.Metadata {
 // request's key — and counts its charge in the request's usage. The
 // sub-request's modules get no Chat of their own (depth 1: no recursion),
 // and the request's deadline (in ctx) bounds it.
-func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend) func(ctx context.Context, body []byte) (int, []byte, error) {
-	var mu sync.Mutex
-	n := 0
+func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend, subs *subCount) func(ctx context.Context, body []byte) (int, []byte, error) {
 	return func(ctx context.Context, body []byte) (int, []byte, error) {
-		mu.Lock()
-		n++
-		id := parentID + "-sub" + strconv.Itoa(n)
-		mu.Unlock()
+		id := parentID + "-sub" + strconv.Itoa(subs.next())
 		fail := func(e *apierr.Error) (int, []byte, error) { return e.Status, e.Envelope(nil), nil }
 		vr, aerr := validate.Chat(body)
 		switch {

@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/validate"
+	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/tidwall/gjson"
 )
 
@@ -23,17 +24,60 @@ import (
 type subGroup struct {
 	mu       sync.Mutex
 	envelope *billing.Envelope
-	started  chan struct{}
-	once     sync.Once
+	started  chan struct{} // made when first asked for (startedChan)
+	closed   bool
 }
 
-func newSubGroup() *subGroup { return &subGroup{started: make(chan struct{})} }
+// startedChan is closed when a sub-request is under way.
+func (g *subGroup) startedChan() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.started == nil {
+		g.started = make(chan struct{})
+		if g.closed {
+			close(g.started)
+		}
+	}
+	return g.started
+}
 
 // start marks that a sub-request is under way.
 func (g *subGroup) start() {
-	if g != nil {
-		g.once.Do(func() { close(g.started) })
+	if g == nil {
+		return
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.closed = true
+		if g.started != nil {
+			close(g.started)
+		}
+	}
+}
+
+// requestEnv is what one client request's module calls share, made in one
+// allocation instead of seven (most requests' modules make no host call):
+// the host functions' env, what the request spends, the group its
+// sub-requests share and their count.
+type requestEnv struct {
+	call  wasm.CallEnv
+	spend spend
+	group subGroup
+	subs  subCount
+}
+
+// subCount numbers a request's sub-requests (their ids).
+type subCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *subCount) next() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return c.n
 }
 
 // hold is the group's envelope, or nil.

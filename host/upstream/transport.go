@@ -90,7 +90,7 @@ type Transport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "http" || t.proxied(req) {
+	if !t.serves(req) {
 		if t.Fallback == nil {
 			return nil, fmt.Errorf("upstream: no transport for %s requests", req.URL.Scheme)
 		}
@@ -106,7 +106,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // hands to Fallback (https, proxied): nothing was done, and the caller
 // sends it its own way.
 func (t *Transport) RoundTripWithin(req *http.Request, attempt time.Time) (resp *http.Response, served bool, err error) {
-	if req.URL.Scheme != "http" || t.proxied(req) {
+	if !t.serves(req) {
 		return nil, false, nil
 	}
 	resp, err = t.roundTrip(req, attempt)
@@ -168,6 +168,12 @@ func validHeader(h http.Header) error {
 		}
 	}
 	return nil
+}
+
+// serves reports whether req is this transport's own (plain HTTP, no
+// proxy) rather than Fallback's.
+func (t *Transport) serves(req *http.Request) bool {
+	return req.URL.Scheme == "http" && !t.proxied(req)
 }
 
 // proxied reports whether the proxy policy sends req through a proxy.

@@ -240,9 +240,10 @@ func (e *LoadError) Error() string { return "module " + e.Module + " refused: " 
 
 // LoadTenant loads a module published by account: its limits are clamped
 // to the engine's Tenants ceilings (a time limit always), its calls count
-// against the account's call slots and minute budget, and every call runs
-// on fresh instance memory, so nothing of one request survives into the
-// next (instances are never shared, across accounts or calls).
+// against the account's call slots and minute budget, and every call
+// starts from an instance's state after start (reset after each call,
+// snapshot.go, or made for the call), so nothing of one request survives
+// into the next (instances are never shared across accounts).
 func (e *Engine) LoadTenant(ctx context.Context, account string, m *manifest.Manifest, wasm []byte) (*Module, error) {
 	c := *m
 	c.Limits = e.tenantLimits().Clamp(m.Limits)
@@ -256,11 +257,11 @@ func (e *Engine) LoadTenant(ctx context.Context, account string, m *manifest.Man
 	}
 	mod.account, mod.acct = account, e.accountFor(account, true)
 	mod.slots = make(chan struct{}, c.Limits.PoolSize)
-	// A tenant's calls are metered and isolated per call (callFresh);
+	// A tenant's calls are metered and isolated per call (callTenant);
 	// running one natively would leave its account's budgets out.
 	mod.native = nil
-	// The instance made at load proved the module instantiates; a tenant's
-	// calls never reuse one.
+	// The instance made at load proved the module instantiates; it has no
+	// snapshot, so a tenant's calls make their own.
 	select {
 	case in := <-mod.pool:
 		mod.discard(in)
@@ -368,10 +369,11 @@ func (m *Module) load(ctx context.Context) error {
 		}
 		m.bin = bin
 	}
-	r, compiled, preempt, err := e.compile(ctx, m.Manifest, m.bin)
+	r, compiled, cs, err := e.compile(ctx, m.Manifest, m.bin)
 	if err != nil {
 		return refuse("does not compile: %v", err)
 	}
+	preempt := cs.preempt
 	if err := checkExports(compiled); err != nil {
 		_ = compiled.Close(ctx)
 		return refuse("%v", err)
@@ -380,7 +382,7 @@ func (m *Module) load(ctx context.Context) error {
 		_ = compiled.Close(ctx)
 		return refuse("%v", err)
 	}
-	m.rt, m.compiled, m.preempt = r.rt, compiled, preempt
+	m.rt, m.compiled, m.preempt, m.stateGlobals = r.rt, compiled, preempt, cs.globals
 	first, err := m.instantiate(ctx)
 	if err != nil {
 		m.rt, m.compiled = nil, nil
@@ -400,7 +402,7 @@ func (m *Module) load(ctx context.Context) error {
 // on a runtime with it. Compiled outside the engine's lock, so start-up
 // compiles modules in parallel (wazero runtimes are safe for concurrent
 // use).
-func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte) (*runtime, wazero.CompiledModule, bool, error) {
+func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte) (*runtime, wazero.CompiledModule, *compiledState, error) {
 	runtimeOf := func(guarded bool) (*runtime, error) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -410,13 +412,13 @@ func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte)
 		return e.runtimeFor(ctx, runtimeKey{pages: m.Limits.MemoryPages, guarded: guarded})
 	}
 	if m.Limits.TimeoutMS > 0 && !e.NoInstrument {
-		if inst, err := instrument(wasm); err == nil {
+		if inst, state, err := rewrite(wasm); err == nil {
 			r, err := runtimeOf(false)
 			if err != nil {
-				return nil, nil, false, err
+				return nil, nil, nil, err
 			}
 			if c, err := r.rt.CompileModule(compileContext(ctx), inst); err == nil {
-				return r, c, true, nil
+				return r, c, &compiledState{preempt: true, globals: state}, nil
 			}
 			// Invalid after the rewrite (say, the module exports a name the
 			// rewrite adds): wazero's preemption instead.
@@ -424,10 +426,19 @@ func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte)
 	}
 	r, err := runtimeOf(m.Limits.TimeoutMS > 0)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, err
 	}
 	c, err := r.rt.CompileModule(compileContext(ctx), wasm)
-	return r, c, false, err
+	return r, c, &compiledState{}, err
+}
+
+// compiledState is what compile learnt of a module: preempt, it was
+// instrumented (preempt.go); globals, the exports of its mutable globals
+// when its instances can be reset to their state after start (rewrite,
+// snapshot.go), else nil.
+type compiledState struct {
+	preempt bool
+	globals []string
 }
 
 // compileContext lets wazero compile one module's functions on every CPU,

@@ -12,8 +12,8 @@ import (
 // mapping of its maximum size, so growing never copies (wazero's default
 // grows a Go slice, and a Go guest grows its memory many times while it
 // initialises: a third of the cost of a fresh instance) and pages are
-// committed only when touched. Freeing unmaps it. Used for instances that
-// live for one call; see Module.callFresh.
+// committed only when touched. Freeing unmaps it. Used for tenants'
+// instances (Module.callTenant), whose memory snapshot.go then maps anew.
 type mmapMemory struct{ buf []byte }
 
 func (m *mmapMemory) Reallocate(size uint64) []byte {

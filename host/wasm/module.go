@@ -17,7 +17,6 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 )
 
 // Module is a loaded module and its instance pool.
@@ -37,8 +36,12 @@ type Module struct {
 	account string
 	acct    *account
 	slots   chan struct{}
-	// preempt: the module was instrumented (preempt.go).
-	preempt bool
+	// preempt: the module was instrumented (preempt.go). stateGlobals,
+	// when set, name the exports of its mutable globals: a tenant's
+	// instance is then reset after each call instead of made anew
+	// (snapshot.go).
+	preempt      bool
+	stateGlobals []string
 	// native are the hooks the host runs itself (native.go), set at load
 	// before ready and never changed after.
 	native map[abi.Hook]nativeFunc
@@ -78,6 +81,9 @@ type instance struct {
 	fields  [][]byte
 	// ext is set instead of mod for an Extism instance (extism.go).
 	ext *extismInstance
+	// snap is a tenant's instance's state after start, which reset puts
+	// back after each call (snapshot.go); nil: the instance serves one call.
+	snap *snapshot
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
@@ -165,14 +171,14 @@ func (m *Module) trimIdle() {
 	spare := int(m.idleLow.Swap(int32(len(m.pool))))
 	for ; spare > 0; spare-- {
 		m.mu.Lock()
-		keep := m.live <= 1 || m.closed
+		keep := (m.live <= m.warm()) || m.closed
 		m.mu.Unlock()
 		if keep {
 			break
 		}
 		select {
 		case in := <-m.pool:
-			m.discard(in)
+			m.dropIdle(in)
 		default:
 			spare = 0
 		}
@@ -180,11 +186,20 @@ func (m *Module) trimIdle() {
 	m.idleLow.Store(int32(len(m.pool)))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.live > 1 && !m.closed {
+	if m.live > m.warm() && !m.closed {
 		m.trim.Reset(m.engine.poolTrimEvery())
 	} else {
 		m.trim = nil
 	}
+}
+
+// warm is how many instances a trim keeps: one of the gateway's own
+// modules, none of a tenant's (an account's idle modules cost nothing).
+func (m *Module) warm() int {
+	if m.slots != nil {
+		return 0
+	}
+	return 1
 }
 
 func (m *Module) put(in *instance) {
@@ -199,15 +214,23 @@ func (m *Module) put(in *instance) {
 }
 
 func (m *Module) discard(in *instance) {
-	if in.ext != nil {
-		_ = in.ext.p.Close(context.Background())
-	} else {
-		m.engine.instances.Delete(in.name)
-		_ = in.mod.Close(context.Background())
-	}
+	in.close()
 	m.mu.Lock()
 	m.live--
 	m.mu.Unlock()
+}
+
+func (in *instance) close() {
+	if in.snap != nil {
+		freeMemoryView(in.snap.view)
+		in.snap.view = nil
+	}
+	if in.ext != nil {
+		_ = in.ext.p.Close(context.Background())
+	} else {
+		in.owner.engine.instances.Delete(in.name)
+		_ = in.mod.Close(context.Background())
+	}
 }
 
 // Close waits for calls in flight, then frees the instances and the compiled
@@ -228,7 +251,7 @@ func (m *Module) Close(ctx context.Context) error {
 	for {
 		select {
 		case in := <-m.pool:
-			m.discard(in)
+			m.dropIdle(in)
 		default:
 			if m.ext != nil {
 				return m.engine.closeExtismModule(ctx, m)
@@ -311,7 +334,7 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 	var out []byte
 	var err error
 	if m.slots != nil {
-		out, err = m.callFresh(ctx, hook, fields, timeout)
+		out, err = m.callTenant(ctx, hook, fields, timeout)
 		if ae, ok := err.(*apierr.Error); ok {
 			return nil, ae
 		}
@@ -350,11 +373,12 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 	return &Output{Fields: fs}, nil
 }
 
-// callFresh runs a tenant's call on an instance of its own, made from the
-// compiled module for this call and closed after it: no memory of an
-// earlier call, of this account or another, is readable. The call holds
-// one of the account's slots and one of the module's.
-func (m *Module) callFresh(ctx context.Context, hook abi.Hook, fields [][]byte, timeout time.Duration) ([]byte, error) {
+// callTenant runs a tenant's call on an instance in the state it had
+// after start: one put back after its last call (snapshot.go), or one made
+// for this call and closed after it where that cannot be done. No memory
+// of an earlier call, of this account or another, is readable. The call
+// holds one of the account's slots and one of the module's.
+func (m *Module) callTenant(ctx context.Context, hook abi.Hook, fields [][]byte, timeout time.Duration) ([]byte, error) {
 	release, aerr := m.acct.admit(ctx, m.engine.tenantLimits(), timeout)
 	if aerr != nil {
 		return nil, aerr
@@ -367,18 +391,16 @@ func (m *Module) callFresh(ctx context.Context, hook abi.Hook, fields [][]byte, 
 		return nil, m.fail(hook, "no instance available: "+ctx.Err().Error())
 	}
 	defer func() { <-m.slots }()
-	m.mu.Lock()
-	m.live++
-	m.mu.Unlock()
-	in, err := m.instantiate(experimental.WithMemoryAllocator(ctx, mmapAllocator))
+	in, err := m.tenantInstance(ctx)
 	if err != nil {
-		m.mu.Lock()
-		m.live--
-		m.mu.Unlock()
 		return nil, err
 	}
-	defer m.discard(in)
-	return in.call(ctx, hook, fields)
+	out, err := in.call(ctx, hook, fields)
+	// A failed call may have left anything anywhere: never reused.
+	if err != nil || !in.reset() || !m.keepIdle(in) {
+		m.discard(in)
+	}
+	return out, err
 }
 
 // maxReason bounds the reason a client reads.

@@ -24,6 +24,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"strconv"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/tetratelabs/wazero/api"
@@ -43,8 +44,26 @@ var errUnsupported = errors.New("wasm: module uses instructions the preemption r
 // instrument returns the rewritten module, or an error when it cannot be
 // rewritten (the caller then uses wazero's own preemption).
 func instrument(bin []byte) ([]byte, error) {
+	out, _, err := rewrite(bin)
+	return out, err
+}
+
+// stateGlobalPrefix names the exports rewrite adds for the module's mutable
+// globals (stateGlobal), which the host reads and sets to put an instance
+// back as it was after its start (snapshot.go).
+const stateGlobalPrefix = "__switchyard_state_global_"
+
+func stateGlobal(i uint64) string { return stateGlobalPrefix + strconv.FormatUint(i, 10) }
+
+// rewrite is instrument, and also exports every mutable global the module
+// defines (stateGlobal). state is the names of those exports when an
+// instance's whole state is its linear memory and those globals — nil when
+// the module imports a memory, a table or a mutable global, or has
+// instructions that change a table or drop a segment, all state a reset
+// could not put back.
+func rewrite(bin []byte) ([]byte, []string, error) {
 	if len(bin) < 8 || string(bin[:4]) != "\x00asm" || binary.LittleEndian.Uint32(bin[4:8]) != 1 {
-		return nil, errUnsupported
+		return nil, nil, errUnsupported
 	}
 	type section struct {
 		id   byte
@@ -55,7 +74,7 @@ func instrument(bin []byte) ([]byte, error) {
 		id := bin[i]
 		n, w := binary.Uvarint(bin[i+1:])
 		if w <= 0 || uint64(len(bin)-i-1-w) < n {
-			return nil, errUnsupported
+			return nil, nil, errUnsupported
 		}
 		secs = append(secs, section{id, bin[i+1+w : i+1+w+int(n)]})
 		i += 1 + w + int(n)
@@ -76,14 +95,15 @@ func instrument(bin []byte) ([]byte, error) {
 		nTypes = r.u()
 		types = r.rest()
 		if r.err != nil {
-			return nil, errUnsupported
+			return nil, nil, errUnsupported
 		}
 	}
-	yieldType := nTypes
-	types = append(append(binary.AppendUvarint(nil, nTypes+1), types...), 0x60, 0, 0)
+	yieldType, growType := nTypes, nTypes+1
+	types = append(append(binary.AppendUvarint(nil, nTypes+2), types...), 0x60, 0, 0, 0x60, 1, 0x7f, 1, 0x7f)
 
 	// Imports: count functions and globals; append the yield import.
 	var nFuncImports, nGlobalImports uint64
+	importsState := false // a memory, table or mutable global from outside
 	var imports []byte
 	nImports := uint64(0)
 	if i := find(2); i >= 0 {
@@ -99,18 +119,22 @@ func instrument(bin []byte) ([]byte, error) {
 			case 1:
 				r.byte()
 				r.limits()
+				importsState = true
 			case 2:
 				r.limits()
+				importsState = true
 			case 3:
 				r.byte()
-				r.byte()
+				if r.byte() != 0 {
+					importsState = true
+				}
 				nGlobalImports++
 			default:
-				return nil, errUnsupported
+				return nil, nil, errUnsupported
 			}
 		}
 		if r.err != nil || r.i != len(r.b) {
-			return nil, errUnsupported
+			return nil, nil, errUnsupported
 		}
 		imports = r.b
 		imports = imports[uvarintLen(imports):]
@@ -132,15 +156,75 @@ func instrument(bin []byte) ([]byte, error) {
 	// Globals: append the flag.
 	nGlobals := uint64(0)
 	var globals []byte
+	var mutable []uint64 // indices of the mutable globals defined here
 	if i := find(6); i >= 0 {
 		r := reader{b: secs[i].body}
 		nGlobals = r.u()
-		globals = r.rest()
+		for k := uint64(0); k < nGlobals && r.err == nil; k++ {
+			globals = append(globals, r.byte())
+			mut := r.byte()
+			globals = append(globals, mut)
+			if mut != 0 {
+				mutable = append(mutable, nGlobalImports+k)
+			}
+			var err error
+			if globals, err = rewriteExpr(&r, globals, shift); err != nil {
+				return nil, nil, err
+			}
+		}
+		if r.err != nil || r.i != len(r.b) {
+			return nil, nil, errUnsupported
+		}
 	}
-	tick := nGlobalImports + nGlobals
-	globals = append(append(binary.AppendUvarint(nil, nGlobals+1), globals...), 0x7f, 1, 0x41)
+	// The memory: its size as the guest sees it becomes a global of its
+	// own, vsize (see growFunction), when the module defines one memory.
+	var minPages uint64
+	ownMemory := false
+	if i := find(5); i >= 0 {
+		r := reader{b: secs[i].body}
+		switch n := r.u(); {
+		case n > 1:
+			return nil, nil, errUnsupported // multi-memory
+		case n == 1:
+			flags := r.u()
+			if flags > 1 {
+				return nil, nil, errUnsupported // shared or 64-bit
+			}
+			minPages = r.u()
+			if flags == 1 {
+				r.u()
+			}
+			ownMemory = true
+		}
+		if r.err != nil || r.i != len(r.b) {
+			return nil, nil, errUnsupported
+		}
+	}
+	tick, vsize := nGlobalImports+nGlobals, nGlobalImports+nGlobals+1
+	mutable = append(mutable, tick, vsize)
+	globals = append(append(binary.AppendUvarint(nil, nGlobals+2), globals...), 0x7f, 1, 0x41)
 	globals = appendSLEB(globals, yieldEvery)
+	globals = append(globals, 0x0b, 0x7f, 1, 0x41)
+	globals = appendSLEB(globals, int64(minPages))
 	globals = append(globals, 0x0b)
+
+	// Functions: append growFunction's declaration; its index follows the
+	// defined functions.
+	fi := find(3)
+	if fi < 0 {
+		return nil, nil, errUnsupported
+	}
+	fr := reader{b: secs[fi].body}
+	nDefined := fr.u()
+	funcs := append(binary.AppendUvarint(nil, nDefined+1), fr.rest()...)
+	funcs = binary.AppendUvarint(funcs, growType)
+	if fr.err != nil {
+		return nil, nil, errUnsupported
+	}
+	rw := &bodyRewrite{shift: shift, tick: tick, yield: yieldFunc, constExpr: false}
+	if ownMemory {
+		rw.vsize, rw.grow, rw.memory = vsize, nFuncImports+1+nDefined, true
+	}
 
 	out := append([]byte(nil), bin[:8]...)
 	emit := func(id byte, body []byte) {
@@ -172,6 +256,7 @@ func instrument(bin []byte) ([]byte, error) {
 			wrote[o] = true
 		}
 	}
+	exported := false
 	for _, s := range secs {
 		if s.id == 0 {
 			continue // custom sections (names, producers) name the old indices
@@ -184,13 +269,16 @@ func instrument(bin []byte) ([]byte, error) {
 			body = types
 		case 2:
 			body = imp
+		case 3:
+			body = funcs
 		case 6:
 			body = globals
 		case 7:
-			body = exportSection(s.body, shift)
+			body = exportSection(s.body, shift, mutable)
 			if body == nil {
-				return nil, errUnsupported
+				return nil, nil, errUnsupported
 			}
+			exported = true
 		case 8:
 			r := reader{b: s.body}
 			body = binary.AppendUvarint(nil, shift(r.u()))
@@ -198,25 +286,38 @@ func instrument(bin []byte) ([]byte, error) {
 		case 9:
 			body, err = elemSection(s.body, shift)
 		case 10:
-			body, err = codeSection(s.body, shift, tick, yieldFunc)
+			body, err = codeSection(s.body, rw, growFunction(vsize))
 		default:
 			body = s.body
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		emit(s.id, body)
 		wrote[s.id] = true
 	}
 	emitBefore(255)
-	return out, nil
+	if importsState || rw.stateOps || !exported || !ownMemory {
+		return out, nil, nil
+	}
+	state := make([]string, len(mutable))
+	for i, g := range mutable {
+		state[i] = stateGlobal(g)
+	}
+	return out, state, nil
 }
 
-// exportSection rewrites function indices.
-func exportSection(body []byte, shift func(uint64) uint64) []byte {
+// exportSection rewrites function indices and exports the globals of
+// index add (stateGlobal).
+func exportSection(body []byte, shift func(uint64) uint64, add []uint64) []byte {
 	r := reader{b: body}
 	n := r.u()
-	out := binary.AppendUvarint(nil, n)
+	out := binary.AppendUvarint(nil, n+uint64(len(add)))
+	for _, g := range add {
+		out = appendName(out, stateGlobal(g))
+		out = append(out, 3)
+		out = binary.AppendUvarint(out, g)
+	}
 	for k := uint64(0); k < n; k++ {
 		name := r.name()
 		kind := r.byte()
@@ -278,13 +379,61 @@ func elemSection(body []byte, shift func(uint64) uint64) ([]byte, error) {
 // rewriteExpr copies a constant expression up to its end, shifting
 // ref.func.
 func rewriteExpr(r *reader, out []byte, shift func(uint64) uint64) ([]byte, error) {
-	return rewriteBody(r, out, shift, 0, 0, true)
+	return rewriteBody(r, out, &bodyRewrite{shift: shift, constExpr: true})
 }
 
-func codeSection(body []byte, shift func(uint64) uint64, tick, yield uint64) ([]byte, error) {
+// bodyRewrite is what rewriteBody does to the instructions it copies.
+type bodyRewrite struct {
+	shift func(uint64) uint64 // a function's new index
+	// tick and yield: the countdown global and the yield import, put at
+	// every loop head (code only).
+	tick, yield uint64
+	constExpr   bool // a constant expression, not code
+	// memory: memory.size reads global vsize and memory.grow calls
+	// function grow (growFunction).
+	memory      bool
+	vsize, grow uint64
+	// stateOps is set when an instruction changes a table or drops a
+	// segment.
+	stateOps bool
+}
+
+// growFunction is the body of the function memory.grow becomes. The
+// guest's memory size is the global vsize; the real memory grows only
+// past it. After a reset (snapshot.go) vsize is the size at start again
+// while the real memory keeps the size a call grew it to, its pages zero:
+// the next call sees the memory a fresh instance has, and grows into those
+// pages instead of growing the memory again (wazero cannot shrink it).
+// Without resets vsize always equals the real size.
+//
+//	(func (param $n i32) (result i32) (local $old i32)
+//	  (if (i32.gt_u (local.get $n) (i32.const 65536)) (return (i32.const -1)))
+//	  (local.set $old (global.get $vsize))
+//	  (if (i32.gt_u (i32.add (local.get $old) (local.get $n)) (memory.size))
+//	    (if (i32.eq (memory.grow (i32.sub (i32.add (local.get $old) (local.get $n)) (memory.size))) (i32.const -1))
+//	      (return (i32.const -1))))
+//	  (global.set $vsize (i32.add (local.get $old) (local.get $n)))
+//	  (local.get $old))
+func growFunction(vsize uint64) []byte {
+	b := []byte{1, 1, 0x7f, // one i32 local
+		0x20, 0, 0x41, 0x80, 0x80, 0x04, 0x4b, 0x04, 0x40, 0x41, 0x7f, 0x0f, 0x0b,
+		0x23}
+	b = binary.AppendUvarint(b, vsize)
+	b = append(b, 0x21, 1,
+		0x20, 1, 0x20, 0, 0x6a, 0x3f, 0, 0x4b, 0x04, 0x40,
+		0x20, 1, 0x20, 0, 0x6a, 0x3f, 0, 0x6b, 0x40, 0, 0x41, 0x7f, 0x46, 0x04, 0x40, 0x41, 0x7f, 0x0f, 0x0b,
+		0x0b,
+		0x20, 1, 0x20, 0, 0x6a, 0x24)
+	b = binary.AppendUvarint(b, vsize)
+	return append(b, 0x20, 1, 0x0b)
+}
+
+// codeSection rewrites every function body (rw) and appends extra, the
+// body of the function the rewrite adds.
+func codeSection(body []byte, rw *bodyRewrite, extra []byte) ([]byte, error) {
 	r := reader{b: body}
 	n := r.u()
-	out := binary.AppendUvarint(nil, n)
+	out := binary.AppendUvarint(nil, n+1)
 	var fn []byte
 	for k := uint64(0); k < n && r.err == nil; k++ {
 		size := r.u()
@@ -301,7 +450,7 @@ func codeSection(body []byte, shift func(uint64) uint64, tick, yield uint64) ([]
 			fn = append(fn, fr.byte())
 		}
 		var err error
-		if fn, err = rewriteBody(&fr, fn, shift, tick, yield, false); err != nil {
+		if fn, err = rewriteBody(&fr, fn, rw); err != nil {
 			return nil, err
 		}
 		if fr.err != nil || fr.i != len(fr.b) {
@@ -313,13 +462,16 @@ func codeSection(body []byte, shift func(uint64) uint64, tick, yield uint64) ([]
 	if r.err != nil || r.i != len(r.b) {
 		return nil, errUnsupported
 	}
-	return out, nil
+	out = binary.AppendUvarint(out, uint64(len(extra)))
+	return append(out, extra...), nil
 }
 
 // rewriteBody copies instructions until the end that closes the body (or
 // the constant expression), shifting function indices and, in code,
-// putting the yield check at the head of every loop.
-func rewriteBody(r *reader, out []byte, shift func(uint64) uint64, tick, yield uint64, constExpr bool) ([]byte, error) {
+// putting the yield check at the head of every loop and giving the guest
+// its memory's size from vsize (bodyRewrite).
+func rewriteBody(r *reader, out []byte, rw *bodyRewrite) ([]byte, error) {
+	shift, tick, yield, constExpr := rw.shift, rw.tick, rw.yield, rw.constExpr
 	depth := 0
 	for r.err == nil {
 		start := r.i
@@ -360,8 +512,23 @@ func rewriteBody(r *reader, out []byte, shift func(uint64) uint64, tick, yield u
 			out = binary.AppendUvarint(out, shift(r.u()))
 			continue
 		case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0f || op == 0x1a || op == 0x1b || op == 0xd1:
+		case (op == 0x3f || op == 0x40) && rw.memory && !constExpr:
+			if r.u() != 0 {
+				return nil, errUnsupported // multi-memory
+			}
+			if op == 0x3f { // memory.size
+				out = append(out, 0x23)
+				out = binary.AppendUvarint(out, rw.vsize)
+			} else { // memory.grow
+				out = append(out, 0x10)
+				out = binary.AppendUvarint(out, rw.grow)
+			}
+			continue
 		case op == 0x0c || op == 0x0d || (op >= 0x20 && op <= 0x26) || op == 0x3f || op == 0x40:
 			r.u()
+			if op == 0x26 { // table.set
+				rw.stateOps = true
+			}
 		case op == 0x0e: // br_table
 			for m := r.u(); m > 0 && r.err == nil; m-- {
 				r.u()
@@ -389,7 +556,13 @@ func rewriteBody(r *reader, out []byte, shift func(uint64) uint64, tick, yield u
 		case op == 0xd0:
 			r.byte()
 		case op == 0xfc:
-			switch sub := r.u(); {
+			sub := r.u()
+			// data.drop, table.init, elem.drop, table.copy, table.grow,
+			// table.fill.
+			if sub == 9 || (sub >= 12 && sub <= 15) || sub == 17 {
+				rw.stateOps = true
+			}
+			switch {
 			case sub <= 7:
 			case sub == 9 || sub == 11 || sub == 13 || sub == 15 || sub == 16 || sub == 17:
 				r.u()

@@ -113,6 +113,9 @@ func (t TenantLimits) Clamp(l manifest.Limits) manifest.Limits {
 type account struct {
 	id    string
 	slots chan struct{} // nil for the gateway's own modules
+	// idle counts the instances of the account's modules kept between
+	// calls (snapshot.go), at most as many as it may run calls at once.
+	idle atomic.Int32
 
 	mu       sync.Mutex
 	minute   int64 // unix minute the log counters belong to

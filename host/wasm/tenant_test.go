@@ -39,8 +39,9 @@ func TestTenantClamp(t *testing.T) {
 
 // BenchmarkPluginCall is the per-call cost of one pre_request hook on a 1 KB
 // request: trusted and pooled without preemption (timeout_ms 0), trusted and
-// pooled with it, and as a tenant's module (preemptible, a fresh instance
-// per call, account slots and budget). The test plugin (a Go guest, `make
+// pooled with it, and as a tenant's module (preemptible, every call from
+// the instance's state after start — reset, snapshot.go — account slots and
+// budget). The test plugin (a Go guest, `make
 // wasm`) always; the three examples too when `make -C examples` built them.
 func BenchmarkPluginCall(b *testing.B) {
 	root := filepath.Join("..", "..")
@@ -70,7 +71,7 @@ func BenchmarkPluginCall(b *testing.B) {
 		}{
 			{"trusted-pooled-no-preemption", 0, false},
 			{"trusted-pooled-preemption", 1000, false},
-			{"tenant-fresh-preemption", 1000, true},
+			{"tenant-reset-preemption", 1000, true},
 		} {
 			b.Run(g.name+"/"+tc.name, func(b *testing.B) {
 				m, err := manifest.Parse([]byte(g.manifest))
@@ -136,12 +137,19 @@ func TestTenantExtism(t *testing.T) {
 }
 
 // loadTestPlugin loads the test plugin (make wasm) with a time limit.
-func loadTestPlugin(t *testing.T, e *wasm.Engine) *wasm.Module {
+// testPluginBinary is the test plugin (host/pipeline/testdata/testplugin).
+func testPluginBinary(t *testing.T) []byte {
 	t.Helper()
 	bin, err := os.ReadFile(filepath.Join("..", "..", "build", "testdata", "testplugin.wasm"))
 	if err != nil {
 		t.Fatalf("%v (run make wasm)", err)
 	}
+	return bin
+}
+
+func loadTestPlugin(t *testing.T, e *wasm.Engine) *wasm.Module {
+	t.Helper()
+	bin := testPluginBinary(t)
 	m, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]},"limits":{"timeout_ms":1000}}`))
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,142 @@
+package wasm
+
+import (
+	"context"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// A tenant's call sees nothing of an earlier call (LoadTenant). A fresh
+// instance per call guarantees it, but costs what starting the guest
+// costs: tens of milliseconds for a Go guest, whose runtime initialises,
+// against microseconds for the call itself. So, where it can be done
+// exactly, an instance is instead put back after each call as it was when
+// its start functions had run, and kept for the next call — Wasmtime's
+// copy-on-write memory images, on wazero:
+//
+//   - memory: once started, the instance's linear memory becomes a private
+//     mapping of a memory file holding its bytes (snapshotMemory); a reset
+//     drops the pages the call wrote, which then read the file again
+//     (resetMemory), at a cost that follows the pages written, not the
+//     memory's size. wazero cannot shrink a memory, so the size the guest
+//     sees is a global of rewrite's, vsize, which a reset puts back like
+//     the others: after a call that grew the memory, the next sees the
+//     size a fresh instance has, with zero pages beyond it to grow into.
+//   - globals: rewrite exports every mutable global the module defines, and
+//     a reset sets each back to its value after start.
+//   - tables and segments: a module with an instruction that changes a table
+//     or drops a segment, or that imports a memory, a table or a mutable
+//     global, is not reset (rewrite says so); it gets an instance per call.
+//   - the host's side: the result of a host call not yet read is dropped.
+//
+// Not put back: wazero's fake clock and random source, which move on, and
+// a standard stream the guest closed (no files are open) — the host's
+// counters, not anything a request held.
+type snapshot struct {
+	mem     []byte // the memory's whole mapping (its maximum size)
+	view    []byte // a read-only view of the memory file (snapshotMemory)
+	size    uint32 // the memory's size after start, in bytes
+	globals []api.MutableGlobal
+	values  []uint64
+}
+
+// takeSnapshot records in's state after start; mem is its memory's
+// mapping. It returns nil, and in is used for one call only, when the
+// module's state cannot all be put back (or the platform cannot map a
+// memory file); ok false means in's memory could not be kept and in must
+// not be used at all.
+func takeSnapshot(in *instance, mem []byte, globals []string) (s *snapshot, ok bool) {
+	if mem == nil || globals == nil || in.mem == nil {
+		return nil, true
+	}
+	s = &snapshot{mem: mem, size: in.mem.Size()}
+	for _, name := range globals {
+		g, isMutable := in.mod.ExportedGlobal(name).(api.MutableGlobal)
+		if !isMutable {
+			return nil, true
+		}
+		s.globals = append(s.globals, g)
+		s.values = append(s.values, g.Get())
+	}
+	if int(s.size) > len(mem) {
+		return nil, true
+	}
+	view, err := snapshotMemory(mem, int(s.size))
+	switch err {
+	case nil:
+		s.view = view
+		return s, true
+	case errMemoryLost:
+		return nil, false
+	default:
+		return nil, true
+	}
+}
+
+// reset puts in back as it was after start; false when it cannot be (in
+// is then closed, not reused).
+func (in *instance) reset() bool {
+	s := in.snap
+	if s == nil {
+		return false
+	}
+	// Pages a call grew the memory by (beyond s.size) read the file's
+	// zeros again too; the guest sees its size after start (vsize).
+	if size := in.mem.Size(); int(size) > len(s.mem) || resetMemory(s.mem[:size], s.view[:min(int(size), len(s.view))]) != nil {
+		return false
+	}
+	for i, g := range s.globals {
+		g.Set(s.values[i])
+	}
+	in.pending = nil
+	return true
+}
+
+// tenantInstance returns an idle instance of a tenant's module, put back
+// after its last call, or a new one.
+func (m *Module) tenantInstance(ctx context.Context) (*instance, error) {
+	select {
+	case in := <-m.pool:
+		m.acct.idle.Add(-1)
+		m.noteIdle()
+		return in, nil
+	default:
+	}
+	m.idleLow.Store(0)
+	m.mu.Lock()
+	m.live++
+	if m.trim == nil && !m.closed && m.stateGlobals != nil {
+		m.trim = time.AfterFunc(m.engine.poolTrimEvery(), m.trimIdle)
+	}
+	m.mu.Unlock()
+	in, err := m.instantiateResettable(ctx)
+	if err != nil {
+		m.mu.Lock()
+		m.live--
+		m.mu.Unlock()
+		return nil, err
+	}
+	return in, nil
+}
+
+// keepIdle puts a reset instance of a tenant's module in the pool, unless
+// the account already has as many idle instances as it may run calls at
+// once (its modules' idle instances cost memory whether or not it calls
+// them again).
+func (m *Module) keepIdle(in *instance) bool {
+	if m.acct.idle.Add(1) > int32(m.engine.tenantLimits().ConcurrentCalls) {
+		m.acct.idle.Add(-1)
+		return false
+	}
+	m.pool <- in // never blocks: at most PoolSize instances exist
+	return true
+}
+
+// dropIdle closes an instance taken from the pool by a trim or Close.
+func (m *Module) dropIdle(in *instance) {
+	if m.slots != nil {
+		m.acct.idle.Add(-1)
+	}
+	m.discard(in)
+}

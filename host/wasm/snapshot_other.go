@@ -1,0 +1,24 @@
+//go:build !linux
+
+package wasm
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// instantiateResettable: without memory files (Linux's memfd), a tenant's
+// instance serves one call (snapshot.go).
+func (m *Module) instantiateResettable(ctx context.Context) (*instance, error) {
+	return m.instantiate(experimental.WithMemoryAllocator(ctx, mmapAllocator))
+}
+
+var errMemoryLost = errors.New("wasm: instance memory lost while snapshotting")
+
+func snapshotMemory([]byte, int) ([]byte, error) { return nil, errors.ErrUnsupported }
+
+func resetMemory(_, _ []byte) error { return errors.ErrUnsupported }
+
+func freeMemoryView([]byte) {}

@@ -1,0 +1,130 @@
+package wasm_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/wasm"
+)
+
+// counterModule is a minimal ABI module whose handle adds one to a mutable
+// Wasm global and answers with one field, the global's value as a digit.
+// extra is code run first in handle: an instruction the reset must notice.
+// With table, the module has a table.
+func counterModule(extra []byte, table bool) []byte {
+	sec := func(id byte, body []byte) []byte {
+		return append(binary.AppendUvarint([]byte{id}, uint64(len(body))), body...)
+	}
+	name := func(b []byte, s string) []byte { return append(binary.AppendUvarint(b, uint64(len(s))), s...) }
+	sleb := func(b []byte, v int64) []byte {
+		for {
+			c := byte(v & 0x7f)
+			v >>= 7
+			if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+				return append(b, c)
+			}
+			b = append(b, c|0x80)
+		}
+	}
+	body := func(code ...byte) []byte {
+		return append(binary.AppendUvarint(nil, uint64(len(code)+1)), append([]byte{0}, code...)...)
+	}
+
+	m := []byte("\x00asm\x01\x00\x00\x00")
+	m = append(m, sec(1, []byte{3, 0x60, 1, 0x7f, 1, 0x7f, 0x60, 2, 0x7f, 0x7f, 1, 0x7e, 0x60, 0, 0})...)
+	m = append(m, sec(3, []byte{3, 2, 0, 1})...)
+	if table {
+		m = append(m, sec(4, []byte{1, 0x70, 0, 1})...)
+	}
+	m = append(m, sec(5, []byte{1, 0, 1})...)
+	m = append(m, sec(6, []byte{1, 0x7f, 1, 0x41, 0, 0x0b})...)
+	exp := []byte{4}
+	exp = append(name(exp, abi.ExportMarker), 0, 0)
+	exp = append(name(exp, abi.ExportInput), 0, 1)
+	exp = append(name(exp, abi.ExportHandle), 0, 2)
+	exp = append(name(exp, abi.ExportMemory), 2, 0)
+	m = append(m, sec(7, exp)...)
+	handle := append([]byte{}, extra...)
+	handle = append(handle,
+		0x23, 0, 0x41, 1, 0x6a, 0x24, 0, // g++
+		0x41, 0x80, 0x10, 0x41, abi.StatusOK, 0x3a, 0, 0, // mem[2048] = ok
+		0x41, 0x81, 0x10, 0x41, 1, 0x36, 2, 0, // mem[2049:2053] = 1 (the field's length)
+		0x41, 0x85, 0x10, 0x23, 0, 0x41, '0', 0x6a, 0x3a, 0, 0, // mem[2053] = '0'+g
+		0x42) // i64.const 2048<<32 | 6
+	handle = sleb(handle, 2048<<32|6)
+	handle = append(handle, 0x0b)
+	code := []byte{3}
+	code = append(code, body(0x0b)...)
+	code = append(code, body(0x41, 0x80, 0x08, 0x0b)...) // input: the frame goes at 1024
+	code = append(code, body(handle...)...)
+	m = append(m, sec(10, code)...)
+	return m
+}
+
+// A tenant's instance is put back as it was after start once a call ends,
+// and kept for the next call, when the module's whole state can be put
+// back: its memory (the Go guest keeps the last prompt in a Go variable)
+// and its mutable globals (the counter module). A module that changes a
+// table, or a call that grew the memory, gets an instance per call. Every
+// call must see only its own request, whichever way it was served.
+func TestTenantInstanceResetAfterEachCall(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("instances are reset on Linux only (memory files); elsewhere every call gets a fresh one")
+	}
+	cases := []struct {
+		name string
+		bin  func(t *testing.T) []byte
+		mode string // the test plugin's mode; "" for the counter module
+		kept bool   // an instance is kept between calls
+	}{
+		{"go guest, memory", testPluginBinary, "remember", true},
+		{"wasm global", func(*testing.T) []byte { return counterModule(nil, false) }, "", true},
+		{"table.set: not reset", func(*testing.T) []byte {
+			return counterModule([]byte{0x41, 0, 0xd0, 0x70, 0x26, 0}, true) // table[0] = null
+		}, "", false},
+		{"memory grown", func(*testing.T) []byte {
+			// if memory.grow(1) != 1 (the size at start) { unreachable }
+			return counterModule([]byte{0x41, 1, 0x40, 0, 0x41, 1, 0x47, 0x04, 0x40, 0x00, 0x0b}, false)
+		}, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := wasm.NewEngine("", nil)
+			e.Tenants = wasm.TenantLimits{TimeoutMS: 1000, MemoryPages: 1024}
+			t.Cleanup(func() { _ = e.Close(context.Background()) })
+			m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mod, err := e.LoadTenant(context.Background(), "acct_a", m, tc.bin(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 4 {
+				prompt := fmt.Sprintf("secret number %d", i)
+				cfg := fmt.Sprintf(`{"config":{"mode":%q}}`, tc.mode)
+				out, err := mod.Call(context.Background(), abi.HookPreRequest, []byte(cfg),
+					[]byte(`{"model":"m","messages":[{"role":"user","content":"`+prompt+`"}]}`))
+				if err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+				if tc.mode == "" {
+					if got := string(out.Field(0)); got != "1" {
+						t.Fatalf("call %d: the global counted %s calls, want 1: state of an earlier call survived", i, got)
+					}
+				} else if got := string(out.Field(1)); !strings.Contains(got, `"previous prompt: "`) {
+					t.Fatalf("call %d read an earlier call's prompt: %s", i, got)
+				}
+				if live, want := mod.Live(), map[bool]int{true: 1, false: 0}[tc.kept]; live != want {
+					t.Fatalf("after call %d: %d instances alive, want %d", i, live, want)
+				}
+			}
+		})
+	}
+}

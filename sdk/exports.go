@@ -87,3 +87,18 @@ func collect() {
 		lastGC = heapAllocs[0].Value.Uint64()
 	}
 }
+
+// init leaves the Go runtime as a call finds it warm: the host may reset a
+// tenant's instance to its state right after start before every call
+// (host/wasm/snapshot.go), so whatever the runtime sets up lazily on a
+// module's first call it would otherwise set up on every call. Reading the
+// runtime's metrics builds their table once (collect reads one after each
+// call), and a goroutine that has run and exited leaves one to reuse.
+// Measured on the test plugin's trivial hook: 126 → 36 µs a call from the
+// state after start (5 µs on a warm instance).
+func init() {
+	metrics.Read(heapAllocs)
+	done := make(chan struct{})
+	go func() { close(done) }()
+	<-done
+}

@@ -14,7 +14,13 @@ import (
 // initialises: a third of the cost of a fresh instance) and pages are
 // committed only when touched. Freeing unmaps it. Used for tenants'
 // instances (Module.callTenant), whose memory snapshot.go then maps anew.
-type mmapMemory struct{ buf []byte }
+type mmapMemory struct {
+	buf []byte
+	// view is a read-only mapping of the memory file snapshot.go maps buf
+	// from, if it did: freed with the memory, however the instance closes
+	// (its runtime closing with it included).
+	view []byte
+}
 
 func (m *mmapMemory) Reallocate(size uint64) []byte {
 	if size > uint64(len(m.buf)) {
@@ -27,6 +33,10 @@ func (m *mmapMemory) Free() {
 	if m.buf != nil {
 		_ = syscall.Munmap(m.buf)
 		m.buf = nil
+	}
+	if m.view != nil {
+		_ = syscall.Munmap(m.view)
+		m.view = nil
 	}
 }
 

@@ -221,10 +221,6 @@ func (m *Module) discard(in *instance) {
 }
 
 func (in *instance) close() {
-	if in.snap != nil {
-		freeMemoryView(in.snap.view)
-		in.snap.view = nil
-	}
 	if in.ext != nil {
 		_ = in.ext.p.Close(context.Background())
 	} else {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -14,19 +15,24 @@ import (
 // instantiateResettable makes an instance of a tenant's module on a memory
 // of its own mapping (mmapAllocator) and snapshots it (snapshot.go).
 func (m *Module) instantiateResettable(ctx context.Context) (*instance, error) {
-	var mem []byte
+	var mm *mmapMemory
 	alloc := experimental.MemoryAllocatorFunc(func(capacity, max uint64) experimental.LinearMemory {
 		lm := mmapAllocator.Allocate(capacity, max)
-		if mm, ok := lm.(*mmapMemory); ok {
-			mem = mm.buf
-		}
+		mm, _ = lm.(*mmapMemory)
 		return lm
 	})
 	in, err := m.instantiate(experimental.WithMemoryAllocator(ctx, alloc))
 	if err != nil {
 		return nil, err
 	}
+	var mem []byte
+	if mm != nil {
+		mem = mm.buf
+	}
 	snap, ok := takeSnapshot(in, mem, m.stateGlobals)
+	if snap != nil {
+		mm.view = snap.view // unmapped with the memory
+	}
 	if !ok {
 		in.close()
 		return nil, errors.New("instance memory could not be snapshotted")
@@ -42,7 +48,7 @@ var errMemoryLost = errors.New("wasm: instance memory lost while snapshotting")
 // snapshotMemory makes mem (a whole mapping of mmapAllocator's) a private
 // mapping of a memory file that holds its first size bytes: the contents
 // stay as they are, and resetMemory later puts them back. view is a
-// read-only view of the file (freeMemoryView unmaps it).
+// read-only view of the file, unmapped with the memory (mmapMemory.Free).
 func snapshotMemory(mem []byte, size int) (view []byte, err error) {
 	fd, err := unix.MemfdCreate("switchyard-instance", unix.MFD_CLOEXEC)
 	if err != nil {
@@ -72,14 +78,16 @@ func snapshotMemory(mem []byte, size int) (view []byte, err error) {
 			off += n
 		}
 	}
-	view, err = unix.Mmap(fd, 0, len(mem), unix.PROT_READ, unix.MAP_SHARED)
+	// syscall's Mmap, as mmapMemory's: its Free unmaps with syscall's
+	// Munmap, which knows only the mappings syscall made.
+	view, err = syscall.Mmap(fd, 0, len(mem), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, err
 	}
 	_, err = unix.MmapPtr(fd, 0, unsafe.Pointer(unsafe.SliceData(mem)), uintptr(len(mem)),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED|mapNoReserve)
 	if err != nil {
-		_ = unix.Munmap(view)
+		_ = syscall.Munmap(view)
 		// A failed MAP_FIXED may have unmapped the range: map zeros back
 		// so nothing faults before the instance is closed.
 		_, _ = unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(mem)), uintptr(len(mem)),
@@ -163,11 +171,4 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// freeMemoryView unmaps a view snapshotMemory returned.
-func freeMemoryView(view []byte) {
-	if view != nil {
-		_ = unix.Munmap(view)
-	}
 }

@@ -20,5 +20,3 @@ var errMemoryLost = errors.New("wasm: instance memory lost while snapshotting")
 func snapshotMemory([]byte, int) ([]byte, error) { return nil, errors.ErrUnsupported }
 
 func resetMemory(_, _ []byte) error { return errors.ErrUnsupported }
-
-func freeMemoryView([]byte) {}

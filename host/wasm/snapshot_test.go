@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -126,5 +127,48 @@ func TestTenantInstanceResetAfterEachCall(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A kept instance's memory file is mapped twice (its memory, and the view
+// a reset copies from); both go when the module closes, or its engine.
+func TestTenantInstanceMappingsFreed(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("instances are reset on Linux only")
+	}
+	mappings := func() int {
+		b, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "switchyard-instance")
+	}
+	for _, closeModule := range []bool{true, false} {
+		before := mappings()
+		e := wasm.NewEngine("", nil)
+		e.Tenants = wasm.TenantLimits{TimeoutMS: 1000}
+		m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mod, err := e.LoadTenant(context.Background(), "acct_a", m, testPluginBinary(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := mod.Call(context.Background(), abi.HookPreRequest, []byte(`{}`), []byte(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := mappings() - before; got != 2 {
+			t.Fatalf("one kept instance: %d mappings of its memory file, want 2", got)
+		}
+		if closeModule {
+			_ = mod.Close(context.Background())
+		}
+		_ = e.Close(context.Background())
+		if got := mappings() - before; got != 0 {
+			t.Fatalf("closed (module closed first: %v): %d mappings left", closeModule, got)
+		}
 	}
 }

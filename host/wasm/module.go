@@ -129,19 +129,9 @@ func (m *Module) get(ctx context.Context) (*instance, error) {
 	m.idleLow.Store(0)
 	m.mu.Lock()
 	if m.live < m.Manifest.Limits.PoolSize {
-		m.live++
-		if m.live > 1 && m.trim == nil && !m.closed {
-			m.trim = time.AfterFunc(m.engine.poolTrimEvery(), m.trimIdle)
-		}
+		m.startInstance(m.live >= 1) // a second one: a burst the trim undoes
 		m.mu.Unlock()
-		in, err := m.instantiate(context.Background())
-		if err != nil {
-			m.mu.Lock()
-			m.live--
-			m.mu.Unlock()
-			return nil, err
-		}
-		return in, nil
+		return m.madeInstance(m.instantiate(context.Background()))
 	}
 	m.mu.Unlock()
 	select {
@@ -153,6 +143,27 @@ func (m *Module) get(ctx context.Context) (*instance, error) {
 }
 
 // noteIdle lowers idleLow to the number of instances left in the pool.
+// startInstance counts in an instance about to be made, and arms the
+// pool's trim if arm and it is not armed. The caller holds m.mu.
+func (m *Module) startInstance(arm bool) {
+	m.live++
+	if arm && m.trim == nil && !m.closed {
+		m.trim = time.AfterFunc(m.engine.poolTrimEvery(), m.trimIdle)
+	}
+}
+
+// madeInstance returns what making an instance returned, counting it out
+// again if it failed.
+func (m *Module) madeInstance(in *instance, err error) (*instance, error) {
+	if err != nil {
+		m.mu.Lock()
+		m.live--
+		m.mu.Unlock()
+		return nil, err
+	}
+	return in, nil
+}
+
 func (m *Module) noteIdle() {
 	n := int32(len(m.pool))
 	for {

@@ -2,7 +2,6 @@ package wasm
 
 import (
 	"context"
-	"time"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -105,19 +104,9 @@ func (m *Module) tenantInstance(ctx context.Context) (*instance, error) {
 	}
 	m.idleLow.Store(0)
 	m.mu.Lock()
-	m.live++
-	if m.trim == nil && !m.closed && m.stateGlobals != nil {
-		m.trim = time.AfterFunc(m.engine.poolTrimEvery(), m.trimIdle)
-	}
+	m.startInstance(m.stateGlobals != nil) // kept after the call: trimmed when idle
 	m.mu.Unlock()
-	in, err := m.instantiateResettable(ctx)
-	if err != nil {
-		m.mu.Lock()
-		m.live--
-		m.mu.Unlock()
-		return nil, err
-	}
-	return in, nil
+	return m.madeInstance(m.instantiateResettable(ctx))
 }
 
 // keepIdle puts a reset instance of a tenant's module in the pool, unless

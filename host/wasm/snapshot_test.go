@@ -22,17 +22,7 @@ func counterModule(extra []byte, table bool) []byte {
 	sec := func(id byte, body []byte) []byte {
 		return append(binary.AppendUvarint([]byte{id}, uint64(len(body))), body...)
 	}
-	name := func(b []byte, s string) []byte { return append(binary.AppendUvarint(b, uint64(len(s))), s...) }
-	sleb := func(b []byte, v int64) []byte {
-		for {
-			c := byte(v & 0x7f)
-			v >>= 7
-			if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-				return append(b, c)
-			}
-			b = append(b, c|0x80)
-		}
-	}
+	name, sleb := wasm.AppendName, wasm.AppendSLEB
 	body := func(code ...byte) []byte {
 		return append(binary.AppendUvarint(nil, uint64(len(code)+1)), append([]byte{0}, code...)...)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"unsafe"
 
 	"github.com/pkoukk/tiktoken-go-loader/assets"
 )
@@ -32,6 +33,17 @@ func (embeddedRanks) LoadTiktokenBpe(file string) (map[string]int, error) {
 	}
 	defer f.Close()
 	ranks := make(map[string]int, rankSizes[name[:len(name)-len(path.Ext(name))]])
+	// Every token's bytes go into one arena the keys point into: one
+	// object for the collector to mark, not one per token (100–200
+	// thousand, every cycle: most of a collection's mark work at idle
+	// load). The arena never grows past its first capacity (a key must not
+	// move), so it is sized by the file: tokens decode smaller than the
+	// lines that hold them; a file larger than it said gets a second arena.
+	size := int64(1 << 20)
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	arena := make([]byte, 0, size)
 	br := bufio.NewReaderSize(f, 64<<10)
 	var tok []byte
 	for n := 1; ; n++ {
@@ -56,7 +68,11 @@ func (embeddedRanks) LoadTiktokenBpe(file string) (map[string]int, error) {
 			if !ok {
 				return nil, fmt.Errorf("tokenize: %s line %d: rank %q is not a number", name, n, line[sp+1:])
 			}
-			ranks[string(tok[:m])] = rank
+			if len(arena)+m > cap(arena) {
+				arena = make([]byte, 0, max(m, 1<<20))
+			}
+			arena = append(arena, tok[:m]...)
+			ranks[unsafe.String(unsafe.SliceData(arena[len(arena)-m:]), m)] = rank
 		}
 		if err == io.EOF {
 			return ranks, nil

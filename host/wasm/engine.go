@@ -251,7 +251,7 @@ func (e *Engine) LoadTenant(ctx context.Context, account string, m *manifest.Man
 		e.log.Info("tenant module limits clamped to the operator's ceilings", "module", m.Name+"@"+m.Version, "account", account,
 			"timeout_ms", c.Limits.TimeoutMS, "memory_pages", c.Limits.MemoryPages, "pool_size", c.Limits.PoolSize)
 	}
-	mod, err := e.Load(ctx, &c, mergeData(wasm))
+	mod, err := e.Load(ctx, &c, wasm)
 	if err != nil {
 		return nil, err
 	}
@@ -403,6 +403,11 @@ func (m *Module) load(ctx context.Context) error {
 // compiles modules in parallel (wazero runtimes are safe for concurrent
 // use).
 func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte) (*runtime, wazero.CompiledModule, *compiledState, error) {
+	// A Go guest's ~40,000 data segments become a few (mergeData): wazero
+	// keeps each decoded segment as an object of its own for as long as
+	// the module is loaded, tens of thousands of them for the collector
+	// to mark in every cycle, and copies each on every instantiation.
+	wasm = mergeData(wasm)
 	runtimeOf := func(guarded bool) (*runtime, error) {
 		e.mu.Lock()
 		defer e.mu.Unlock()

@@ -9,10 +9,11 @@ import (
 // mergeData rewrites a module's data section so that its active data
 // segments become a few large ones: Go's linker emits one segment per symbol
 // (about 40,000 in a plugin), and wazero evaluates and copies each one on
-// every instantiation, which is most of the cost of a fresh instance (a
-// tenant's module gets one per call). Segments closer than mergeGap bytes
-// are joined, the gap filled with zeros, which is what fresh memory holds
-// there anyway. The module means exactly the same.
+// every instantiation, which was most of the cost of a fresh instance, and
+// keeps each decoded segment as an object of its own while the module is
+// loaded. Segments closer than mergeGap bytes are joined, the gap filled
+// with zeros, which is what fresh memory holds there anyway. The module
+// means exactly the same.
 //
 // The binary is returned unchanged when the rewrite could change meaning or
 // is not understood: a DataCount section (the code may name segments by

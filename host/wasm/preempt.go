@@ -208,22 +208,25 @@ func rewrite(bin []byte) ([]byte, []string, error) {
 	globals = appendSLEB(globals, int64(minPages))
 	globals = append(globals, 0x0b)
 
-	// Functions: append growFunction's declaration; its index follows the
-	// defined functions.
-	fi := find(3)
-	if fi < 0 {
-		return nil, nil, errUnsupported
-	}
-	fr := reader{b: secs[fi].body}
-	nDefined := fr.u()
-	funcs := append(binary.AppendUvarint(nil, nDefined+1), fr.rest()...)
-	funcs = binary.AppendUvarint(funcs, growType)
-	if fr.err != nil {
-		return nil, nil, errUnsupported
-	}
-	rw := &bodyRewrite{shift: shift, tick: tick, yield: yieldFunc, constExpr: false}
-	if ownMemory {
-		rw.vsize, rw.grow, rw.memory = vsize, nFuncImports+1+nDefined, true
+	// Functions: a module with a memory of its own gets growFunction,
+	// declared after its defined functions.
+	rw := &bodyRewrite{shift: shift, tick: tick, yield: yieldFunc}
+	var funcs, growBody []byte
+	if i := find(3); i >= 0 {
+		fr := reader{b: secs[i].body}
+		nDefined := fr.u()
+		funcs = secs[i].body
+		if ownMemory {
+			funcs = append(binary.AppendUvarint(nil, nDefined+1), fr.rest()...)
+			funcs = binary.AppendUvarint(funcs, growType)
+			rw.vsize, rw.grow, rw.memory = vsize, nFuncImports+1+nDefined, true
+			growBody = growFunction(vsize)
+		}
+		if fr.err != nil {
+			return nil, nil, errUnsupported
+		}
+	} else if ownMemory {
+		return nil, nil, errUnsupported // a memory but no functions
 	}
 
 	out := append([]byte(nil), bin[:8]...)
@@ -286,7 +289,7 @@ func rewrite(bin []byte) ([]byte, []string, error) {
 		case 9:
 			body, err = elemSection(s.body, shift)
 		case 10:
-			body, err = codeSection(s.body, rw, growFunction(vsize))
+			body, err = codeSection(s.body, rw, growBody)
 		default:
 			body = s.body
 		}
@@ -428,12 +431,16 @@ func growFunction(vsize uint64) []byte {
 	return append(b, 0x20, 1, 0x0b)
 }
 
-// codeSection rewrites every function body (rw) and appends extra, the
-// body of the function the rewrite adds.
+// codeSection rewrites every function body (rw) and appends extra, when
+// set, the body of the function the rewrite adds.
 func codeSection(body []byte, rw *bodyRewrite, extra []byte) ([]byte, error) {
 	r := reader{b: body}
 	n := r.u()
-	out := binary.AppendUvarint(nil, n+1)
+	added := uint64(0)
+	if extra != nil {
+		added = 1
+	}
+	out := binary.AppendUvarint(nil, n+added)
 	var fn []byte
 	for k := uint64(0); k < n && r.err == nil; k++ {
 		size := r.u()
@@ -461,6 +468,9 @@ func codeSection(body []byte, rw *bodyRewrite, extra []byte) ([]byte, error) {
 	}
 	if r.err != nil || r.i != len(r.b) {
 		return nil, errUnsupported
+	}
+	if extra == nil {
+		return out, nil
 	}
 	out = binary.AppendUvarint(out, uint64(len(extra)))
 	return append(out, extra...), nil

@@ -16,9 +16,9 @@ import (
 //
 //   - memory: once started, the instance's linear memory becomes a private
 //     mapping of a memory file holding its bytes (snapshotMemory); a reset
-//     drops the pages the call wrote, which then read the file again
-//     (resetMemory), at a cost that follows the pages written, not the
-//     memory's size. wazero cannot shrink a memory, so the size the guest
+//     copies the file's bytes back over the pages the process wrote
+//     (resetMemory), at a cost that follows those pages, not the memory's
+//     size. wazero cannot shrink a memory, so the size the guest
 //     sees is a global of rewrite's, vsize, which a reset puts back like
 //     the others: after a call that grew the memory, the next sees the
 //     size a fresh instance has, with zero pages beyond it to grow into.
@@ -34,7 +34,7 @@ import (
 // counters, not anything a request held.
 type snapshot struct {
 	mem     []byte // the memory's whole mapping (its maximum size)
-	view    []byte // a read-only view of the memory file (snapshotMemory)
+	view    []byte // a read-only view of the memory file, as long as mem
 	size    uint32 // the memory's size after start, in bytes
 	globals []api.MutableGlobal
 	values  []uint64
@@ -82,7 +82,7 @@ func (in *instance) reset() bool {
 	}
 	// Pages a call grew the memory by (beyond s.size) read the file's
 	// zeros again too; the guest sees its size after start (vsize).
-	if size := in.mem.Size(); int(size) > len(s.mem) || resetMemory(s.mem[:size], s.view[:min(int(size), len(s.view))]) != nil {
+	if size := in.mem.Size(); int(size) > len(s.mem) || resetMemory(s.mem[:size], s.view[:size]) != nil {
 		return false
 	}
 	for i, g := range s.globals {

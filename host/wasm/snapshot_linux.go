@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -60,13 +61,17 @@ func snapshotMemory(mem []byte, size int) (view []byte, err error) {
 	}
 	// Only the pages with something in them: the file reads zeros
 	// elsewhere, and a Go guest's memory is mostly untouched heap.
-	const page = 4096
+	page := len(zeroPage)
+	zero := func(off int) bool {
+		b := mem[off:min(off+page, size)]
+		return bytes.Equal(b, zeroPage[:len(b)])
+	}
 	for off := 0; off < size; {
-		for off < size && allZero(mem[off:min(off+page, size)]) {
+		for off < size && zero(off) {
 			off += page
 		}
 		end := off
-		for end < size && !allZero(mem[end:min(end+page, size)]) {
+		for end < size && !zero(end) {
 			end += page
 		}
 		end = min(end, size)
@@ -138,13 +143,13 @@ func copyDirty(mem, view []byte) error {
 	if f == nil {
 		return errors.ErrUnsupported
 	}
-	const page = 4096
-	var buf [512]uint64 // 2 MiB of memory per read
+	page := len(zeroPage) // the page map has an entry per page of the OS's size
+	var buf [512]uint64
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
 	for first := 0; first*page < len(mem); first += len(buf) {
 		n := min(len(buf), (len(mem)-first*page+page-1)/page)
 		raw := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), n*8)
-		if _, err := f.ReadAt(raw, int64(base/page+uintptr(first))*8); err != nil {
+		if _, err := f.ReadAt(raw, int64(base/uintptr(page)+uintptr(first))*8); err != nil {
 			return err
 		}
 		for k, e := range buf[:n] {
@@ -158,17 +163,6 @@ func copyDirty(mem, view []byte) error {
 	return nil
 }
 
-func allZero(b []byte) bool {
-	for len(b) >= 8 {
-		if *(*uint64)(unsafe.Pointer(unsafe.SliceData(b))) != 0 {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
+// zeroPage is a page of the OS's size (4 KiB on amd64; 16 or 64 KiB on
+// some arm64 kernels), all zeros.
+var zeroPage = make([]byte, os.Getpagesize())

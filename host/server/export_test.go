@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/keys"
@@ -12,7 +13,7 @@ import (
 // cost so far.
 func (s *Server) SubChat(key *keys.Key, parentID string) (func(context.Context, []byte) (int, []byte, error), func() billing.Nanos) {
 	req := &chatRequest{key: key, spend: &spend{}}
-	return s.subChat(req, parentID, req.spend, &subCount{}), func() billing.Nanos {
+	return s.subChat(req, parentID, req.spend, new(atomic.Int32)), func() billing.Nanos {
 		req.spend.mu.Lock()
 		defer req.spend.mu.Unlock()
 		return req.spend.subCharged

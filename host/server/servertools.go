@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -649,9 +650,9 @@ func (l *toolLoop) meta() *wire.Metadata {
 // request's key — and counts its charge in the request's usage. The
 // sub-request's modules get no Chat of their own (depth 1: no recursion),
 // and the request's deadline (in ctx) bounds it.
-func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend, subs *subCount) func(ctx context.Context, body []byte) (int, []byte, error) {
+func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend, subs *atomic.Int32) func(ctx context.Context, body []byte) (int, []byte, error) {
 	return func(ctx context.Context, body []byte) (int, []byte, error) {
-		id := parentID + "-sub" + strconv.Itoa(subs.next())
+		id := parentID + "-sub" + strconv.Itoa(int(subs.Add(1)))
 		fail := func(e *apierr.Error) (int, []byte, error) { return e.Status, e.Envelope(nil), nil }
 		vr, aerr := validate.Chat(body)
 		switch {

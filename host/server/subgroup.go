@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
@@ -64,20 +65,7 @@ type requestEnv struct {
 	call  wasm.CallEnv
 	spend spend
 	group subGroup
-	subs  subCount
-}
-
-// subCount numbers a request's sub-requests (their ids).
-type subCount struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (c *subCount) next() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n++
-	return c.n
+	subs  atomic.Int32 // numbers the sub-requests (their ids)
 }
 
 // hold is the group's envelope, or nil.

@@ -23,9 +23,27 @@ const (
 // Register mounts GET /generations and GET /activity on r, the
 // authenticated /api/v1 group. Like GET /generation, any key of an account
 // reads the account's records, and only its account's (docs/api.md).
-func Register(r fiber.Router, db store.DB) {
-	r.Get("/generations", func(c *fiber.Ctx) error { return listGenerations(c, db) })
-	r.Get("/activity", func(c *fiber.Ctx) error { return activity(c, db) })
+//
+// Both read the store after the ledger's queued writes are committed
+// (Ledger.Sync): settlements are acknowledged from memory and committed
+// within the commit window, and a client that lists its records right
+// after a response expects to find that response's among them.
+func Register(r fiber.Router, l *billing.Ledger) {
+	db := l.DB()
+	read := func(h func(*fiber.Ctx, store.DB) error) fiber.Handler {
+		return func(c *fiber.Ctx) error {
+			if err := l.Sync(); err != nil {
+				// The store is unreachable (a shared store's outage) or
+				// the gateway is stopping: the listing could not be read
+				// either.
+				c.Set(fiber.HeaderRetryAfter, "1")
+				return admin.Fail(c, http.StatusServiceUnavailable, "the records cannot be read now (the store is unavailable); try again shortly")
+			}
+			return h(c, db)
+		}
+	}
+	r.Get("/generations", read(listGenerations))
+	r.Get("/activity", read(activity))
 }
 
 // Statuses are the generation statuses a listing filters by.

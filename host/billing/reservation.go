@@ -162,7 +162,7 @@ func (h *holdRec) put(tx store.Tx) error {
 // settleOp is the writer operation that commits g.
 func (l *Ledger) settleOp(g *Generation) op {
 	owner := l.leaseOwner()
-	o := op{fn: func(tx store.Tx) error { return l.commit(tx, g, owner) }, settles: g.ID}
+	o := op{fn: func(tx store.Tx) error { return l.commit(tx, g, owner) }, settles: g.ID, gen: g}
 	if l.shared {
 		o.reads = l.commitReads(g, owner)
 	}

@@ -25,9 +25,12 @@ type writer struct {
 	closed bool
 	queue  []op
 	spare  []op
-	wake   chan struct{}
-	urgent chan struct{} // an operation someone waits on was queued
-	quit   chan struct{}
+	// flushing is the group being committed, until its commit is done:
+	// with queue, what pending looks through.
+	flushing []op
+	wake     chan struct{}
+	urgent   chan struct{} // an operation someone waits on was queued
+	quit     chan struct{}
 	// window is how long a commit waits for more operations when nobody is
 	// waiting on any of the queued ones: one fsync then covers many
 	// requests instead of one each (it costs CPU and I/O that the requests
@@ -57,6 +60,9 @@ type op struct {
 	// anyway (a request answered within the commit window — most JSON
 	// requests — never writes its hold record).
 	hold, settles string
+	// gen is the record a settlement writes (with settles): until it is
+	// committed, the ledger answers reads of it from here (pending).
+	gen *Generation
 }
 
 func newWriter(db store.DB, logf func(string, ...any), window time.Duration) *writer {
@@ -103,8 +109,18 @@ func (w *writer) doOp(o op) error {
 // async queues fn without waiting.
 func (w *writer) async(fn func(store.Tx) error) { w.submit(op{fn: fn}) }
 
-// sync waits until everything queued before it is committed.
-func (w *writer) sync() error { return w.do(func(store.Tx) error { return nil }) }
+// sync waits until everything queued before it is committed. With nothing
+// queued or being committed it returns at once: an empty commit would
+// still cost the store two fsyncs, and readers call sync before they read.
+func (w *writer) sync() error {
+	w.mu.Lock()
+	idle := len(w.queue) == 0 && w.flushing == nil && !w.closed
+	w.mu.Unlock()
+	if idle {
+		return nil
+	}
+	return w.do(func(store.Tx) error { return nil })
+}
 
 func (w *writer) loop() {
 	defer close(w.exited)
@@ -139,6 +155,9 @@ func (w *writer) flush() bool {
 	// committed; spare is handed over once so they never share an array.
 	batch := w.queue
 	w.queue, w.spare = w.spare[:0], nil
+	if len(batch) > 0 {
+		w.flushing = batch // in the same critical section: see sync
+	}
 	w.mu.Unlock()
 	if len(batch) == 0 {
 		return false
@@ -201,6 +220,7 @@ func (w *writer) flush() bool {
 		}
 		w.mu.Lock()
 		w.queue = append(keep, w.queue...)
+		w.flushing = nil
 		w.mu.Unlock()
 		if w.logf != nil {
 			w.logf("billing: store unavailable, %d writes kept for retry: %v", len(keep), err)
@@ -235,11 +255,34 @@ func (w *writer) flush() bool {
 			}
 		}
 	}
+	w.mu.Lock()
+	w.flushing = nil
+	w.mu.Unlock()
 	clear(batch)
 	w.mu.Lock()
 	w.spare = batch[:0]
 	w.mu.Unlock()
 	return true
+}
+
+// pending returns the record of the settlement of id that is queued or
+// being committed, nil when there is none. The caller must not modify it.
+// A read that misses the store looks here (then in the store again, for
+// a commit that ended in between), so the record a response was answered
+// with is readable at once, not one commit window later. It scans the
+// queue (a commit window of writes, a few thousand at most) under the
+// lock that submit takes; only a read that missed the store pays for it.
+func (w *writer) pending(id string) *Generation {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, group := range [2][]op{w.queue, w.flushing} {
+		for i := len(group) - 1; i >= 0; i-- {
+			if o := &group[i]; o.gen != nil && o.settles == id {
+				return o.gen
+			}
+		}
+	}
+	return nil
 }
 
 // backoff is the pause before retrying after consecutive failures:

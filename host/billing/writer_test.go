@@ -3,9 +3,11 @@ package billing
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/store"
 )
 
@@ -57,5 +59,75 @@ func TestWriterSkipsHoldsSettledInTheSameGroup(t *testing.T) {
 				t.Errorf("ran %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// With settlements acknowledged from memory (AsyncSettle), a record is
+// readable the moment Settle returns, though its commit is a window away;
+// a write someone waits on (a top-up) commits at once, with every
+// settlement queued before it; and a Sync with nothing queued commits
+// nothing (an empty commit would still cost two fsyncs).
+func TestSettlementReadableBeforeItsCommit(t *testing.T) {
+	// A window no test outlives: only a waited-on write commits.
+	e, k := newEnv(t, 10*NanosPerUSD, nil, keys.ResetNone, Options{AsyncSettle: true, CommitWindow: time.Hour})
+	var commits atomic.Int64
+	e.l.ObserveCommits(func(int, time.Duration) { commits.Add(1) })
+	stored := func(id string) bool {
+		var ok bool
+		if err := e.db.View(func(tx store.Tx) error {
+			ok = tx.Bucket(bucketGenerations).Get([]byte(id)) != nil
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	settle := func(id string) *Generation {
+		r, aerr := e.l.Reserve(k, testReq(id))
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		g, err := r.Settle(Outcome{Usage: Usage{PromptTokens: 10, CompletionTokens: 5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+
+	g := settle("")
+	if stored(g.ID) {
+		t.Fatal("the settlement was committed at once; the test needs it queued")
+	}
+	got, err := e.l.Generation(g.ID)
+	if err != nil {
+		t.Fatalf("a settled record is not readable before its commit: %v", err)
+	}
+	if got.ID != g.ID || got.Charged != g.Charged || got.Charged == 0 || got.Status != StatusSuccess {
+		t.Fatalf("read %+v, settled %+v", got, g)
+	}
+	if _, err := e.l.Generation("gen-none"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an unknown id: %v, want ErrNotFound", err)
+	}
+
+	g2 := settle("")
+	if _, err := e.l.TopUp(e.acct, NanosPerUSD, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if !stored(g.ID) || !stored(g2.ID) {
+		t.Fatal("a top-up committed without the settlements queued before it")
+	}
+	if got, err := e.l.Generation(g2.ID); err != nil || got.Charged != g2.Charged {
+		t.Fatalf("after the commit: %+v, %v", got, err)
+	}
+	mustAudit(t, e.l)
+
+	before := commits.Load()
+	for range 3 {
+		if err := e.l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := commits.Load() - before; n != 0 {
+		t.Fatalf("Sync with nothing queued made %d commits, want 0", n)
 	}
 }

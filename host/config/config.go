@@ -74,8 +74,14 @@ type Config struct {
 	BootstrapCredits float64 `yaml:"bootstrap_credits"`
 	// DurableSettle makes every response wait until its charge is fsynced.
 	// Off, charges are acknowledged from memory and group-committed within
-	// about a millisecond (docs/billing.md has the trade-off and figures).
+	// settle_commit_window (docs/billing.md has the trade-off and figures).
 	DurableSettle bool `yaml:"durable_settle"`
+	// SettleCommitWindow is, with durable_settle off, how long acknowledged
+	// charges gather in memory before one commit writes them all: what a
+	// hard crash can lose. Unset: 100ms on the embedded store, 5ms on
+	// PostgreSQL (billing.DefaultCommitWindow, SharedCommitWindow);
+	// at most 1s.
+	SettleCommitWindow Duration `yaml:"settle_commit_window"`
 	// GCPercent is the Go garbage collector's target the gateway serves
 	// with when the GOGC environment variable is not set (GOGC wins): 0 =
 	// tuned after every collection, up to 400 while the live heap is small
@@ -352,6 +358,11 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if err := CheckRetention(time.Duration(c.Retention.Generations)); err != nil {
 		return nil, fmt.Errorf("config: retention.generations: %w", err)
+	}
+	// At most a second: what is queued is held in memory (about 1.5 KB a
+	// request) and a crash loses all of it.
+	if w := time.Duration(c.SettleCommitWindow); w < 0 || w > time.Second {
+		return nil, fmt.Errorf("config: settle_commit_window: want a duration of at most 1s (unset or 0: 100ms, or 5ms with store postgres), not %s", w)
 	}
 	if c.GCPercent < -1 {
 		return nil, fmt.Errorf("config: gc_percent: want a percentage, 0 for the tuned default or -1 for off, not %d", c.GCPercent)

@@ -53,6 +53,8 @@ func TestParseRejects(t *testing.T) {
 		{"negative budget", "modules: {http: {calls_per_request: -1}}\n", "negative"},
 		{"unknown kv field", "modules: {kv: {max_values: 3}}\n", "max_values"},
 		{"gc_percent below off", "gc_percent: -2\n", "gc_percent"},
+		{"negative commit window", "settle_commit_window: -1ms\n", "settle_commit_window"},
+		{"commit window over a second", "settle_commit_window: 2s\n", "at most 1s"},
 	}
 	for _, tc := range cases {
 		if _, err := Parse([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -146,6 +146,7 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	g.Ledger, err = billing.Open(g.DB, activity.Indexing(billing.Options{
 		RequestDeadline: time.Duration(cfg.Timeouts.Request),
 		AsyncSettle:     !cfg.DurableSettle,
+		CommitWindow:    time.Duration(cfg.SettleCommitWindow),
 		Now:             opts.Now,
 		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },
 	}))

@@ -155,7 +155,7 @@ func New(d Deps) *Server {
 	api.Post("/embeddings", s.embeddings)
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
 	api.Get("/models", s.listModels(""))
-	activity.Register(api, d.Ledger.DB()) // GET /generations, GET /activity
+	activity.Register(api, d.Ledger) // GET /generations, GET /activity
 	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, DefaultRateLimits: d.RateDefaults})
 	if d.Mount != nil {
 		d.Mount(s.app, api)

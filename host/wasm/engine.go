@@ -373,16 +373,15 @@ func (m *Module) load(ctx context.Context) error {
 	if err != nil {
 		return refuse("does not compile: %v", err)
 	}
-	preempt := cs.preempt
 	if err := checkExports(compiled); err != nil {
 		_ = compiled.Close(ctx)
 		return refuse("%v", err)
 	}
-	if err := checkImports(compiled, m.Manifest, preempt); err != nil {
+	if err := checkImports(compiled, m.Manifest, cs.preempt); err != nil {
 		_ = compiled.Close(ctx)
 		return refuse("%v", err)
 	}
-	m.rt, m.compiled, m.preempt, m.stateGlobals = r.rt, compiled, preempt, cs.globals
+	m.rt, m.compiled, m.preempt, m.stateGlobals = r.rt, compiled, cs.preempt, cs.globals
 	first, err := m.instantiate(ctx)
 	if err != nil {
 		m.rt, m.compiled = nil, nil
@@ -519,7 +518,7 @@ func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) e
 			// Sandboxed by the module config: no files, no env, no real clock.
 		case abi.ImportModule:
 			if name == yieldImport && preempt {
-				continue // added by instrument
+				continue // added by rewrite (preempt.go)
 			}
 			if !hostFunctions[name] {
 				return fmt.Errorf("imports unknown host function %s.%s", mod, name)

@@ -142,7 +142,6 @@ func (m *Module) get(ctx context.Context) (*instance, error) {
 	}
 }
 
-// noteIdle lowers idleLow to the number of instances left in the pool.
 // startInstance counts in an instance about to be made, and arms the
 // pool's trim if arm and it is not armed. The caller holds m.mu.
 func (m *Module) startInstance(arm bool) {
@@ -164,6 +163,7 @@ func (m *Module) madeInstance(in *instance, err error) (*instance, error) {
 	return in, nil
 }
 
+// noteIdle lowers idleLow to the number of instances left in the pool.
 func (m *Module) noteIdle() {
 	n := int32(len(m.pool))
 	for {

@@ -3,7 +3,7 @@ package wasm
 // Cheap preemption. wazero interrupts a call (WithCloseOnContextDone) by
 // leaving native code for Go at the head of every loop iteration, which
 // makes a guest that walks a request byte by byte 7-12x slower. Instead,
-// instrument rewrites a module so that every loop head counts down a
+// rewrite changes a module so that every loop head counts down a
 // global of its own (a few instructions, no exit) and calls the host
 // function switchyard.__yield when it reaches zero, every yieldEvery loop
 // iterations; __yield resets nothing itself (the guest reloads the
@@ -14,7 +14,7 @@ package wasm
 // watchdog that sets a flag instead cannot work: it is itself stopped by
 // the stop-the-world that waits for the spinning guest.)
 //
-// instrument understands the instructions of WebAssembly 1.0 with the
+// rewrite understands the instructions of WebAssembly 1.0 with the
 // sign-extension, saturating-conversion, bulk-memory, reference-types and
 // tail-call extensions, which is what Go, C (clang) and AssemblyScript
 // emit by default. A module using anything else (SIMD, threads, exception
@@ -41,13 +41,6 @@ const yieldEvery = 20_000
 
 var errUnsupported = errors.New("wasm: module uses instructions the preemption rewrite does not know")
 
-// instrument returns the rewritten module, or an error when it cannot be
-// rewritten (the caller then uses wazero's own preemption).
-func instrument(bin []byte) ([]byte, error) {
-	out, _, err := rewrite(bin)
-	return out, err
-}
-
 // stateGlobalPrefix names the exports rewrite adds for the module's mutable
 // globals (stateGlobal), which the host reads and sets to put an instance
 // back as it was after its start (snapshot.go).
@@ -55,8 +48,10 @@ const stateGlobalPrefix = "__switchyard_state_global_"
 
 func stateGlobal(i uint64) string { return stateGlobalPrefix + strconv.FormatUint(i, 10) }
 
-// rewrite is instrument, and also exports every mutable global the module
-// defines (stateGlobal). state is the names of those exports when an
+// rewrite returns the module with the preemption check at every loop head
+// (above), or an error when it cannot be rewritten (the caller then uses
+// wazero's own preemption). It also exports every mutable global the module
+// defines (stateGlobal); state is the names of those exports when an
 // instance's whole state is its linear memory and those globals — nil when
 // the module imports a memory, a table or a mutable global, or has
 // instructions that change a table or drop a segment, all state a reset

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"errors"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -39,6 +40,10 @@ type snapshot struct {
 	globals []api.MutableGlobal
 	values  []uint64
 }
+
+// errMemoryLost: the memory's mapping was replaced and could not be put
+// back; the instance must be closed unused.
+var errMemoryLost = errors.New("wasm: instance memory lost while snapshotting")
 
 // takeSnapshot records in's state after start; mem is its memory's
 // mapping. It returns nil, and in is used for one call only, when the

@@ -42,10 +42,6 @@ func (m *Module) instantiateResettable(ctx context.Context) (*instance, error) {
 	return in, nil
 }
 
-// errMemoryLost: the memory's mapping was replaced and could not be put
-// back; the instance must be closed unused.
-var errMemoryLost = errors.New("wasm: instance memory lost while snapshotting")
-
 // snapshotMemory makes mem (a whole mapping of mmapAllocator's) a private
 // mapping of a memory file that holds its first size bytes: the contents
 // stay as they are, and resetMemory later puts them back. view is a

@@ -15,8 +15,6 @@ func (m *Module) instantiateResettable(ctx context.Context) (*instance, error) {
 	return m.instantiate(experimental.WithMemoryAllocator(ctx, mmapAllocator))
 }
 
-var errMemoryLost = errors.New("wasm: instance memory lost while snapshotting")
-
 func snapshotMemory([]byte, int) ([]byte, error) { return nil, errors.ErrUnsupported }
 
 func resetMemory(_, _ []byte) error { return errors.ErrUnsupported }

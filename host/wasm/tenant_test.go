@@ -136,7 +136,6 @@ func TestTenantExtism(t *testing.T) {
 	}
 }
 
-// loadTestPlugin loads the test plugin (make wasm) with a time limit.
 // testPluginBinary is the test plugin (host/pipeline/testdata/testplugin).
 func testPluginBinary(t *testing.T) []byte {
 	t.Helper()
@@ -147,6 +146,7 @@ func testPluginBinary(t *testing.T) []byte {
 	return bin
 }
 
+// loadTestPlugin loads the test plugin (make wasm) with a time limit.
 func loadTestPlugin(t *testing.T, e *wasm.Engine) *wasm.Module {
 	t.Helper()
 	bin := testPluginBinary(t)

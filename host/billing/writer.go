@@ -237,27 +237,33 @@ func (w *writer) flush() bool {
 		return true
 	}
 	w.fails = 0
-	if err == nil {
-		for _, o := range batch {
-			if o.done != nil {
-				o.done <- nil
-			}
-		}
-	} else {
+	var errs []error
+	if err != nil {
 		// One operation (or the commit) failed and the group was rolled
 		// back: run each alone so one failure does not fail the others.
-		for _, o := range batch {
-			e := w.db.Update(o.fn)
-			if o.done != nil {
-				o.done <- e
-			} else if e != nil && w.logf != nil {
-				w.logf("billing: background write failed: %v", e)
+		errs = make([]error, len(batch))
+		for i, o := range batch {
+			errs[i] = w.db.Update(o.fn)
+			if o.done == nil && errs[i] != nil && w.logf != nil {
+				w.logf("billing: background write failed: %v", errs[i])
 			}
 		}
 	}
+	// The batch is in the store now: it stops being pending before anyone
+	// waiting on it is answered, so a sync that waiter calls next finds the
+	// writer idle rather than committing nothing.
 	w.mu.Lock()
 	w.flushing = nil
 	w.mu.Unlock()
+	for i, o := range batch {
+		if o.done != nil {
+			if errs != nil {
+				o.done <- errs[i]
+			} else {
+				o.done <- nil
+			}
+		}
+	}
 	clear(batch)
 	w.mu.Lock()
 	w.spare = batch[:0]

@@ -39,6 +39,27 @@ type snapshot struct {
 	size    uint32 // the memory's size after start, in bytes
 	globals []api.MutableGlobal
 	values  []uint64
+	own     ownPages
+}
+
+// ownPages is what resetMemory knows of a memory's pages that are the
+// process's own copies (see there).
+type ownPages struct {
+	runs   []pageRun // in order, byte offsets in the memory
+	faults uint64    // the process's page faults when runs was complete
+	known  bool      // runs is complete as of faults
+}
+
+// pageRun is a run of pages, [start, end) in bytes from the memory's start.
+type pageRun struct{ start, end int }
+
+// copyBack copies the runs back from view.
+func (o *ownPages) copyBack(mem, view []byte) {
+	for _, r := range o.runs {
+		if end := min(r.end, len(mem)); r.start < end {
+			copy(mem[r.start:end], view[r.start:end])
+		}
+	}
 }
 
 // errMemoryLost: the memory's mapping was replaced and could not be put
@@ -66,7 +87,7 @@ func takeSnapshot(in *instance, mem []byte, globals []string) (s *snapshot, ok b
 	if int(s.size) > len(mem) {
 		return nil, true
 	}
-	view, err := snapshotMemory(mem, int(s.size))
+	view, err := snapshotMemory(mem, int(s.size), &s.own)
 	switch err {
 	case nil:
 		s.view = view
@@ -87,7 +108,7 @@ func (in *instance) reset() bool {
 	}
 	// Pages a call grew the memory by (beyond s.size) read the file's
 	// zeros again too; the guest sees its size after start (vsize).
-	if size := in.mem.Size(); int(size) > len(s.mem) || resetMemory(s.mem[:size], s.view[:size]) != nil {
+	if size := in.mem.Size(); int(size) > len(s.mem) || resetMemory(s.mem[:size], s.view[:size], &s.own) != nil {
 		return false
 	}
 	for i, g := range s.globals {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -44,9 +45,10 @@ func (m *Module) instantiateResettable(ctx context.Context) (*instance, error) {
 
 // snapshotMemory makes mem (a whole mapping of mmapAllocator's) a private
 // mapping of a memory file that holds its first size bytes: the contents
-// stay as they are, and resetMemory later puts them back. view is a
+// stay as they are, and resetMemory later puts them back; own is told
+// that none of its pages are the process's own yet. view is a
 // read-only view of the file, unmapped with the memory (mmapMemory.Free).
-func snapshotMemory(mem []byte, size int) (view []byte, err error) {
+func snapshotMemory(mem []byte, size int, own *ownPages) (view []byte, err error) {
 	fd, err := unix.MemfdCreate("switchyard-instance", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, err
@@ -85,6 +87,8 @@ func snapshotMemory(mem []byte, size int) (view []byte, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Counted before the mapping: a fault after it is then seen.
+	faults, counted := processFaults()
 	_, err = unix.MmapPtr(fd, 0, unsafe.Pointer(unsafe.SliceData(mem)), uintptr(len(mem)),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED|mapNoReserve)
 	if err != nil {
@@ -95,25 +99,62 @@ func snapshotMemory(mem []byte, size int) (view []byte, err error) {
 			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|mapNoReserve)
 		return nil, errMemoryLost
 	}
+	*own = ownPages{faults: faults, known: counted}
 	return view, nil
 }
 
 // resetMemory puts the pages of mem written since snapshotMemory back to
 // the memory file's bytes. The pages a call wrote are copies of the file's
-// of their own (anonymous memory); the kernel's page map of the process
-// says which, and those are copied back from view, a read-only view of the
-// file, and stay in memory: a Go guest writes a hundred pages or more in
-// a call, and dropping them (madvise) made the next call fault each one
-// in again, 25 times the cost of the call. Where the page map cannot be
-// read, they are dropped.
-func resetMemory(mem, view []byte) error {
+// of the process's own (anonymous memory); those are copied back from
+// view, a read-only view of the file, and stay in memory: a Go guest
+// writes a hundred pages or more in a call, and dropping them (madvise)
+// made the next call fault each one in again, 25 times the cost of the
+// call.
+//
+// Which pages are the process's own, the kernel's page tables say; but
+// walking them costs ~35 ns a page on this project's machines, every page
+// of the memory (~10 µs for a Go guest's 850), written or not. So own
+// keeps the pages found, and the walk is skipped while the process has
+// taken no page fault since it was made: every page not among them is
+// either not mapped or the file's page mapped read-only (the mapping is
+// private), so writing it faults, and the kernel counts each fault, taken
+// on behalf of any thread of the process (getrusage's minor and major
+// faults) — the guest's write, the host's into the guest's memory, a
+// system call's. With no new fault, the pages written are among those
+// kept, and copying those back is the whole reset. A fault anywhere in
+// the process — the instance's or any other — only sends the reset back
+// to the walk.
+//
+// Where the page tables cannot be read, the pages are dropped.
+func resetMemory(mem, view []byte, own *ownPages) error {
 	if len(mem) == 0 {
 		return nil
 	}
-	if view != nil && copyDirty(mem, view) == nil {
-		return nil
+	if view != nil {
+		faults, counted := processFaults()
+		if counted && own.known && faults == own.faults {
+			own.copyBack(mem, view)
+			return nil
+		}
+		runs, err := findOwnPages(mem, own.runs[:0])
+		if err == nil {
+			own.runs, own.faults, own.known = runs, faults, counted
+			own.copyBack(mem, view)
+			return nil
+		}
 	}
+	own.known = false
 	return unix.Madvise(mem, unix.MADV_DONTNEED)
+}
+
+// processFaults is the page faults the process has taken, false when the
+// kernel does not say.
+func processFaults() (uint64, bool) {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0, false
+	}
+	return uint64(ru.Minflt) + uint64(ru.Majflt), true
 }
 
 // pagemap is /proc/self/pagemap, opened once (nil: it cannot be read).
@@ -125,6 +166,99 @@ var pagemap = sync.OnceValue(func() *os.File {
 	return f
 })
 
+// findOwnPages appends to runs the pages of mem that are the process's own:
+// anonymous, present or swapped out.
+func findOwnPages(mem []byte, runs []pageRun) ([]pageRun, error) {
+	f := pagemap()
+	if f == nil {
+		return runs, errors.ErrUnsupported
+	}
+	if !noScan.Load() {
+		out, err := scanOwnPages(f, mem, runs)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return out, err
+		}
+		noScan.Store(true)
+	}
+	return readOwnPages(f, mem, runs)
+}
+
+// noScan is set once the kernel has refused PAGEMAP_SCAN (before 6.7).
+var noScan atomic.Bool
+
+// PAGEMAP_SCAN (Documentation/admin-guide/mm/pagemap.rst, "Pagemap Scan
+// IOCTL"; linux/fs.h): the kernel walks the page tables of a range and
+// returns only the runs of pages that match, where reading the page map
+// returns an entry for every page (8 bytes each, and more work behind
+// each: whether the page is mapped elsewhere too).
+const (
+	pmScanIoctl   = 0xc0606610 // _IOWR('f', 16, struct pm_scan_arg)
+	pageIsFile    = 1 << 2
+	pageIsPresent = 1 << 3
+	pageIsSwapped = 1 << 4
+	pmScanArgSize = 96
+	pmScanVecRuns = 64
+)
+
+type pmScanArg struct {
+	size, flags, start, end, walkEnd, vec, vecLen, maxPages       uint64
+	categoryInverted, categoryMask, categoryAnyofMask, returnMask uint64
+}
+
+type pageRegion struct{ start, end, categories uint64 }
+
+// scanBufs are the runs PAGEMAP_SCAN writes, on the heap: the kernel is
+// handed their address as a number, which would not follow a goroutine
+// stack that moved.
+var scanBufs = sync.Pool{New: func() any { return new([pmScanVecRuns]pageRegion) }}
+
+// scanOwnPages is findOwnPages with PAGEMAP_SCAN: the pages present or
+// swapped and not the file's. ErrUnsupported: the kernel does not have it.
+func scanOwnPages(f *os.File, mem []byte, runs []pageRun) ([]pageRun, error) {
+	vec := scanBufs.Get().(*[pmScanVecRuns]pageRegion)
+	defer scanBufs.Put(vec)
+	base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
+	end := base + uint64(len(mem))
+	arg := pmScanArg{
+		size:              pmScanArgSize,
+		start:             base,
+		end:               end,
+		vec:               uint64(uintptr(unsafe.Pointer(vec))),
+		vecLen:            pmScanVecRuns,
+		categoryInverted:  pageIsFile,
+		categoryMask:      pageIsFile,
+		categoryAnyofMask: pageIsPresent | pageIsSwapped,
+		returnMask:        pageIsPresent | pageIsSwapped,
+	}
+	fd := f.Fd()
+	for arg.start < end {
+		n, _, errno := unix.Syscall(unix.SYS_IOCTL, fd, pmScanIoctl, uintptr(unsafe.Pointer(&arg)))
+		switch errno {
+		case 0:
+		case unix.ENOTTY, unix.EINVAL:
+			return runs, errors.ErrUnsupported
+		default:
+			return runs, errno
+		}
+		for _, r := range vec[:n] {
+			// The kernel rounds the range's end up to a page: mem's
+			// length is whole pages unless the OS's page is larger than
+			// Wasm's 64 KiB.
+			lo, hi := int(r.start-base), int(min(r.end, end)-base)
+			if k := len(runs) - 1; k >= 0 && runs[k].end == lo {
+				runs[k].end = hi // split only by the categories returned
+			} else {
+				runs = append(runs, pageRun{lo, hi})
+			}
+		}
+		if arg.walkEnd <= arg.start {
+			return runs, errors.New("wasm: PAGEMAP_SCAN made no progress")
+		}
+		arg.start = arg.walkEnd
+	}
+	return runs, nil
+}
+
 // pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst).
 const (
 	pmPresent = 1 << 63
@@ -132,13 +266,8 @@ const (
 	pmFile    = 1 << 61 // file page or shared anonymous: not written here
 )
 
-// copyDirty copies back from view every page of mem the process wrote
-// (present or swapped, and not the file's).
-func copyDirty(mem, view []byte) error {
-	f := pagemap()
-	if f == nil {
-		return errors.ErrUnsupported
-	}
+// readOwnPages is findOwnPages by reading the page map: an entry per page.
+func readOwnPages(f *os.File, mem []byte, runs []pageRun) ([]pageRun, error) {
 	page := len(zeroPage) // the page map has an entry per page of the OS's size
 	var buf [512]uint64
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
@@ -146,17 +275,21 @@ func copyDirty(mem, view []byte) error {
 		n := min(len(buf), (len(mem)-first*page+page-1)/page)
 		raw := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), n*8)
 		if _, err := f.ReadAt(raw, int64(base/uintptr(page)+uintptr(first))*8); err != nil {
-			return err
+			return runs, err
 		}
 		for k, e := range buf[:n] {
 			if e&pmSwapped != 0 || (e&pmPresent != 0 && e&pmFile == 0) {
 				off := (first + k) * page
 				end := min(off+page, len(mem))
-				copy(mem[off:end], view[off:end])
+				if j := len(runs) - 1; j >= 0 && runs[j].end == off {
+					runs[j].end = end
+				} else {
+					runs = append(runs, pageRun{off, end})
+				}
 			}
 		}
 	}
-	return nil
+	return runs, nil
 }
 
 // zeroPage is a page of the OS's size (4 KiB on amd64; 16 or 64 KiB on

@@ -15,6 +15,6 @@ func (m *Module) instantiateResettable(ctx context.Context) (*instance, error) {
 	return m.instantiate(experimental.WithMemoryAllocator(ctx, mmapAllocator))
 }
 
-func snapshotMemory([]byte, int) ([]byte, error) { return nil, errors.ErrUnsupported }
+func snapshotMemory([]byte, int, *ownPages) ([]byte, error) { return nil, errors.ErrUnsupported }
 
-func resetMemory(_, _ []byte) error { return errors.ErrUnsupported }
+func resetMemory(_, _ []byte, _ *ownPages) error { return errors.ErrUnsupported }

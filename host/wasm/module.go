@@ -402,6 +402,9 @@ func (m *Module) callTenant(ctx context.Context, hook abi.Hook, fields [][]byte,
 	if err != nil {
 		return nil, err
 	}
+	if in.snap != nil {
+		in.snap.own.beforeCall()
+	}
 	out, err := in.call(ctx, hook, fields)
 	// A failed call may have left anything anywhere: never reused.
 	if err != nil || !in.reset() || !m.keepIdle(in) {

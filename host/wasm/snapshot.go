@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -48,6 +49,7 @@ type ownPages struct {
 	runs   []pageRun // in order, byte offsets in the memory
 	faults uint64    // the process's page faults when runs was complete
 	known  bool      // runs is complete as of faults
+	at     time.Time // when the last reset (or the snapshot) ended
 }
 
 // pageRun is a run of pages, [start, end) in bytes from the memory's start.

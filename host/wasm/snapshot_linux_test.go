@@ -5,6 +5,9 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pageFinders are the two ways findOwnPages reads the page tables.
@@ -153,6 +156,55 @@ func TestResetMemorySkipsTheWalkWithoutFaults(t *testing.T) {
 				t.Fatalf("page %d kept as written; it never was", off/page)
 			}
 		}
+	}
+}
+
+// A fault anywhere in the process while an instance sits idle sends its
+// next reset to the walk, unless the count is taken again as its call
+// starts (beforeCall); either way the reset puts everything back.
+func TestResetMemoryRecountsAfterIdle(t *testing.T) {
+	if pagemap() == nil {
+		t.Skip("no /proc/self/pagemap")
+	}
+	page := len(zeroPage)
+	mem, view, own, want := snapshotted(t, 300, 200)
+	elsewhere, err := unix.Mmap(-1, 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Munmap(elsewhere) })
+	fault := func() { // a page fault of the process, not in mem
+		if err := unix.Madvise(elsewhere, unix.MADV_DONTNEED); err != nil {
+			t.Fatal(err)
+		}
+		elsewhere[0] = 1
+	}
+	mem[5*page]++
+	if err := resetMemory(mem, view, own); err != nil {
+		t.Fatal(err)
+	}
+	skipped := 0
+	for _, recount := range []bool{false, true, true, true, true, true, true, true, true, true, true} {
+		time.Sleep(2 * recountAfter)
+		fault()
+		if recount {
+			own.beforeCall()
+		}
+		before := own.faults
+		mem[5*page]++
+		if err := resetMemory(mem, view, own); err != nil {
+			t.Fatal(err)
+		}
+		switch walked := own.faults != before; {
+		case !recount && !walked:
+			t.Fatal("a fault while idle, not counted again: the reset did not walk the page tables")
+		case recount && !walked:
+			skipped++
+		}
+		mustEqual(t, "after idle", mem, want)
+	}
+	if skipped == 0 {
+		t.Fatal("counted again as each call started, every reset still walked the page tables")
 	}
 }
 

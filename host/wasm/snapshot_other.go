@@ -18,3 +18,5 @@ func (m *Module) instantiateResettable(ctx context.Context) (*instance, error) {
 func snapshotMemory([]byte, int, *ownPages) ([]byte, error) { return nil, errors.ErrUnsupported }
 
 func resetMemory(_, _ []byte, _ *ownPages) error { return errors.ErrUnsupported }
+
+func (*ownPages) beforeCall() {}

@@ -30,7 +30,14 @@ import (
 
 func main() {}
 
-func init() { sdk.Handle(abi.HookPreRequest, preRequest) }
+// init also sizes the reused buffers: an account's instance starts every
+// call from its state right after init (the host resets it), so what a
+// call grows is grown again on the next.
+func init() {
+	sdk.Handle(abi.HookPreRequest, preRequest)
+	patterns = make([]pattern, 0, maxPatterns)
+	text = make([]byte, 0, 16<<10)
+}
 
 const (
 	maxPatterns = 64

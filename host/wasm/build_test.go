@@ -98,6 +98,8 @@ var (
 	loopForever  = []byte{0x03, 0x40, 0x0c, 0x00, 0x0b}             // loop br 0 end
 	growForever  = []byte{0x03, 0x40, 0x41, 0x10, 0x40, 0x00, 0x1a, 0x0c, 0x00, 0x0b}
 	unreachable  = []byte{0x00}
+	// loop v128.const 0 drop br 0 end: SIMD, which rewrite leaves alone.
+	loopForeverSIMD = append(append([]byte{0x03, 0x40, 0xfd, 0x0c}, make([]byte, 16)...), 0x1a, 0x0c, 0x00, 0x0b)
 )
 
 // abiFuncs are the exports of a well-formed ABI v1 module whose handle runs

@@ -14,7 +14,8 @@ package wasm
 //     return code is a failed hook as well.
 //
 // Grants and limits apply as for native modules: the memory cap, the
-// per-call time limit (the runtime then interrupts a spinning call), Extism's
+// per-call time limit (the guest rewritten so its loops check it, as a
+// native module's; wazero's check where the rewrite cannot), Extism's
 // http_request only with the "http" grant, to grants.http_domains and only
 // on engines that allow private networks (see checkExtismImports), logging
 // (Switchyard's extism:host/user log, or Extism's log_* functions) only with
@@ -192,15 +193,30 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 		e.mu.Unlock()
 		return refuse("engine is closed")
 	}
-	k := runtimeKey{pages: m.Limits.MemoryPages, guarded: m.Limits.TimeoutMS > 0}
+	// With a time limit, the module is rewritten as native ones are
+	// (preempt.go) where it can be: its loops then count down to a
+	// switchyard.__yield that fails the call past its deadline, and it runs
+	// without wazero's check at every loop head (which made the
+	// AssemblyScript example's call 3x slower). Extism's kernel module is
+	// not rewritten: its functions return to the guest, whose loops are.
+	run := wasm
+	yield := false
+	if m.Limits.TimeoutMS > 0 {
+		if rw, _, err := rewrite(wasm); err == nil {
+			run, yield = rw, true
+		}
+	}
+	k := runtimeKey{pages: m.Limits.MemoryPages, guarded: m.Limits.TimeoutMS > 0 && !yield}
 	r, err := e.extismRuntimeFor(ctx, k)
 	e.mu.Unlock()
 	if err != nil {
 		return nil, nil, err
 	}
 	ctx = compileContext(ctx)
-	// Compiled here to check it, and again by the Extism SDK below: with a
-	// cache directory, that second compilation is a cache hit.
+	// Compiled here to check it (as the author wrote it: the rewrite's
+	// import is not theirs), and again by the Extism SDK below: with a
+	// cache directory and no rewrite, that second compilation is a cache
+	// hit.
 	compiled, err := r.rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return refuse("does not compile: %v", err)
@@ -218,14 +234,21 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 	if m.GrantsHostFunction(abi.GrantLog) {
 		funcs = append(funcs, e.extismLog(id))
 	}
+	timeout := uint64(m.Limits.TimeoutMS) // Module.Call sets the same deadline
+	if yield {
+		funcs = append(funcs, extismYield())
+		// Extism's own timeout would switch wazero's check back on; the
+		// deadline is the call's context's, which __yield watches.
+		timeout = 0
+	}
 	em := extism.Manifest{
-		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
+		Wasm: []extism.Wasm{extism.WasmData{Data: run, Name: "main"}},
 		Memory: &extism.ManifestMemory{
 			MaxPages:             m.Limits.MemoryPages,
 			MaxHttpResponseBytes: e.HTTP.withDefaults().MaxResponseBytes,
 			MaxVarBytes:          extismMaxVarBytes,
 		},
-		Timeout: uint64(m.Limits.TimeoutMS), // Module.Call sets the same deadline
+		Timeout: timeout,
 	}
 	if m.GrantsHostFunction(abi.GrantHTTP) {
 		em.AllowedHosts = extismHosts(m.Grants.HTTPDomains)
@@ -353,6 +376,18 @@ func (e *Engine) extismLog(id string) extism.HostFunction {
 			e.moduleLog(ctx, level, b, id)
 		}
 	}, []extism.ValueType{extism.ValueTypeI32, extism.ValueTypeI64}, nil)
+}
+
+// extismYield is switchyard.__yield for a rewritten Extism module: Extism
+// hands host functions the call's context, as wazero does hostYield.
+func extismYield() extism.HostFunction {
+	f := extism.NewHostFunctionWithStack(yieldImport, func(ctx context.Context, _ *extism.CurrentPlugin, _ []uint64) {
+		if err := ctx.Err(); err != nil {
+			panic(err)
+		}
+	}, nil, nil)
+	f.SetNamespace(abi.ImportModule)
+	return f
 }
 
 // extismInstance is one pooled Extism plugin instance.

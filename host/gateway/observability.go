@@ -36,6 +36,7 @@ func (g *Gateway) startTelemetry(ctx context.Context) (*telemetry.Telemetry, err
 		default:
 			m := metrics.New()
 			m.Gauges(g.Ledger.WriterQueue, g.Modules.PoolSizes)
+			m.ModuleResets(g.Modules.InstanceResets)
 			g.Ledger.ObserveCommits(m.LedgerCommit)
 			g.redisMetrics(m.Registry)
 			g.pruneMetrics(m.Registry)

@@ -122,6 +122,26 @@ func (m *Metrics) Gauges(ledgerQueue func() int, pools func() map[string]int) {
 	}
 }
 
+// ModuleResets registers the count of tenants' module instance resets by
+// how each found the pages to put back (known_pages: no page fault since
+// the last, nothing walked; page_walk; dropped), read at scrape time.
+func (m *Metrics) ModuleResets(resets func() map[string]uint64) {
+	m.Registry.MustRegister(&resetCollector{resets: resets, desc: prometheus.NewDesc("switchyard_module_instance_resets_total",
+		"Resets of account plugins' instances to their state after start, by how their written pages were found.", []string{"how"}, nil)})
+}
+
+type resetCollector struct {
+	resets func() map[string]uint64
+	desc   *prometheus.Desc
+}
+
+func (r *resetCollector) Describe(ch chan<- *prometheus.Desc) { ch <- r.desc }
+func (r *resetCollector) Collect(ch chan<- prometheus.Metric) {
+	for how, n := range r.resets() {
+		ch <- prometheus.MustNewConstMetric(r.desc, prometheus.CounterValue, float64(n), how)
+	}
+}
+
 type poolCollector struct {
 	pools func() map[string]int
 	desc  *prometheus.Desc

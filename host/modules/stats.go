@@ -13,6 +13,10 @@ func (r *Registry) PoolSizes() map[string]int {
 	return out
 }
 
+// InstanceResets counts the resets of tenants' module instances by how
+// their memory was put back (wasm.Engine.Resets).
+func (r *Registry) InstanceResets() map[string]uint64 { return r.engine.Resets() }
+
 // Loads counts the modules this registry compiled and instantiated
 // (publications, activations, versions compiled ahead); lazily loaded
 // start-up versions count when their first call loads them elsewhere, not

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -291,6 +292,46 @@ func TestMetricsAfterTraffic(t *testing.T) {
 			{"switchyard_requests_total", labels("route", chatRoute, "model", "", "status", "429"), false, 1},
 			{"switchyard_requests_total", labels("route", chatRoute, "model", "test/chat", "status", "200"), false, 1},
 		})
+	})
+
+	// An account's plugin runs on an instance put back after each call:
+	// every call that succeeded is one reset, counted by how it found the
+	// pages to put back.
+	t.Run("account plugin resets", func(t *testing.T) {
+		if runtime.GOOS != "linux" {
+			t.Skip("instances are reset on Linux only")
+		}
+		root := gatewaytest.Root()
+		mf, err := os.ReadFile(filepath.Join(root, "host", "pipeline", "testdata", "testplugin", "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mf = []byte(strings.Replace(string(mf), `"name": "testplugin"`, `"name": "acctplugin"`, 1))
+		if !strings.Contains(string(mf), `"acctplugin"`) {
+			t.Fatalf("the manifest's name was not replaced: %s", mf)
+		}
+		bin, err := os.ReadFile(filepath.Join(root, "build", "testdata", "testplugin.wasm"))
+		if err != nil {
+			t.Fatalf("%v (run make wasm)", err)
+		}
+		resp, b, err := g.Request(http.MethodPost, "/modules", fmt.Sprintf(`{"manifest":%s,"wasm":%q,"scope":"account","activate":true}`, mf, base64.StdEncoding.EncodeToString(bin)))
+		if err != nil || resp.StatusCode != 201 {
+			t.Fatalf("publish: %v %s", err, b)
+		}
+		before := scrapeMetrics(t, g)
+		for range 3 {
+			if resp, body := post(t, g, g.Key, hello(`,"plugins":[{"id":"acctplugin"}]`)); resp.StatusCode != 200 {
+				t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+			}
+		}
+		after := scrapeMetrics(t, g)
+		calls := after.value("switchyard_plugin_calls_total", labels("module", "acctplugin", "outcome", "ok"), false) -
+			before.value("switchyard_plugin_calls_total", labels("module", "acctplugin", "outcome", "ok"), false)
+		resets := after.value("switchyard_module_instance_resets_total", nil, false) -
+			before.value("switchyard_module_instance_resets_total", nil, false)
+		if calls < 3 || resets != calls {
+			t.Fatalf("%v calls of the account's plugin, %v resets counted; want one reset a call", calls, resets)
+		}
 	})
 
 	t.Run("plugin", func(t *testing.T) {

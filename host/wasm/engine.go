@@ -78,8 +78,9 @@ type Engine struct {
 
 	accounts sync.Map // account id → *account
 
-	seq       atomic.Uint64 // instance names are unique per engine
-	instances sync.Map      // instance name → *instance, for host functions
+	seq       atomic.Uint64            // instance names are unique per engine
+	resets    [resetWays]atomic.Uint64 // tenants' instance resets: Resets
+	instances sync.Map                 // instance name → *instance, for host functions
 	httpOnce  sync.Once
 	client    *http.Client
 

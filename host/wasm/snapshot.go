@@ -64,6 +64,28 @@ func (o *ownPages) copyBack(mem, view []byte) {
 	}
 }
 
+// resetWay is how resetMemory found the pages to put back.
+type resetWay int
+
+const (
+	resetKnown   resetWay = iota // the pages it knew: no fault since
+	resetWalked                  // the page tables walked
+	resetDropped                 // the page tables unreadable: pages dropped
+	resetWays
+)
+
+// Resets counts the resets of tenants' instances by how their memory was
+// put back, for the operator to see whether the cheap way is the usual one
+// (switchyard_module_instance_resets_total; snapshot_linux.go's
+// resetMemory says what each costs).
+func (e *Engine) Resets() map[string]uint64 {
+	return map[string]uint64{
+		"known_pages": e.resets[resetKnown].Load(),
+		"page_walk":   e.resets[resetWalked].Load(),
+		"dropped":     e.resets[resetDropped].Load(),
+	}
+}
+
 // errMemoryLost: the memory's mapping was replaced and could not be put
 // back; the instance must be closed unused.
 var errMemoryLost = errors.New("wasm: instance memory lost while snapshotting")
@@ -110,9 +132,15 @@ func (in *instance) reset() bool {
 	}
 	// Pages a call grew the memory by (beyond s.size) read the file's
 	// zeros again too; the guest sees its size after start (vsize).
-	if size := in.mem.Size(); int(size) > len(s.mem) || resetMemory(s.mem[:size], s.view[:size], &s.own) != nil {
+	size := in.mem.Size()
+	if int(size) > len(s.mem) {
 		return false
 	}
+	how, err := resetMemory(s.mem[:size], s.view[:size], &s.own)
+	if err != nil {
+		return false
+	}
+	in.owner.engine.resets[how].Add(1)
 	for i, g := range s.globals {
 		g.Set(s.values[i])
 	}

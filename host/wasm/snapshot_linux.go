@@ -129,27 +129,27 @@ func snapshotMemory(mem []byte, size int, own *ownPages) (view []byte, err error
 // the faults of the time it sat idle.
 //
 // Where the page tables cannot be read, the pages are dropped.
-func resetMemory(mem, view []byte, own *ownPages) error {
+func resetMemory(mem, view []byte, own *ownPages) (resetWay, error) {
 	if len(mem) == 0 {
-		return nil
+		return resetKnown, nil
 	}
 	if view != nil {
 		faults, counted := processFaults()
 		if counted && own.known && faults == own.faults {
 			own.copyBack(mem, view)
 			own.at = time.Now()
-			return nil
+			return resetKnown, nil
 		}
 		runs, err := findOwnPages(mem, own.runs[:0])
 		if err == nil {
 			own.runs, own.faults, own.known = runs, faults, counted
 			own.copyBack(mem, view)
 			own.at = time.Now()
-			return nil
+			return resetWalked, nil
 		}
 	}
 	own.known = false
-	return unix.Madvise(mem, unix.MADV_DONTNEED)
+	return resetDropped, unix.Madvise(mem, unix.MADV_DONTNEED)
 }
 
 // processFaults is the page faults the process has taken, false when the

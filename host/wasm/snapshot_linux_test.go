@@ -134,7 +134,7 @@ func TestResetMemorySkipsTheWalkWithoutFaults(t *testing.T) {
 				mem[p*page+5]++
 			}
 			before := own.faults
-			if err := resetMemory(mem, view, own); err != nil {
+			if _, err := resetMemory(mem, view, own); err != nil {
 				t.Fatal(err)
 			}
 			if own.faults == before && own.known {
@@ -180,7 +180,7 @@ func TestResetMemoryRecountsAfterIdle(t *testing.T) {
 		elsewhere[0] = 1
 	}
 	mem[5*page]++
-	if err := resetMemory(mem, view, own); err != nil {
+	if _, err := resetMemory(mem, view, own); err != nil {
 		t.Fatal(err)
 	}
 	skipped := 0
@@ -192,7 +192,7 @@ func TestResetMemoryRecountsAfterIdle(t *testing.T) {
 		}
 		before := own.faults
 		mem[5*page]++
-		if err := resetMemory(mem, view, own); err != nil {
+		if _, err := resetMemory(mem, view, own); err != nil {
 			t.Fatal(err)
 		}
 		switch walked := own.faults != before; {
@@ -226,7 +226,7 @@ func BenchmarkResetMemory(b *testing.B) {
 		mem, view, own, _ := snapshotted(b, pages, filled)
 		for b.Loop() {
 			write(mem)
-			if err := resetMemory(mem, view, own); err != nil {
+			if _, err := resetMemory(mem, view, own); err != nil {
 				b.Fatal(err)
 			}
 		}

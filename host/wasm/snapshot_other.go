@@ -17,6 +17,8 @@ func (m *Module) instantiateResettable(ctx context.Context) (*instance, error) {
 
 func snapshotMemory([]byte, int, *ownPages) ([]byte, error) { return nil, errors.ErrUnsupported }
 
-func resetMemory(_, _ []byte, _ *ownPages) error { return errors.ErrUnsupported }
+func resetMemory(_, _ []byte, _ *ownPages) (resetWay, error) {
+	return resetDropped, errors.ErrUnsupported
+}
 
 func (*ownPages) beforeCall() {}

@@ -116,6 +116,15 @@ func TestTenantInstanceResetAfterEachCall(t *testing.T) {
 					t.Fatalf("after call %d: %d instances alive, want %d", i, live, want)
 				}
 			}
+			// Each kept call's reset is counted once, whichever way it
+			// found the pages (the first walks: the call faulted them in).
+			var resets uint64
+			for _, n := range e.Resets() {
+				resets += n
+			}
+			if want := map[bool]uint64{true: 4, false: 0}[tc.kept]; resets != want || (tc.kept && e.Resets()["page_walk"] == 0) {
+				t.Fatalf("resets counted %v, want %d in all, at least one walking the page tables", e.Resets(), want)
+			}
 		})
 	}
 }

@@ -123,8 +123,9 @@ func (m *Metrics) Gauges(ledgerQueue func() int, pools func() map[string]int) {
 }
 
 // ModuleResets registers the count of tenants' module instance resets by
-// how each found the pages to put back (known_pages: no page fault since
-// the last, nothing walked; page_walk; dropped), read at scrape time.
+// how each found the pages to put back (known_pages: the call's thread
+// took no page fault, nothing walked; page_walk; dropped), read at scrape
+// time.
 func (m *Metrics) ModuleResets(resets func() map[string]uint64) {
 	m.Registry.MustRegister(&resetCollector{resets: resets, desc: prometheus.NewDesc("switchyard_module_instance_resets_total",
 		"Resets of account plugins' instances to their state after start, by how their written pages were found.", []string{"how"}, nil)})

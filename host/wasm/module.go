@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -403,6 +404,11 @@ func (m *Module) callTenant(ctx context.Context, hook abi.Hook, fields [][]byte,
 		return nil, err
 	}
 	if in.snap != nil {
+		// The call and its reset on one thread: the reset reads that
+		// thread's page faults to know whether the call wrote a page it
+		// does not already know (snapshot_linux.go's resetMemory).
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
 		in.snap.own.beforeCall()
 	}
 	out, err := in.call(ctx, hook, fields)

@@ -3,7 +3,6 @@ package wasm
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -46,10 +45,10 @@ type snapshot struct {
 // ownPages is what resetMemory knows of a memory's pages that are the
 // process's own copies (see there).
 type ownPages struct {
-	runs   []pageRun // in order, byte offsets in the memory
-	faults uint64    // the process's page faults when runs was complete
-	known  bool      // runs is complete as of faults
-	at     time.Time // when the last reset (or the snapshot) ended
+	runs    []pageRun // in order, byte offsets in the memory
+	known   bool      // runs holds every such page since the last reset
+	faults  uint64    // the call's thread's page faults as the call began
+	counted bool      // faults was read
 }
 
 // pageRun is a run of pages, [start, end) in bytes from the memory's start.
@@ -68,7 +67,7 @@ func (o *ownPages) copyBack(mem, view []byte) {
 type resetWay int
 
 const (
-	resetKnown   resetWay = iota // the pages it knew: no fault since
+	resetKnown   resetWay = iota // the pages it knew: no fault during the call
 	resetWalked                  // the page tables walked
 	resetDropped                 // the page tables unreadable: pages dropped
 	resetWays

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -88,8 +87,6 @@ func snapshotMemory(mem []byte, size int, own *ownPages) (view []byte, err error
 	if err != nil {
 		return nil, err
 	}
-	// Counted before the mapping: a fault after it is then seen.
-	faults, counted := processFaults()
 	_, err = unix.MmapPtr(fd, 0, unsafe.Pointer(unsafe.SliceData(mem)), uintptr(len(mem)),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED|mapNoReserve)
 	if err != nil {
@@ -100,7 +97,7 @@ func snapshotMemory(mem []byte, size int, own *ownPages) (view []byte, err error
 			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|mapNoReserve)
 		return nil, errMemoryLost
 	}
-	*own = ownPages{faults: faults, known: counted, at: time.Now()}
+	*own = ownPages{known: true} // a fresh private mapping: none are
 	return view, nil
 }
 
@@ -115,18 +112,21 @@ func snapshotMemory(mem []byte, size int, own *ownPages) (view []byte, err error
 // Which pages are the process's own, the kernel's page tables say; but
 // walking them costs ~35 ns a page on this project's machines, every page
 // of the memory (~10 µs for a Go guest's 850), written or not. So own
-// keeps the pages found, and the walk is skipped while the process has
-// taken no page fault since it was made: every page not among them is
-// either not mapped or the file's page mapped read-only (the mapping is
-// private), so writing it faults, and the kernel counts each fault, taken
-// on behalf of any thread of the process (getrusage's minor and major
-// faults) — the guest's write, the host's into the guest's memory, a
-// system call's. With no new fault, the pages written are among those
-// kept, and copying those back is the whole reset. A fault anywhere in
-// the process — the instance's or any other — only sends the reset back
-// to the walk. Nothing writes an idle instance's memory, so the count can
-// also be taken again as its next call starts (beforeCall), leaving out
-// the faults of the time it sat idle.
+// keeps the pages found, and the walk is skipped when the call's thread
+// took no page fault during the call: every page not among them is either
+// not mapped or the file's page mapped read-only (the mapping is private),
+// so writing it faults, and the kernel counts each fault against the
+// thread that took it (getrusage(RUSAGE_THREAD)'s minor and major faults:
+// the guest's write, the host's into the guest's memory, a system call's
+// on its behalf). That thread is the call's own: the call runs locked to
+// it (callTenant), from beforeCall to this reset, and every write into an
+// instance's memory during a call is made on the call's goroutine — the
+// guest's code, the host functions it calls (a host function's helpers
+// hand their results back to it, which writes them), wazero's own. With no
+// fault, the pages written are among those kept, and copying those back
+// is the whole reset. A fault of the thread for anything else (the Go
+// runtime growing its heap, say) only sends the reset to the walk; other
+// threads' faults do not count.
 //
 // Where the page tables cannot be read, the pages are dropped.
 func resetMemory(mem, view []byte, own *ownPages) (resetWay, error) {
@@ -134,17 +134,15 @@ func resetMemory(mem, view []byte, own *ownPages) (resetWay, error) {
 		return resetKnown, nil
 	}
 	if view != nil {
-		faults, counted := processFaults()
-		if counted && own.known && faults == own.faults {
+		faults, counted := threadFaults()
+		if counted && own.known && own.counted && faults == own.faults {
 			own.copyBack(mem, view)
-			own.at = time.Now()
 			return resetKnown, nil
 		}
 		runs, err := findOwnPages(mem, own.runs[:0])
 		if err == nil {
-			own.runs, own.faults, own.known = runs, faults, counted
+			own.runs, own.known = runs, true
 			own.copyBack(mem, view)
-			own.at = time.Now()
 			return resetWalked, nil
 		}
 	}
@@ -152,30 +150,21 @@ func resetMemory(mem, view []byte, own *ownPages) (resetWay, error) {
 	return resetDropped, unix.Madvise(mem, unix.MADV_DONTNEED)
 }
 
-// processFaults is the page faults the process has taken, false when the
-// kernel does not say.
-func processFaults() (uint64, bool) {
+// threadFaults is the page faults the calling thread has taken, false
+// when the kernel does not say.
+func threadFaults() (uint64, bool) {
 	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
 		return 0, false
 	}
 	return uint64(ru.Minflt) + uint64(ru.Majflt), true
 }
 
-// beforeCall takes the process's fault count again when the instance has
-// sat idle for longer than recountAfter since its last reset: the process
-// keeps faulting now and then (~40 a second at one client, ~200 at 10,000
-// requests a second, measured on the gateway), and any of those since the
-// reset would send the next one to the walk (~10 µs for a Go guest), where
-// counting again costs ~1 µs. An instance reused at once is not counted
-// again: its window is short already.
+// beforeCall takes the fault count of the thread the call is locked to
+// (callTenant), for resetMemory to compare with.
 func (o *ownPages) beforeCall() {
-	if o.known && time.Since(o.at) > recountAfter {
-		o.faults, o.known = processFaults()
-	}
+	o.faults, o.counted = threadFaults()
 }
-
-const recountAfter = 200 * time.Microsecond
 
 // pagemap is /proc/self/pagemap, opened once (nil: it cannot be read).
 var pagemap = sync.OnceValue(func() *os.File {

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	goruntime "runtime"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -106,45 +106,51 @@ func TestFindOwnPages(t *testing.T) {
 }
 
 // A reset puts back every page written since the snapshot, whether it
-// walked the page tables (a page fault since the last reset: a page
-// written for the first time faults) or copied back the pages it already
-// knew (no fault since): across resets that write known pages, new pages,
-// and both.
+// walked the page tables (the call's thread faulted: a page written for the
+// first time faults) or copied back the pages it already knew (no fault):
+// across calls that write known pages, new pages, and both.
 func TestResetMemorySkipsTheWalkWithoutFaults(t *testing.T) {
 	if pagemap() == nil {
 		t.Skip("no /proc/self/pagemap")
 	}
+	goruntime.LockOSThread() // as callTenant does for a call and its reset
+	defer goruntime.UnlockOSThread()
 	page := len(zeroPage)
 	mem, view, own, want := snapshotted(t, 300, 200)
 	writes := []struct {
 		name  string
 		pages []int
+		new   bool // a page written for the first time: the reset must walk
 	}{
-		{"first write of a file page and a hole", []int{0, 1}},
-		{"the same pages again", []int{0, 1}},
-		{"a new page past the snapshot's size", []int{250}},
-		{"known pages and a new one", []int{0, 250, 120}},
-		{"nothing", nil},
-		{"known pages only", []int{120, 1}},
+		{"first write of a file page and a hole", []int{0, 1}, true},
+		{"the same pages again", []int{0, 1}, false},
+		{"a new page past the snapshot's size", []int{250}, true},
+		{"known pages and a new one", []int{0, 250, 120}, true},
+		{"nothing", nil, false},
+		{"known pages only", []int{120, 1}, false},
 	}
 	skipped := 0
 	for _, w := range writes {
-		for range 20 {
+		for i := range 20 {
+			own.beforeCall()
 			for _, p := range w.pages {
 				mem[p*page+5]++
 			}
-			before := own.faults
-			if _, err := resetMemory(mem, view, own); err != nil {
+			how, err := resetMemory(mem, view, own)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if own.faults == before && own.known {
+			if i == 0 && w.new && how != resetWalked {
+				t.Fatalf("%s: a page written for the first time, and the reset did not walk the page tables", w.name)
+			}
+			if how == resetKnown {
 				skipped++
 			}
 			mustEqual(t, w.name, mem, want)
 		}
 	}
-	// Another goroutine's fault sends a reset to the walk; at least some
-	// of 120 resets found none.
+	// The thread's own faults for anything else send a reset to the walk;
+	// most of these 120 took none.
 	if skipped == 0 {
 		t.Fatal("every reset walked the page tables: the pages kept were never enough")
 	}
@@ -159,13 +165,15 @@ func TestResetMemorySkipsTheWalkWithoutFaults(t *testing.T) {
 	}
 }
 
-// A fault anywhere in the process while an instance sits idle sends its
-// next reset to the walk, unless the count is taken again as its call
-// starts (beforeCall); either way the reset puts everything back.
-func TestResetMemoryRecountsAfterIdle(t *testing.T) {
+// Only the faults of the call's thread send its reset to the walk: another
+// thread's fault during the call does not (the call's writes are all on
+// its own thread), one of its own does.
+func TestResetMemoryCountsTheCallsThread(t *testing.T) {
 	if pagemap() == nil {
 		t.Skip("no /proc/self/pagemap")
 	}
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	page := len(zeroPage)
 	mem, view, own, want := snapshotted(t, 300, 200)
 	elsewhere, err := unix.Mmap(-1, 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
@@ -173,38 +181,42 @@ func TestResetMemoryRecountsAfterIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unix.Munmap(elsewhere) })
-	fault := func() { // a page fault of the process, not in mem
+	fault := func() { // a page fault of the calling thread, not in mem
 		if err := unix.Madvise(elsewhere, unix.MADV_DONTNEED); err != nil {
-			t.Fatal(err)
+			t.Error(err)
 		}
-		elsewhere[0] = 1
+		elsewhere[0]++
 	}
-	mem[5*page]++
-	if _, err := resetMemory(mem, view, own); err != nil {
-		t.Fatal(err)
-	}
-	skipped := 0
-	for _, recount := range []bool{false, true, true, true, true, true, true, true, true, true, true} {
-		time.Sleep(2 * recountAfter)
-		fault()
-		if recount {
-			own.beforeCall()
-		}
-		before := own.faults
+	call := func(during func()) resetWay {
+		own.beforeCall()
 		mem[5*page]++
-		if _, err := resetMemory(mem, view, own); err != nil {
+		during()
+		how, err := resetMemory(mem, view, own)
+		if err != nil {
 			t.Fatal(err)
 		}
-		switch walked := own.faults != before; {
-		case !recount && !walked:
-			t.Fatal("a fault while idle, not counted again: the reset did not walk the page tables")
-		case recount && !walked:
+		mustEqual(t, "after the call", mem, want)
+		return how
+	}
+	call(func() {}) // page 5 known from here on
+	skipped := 0
+	for range 10 {
+		if how := call(fault); how != resetWalked {
+			t.Fatalf("the call's thread faulted, and its reset did not walk the page tables (%d)", how)
+		}
+		if call(func() {
+			done := make(chan struct{})
+			go func() { // not this goroutine's thread: it is locked to it
+				fault()
+				close(done)
+			}()
+			<-done
+		}) == resetKnown {
 			skipped++
 		}
-		mustEqual(t, "after idle", mem, want)
 	}
 	if skipped == 0 {
-		t.Fatal("counted again as each call started, every reset still walked the page tables")
+		t.Fatal("another thread's faults sent every reset to the walk")
 	}
 }
 
@@ -223,8 +235,11 @@ func BenchmarkResetMemory(b *testing.B) {
 		}
 	}
 	b.Run("known pages", func(b *testing.B) {
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
 		mem, view, own, _ := snapshotted(b, pages, filled)
 		for b.Loop() {
+			own.beforeCall()
 			write(mem)
 			if _, err := resetMemory(mem, view, own); err != nil {
 				b.Fatal(err)

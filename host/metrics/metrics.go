@@ -117,7 +117,7 @@ func (m *Metrics) Gauges(ledgerQueue func() int, pools func() map[string]int) {
 			Help: "Ledger operations queued for the next group commit."}, func() float64 { return float64(ledgerQueue()) }))
 	}
 	if pools != nil {
-		m.Registry.MustRegister(&poolCollector{pools: pools, desc: prometheus.NewDesc("switchyard_module_pool_instances",
+		m.Registry.MustRegister(&mapCollector[int]{read: pools, kind: prometheus.GaugeValue, desc: prometheus.NewDesc("switchyard_module_pool_instances",
 			"Live instances (pooled or in use) of each active Wasm module.", []string{"module"}, nil)})
 	}
 }
@@ -127,31 +127,22 @@ func (m *Metrics) Gauges(ledgerQueue func() int, pools func() map[string]int) {
 // took no page fault, nothing walked; page_walk; dropped), read at scrape
 // time.
 func (m *Metrics) ModuleResets(resets func() map[string]uint64) {
-	m.Registry.MustRegister(&resetCollector{resets: resets, desc: prometheus.NewDesc("switchyard_module_instance_resets_total",
+	m.Registry.MustRegister(&mapCollector[uint64]{read: resets, kind: prometheus.CounterValue, desc: prometheus.NewDesc("switchyard_module_instance_resets_total",
 		"Resets of account plugins' instances to their state after start, by how their written pages were found.", []string{"how"}, nil)})
 }
 
-type resetCollector struct {
-	resets func() map[string]uint64
-	desc   *prometheus.Desc
+// mapCollector exposes a map read at scrape time, one series per key (the
+// desc's one label).
+type mapCollector[N int | uint64] struct {
+	read func() map[string]N
+	kind prometheus.ValueType
+	desc *prometheus.Desc
 }
 
-func (r *resetCollector) Describe(ch chan<- *prometheus.Desc) { ch <- r.desc }
-func (r *resetCollector) Collect(ch chan<- prometheus.Metric) {
-	for how, n := range r.resets() {
-		ch <- prometheus.MustNewConstMetric(r.desc, prometheus.CounterValue, float64(n), how)
-	}
-}
-
-type poolCollector struct {
-	pools func() map[string]int
-	desc  *prometheus.Desc
-}
-
-func (p *poolCollector) Describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
-func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	for name, n := range p.pools() {
-		ch <- prometheus.MustNewConstMetric(p.desc, prometheus.GaugeValue, float64(n), name)
+func (c *mapCollector[N]) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *mapCollector[N]) Collect(ch chan<- prometheus.Metric) {
+	for k, n := range c.read() {
+		ch <- prometheus.MustNewConstMetric(c.desc, c.kind, float64(n), k)
 	}
 }
 

@@ -128,6 +128,21 @@ func checkDeltas(t *testing.T, before, after scrape, ds []delta) {
 	}
 }
 
+// testPluginFiles reads the test plugin's manifest and module (make wasm).
+func testPluginFiles(t *testing.T) (manifest, wasm []byte) {
+	t.Helper()
+	root := gatewaytest.Root()
+	manifest, err := os.ReadFile(filepath.Join(root, "host", "pipeline", "testdata", "testplugin", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm, err = os.ReadFile(filepath.Join(root, "build", "testdata", "testplugin.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make wasm)", err)
+	}
+	return manifest, wasm
+}
+
 func labels(kv ...string) map[string]string {
 	m := map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -301,18 +316,10 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		if runtime.GOOS != "linux" {
 			t.Skip("instances are reset on Linux only")
 		}
-		root := gatewaytest.Root()
-		mf, err := os.ReadFile(filepath.Join(root, "host", "pipeline", "testdata", "testplugin", "manifest.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		mf, bin := testPluginFiles(t)
 		mf = []byte(strings.Replace(string(mf), `"name": "testplugin"`, `"name": "acctplugin"`, 1))
 		if !strings.Contains(string(mf), `"acctplugin"`) {
 			t.Fatalf("the manifest's name was not replaced: %s", mf)
-		}
-		bin, err := os.ReadFile(filepath.Join(root, "build", "testdata", "testplugin.wasm"))
-		if err != nil {
-			t.Fatalf("%v (run make wasm)", err)
 		}
 		resp, b, err := g.Request(http.MethodPost, "/modules", fmt.Sprintf(`{"manifest":%s,"wasm":%q,"scope":"account","activate":true}`, mf, base64.StdEncoding.EncodeToString(bin)))
 		if err != nil || resp.StatusCode != 201 {
@@ -335,15 +342,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	})
 
 	t.Run("plugin", func(t *testing.T) {
-		root := gatewaytest.Root()
-		mf, err := os.ReadFile(filepath.Join(root, "host", "pipeline", "testdata", "testplugin", "manifest.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin, err := os.ReadFile(filepath.Join(root, "build", "testdata", "testplugin.wasm"))
-		if err != nil {
-			t.Fatalf("%v (run make wasm)", err)
-		}
+		mf, bin := testPluginFiles(t)
 		resp, b, err := g.Request(http.MethodPost, "/modules", fmt.Sprintf(`{"manifest":%s,"wasm":%q,"scope":"global","activate":true}`, mf, base64.StdEncoding.EncodeToString(bin)))
 		if err != nil || resp.StatusCode != 201 {
 			t.Fatalf("publish: %v %s", err, b)

@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -118,15 +116,7 @@ func TestTraceOfStreamWithPluginAndFallback(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", "switchyard-test")
 	g := start(t, gatewaytest.Options{Providers: []string{"alpha", "beta"}})
 
-	root := gatewaytest.Root()
-	mf, err := os.ReadFile(filepath.Join(root, "host", "pipeline", "testdata", "testplugin", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(filepath.Join(root, "build", "testdata", "testplugin.wasm"))
-	if err != nil {
-		t.Fatalf("%v (run make wasm)", err)
-	}
+	mf, bin := testPluginFiles(t)
 	resp, b, err := g.Request(http.MethodPost, "/modules", fmt.Sprintf(`{"manifest":%s,"wasm":%q,"scope":"global","activate":true}`, mf, base64.StdEncoding.EncodeToString(bin)))
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("publish: %v %s", err, b)

@@ -48,7 +48,7 @@ type ownPages struct {
 	runs    []pageRun // in order, byte offsets in the memory
 	known   bool      // runs holds every such page since the last reset
 	faults  uint64    // the call's thread's page faults as the call began
-	counted bool      // faults was read
+	counted bool      // faults was read for the call now running
 }
 
 // pageRun is a run of pages, [start, end) in bytes from the memory's start.

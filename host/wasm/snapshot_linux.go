@@ -133,9 +133,13 @@ func resetMemory(mem, view []byte, own *ownPages) (resetWay, error) {
 	if len(mem) == 0 {
 		return resetKnown, nil
 	}
+	// beforeCall's count serves this reset only: a reset without one of
+	// its own walks.
+	began := own.counted
+	own.counted = false
 	if view != nil {
 		faults, counted := threadFaults()
-		if counted && own.known && own.counted && faults == own.faults {
+		if counted && own.known && began && faults == own.faults {
 			own.copyBack(mem, view)
 			return resetKnown, nil
 		}

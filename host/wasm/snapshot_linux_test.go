@@ -218,6 +218,12 @@ func TestResetMemoryCountsTheCallsThread(t *testing.T) {
 	if skipped == 0 {
 		t.Fatal("another thread's faults sent every reset to the walk")
 	}
+	// A reset without a count taken as its call began walks.
+	mem[5*page]++
+	if how, err := resetMemory(mem, view, own); err != nil || how != resetWalked {
+		t.Fatalf("a reset with no count of its own: %d, %v; want the walk", how, err)
+	}
+	mustEqual(t, "without a count", mem, want)
 }
 
 // BenchmarkResetMemory is a reset's memory part on a Go guest's shape:

@@ -238,9 +238,17 @@ func (d *Doc) ValueAt(i int) (gjson.Result, int) {
 // Members calls fn with each member of object x, in document order, until
 // fn returns false.
 func (d *Doc) Members(x gjson.Result, fn func(key string, v gjson.Result) bool) {
+	d.MembersAt(x, func(key string, _ int, v gjson.Result) bool { return fn(key, v) })
+}
+
+// MembersAt is Members that also gives the offset of each member's key
+// (its opening quote): where the member starts, for an edit that removes
+// it (Drop).
+func (d *Doc) MembersAt(x gjson.Result, fn func(key string, at int, v gjson.Result) bool) {
 	s, stop := d.s, x.Index+len(x.Raw)-1
 	i := WS(s, x.Index+1)
 	for i < stop && s[i] == '"' {
+		at := i
 		e := strEnd(s, i)
 		key := s[i+1 : e-1]
 		if strings.IndexByte(key, '\\') >= 0 {
@@ -248,7 +256,7 @@ func (d *Doc) Members(x gjson.Result, fn func(key string, v gjson.Result) bool) 
 		}
 		i = WS(s, WS(s, e)+1) // past the colon
 		v, j := d.ValueAt(i)
-		if !fn(key, v) {
+		if !fn(key, at, v) {
 			return
 		}
 		i = WS(s, j)

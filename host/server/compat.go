@@ -31,22 +31,21 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
-// chatNullable are the top-level fields whose null is removed.
-var chatNullable = []string{"stream", "stream_options", "metadata", "modalities", "response_format", "tools", "tool_choice", "user"}
-
 // normalizeChat normalises a validated chat request (see the file
 // comment). A request that needed nothing is returned as it is; otherwise
 // the typed request is read again from the normalised body.
 func (s *Server) normalizeChat(req *validate.ChatRequest) (*validate.ChatRequest, *apierr.Error) {
-	body, err := s.chatCompat(req.Body, s.resolved(req.Models))
+	body, err := s.chatCompat(req, s.resolved(req.Models))
 	if err != nil {
 		return nil, err
 	}
@@ -69,18 +68,21 @@ func revalidate[R any](req *R, err *apierr.Error) (*R, *apierr.Error) {
 
 // chatCompat normalises a validated chat body (see the file comment);
 // resolved says its model names are all catalog ids already (resolved),
-// so the body need not be searched for them.
-func (s *Server) chatCompat(body []byte, resolved bool) ([]byte, *apierr.Error) {
+// so the body need not be searched for them. What else it needs the
+// validation's walk noted (Nulls, Legacy): a body that needs nothing is
+// not walked again.
+func (s *Server) chatCompat(req *validate.ChatRequest, resolved bool) ([]byte, *apierr.Error) {
+	body := req.Body
 	if !resolved {
 		var err *apierr.Error
 		if body, err = s.resolveModels(body, "model", "models"); err != nil {
 			return nil, err
 		}
 	}
-	if bytes.Contains(body, []byte("null")) {
+	if req.Nulls {
 		body = stripChatNulls(body)
 	}
-	if bytes.Contains(body, []byte(`"function`)) {
+	if req.Legacy {
 		body = mapLegacyFunctions(body)
 	}
 	// The byte search first: a path lookup that finds nothing reads the
@@ -137,34 +139,67 @@ func (s *Server) resolveModels(body []byte, single string, list ...string) ([]by
 	return body, nil
 }
 
+// stripChatNulls removes the nulls of the file comment in one walk and one
+// copy, linear in the body's size: removing them one by one re-parsed and
+// copied the whole body each time (issue 29). A body with none is
+// returned as it is.
 func stripChatNulls(body []byte) []byte {
-	del := func(path string) { body, _ = sjson.DeleteBytes(body, path) }
-	for _, k := range chatNullable {
-		if gjson.GetBytes(body, k).Type == gjson.Null {
-			del(k)
+	d := walkers.Get().(*jsonwalk.Doc)
+	defer func() {
+		if d.Containers() <= maxPooledContainers {
+			d.Reset("")
+			walkers.Put(d)
 		}
+	}()
+	s := jsonwalk.String(body)
+	d.Reset(s)
+	if !d.Index(jsonwalk.MaxNesting) {
+		return body // validation refused deeper bodies already
 	}
-	gjson.GetBytes(body, "tools").ForEach(func(i, t gjson.Result) bool {
-		for _, kind := range []string{"function", "custom"} {
-			t.Get(kind).ForEach(func(k, v gjson.Result) bool {
-				if v.Type == gjson.Null && k.Str != "strict" {
-					del("tools." + i.String() + "." + kind + "." + k.Str)
+	root := d.Root()
+	if !root.IsObject() {
+		return body
+	}
+	var cuts jsonwalk.Cuts
+	d.Drop(&cuts, root, func(k string, v gjson.Result) bool {
+		switch {
+		case v.Type == gjson.Null:
+			return slices.Contains(validate.ChatNullable, k)
+		case k == "tools" && v.IsArray():
+			d.Elements(v, func(_ int, t gjson.Result) bool {
+				if t.IsObject() {
+					d.Members(t, func(kind string, f gjson.Result) bool {
+						if (kind == "function" || kind == "custom") && f.IsObject() {
+							d.Drop(&cuts, f, func(k string, v gjson.Result) bool { return v.Type == gjson.Null && k != "strict" })
+						}
+						return true
+					})
+				}
+				return true
+			})
+		case k == "messages" && v.IsArray():
+			d.Elements(v, func(_ int, m gjson.Result) bool {
+				if m.IsObject() {
+					d.Drop(&cuts, m, func(k string, v gjson.Result) bool {
+						return v.Type == gjson.Null && (k == "name" || k == "function_call")
+					})
 				}
 				return true
 			})
 		}
-		return true
+		return false
 	})
-	gjson.GetBytes(body, "messages").ForEach(func(i, m gjson.Result) bool {
-		for _, k := range []string{"name", "function_call"} {
-			if m.Get(k).Type == gjson.Null {
-				del("messages." + i.String() + "." + k)
-			}
-		}
-		return true
-	})
-	return body
+	if cuts.Len() == 0 {
+		return body
+	}
+	return cuts.Apply(s)
 }
+
+// walkers are the documents stripChatNulls walks with, kept with their
+// index's memory; one grown past a usual body's is let go.
+var walkers = sync.Pool{New: func() any { return new(jsonwalk.Doc) }}
+
+const maxPooledContainers = 1 << 14
 
 // mapLegacyFunctions turns assistant function_call fields and role
 // "function" messages into tool calls and tool messages. A function message

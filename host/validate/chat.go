@@ -2,6 +2,7 @@ package validate
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -90,10 +91,14 @@ func checkChat(body []byte, req *ChatRequest) *apierr.Error {
 	var st chatState
 	if err := v.each(root, func(k string, x gjson.Result) *apierr.Error {
 		req.collect(k, x)
+		if x.Type == gjson.Null && slices.Contains(ChatNullable, k) {
+			v.nulls = true
+		}
 		return v.chatField(&st, k, x)
 	}); err != nil {
 		return err
 	}
+	req.Nulls, req.Legacy = v.nulls, v.legacy
 	if !st.messages {
 		return apierr.BadRequest("messages", "required: the conversation to complete, an array of at least 1 message")
 	}
@@ -185,6 +190,10 @@ func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.E
 		if !st.tools.Exists() {
 			st.tools = x
 		}
+		// A null in a tool's function may be one the host removes; the
+		// byte search is cheaper than knowing (a schema's "default": null
+		// costs one needless compatibility walk).
+		v.nulls = v.nulls || strings.Contains(x.Raw, "null")
 		return v.items(x, 0, -1, func(_ int, t gjson.Result) *apierr.Error { return v.tool(t) })
 	case "tool_choice":
 		if isNull(x) {
@@ -279,7 +288,10 @@ func (v *validator) message(m gjson.Result) *apierr.Error {
 		return err
 	}
 	r := text(role)
+	// An absent member reads as null too (gjson's zero Result): Exists first.
+	v.nulls = v.nulls || (name.Exists() && isNull(name)) || (functionCall.Exists() && isNull(functionCall))
 	if r == "function" {
+		v.legacy = true
 		return v.functionMessage(name, content)
 	}
 	if name.Exists() && !isNull(name) {
@@ -302,7 +314,7 @@ func (v *validator) message(m gjson.Result) *apierr.Error {
 		if err := v.field("function_call", functionCall, v.function); err != nil {
 			return err
 		}
-		hasToolCalls = true
+		hasToolCalls, v.legacy = true, true
 	}
 	v.in("content")
 	err := v.content(r, content, hasToolCalls)

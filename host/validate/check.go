@@ -96,6 +96,8 @@ type validator struct {
 	jsonwalk.Doc
 	segs  [maxPath]seg
 	depth int
+	// nulls and legacy are ChatRequest's Nulls and Legacy, seen on the way.
+	nulls, legacy bool
 }
 
 func (v *validator) in(key string) {

@@ -49,9 +49,20 @@ type ChatRequest struct {
 	// stop_server_tools_when (absent when not given).
 	MaxToolCalls int
 	StopWhen     gjson.Result
+	// Nulls reports a null the host's compatibility pass removes (a
+	// top-level field of ChatNullable, a message's name or function_call,
+	// or perhaps a member of a tool's function); Legacy an assistant
+	// function_call or a role "function" message it maps to tool calls.
+	// Read in the one validation walk, so a body that needs neither is not
+	// walked again (issue 29).
+	Nulls, Legacy bool
 
 	provider, route gjson.Result
 }
+
+// ChatNullable are the top-level fields of a chat request whose null the
+// host removes (host/server/compat.go), since some providers reject them.
+var ChatNullable = []string{"stream", "stream_options", "metadata", "modalities", "response_format", "tools", "tool_choice", "user"}
 
 // Model is the primary model.
 func (r *ChatRequest) Model() string { return r.Models[0] }

@@ -741,3 +741,29 @@ func BenchmarkEmbeddings(b *testing.B) {
 		}
 	}
 }
+
+// The validation walk notes what the host's compatibility pass must do, so
+// that a body needing nothing is not walked again; an absent member is not
+// a null (gjson's zero Result reads as one).
+func TestChatCompatNeeds(t *testing.T) {
+	for _, tc := range []struct {
+		body          string
+		nulls, legacy bool
+	}{
+		{`{"model":"a/b","messages":[{"role":"user","content":"hi"}]}`, false, false},
+		{`{"model":"a/b","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":"x"}]}`, false, false},
+		{`{"model":"a/b","temperature":null,"messages":[{"role":"user","content":"hi"}]}`, false, false},
+		{`{"model":"a/b","user":null,"messages":[{"role":"user","content":"hi"}]}`, true, false},
+		{`{"model":"a/b","messages":[{"role":"user","content":"hi","name":null}]}`, true, false},
+		{`{"model":"a/b","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","description":null}}]}`, true, false},
+		{`{"model":"a/b","messages":[{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}},{"role":"function","name":"f","content":"1"}]}`, false, true},
+	} {
+		req, err := Chat([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.body, err.Message)
+		}
+		if req.Nulls != tc.nulls || req.Legacy != tc.legacy {
+			t.Errorf("%s: Nulls %v Legacy %v, want %v %v", tc.body, req.Nulls, req.Legacy, tc.nulls, tc.legacy)
+		}
+	}
+}

@@ -26,7 +26,6 @@ package server
 // attempt by the dispatcher (host/dispatch/body.go).
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -85,11 +84,6 @@ func (s *Server) chatCompat(req *validate.ChatRequest, resolved bool) ([]byte, *
 	if req.Legacy {
 		body = mapLegacyFunctions(body)
 	}
-	// The byte search first: a path lookup that finds nothing reads the
-	// whole body, and almost no request has the field.
-	if bytes.Contains(body, []byte("include_obfuscation")) && gjson.GetBytes(body, "stream_options.include_obfuscation").Exists() {
-		body, _ = sjson.DeleteBytes(body, "stream_options.include_obfuscation")
-	}
 	return body, nil
 }
 
@@ -139,8 +133,8 @@ func (s *Server) resolveModels(body []byte, single string, list ...string) ([]by
 	return body, nil
 }
 
-// stripChatNulls removes the nulls of the file comment in one walk and one
-// copy, linear in the body's size: removing them one by one re-parsed and
+// stripChatNulls removes the nulls of the file comment, and
+// stream_options.include_obfuscation, in one walk and one copy, linear in the body's size: removing them one by one re-parsed and
 // copied the whole body each time (issue 29). A body with none is
 // returned as it is.
 func stripChatNulls(body []byte) []byte {
@@ -165,6 +159,8 @@ func stripChatNulls(body []byte) []byte {
 		switch {
 		case v.Type == gjson.Null:
 			return slices.Contains(validate.ChatNullable, k)
+		case k == "stream_options" && v.IsObject():
+			d.Drop(&cuts, v, func(k string, _ gjson.Result) bool { return k == "include_obfuscation" })
 		case k == "tools" && v.IsArray():
 			d.Elements(v, func(_ int, t gjson.Result) bool {
 				if t.IsObject() {

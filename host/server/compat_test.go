@@ -42,6 +42,9 @@ func stripChatNullsOneByOne(body []byte) []byte {
 			}
 		}
 	}
+	if gjson.GetBytes(body, "stream_options.include_obfuscation").Exists() {
+		del("stream_options.include_obfuscation")
+	}
 	return body
 }
 
@@ -53,6 +56,8 @@ func TestStripChatNulls(t *testing.T) {
 		`{"model":"m","messages":[{"role":"assistant","content":null,"name":null,"function_call":null},{"name":null,"role":"user","content":"x"}],"temperature":null}`,
 		`{"model":"m","tools":[{"type":"function","function":{"name":"f","description":null,"parameters":null,"strict":null}},{"type":"custom","custom":{"name":"c","format":null}}],"messages":[{"role":"user","content":"null"}]}`,
 		"{\n  \"model\": \"m\",\n  \"user\": null,\n  \"messages\": [ { \"role\": \"user\", \"content\": \"x\", \"name\": null } ]\n}",
+		`{"model":"m","stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false},"messages":[{"role":"user","content":"x"}]}`,
+		`{"model":"m","stream":true,"stream_options":{"include_obfuscation":null},"user":null,"messages":[{"role":"user","content":"x"}]}`,
 		string(agentbody.Chat("m", false, 32<<10)),
 	} {
 		want := string(stripChatNullsOneByOne([]byte(body)))

@@ -260,11 +260,18 @@ func EstimatePrompt(body []byte) (tokens, images int64) {
 		return tokens + images*ImageTokensBound, images
 	}
 	if !bytes.Contains(body, []byte("image")) {
-		roles := bytes.Count(body, []byte(`"role"`))
-		return int64(len(body)) + int64(roles)*(tokensPerMessage+tokensPerName) + tokensReplyStart, 0
+		return ChatTextBound(len(body), bytes.Count(body, []byte(`"role"`))), 0
 	}
 	tokens, images = walkChat(body, size)
 	return tokens + images*ImageTokensBound, images
+}
+
+// ChatTextBound is EstimatePrompt of a chat body of size bytes whose
+// messages (at most messages of them) hold no image: the whole raw JSON
+// and each message's framing. The request validator, which has walked the
+// body and counted them, calls it instead of searching the body again.
+func ChatTextBound(size, messages int) int64 {
+	return int64(size) + int64(messages)*(tokensPerMessage+tokensPerName) + tokensReplyStart
 }
 
 // walkChat sums count over the countable parts of a chat request, with the

@@ -4,8 +4,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pkoukk/tiktoken-go"
 	"testing"
+
+	"github.com/pkoukk/tiktoken-go"
+	"github.com/switchyard/switchyard/host/agentbody"
 )
 
 // Reference counts and token ids are tiktoken's own (OpenAI's published
@@ -148,6 +150,25 @@ func BenchmarkEstimatePrompt(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		EstimatePrompt(body)
+	}
+	// The agent-shaped bodies of the request path's benchmarks: the bound
+	// the validator takes when it saw no content parts (ChatTextBound),
+	// and the walk of a body with an image.
+	for _, size := range agentbody.Sizes {
+		body := agentbody.Chat("m", false, size)
+		b.Run("agent/"+agentbody.Name(size), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				EstimatePrompt(body)
+			}
+		})
+		img := []byte(strings.Replace(string(body), `"messages":[`, `"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]},`, 1))
+		b.Run("agent+image/"+agentbody.Name(size), func(b *testing.B) {
+			b.SetBytes(int64(len(img)))
+			for b.Loop() {
+				EstimatePrompt(img)
+			}
+		})
 	}
 }
 

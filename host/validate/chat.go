@@ -99,6 +99,7 @@ func checkChat(body []byte, req *ChatRequest) *apierr.Error {
 		return err
 	}
 	req.Nulls, req.Legacy = v.nulls, v.legacy
+	req.messages, req.parts = v.messages, v.parts
 	if !st.messages {
 		return apierr.BadRequest("messages", "required: the conversation to complete, an array of at least 1 message")
 	}
@@ -142,7 +143,8 @@ func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.E
 				return v.boolean(y)
 			case "include_obfuscation":
 				// OpenAI's stream padding; the gateway's chunks carry none,
-				// so it has no effect here.
+				// so it has no effect here (and the host removes it).
+				v.nulls = true
 				return v.nullBool(y)
 			}
 			return v.unknown()
@@ -288,6 +290,7 @@ func (v *validator) message(m gjson.Result) *apierr.Error {
 		return err
 	}
 	r := text(role)
+	v.messages++
 	// An absent member reads as null too (gjson's zero Result): Exists first.
 	v.nulls = v.nulls || (name.Exists() && isNull(name)) || (functionCall.Exists() && isNull(functionCall))
 	if r == "function" {
@@ -349,6 +352,7 @@ func (v *validator) content(role string, c gjson.Result, hasToolCalls bool) *api
 	case isNull(c):
 		return v.fail("may be null only in an assistant message; send a string or an array of content parts")
 	case c.IsArray():
+		v.parts = true
 		return v.items(c, 0, -1, func(_ int, p gjson.Result) *apierr.Error { return v.contentPart(p) })
 	}
 	return v.fail("must be a string or an array of content parts, got %s", describe(c))

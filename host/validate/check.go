@@ -3,9 +3,9 @@
 // is wrong — the field, its JSON path and the rule — with a 400 instead of a
 // provider's confusing error: "messages[2].role: must be one of system, …".
 //
-// Cost: one pass indexes where objects and arrays end (and bounds their
-// depth), gjson.Valid checks the syntax, and one walk checks every rule
-// (walk.go). The walk skips strings with memchr and unescapes a string only
+// Cost: one pass (jsonwalk.Scan) checks the syntax and indexes where
+// objects and arrays end (and bounds their depth), and one walk checks
+// every rule (walk.go). The walk skips strings with memchr and unescapes a string only
 // when a rule needs its text, so a long message content full of \n escapes
 // is never copied. Checking allocates nothing but an invalid request's
 // error message; the typed request the same walk fills (ChatRequest,
@@ -64,11 +64,11 @@ func parse(body []byte) (gjson.Result, *validator, *apierr.Error) {
 		return gjson.Result{}, nil, apierr.BadRequest("", "request body is empty; send a JSON object")
 	}
 	v := getValidator(s)
-	if !v.Index(MaxDepth) {
+	switch v.Scan(MaxDepth) { // the syntax and the index in one pass
+	case jsonwalk.TooDeep:
 		v.done()
 		return gjson.Result{}, nil, apierr.BadRequest("", "request body nests objects and arrays deeper than %d levels", MaxDepth)
-	}
-	if !gjson.Valid(s) {
+	case jsonwalk.Invalid:
 		v.done()
 		return gjson.Result{}, nil, apierr.BadRequest("", "request body is not valid JSON")
 	}
@@ -96,8 +96,11 @@ type validator struct {
 	jsonwalk.Doc
 	segs  [maxPath]seg
 	depth int
-	// nulls and legacy are ChatRequest's Nulls and Legacy, seen on the way.
-	nulls, legacy bool
+	// nulls and legacy are ChatRequest's Nulls and Legacy, seen on the way;
+	// messages counts the messages, parts says one has content parts (so
+	// perhaps an image), for the prompt's bound (ChatRequest.finish).
+	nulls, legacy, parts bool
+	messages             int
 }
 
 func (v *validator) in(key string) {

@@ -49,13 +49,19 @@ type ChatRequest struct {
 	// stop_server_tools_when (absent when not given).
 	MaxToolCalls int
 	StopWhen     gjson.Result
-	// Nulls reports a null the host's compatibility pass removes (a
-	// top-level field of ChatNullable, a message's name or function_call,
-	// or perhaps a member of a tool's function); Legacy an assistant
+	// Nulls reports a member the host's compatibility pass removes (a
+	// null top-level field of ChatNullable, a message's null name or
+	// function_call, perhaps a null member of a tool's function, or
+	// stream_options.include_obfuscation); Legacy an assistant
 	// function_call or a role "function" message it maps to tool calls.
 	// Read in the one validation walk, so a body that needs neither is not
 	// walked again (issue 29).
 	Nulls, Legacy bool
+
+	// messages and parts are the validation walk's count of messages and
+	// whether one had content parts, for the prompt's bound (finish).
+	messages int
+	parts    bool
 
 	provider, route gjson.Result
 }
@@ -174,7 +180,13 @@ func (r *ChatRequest) finish() *apierr.Error {
 	}
 	r.Prefs = prefs
 	r.provider, r.route = gjson.Result{}, gjson.Result{}
-	r.PromptBound, r.Images = tokenize.EstimatePrompt(r.Body)
+	if r.parts {
+		r.PromptBound, r.Images = tokenize.EstimatePrompt(r.Body) // walks for the images
+	} else {
+		// No content parts, so no image: the bound is the body's size and
+		// the framing, without searching the body again.
+		r.PromptBound = tokenize.ChatTextBound(len(r.Body), r.messages)
+	}
 	return nil
 }
 

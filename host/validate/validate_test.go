@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchyard/switchyard/host/agentbody"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/tidwall/gjson"
 )
@@ -714,11 +715,19 @@ func chatBody(size int) []byte {
 	return []byte(b.String())
 }
 
-func BenchmarkChat1KB(b *testing.B)  { benchChat(b, 1<<10) }
-func BenchmarkChat10KB(b *testing.B) { benchChat(b, 10<<10) }
+func BenchmarkChat1KB(b *testing.B)  { benchChat(b, chatBody(1<<10)) }
+func BenchmarkChat10KB(b *testing.B) { benchChat(b, chatBody(10<<10)) }
 
-func benchChat(b *testing.B, size int) {
-	body := chatBody(size)
+// BenchmarkChatAgent is the validation of an agent-shaped body (the
+// request path's benchmarks all run at these sizes: docs/performance.md):
+// its cost per byte must not grow with the size.
+func BenchmarkChatAgent(b *testing.B) {
+	for _, size := range agentbody.Sizes {
+		b.Run(agentbody.Name(size), func(b *testing.B) { benchChat(b, agentbody.Chat("openai/gpt-4o", false, size)) })
+	}
+}
+
+func benchChat(b *testing.B, body []byte) {
 	if _, err := Chat(body); err != nil {
 		b.Fatal(err)
 	}

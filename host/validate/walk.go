@@ -20,7 +20,7 @@ const maxPooledContainers = 1 << 16
 func getValidator(s string) *validator {
 	v := validators.Get().(*validator)
 	v.Reset(s)
-	v.depth, v.nulls, v.legacy = 0, false, false
+	v.depth, v.nulls, v.legacy, v.parts, v.messages = 0, false, false, false, 0
 	return v
 }
 

@@ -131,9 +131,8 @@ func Heal(s string, opt Options) (out string, r Repairs, ok bool) {
 		if next <= start {
 			next = start + 1
 		}
-		if p.bad || len(p.b) == 0 {
-			from = next
-			continue
+		if p.bad { // nested past maxDepth: not repaired
+			break
 		}
 		p.pending = p.pending[:0]
 		p.ws()
@@ -357,12 +356,17 @@ func (p *parser) ws() {
 			}
 		case c == '/' && p.i+1 < len(s) && s[p.i+1] == '*':
 			p.r |= Comment
-			p.trimPendingLine()
+			indented := p.trimPendingLine()
 			j := strings.Index(s[p.i+2:], "*/")
 			if j < 0 {
 				p.i = len(s)
 			} else {
 				p.i += j + 4
+			}
+			if indented { // "\n  /* x */ a": the indentation stays, the space after the comment goes
+				for p.i < len(s) && (s[p.i] == ' ' || s[p.i] == '\t') {
+					p.i++
+				}
 			}
 		case c >= 0x80:
 			n := specialSpace(s, p.i)
@@ -377,13 +381,18 @@ func (p *parser) ws() {
 	}
 }
 
-// trimPendingLine drops the spaces before a comment on its line.
-func (p *parser) trimPendingLine() {
+// trimPendingLine drops the spaces before a comment that follows a token
+// on its line; it keeps a line's indentation (and says so).
+func (p *parser) trimPendingLine() (indented bool) {
 	n := len(p.pending)
 	for n > 0 && (p.pending[n-1] == ' ' || p.pending[n-1] == '\t') {
 		n--
 	}
+	if n > 0 && p.pending[n-1] == '\n' {
+		return true
+	}
 	p.pending = p.pending[:n]
+	return false
 }
 
 func (p *parser) value() {
@@ -428,7 +437,7 @@ func (p *parser) object() {
 	}
 	p.emit('{')
 	n, comma := 0, -1 // members written; where the last comma was written (-1: none since the last member)
-	afterComma := false
+	afterComma, closed := false, false
 	for !p.bad {
 		p.ws()
 		if p.i >= len(p.s) {
@@ -437,6 +446,7 @@ func (p *parser) object() {
 		}
 		c := p.s[p.i]
 		if c == '}' || c == ']' {
+			closed = true
 			if c == '}' {
 				p.i++
 			} else {
@@ -460,6 +470,7 @@ func (p *parser) object() {
 		if l := ellipsisAt(p.s, p.i); l > 0 {
 			p.i += l
 			p.r |= Ellipsis
+			p.pending = p.pending[:0]
 			continue
 		}
 		q, _ := quoteAt(p.s, p.i)
@@ -468,9 +479,9 @@ func (p *parser) object() {
 			p.r |= StrayChar
 			continue
 		}
-		if n > 0 && !afterComma {
+		if n > 0 && !afterComma { // before the whitespace: 1,\n 2
 			p.r |= MissingComma
-			p.emit(',')
+			p.b = append(p.b, ',')
 		}
 		afterComma, comma = false, -1
 		if q != 0 {
@@ -492,7 +503,8 @@ func (p *parser) object() {
 		case c == '=': // {a = 1}
 			p.i++
 			p.r |= MissingColon
-			p.emit(':')
+			p.pending = p.pending[:0]
+			p.b = append(p.b, ':')
 		case c == ',' || c == '}' || c == ']':
 			p.b = append(p.b, ':')
 		default:
@@ -515,9 +527,9 @@ func (p *parser) object() {
 	if afterComma && comma >= 0 { // a trailing comma, or one before the input ended
 		p.b = append(p.b[:comma], p.b[comma+1:]...)
 	}
-	if p.i < len(p.s) {
+	if closed {
 		p.emit('}')
-	} else {
+	} else { // cut off: the whitespace at the end goes
 		p.pending = p.pending[:0]
 		p.b = append(p.b, '}')
 	}
@@ -531,7 +543,7 @@ func (p *parser) array() {
 	}
 	p.emit('[')
 	n, comma := 0, -1
-	afterComma := false
+	afterComma, closed := false, false
 	for !p.bad {
 		p.ws()
 		if p.i >= len(p.s) {
@@ -540,6 +552,7 @@ func (p *parser) array() {
 		}
 		c := p.s[p.i]
 		if c == ']' || c == '}' {
+			closed = true
 			if c == ']' {
 				p.i++
 			} else {
@@ -563,6 +576,7 @@ func (p *parser) array() {
 		if l := ellipsisAt(p.s, p.i); l > 0 {
 			p.i += l
 			p.r |= Ellipsis
+			p.pending = p.pending[:0]
 			continue
 		}
 		if c == ':' {
@@ -570,9 +584,9 @@ func (p *parser) array() {
 			p.r |= StrayChar
 			continue
 		}
-		if n > 0 && !afterComma {
+		if n > 0 && !afterComma { // before the whitespace: 1,\n 2
 			p.r |= MissingComma
-			p.emit(',')
+			p.b = append(p.b, ',')
 		}
 		afterComma, comma = false, -1
 		at := p.i
@@ -589,7 +603,7 @@ func (p *parser) array() {
 	if afterComma && comma >= 0 {
 		p.b = append(p.b[:comma], p.b[comma+1:]...)
 	}
-	if p.i < len(p.s) {
+	if closed {
 		p.emit(']')
 	} else {
 		p.pending = p.pending[:0]
@@ -962,7 +976,7 @@ func (p *parser) number() {
 
 func endsNumber(s string, i int) bool {
 	switch c := s[i]; c {
-	case ' ', '\t', '\n', '\r', ',', '}', ']', '/':
+	case ' ', '\t', '\n', '\r', ',', '}', ']', '/', ';':
 		return true
 	default:
 		return c >= 0x80 && specialSpace(s, i) > 0

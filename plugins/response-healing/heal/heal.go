@@ -672,6 +672,16 @@ func (p *parser) str() {
 	p.emit('"')
 	s := p.s
 	for {
+		// The text up to the next byte that may need a decision, at once.
+		j := p.i
+		for j < len(s) {
+			if c := s[j]; c < 0x20 || c == '"' || c == '\\' || c == '\'' || c == '`' || c == 0xE2 {
+				break
+			}
+			j++
+		}
+		p.b = append(p.b, s[p.i:j]...)
+		p.i = j
 		if p.i >= len(s) {
 			p.r |= Truncated
 			break

@@ -3,6 +3,7 @@ package heal
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,4 +220,28 @@ func FuzzHeal(f *testing.F) {
 			t.Fatalf("Heal(%q) = %q: broke UTF-8", s, got)
 		}
 	})
+}
+
+// BenchmarkHeal is the repair's native cost on a broken answer of 1, 10
+// and 100 KB (a fenced object with trailing commas, unquoted keys and
+// single quotes).
+func BenchmarkHeal(b *testing.B) {
+	for _, kb := range []int{1, 10, 100} {
+		var s strings.Builder
+		s.WriteString("Here you go:\n```json\n{items: [")
+		for s.Len() < kb<<10 {
+			s.WriteString(`{id: 1, 'name': 'an item with a name', "tags": ["a", "b",],}, `)
+		}
+		s.WriteString("]}\n```\nAnything else?")
+		in := s.String()
+		b.Run(strconv.Itoa(kb)+"KB", func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, ok := Heal(in, Options{}); !ok {
+					b.Fatal("not healed")
+				}
+			}
+		})
+	}
 }

@@ -67,6 +67,17 @@ func PostResponse(in *sdk.In, out *sdk.Out) error {
 	var opt Options
 	var sch *jsonschema.Schema
 	schemaErr := ""
+	// validate remembers the last check: the value Heal's Accept passed is
+	// the one checked again for the stage.
+	var lastS string
+	var lastErr error
+	checked := false
+	validate := func(s string) error {
+		if !checked || s != lastS {
+			lastS, lastErr, checked = s, Validate(sch, s), true
+		}
+		return lastErr
+	}
 	if raw := st.Get("schema"); raw.Exists() {
 		var err error
 		if sch, err = CompileSchema(raw.Raw); err != nil {
@@ -78,7 +89,7 @@ func PostResponse(in *sdk.In, out *sdk.Out) error {
 			case "array":
 				opt.Root = ArrayRoot
 			}
-			opt.Accept = func(b []byte) bool { return Validate(sch, string(b)) == nil }
+			opt.Accept = func(b []byte) bool { return validate(string(b)) == nil }
 		}
 	}
 	var edited []byte
@@ -106,7 +117,7 @@ func PostResponse(in *sdk.In, out *sdk.Out) error {
 			all |= r
 		}
 		if sch != nil {
-			if err := Validate(sch, final); err != nil {
+			if err := validate(final); err != nil {
 				invalid++
 				if firstInvalid == "" {
 					firstInvalid = "choice " + strconv.Itoa(i) + ": " + err.Error()

@@ -339,6 +339,7 @@ func TestEvalSet(t *testing.T) {
 		scores[split] = sc
 		report.WriteString(sc.table(split, anchor != nil))
 	}
+	fmt.Fprintf(&report, "held-out split held to: each repair category >= %.2f, all repairs >= %.2f, every answer that must be left alone left alone\n", minCategoryRate, minRepairRate)
 	t.Log("\n" + report.String())
 	for _, split := range []string{"dev", "heldout"} {
 		for _, m := range scores[split].misses {

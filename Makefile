@@ -122,7 +122,9 @@ vet:
 	$(GO) vet ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/... ./abi/conformance/guest
 
-# The npm `openai` client's dependencies, for the client tests.
+# The npm `openai` client's dependencies, for the client tests, and npm
+# `jsonrepair`, the response-healing plugin's anchor
+# (plugins/response-healing/heal, TestAtLeastJSONRepair).
 clients:
 	cd examples/clients/node && npm ci --no-audit --no-fund --loglevel=error
 
@@ -135,8 +137,8 @@ gotest:
 # Hot-path Go benchmarks (among them each module host function's per-call
 # cost, BenchmarkHostFunctions in host/wasm), the per-call cost of one plugin
 # through the native ABI (Go, C) and through Extism (AssemblyScript), the
-# web, web-fetch, moderation, context-compression and file-parser modules'
-# per-call costs, then the load benchmark.
+# web, web-fetch, moderation, response-healing, context-compression and
+# file-parser modules' per-call costs, then the load benchmark.
 # ./host/... includes the cost of metrics, traces and request logs per
 # request, off and on (host/telemetry: BenchmarkRequestTelemetry in
 # process, BenchmarkChatOverLoopback end to end), and GET /generations and
@@ -151,6 +153,12 @@ bench:
 	# labelled set, then its per-call cost at 1, 10 and 100 KB.
 	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/moderation/moderate/ | sed -n '/moderation local engine/,/benign texts/p'
 	$(GO) test -run=NONE -bench=Moderation -benchmem -benchtime=20x ./plugins/moderation/moderate/
+	# The response-healing module: each category's repair rate on its
+	# evaluation set (dev and held-out) beside npm jsonrepair's on the same
+	# inputs, then its per-call cost at 1, 10 and 100 KB.
+	@test -f examples/clients/node/node_modules/jsonrepair/package.json || $(MAKE) --no-print-directory clients
+	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/response-healing/heal/ | sed -n '/response-healing on its/,/held-out split held to/p'
+	$(GO) test -run=NONE -bench=ResponseHealingModule -benchmem -benchtime=50x ./plugins/response-healing/healtest/
 	$(GO) test -run=NONE -bench=WebModule -benchmem -benchtime=2000x ./plugins/web/webtest/
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=20x ./plugins/web-fetch/fetch/
 	$(GO) test -run=NONE -bench=ContextCompressionModule -benchmem -benchtime=50x ./plugins/context-compression/cctest/

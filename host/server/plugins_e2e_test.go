@@ -181,25 +181,45 @@ func TestPluginPipeline(t *testing.T) {
 
 func TestResponseHealing(t *testing.T) {
 	g := start(t, gatewaytest.Options{})
-	g.Upstreams["alpha"].SetFaults(demo.Faults{Reply: "Here you go:\n```json\n{\"city\": \"Oslo\", \"temp\": [1, 2,],}\n```\nAnything else?"})
-	resp, body := post(t, g, "/chat/completions", withPlugins(`[{"id":"response-healing"}]`), "X-Service-Metadata", "enabled")
+	// The plugin heals only answers to requests that asked for JSON
+	// (response_format json_object or json_schema).
+	asJSON := func(plugins string) string {
+		return `{"model":"test/chat","messages":[{"role":"user","content":"hello there"}],"response_format":{"type":"json_object"},"plugins":` + plugins + `}`
+	}
+	reply := "Here you go:\n```json\n{\"city\": \"Oslo\", \"temp\": [1, 2,],}\n```\nAnything else?"
+	g.Upstreams["alpha"].SetFaults(demo.Faults{Reply: reply})
+	resp, body := post(t, g, "/chat/completions", asJSON(`[{"id":"response-healing"}]`), "X-Service-Metadata", "enabled")
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
 	}
 	if got := body.Get("choices.0.message.content").Str; got != `{"city": "Oslo", "temp": [1, 2]}` {
 		t.Fatalf("healed content %q", got)
 	}
-	if body.Get("service_metadata.pipeline.0.data.repaired").Int() != 1 {
+	// pre_request hands response_format over; post_response repairs.
+	stage := body.Get(`service_metadata.pipeline.#(hook=="post_response")`)
+	if stage.Get("name").Str != "response-healing" || stage.Get("data.repaired").Int() != 1 || stage.Get("data.repairs").Raw != `["fence","trailing_comma"]` {
 		t.Fatalf("pipeline %s", body.Get("service_metadata.pipeline").Raw)
+	}
+	// Not asked for JSON: the answer is left alone, plugin or not (issue 34).
+	for _, req := range []string{withPlugins(`[{"id":"response-healing"}]`), hello} {
+		_, body = post(t, g, "/chat/completions", req)
+		if got := body.Get("choices.0.message.content").Str; got != reply {
+			t.Fatalf("content changed without a request for JSON: %q", got)
+		}
+	}
+	g.Upstreams["alpha"].SetFaults(demo.Faults{Reply: "In Python use {} for an empty dict; in Go, func main() {} is the smallest program."})
+	_, body = post(t, g, "/chat/completions", withPlugins(`[{"id":"response-healing"}]`))
+	if got := body.Get("choices.0.message.content").Str; got != "In Python use {} for an empty dict; in Go, func main() {} is the smallest program." {
+		t.Fatalf("prose rewritten: %q", got)
 	}
 	// Truncated output gets its brackets closed.
 	g.Upstreams["alpha"].SetFaults(demo.Faults{Reply: `{"items": [{"name": "a"}, {"name": "b`})
-	_, body = post(t, g, "/chat/completions", withPlugins(`[{"id":"response-healing"}]`))
+	_, body = post(t, g, "/chat/completions", asJSON(`[{"id":"response-healing"}]`))
 	if got := body.Get("choices.0.message.content").Str; got != `{"items": [{"name": "a"}, {"name": "b"}]}` {
 		t.Fatalf("healed truncation %q", got)
 	}
 	// Off when not asked for.
-	_, body = post(t, g, "/chat/completions", hello)
+	_, body = post(t, g, "/chat/completions", asJSON(`[]`))
 	if got := body.Get("choices.0.message.content").Str; got != `{"items": [{"name": "a"}, {"name": "b` {
 		t.Fatalf("content changed without the plugin: %q", got)
 	}

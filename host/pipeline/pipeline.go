@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/telemetry"
@@ -256,9 +256,9 @@ func (r *Runner) build(account, model string, plugins gjson.Result, extra Extra,
 		}
 		seen[id] = true
 		if item == "" {
-			item = `{"id":` + strconv.Quote(id) + `}`
+			item = `{"id":` + jsonstr.Quote(id) + `}`
 		}
-		base := `{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped)
+		base := `{"config":` + item + `,"model":` + jsonstr.Quote(model) + `,"scope":` + jsonstr.Quote(scoped)
 		var required []string
 		if id == Moderation {
 			required = moderatedBy
@@ -359,7 +359,7 @@ func (r *Runner) BuildOne(account, model, id, item string, index int, ctx []byte
 		// pins the module; the one plugin listed is all it adds here.
 		p, aerr = r.buildList(account, model, `[`+item+`]`, index, ctx)
 	} else {
-		p, aerr = r.buildList(account, model, `[{"id":`+strconv.Quote(id)+`}]`, index, ctx)
+		p, aerr = r.buildList(account, model, `[{"id":`+jsonstr.Quote(id)+`}]`, index, ctx)
 	}
 	return p, true, aerr
 }

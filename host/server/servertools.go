@@ -15,6 +15,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/hangup"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/tokenize"
@@ -547,7 +548,9 @@ func appendTurn(body []byte, msg gjson.Result, outs []tools.Outcome) []byte {
 	asst := []byte(`{"role":"assistant","content":` + content + `,"tool_calls":` + msg.Get("tool_calls").Raw + `}`)
 	body, _ = sjson.SetRawBytes(body, "messages.-1", asst)
 	for _, o := range outs {
-		m := []byte(`{"role":"tool","tool_call_id":` + strconv.Quote(o.ID) + `,"content":` + strconv.Quote(o.Result) + `}`)
+		m := jsonstr.Append([]byte(`{"role":"tool","tool_call_id":`), o.ID)
+		m = jsonstr.Append(append(m, `,"content":`...), o.Result)
+		m = append(m, '}')
 		body, _ = sjson.SetRawBytes(body, "messages.-1", m)
 	}
 	return body

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/wire"
@@ -185,10 +185,10 @@ func (tw *turnWriter) turn(ctx context.Context, r *dispatch.Result, id wire.Iden
 					first = false
 				}
 				text.WriteString(t)
-				delta := `{"content":` + strconv.Quote(t) + `}`
+				delta := `{"content":` + jsonstr.Quote(t) + `}`
 				if !tw.role {
 					tw.role = true
-					delta = `{"role":"assistant","content":` + strconv.Quote(t) + `}`
+					delta = `{"role":"assistant","content":` + jsonstr.Quote(t) + `}`
 				}
 				if e := tw.emit(ctx, []byte(id.ChunkHead()+`[{"index":0,"delta":`+delta+`,"finish_reason":null}]}`)); e != nil {
 					return fail(e)
@@ -216,7 +216,13 @@ func (tw *turnWriter) turn(ctx context.Context, r *dispatch.Result, id wire.Iden
 			if n > 0 {
 				arr = append(arr, ',')
 			}
-			arr = append(arr, `{"id":`+strconv.Quote(h.id)+`,"type":"function","function":{"name":`+strconv.Quote(h.name)+`,"arguments":`+strconv.Quote(h.args.String())+`}}`...)
+			arr = append(arr, `{"id":`...)
+			arr = jsonstr.Append(arr, h.id)
+			arr = append(arr, `,"type":"function","function":{"name":`...)
+			arr = jsonstr.Append(arr, h.name)
+			arr = append(arr, `,"arguments":`...)
+			arr = jsonstr.Append(arr, h.args.String())
+			arr = append(arr, `}}`...)
 		}
 		raw, _ = sjson.SetRawBytes(raw, "choices.0.message.tool_calls", append(arr, ']'))
 	}

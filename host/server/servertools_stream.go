@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,9 @@ type turnWriter struct {
 	pl     *pipeline.Pipeline
 	frame  []byte
 	role   bool // the role delta was sent
+	// maxCalls is limits.max_tool_calls_per_turn: a turn with more tool
+	// calls fails as it is read.
+	maxCalls int
 }
 
 func (tw *turnWriter) write(b []byte) bool {
@@ -163,10 +167,14 @@ func (tw *turnWriter) turn(ctx context.Context, r *dispatch.Result, id wire.Iden
 			if fr := c.Get("finish_reason"); fr.Type == gjson.String {
 				finish, finished = fr.Str, true
 			}
+			tooMany := false
 			c.Get("delta.tool_calls").ForEach(func(_, d gjson.Result) bool {
 				i := d.Get("index").Int()
 				h := calls[i]
 				if h == nil {
+					if tooMany = len(calls) == tw.maxCalls; tooMany {
+						return false
+					}
 					h = &heldCall{}
 					calls[i] = h
 				}
@@ -179,6 +187,9 @@ func (tw *turnWriter) turn(ctx context.Context, r *dispatch.Result, id wire.Iden
 				h.args.WriteString(d.Get("function.arguments").Str)
 				return true
 			})
+			if tooMany {
+				return fail(tooManyCalls(slug, "more than "+strconv.Itoa(tw.maxCalls), tw.maxCalls))
+			}
 			if t := c.Get("delta.content").Str; t != "" {
 				if first {
 					r.FirstToken()

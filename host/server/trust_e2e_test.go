@@ -2,12 +2,15 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
@@ -109,5 +112,118 @@ func TestServerToolHostileResult(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// manyCalls is an OpenAI-style upstream whose first turn calls datetime as
+// many times as the user's message says ("calls:N"), all in one turn (in
+// chunks of 100 calls when streamed); a later turn answers "done".
+func manyCalls(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	msgs := gjson.GetBytes(body, "messages").Array()
+	n := 0
+	if len(msgs) == 1 {
+		n, _ = strconv.Atoi(strings.TrimPrefix(msgs[0].Get("content").Str, "calls:"))
+	}
+	call := func(i int, index bool) string {
+		s := `{`
+		if index {
+			s += `"index":` + strconv.Itoa(i) + `,`
+		}
+		return s + `"id":"call_` + strconv.Itoa(i) + `","type":"function","function":{"name":"datetime","arguments":"{}"}}`
+	}
+	usage := `"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}`
+	if !gjson.GetBytes(body, "stream").Bool() {
+		w.Header().Set("Content-Type", "application/json")
+		msg, finish := `{"role":"assistant","content":"done"}`, "stop"
+		if n > 0 {
+			var calls []string
+			for i := range n {
+				calls = append(calls, call(i, false))
+			}
+			msg, finish = `{"role":"assistant","content":null,"tool_calls":[`+strings.Join(calls, ",")+`]}`, "tool_calls"
+		}
+		io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"echo","choices":[{"index":0,"message":`+msg+`,"finish_reason":"`+finish+`"}],`+usage+`}`)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	head := `{"id":"x","object":"chat.completion.chunk","created":1,"model":"echo","choices":`
+	send := func(ch string) { io.WriteString(w, "data: "+ch+"\n\n") }
+	finish := "stop"
+	if n == 0 {
+		send(head + `[{"index":0,"delta":{"role":"assistant","content":"done"},"finish_reason":null}]}`)
+	}
+	for i := 0; i < n; i += 100 {
+		var calls []string
+		for j := i; j < min(i+100, n); j++ {
+			calls = append(calls, call(j, true))
+		}
+		send(head + `[{"index":0,"delta":{"tool_calls":[` + strings.Join(calls, ",") + `]},"finish_reason":null}]}`)
+		finish = "tool_calls"
+	}
+	send(head + `[{"index":0,"delta":{},"finish_reason":"` + finish + `"}]}`)
+	send(head + `[],` + usage + `}`)
+	send("[DONE]")
+}
+
+// An upstream turn with more tool calls than limits.max_tool_calls_per_turn
+// (default 128) is the upstream's fault: 502 naming the limit, and no next
+// turn is made (issue 31 item 17: 5,000 calls in one turn were accepted,
+// 1.3 MB of metadata and 5.4 s). A turn at the limit is served.
+func TestServerToolCallsPerTurnCapped(t *testing.T) {
+	var turns atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		turns.Add(1)
+		manyCalls(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	// A context that holds the results of 128 calls.
+	g := start(t, gatewaytest.Options{Providers: []string{}, ConfigYAML: "demo: false\ntimeouts: {attempt: 10s, request: 30s}\nproviders:\n" +
+		"  - {slug: raw, name: Raw, adapter: openai, base_url: \"" + srv.URL + "/v1\", data_collection: deny, region: us}\n" +
+		"models:\n  - id: test/raw\n    kind: chat\n    context_length: 1000000\n    endpoints:\n" +
+		"      - {provider: raw, upstream_model: echo, max_output: 1024, price: {prompt: 1, completion: 2}}\n"})
+	body := func(n int, stream bool) string {
+		return `{"model":"test/raw","stream":` + strconv.FormatBool(stream) + `,"messages":[{"role":"user","content":"calls:` + strconv.Itoa(n) +
+			`"}],"tools":[{"type":"service:datetime"}]}`
+	}
+	const want = "tool calls in one turn; this gateway's limit is 128 (limits.max_tool_calls_per_turn)"
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			// At the limit: served (8 calls run, the rest skipped).
+			turns.Store(0)
+			if stream {
+				raw := readStream(t, g, body(128, true))
+				if !strings.Contains(raw, "data: [DONE]") || strings.Contains(raw, `"error"`) {
+					t.Fatalf("128 calls: %s", raw)
+				}
+			} else if resp, res := post(t, g, "/chat/completions", body(128, false)); resp.StatusCode != http.StatusOK {
+				t.Fatalf("128 calls: %d %s", resp.StatusCode, res.Raw)
+			}
+			if turns.Load() != 2 {
+				t.Fatalf("128 calls: %d turns", turns.Load())
+			}
+			// Past it: refused, and no second turn.
+			turns.Store(0)
+			if stream {
+				raw := readStream(t, g, body(5000, true))
+				var last gjson.Result
+				for _, line := range strings.Split(raw, "\n") {
+					if d, ok := strings.CutPrefix(line, "data: "); ok && d != "[DONE]" {
+						last = gjson.Parse(d)
+					}
+				}
+				if last.Get("error.code").Int() != http.StatusBadGateway || !strings.Contains(last.Get("error.message").Str, want) ||
+					!strings.Contains(last.Get("error.message").Str, "more than 128 tool calls") {
+					t.Fatalf("last event %s", last.Raw)
+				}
+			} else {
+				resp, res := post(t, g, "/chat/completions", body(5000, false))
+				wantError(t, resp, res, http.StatusBadGateway, want)
+				wantError(t, resp, res, http.StatusBadGateway, "5000 tool calls")
+			}
+			if turns.Load() != 1 {
+				t.Fatalf("5000 calls: %d upstream requests, want 1 (no turn after the refused one)", turns.Load())
+			}
+		})
 	}
 }

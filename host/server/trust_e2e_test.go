@@ -227,3 +227,92 @@ func TestServerToolCallsPerTurnCapped(t *testing.T) {
 		})
 	}
 }
+
+// A plugin's output is held to its contract before anyone sees it (issue
+// 31 item 13): a stage cost that is not a non-negative dollar amount, or a
+// result or chunk with a field of the wrong type, is a 502 naming the
+// plugin; bytes that are not UTF-8 become U+FFFD. Driven through the test
+// plugin, as JSON and streamed.
+func TestPluginOutputNormalised(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	wasmPath, mf := testPlugin(t)
+	if resp, body := publish(t, g, g.Key, wasmPath, mf, "global", true); resp.StatusCode != 201 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	body := func(cfg string, stream bool) string {
+		return `{"model":"test/chat","stream":` + strconv.FormatBool(stream) + `,"messages":[{"role":"user","content":"hello there"}],"plugins":[{"id":"testplugin",` + cfg + `}]}`
+	}
+	request := func(t *testing.T, b string) (*http.Response, []byte) {
+		t.Helper()
+		resp, raw, err := g.Request(http.MethodPost, "/chat/completions", b, "X-Service-Metadata", "enabled")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !utf8.Valid(raw) || (!json.Valid(raw) && !strings.Contains(b, `"stream":true`)) {
+			t.Fatalf("the client got bytes that are not UTF-8 JSON: %q", raw)
+		}
+		return resp, raw
+	}
+	refused := func(t *testing.T, resp *http.Response, raw []byte, what string) {
+		t.Helper()
+		res := gjson.ParseBytes(raw)
+		wantError(t, resp, res, http.StatusBadGateway, "plugin testplugin")
+		wantError(t, resp, res, http.StatusBadGateway, what)
+	}
+	for _, tc := range []struct{ name, cost string }{
+		{"negative number", `-50`},
+		{"negative string", `"-50"`},
+		{"not finite", `1e999`},
+		{"not a number", `"NaN"`},
+		{"an object", `{"usd":1}`},
+	} {
+		t.Run("cost "+tc.name, func(t *testing.T) {
+			resp, raw := request(t, body(`"mode":"cost","cost":`+tc.cost, false))
+			refused(t, resp, raw, "cost")
+		})
+	}
+	t.Run("cost valid", func(t *testing.T) {
+		resp, raw := request(t, body(`"mode":"cost","cost":"0.001"`, false))
+		res := gjson.ParseBytes(raw)
+		if resp.StatusCode != http.StatusOK || usd(t, res.Get("usage.cost_details.tool_fees")) != 1_000_000 {
+			t.Fatalf("%d %s", resp.StatusCode, raw)
+		}
+	})
+	for _, tc := range []struct{ mode, want string }{
+		{"badbytes", "answered \uFFFD by testplugin"}, // a run of bad bytes is one U+FFFD, as in upstream answers
+		{"badbytes_post", "posted \uFFFD"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			resp, raw := request(t, body(`"mode":"`+tc.mode+`"`, false))
+			res := gjson.ParseBytes(raw)
+			if resp.StatusCode != http.StatusOK || res.Get("choices.0.message.content").Str != tc.want {
+				t.Fatalf("%d %s", resp.StatusCode, raw)
+			}
+			if tc.mode == "badbytes" && res.Get("service_metadata.pipeline.0.summary").Str != "summary \uFFFD" {
+				t.Fatalf("stage %s", res.Get("service_metadata.pipeline.0").Raw)
+			}
+			// Streamed: the chunks the plugin edits.
+			_, raw = request(t, body(`"mode":"`+tc.mode+`"`, true))
+			if !strings.Contains(string(raw), `"content":"chunk `+"\uFFFD"+`"`) || !strings.Contains(string(raw), "data: [DONE]") {
+				t.Fatalf("stream %s", raw)
+			}
+		})
+	}
+	for _, mode := range []string{"badtypes", "badtypes_post"} {
+		t.Run(mode, func(t *testing.T) {
+			resp, raw := request(t, body(`"mode":"`+mode+`"`, false))
+			refused(t, resp, raw, "choices.0.message.content is not a string")
+			_, raw = request(t, body(`"mode":"`+mode+`"`, true))
+			var last gjson.Result
+			for _, line := range strings.Split(string(raw), "\n") {
+				if d, ok := strings.CutPrefix(line, "data: "); ok && d != "[DONE]" {
+					last = gjson.Parse(d)
+				}
+			}
+			if last.Get("error.code").Int() != http.StatusBadGateway || !strings.Contains(last.Get("error.message").Str, "plugin testplugin") ||
+				!strings.Contains(last.Get("error.message").Str, "choices.0.delta.content is not a string") {
+				t.Fatalf("stream %s", raw)
+			}
+		})
+	}
+}

@@ -364,6 +364,9 @@ func Parse(data []byte) (*Config, error) {
 	if w := time.Duration(c.SettleCommitWindow); w < 0 || w > time.Second {
 		return nil, fmt.Errorf("config: settle_commit_window: want a duration of at most 1s (unset or 0: 100ms, or 5ms with store postgres), not %s", w)
 	}
+	if c.Limits.MaxToolCallsPerTurn < 0 {
+		return nil, fmt.Errorf("config: limits.max_tool_calls_per_turn: want a number of calls (0 or unset: %d), not %d", DefaultMaxToolCallsPerTurn, c.Limits.MaxToolCallsPerTurn)
+	}
 	if c.GCPercent < -1 {
 		return nil, fmt.Errorf("config: gc_percent: want a percentage, 0 for the tuned default or -1 for off, not %d", c.GCPercent)
 	}

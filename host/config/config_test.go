@@ -283,3 +283,24 @@ providers:
 		t.Fatalf("requires_moderation: a %v, b %v", cat.Providers["a"].RequiresModeration, cat.Providers["b"].RequiresModeration)
 	}
 }
+
+func TestMaxToolCallsPerTurn(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want int
+		err  string
+	}{
+		{"demo: true", DefaultMaxToolCallsPerTurn, ""},
+		{"limits: {max_tool_calls_per_turn: 0}", DefaultMaxToolCallsPerTurn, ""},
+		{"limits: {max_tool_calls_per_turn: 16}", 16, ""},
+		{"limits: {max_tool_calls_per_turn: -1}", 0, "limits.max_tool_calls_per_turn"},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want one naming %s", tc.yaml, err, tc.err)
+		case tc.err == "" && (err != nil || c.Limits.MaxToolCallsPerTurn != tc.want):
+			t.Errorf("%q: %v, want %d", tc.yaml, err, tc.want)
+		}
+	}
+}

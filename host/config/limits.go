@@ -38,7 +38,17 @@ type Limits struct {
 	// MaxUpstreamBodyBytes bounds a non-streaming upstream answer; a larger
 	// one is a 502. 0 = 64 MiB.
 	MaxUpstreamBodyBytes int `yaml:"max_upstream_body_bytes"`
+	// MaxToolCallsPerTurn bounds the tool calls of one upstream answer in
+	// the server-tool loop, where the gateway answers, records and sends
+	// back every call: an answer with more is a 502 naming this limit (the
+	// upstream's fault; another endpoint may answer). 0 =
+	// DefaultMaxToolCallsPerTurn.
+	MaxToolCallsPerTurn int `yaml:"max_tool_calls_per_turn"`
 }
+
+// DefaultMaxToolCallsPerTurn is limits.max_tool_calls_per_turn's default:
+// far above the parallel calls models make (a handful, rarely dozens).
+const DefaultMaxToolCallsPerTurn = 128
 
 func (l *Limits) fillDefaults() {
 	if l.HeaderTimeout == 0 {
@@ -58,5 +68,8 @@ func (l *Limits) fillDefaults() {
 	}
 	if l.MaxUpstreamBodyBytes == 0 {
 		l.MaxUpstreamBodyBytes = 64 << 20
+	}
+	if l.MaxToolCallsPerTurn == 0 {
+		l.MaxToolCallsPerTurn = DefaultMaxToolCallsPerTurn
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/switchyard/switchyard/host/jsonstr"
 )
 
 // Anthropic is a fake of Anthropic's Messages API (POST /v1/messages) in its
@@ -22,7 +24,7 @@ func anthropicError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	b, _ := json.Marshal(msg)
-	fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%s}}`, typ, b)
+	fmt.Fprintf(w, `{"type":"error","error":{"type":%s,"message":%s}}`, jsonstr.Quote(typ), b)
 }
 
 func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -154,7 +156,7 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n++
 		return a.emit(w, r, "event: "+event+"\ndata: "+data+"\n\n", f.ChunkDelay)
 	}
-	ok = send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%q,"type":"message","role":"assistant","content":[],"model":%q,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":2,"output_tokens":1}}}`, id, req.Model, input)) &&
+	ok = send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%s,"type":"message","role":"assistant","content":[],"model":%s,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":2,"output_tokens":1}}}`, jsonstr.Quote(id), jsonstr.Quote(req.Model), input)) &&
 		send("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) &&
 		send("ping", `{"type": "ping"}`)
 	for _, t := range toks {
@@ -166,12 +168,12 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ok = ok && send("content_block_stop", `{"type":"content_block_stop","index":0}`)
 	if tool != "" {
-		ok = ok && send("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_demo1","name":`+fmt.Sprintf("%q", tool)+`,"input":{}}}`) &&
+		ok = ok && send("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_demo1","name":`+jsonstr.Quote(tool)+`,"input":{}}}`) &&
 			send("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\": "}}`) &&
 			send("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"Oslo\"}"}}`) &&
 			send("content_block_stop", `{"type":"content_block_stop","index":1}`)
 	}
-	ok = ok && send("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, stop, len(toks)))
+	ok = ok && send("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%s,"stop_sequence":null},"usage":{"output_tokens":%d}}`, jsonstr.Quote(stop), len(toks)))
 	_ = ok && send("message_stop", `{"type":"message_stop"}`)
 }
 
@@ -202,10 +204,10 @@ func (a *Anthropic) toolUse(w http.ResponseWriter, r *http.Request, model string
 	send := func(event, data string) bool {
 		return a.emit(w, r, "event: "+event+"\ndata: "+data+"\n\n", f.ChunkDelay)
 	}
-	ok := send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%q,"type":"message","role":"assistant","content":[],"model":%q,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"output_tokens":1}}}`, id, model, input))
+	ok := send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%s,"type":"message","role":"assistant","content":[],"model":%s,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"output_tokens":1}}}`, jsonstr.Quote(id), jsonstr.Quote(model), input))
 	for i, c := range calls {
 		args, _ := json.Marshal(c.Args)
-		ok = ok && send("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":%q,"input":{}}}`, i, "toolu_"+c.ID, c.Name)) &&
+		ok = ok && send("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%s,"name":%s,"input":{}}}`, i, jsonstr.Quote("toolu_"+c.ID), jsonstr.Quote(c.Name))) &&
 			send("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, i, args)) &&
 			send("content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
 	}

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchyard/switchyard/host/jsonstr"
 )
 
 // Faults change the server's behaviour for tests. The zero value is healthy.
@@ -162,10 +164,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func errorBody(msg, typ, code string) string {
 	c := "null"
 	if code != "" {
-		c = fmt.Sprintf("%q", code)
+		c = jsonstr.Quote(code)
 	}
 	b, _ := json.Marshal(msg)
-	return fmt.Sprintf(`{"error":{"message":%s,"type":%q,"param":null,"code":%s}}`, b, typ, c)
+	return fmt.Sprintf(`{"error":{"message":%s,"type":%s,"param":null,"code":%s}}`, b, jsonstr.Quote(typ), c)
 }
 
 func writeError(w http.ResponseWriter, status int, msg, typ, code string) {
@@ -318,10 +320,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 			if i > 0 {
 				cs.WriteByte(',')
 			}
-			fmt.Fprintf(&cs, `{"index":%d,"message":{"role":"assistant","content":%s,"refusal":null},"logprobs":null,"finish_reason":%q}`, i, content, finish)
+			fmt.Fprintf(&cs, `{"index":%d,"message":{"role":"assistant","content":%s,"refusal":null},"logprobs":null,"finish_reason":%s}`, i, content, jsonstr.Quote(finish))
 		}
-		fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","created":%d,"model":%q,"choices":[%s]%s,"system_fingerprint":"fp_demo"}`,
-			id, created, req.Model, cs.String(), u)
+		fmt.Fprintf(w, `{"id":%s,"object":"chat.completion","created":%d,"model":%s,"choices":[%s]%s,"system_fingerprint":"fp_demo"}`,
+			jsonstr.Quote(id), created, jsonstr.Quote(req.Model), cs.String(), u)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -335,7 +337,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 		n++
 		return s.emit(w, r, "data: "+data+"\n\n", f.ChunkDelay)
 	}
-	head := fmt.Sprintf(`{"id":%q,"object":"chat.completion.chunk","created":%d,"model":%q,"system_fingerprint":"fp_demo","choices":`, id, created, req.Model)
+	head := fmt.Sprintf(`{"id":%s,"object":"chat.completion.chunk","created":%d,"model":%s,"system_fingerprint":"fp_demo","choices":`, jsonstr.Quote(id), created, jsonstr.Quote(req.Model))
 	if !send(head + `[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`) {
 		return
 	}
@@ -393,23 +395,23 @@ func (s *Server) toolCalls(w http.ResponseWriter, r *http.Request, req chatReq, 
 				tc.WriteByte(',')
 			}
 			args, _ := json.Marshal(c.Args)
-			fmt.Fprintf(&tc, `{"id":%q,"type":"function","function":{"name":%q,"arguments":%s}}`, c.ID, c.Name, args)
+			fmt.Fprintf(&tc, `{"id":%s,"type":"function","function":{"name":%s,"arguments":%s}}`, jsonstr.Quote(c.ID), jsonstr.Quote(c.Name), args)
 		}
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","created":%d,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[%s],"refusal":null},"logprobs":null,"finish_reason":"tool_calls"}],"usage":%s,"system_fingerprint":"fp_demo"}`,
-			id, created, req.Model, tc.String(), usage)
+		fmt.Fprintf(w, `{"id":%s,"object":"chat.completion","created":%d,"model":%s,"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[%s],"refusal":null},"logprobs":null,"finish_reason":"tool_calls"}],"usage":%s,"system_fingerprint":"fp_demo"}`,
+			jsonstr.Quote(id), created, jsonstr.Quote(req.Model), tc.String(), usage)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	head := fmt.Sprintf(`{"id":%q,"object":"chat.completion.chunk","created":%d,"model":%q,"system_fingerprint":"fp_demo","choices":`, id, created, req.Model)
+	head := fmt.Sprintf(`{"id":%s,"object":"chat.completion.chunk","created":%d,"model":%s,"system_fingerprint":"fp_demo","choices":`, jsonstr.Quote(id), created, jsonstr.Quote(req.Model))
 	send := func(data string) bool { return s.emit(w, r, "data: "+data+"\n\n", f.ChunkDelay) }
 	if !send(head + `[{"index":0,"delta":{"role":"assistant","content":null},"logprobs":null,"finish_reason":null}]}`) {
 		return
 	}
 	for i, c := range calls {
 		args, _ := json.Marshal(c.Args)
-		if !send(head+fmt.Sprintf(`[{"index":0,"delta":{"tool_calls":[{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]},"logprobs":null,"finish_reason":null}]}`, i, c.ID, c.Name)) ||
+		if !send(head+fmt.Sprintf(`[{"index":0,"delta":{"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":""}}]},"logprobs":null,"finish_reason":null}]}`, i, jsonstr.Quote(c.ID), jsonstr.Quote(c.Name))) ||
 			!send(head+fmt.Sprintf(`[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":%s}}]},"logprobs":null,"finish_reason":null}]}`, i, args)) {
 			return
 		}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/switchyard/switchyard/host/jsonstr"
 )
 
 // Gemini is a fake of Google's Gemini API in its wire format:
@@ -27,7 +29,7 @@ func geminiError(w http.ResponseWriter, status int, msg string) {
 	b, _ := json.Marshal(msg)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"error":{"code":%d,"message":%s,"status":%q}}`, status, b, s)
+	fmt.Fprintf(w, `{"error":{"code":%d,"message":%s,"status":%s}}`, status, b, jsonstr.Quote(s))
 }
 
 type geminiPart struct {
@@ -173,13 +175,13 @@ func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f
 		// finishReason STOP, as it does).
 		var calls []string
 		for _, c := range turn.calls {
-			calls = append(calls, `{"functionCall":{"name":`+fmt.Sprintf("%q", c.Name)+`,"args":`+c.Args+`}}`)
+			calls = append(calls, `{"functionCall":{"name":`+jsonstr.Quote(c.Name)+`,"args":`+c.Args+`}}`)
 		}
 		call = strings.Join(calls, ",")
 		toks = []string{""}
 	}
 	usage := fmt.Sprintf(`"usageMetadata":{"promptTokenCount":%d,"candidatesTokenCount":%d,"totalTokenCount":%d,"cachedContentTokenCount":1}`, prompt, len(toks), prompt+len(toks))
-	head := fmt.Sprintf(`"modelVersion":%q,"responseId":"resp_demo%d"`, model, time.Now().UnixNano())
+	head := fmt.Sprintf(`"modelVersion":%s,"responseId":"resp_demo%d"`, jsonstr.Quote(model), time.Now().UnixNano())
 	if !stream {
 		t, _ := json.Marshal(strings.Join(toks, ""))
 		parts := `{"text":` + string(t) + `}`

@@ -7,24 +7,28 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/wasm"
+	"github.com/switchyard/switchyard/host/wire"
 	"github.com/tidwall/gjson"
 )
 
@@ -256,9 +260,9 @@ func (r *Runner) build(account, model string, plugins gjson.Result, extra Extra,
 		}
 		seen[id] = true
 		if item == "" {
-			item = `{"id":` + strconv.Quote(id) + `}`
+			item = `{"id":` + jsonstr.Quote(id) + `}`
 		}
-		base := `{"config":` + item + `,"model":` + strconv.Quote(model) + `,"scope":` + strconv.Quote(scoped)
+		base := `{"config":` + item + `,"model":` + jsonstr.Quote(model) + `,"scope":` + jsonstr.Quote(scoped)
 		var required []string
 		if id == Moderation {
 			required = moderatedBy
@@ -359,7 +363,7 @@ func (r *Runner) BuildOne(account, model, id, item string, index int, ctx []byte
 		// pins the module; the one plugin listed is all it adds here.
 		p, aerr = r.buildList(account, model, `[`+item+`]`, index, ctx)
 	} else {
-		p, aerr = r.buildList(account, model, `[{"id":`+strconv.Quote(id)+`}]`, index, ctx)
+		p, aerr = r.buildList(account, model, `[{"id":`+jsonstr.Quote(id)+`}]`, index, ctx)
 	}
 	return p, true, aerr
 }
@@ -445,21 +449,27 @@ func (p *Pipeline) Pre(ctx context.Context, body []byte) (Result, *apierr.Error)
 			return res, apierr.From(err)
 		}
 		action, b := string(out.Field(0)), out.Field(1)
-		p.record(s, "pre_request", action, out.Field(2))
+		if aerr := p.record(s, "pre_request", action, out.Field(2)); aerr != nil {
+			return res, aerr
+		}
 		switch action {
 		case abi.ActionContinue:
 			if len(b) > 0 {
 				if !jsonwalk.ValidBytes(b) || !gjson.ParseBytes(b).IsObject() {
 					return res, s.fail("pre_request", "returned a request that is not a JSON object")
 				}
-				res.Body = b
+				res.Body = validUTF8(b)
 			}
 			s.setState(out.Field(3))
 		case abi.ActionRespond:
 			if !jsonwalk.ValidBytes(b) || !gjson.GetBytes(b, "choices").IsArray() {
 				return res, s.fail("pre_request", "responded with something that is not a chat result")
 			}
-			res.Respond = b
+			answer, aerr := s.result("pre_request", b)
+			if aerr != nil {
+				return res, aerr
+			}
+			res.Respond = answer
 			return res, nil
 		case abi.ActionBlock:
 			return res, s.block(b, p.Stages)
@@ -481,14 +491,19 @@ func (p *Pipeline) Post(ctx context.Context, result []byte) ([]byte, *apierr.Err
 			return nil, apierr.From(err)
 		}
 		action, b := string(out.Field(0)), out.Field(1)
-		p.record(s, "post_response", action, out.Field(2))
+		if aerr := p.record(s, "post_response", action, out.Field(2)); aerr != nil {
+			return nil, aerr
+		}
 		switch action {
 		case abi.ActionContinue:
 			if len(b) > 0 {
 				if !jsonwalk.ValidBytes(b) {
 					return nil, s.fail("post_response", "returned a result that is not JSON")
 				}
-				result = b
+				var aerr *apierr.Error
+				if result, aerr = s.result("post_response", b); aerr != nil {
+					return nil, aerr
+				}
 			}
 		case abi.ActionBlock:
 			return nil, s.block(b, p.Stages)
@@ -523,18 +538,26 @@ func (p *Pipeline) Chunk(ctx context.Context, chunk []byte) ([][]byte, *apierr.E
 			if err != nil {
 				return nil, apierr.From(err)
 			}
+			var made [][]byte // the chunks the hook made of c
 			switch string(out.Field(0)) {
 			case abi.ActionContinue:
-				next = append(next, out.Fields[1:]...)
+				made = out.Fields[1:]
 			case abi.ActionContinueState:
 				s.setState(out.Field(1))
 				if len(out.Fields) > 2 {
-					next = append(next, out.Fields[2:]...)
+					made = out.Fields[2:]
 				}
 			case abi.ActionBlock:
 				return nil, s.block(out.Field(1), p.Stages)
 			default:
 				return nil, s.fail("post_chunk", fmt.Sprintf("returned unknown action %q", out.Field(0)))
+			}
+			for _, ch := range made {
+				ch, aerr := s.chunk(ch)
+				if aerr != nil {
+					return nil, aerr
+				}
+				next = append(next, ch)
 			}
 		}
 		chunks = next
@@ -544,11 +567,15 @@ func (p *Pipeline) Chunk(ctx context.Context, chunk []byte) ([][]byte, *apierr.E
 
 // record adds a service_metadata.pipeline entry. A plugin may describe
 // itself with a summary object ({"type","summary","data",…}); the host sets
-// name and hook.
-func (p *Pipeline) record(s *stage, hook, action string, summary []byte) {
+// name and hook. A summary out of shape (checkSummary) is the plugin's
+// fault: a 502 naming it.
+func (p *Pipeline) record(s *stage, hook, action string, summary []byte) *apierr.Error {
+	if aerr := s.checkSummary(hook, summary); aerr != nil {
+		return aerr
+	}
 	e := map[string]any{}
-	if len(summary) > 0 && jsonwalk.ValidBytes(summary) {
-		_ = json.Unmarshal(summary, &e)
+	if len(summary) > 0 {
+		_ = json.Unmarshal(summary, &e) // invalid UTF-8 becomes U+FFFD
 	}
 	if e == nil {
 		e = map[string]any{}
@@ -567,6 +594,104 @@ func (p *Pipeline) record(s *stage, hook, action string, summary []byte) {
 		p.Fees = append(p.Fees, Fee{Plugin: s.name, Cost: c})
 	}
 	p.Stages = append(p.Stages, e)
+	return nil
+}
+
+// checkSummary holds a stage summary to its contract (docs/plugins.md):
+// absent, null or a JSON object whose type and summary are strings, and
+// whose cost, if any, is a non-negative dollar amount as a decimal string.
+func (s *stage) checkSummary(hook string, summary []byte) *apierr.Error {
+	if len(summary) == 0 || string(summary) == "null" {
+		return nil
+	}
+	if !jsonwalk.ValidBytes(summary) || !gjson.ParseBytes(summary).IsObject() {
+		return s.fail(hook, "returned a stage summary that is not a JSON object")
+	}
+	var f [3]gjson.Result
+	members(gjson.ParseBytes(summary), summaryNames[:], f[:])
+	for i, name := range summaryNames[:2] {
+		if v := f[i]; v.Exists() && v.Type != gjson.String {
+			return s.fail(hook, fmt.Sprintf("returned a stage summary whose %s is not a string (%s)", name, clip(v.Raw)))
+		}
+	}
+	if c := f[2]; c.Exists() && !(c.Type == gjson.String && c.Str == "") {
+		if n, err := billing.ParseUSD(c.Str); c.Type != gjson.String || err != nil || n < 0 {
+			return s.fail(hook, fmt.Sprintf("reported an invalid cost %s: a fee is a non-negative dollar amount as a decimal string, such as \"0.005\"", clip(c.Raw)))
+		}
+	}
+	return nil
+}
+
+// summaryNames are the stage summary members checkSummary reads.
+var summaryNames = [...]string{"type", "summary", "cost"}
+
+// members sets out[i] to obj's first member named names[i], in one pass.
+func members(obj gjson.Result, names []string, out []gjson.Result) {
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for i, n := range names {
+			if k.Str == n && !out[i].Exists() {
+				out[i] = v
+			}
+		}
+		return true
+	})
+}
+
+// result holds a chat result a plugin produced (pre_request respond,
+// post_response continue) to what upstream answers are held to
+// (wire.RepairCompletion): bytes that are not UTF-8 become U+FFFD, and a
+// field of the wrong type, or a result that is not a completion, is the
+// plugin's fault — a 502 naming it and the field — where an upstream's
+// would be repaired.
+func (s *stage) result(hook string, b []byte) ([]byte, *apierr.Error) {
+	out, fixes, ok := wire.RepairCompletion(validUTF8(b))
+	if !ok || len(fixes) > 0 {
+		return nil, s.fail(hook, "returned a chat result out of shape ("+shape(fixes)+")")
+	}
+	return out, nil
+}
+
+// chunk is result for a chunk a post_chunk hook produced. One that is not
+// a chunk at all is left for the stream's writer to drop (docs/plugins.md:
+// logged, and the stream goes on).
+func (s *stage) chunk(ch []byte) ([]byte, *apierr.Error) {
+	ch = validUTF8(ch)
+	if !wire.IsChunk(ch) {
+		return ch, nil
+	}
+	out, fixes, ok := wire.RepairChunk(ch)
+	if !ok || len(fixes) > 0 {
+		return nil, s.fail("post_chunk", "returned a chunk out of shape ("+shape(fixes)+")")
+	}
+	return out, nil
+}
+
+// validUTF8 is b with each run of bytes that are not valid UTF-8 replaced
+// by one U+FFFD, as wire's repair of upstream answers does (b itself when
+// it is valid, the common case).
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return bytes.ToValidUTF8(b, []byte("\uFFFD"))
+}
+
+// shape words repair's findings for a plugin's error: what was wrong,
+// without what repair would have done about it.
+func shape(fixes []string) string {
+	out := make([]string, 0, len(fixes))
+	for _, f := range fixes {
+		what, _, _ := strings.Cut(f, ": ")
+		out = append(out, what)
+	}
+	return strings.Join(out, "; ")
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // Fee is one plugin's charge for its work in a request.

@@ -26,13 +26,12 @@ package server
 // attempt by the dispatcher (host/dispatch/body.go).
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/switchyard/switchyard/host/validate"
@@ -224,7 +223,7 @@ func mapLegacyFunctions(body []byte) []byte {
 		case m.Get("role").Str == "assistant" && fc.IsObject():
 			id := "call_fn_" + i.String()
 			open = append(open, call{id, fc.Get("name").Str})
-			tc := `{"id":` + strconv.Quote(id) + `,"type":"function","function":` + fc.Raw + `}`
+			tc := `{"id":` + jsonstr.Quote(id) + `,"type":"function","function":` + fc.Raw + `}`
 			raw, _ = sjson.DeleteBytes(raw, "function_call")
 			if prev := m.Get("tool_calls"); prev.IsArray() && len(prev.Array()) > 0 {
 				raw, _ = sjson.SetRawBytes(raw, "tool_calls.-1", []byte(tc))
@@ -245,7 +244,7 @@ func mapLegacyFunctions(body []byte) []byte {
 			if m.Get("content").Type != gjson.String {
 				content = `""` // a tool message's content is a string
 			}
-			raw = []byte(`{"role":"tool","tool_call_id":` + strconv.Quote(id) + `,"content":` + content + `}`)
+			raw = []byte(`{"role":"tool","tool_call_id":` + jsonstr.Quote(id) + `,"content":` + content + `}`)
 		}
 		out = append(out, raw...)
 		return true
@@ -310,7 +309,7 @@ func decodeTokenIDs(model string, input gjson.Result) ([]byte, *apierr.Error) {
 		if err != nil {
 			return nil, err
 		}
-		text = jsonString(nil, t)
+		text = jsonstr.Append(nil, t)
 	} else {
 		text = []byte{'['}
 		var derr *apierr.Error
@@ -322,7 +321,7 @@ func decodeTokenIDs(model string, input gjson.Result) ([]byte, *apierr.Error) {
 			if len(text) > 1 {
 				text = append(text, ',')
 			}
-			text = jsonString(text, t)
+			text = jsonstr.Append(text, t)
 			return true
 		})
 		if derr != nil {
@@ -331,10 +330,4 @@ func decodeTokenIDs(model string, input gjson.Result) ([]byte, *apierr.Error) {
 		text = append(text, ']')
 	}
 	return text, nil
-}
-
-// jsonString appends t as a JSON string.
-func jsonString(dst []byte, t string) []byte {
-	q, _ := json.Marshal(t)
-	return append(dst, q...)
 }

@@ -13,8 +13,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/hangup"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/tokenize"
@@ -306,7 +308,7 @@ func maxToolCalls(r *validate.ChatRequest) int {
 func (l *toolLoop) stream(ctx context.Context, w *bufio.Writer) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	tw := &turnWriter{w: w, alive: true, cancel: cancel, pl: l.pl}
+	tw := &turnWriter{w: w, alive: true, cancel: cancel, pl: l.pl, maxCalls: l.s.maxCallsPerTurn()}
 	l.tw = tw
 	// The first comment at once: the client knows the request is taken.
 	tw.write(keepAliveLine)
@@ -449,7 +451,43 @@ func (l *toolLoop) job(body []byte, id string) *dispatch.Job {
 	req := &chatRequest{ChatRequest: &turn, key: l.req.key, group: l.req.group}
 	j := req.job(l.s.Keys, id)
 	j.PluginTime = l.pl.Time
+	if !stream {
+		j.Read = l.readTurn
+	}
 	return j
+}
+
+// readTurn reads a turn's answer (dispatch.ReadChat) and refuses one with
+// more tool calls than limits.max_tool_calls_per_turn: a retryable 502,
+// another endpoint may answer within it. (A streamed turn is counted as
+// it comes, in turnWriter.turn.)
+func (l *toolLoop) readTurn(ctx context.Context, c *dispatch.Call) ([]byte, *apierr.Error) {
+	raw, aerr := dispatch.ReadChat(ctx, c)
+	if aerr != nil {
+		return nil, aerr
+	}
+	n := 0
+	gjson.GetBytes(raw, "choices.0.message.tool_calls").ForEach(func(_, _ gjson.Result) bool { n++; return true })
+	if max := l.s.maxCallsPerTurn(); n > max {
+		e := tooManyCalls(c.Endpoint.Provider.Slug, strconv.Itoa(n), max)
+		e.Retryable = true
+		return nil, e
+	}
+	return raw, nil
+}
+
+// maxCallsPerTurn is limits.max_tool_calls_per_turn.
+func (s *Server) maxCallsPerTurn() int {
+	if n := s.Config.Limits.MaxToolCallsPerTurn; n > 0 {
+		return n
+	}
+	return config.DefaultMaxToolCallsPerTurn
+}
+
+// tooManyCalls is the 502 of an upstream turn with more tool calls than
+// the limit (n: how many, or "more than N" while a stream is read).
+func tooManyCalls(slug, n string, max int) *apierr.Error {
+	return apierr.New(http.StatusBadGateway, "provider %s answered with %s tool calls in one turn; this gateway's limit is %d (limits.max_tool_calls_per_turn)", slug, n, max)
 }
 
 // split sorts the tool calls of an assistant message into server-tool calls
@@ -547,7 +585,9 @@ func appendTurn(body []byte, msg gjson.Result, outs []tools.Outcome) []byte {
 	asst := []byte(`{"role":"assistant","content":` + content + `,"tool_calls":` + msg.Get("tool_calls").Raw + `}`)
 	body, _ = sjson.SetRawBytes(body, "messages.-1", asst)
 	for _, o := range outs {
-		m := []byte(`{"role":"tool","tool_call_id":` + strconv.Quote(o.ID) + `,"content":` + strconv.Quote(o.Result) + `}`)
+		m := jsonstr.Append([]byte(`{"role":"tool","tool_call_id":`), o.ID)
+		m = jsonstr.Append(append(m, `,"content":`...), o.Result)
+		m = append(m, '}')
 		body, _ = sjson.SetRawBytes(body, "messages.-1", m)
 	}
 	return body

@@ -16,6 +16,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/wire"
@@ -37,6 +38,9 @@ type turnWriter struct {
 	pl     *pipeline.Pipeline
 	frame  []byte
 	role   bool // the role delta was sent
+	// maxCalls is limits.max_tool_calls_per_turn: a turn with more tool
+	// calls fails as it is read.
+	maxCalls int
 }
 
 func (tw *turnWriter) write(b []byte) bool {
@@ -163,10 +167,14 @@ func (tw *turnWriter) turn(ctx context.Context, r *dispatch.Result, id wire.Iden
 			if fr := c.Get("finish_reason"); fr.Type == gjson.String {
 				finish, finished = fr.Str, true
 			}
+			tooMany := false
 			c.Get("delta.tool_calls").ForEach(func(_, d gjson.Result) bool {
 				i := d.Get("index").Int()
 				h := calls[i]
 				if h == nil {
+					if tooMany = len(calls) == tw.maxCalls; tooMany {
+						return false
+					}
 					h = &heldCall{}
 					calls[i] = h
 				}
@@ -179,16 +187,19 @@ func (tw *turnWriter) turn(ctx context.Context, r *dispatch.Result, id wire.Iden
 				h.args.WriteString(d.Get("function.arguments").Str)
 				return true
 			})
+			if tooMany {
+				return fail(tooManyCalls(slug, "more than "+strconv.Itoa(tw.maxCalls), tw.maxCalls))
+			}
 			if t := c.Get("delta.content").Str; t != "" {
 				if first {
 					r.FirstToken()
 					first = false
 				}
 				text.WriteString(t)
-				delta := `{"content":` + strconv.Quote(t) + `}`
+				delta := `{"content":` + jsonstr.Quote(t) + `}`
 				if !tw.role {
 					tw.role = true
-					delta = `{"role":"assistant","content":` + strconv.Quote(t) + `}`
+					delta = `{"role":"assistant","content":` + jsonstr.Quote(t) + `}`
 				}
 				if e := tw.emit(ctx, []byte(id.ChunkHead()+`[{"index":0,"delta":`+delta+`,"finish_reason":null}]}`)); e != nil {
 					return fail(e)
@@ -216,7 +227,13 @@ func (tw *turnWriter) turn(ctx context.Context, r *dispatch.Result, id wire.Iden
 			if n > 0 {
 				arr = append(arr, ',')
 			}
-			arr = append(arr, `{"id":`+strconv.Quote(h.id)+`,"type":"function","function":{"name":`+strconv.Quote(h.name)+`,"arguments":`+strconv.Quote(h.args.String())+`}}`...)
+			arr = append(arr, `{"id":`...)
+			arr = jsonstr.Append(arr, h.id)
+			arr = append(arr, `,"type":"function","function":{"name":`...)
+			arr = jsonstr.Append(arr, h.name)
+			arr = append(arr, `,"arguments":`...)
+			arr = jsonstr.Append(arr, h.args.String())
+			arr = append(arr, `}}`...)
 		}
 		raw, _ = sjson.SetRawBytes(raw, "choices.0.message.tool_calls", append(arr, ']'))
 	}

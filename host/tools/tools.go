@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/wasm"
@@ -236,9 +237,9 @@ func (s *Set) Body(body []byte, turn Turn) []byte {
 			return true
 		}
 		arr = append(arr, `{"type":"function","function":{"name":`...)
-		arr = strconv.AppendQuote(arr, tl.Name)
+		arr = jsonstr.Append(arr, tl.Name)
 		arr = append(arr, `,"description":`...)
-		arr = strconv.AppendQuote(arr, tl.decl.Description)
+		arr = jsonstr.Append(arr, tl.decl.Description)
 		arr = append(arr, `,"parameters":`...)
 		arr = append(arr, tl.decl.Parameters...)
 		arr = append(arr, `}}`...)
@@ -252,7 +253,7 @@ func (s *Set) Body(body []byte, turn Turn) []byte {
 	case turn == Final:
 		out, _ = sjson.SetBytes(out, "tool_choice", "none")
 	case s.choice != nil && turn == First:
-		out, _ = sjson.SetRawBytes(out, "tool_choice", []byte(`{"type":"function","function":{"name":`+strconv.Quote(s.choice.Name)+`}}`))
+		out, _ = sjson.SetRawBytes(out, "tool_choice", []byte(`{"type":"function","function":{"name":`+jsonstr.Quote(s.choice.Name)+`}}`))
 	case turn == Next && isForced(gjson.GetBytes(out, "tool_choice")):
 		out, _ = sjson.SetBytes(out, "tool_choice", "auto")
 	}
@@ -352,19 +353,19 @@ func (t *Tool) Run(ctx context.Context, env Env, c Call) Outcome {
 func (t *Tool) ctxJSON(env Env, seq int) []byte {
 	b := make([]byte, 0, 192+len(t.params)+len(t.config))
 	b = append(b, `{"request_id":`...)
-	b = strconv.AppendQuote(b, env.RequestID)
+	b = jsonstr.Append(b, env.RequestID)
 	b = append(b, `,"account":`...)
-	b = strconv.AppendQuote(b, env.Account)
+	b = jsonstr.Append(b, env.Account)
 	b = append(b, `,"model":`...)
-	b = strconv.AppendQuote(b, env.Model)
+	b = jsonstr.Append(b, env.Model)
 	// Modules have no wall clock of their own (wazero's is fixed, so
 	// modules are deterministic): the host says when the call is made.
 	b = append(b, `,"now":`...)
-	b = strconv.AppendQuote(b, time.Now().UTC().Format(time.RFC3339Nano))
+	b = jsonstr.Append(b, time.Now().UTC().Format(time.RFC3339Nano))
 	b = append(b, `,"tool":{"type":`...)
-	b = strconv.AppendQuote(b, t.Type)
+	b = jsonstr.Append(b, t.Type)
 	b = append(b, `,"name":`...)
-	b = strconv.AppendQuote(b, t.Name)
+	b = jsonstr.Append(b, t.Name)
 	b = append(b, `},"calls":`...)
 	b = strconv.AppendInt(b, int64(seq), 10)
 	b = append(b, `,"parameters":`...)

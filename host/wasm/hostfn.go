@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/tetratelabs/wazero/api"
@@ -118,7 +119,7 @@ func (e *Engine) hostCall(ctx context.Context, mod *Module, name string, fields 
 			if a.err != nil {
 				// A call that could not run at all reads like an error
 				// response, so the others' results are kept.
-				a.status, a.resp = 500, []byte(`{"error":{"code":500,"message":`+strconv.Quote("chat: "+a.err.Error())+`}}`)
+				a.status, a.resp = 500, []byte(`{"error":{"code":500,"message":`+jsonstr.Quote("chat: "+a.err.Error())+`}}`)
 			}
 			dst = abi.AppendFieldString(dst, strconv.Itoa(a.status))
 			dst = abi.AppendField(dst, a.resp)

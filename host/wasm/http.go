@@ -99,16 +99,45 @@ func publicOnly(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
+// nonPublic are the special-purpose blocks of IANA's registries (RFC 6890
+// and its updates) that are not globally reachable, beyond what netip's
+// predicates cover, and the transition prefixes that reach any IPv4
+// address — private and loopback ones included — through a translator or
+// a relay: NAT64, 6to4, Teredo. An IPv4-mapped IPv6 address (::ffff:0:0/96)
+// is judged as the IPv4 address it maps.
 var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("fd00:ec2::/32"), // cloud metadata over IPv6
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
+	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and 255.255.255.255 (limited broadcast)
+	// IPv6 outside global unicast (2000::/3) is refused whole (isPublic);
+	// these are named for the reader and the tests.
+	netip.MustParsePrefix("::/96"),          // IPv4-compatible (deprecated)
+	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64, well-known prefix
+	netip.MustParsePrefix("64:ff9b:1::/48"), // NAT64, local use
+	netip.MustParsePrefix("100::/64"),       // discard-only
+	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated)
+	netip.MustParsePrefix("fd00:ec2::/32"),  // cloud metadata over IPv6
+	// Inside 2000::/3.
+	netip.MustParsePrefix("2001::/23"),     // IETF protocol assignments: Teredo (2001::/32), benchmarking, ORCHID
+	netip.MustParsePrefix("2001:db8::/32"), // documentation
+	netip.MustParsePrefix("2002::/16"),     // 6to4
+	netip.MustParsePrefix("3fff::/20"),     // documentation
 }
+
+// globalUnicast6 holds every globally reachable IPv6 unicast address.
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
 
 func isPublic(ip netip.Addr) bool {
 	ip = ip.Unmap()
+	if !ip.IsValid() || (ip.Is6() && !globalUnicast6.Contains(ip)) {
+		return false
+	}
 	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 		ip.IsMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() {
 		return false

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -209,7 +210,7 @@ func (r *repairer) message(m gjson.Result, path func() string) {
 			}
 			return true
 		})
-		r.edit(path()+".content", strconv.Quote(text.String()), "is an array of parts: joined into its text")
+		r.edit(path()+".content", jsonstr.Quote(text.String()), "is an array of parts: joined into its text")
 	default:
 		r.edit(path()+".content", "", "is not a string: removed")
 	}

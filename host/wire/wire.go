@@ -7,7 +7,6 @@
 package wire
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -79,14 +79,14 @@ func CompletionFacts(raw []byte, id Identity, object string) ([]byte, Facts) {
 	// body once per key (six copies of a 30 MB answer).
 	out := make([]byte, 0, len(raw)+len(id.GenID)+len(id.Model)+len(id.Provider)+128)
 	out = append(out, `{"id":`...)
-	out = appendJSONString(out, id.GenID)
+	out = jsonstr.Append(out, id.GenID)
 	out = append(out, `,"object":`...)
-	out = appendJSONString(out, object)
+	out = jsonstr.Append(out, object)
 	out = append(out, `,"model":`...)
-	out = appendJSONString(out, id.Model)
+	out = jsonstr.Append(out, id.Model)
 	if id.Provider != "" {
 		out = append(out, `,"provider":`...)
-		out = appendJSONString(out, id.Provider)
+		out = jsonstr.Append(out, id.Provider)
 	}
 	created, fingerprint := false, false
 	top.ForEach(func(k, v gjson.Result) bool {
@@ -128,22 +128,6 @@ func CompletionFacts(raw []byte, id Identity, object string) ([]byte, Facts) {
 	return out, f
 }
 
-// appendJSONString appends s as encoding/json writes it. Ids, model names
-// and slugs are plain ASCII, copied as they are (json.Marshal cost three
-// allocations a call, four calls an answer); anything it would escape goes
-// through it, so the bytes are the same.
-func appendJSONString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s)
-			return append(dst, b...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
-
 // completionBySet is Completion for a body that is not a JSON object (sjson
 // decides what becomes of it, as before).
 func completionBySet(raw []byte, id Identity, object string) []byte {
@@ -165,10 +149,10 @@ func completionBySet(raw []byte, id Identity, object string) []byte {
 // ChunkHead is the start of a gateway-made chunk, open at "choices":. The
 // provider is left out when no provider served the request.
 func (id Identity) ChunkHead() string {
-	h := `{"id":` + strconv.Quote(id.GenID) + `,"object":"chat.completion.chunk","created":` +
-		strconv.FormatInt(time.Now().Unix(), 10) + `,"model":` + strconv.Quote(id.Model)
+	h := `{"id":` + jsonstr.Quote(id.GenID) + `,"object":"chat.completion.chunk","created":` +
+		strconv.FormatInt(time.Now().Unix(), 10) + `,"model":` + jsonstr.Quote(id.Model)
 	if id.Provider != "" {
-		h += `,"provider":` + strconv.Quote(id.Provider)
+		h += `,"provider":` + jsonstr.Quote(id.Provider)
 	}
 	return h + `,"choices":`
 }
@@ -239,7 +223,7 @@ func validJSONOr(b []byte) []byte {
 	if jsonwalk.ValidBytes(b) {
 		return b
 	}
-	return []byte(strconv.Quote(string(b)))
+	return jsonstr.AppendBytes(nil, b)
 }
 
 // NoUsage is the usage of a result nothing upstream produced.
@@ -322,9 +306,9 @@ type AdapterCtx struct {
 func (c AdapterCtx) JSON() []byte {
 	b := make([]byte, 0, 160)
 	b = append(b, `{"model":`...)
-	b = strconv.AppendQuote(b, c.Model)
+	b = jsonstr.Append(b, c.Model)
 	b = append(b, `,"provider":`...)
-	b = strconv.AppendQuote(b, c.Provider)
+	b = jsonstr.Append(b, c.Provider)
 	b = append(b, `,"stream":`...)
 	b = strconv.AppendBool(b, c.Stream)
 	b = append(b, `,"drop":[`...)
@@ -332,11 +316,11 @@ func (c AdapterCtx) JSON() []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, d)
+		b = jsonstr.Append(b, d)
 	}
 	b = append(b, `],"generation_id":`...)
-	b = strconv.AppendQuote(b, c.GenerationID)
+	b = jsonstr.Append(b, c.GenerationID)
 	b = append(b, `,"catalog_model":`...)
-	b = strconv.AppendQuote(b, c.CatalogModel)
+	b = jsonstr.Append(b, c.CatalogModel)
 	return append(b, '}')
 }

@@ -4,7 +4,10 @@
 // (config "mode"), so tests can drive every pipeline path through a real
 // module: rewrite, respond, block, trap, spin, and chunk editing (shout,
 // garble), and hostile ones: remember (leaks the previous prompt its memory
-// holds) and logflood.
+// holds), logflood, and output out of shape — cost (a stage summary whose
+// "cost" is config "cost" verbatim), badbytes (bytes that are not UTF-8 in
+// its answer, result, chunks and summary) and badtypes (a content that is
+// a number in each).
 package main
 
 import (
@@ -88,6 +91,25 @@ func pre(in *sdk.In, out *sdk.Out) error {
 		out.FieldString(abi.ActionContinue)
 		out.Field(nil)
 		out.Field(nil)
+	case "cost":
+		out.FieldString(abi.ActionContinue)
+		out.Field(nil)
+		out.FieldString(`{"type":"plugin","summary":"priced","cost":` + sdk.Get(in.Field(0), "config.cost").Raw + `}`)
+	case "badbytes", "badtypes":
+		if gjson.GetBytes(body, "stream").Bool() {
+			// Streams get the chunks' version (post_chunk).
+			out.FieldString(abi.ActionContinue)
+			out.Field(nil)
+			out.Field(nil)
+			return nil
+		}
+		content := `123`
+		if mode(in) == "badbytes" {
+			content = "\"answered \xff\xfe by testplugin\""
+		}
+		out.FieldString(abi.ActionRespond)
+		out.FieldString(`{"choices":[{"index":0,"message":{"role":"assistant","content":` + content + `},"finish_reason":"stop"}]}`)
+		out.FieldString("{\"type\":\"plugin\",\"summary\":\"summary \xff\"}")
 	case "logflood":
 		// Far more log than any budget allows.
 		line := ""
@@ -110,6 +132,16 @@ func pre(in *sdk.In, out *sdk.Out) error {
 
 func post(in *sdk.In, out *sdk.Out) error {
 	out.FieldString(abi.ActionContinue)
+	if m := mode(in); m == "badbytes_post" || m == "badtypes_post" {
+		content := []byte(`123`)
+		if m == "badbytes_post" {
+			content = []byte("\"posted \xff\xfe\"")
+		}
+		b, _ := sjson.SetRawBytes(append([]byte(nil), in.Field(1)...), "choices.0.message.content", content)
+		out.Field(b)
+		out.Field(nil)
+		return nil
+	}
 	if mode(in) == "shout" {
 		b, _ := sjson.SetBytes(append([]byte(nil), in.Field(1)...), "choices.0.message.content", "SHOUTED")
 		out.Field(b)
@@ -126,6 +158,17 @@ func chunk(in *sdk.In, out *sdk.Out) error {
 	if mode(in) == "shout" {
 		if t := gjson.GetBytes(c, "choices.0.delta.content"); t.Type == gjson.String && t.Str != "" {
 			b, _ := sjson.SetBytes(append([]byte(nil), c...), "choices.0.delta.content", "X")
+			out.Field(b)
+			return nil
+		}
+	}
+	if m := mode(in); m == "badbytes" || m == "badtypes" || m == "badbytes_post" || m == "badtypes_post" {
+		if t := gjson.GetBytes(c, "choices.0.delta.content"); t.Type == gjson.String && t.Str != "" {
+			content := []byte(`123`)
+			if m == "badbytes" || m == "badbytes_post" {
+				content = []byte("\"chunk \xff\"")
+			}
+			b, _ := sjson.SetRawBytes(append([]byte(nil), c...), "choices.0.delta.content", content)
 			out.Field(b)
 			return nil
 		}

@@ -4,7 +4,7 @@
 // answers every call with its arguments, the request's tool parameters and
 // its config, for a fee of $0.0015, so tests can see what a tool module is
 // given and that its fee is charged; asked to, it fails or reports a
-// nonsense cost.
+// nonsense cost, or answers with a hostile result.
 package main
 
 import (
@@ -24,6 +24,14 @@ func toolCall(in *sdk.In, out *sdk.Out) error {
 	ctx, name, args := in.Field(0), in.Field(1), in.Field(2)
 	if gjson.GetBytes(args, "fail").Bool() {
 		return errors.New("tooltest was asked to fail")
+	}
+	if gjson.GetBytes(args, "hostile").Bool() {
+		// A valid JSON result whose string holds what a careless JSON
+		// encoder breaks on: DEL, an escaped ESC, bytes that are not
+		// UTF-8, a flag written with tag characters (U+E0067…).
+		out.FieldString(`{"text":"DEL[` + "\x7f" + `] ESC[\u001b] bad[` + "\xff\xfe" + `] flag[` + "\U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F" + `]"}`)
+		out.FieldString("")
+		return nil
 	}
 	if q := gjson.GetBytes(args, "chat"); q.Exists() {
 		// A chat sub-request (the chat host function) with the given

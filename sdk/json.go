@@ -1,13 +1,132 @@
 package sdk
 
-import "github.com/tidwall/gjson"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
 
 // Members calls fn for each top-level member of the JSON object obj, in
 // order, without copying obj: value.Raw aliases it. fn returns false to stop.
+//
+// Values are what gjson's ForEach gives (Type, Raw, Str unescaped, Num,
+// Index), but found by skipping: a string's end with a memchr for its
+// quote, a nested value by its brackets. gjson reads every byte of every
+// value one at a time, and an adapter that copies a request's members
+// pays that on the whole body (a 128 KB agent request is mostly long
+// strings). obj is expected valid (the host validated it); on invalid
+// input the walk stops early, without panicking.
 func Members(obj []byte, fn func(key string, value gjson.Result) bool) {
-	gjson.Parse(unsafeString(obj)).ForEach(func(k, v gjson.Result) bool {
-		return fn(k.Str, v)
-	})
+	s := unsafeString(obj)
+	i := skipWS(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return
+	}
+	i = skipWS(s, i+1)
+	for i < len(s) && s[i] == '"' {
+		e := stringEnd(s, i)
+		key := s[i+1 : max(e-1, i+1)]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = gjson.Parse(s[i:e]).Str
+		}
+		i = skipWS(s, e)
+		if i >= len(s) || s[i] != ':' {
+			return
+		}
+		i = skipWS(s, i+1)
+		if i >= len(s) {
+			return
+		}
+		v, j := valueAt(s, i)
+		if j <= i || !fn(key, v) {
+			return
+		}
+		i = skipWS(s, j)
+		if i < len(s) && s[i] == ',' {
+			i = skipWS(s, i+1)
+		}
+	}
+}
+
+func skipWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the offset just past the string that opens at s[i]
+// (len(s) when it is not closed).
+func stringEnd(s string, i int) int {
+	i++
+	for {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return len(s)
+		}
+		k := i + j
+		n := 0 // an odd run of backslashes before the quote escapes it
+		for m := k - 1; m >= i && s[m] == '\\'; m-- {
+			n++
+		}
+		if n%2 == 0 {
+			return k + 1
+		}
+		i = k + 1
+	}
+}
+
+// valueAt reads the value at s[i] as gjson would and returns it and the
+// offset just past it.
+func valueAt(s string, i int) (gjson.Result, int) {
+	r := gjson.Result{Index: i}
+	var j int
+	switch c := s[i]; c {
+	case '"':
+		j = stringEnd(s, i)
+		r.Type, r.Raw = gjson.String, s[i:j]
+		if body := s[i+1 : max(j-1, i+1)]; strings.IndexByte(body, '\\') < 0 {
+			r.Str = body
+		} else {
+			r.Str = gjson.Parse(r.Raw).Str
+		}
+		return r, j
+	case '{', '[':
+		depth := 0
+		for j = i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				j = stringEnd(s, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					r.Type, r.Raw = gjson.JSON, s[i:j+1]
+					return r, j + 1
+				}
+			}
+		}
+		return r, len(s) // not closed
+	}
+	for j = i + 1; j < len(s); j++ {
+		if c := s[j]; c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			break
+		}
+	}
+	r.Raw = s[i:j]
+	switch s[i] {
+	case 't':
+		r.Type = gjson.True
+	case 'f':
+		r.Type = gjson.False
+	case 'n':
+		r.Type = gjson.Null
+	default:
+		r.Type = gjson.Number
+		r.Num, _ = strconv.ParseFloat(r.Raw, 64)
+	}
+	return r, j
 }
 
 // Get reads a gjson path from a JSON document without copying it.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/agentbody"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/tidwall/gjson"
 )
@@ -96,6 +97,11 @@ func BenchmarkAdapterHooks(b *testing.B) {
 		{"chat_request/1KB", abi.HookChatRequest, [][]byte{ctx, chat(900)}},
 		{"chat_request/10KB", abi.HookChatRequest, [][]byte{ctx, chat(10 << 10)}},
 		{"chat_request/100KB", abi.HookChatRequest, [][]byte{ctx, chat(100 << 10)}},
+		// The request path's agent-shaped bodies (docs/performance.md).
+		{"chat_request/agent/1KB", abi.HookChatRequest, [][]byte{ctx, agentbody.Chat("openai/gpt-4o", false, 1<<10)}},
+		{"chat_request/agent/32KB", abi.HookChatRequest, [][]byte{ctx, agentbody.Chat("openai/gpt-4o", false, 32<<10)}},
+		{"chat_request/agent/128KB", abi.HookChatRequest, [][]byte{ctx, agentbody.Chat("openai/gpt-4o", false, 128<<10)}},
+		{"chat_request/agent/1024KB", abi.HookChatRequest, [][]byte{ctx, agentbody.Chat("openai/gpt-4o", false, 1<<20)}},
 		{"embed_request/batch8", abi.HookEmbedRequest, [][]byte{ctx, []byte(`{"model":"openai/te3","input":["a","b","c","d","e","f","g","h"]}`)}},
 		{"chat_stream_event", abi.HookChatStreamEvent, [][]byte{ctx, chunk, nil}},
 		{"error", abi.HookError, [][]byte{ctx, []byte("429"), []byte(`{"error":{"message":"Rate limit reached","type":"requests"}}`)}},

@@ -214,11 +214,19 @@ func (m *Module) warm() int {
 	return 1
 }
 
+// maxPooledMemory bounds the memory of an idle pooled instance. wazero
+// cannot shrink a memory, so one call on a huge request (a 10 MB body
+// through context-compression) would otherwise leave its instance holding
+// what it grew to for as long as the pool keeps it: modules may be given
+// room for the largest request the gateway accepts without that room
+// staying taken.
+const maxPooledMemory = 64 << 20
+
 func (m *Module) put(in *instance) {
 	m.mu.Lock()
 	closed := m.closed
 	m.mu.Unlock()
-	if closed {
+	if closed || in.mem != nil && in.snap == nil && in.mem.Size() > maxPooledMemory {
 		m.discard(in)
 		return
 	}

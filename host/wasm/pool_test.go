@@ -106,3 +106,50 @@ func TestLazyLoadFailureFailsTheCall(t *testing.T) {
 		t.Fatalf("live = %d", mod.Live())
 	}
 }
+
+// TestPoolDropsGrownInstances: an instance a call grew past
+// maxPooledMemory is closed when the call ends, not kept idle in the pool
+// holding that memory (wazero cannot shrink it); a usual one is pooled.
+func TestPoolDropsGrownInstances(t *testing.T) {
+	root := filepath.Join("..", "..")
+	bin, err := os.ReadFile(filepath.Join(root, "build", "wasm", "openai.wasm"))
+	if err != nil {
+		t.Fatalf("read adapter (run `make build` first): %v", err)
+	}
+	mj, err := os.ReadFile(filepath.Join(root, "plugins", "openai", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Parse(mj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Limits.MemoryPages = 2 * maxPooledMemory >> 16
+	e := NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), nil)
+	e.PoolTrimEvery = 1 << 40
+	defer e.Close(context.Background())
+	mod, err := e.LoadLazy(m, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := mod.ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, err := mod.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := mod.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.mem.Grow(maxPooledMemory >> 16); !ok { // what a huge request's call does
+		t.Fatal("could not grow the memory")
+	}
+	mod.put(a)
+	mod.put(b)
+	if mod.Live() != 1 || len(mod.pool) != 1 {
+		t.Fatalf("live %d, pooled %d after a usual and a grown instance came back, want 1 and 1", mod.Live(), len(mod.pool))
+	}
+}

@@ -2,6 +2,7 @@ package middleout_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -245,5 +246,36 @@ func TestPreRequest(t *testing.T) {
 				t.Fatalf("stage %s", out[2])
 			}
 		})
+	}
+}
+
+// The middle-out order — the middle one of the units left, each time — is
+// kept by the run that grows from the centre, for every count of units.
+func TestMiddleOutOrder(t *testing.T) {
+	for n := 0; n <= 64; n++ {
+		var want []int
+		left := make([]int, n)
+		for i := range left {
+			left[i] = i
+		}
+		for len(left) > 0 {
+			k := len(left) / 2
+			want = append(want, left[k])
+			left = append(left[:k], left[k+1:]...)
+		}
+		var got []int
+		lo, hi := n/2, n/2
+		for lo > 0 || hi < n {
+			if lo > n-hi {
+				lo--
+				got = append(got, lo)
+			} else {
+				got = append(got, hi)
+				hi++
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%d units: order %v, want %v", n, got, want)
+		}
 	}
 }

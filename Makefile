@@ -145,7 +145,7 @@ gotest:
 # GET /activity on a store of a million records (host/activity).
 bench:
 	$(MAKE) -j$(JOBS) build
-	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/...
+	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2000x ./host/... ./sdk/
 	# A start on a fresh data dir, with the build's record of its seeds and without.
 	$(GO) test -run=NONE -bench=FreshStart -benchmem -benchtime=3x ./host/modules/
 	$(GO) test -run=NONE -bench=PluginCall -benchmem -benchtime=2000x ./examples/

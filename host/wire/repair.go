@@ -56,12 +56,11 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 		}
 	}()
 	d.Reset(unsafe.String(unsafe.SliceData(b), len(b)))
-	// The index bounds the nesting first: gjson's syntax check recurses
-	// once per level (jsonwalk.Valid; this is it, without a second pass).
-	if !d.Index(jsonwalk.MaxNesting) {
+	// The syntax, the nesting's bound and the index in one pass.
+	switch d.Scan(jsonwalk.MaxNesting) {
+	case jsonwalk.TooDeep:
 		return nil, append(r.fixes, "nested deeper than "+strconv.Itoa(jsonwalk.MaxNesting)+" levels"), false
-	}
-	if !gjson.ValidBytes(b) {
+	case jsonwalk.Invalid:
 		return nil, append(r.fixes, "not valid JSON"), false
 	}
 	r.d, r.b = d, b

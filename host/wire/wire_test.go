@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -204,4 +205,35 @@ func BenchmarkCompletionFacts(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkResponseSizes is the non-streaming answer's path at the request
+// path's sizes (docs/performance.md): the repair check, then the
+// completion written with our identity and its usage and finish reason
+// read. An agent's answer with a long content or many tool calls; the
+// cost per byte must not grow with the size.
+func BenchmarkResponseSizes(b *testing.B) {
+	id := Identity{GenID: "gen-08DrvsAbCdEfGhIjKlMnOpQr", Model: "bench/chat", Provider: "fake"}
+	for _, size := range []int{1 << 10, 32 << 10, 128 << 10, 1 << 20} {
+		body := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1763856000,"model":"gpt-4o-mini",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"` + strings.Repeat("the fix \\\"works\\\" now\\n", size/24) +
+			`","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":250,"completion_tokens":20,"total_tokens":270}}`)
+		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				fixed, _, ok := repair(body, "message")
+				if !ok {
+					b.Fatal("repair refused a valid completion")
+				}
+				if fixed == nil {
+					fixed = body
+				}
+				_, f := CompletionFacts(fixed, id, "chat.completion")
+				if _, ok := f.Usage(); !ok || f.FinishReason() != "stop" {
+					b.Fatal("no usage or finish reason")
+				}
+			}
+		})
+	}
 }

@@ -84,6 +84,9 @@ func (c *capturingLoader) ranksOf(name string) (map[string]int, error) {
 type bpe struct {
 	re    *regexp2.Regexp
 	ranks map[string]int
+	// piece, when set, finds the pre-tokenizer's pieces instead of re
+	// (split.go): the end of the piece that starts at text[i].
+	piece func(text string, i int) int
 }
 
 // workStats counts the work of one encoding, for the test that bounds it.
@@ -104,6 +107,14 @@ func (b *bpe) encode(text string, emit func(id int), st *workStats) int {
 	}
 	var m mergeState
 	n := 0
+	if b.piece != nil {
+		for i := 0; i < len(text); {
+			j := b.piece(text, i)
+			n += b.token(text[i:j], &m, emit, st)
+			i = j
+		}
+		return n
+	}
 	bytePos, runePos := 0, 0
 	match, _ := b.re.FindStringMatch(text)
 	for match != nil {
@@ -120,21 +131,24 @@ func (b *bpe) encode(text string, emit func(id int), st *workStats) int {
 			bytePos += size
 			runePos++
 		}
-		piece := text[start:bytePos]
-		if st != nil {
-			st.pieces++
-		}
-		if id, ok := b.ranks[piece]; ok {
-			n++
-			if emit != nil {
-				emit(id)
-			}
-		} else {
-			n += m.merge(piece, b.ranks, emit, st)
-		}
+		n += b.token(text[start:bytePos], &m, emit, st)
 		match, _ = b.re.FindNextMatch(match)
 	}
 	return n
+}
+
+// token encodes one piece and returns its number of tokens.
+func (b *bpe) token(piece string, m *mergeState, emit func(id int), st *workStats) int {
+	if st != nil {
+		st.pieces++
+	}
+	if id, ok := b.ranks[piece]; ok {
+		if emit != nil {
+			emit(id)
+		}
+		return 1
+	}
+	return m.merge(piece, b.ranks, emit, st)
 }
 
 // mergeState is the scratch space of merge, reused across the pieces of

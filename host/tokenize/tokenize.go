@@ -105,7 +105,11 @@ func load(name string) (*bpe, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bpe{re: re, ranks: ranks}, nil
+	b := &bpe{re: re, ranks: ranks}
+	if name == CL100K {
+		b.piece = cl100kPiece
+	}
+	return b, nil
 }
 
 // WarmFor loads the vocabularies of models (EncodingFor each) and returns

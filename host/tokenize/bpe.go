@@ -5,7 +5,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/dlclark/regexp2"
 	tiktoken "github.com/pkoukk/tiktoken-go"
 )
 
@@ -19,9 +18,11 @@ import (
 // tiktoken's (lowest rank first, leftmost on ties), so the same tokens, but
 // O(n log n) for a piece — at most n pushes of the initial pairs, two more
 // per merge and n-1 merges, each entry popped at most once, so fewer than 6n
-// heap operations of O(log n) each. The regex pre-tokenizer (regexp2) is linear on these patterns: every
-// alternative is a greedy run of one character class that backtracks at most
-// over its own run, and every position of the text starts some match.
+// heap operations of O(log n) each. The pre-tokenizer's pieces are found by
+// hand-written splitters (split.go) that match the patterns below exactly
+// (their tests hold them to regexp2's matches); each is linear: every
+// alternative is a greedy run of one character class that gives back at
+// most its own run, and every position of the text starts some piece.
 
 // Pre-tokenizer patterns, copied from tiktoken-go's encoding.go (which does
 // not export them); TestMatchesTiktoken compares the resulting token ids with
@@ -82,10 +83,9 @@ func (c *capturingLoader) ranksOf(name string) (map[string]int, error) {
 
 // bpe is one vocabulary's counter: pre-tokenizer and merge ranks.
 type bpe struct {
-	re    *regexp2.Regexp
 	ranks map[string]int
-	// piece, when set, finds the pre-tokenizer's pieces instead of re
-	// (split.go): the end of the piece that starts at text[i].
+	// piece finds the pre-tokenizer's pieces (split.go): the end of the
+	// piece of patterns[name] that starts at text[i].
 	piece func(text string, i int) int
 }
 
@@ -107,32 +107,10 @@ func (b *bpe) encode(text string, emit func(id int), st *workStats) int {
 	}
 	var m mergeState
 	n := 0
-	if b.piece != nil {
-		for i := 0; i < len(text); {
-			j := b.piece(text, i)
-			n += b.token(text[i:j], &m, emit, st)
-			i = j
-		}
-		return n
-	}
-	bytePos, runePos := 0, 0
-	match, _ := b.re.FindStringMatch(text)
-	for match != nil {
-		// regexp2 reports rune offsets; walk forward to byte offsets (the
-		// matches come in order, so the walk is linear overall).
-		for runePos < match.Index {
-			_, size := utf8.DecodeRuneInString(text[bytePos:])
-			bytePos += size
-			runePos++
-		}
-		start := bytePos
-		for runePos < match.Index+match.Length {
-			_, size := utf8.DecodeRuneInString(text[bytePos:])
-			bytePos += size
-			runePos++
-		}
-		n += b.token(text[start:bytePos], &m, emit, st)
-		match, _ = b.re.FindNextMatch(match)
+	for i := 0; i < len(text); {
+		j := b.piece(text, i)
+		n += b.token(text[i:j], &m, emit, st)
+		i = j
 	}
 	return n
 }

@@ -19,20 +19,8 @@ func cl100kPiece(text string, i int) int {
 	if r0 >= utf8.RuneSelf {
 		r0, n0 = utf8.DecodeRuneInString(text[i:])
 	}
-	// (?i:'s|'t|'re|'ve|'m|'ll|'d): only ASCII letters fold to these.
-	if r0 == '\'' && i+1 < len(text) {
-		switch text[i+1] | 0x20 {
-		case 's', 't', 'm', 'd':
-			return i + 2
-		case 'r', 'v':
-			if i+2 < len(text) && text[i+2]|0x20 == 'e' {
-				return i + 3
-			}
-		case 'l':
-			if i+2 < len(text) && text[i+2]|0x20 == 'l' {
-				return i + 3
-			}
-		}
+	if j := contraction(text, i); j > i {
+		return j
 	}
 	// [^\r\n\p{L}\p{N}]?\p{L}+
 	if isLetter(r0) {
@@ -43,7 +31,13 @@ func cl100kPiece(text string, i int) int {
 			return letters(text, i+n0)
 		}
 	}
-	// \p{N}{1,3}
+	return rest(text, i, r0, n0, false)
+}
+
+// rest is the pieces both patterns end with, tried from the numbers on:
+// \p{N}{1,3}, ` ?[^\s\p{L}\p{N}]+[\r\n]*` (o200k: `[\r\n/]*`), then
+// the three kinds of white space.
+func rest(text string, i int, r0 rune, n0 int, slash bool) int {
 	if isNumber(r0) {
 		j := i + n0
 		for k := 1; k < 3 && j < len(text); k++ {
@@ -55,8 +49,8 @@ func cl100kPiece(text string, i int) int {
 		}
 		return j
 	}
-	// ` ?[^\s\p{L}\p{N}]+[\r\n]*`: the space is taken only when such a
-	// character follows (a space is \s itself).
+	// The space is taken only when such a character follows (a space is
+	// \s itself).
 	j := i
 	if r0 == ' ' {
 		j++
@@ -70,7 +64,7 @@ func cl100kPiece(text string, i int) int {
 				}
 				j += n
 			}
-			for j < len(text) && (text[j] == '\r' || text[j] == '\n') {
+			for j < len(text) && (text[j] == '\r' || text[j] == '\n' || slash && text[j] == '/') {
 				j++
 			}
 			return j
@@ -103,6 +97,118 @@ func cl100kPiece(text string, i int) int {
 	default:
 		return e // \s+
 	}
+}
+
+// contraction is the end of (?i:'s|'t|'re|'ve|'m|'ll|'d) at text[i], or
+// i. Only ASCII letters fold to these.
+func contraction(text string, i int) int {
+	if i+1 >= len(text) || text[i] != '\'' {
+		return i
+	}
+	switch text[i+1] | 0x20 {
+	case 's', 't', 'm', 'd':
+		return i + 2
+	case 'r', 'v':
+		if i+2 < len(text) && text[i+2]|0x20 == 'e' {
+			return i + 3
+		}
+	case 'l':
+		if i+2 < len(text) && text[i+2]|0x20 == 'l' {
+			return i + 3
+		}
+	}
+	return i
+}
+
+// o200kPiece is cl100kPiece for o200k_base's pattern (patterns[O200K]):
+// its words split by case, U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and
+// W = [\p{Ll}\p{Lm}\p{Lo}\p{M}], which overlap (modifier and other
+// letters, marks), so U* gives back characters to W+ (upperLower).
+func o200kPiece(text string, i int) int {
+	r0, n0 := decode(text, i)
+	prefix := r0 != '\r' && r0 != '\n' && !isLetter(r0) && !isNumber(r0) // [^\r\n\p{L}\p{N}]
+	// P? U* W+ C?, with the prefix, then without (a mark is both a
+	// prefix and in U and W).
+	if prefix && i+n0 < len(text) {
+		if e := upperLower(text, i+n0); e > 0 {
+			return contraction(text, e)
+		}
+	}
+	if e := upperLower(text, i); e > 0 {
+		return contraction(text, e)
+	}
+	// P? U+ W* C?, likewise.
+	if prefix && i+n0 < len(text) {
+		if e := upperThenLower(text, i+n0); e > 0 {
+			return contraction(text, e)
+		}
+	}
+	if e := upperThenLower(text, i); e > 0 {
+		return contraction(text, e)
+	}
+	return rest(text, i, r0, n0, true)
+}
+
+// upperLower is the end of U* W+ at text[j], or 0. U* takes its longest
+// run; if W+ cannot start after it, U* gives back up to the run's last
+// character that is also in W, which is then W+'s only character.
+func upperLower(text string, j int) int {
+	k, lastW := j, -1
+	for k < len(text) {
+		r, n := decode(text, k)
+		if !inU(r) {
+			break
+		}
+		if inW(r) {
+			lastW = k + n
+		}
+		k += n
+	}
+	if k < len(text) {
+		if r, _ := decode(text, k); inW(r) {
+			return runOf(text, k, inW)
+		}
+	}
+	if lastW > 0 {
+		return lastW
+	}
+	return 0
+}
+
+// upperThenLower is the end of U+ W* at text[j], or 0.
+func upperThenLower(text string, j int) int {
+	k := runOf(text, j, inU)
+	if k == j {
+		return 0
+	}
+	return runOf(text, k, inW)
+}
+
+// runOf is the end of the run of characters in class from text[j].
+func runOf(text string, j int, class func(rune) bool) int {
+	for j < len(text) {
+		r, n := decode(text, j)
+		if !class(r) {
+			break
+		}
+		j += n
+	}
+	return j
+}
+
+// inU is [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], inW [\p{Ll}\p{Lm}\p{Lo}\p{M}].
+func inU(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 'A' && r <= 'Z'
+	}
+	return unicode.In(r, unicode.Lu, unicode.Lt, unicode.Lm, unicode.Lo, unicode.M)
+}
+
+func inW(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 'a' && r <= 'z'
+	}
+	return unicode.In(r, unicode.Ll, unicode.Lm, unicode.Lo, unicode.M)
 }
 
 func decode(text string, i int) (rune, int) {

@@ -19,11 +19,11 @@ package tokenize
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/dlclark/regexp2"
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	"github.com/tidwall/gjson"
 )
@@ -101,15 +101,11 @@ func load(name string) (*bpe, error) {
 	if err != nil {
 		return nil, err
 	}
-	re, err := regexp2.Compile(patterns[name], regexp2.None)
-	if err != nil {
-		return nil, err
+	piece := map[string]func(string, int) int{CL100K: cl100kPiece, O200K: o200kPiece}[name]
+	if piece == nil {
+		return nil, fmt.Errorf("no pre-tokenizer for vocabulary %s", name)
 	}
-	b := &bpe{re: re, ranks: ranks}
-	if name == CL100K {
-		b.piece = cl100kPiece
-	}
-	return b, nil
+	return &bpe{ranks: ranks, piece: piece}, nil
 }
 
 // WarmFor loads the vocabularies of models (EncodingFor each) and returns
@@ -179,10 +175,10 @@ func (e *Encoder) Count(text string) int {
 	return n + e.bpe.encode(text, nil, nil)
 }
 
-// segmentBytes bounds the text the pre-tokenizer sees at once. regexp2
-// holds its whole input as []rune (4 bytes a character) plus a match per
-// piece, so a 30 MB completion counted in one go cost about 400 MB; in
-// segments the same count costs a few MB.
+// segmentBytes bounds the text encoded at once. It was for regexp2, which
+// held its whole input as []rune plus a match per piece (a 30 MB
+// completion cost about 400 MB); the splitters hold nothing, and the cut
+// is kept as a bound on what an invalid-UTF-8 text is copied in at once.
 const segmentBytes = 1 << 20
 
 // segmentCut returns a cut at or after from where counting the two halves

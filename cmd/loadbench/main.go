@@ -52,7 +52,12 @@ func main() {
 		}()
 	}
 
-	g, err := gatewaytest.Start(gatewaytest.Options{Providers: []string{"bench"}, Quiet: true})
+	// test/chat has an 8K context (context-compression is on by default
+	// for it and must check the prompt fits); test/large the same
+	// endpoint with 128K, where a 10 KB prompt provably fits by its size.
+	yml := gatewaytest.DefaultYAML([]string{"bench"}) + "  - id: test/large\n    kind: chat\n    context_length: 128000\n    endpoints:\n" +
+		"      - {provider: bench, upstream_model: echo, max_output: 1024, price: {prompt: 1, completion: 2}}\n"
+	g, err := gatewaytest.Start(gatewaytest.Options{Providers: []string{"bench"}, ConfigYAML: yml, Quiet: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
@@ -66,18 +71,20 @@ func main() {
 	fmt.Printf("%-22s %10s %10s %10s %10s %12s %12s %10s\n", "scenario", "direct p50", "gw p50", "added p50", "added p99", "direct rps", "gateway rps", "gw/direct")
 	for _, sc := range []struct {
 		name   string
+		model  string
 		size   int
 		stream bool
 	}{
-		{"chat json 1KB", 1 << 10, false},
-		{"chat json 10KB", 10 << 10, false},
-		{"chat stream 1KB", 1 << 10, true},
-		{"chat stream 10KB", 10 << 10, true},
+		{"chat json 1KB", "test/chat", 1 << 10, false},
+		{"chat json 10KB", "test/chat", 10 << 10, false},
+		{"chat json 10KB 128K", "test/large", 10 << 10, false},
+		{"chat stream 1KB", "test/chat", 1 << 10, true},
+		{"chat stream 10KB", "test/chat", 10 << 10, true},
 	} {
 		if *only != "" && sc.name != *only {
 			continue
 		}
-		gwBody := body("test/chat", sc.size, sc.stream)
+		gwBody := body(sc.model, sc.size, sc.stream)
 		upBody := body("echo", sc.size, sc.stream)
 		gw := func() error { return do(client, g.URL+"/chat/completions", g.Key, gwBody) }
 		direct := func() error { return do(client, upstream+"/chat/completions", "", upBody) }

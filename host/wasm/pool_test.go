@@ -15,7 +15,11 @@ import (
 // TestPoolShrinksWhenIdle: after a burst that needed several instances, a
 // trim period in which the pool never ran low frees the spare instances
 // and keeps one warm; an instance in use is never taken.
-func TestPoolShrinksWhenIdle(t *testing.T) {
+// lazyOpenAI loads the built OpenAI adapter lazily in an engine of its
+// own whose pool the test trims by hand; pages, when not 0, is its memory
+// cap.
+func lazyOpenAI(t *testing.T, pages uint32) *Module {
+	t.Helper()
 	root := filepath.Join("..", "..")
 	bin, err := os.ReadFile(filepath.Join(root, "build", "wasm", "openai.wasm"))
 	if err != nil {
@@ -29,13 +33,21 @@ func TestPoolShrinksWhenIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if pages != 0 {
+		m.Limits.MemoryPages = pages
+	}
 	e := NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), nil)
-	e.PoolTrimEvery = 1 << 40 // the test trims by hand
-	defer e.Close(context.Background())
+	e.PoolTrimEvery = 1 << 40
+	t.Cleanup(func() { e.Close(context.Background()) })
 	mod, err := e.LoadLazy(m, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mod
+}
+
+func TestPoolShrinksWhenIdle(t *testing.T) {
+	mod := lazyOpenAI(t, 0)
 	ctx := context.Background()
 	if mod.Live() != 0 {
 		t.Fatalf("a lazy module has %d instances before its first call", mod.Live())
@@ -111,27 +123,7 @@ func TestLazyLoadFailureFailsTheCall(t *testing.T) {
 // maxPooledMemory is closed when the call ends, not kept idle in the pool
 // holding that memory (wazero cannot shrink it); a usual one is pooled.
 func TestPoolDropsGrownInstances(t *testing.T) {
-	root := filepath.Join("..", "..")
-	bin, err := os.ReadFile(filepath.Join(root, "build", "wasm", "openai.wasm"))
-	if err != nil {
-		t.Fatalf("read adapter (run `make build` first): %v", err)
-	}
-	mj, err := os.ReadFile(filepath.Join(root, "plugins", "openai", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := manifest.Parse(mj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Limits.MemoryPages = 2 * maxPooledMemory >> 16
-	e := NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), nil)
-	e.PoolTrimEvery = 1 << 40
-	defer e.Close(context.Background())
-	mod, err := e.LoadLazy(m, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod := lazyOpenAI(t, 2*maxPooledMemory>>16)
 	ctx := context.Background()
 	if err := mod.ensure(ctx); err != nil {
 		t.Fatal(err)

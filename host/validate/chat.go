@@ -99,7 +99,7 @@ func checkChat(body []byte, req *ChatRequest) *apierr.Error {
 		return err
 	}
 	req.Nulls, req.Legacy = v.nulls, v.legacy
-	req.messages, req.parts = v.messages, v.parts
+	req.Messages, req.parts = v.messages, v.parts
 	if !st.messages {
 		return apierr.BadRequest("messages", "required: the conversation to complete, an array of at least 1 message")
 	}

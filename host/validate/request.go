@@ -58,9 +58,10 @@ type ChatRequest struct {
 	// walked again (issue 29).
 	Nulls, Legacy bool
 
-	// messages and parts are the validation walk's count of messages and
-	// whether one had content parts, for the prompt's bound (finish).
-	messages int
+	// Messages is how many messages there are (the validation walk counts
+	// them); parts says one had content parts, for the prompt's bound
+	// (finish).
+	Messages int
 	parts    bool
 
 	provider, route gjson.Result
@@ -185,7 +186,7 @@ func (r *ChatRequest) finish() *apierr.Error {
 	} else {
 		// No content parts, so no image: the bound is the body's size and
 		// the framing, without searching the body again.
-		r.PromptBound = tokenize.ChatTextBound(len(r.Body), r.messages)
+		r.PromptBound = tokenize.ChatTextBound(len(r.Body), r.Messages)
 	}
 	return nil
 }

@@ -214,6 +214,25 @@ func (m *Module) warm() int {
 	return 1
 }
 
+// callTimeout is one call's time limit: the manifest's timeout_ms (base)
+// for an input of up to scaleInputBytes, one more base period for each
+// further scaleInputBytes, and at most maxTimeoutScale periods. A module's
+// limit is set for the requests it usually sees; the gateway accepts
+// bodies up to 10 MB, on which a linear module needs proportionally more
+// (100,000 messages through context-compression) — while a module that
+// loops still stops, at the ceiling.
+func callTimeout(base time.Duration, input int) time.Duration {
+	if base <= 0 {
+		return 0
+	}
+	return base * time.Duration(min(1+input/scaleInputBytes, maxTimeoutScale))
+}
+
+const (
+	scaleInputBytes = 1 << 20
+	maxTimeoutScale = 8
+)
+
 // maxPooledMemory bounds the memory of an idle pooled instance. wazero
 // cannot shrink a memory, so one call on a huge request (a 10 MB body
 // through context-compression) would otherwise leave its instance holding
@@ -334,7 +353,11 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 	if f := m.native[hook]; f != nil {
 		return m.callNative(ctx, hook, f, fields)
 	}
-	timeout := time.Duration(m.Manifest.Limits.TimeoutMS) * time.Millisecond
+	input := 0
+	for _, f := range fields {
+		input += len(f)
+	}
+	timeout := callTimeout(time.Duration(m.Manifest.Limits.TimeoutMS)*time.Millisecond, input)
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -368,7 +391,7 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 	}
 	if err != nil {
 		if ctx.Err() != nil && timeout > 0 {
-			return nil, m.fail(hook, fmt.Sprintf("exceeded its time limit of %d ms", m.Manifest.Limits.TimeoutMS))
+			return nil, m.fail(hook, fmt.Sprintf("exceeded its time limit of %d ms", timeout.Milliseconds()))
 		}
 		m.engine.log.ErrorContext(ctx, "module trapped", "module", m.ID, "account", m.account, "hook", hook.String(), "err", err.Error())
 		return nil, m.fail(hook, "trapped: "+shortReason(err.Error()))

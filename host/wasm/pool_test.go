@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
@@ -143,5 +144,28 @@ func TestPoolDropsGrownInstances(t *testing.T) {
 	mod.put(b)
 	if mod.Live() != 1 || len(mod.pool) != 1 {
 		t.Fatalf("live %d, pooled %d after a usual and a grown instance came back, want 1 and 1", mod.Live(), len(mod.pool))
+	}
+}
+
+// A call's time limit grows with its input, one base period a MiB, up to
+// eight periods: a loop stops all the same.
+func TestCallTimeoutScalesWithInput(t *testing.T) {
+	base := 50 * time.Millisecond
+	for _, tc := range []struct {
+		base  time.Duration
+		input int
+		want  time.Duration
+	}{
+		{0, 10 << 20, 0},
+		{base, 0, base},
+		{base, 1<<20 - 1, base},
+		{base, 1 << 20, 2 * base},
+		{base, 3<<20 + 5, 4 * base},
+		{base, 10 << 20, 8 * base},
+		{base, 1 << 30, 8 * base},
+	} {
+		if got := callTimeout(tc.base, tc.input); got != tc.want {
+			t.Errorf("callTimeout(%v, %d) = %v, want %v", tc.base, tc.input, got, tc.want)
+		}
 	}
 }

@@ -1,0 +1,90 @@
+package server_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/host/demo"
+)
+
+// TestUpstreamRestartNo502 (issue 31, item 7): a plain-HTTP provider that
+// restarts on the same port leaves the gateway's pool full of connections
+// it closed. The next requests are answered by the new process: a pooled
+// connection found closed is dropped before anything is sent on it, and a
+// retry goes out on a fresh connection, never on another pooled one.
+func TestUpstreamRestartNo502(t *testing.T) {
+	const pooled = 16
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	// The first process holds each request until pooled of them are in,
+	// so the gateway opens (and then keeps) pooled connections.
+	var arrived sync.WaitGroup
+	arrived.Add(pooled)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	d := demo.New()
+	first := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+		}
+		d.ServeHTTP(w, r)
+	})}
+	go func() { _ = first.Serve(ln) }()
+	g := rawGatewayAt(t, "http://"+addr+"/v1", false)
+
+	var wg sync.WaitGroup
+	for range pooled {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, body := post(t, g, "/chat/completions", rawHello)
+			if resp.StatusCode != 200 {
+				t.Errorf("before the restart: status %d: %s", resp.StatusCode, body.Raw)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	// The restart: the old process's sockets close (FIN to the gateway),
+	// and a new one listens on the same port.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = first.Shutdown(ctx)
+	var ln2 net.Listener
+	for i := 0; ; i++ {
+		if ln2, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		if i == 50 {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	second := &http.Server{Handler: demo.New()}
+	go func() { _ = second.Serve(ln2) }()
+	t.Cleanup(func() { _ = second.Close() })
+
+	failed := 0
+	for i := range 2 * pooled {
+		resp, body := post(t, g, "/chat/completions", rawHello)
+		if resp.StatusCode != 200 {
+			failed++
+			t.Logf("request %d after the restart: status %d: %s", i, resp.StatusCode, body.Raw)
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d requests after the upstream restarted failed", failed, 2*pooled)
+	}
+}

@@ -20,7 +20,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	req, text, aerr := s.embeddingsRequest(c)
 	endSpan(aerr)
 	if aerr != nil {
-		return aerr
+		return s.refused(c, aerr)
 	}
 	key := c.Locals(localsKey).(*keys.Key)
 	adm, aerr := s.admit(c, key, int64(req.PromptTokens))

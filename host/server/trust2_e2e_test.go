@@ -5,10 +5,12 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/switchyard/switchyard/host/demo"
+	"github.com/switchyard/switchyard/host/gatewaytest"
 )
 
 // TestUpstreamRestartNo502 (issue 31, item 7): a plain-HTTP provider that
@@ -86,5 +88,60 @@ func TestUpstreamRestartNo502(t *testing.T) {
 	}
 	if failed > 0 {
 		t.Fatalf("%d of %d requests after the upstream restarted failed", failed, 2*pooled)
+	}
+}
+
+// TestDefaultRateLimits (issue 31, item 9): a tenant's key is rate limited
+// without any configuration, and requests refused at validation count
+// against it: a flood of invalid bodies ends in 429s, and the key's next
+// valid request is refused too. The operator's own account is limited only
+// by what the operator sets (no X-RateLimit headers).
+func TestDefaultRateLimits(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	_, key := newAccount(t, g, "flooder", 1_000_000_000)
+	const workers, most = 8, 6000 // the default per key is 3,000 a minute
+	var sent, bad, limited atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sent.Add(1) <= most && limited.Load() == 0 {
+				resp, _, err := g.Request(http.MethodPost, "/chat/completions", `{"model":"test/chat","messages":[]}`, "Authorization", "Bearer "+key)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				switch resp.StatusCode {
+				case 400:
+					bad.Add(1)
+				case 429:
+					limited.Add(1)
+				default:
+					t.Errorf("status %d", resp.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("invalid requests from one tenant key: %d answered 400 before the first 429", bad.Load())
+	if limited.Load() == 0 {
+		t.Fatalf("%d invalid requests from one tenant key, none refused with 429: no default rate limit, or refusals at validation are free", bad.Load())
+	}
+	// The burst is 3,000, and the allowance refills at 50 a second while
+	// the flood runs (a few seconds; 1,000 is twenty of them).
+	if bad.Load() > 4000 {
+		t.Fatalf("%d requests answered 400, far more than the default 3,000 a minute", bad.Load())
+	}
+	resp, b, err := g.Request(http.MethodPost, "/chat/completions", hello, "Authorization", "Bearer "+key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want429(t, resp, string(b), "key_requests_per_minute")
+
+	resp, body := post(t, g, "/chat/completions", hello)
+	if resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "" {
+		t.Fatalf("operator's key: status %d, X-RateLimit-Limit %q: %s", resp.StatusCode, resp.Header.Get("X-RateLimit-Limit"), body.Raw)
 	}
 }

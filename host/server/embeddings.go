@@ -37,7 +37,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 		Key: key, GenID: newGenerationID(), Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
 		Read: dispatch.ReadEmbeddings(req.Inputs, req.Base64),
 		Route: route.Request{Kind: catalog.KindEmbedding, Models: []string{req.Model}, Prefs: req.Prefs,
-			PromptTokens: req.PromptTokens, AccountOnly: acct.Only, AccountIgnore: acct.Ignore},
+			PromptTokens: req.PromptTokens, ContextTokens: req.LongestInput, AccountOnly: acct.Only, AccountIgnore: acct.Ignore},
 	})
 	if aerr != nil {
 		return aerr

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -144,4 +146,24 @@ func TestDefaultRateLimits(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "" {
 		t.Fatalf("operator's key: status %d, X-RateLimit-Limit %q: %s", resp.StatusCode, resp.Header.Get("X-RateLimit-Limit"), body.Raw)
 	}
+}
+
+// TestEmbeddingsBatchContextPerInput (issue 31, item 15): the context
+// length bounds each input of an embeddings batch, which the provider
+// embeds one by one, not their sum: 100 inputs of about 126 tokens fit a
+// context of 8,192; one input longer than the context is still a 400.
+func TestEmbeddingsBatchContextPerInput(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	input := strings.Repeat("word ", 100) // ~126 tokens by the gateway's estimate
+	inputs := make([]string, 100)
+	for i := range inputs {
+		inputs[i] = strconv.Quote(input)
+	}
+	resp, body := post(t, g, "/embeddings", `{"model":"test/embed","input":[`+strings.Join(inputs, ",")+`]}`)
+	if resp.StatusCode != 200 || len(body.Get("data").Array()) != 100 {
+		t.Fatalf("100 inputs of ~126 tokens against a context of 8192: status %d: %.300s", resp.StatusCode, body.Raw)
+	}
+	long := strconv.Quote(strings.Repeat("word ", 8000)) // ~10,000 tokens
+	resp, body = post(t, g, "/embeddings", `{"model":"test/embed","input":["short", `+long+`]}`)
+	wantError(t, resp, body, 400, "context")
 }

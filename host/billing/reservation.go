@@ -391,6 +391,9 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 			anomaly = fmt.Sprintf("server-tool fees of %s went past the account's available credit", r.feeTotal)
 		}
 	}
+	if anomaly == "" && o.Usage.ZeroReported {
+		anomaly = fmt.Sprintf("%s reported zero usage; charged the gateway's count of what was sent and received", r.provider)
+	}
 	g := &Generation{
 		ID: r.ID, AccountID: a.id, KeyHash: r.keyHash, Model: r.model, Provider: r.provider,
 		Status: o.Status, FinishReason: o.FinishReason, Streamed: r.streamed, Usage: o.Usage, Cost: cost,

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -11,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/tidwall/gjson"
 )
 
 // TestUpstreamRestartNo502 (issue 31, item 7): a plain-HTTP provider that
@@ -166,4 +169,74 @@ func TestEmbeddingsBatchContextPerInput(t *testing.T) {
 	long := strconv.Quote(strings.Repeat("word ", 8000)) // ~10,000 tokens
 	resp, body = post(t, g, "/embeddings", `{"model":"test/embed","input":["short", `+long+`]}`)
 	wantError(t, resp, body, 400, "context")
+}
+
+// TestUpstreamZeroUsageCounted (issue 31, item 16): an upstream that
+// reports zero tokens for a prompt it answered does not make the request
+// free: the gateway counts what was sent and received, charges that, and
+// records the anomaly on the generation — as JSON and streamed.
+func TestUpstreamZeroUsageCounted(t *testing.T) {
+	g := rawGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "embeddings") {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,0.2]}],"model":"embed","usage":{"prompt_tokens":0,"total_tokens":0}}`))
+			return
+		}
+		if strings.Contains(readBody(r), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"echo\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"a fairly long answer of several words\"},\"finish_reason\":null}]}\n\n" +
+				"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"echo\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n" +
+				"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"echo\",\"choices\":[],\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":0,\"total_tokens\":0}}\n\n" +
+				"data: [DONE]\n\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"echo","choices":[{"index":0,"message":{"role":"assistant","content":"a fairly long answer of several words"},"finish_reason":"stop"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`))
+	}), false)
+	check := func(name, id string) {
+		t.Helper()
+		gen := generation(t, g, g.Key, id)
+		if gen.Get("total_cost").Float() <= 0 || gen.Get("usage.prompt_tokens").Int() <= 0 {
+			t.Fatalf("%s: the upstream reported zero usage and the request was free: %s", name, gen.Raw)
+		}
+		if !strings.Contains(gen.Get("upstream_anomaly").Str, "zero") {
+			t.Fatalf("%s: no anomaly recorded: %s", name, gen.Raw)
+		}
+	}
+	resp, body := post(t, g, "/chat/completions", rawHello)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if body.Get("usage.completion_tokens").Int() <= 0 {
+		t.Fatalf("JSON: the client's usage says nothing was generated: %s", body.Raw)
+	}
+	check("JSON", body.Get("id").Str)
+
+	resp, b, err := g.Request(http.MethodPost, "/chat/completions", `{"model":"test/raw","stream":true,"messages":[{"role":"user","content":"hello there"}]}`)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %s", err, b)
+	}
+	id := gjson.Get(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "data: "), "id").Str
+	check("stream", id)
+
+	resp, body = post(t, g, "/embeddings", `{"model":"test/raw-embed","input":"some words to embed"}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("embeddings: %d %s", resp.StatusCode, body.Raw)
+	}
+	// An embeddings answer carries no generation id: find its record.
+	var id2 string
+	for deadline := time.Now().Add(5 * time.Second); id2 == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		_ = g.Ledger.Generations(g.AccountID, func(gen *billing.Generation) bool {
+			if gen.Model == "test/raw-embed" {
+				id2 = gen.ID
+			}
+			return id2 == ""
+		})
+	}
+	check("embeddings", id2)
+}
+
+func readBody(r *http.Request) string {
+	b, _ := io.ReadAll(r.Body)
+	return string(b)
 }

@@ -240,3 +240,45 @@ func readBody(r *http.Request) string {
 	b, _ := io.ReadAll(r.Body)
 	return string(b)
 }
+
+// TestUpstreamFinishReasonNormalised (issue 31, item 18): a finish_reason
+// outside the documented set (stop, length, tool_calls, content_filter,
+// error) is mapped into it — a provider's own name for a known reason to
+// that reason, anything else to stop — and the upstream's value is kept in
+// native_finish_reason; as JSON and streamed, and on the generation record.
+func TestUpstreamFinishReasonNormalised(t *testing.T) {
+	g := rawGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(readBody(r), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"echo\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hi\"},\"finish_reason\":null}]}\n\n" +
+				"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"echo\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"max_tokens\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\n" +
+				"data: [DONE]\n\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"echo","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"<script>weird</script>"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`))
+	}), false)
+	resp, body := post(t, g, "/chat/completions", rawHello)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if c := body.Get("choices.0"); c.Get("finish_reason").Str != "stop" || c.Get("native_finish_reason").Str != "<script>weird</script>" {
+		t.Fatalf("JSON: an unknown finish_reason reached the client as it was: %s", c.Raw)
+	}
+	if rec := generation(t, g, g.Key, body.Get("id").Str); rec.Get("finish_reason").Str != "stop" {
+		t.Fatalf("generation record: %s", rec.Raw)
+	}
+	resp, b, err := g.Request(http.MethodPost, "/chat/completions", `{"model":"test/raw","stream":true,"messages":[{"role":"user","content":"hello there"}]}`)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %s", err, b)
+	}
+	var final gjson.Result
+	for _, line := range strings.Split(string(b), "\n") {
+		if ev := gjson.Parse(strings.TrimPrefix(line, "data: ")); ev.Get("choices.0.finish_reason").Type == gjson.String {
+			final = ev.Get("choices.0")
+		}
+	}
+	if final.Get("finish_reason").Str != "length" || final.Get("native_finish_reason").Str != "max_tokens" {
+		t.Fatalf("stream: finish_reason max_tokens reached the client as it was: %s\n%s", final.Raw, b)
+	}
+}

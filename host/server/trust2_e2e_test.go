@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
@@ -280,5 +281,21 @@ func TestUpstreamFinishReasonNormalised(t *testing.T) {
 	}
 	if final.Get("finish_reason").Str != "length" || final.Get("native_finish_reason").Str != "max_tokens" {
 		t.Fatalf("stream: finish_reason max_tokens reached the client as it was: %s\n%s", final.Raw, b)
+	}
+}
+
+// TestPluginSubRequestRunsOwnAccountPlugin (issue 31, item 18): a tenant
+// plugin's chat sub-request that runs a plugin of the same account is
+// part of the call that made it, and runs in that call's slot: with one
+// call in flight per account it used to wait for a slot its own parent
+// held, and get 429.
+func TestPluginSubRequestRunsOwnAccountPlugin(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.TenantModules = config.TenantModules{TimeoutMS: 2000, ConcurrentCalls: 1, CPUMsPerMinute: 600_000}
+	}})
+	key := tenant(t, g, "nested", "")
+	st, body := postAs(t, g, key, promptWith("hello", `[{"id":"testplugin","mode":"subchat","sub":[{"id":"testplugin","mode":"respond"}]}]`))
+	if st != 200 || body.Get("choices.0.message.content").Str != "sub-request 200: answered by testplugin" {
+		t.Fatalf("%d %s", st, body.Raw)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -297,5 +299,52 @@ func TestPluginSubRequestRunsOwnAccountPlugin(t *testing.T) {
 	st, body := postAs(t, g, key, promptWith("hello", `[{"id":"testplugin","mode":"subchat","sub":[{"id":"testplugin","mode":"respond"}]}]`))
 	if st != 200 || body.Get("choices.0.message.content").Str != "sub-request 200: answered by testplugin" {
 		t.Fatalf("%d %s", st, body.Raw)
+	}
+}
+
+// TestToolFeeCeiling (issue 31, item 14): a tool call's fee is bounded by
+// the operator's ceiling (limits.max_tool_call_cost, default $1), held
+// before the call runs: a module reporting $1e9 for one call is charged
+// the ceiling, not the whole balance; and calls whose ceiling the balance
+// cannot hold are not run.
+func TestToolFeeCeiling(t *testing.T) {
+	g := start(t, gatewaytest.Options{Credits: 100})
+	root := gatewaytest.Root()
+	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	before := g.Ledger.Balance(g.AccountID)
+	resp, body := post(t, g, "/chat/completions", toolsBody(`call:tooltest args:{"cost":"1000000000"}`, `[{"type":"service:tooltest"}]`, ""), "X-Service-Metadata", "enabled")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if err := g.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	spent := before.Available - g.Ledger.Balance(g.AccountID).Available
+	t.Logf("a tool reporting $1e9 for one call: $%s of $100 spent", spent)
+	if spent > billing.Nanos(1_100_000_000) { // the $1 ceiling and the turns' tokens
+		t.Fatalf("a tool's fee of $1e9 spent $%s of a $100 balance; the ceiling is $1 a call", spent)
+	}
+	rec := generation(t, g, g.Key, body.Get("id").Str)
+	if fee := usd(t, rec.Get("tool_fees_cost")); fee != billing.Nanos(1_000_000_000) {
+		t.Fatalf("tool fee charged %s, want the $1 ceiling: %s", fee, rec.Raw)
+	}
+
+	// Calls the balance cannot hold at the ceiling are not run.
+	g2 := start(t, gatewaytest.Options{Credits: 0.5})
+	if resp, body := publish(t, g2, g2.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	resp, body = post(t, g2, "/chat/completions", toolsBody(`call:tooltest args:{"cost":"0.4"}`, `[{"type":"service:tooltest"}]`, ""), "X-Service-Metadata", "enabled")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if call := toolStage(t, body).Get("data.calls.0"); call.Get("status").Str != "skipped" || !strings.Contains(call.Get("error").Str, "max_tool_call_cost") {
+		t.Fatalf("a call whose ceiling ($1) the balance ($0.50) cannot hold ran: %s", call.Raw)
 	}
 }

@@ -326,7 +326,7 @@ func TestToolFeeCeiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	spent := before.Available - g.Ledger.Balance(g.AccountID).Available
-	t.Logf("a tool reporting $1e9 for one call: $%s of $100 spent", spent)
+	t.Logf("a tool reporting $1e9 for one call: %s of $100 spent", spent)
 	if spent > billing.Nanos(1_100_000_000) { // the $1 ceiling and the turns' tokens
 		t.Fatalf("a tool's fee of $1e9 spent $%s of a $100 balance; the ceiling is $1 a call", spent)
 	}

@@ -107,7 +107,8 @@ type accountRateLimitsView struct {
 
 func (h *handlers) accountRateLimits(id string) accountRateLimitsView {
 	own := h.ks.RateLimits(id)
-	v := accountRateLimitsView{AccountID: id, Defaults: viewOf(h.defaults.Load()), Effective: viewOf(own.Or(h.defaults.Load()))}
+	op := id == h.ks.OperatorAccount()
+	v := accountRateLimitsView{AccountID: id, Defaults: viewOf(h.defaults.Account(ratelimit.Limits{}, op)), Effective: viewOf(h.defaults.Account(own, op))}
 	if own != (ratelimit.Limits{}) {
 		o := viewOf(own)
 		v.RateLimits = &o

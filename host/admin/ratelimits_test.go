@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/switchyard/switchyard/host/keys"
@@ -66,7 +67,8 @@ func TestRateLimitRoles(t *testing.T) {
 		{"tenant reads its account's limits", "GET", "/accounts/me/rate_limits", tenant, "", 200, func(t *testing.T, r gjson.Result) {
 			want(t, r, "data.account_id", acctB)
 			want(t, r, "data.rate_limits", "null")
-			want(t, r, "data.effective.requests_per_minute", "0")
+			// Nothing configured: a tenant gets the built-in defaults.
+			want(t, r, "data.effective.requests_per_minute", strconv.FormatInt(ratelimit.BuiltinAccount.RequestsPerMinute, 10))
 		}},
 		{"tenant cannot read another account's", "GET", "/accounts/" + f.acctA + "/rate_limits", tenant, "", 404, nil},
 		{"ordinary key cannot read", "GET", "/accounts/me/rate_limits", f.user, "", 403, isForbidden},

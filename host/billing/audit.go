@@ -156,7 +156,8 @@ func (l *Ledger) OpenHolds() int {
 
 // Anomalies lists the generations whose reported usage cost more than the
 // hold the request authorised (Generation.Anomaly): the excess was not
-// charged. They are not ledger errors — the books still balance — but each
+// charged; and those whose upstream reported zero usage (charged the
+// gateway's count). They are not ledger errors — the books still balance — but each
 // names an upstream that reported more than the request could produce, or
 // a hold that was too small, which an operator should look at.
 func (l *Ledger) Anomalies() ([]string, error) {
@@ -167,7 +168,10 @@ func (l *Ledger) Anomalies() ([]string, error) {
 			if err := json.Unmarshal(v, &g); err != nil {
 				return err
 			}
-			if g.Anomaly != "" {
+			switch {
+			case g.Anomaly != "" && g.Uncollected == 0:
+				out = append(out, fmt.Sprintf("generation %s (account %s, model %s): %s", g.ID, g.AccountID, g.Model, g.Anomaly))
+			case g.Anomaly != "":
 				out = append(out, fmt.Sprintf("generation %s (account %s, model %s): %s; %s not charged",
 					g.ID, g.AccountID, g.Model, g.Anomaly, g.Uncollected))
 			}

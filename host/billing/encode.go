@@ -94,6 +94,9 @@ func (u *Usage) appendJSON(b []byte) []byte {
 	if u.Estimated {
 		b = append(appendField(b, "estimated", false), "true"...)
 	}
+	if u.ZeroReported {
+		b = append(appendField(b, "upstream_zero_usage", false), "true"...)
+	}
 	return append(b, '}')
 }
 

@@ -60,6 +60,10 @@ type Usage struct {
 	// Estimated is true when the gateway counted the tokens itself because
 	// the upstream reported none.
 	Estimated bool `json:"estimated,omitempty"`
+	// ZeroReported is true when the upstream reported zero prompt (or
+	// completion) tokens for what it was sent (or generated), and the
+	// gateway counted them instead (Generation.Anomaly says so).
+	ZeroReported bool `json:"upstream_zero_usage,omitempty"`
 }
 
 // TotalTokens is prompt plus completion.
@@ -76,6 +80,7 @@ func (u Usage) Add(v Usage) Usage {
 		Images:           u.Images + v.Images,
 		Requests:         u.Requests + v.Requests,
 		Estimated:        u.Estimated || v.Estimated,
+		ZeroReported:     u.ZeroReported || v.ZeroReported,
 	}
 }
 

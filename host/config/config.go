@@ -109,8 +109,13 @@ type Config struct {
 	// per minute, concurrent requests; 0 = unlimited), shared by all of an
 	// account's keys. An account's own limits (set by the operator) replace
 	// them field by field, and a key's limits apply on top (docs/ratelimit.md).
-	// The default is unlimited, so an operator who admits tenants sets them.
+	// A field left 0 is the built-in default (ratelimit.BuiltinAccount) for
+	// every account but the operator's; -1 is unlimited.
 	RateLimits ratelimit.Limits `yaml:"rate_limits"`
+	// KeyRateLimits are every key's default limits, likewise: a key's own
+	// replace them field by field; 0 = ratelimit.BuiltinKey except on the
+	// operator's account, -1 = unlimited.
+	KeyRateLimits ratelimit.Limits `yaml:"key_rate_limits"`
 	// Redis is where instances share rate limits and sticky sessions
 	// (docs/cluster.md); without it both stay in the process.
 	Redis Redis `yaml:"redis"`
@@ -364,14 +369,19 @@ func Parse(data []byte) (*Config, error) {
 	if w := time.Duration(c.SettleCommitWindow); w < 0 || w > time.Second {
 		return nil, fmt.Errorf("config: settle_commit_window: want a duration of at most 1s (unset or 0: 100ms, or 5ms with store postgres), not %s", w)
 	}
+	if v := c.Limits.MaxToolCallCost; v < 0 || v > 1e6 || v != v {
+		return nil, fmt.Errorf("config: limits.max_tool_call_cost: want USD per tool call between 0 (unset: %g) and 1000000, not %g", DefaultMaxToolCallCost, v)
+	}
 	if c.Limits.MaxToolCallsPerTurn < 0 {
 		return nil, fmt.Errorf("config: limits.max_tool_calls_per_turn: want a number of calls (0 or unset: %d), not %d", DefaultMaxToolCallsPerTurn, c.Limits.MaxToolCallsPerTurn)
 	}
 	if c.GCPercent < -1 {
 		return nil, fmt.Errorf("config: gc_percent: want a percentage, 0 for the tuned default or -1 for off, not %d", c.GCPercent)
 	}
-	if l := c.RateLimits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 {
-		return nil, fmt.Errorf("config: rate_limits: requests_per_minute, tokens_per_minute and concurrent must not be negative (0 = unlimited)")
+	for name, l := range map[string]ratelimit.Limits{"rate_limits": c.RateLimits, "key_rate_limits": c.KeyRateLimits} {
+		if l.RequestsPerMinute < ratelimit.Unlimited || l.TokensPerMinute < ratelimit.Unlimited || l.Concurrent < ratelimit.Unlimited {
+			return nil, fmt.Errorf("config: %s: requests_per_minute, tokens_per_minute and concurrent must be a limit, 0 (the built-in default) or -1 (unlimited)", name)
+		}
 	}
 	if u := c.Redis.URL; u != "" && !strings.HasPrefix(u, "${") && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://") {
 		return nil, fmt.Errorf("config: redis.url: want redis://host:port/db, rediss://… or unix://…, or ${VAR} to read it from the environment")

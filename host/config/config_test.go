@@ -193,7 +193,7 @@ func TestRateLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.RateLimits != (ratelimit.Limits{}) {
-		t.Fatalf("default rate limits %+v, want unlimited", c.RateLimits)
+		t.Fatalf("default rate limits %+v, want unset (the built-in defaults)", c.RateLimits)
 	}
 	cases := []struct {
 		yaml    string
@@ -201,7 +201,9 @@ func TestRateLimits(t *testing.T) {
 		wantErr string
 	}{
 		{"rate_limits: {requests_per_minute: 60, tokens_per_minute: 100000, concurrent: 4}", ratelimit.Limits{RequestsPerMinute: 60, TokensPerMinute: 100000, Concurrent: 4}, ""},
-		{"rate_limits: {requests_per_minute: -1}", ratelimit.Limits{}, "must not be negative"},
+		{"rate_limits: {requests_per_minute: -1}", ratelimit.Limits{RequestsPerMinute: -1}, ""},
+		{"rate_limits: {requests_per_minute: -2}", ratelimit.Limits{}, "-1 (unlimited)"},
+		{"key_rate_limits: {concurrent: -3}", ratelimit.Limits{}, "key_rate_limits"},
 		{"rate_limits: {requests_per_hour: 5}", ratelimit.Limits{}, "requests_per_hour"},
 	}
 	for _, tc := range cases {

@@ -21,13 +21,44 @@ func (r *Result) Usage(body []byte, completion func() string) billing.Usage {
 func (r *Result) UsageOr(u billing.Usage, ok bool, completion func() string) billing.Usage {
 	if ok {
 		u.Requests = 1
-		return u
+		return r.unlessZero(u, completion)
 	}
 	text := ""
 	if completion != nil {
 		text = completion()
 	}
 	return r.Counted(text)
+}
+
+// unlessZero checks reported usage against what was sent and received:
+// an upstream that reports no prompt tokens (every request sends a
+// prompt), or no completion tokens for text it generated, would make the
+// request free. Each count it reported as zero is counted instead, the
+// usage is marked estimated and ZeroReported (the generation's
+// upstream_anomaly), and the provider is logged.
+func (r *Result) unlessZero(u billing.Usage, completion func() string) billing.Usage {
+	if u.PromptTokens > 0 && (u.CompletionTokens > 0 || completion == nil) {
+		return u
+	}
+	fixed := false
+	if u.PromptTokens == 0 {
+		if p := r.promptUsage(r.Endpoint()); p.PromptTokens > 0 {
+			u.PromptTokens, u.Images, fixed = p.PromptTokens, max(u.Images, p.Images), true
+		}
+	}
+	if u.CompletionTokens == 0 && completion != nil {
+		if c := r.CountText(completion()); c > 0 {
+			u.CompletionTokens, fixed = c, true
+		}
+	}
+	if fixed {
+		u.Estimated, u.ZeroReported = true, true
+		ep := r.Endpoint()
+		r.d.log().Warn("upstream reported zero usage; the gateway counted the tokens",
+			"provider", ep.Provider.Slug, "model", ep.Model.ID, "generation", r.job.GenID,
+			"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens)
+	}
+	return u
 }
 
 // Counted is the usage counted with the tokenizer: the prompt (counted once

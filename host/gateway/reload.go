@@ -81,7 +81,7 @@ func (g *Gateway) reload(trigger string) (*Reloaded, error) {
 	// Everything is built and checked: publish. The router's swap is the
 	// one atomic step requests see; the rate-limit defaults follow.
 	g.Router.Swap(cat)
-	g.Server.RateDefaults.Store(cfg.RateLimits)
+	g.Server.RateDefaults.Store(cfg.RateLimits, cfg.KeyRateLimits)
 	g.lastConfig = fingerprint(g.configPath)
 	return &Reloaded{
 		Source: g.configPath, Trigger: trigger, At: time.Now().UTC(),

@@ -659,13 +659,20 @@ func (s *Store) IsOperator(k *Key) bool {
 	if k.Operator {
 		return true
 	}
+	op := s.OperatorAccount()
+	return op != "" && k.AccountID == op
+}
+
+// OperatorAccount is the operator's account (the bootstrap account), ""
+// while there is none.
+func (s *Store) OperatorAccount() string {
 	op, _ := s.operator.Load().(string)
 	if op == "" {
 		// Found once there is one; the oldest account never changes.
 		op = s.BootstrapAccount()
 		s.operator.Store(op)
 	}
-	return op != "" && k.AccountID == op
+	return op
 }
 
 // BootstrapAccount is the id of the account Bootstrap created (the

@@ -258,6 +258,18 @@ type Request struct {
 	// except with provider.require_parameters, where such an endpoint is
 	// not eligible.
 	PromptTokens, MaxOutputTokens int
+	// ContextTokens, when set, is what one context must hold instead of
+	// PromptTokens: an embeddings batch's longest input, since a provider
+	// embeds each input in a context of its own.
+	ContextTokens int
+}
+
+// contextTokens is the prompt that one context must hold.
+func (r *Request) contextTokens() int {
+	if r.ContextTokens > 0 {
+		return r.ContextTokens
+	}
+	return r.PromptTokens
 }
 
 // Plan is the outcome of routing one request.
@@ -795,7 +807,7 @@ func check(m *catalog.Model, ep *catalog.Endpoint, req *Request) uint32 {
 		}
 		out = clamped
 	}
-	if need := max(req.PromptTokens, 0) + out; need > 0 && ctx > 0 && need > ctx {
+	if need := max(req.contextTokens(), 0) + out; need > 0 && ctx > 0 && need > ctx {
 		bits |= 1 << cContext
 	}
 	return bits
@@ -914,8 +926,8 @@ func describe(c int, req *Request) (name, desc string) {
 	case cPriceAudio:
 		return "provider.max_price.audio", "provider.max_price.audio=" + num(p.MaxPrice.Audio)
 	case cContext:
-		return "context_length", "a context length of " + strconv.Itoa(req.PromptTokens+req.MaxOutputTokens) +
-			" tokens (" + strconv.Itoa(req.PromptTokens) + " prompt + " + strconv.Itoa(req.MaxOutputTokens) + " max output)"
+		return "context_length", "a context length of " + strconv.Itoa(req.contextTokens()+req.MaxOutputTokens) +
+			" tokens (" + strconv.Itoa(req.contextTokens()) + " prompt + " + strconv.Itoa(req.MaxOutputTokens) + " max output)"
 	case cMaxOutput:
 		return "max_output_tokens", "provider.require_parameters=true with max output tokens " + strconv.Itoa(req.MaxOutputTokens)
 	}

@@ -94,6 +94,12 @@ func contextTooLong(ms []*catalog.Model, req *Request, ids []string) *apierr.Err
 	if largest == 0 {
 		return nil
 	}
+	if req.Kind == catalog.KindEmbedding {
+		e := apierr.BadRequest("input", "an input (about %d tokens) does not fit the largest context available for %s: %d tokens (%s); each input of a batch must fit it. Shorten or split that input",
+			req.contextTokens(), strings.Join(ids, ", "), largest, at)
+		e.Metadata = map[string]any{"models": ids, "context_length": largest, "input_tokens": req.contextTokens()}
+		return e
+	}
 	out := ""
 	if req.MaxOutputTokens > 0 {
 		out = " plus " + strconv.Itoa(req.MaxOutputTokens) + " output tokens (max_tokens)"

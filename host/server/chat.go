@@ -29,7 +29,7 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	req, aerr := s.chatRequest(c)
 	endSpan(aerr)
 	if aerr != nil {
-		return aerr
+		return s.refused(c, aerr)
 	}
 	// Rate limits (ratelimit.go): every way out below ends the admission
 	// through release, the stream's included.

@@ -20,7 +20,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	req, text, aerr := s.embeddingsRequest(c)
 	endSpan(aerr)
 	if aerr != nil {
-		return aerr
+		return s.refused(c, aerr)
 	}
 	key := c.Locals(localsKey).(*keys.Key)
 	adm, aerr := s.admit(c, key, int64(req.PromptTokens))
@@ -37,7 +37,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 		Key: key, GenID: newGenerationID(), Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
 		Read: dispatch.ReadEmbeddings(req.Inputs, req.Base64),
 		Route: route.Request{Kind: catalog.KindEmbedding, Models: []string{req.Model}, Prefs: req.Prefs,
-			PromptTokens: req.PromptTokens, AccountOnly: acct.Only, AccountIgnore: acct.Ignore},
+			PromptTokens: req.PromptTokens, ContextTokens: req.LongestInput, AccountOnly: acct.Only, AccountIgnore: acct.Ignore},
 	})
 	if aerr != nil {
 		return aerr

@@ -36,10 +36,13 @@ func (s *Server) admit(c *fiber.Ctx, key *keys.Key, estimate int64) (*admission,
 	if s.Limiter == nil {
 		return nil, nil
 	}
+	// Tenants are held to the built-in defaults where the configuration
+	// sets none; the operator's own account only to what is set.
+	op := key.Operator || key.AccountID == s.Keys.OperatorAccount()
 	r := ratelimit.Request{
 		ID: ratelimit.NewID(), Key: key.Hash, Account: key.AccountID,
-		KeyLimits:      key.RateLimits,
-		AccountLimits:  s.Keys.RateLimits(key.AccountID).Or(s.RateDefaults.Load()),
+		KeyLimits:      s.RateDefaults.Key(key.RateLimits, op),
+		AccountLimits:  s.RateDefaults.Account(s.Keys.RateLimits(key.AccountID), op),
 		TokensEstimate: estimate,
 	}
 	if r.KeyLimits == (ratelimit.Limits{}) && r.AccountLimits == (ratelimit.Limits{}) {
@@ -58,6 +61,23 @@ func (s *Server) admit(c *fiber.Ctx, key *keys.Key, estimate int64) (*admission,
 		}}
 	}
 	return &admission{lim: s.Limiter, req: r}, nil
+}
+
+// refused counts a request refused at validation (a 400) against its
+// key's and account's requests per minute: a flood of invalid requests is
+// not free. It answers the 429 instead once the limit is spent, and aerr
+// otherwise. Unauthenticated requests never get here.
+func (s *Server) refused(c *fiber.Ctx, aerr *apierr.Error) *apierr.Error {
+	key, ok := c.Locals(localsKey).(*keys.Key)
+	if !ok || key == nil || aerr.Status >= 500 {
+		return aerr
+	}
+	adm, lerr := s.admit(c, key, 0)
+	if lerr != nil {
+		return lerr
+	}
+	adm.end()
+	return aerr
 }
 
 // record notes the usage the request is billed for; the last one counts.

@@ -48,8 +48,8 @@ type Deps struct {
 	// Limiter enforces per-key and per-account rate limits (ratelimit.go);
 	// nil means one in-memory limiter for this server.
 	Limiter ratelimit.Limiter
-	// RateDefaults are every account's default rate limits; nil means
-	// Config.RateLimits. A configuration reload replaces them.
+	// RateDefaults are every account's and every key's configured default
+	// rate limits; nil means Config.RateLimits and Config.KeyRateLimits. A configuration reload replaces them.
 	RateDefaults *ratelimit.Defaults
 	// Mount adds routes served beside the API by other packages (the
 	// configuration reload endpoint, the web console): root is the app,
@@ -115,7 +115,7 @@ func New(d Deps) *Server {
 		d.Limiter = ratelimit.NewMemory()
 	}
 	if d.RateDefaults == nil {
-		d.RateDefaults = ratelimit.NewDefaults(d.Config.RateLimits)
+		d.RateDefaults = ratelimit.NewDefaults(d.Config.RateLimits, d.Config.KeyRateLimits)
 	}
 	s := &Server{Deps: d, Dispatcher: &dispatch.Dispatcher{
 		Router: d.Router, Ledger: d.Ledger, Modules: d.Modules, Client: d.Client, Direct: direct,

@@ -129,7 +129,7 @@ func (t *Transport) roundTrip(req *http.Request, deadline time.Time) (*http.Resp
 	key := hostPort(req.URL)
 	ctx := req.Context()
 	for attempt := 0; ; attempt++ {
-		c, reused, err := t.get(ctx, key)
+		c, reused, err := t.get(ctx, key, attempt > 0)
 		if err != nil {
 			closeBody(req)
 			return nil, err
@@ -138,18 +138,36 @@ func (t *Transport) roundTrip(req *http.Request, deadline time.Time) (*http.Resp
 		if err == nil {
 			return resp, nil
 		}
-		// A connection the server closed while it sat idle fails before a
-		// byte of response arrives: the request never reached a handler,
-		// so it is sent once more on a fresh connection (net/http does the
-		// same). A fresh connection's failure, or one after the response
-		// began, is the caller's.
-		if !reused || attempt > 0 || c.respBytes() > 0 || !closedIdle(err) || ctx.Err() != nil {
+		// A pooled connection the server closed is dropped when it leaves
+		// the pool (get). One that fails anyway is sent once more, on a
+		// fresh connection — never on another pooled one: after an
+		// upstream restarts, all of them are stale — but only when the
+		// upstream cannot have received the request, so it cannot be run
+		// (and charged for) twice: nothing of it reached the socket, or it
+		// is replayable (a GET, or an Idempotency-Key) and the connection
+		// closed before a byte of the response (net/http's rule). A fresh
+		// connection's failure, or one after the response began, is the
+		// caller's.
+		if !reused || attempt > 0 || ctx.Err() != nil ||
+			!(c.reqBytes() == 0 || c.respBytes() == 0 && closedIdle(err) && replayable(req)) {
 			return nil, err
 		}
 		if req, err = rewind(req); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// replayable reports whether req may be sent twice: its method is
+// idempotent, or it carries an idempotency key (net/http's rule).
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, a := req.Header["Idempotency-Key"]
+	_, b := req.Header["X-Idempotency-Key"]
+	return a || b
 }
 
 // validHeader refuses what net/http's Transport refuses: a header name
@@ -222,21 +240,29 @@ func closeBody(req *http.Request) {
 	}
 }
 
-// get returns an idle connection to key, or dials one.
-func (t *Transport) get(ctx context.Context, key string) (*conn, bool, error) {
-	now := time.Now()
-	t.mu.Lock()
-	for list := t.idle[key]; len(list) > 0; list = t.idle[key] {
+// get returns an idle connection to key, or dials one (always, when
+// fresh). An idle connection the server has closed (or reset, or sent
+// bytes on that nobody asked for) is dropped, not used: an upstream that
+// restarted closed every one of them, and a request written to one would
+// be lost.
+func (t *Transport) get(ctx context.Context, key string, fresh bool) (*conn, bool, error) {
+	for !fresh {
+		now := time.Now()
+		t.mu.Lock()
+		list := t.idle[key]
+		if len(list) == 0 {
+			t.mu.Unlock()
+			break
+		}
 		c := list[len(list)-1]
 		list[len(list)-1] = nil
 		t.idle[key] = list[:len(list)-1]
-		if now.Sub(c.idleSince) < t.idleTimeout() {
-			t.mu.Unlock()
+		t.mu.Unlock()
+		if now.Sub(c.idleSince) < t.idleTimeout() && c.br.Buffered() == 0 && !peerClosed(c.Conn) {
 			return c, true, nil
 		}
 		_ = c.Conn.Close()
 	}
-	t.mu.Unlock()
 	d := t.Dialer
 	if d == nil {
 		d = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
@@ -344,6 +370,7 @@ type conn struct {
 	key       string
 	br        *bufio.Reader
 	lim       limitReader
+	wrote     int64 // bytes of the current request written (reqBytes)
 	idleSince time.Time
 
 	// The current call's bounds (see the package comment). mu guards them:
@@ -376,7 +403,7 @@ func (c *conn) roundTrip(req *http.Request, attempt time.Time) (*http.Response, 
 		}
 		return nil, err
 	}
-	c.lim.read = 0
+	c.lim.read, c.wrote = 0, 0
 	if err := c.writeRequest(req); err != nil {
 		return fail(err)
 	}
@@ -529,6 +556,7 @@ func (w *connWriter) Write(p []byte) (int, error) {
 	for {
 		n, err := c.Conn.Write(p[written:])
 		written += n
+		c.wrote += int64(n)
 		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return written, err
 		}
@@ -557,6 +585,9 @@ func (c *conn) writeRequest(req *http.Request) error {
 	writers.Put(bw)
 	return err
 }
+
+// reqBytes is how much of the current request reached the socket.
+func (c *conn) reqBytes() int64 { return c.wrote }
 
 // respBytes is how much of a response this connection has read for the
 // current request.

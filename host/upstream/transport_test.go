@@ -174,6 +174,51 @@ func TestServerClosedIdleConnection(t *testing.T) {
 	}
 }
 
+// TestNoResendAfterTheUpstreamReadIt: a POST the upstream read on a
+// pooled connection, then dropped the connection without answering, may
+// have been run (and charged for): it is not sent again. The same request
+// with an Idempotency-Key is sent once more, on a fresh connection.
+func TestNoResendAfterTheUpstreamReadIt(t *testing.T) {
+	var calls atomic.Int64
+	s, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if calls.Add(1) == 2 { // the second request is read, then the connection dropped
+			c, _, _ := w.(http.Hijacker).Hijack()
+			c.Close()
+			return
+		}
+		w.Write(b)
+	})
+	tr := newTransport(t)
+	resp, err := post(t, tr, context.Background(), s.URL, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if _, err := post(t, tr, context.Background(), s.URL, "b"); err == nil {
+		t.Fatal("no error")
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d handler calls, want 2: a request the upstream read is not sent twice", n)
+	}
+	resp, err = post(t, tr, context.Background(), s.URL, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+
+	calls.Store(1) // the next one is dropped again
+	req, _ := http.NewRequest("POST", s.URL, strings.NewReader("d"))
+	req.Header.Set("Idempotency-Key", "k1")
+	resp, err = tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("with an Idempotency-Key: %v", err)
+	}
+	if got := readAll(t, resp); got != "d" || calls.Load() != 3 {
+		t.Fatalf("%q after %d calls, want \"d\" after 3", got, calls.Load())
+	}
+}
+
 // TestCancel: the request's context ends a call blocked on the upstream
 // at any point — waiting for the head, or in the middle of the body — at
 // once, and the connection is not reused.

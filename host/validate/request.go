@@ -205,6 +205,9 @@ type EmbeddingsRequest struct {
 	HasImage     bool
 	Prefs        route.Preferences
 	PromptTokens int
+	// LongestInput is the estimate of the batch's longest input: what one
+	// context must hold (the provider embeds each input on its own).
+	LongestInput int
 	// PromptBound and Images bound the input for the billing hold.
 	PromptBound, Images int64
 }
@@ -216,13 +219,15 @@ func (r *EmbeddingsRequest) collect(k string, x gjson.Result) {
 	case "input":
 		r.Input = x
 		r.PromptTokens = EstimateTokens(len(x.Raw))
+		r.LongestInput = r.PromptTokens
 		r.Inputs = 1
 		// An array of token ids ([1,2,3]) is one input; an array of
 		// strings, items or token-id arrays is one input per item.
 		if x.IsArray() && x.Get("0").Type != gjson.Number {
-			r.Inputs = 0
+			r.Inputs, r.LongestInput = 0, 0
 			x.ForEach(func(_, it gjson.Result) bool {
 				r.Inputs++
+				r.LongestInput = max(r.LongestInput, EstimateTokens(len(it.Raw)))
 				it.Get("content").ForEach(func(_, p gjson.Result) bool {
 					r.HasImage = r.HasImage || p.Get("type").Str == "image_url"
 					return !r.HasImage

@@ -26,7 +26,7 @@ func TestMergeDataKeepsMemory(t *testing.T) {
 	e := NewEngine("", nil)
 	defer e.Close(context.Background())
 	memOf := func(b []byte) []byte {
-		m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["x"]},"limits":{"timeout_ms":1000}}`))
+		m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log","chat"],"http_domains":["x"]},"limits":{"timeout_ms":1000}}`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -422,6 +422,9 @@ func (m *Module) callTenant(ctx context.Context, hook abi.Hook, fields [][]byte,
 	if aerr != nil {
 		return nil, aerr
 	}
+	// What this call starts (its chat sub-requests and their plugins)
+	// runs in its slot.
+	ctx = context.WithValue(ctx, slotKey{}, m.acct)
 	start := time.Now()
 	defer func() { release(time.Since(start)) }()
 	select {

@@ -89,7 +89,7 @@ func TestTenantInstanceResetAfterEachCall(t *testing.T) {
 			e := wasm.NewEngine("", nil)
 			e.Tenants = wasm.TenantLimits{TimeoutMS: 1000, MemoryPages: 1024}
 			t.Cleanup(func() { _ = e.Close(context.Background()) })
-			m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]}}`))
+			m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log","chat"],"http_domains":["127.0.0.1"]}}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +146,7 @@ func TestTenantInstanceMappingsFreed(t *testing.T) {
 		before := mappings()
 		e := wasm.NewEngine("", nil)
 		e.Tenants = wasm.TenantLimits{TimeoutMS: 1000}
-		m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]}}`))
+		m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log","chat"],"http_domains":["127.0.0.1"]}}`))
 		if err != nil {
 			t.Fatal(err)
 		}

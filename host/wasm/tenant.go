@@ -148,6 +148,10 @@ func (e *Engine) accountFor(id string, tenant bool) *account {
 
 func (e *Engine) tenantLimits() TenantLimits { return e.Tenants.withDefaults() }
 
+// slotKey marks a context whose call holds a slot of the account it names
+// (*account).
+type slotKey struct{}
+
 // admit takes one of the account's call slots, waiting at most wait, and
 // checks its CPU budget for the minute. release gives the slot back and
 // charges the call's time.
@@ -160,6 +164,15 @@ func (a *account) admit(ctx context.Context, lim TenantLimits, wait time.Duratio
 		e := apierr.New(http.StatusTooManyRequests, "this account's plugins used their module time (%d ms per minute, the operator's limit); retry later", lim.CPUMsPerMinute)
 		e.Metadata = map[string]any{"retry_after_seconds": int64(-left/rate/1000) + 1}
 		return nil, e
+	}
+	if held, _ := ctx.Value(slotKey{}).(*account); held == a {
+		// Called from within a call of this account (a plugin's chat
+		// sub-request running the account's plugins): it runs in the
+		// caller's slot, which waits for it — waiting for another slot
+		// would wait for the caller itself (before: 429 with one slot).
+		// Its time is within the caller's, which is charged for it; the
+		// budget is checked all the same.
+		return func(time.Duration) {}, nil
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()

@@ -46,7 +46,7 @@ func TestTenantClamp(t *testing.T) {
 func BenchmarkPluginCall(b *testing.B) {
 	root := filepath.Join("..", "..")
 	guests := []struct{ name, wasm, manifest string }{
-		{"testplugin", filepath.Join(root, "build", "testdata", "testplugin.wasm"), `{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]}}`},
+		{"testplugin", filepath.Join(root, "build", "testdata", "testplugin.wasm"), `{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log","chat"],"http_domains":["127.0.0.1"]}}`},
 	}
 	for _, ex := range []string{"go-native-plugin", "c-native-plugin", "as-extism-plugin"} {
 		w := filepath.Join(root, "build", "examples", ex+".wasm")
@@ -150,7 +150,7 @@ func testPluginBinary(t *testing.T) []byte {
 func loadTestPlugin(t *testing.T, e *wasm.Engine) *wasm.Module {
 	t.Helper()
 	bin := testPluginBinary(t)
-	m, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]},"limits":{"timeout_ms":1000}}`))
+	m, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log","chat"],"http_domains":["127.0.0.1"]},"limits":{"timeout_ms":1000}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +171,11 @@ func TestValidateRemembersOnlyWhatWasValidated(t *testing.T) {
 	}
 	e := wasm.NewEngine("", nil)
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
-	granted, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log"],"http_domains":["127.0.0.1"]}}`))
+	granted, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log","chat"],"http_domains":["127.0.0.1"]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stingy, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["log"]}}`))
+	stingy, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["log","chat"]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,6 +201,9 @@ func (s *ChunkStream) choice(c gjson.Result) bool {
 			ok = v.Type == gjson.String || v.Type == gjson.Null
 			if v.Type == gjson.String {
 				f.Finished, f.FinishReason = true, v.Str
+				// A value to map (FinishReason) takes the repairing path.
+				to, _ := FinishReason(v.Str)
+				ok = to == v.Str
 			}
 		case "logprobs":
 			bit = cLogprobs

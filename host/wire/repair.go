@@ -109,6 +109,17 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 		}
 		if fr := f[1]; fr.Exists() && fr.Type != gjson.String && fr.Type != gjson.Null {
 			r.edit(index("choices", i)+".finish_reason", "", "is not a string: removed")
+		} else if fr.Type == gjson.String {
+			if to, known := FinishReason(fr.Str); to != fr.Str {
+				// The upstream's value is kept beside the documented one
+				// (OpenRouter's native_finish_reason).
+				why := ""
+				if !known {
+					why = "is not a documented value: set to stop"
+				}
+				r.edit(index("choices", i)+".native_finish_reason", jsonstr.Quote(fr.Str), "")
+				r.edit(index("choices", i)+".finish_reason", `"`+to+`"`, why)
+			}
 		}
 		if lp := f[2]; lp.Exists() && lp.Type != gjson.Null && !lp.IsObject() {
 			r.edit(index("choices", i)+".logprobs", "", "is not an object: removed")
@@ -296,4 +307,26 @@ func members(obj gjson.Result, names []string, out []gjson.Result) {
 		}
 		return true
 	})
+}
+
+// FinishReason maps an upstream's finish_reason into the documented set
+// (docs/interface-choices.md): stop, length, tool_calls, content_filter,
+// function_call (legacy) and error stay as they are; a provider's own name
+// for one of them becomes it (end_turn and stop_sequence stop, max_tokens
+// length, tool_use tool_calls, SAFETY content_filter, …); anything else is
+// stop, and known reports false.
+func FinishReason(s string) (to string, known bool) {
+	switch s {
+	case "stop", "length", "tool_calls", "content_filter", "function_call", "error":
+		return s, true
+	case "end_turn", "stop_sequence", "eos", "eos_token", "STOP", "end", "finished", "complete":
+		return "stop", true
+	case "max_tokens", "MAX_TOKENS", "max_output_tokens", "model_length", "model_context_window_exceeded":
+		return "length", true
+	case "tool_use", "tool_call", "function_calls":
+		return "tool_calls", true
+	case "SAFETY", "RECITATION", "PROHIBITED_CONTENT", "SPII", "BLOCKLIST", "IMAGE_SAFETY", "refusal", "content_filtered", "safety":
+		return "content_filter", true
+	}
+	return "stop", false
 }

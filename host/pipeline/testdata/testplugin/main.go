@@ -110,6 +110,21 @@ func pre(in *sdk.In, out *sdk.Out) error {
 		out.FieldString(abi.ActionRespond)
 		out.FieldString(`{"choices":[{"index":0,"message":{"role":"assistant","content":` + content + `},"finish_reason":"stop"}]}`)
 		out.FieldString("{\"type\":\"plugin\",\"summary\":\"summary \xff\"}")
+	case "subchat":
+		// Send the request on as a chat sub-request whose plugins are
+		// config.sub, and answer with what came back (status and content).
+		b, _ := sjson.SetRawBytes([]byte(`{"model":""}`), "messages", []byte(gjson.GetBytes(body, "messages").Raw))
+		b, _ = sjson.SetBytes(b, "model", gjson.GetBytes(body, "model").Str)
+		b, _ = sjson.SetRawBytes(b, "plugins", []byte(sdk.Get(in.Field(0), "config.sub").Raw))
+		status, resp, err := sdk.Chat(b)
+		text := "sub-request " + itoa(status) + ": " + gjson.GetBytes(resp, "choices.0.message.content").Str + gjson.GetBytes(resp, "error.message").Str
+		if err != nil {
+			text = "sub-request failed: " + err.Error()
+		}
+		c, _ := sjson.Set(`{}`, "c", text)
+		out.FieldString(abi.ActionRespond)
+		out.FieldString(`{"choices":[{"index":0,"message":{"role":"assistant","content":` + gjson.Get(c, "c").Raw + `},"finish_reason":"stop"}]}`)
+		out.FieldString(`{"type":"plugin","summary":"answered with a sub-request"}`)
 	case "logflood":
 		// Far more log than any budget allows.
 		line := ""

@@ -1,0 +1,360 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/demo"
+	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/tidwall/gjson"
+)
+
+// TestUpstreamRestartNo502 (issue 31, item 7): a plain-HTTP provider that
+// restarts on the same port leaves the gateway's pool full of connections
+// it closed. The next requests are answered by the new process: a pooled
+// connection found closed is dropped before anything is sent on it, and a
+// retry goes out on a fresh connection, never on another pooled one.
+func TestUpstreamRestartNo502(t *testing.T) {
+	const pooled = 16
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	// The first process holds each request until pooled of them are in,
+	// so the gateway opens (and then keeps) pooled connections.
+	var arrived sync.WaitGroup
+	arrived.Add(pooled)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	d := demo.New()
+	first := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+		}
+		d.ServeHTTP(w, r)
+	})}
+	go func() { _ = first.Serve(ln) }()
+	g := rawGatewayAt(t, "http://"+addr+"/v1", false)
+
+	var wg sync.WaitGroup
+	for range pooled {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, body := post(t, g, "/chat/completions", rawHello)
+			if resp.StatusCode != 200 {
+				t.Errorf("before the restart: status %d: %s", resp.StatusCode, body.Raw)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	// The restart: the old process's sockets close (FIN to the gateway),
+	// and a new one listens on the same port.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = first.Shutdown(ctx)
+	var ln2 net.Listener
+	for i := 0; ; i++ {
+		if ln2, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		if i == 50 {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	second := &http.Server{Handler: demo.New()}
+	go func() { _ = second.Serve(ln2) }()
+	t.Cleanup(func() { _ = second.Close() })
+
+	failed := 0
+	for i := range 2 * pooled {
+		resp, body := post(t, g, "/chat/completions", rawHello)
+		if resp.StatusCode != 200 {
+			failed++
+			t.Logf("request %d after the restart: status %d: %s", i, resp.StatusCode, body.Raw)
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d requests after the upstream restarted failed", failed, 2*pooled)
+	}
+}
+
+// TestDefaultRateLimits (issue 31, item 9): a tenant's key is rate limited
+// without any configuration, and requests refused at validation count
+// against it: a flood of invalid bodies ends in 429s, and the key's next
+// valid request is refused too. The operator's own account is limited only
+// by what the operator sets (no X-RateLimit headers).
+func TestDefaultRateLimits(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	_, key := newAccount(t, g, "flooder", 1_000_000_000)
+	const workers, most = 8, 6000 // the default per key is 3,000 a minute
+	var sent, bad, limited atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sent.Add(1) <= most && limited.Load() == 0 {
+				resp, _, err := g.Request(http.MethodPost, "/chat/completions", `{"model":"test/chat","messages":[]}`, "Authorization", "Bearer "+key)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				switch resp.StatusCode {
+				case 400:
+					bad.Add(1)
+				case 429:
+					limited.Add(1)
+				default:
+					t.Errorf("status %d", resp.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("invalid requests from one tenant key: %d answered 400 before the first 429", bad.Load())
+	if limited.Load() == 0 {
+		t.Fatalf("%d invalid requests from one tenant key, none refused with 429: no default rate limit, or refusals at validation are free", bad.Load())
+	}
+	// The burst is 3,000, and the allowance refills at 50 a second while
+	// the flood runs (a few seconds; 1,000 is twenty of them).
+	if bad.Load() > 4000 {
+		t.Fatalf("%d requests answered 400, far more than the default 3,000 a minute", bad.Load())
+	}
+	// The key's valid requests are held to the same allowance (it refills
+	// at 50 a second, so one may pass now and then; 200 cannot).
+	for i := 0; ; i++ {
+		resp, b, err := g.Request(http.MethodPost, "/chat/completions", hello, "Authorization", "Bearer "+key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == 429 {
+			want429(t, resp, string(b), "key_requests_per_minute")
+			break
+		}
+		if i == 200 {
+			t.Fatalf("200 valid requests after the flood, none refused: %d %s", resp.StatusCode, b)
+		}
+	}
+
+	resp, body := post(t, g, "/chat/completions", hello)
+	if resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "" {
+		t.Fatalf("operator's key: status %d, X-RateLimit-Limit %q: %s", resp.StatusCode, resp.Header.Get("X-RateLimit-Limit"), body.Raw)
+	}
+}
+
+// TestEmbeddingsBatchContextPerInput (issue 31, item 15): the context
+// length bounds each input of an embeddings batch, which the provider
+// embeds one by one, not their sum: 100 inputs of about 126 tokens fit a
+// context of 8,192; one input longer than the context is still a 400.
+func TestEmbeddingsBatchContextPerInput(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	input := strings.Repeat("word ", 100) // ~126 tokens by the gateway's estimate
+	inputs := make([]string, 100)
+	for i := range inputs {
+		inputs[i] = strconv.Quote(input)
+	}
+	resp, body := post(t, g, "/embeddings", `{"model":"test/embed","input":[`+strings.Join(inputs, ",")+`]}`)
+	if resp.StatusCode != 200 || len(body.Get("data").Array()) != 100 {
+		t.Fatalf("100 inputs of ~126 tokens against a context of 8192: status %d: %.300s", resp.StatusCode, body.Raw)
+	}
+	long := strconv.Quote(strings.Repeat("word ", 8000)) // ~10,000 tokens
+	resp, body = post(t, g, "/embeddings", `{"model":"test/embed","input":["short", `+long+`]}`)
+	wantError(t, resp, body, 400, "context")
+}
+
+// TestUpstreamZeroUsageCounted (issue 31, item 16): an upstream that
+// reports zero tokens for a prompt it answered does not make the request
+// free: the gateway counts what was sent and received, charges that, and
+// records the anomaly on the generation — as JSON and streamed.
+func TestUpstreamZeroUsageCounted(t *testing.T) {
+	g := rawGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "embeddings") {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,0.2]}],"model":"embed","usage":{"prompt_tokens":0,"total_tokens":0}}`))
+			return
+		}
+		if strings.Contains(readBody(r), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"echo\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"a fairly long answer of several words\"},\"finish_reason\":null}]}\n\n" +
+				"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"echo\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n" +
+				"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"echo\",\"choices\":[],\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":0,\"total_tokens\":0}}\n\n" +
+				"data: [DONE]\n\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"echo","choices":[{"index":0,"message":{"role":"assistant","content":"a fairly long answer of several words"},"finish_reason":"stop"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`))
+	}), false)
+	check := func(name, id string) {
+		t.Helper()
+		gen := generation(t, g, g.Key, id)
+		if gen.Get("total_cost").Float() <= 0 || gen.Get("usage.prompt_tokens").Int() <= 0 {
+			t.Fatalf("%s: the upstream reported zero usage and the request was free: %s", name, gen.Raw)
+		}
+		if !strings.Contains(gen.Get("upstream_anomaly").Str, "zero") {
+			t.Fatalf("%s: no anomaly recorded: %s", name, gen.Raw)
+		}
+	}
+	resp, body := post(t, g, "/chat/completions", rawHello)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if body.Get("usage.completion_tokens").Int() <= 0 {
+		t.Fatalf("JSON: the client's usage says nothing was generated: %s", body.Raw)
+	}
+	check("JSON", body.Get("id").Str)
+
+	resp, b, err := g.Request(http.MethodPost, "/chat/completions", `{"model":"test/raw","stream":true,"messages":[{"role":"user","content":"hello there"}]}`)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %s", err, b)
+	}
+	id := gjson.Get(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "data: "), "id").Str
+	check("stream", id)
+
+	resp, body = post(t, g, "/embeddings", `{"model":"test/raw-embed","input":"some words to embed"}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("embeddings: %d %s", resp.StatusCode, body.Raw)
+	}
+	// An embeddings answer carries no generation id: find its record.
+	var id2 string
+	for deadline := time.Now().Add(5 * time.Second); id2 == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		_ = g.Ledger.Generations(g.AccountID, func(gen *billing.Generation) bool {
+			if gen.Model == "test/raw-embed" {
+				id2 = gen.ID
+			}
+			return id2 == ""
+		})
+	}
+	check("embeddings", id2)
+}
+
+func readBody(r *http.Request) string {
+	b, _ := io.ReadAll(r.Body)
+	return string(b)
+}
+
+// TestUpstreamFinishReasonNormalised (issue 31, item 18): a finish_reason
+// outside the documented set (stop, length, tool_calls, content_filter,
+// error) is mapped into it — a provider's own name for a known reason to
+// that reason, anything else to stop — and the upstream's value is kept in
+// native_finish_reason; as JSON and streamed, and on the generation record.
+func TestUpstreamFinishReasonNormalised(t *testing.T) {
+	g := rawGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(readBody(r), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"echo\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hi\"},\"finish_reason\":null}]}\n\n" +
+				"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"echo\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"max_tokens\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\n" +
+				"data: [DONE]\n\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"echo","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"<script>weird</script>"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`))
+	}), false)
+	resp, body := post(t, g, "/chat/completions", rawHello)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if c := body.Get("choices.0"); c.Get("finish_reason").Str != "stop" || c.Get("native_finish_reason").Str != "<script>weird</script>" {
+		t.Fatalf("JSON: an unknown finish_reason reached the client as it was: %s", c.Raw)
+	}
+	if rec := generation(t, g, g.Key, body.Get("id").Str); rec.Get("finish_reason").Str != "stop" {
+		t.Fatalf("generation record: %s", rec.Raw)
+	}
+	resp, b, err := g.Request(http.MethodPost, "/chat/completions", `{"model":"test/raw","stream":true,"messages":[{"role":"user","content":"hello there"}]}`)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %s", err, b)
+	}
+	var final gjson.Result
+	for _, line := range strings.Split(string(b), "\n") {
+		if ev := gjson.Parse(strings.TrimPrefix(line, "data: ")); ev.Get("choices.0.finish_reason").Type == gjson.String {
+			final = ev.Get("choices.0")
+		}
+	}
+	if final.Get("finish_reason").Str != "length" || final.Get("native_finish_reason").Str != "max_tokens" {
+		t.Fatalf("stream: finish_reason max_tokens reached the client as it was: %s\n%s", final.Raw, b)
+	}
+}
+
+// TestPluginSubRequestRunsOwnAccountPlugin (issue 31, item 18): a tenant
+// plugin's chat sub-request that runs a plugin of the same account is
+// part of the call that made it, and runs in that call's slot: with one
+// call in flight per account it used to wait for a slot its own parent
+// held, and get 429.
+func TestPluginSubRequestRunsOwnAccountPlugin(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.TenantModules = config.TenantModules{TimeoutMS: 2000, ConcurrentCalls: 1, CPUMsPerMinute: 600_000}
+	}})
+	key := tenant(t, g, "nested", "")
+	st, body := postAs(t, g, key, promptWith("hello", `[{"id":"testplugin","mode":"subchat","sub":[{"id":"testplugin","mode":"respond"}]}]`))
+	if st != 200 || body.Get("choices.0.message.content").Str != "sub-request 200: answered by testplugin" {
+		t.Fatalf("%d %s", st, body.Raw)
+	}
+}
+
+// TestToolFeeCeiling (issue 31, item 14): a tool call's fee is bounded by
+// the operator's ceiling (limits.max_tool_call_cost, default $1), held
+// before the call runs: a module reporting $1e9 for one call is charged
+// the ceiling, not the whole balance; and calls whose ceiling the balance
+// cannot hold are not run.
+func TestToolFeeCeiling(t *testing.T) {
+	g := start(t, gatewaytest.Options{Credits: 100})
+	root := gatewaytest.Root()
+	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	before := g.Ledger.Balance(g.AccountID)
+	resp, body := post(t, g, "/chat/completions", toolsBody(`call:tooltest args:{"cost":"1000000000"}`, `[{"type":"service:tooltest"}]`, ""), "X-Service-Metadata", "enabled")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if err := g.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	spent := before.Available - g.Ledger.Balance(g.AccountID).Available
+	t.Logf("a tool reporting $1e9 for one call: %s of $100 spent", spent)
+	if spent > billing.Nanos(1_100_000_000) { // the $1 ceiling and the turns' tokens
+		t.Fatalf("a tool's fee of $1e9 spent $%s of a $100 balance; the ceiling is $1 a call", spent)
+	}
+	rec := generation(t, g, g.Key, body.Get("id").Str)
+	if fee := usd(t, rec.Get("tool_fees_cost")); fee != billing.Nanos(1_000_000_000) {
+		t.Fatalf("tool fee charged %s, want the $1 ceiling: %s", fee, rec.Raw)
+	}
+
+	// Calls the balance cannot hold at the ceiling are not run.
+	g2 := start(t, gatewaytest.Options{Credits: 0.5})
+	if resp, body := publish(t, g2, g2.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	resp, body = post(t, g2, "/chat/completions", toolsBody(`call:tooltest args:{"cost":"0.4"}`, `[{"type":"service:tooltest"}]`, ""), "X-Service-Metadata", "enabled")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	if call := toolStage(t, body).Get("data.calls.0"); call.Get("status").Str != "skipped" || !strings.Contains(call.Get("error").Str, "max_tool_call_cost") {
+		t.Fatalf("a call whose ceiling ($1) the balance ($0.50) cannot hold ran: %s", call.Raw)
+	}
+}

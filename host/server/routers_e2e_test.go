@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -269,14 +267,7 @@ func TestRouterScoresReload(t *testing.T) {
 func TestRouterInSubRequest(t *testing.T) {
 	g := start(t, gatewaytest.Options{ConfigYAML: routersYAML, Anthropic: []string{"anth"}, Gemini: []string{"gem"},
 		Env: map[string]string{"ANTH_KEY": "sk-ant-test-0123456789", "GEM_KEY": "gem-test-key"}})
-	root := gatewaytest.Root()
-	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
-		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
-	}
+	publishToolTest(t, g)
 	// The test tool's calls have a 1 s limit, which the sub-request runs
 	// within: load the router first (compiling a Go module takes seconds
 	// under -race).

@@ -202,14 +202,7 @@ func TestServerToolParallelCalls(t *testing.T) {
 // failing tool is a result the model reads, never a 5xx.
 func TestServerToolFeesAndFailures(t *testing.T) {
 	g := start(t, gatewaytest.Options{})
-	root := gatewaytest.Root()
-	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
-		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
-	}
+	publishToolTest(t, g)
 	toolsList := `[{"type":"service:tooltest","parameters":{"colour":"blue"}}]`
 	before := g.Ledger.Balance(g.AccountID)
 	resp, body := post(t, g, "/chat/completions", toolsBody("call:tooltest call:tooltest", toolsList, `,"plugins":[{"id":"tooltest","region":"eu"}]`), "X-Service-Metadata", "enabled")
@@ -545,14 +538,7 @@ func benchChat(b *testing.B, body string) {
 // (no recursion).
 func TestServerToolChatSubRequest(t *testing.T) {
 	g := start(t, gatewaytest.Options{})
-	root := gatewaytest.Root()
-	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
-		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
-	}
+	publishToolTest(t, g)
 	tl := `[{"type":"service:tooltest"}]`
 	before := g.Ledger.Balance(g.AccountID)
 	sub := `{"model":"test/chat","messages":[{"role":"user","content":"from-the-tool"}]}`
@@ -627,5 +613,19 @@ func TestServerToolWebSearch(t *testing.T) {
 	calls := toolStage(t, body).Get("data.calls").Array()
 	if len(calls) != 2 || calls[0].Get("status").Str != "completed" || calls[1].Get("status").Str != "failed" || !strings.Contains(calls[1].Get("error").Str, "max_uses") {
 		t.Fatalf("calls %v", calls)
+	}
+}
+
+// publishToolTest publishes the test server-tool module (service:tooltest,
+// host/tools/testdata/tooltest) for g's account and activates it.
+func publishToolTest(t *testing.T, g *gatewaytest.Gateway) {
+	t.Helper()
+	root := gatewaytest.Root()
+	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -319,14 +317,7 @@ func TestPluginSubRequestRunsOwnAccountPlugin(t *testing.T) {
 // cannot hold are not run.
 func TestToolFeeCeiling(t *testing.T) {
 	g := start(t, gatewaytest.Options{Credits: 100})
-	root := gatewaytest.Root()
-	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
-		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
-	}
+	publishToolTest(t, g)
 	before := g.Ledger.Balance(g.AccountID)
 	resp, body := post(t, g, "/chat/completions", toolsBody(`call:tooltest args:{"cost":"1000000000"}`, `[{"type":"service:tooltest"}]`, ""), "X-Service-Metadata", "enabled")
 	if resp.StatusCode != http.StatusOK {
@@ -347,9 +338,7 @@ func TestToolFeeCeiling(t *testing.T) {
 
 	// Calls the balance cannot hold at the ceiling are not run.
 	g2 := start(t, gatewaytest.Options{Credits: 0.5})
-	if resp, body := publish(t, g2, g2.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
-		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
-	}
+	publishToolTest(t, g2)
 	resp, body = post(t, g2, "/chat/completions", toolsBody(`call:tooltest args:{"cost":"0.4"}`, `[{"type":"service:tooltest"}]`, ""), "X-Service-Metadata", "enabled")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, body.Raw)

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,14 +32,7 @@ func TestServerToolHostileResult(t *testing.T) {
 	}))
 	t.Cleanup(page.Close)
 	g := start(t, gatewaytest.Options{AllowPrivateNetworks: true})
-	root := gatewaytest.Root()
-	m, err := os.ReadFile(filepath.Join(root, "host", "tools", "testdata", "tooltest", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
-		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
-	}
+	publishToolTest(t, g)
 	for _, tc := range []struct{ name, user, tools string }{
 		{"web_fetch of a hostile page", "Please fetch " + page.URL + "/hostile", `[{"type":"service:web_fetch"}]`},
 		{"module result", `call:tooltest args:{"hostile":true}`, `[{"type":"service:tooltest"}]`},

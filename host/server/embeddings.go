@@ -49,6 +49,11 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 		return aerr
 	}
 	r.Succeeded(0, 0)
+	// The generation id, as OpenRouter's embeddings answers carry (the
+	// body is ours, dispatch.ReadEmbeddings wrote it: it has no id).
+	if len(raw) > 1 && raw[0] == '{' {
+		raw = append([]byte(`{"id":"`+r.Identity().GenID+`",`), raw[1:]...)
+	}
 	if metadataRequested(c) {
 		raw = r.Metadata(req.Model).Set(raw)
 	}

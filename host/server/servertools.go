@@ -606,6 +606,7 @@ func (l *toolLoop) answer(raw []byte, r *dispatch.Result) []byte {
 		raw = out
 	}
 	raw, _ = sjson.SetRawBytes(raw, "usage.cost_details.tool_fees", []byte(fees.USD()))
+	raw, _ = sjson.SetRawBytes(raw, "usage.cost_details.server_tool_cost", []byte(fees.USD())) // OpenRouter's name
 	if subs > 0 {
 		raw, _ = sjson.SetRawBytes(raw, "usage.cost_details.sub_requests", []byte(subs.USD()))
 	}

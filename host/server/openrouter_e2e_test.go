@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/switchyard/switchyard/host/keys"
 	"github.com/tidwall/gjson"
 )
 
@@ -80,4 +81,140 @@ func TestOpenRouterAnswerFields(t *testing.T) {
 			t.Fatalf("generation %v %d %s", err, resp.StatusCode, gb)
 		}
 	})
+}
+
+const modelsYAML = `demo: false
+timeouts: {attempt: 5s, request: 30s}
+providers:
+  - {slug: alpha, name: Alpha, adapter: openai, base_url: "{{url:alpha}}", data_collection: deny, region: us}
+  - {slug: beta, name: Beta, adapter: openai, base_url: "{{url:beta}}", data_collection: allow, region: eu,
+     supported_parameters: [temperature, max_tokens]}
+models:
+  - id: openai/gpt-test
+    context_length: 8192
+    endpoints:
+      - {provider: alpha, upstream_model: echo, max_output: 1024, price: {prompt: 1, completion: 2, cache_read: 0.5}}
+      - {provider: beta, upstream_model: echo, context_length: 16384, max_output: 2048, price: {prompt: 2, completion: 4}}
+    scores:
+      overall: {value: 0.5, source: test, date: 2026-11}
+  - id: test/coder
+    context_length: 8192
+    endpoints: [{provider: beta, upstream_model: echo, price: {prompt: 1, completion: 1}}]
+    scores:
+      overall: {value: 0.4, source: test, date: 2026-11}
+      coding: {value: 0.9, source: test, date: 2026-11}
+  - id: test/embed
+    kind: embedding
+    endpoints: [{provider: alpha, upstream_model: embed, price: {prompt: 0.1}}]
+`
+
+// GET /models and the routes beside it in OpenRouter's shapes (issue 32).
+func TestOpenRouterModelRoutes(t *testing.T) {
+	g := start(t, gatewaytest.Options{ConfigYAML: modelsYAML, Providers: []string{"alpha", "beta"}})
+	get := func(path string) (int, gjson.Result) {
+		t.Helper()
+		resp, b, err := g.Request("GET", path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, gjson.ParseBytes(b)
+	}
+	ids := func(b gjson.Result) string {
+		var out []string
+		for _, m := range b.Get("data").Array() {
+			out = append(out, m.Get("id").Str)
+		}
+		return strings.Join(out, ",")
+	}
+	st, b := get("/models")
+	if st != 200 || b.Get("total_count").Int() != int64(len(b.Get("data").Array())) || b.Get("links.next").Type != gjson.Null {
+		t.Fatalf("%d %s", st, b.Raw)
+	}
+	m := b.Get(`data.#(id=="openai/gpt-test")`)
+	for path, want := range map[string]string{
+		"canonical_slug": `"openai/gpt-test"`, "created": `0`, "context_length": `8192`, "per_request_limits": `null`,
+		"default_parameters": `null`, "supported_voices": `null`, "links.details": `"/api/v1/models/openai/gpt-test/endpoints"`,
+		"architecture.input_modalities": `["text"]`, "architecture.output_modalities": `["text"]`,
+		"architecture.tokenizer": `"GPT"`, "top_provider.context_length": `16384`, "top_provider.max_completion_tokens": `2048`,
+		"top_provider.is_moderated": `false`, "pricing.prompt": `"0.000001"`, "pricing.input_cache_read": `"0.0000005"`,
+		"providers": `["alpha","beta"]`,
+	} {
+		if got := m.Get(path).Raw; got != want {
+			t.Errorf("%s = %s, want %s", path, got, want)
+		}
+	}
+	if got := m.Get("architecture.modality").Str; got != "text->text" {
+		t.Errorf("modality %q", got)
+	}
+	if p := m.Get("supported_parameters").Array(); len(p) < 3 || !m.Get(`supported_parameters.#(=="tools")`).Exists() {
+		t.Errorf("supported_parameters %s", m.Get("supported_parameters").Raw)
+	}
+	if st, b := get("/embeddings/models"); st != 200 || ids(b) != "test/embed" || b.Get("data.0.architecture.modality").Str != "text->embeddings" ||
+		b.Get("data.0.context_length").Type != gjson.Null {
+		t.Errorf("embedding models %d %s", st, b.Raw)
+	}
+	// Filters.
+	if _, b := get("/models?supported_parameters=tools,temperature&output_modalities=text"); !strings.HasPrefix(ids(b), "openai/gpt-test") ||
+		strings.Contains(ids(b), "test/coder") || strings.Contains(ids(b), "test/embed") {
+		t.Errorf("supported_parameters filter: %s", ids(b))
+	}
+	if _, b := get("/models?supported_parameters=max_tokens,temperature&q=CODER"); ids(b) != "test/coder" || b.Get("total_count").Int() != 1 {
+		t.Errorf("q filter: %s", ids(b))
+	}
+	if _, b := get("/models?category=programming"); ids(b) != "test/coder" {
+		t.Errorf("category: %s", ids(b))
+	}
+	if _, b := get("/models?category=legal"); ids(b) != "openai/gpt-test,test/coder" {
+		t.Errorf("category by overall score: %s", ids(b))
+	}
+	if st, b := get("/models?category=knitting"); st != 400 || !strings.Contains(b.Get("error.message").Str, "programming") {
+		t.Errorf("unknown category %d %s", st, b.Raw)
+	}
+	if st, _ := get("/models?limit=-1"); st != 400 {
+		t.Errorf("limit -1: %d", st)
+	}
+	// Pages.
+	_, all := get("/models")
+	_, p1 := get("/models?limit=2&q=")
+	if ids(p1) != strings.Join(strings.Split(ids(all), ",")[:2], ",") || p1.Get("total_count").Int() != all.Get("total_count").Int() {
+		t.Fatalf("page 1 %s", p1.Raw)
+	}
+	next := p1.Get("links.next").Str
+	if !strings.HasPrefix(next, "/api/v1/models?") || !strings.Contains(next, "offset=2") || !strings.Contains(next, "limit=2") {
+		t.Fatalf("links.next %q", next)
+	}
+	if st, c := get("/models/count?supported_parameters=max_tokens"); st != 200 || c.Get("data.count").Int() != 2 {
+		t.Errorf("count %d %s", st, c.Raw)
+	}
+	// One model, its endpoints.
+	if st, b := get("/model/openai/gpt-test"); st != 200 || b.Get("data.id").Str != "openai/gpt-test" {
+		t.Errorf("model %d %s", st, b.Raw)
+	}
+	if st, b := get("/model/nobody/nothing"); st != 404 {
+		t.Errorf("unknown model %d %s", st, b.Raw)
+	}
+	st, b = get("/models/openai/gpt-test/endpoints")
+	eps := b.Get("data.endpoints").Array()
+	if st != 200 || len(eps) != 2 || b.Get("data.architecture.tokenizer").Str != "GPT" {
+		t.Fatalf("endpoints %d %s", st, b.Raw)
+	}
+	for path, want := range map[string]string{"provider_name": `"Beta"`, "tag": `"beta"`, "context_length": `16384`, "max_completion_tokens": `2048`,
+		"supported_parameters": `["max_tokens","temperature"]`, "supports_tool_choice.auto": `false`, "quantization": `null`,
+		"uptime_last_30m": `null`, "pricing.completion": `"0.000004"`, "data_collection": `"allow"`} {
+		if got := eps[1].Get(path).Raw; got != want {
+			t.Errorf("endpoint %s = %s, want %s", path, got, want)
+		}
+	}
+	if st, b := get("/providers"); st != 200 || b.Get("data.#.slug").Raw != `["alpha","beta"]` || b.Get("data.0.privacy_policy_url").Type != gjson.Null {
+		t.Errorf("providers %d %s", st, b.Raw)
+	}
+	// /models/user: the endpoints the account's provider settings allow.
+	if err := g.Keys.SetProviders(g.AccountID, keys.ProviderSettings{Ignore: []string{"beta"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, b := get("/models/user?output_modalities=all"); !strings.HasPrefix(ids(b), "openai/gpt-test,switchyard/") ||
+		!strings.HasSuffix(ids(b), ",test/embed") ||
+		b.Get(`data.#(id=="openai/gpt-test").providers`).Raw != `["alpha"]` {
+		t.Errorf("user models %s", b.Raw)
+	}
 }

@@ -153,8 +153,13 @@ func New(d Deps) *Server {
 	api := s.app.Group("/api/v1", s.authenticate, s.readBody)
 	api.Post("/chat/completions", s.chat)
 	api.Post("/embeddings", s.embeddings)
-	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding))
-	api.Get("/models", s.listModels(""))
+	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding, false))
+	api.Get("/models", s.listModels("", false))
+	api.Get("/models/count", s.countModels)
+	api.Get("/models/user", s.listModels("", true))
+	api.Get("/models/:author/:slug/endpoints", s.listEndpoints)
+	api.Get("/model/:author/:slug", s.getModel)
+	api.Get("/providers", s.listProviders)
 	activity.Register(api, d.Ledger) // GET /generations, GET /activity
 	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, DefaultRateLimits: d.RateDefaults})
 	if d.Mount != nil {

@@ -155,7 +155,54 @@ func (h *handlers) currentKey(c *fiber.Ctx) error {
 	if k == nil {
 		return Fail(c, http.StatusUnauthorized, "Missing Authentication header")
 	}
-	return c.JSON(fiber.Map{"data": h.view(k)})
+	return c.JSON(fiber.Map{"data": currentKeyView{keyView: h.view(k), AllowedDataRegions: []string{},
+		IsProvisioningKey: k.Management, RateLimit: legacyRateLimit(k), FreeModelDailyRequests: freeModelRequests{}}})
+}
+
+// currentKeyView is GET /key's key: the key object and the members
+// OpenRouter's GET /key defines that @openrouter/sdk requires (its
+// GetCurrentKeyData; issue 32). The gateway has no BYOK, free tier,
+// organizations, workspaces or data regions: those read as zero, false,
+// null and [] (no region restriction). is_provisioning_key is OpenRouter's
+// name for a management key.
+type currentKeyView struct {
+	keyView
+	AllowedDataRegions     []string          `json:"allowed_data_regions"`
+	ByokUsage              billing.Nanos     `json:"byok_usage"`
+	ByokUsageDaily         billing.Nanos     `json:"byok_usage_daily"`
+	ByokUsageWeekly        billing.Nanos     `json:"byok_usage_weekly"`
+	ByokUsageMonthly       billing.Nanos     `json:"byok_usage_monthly"`
+	IncludeByokInLimit     bool              `json:"include_byok_in_limit"`
+	IsFreeTier             bool              `json:"is_free_tier"`
+	IsProvisioningKey      bool              `json:"is_provisioning_key"`
+	CreatorUserID          *string           `json:"creator_user_id"`
+	OrganizationID         *string           `json:"organization_id"`
+	WorkspaceID            *string           `json:"workspace_id"`
+	FreeModelDailyRequests freeModelRequests `json:"free_model_daily_requests"`
+	RateLimit              legacyLimit       `json:"rate_limit"`
+}
+
+type freeModelRequests struct {
+	Limit     int `json:"limit"`
+	Remaining int `json:"remaining"`
+	Used      int `json:"used"`
+}
+
+// legacyLimit is OpenRouter's deprecated rate_limit member of GET /key.
+type legacyLimit struct {
+	Requests int64  `json:"requests"`
+	Interval string `json:"interval"`
+	Note     string `json:"note"`
+}
+
+// legacyRateLimit is the key's own requests per minute as OpenRouter's
+// rate_limit, -1 when the key has none of its own.
+func legacyRateLimit(k *keys.Key) legacyLimit {
+	l := legacyLimit{Requests: -1, Interval: "1m", Note: "deprecated (OpenRouter's field); the key's limits are in rate_limits"}
+	if rl := keyRateLimits(k); rl != nil && rl.RequestsPerMinute > 0 {
+		l.Requests = rl.RequestsPerMinute
+	}
+	return l
 }
 
 // GET /keys?offset=&limit=&include_disabled=

@@ -610,5 +610,53 @@ func (h *handlers) getGeneration(c *fiber.Ctx) error {
 		}
 		return Fail(c, http.StatusNotFound, "Generation not found: no generation with id "+strconv.Quote(id))
 	}
-	return c.JSON(fiber.Map{"data": g})
+	return c.JSON(fiber.Map{"data": openRouterGeneration(g)})
+}
+
+// openRouterGeneration is the record g as GET /generation answers it:
+// OpenRouter's generation fields (its API reference and @openrouter/sdk's
+// GenerationResponseData, issue 32) and the record's own beside them. The
+// one name both use differently is "usage": OpenRouter's is the cost in
+// dollars, so the record's token counts are under "tokens" here (GET
+// /generations keeps the record as it is). What the gateway does not
+// record (app, referer, user agent, media counts, upstream id, …) is null.
+func openRouterGeneration(g *billing.Generation) map[string]json.RawMessage {
+	// Raw members: the record's amounts stay exact decimals (a float64
+	// round trip wrote 5e-09).
+	var out map[string]json.RawMessage
+	if b, err := json.Marshal(g); err == nil {
+		_ = json.Unmarshal(b, &out)
+	}
+	if out == nil {
+		out = map[string]json.RawMessage{}
+	}
+	out["tokens"] = out["usage"]
+	u := g.Usage
+	var finish any
+	if g.FinishReason != "" {
+		finish = g.FinishReason
+	}
+	genTime := g.LatencyMs
+	if g.TTFTMs > 0 && g.TTFTMs <= g.LatencyMs {
+		genTime = g.LatencyMs - g.TTFTMs
+	}
+	for k, v := range map[string]any{
+		"usage": g.Charged, "total_cost": g.Charged, "upstream_inference_cost": g.Cost.Total,
+		"tokens_prompt": u.PromptTokens, "tokens_completion": u.CompletionTokens,
+		"native_tokens_prompt": u.PromptTokens, "native_tokens_completion": u.CompletionTokens,
+		"native_tokens_reasoning": u.ReasoningTokens, "native_tokens_cached": u.CachedTokens,
+		"native_tokens_completion_images": nil, "finish_reason": finish, "native_finish_reason": finish,
+		"latency": g.LatencyMs, "generation_time": genTime, "moderation_latency": nil,
+		"created_at": g.CreatedAt.UTC().Format(time.RFC3339Nano), "streamed": g.Streamed, "cancelled": g.Status == "cancelled",
+		"is_byok": false, "origin": "", "data_region": "global", "api_type": nil, "app_id": nil, "cache_discount": nil,
+		"external_user": nil, "http_referer": nil, "num_fetches": nil, "num_input_audio_prompt": nil, "num_media_completion": nil,
+		"num_media_prompt": nil, "num_search_results": nil, "preset_id": nil, "provider_responses": nil, "router": nil,
+		"service_tier": nil, "upstream_id": nil, "user_agent": nil, "web_search_engine": nil, "workspace_id": nil,
+	} {
+		out[k], _ = json.Marshal(v)
+	}
+	if g.Provider == "" {
+		out["provider_name"] = json.RawMessage("null")
+	}
+	return out
 }

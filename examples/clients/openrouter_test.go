@@ -1,0 +1,35 @@
+package clients
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/host/gatewaytest"
+)
+
+// OpenRouter's TypeScript SDK (@openrouter/sdk), unchanged but for its
+// server URL and key, with its response validation on (issue 32):
+// node/openrouter/. SWITCHYARD_BROKE_KEY is a key of an account without
+// credits, for the SDK's 402 error type.
+func TestNodeOpenRouterSDK(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(gatewaytest.Root(), "examples", "clients", "node", "node_modules", "@openrouter", "sdk")); err != nil {
+		t.Fatal("@openrouter/sdk missing: run `make clients` (part of `make test`)")
+	}
+	g := gateway(t)
+	acct, err := g.Keys.CreateAccount("broke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broke, _, err := g.Keys.CreateKey(acct.ID, "broke", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runNodeTestsEnv(t, g, "openrouter/", "SWITCHYARD_BROKE_KEY="+broke)
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "ok ") || strings.HasPrefix(line, "# pass") {
+			t.Log(line)
+		}
+	}
+}

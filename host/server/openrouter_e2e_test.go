@@ -218,3 +218,63 @@ func TestOpenRouterModelRoutes(t *testing.T) {
 		t.Errorf("user models %s", b.Raw)
 	}
 }
+
+// OpenRouter's names accepted as aliases of ours (issue 32): server tool
+// types openrouter:…, router ids openrouter/…, the metadata header (its
+// answer under openrouter_metadata), and the plugin options its SDK types
+// send, accepted and reported as unsupported.
+func TestOpenRouterAliases(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	t.Run("server tool", func(t *testing.T) {
+		for _, choice := range []string{"", `,"tool_choice":{"type":"openrouter:datetime"}`} {
+			resp, b := post(t, g, "/chat/completions", `{"model":"test/chat","messages":[{"role":"user","content":"what time is it"}],`+
+				`"tools":[{"type":"openrouter:datetime","parameters":{"timezone":"Asia/Tokyo"}}],"max_tool_calls":2`+choice+`}`)
+			if resp.StatusCode != 200 || !strings.Contains(b.Get("choices.0.message.content").Str, `"timezone":"Asia/Tokyo"`) ||
+				b.Get("usage.server_tool_use_details.tool_calls_executed").Int() != 1 {
+				t.Fatalf("%d %s", resp.StatusCode, b.Raw)
+			}
+		}
+		// Ours and OpenRouter's name of one tool are the same tool.
+		resp, b := post(t, g, "/chat/completions", `{"model":"test/chat","messages":[{"role":"user","content":"x"}],`+
+			`"tools":[{"type":"openrouter:datetime"},{"type":"service:datetime"}]}`)
+		wantError(t, resp, b, 400, "listed twice")
+	})
+	t.Run("router model and metadata header", func(t *testing.T) {
+		g := start(t, gatewaytest.Options{ConfigYAML: modelsYAML, Providers: []string{"alpha", "beta"}}) // models with scores
+		for _, h := range []string{"X-OpenRouter-Metadata", "X-OpenRouter-Experimental-Metadata"} {
+			resp, b := post(t, g, "/chat/completions", `{"model":"openrouter/auto","messages":[{"role":"user","content":"hello there"}],`+
+				`"plugins":[{"id":"auto-router","cost_tier":"low","excluded_models":["x/y"],"pin_model":true}]}`, h, "enabled")
+			if resp.StatusCode != 200 || b.Get("service_metadata").Exists() {
+				t.Fatalf("%s: %d %s", h, resp.StatusCode, b.Raw)
+			}
+			m := b.Get("openrouter_metadata")
+			if m.Get("requested").Str != "switchyard/auto" || m.Get("strategy").Str != "auto" ||
+				m.Get("unsupported").Raw != `["auto-router.cost_tier","auto-router.excluded_models","auto-router.pin_model"]` {
+				t.Errorf("%s: metadata %s", h, m.Raw)
+			}
+		}
+		// Without the header: no metadata; X-Service-Metadata: ours.
+		resp, b := post(t, g, "/chat/completions", `{"model":"openrouter/pareto-code","messages":[{"role":"user","content":"fix my code"}],`+
+			`"plugins":[{"id":"pareto-router","max_price":2.5}]}`, "X-Service-Metadata", "enabled")
+		if resp.StatusCode != 200 || b.Get("service_metadata.unsupported").Raw != `["pareto-router.max_price"]` ||
+			b.Get("service_metadata.requested").Str != "switchyard/pareto-code" {
+			t.Fatalf("%d %s", resp.StatusCode, b.Raw)
+		}
+		// An error answer too.
+		resp, b = post(t, g, "/chat/completions", `{"model":"nobody/nothing","messages":[{"role":"user","content":"x"}]}`, "X-OpenRouter-Metadata", "enabled")
+		if resp.StatusCode != 404 || b.Get("service_metadata").Exists() {
+			t.Errorf("error %d %s", resp.StatusCode, b.Raw)
+		}
+	})
+	t.Run("plugin options never 400", func(t *testing.T) {
+		resp, b := post(t, g, "/chat/completions", `{"model":"test/chat","messages":[{"role":"user","content":"hello there"}],"plugins":[`+
+			`{"id":"web","enabled":false,"mode":"fast","x_search":{"allowed_x_handles":["a"]}},{"id":"file-parser","max_files":3}]}`,
+			"X-Service-Metadata", "enabled")
+		if resp.StatusCode != 200 || b.Get("service_metadata.unsupported").Raw != `["web.mode","web.x_search","file-parser.max_files"]` {
+			t.Fatalf("%d %s", resp.StatusCode, b.Raw)
+		}
+		// Their types are still checked.
+		resp, b = post(t, g, "/chat/completions", `{"model":"test/chat","messages":[{"role":"user","content":"x"}],"plugins":[{"id":"auto-router","pin_model":"yes"}]}`)
+		wantError(t, resp, b, 400, "plugins[0].pin_model")
+	})
+}

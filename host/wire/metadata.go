@@ -23,6 +23,9 @@ type Metadata struct {
 	// MaxOutputTokens is set when the request's max output was above the
 	// serving endpoint's maximum and was clamped to it.
 	MaxOutputTokens *Clamp `json:"max_output_tokens,omitempty"`
+	// Unsupported lists the request's options the gateway accepted and
+	// ignored ("web.mode": plugin options OpenRouter's SDKs send).
+	Unsupported []string `json:"unsupported,omitempty"`
 }
 
 // Clamp is a requested max output and the endpoint maximum sent instead.

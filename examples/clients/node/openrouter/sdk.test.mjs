@@ -177,3 +177,30 @@ test('typed errors', () => checked(async () => {
   await assert.rejects(client.embeddings.generate({ requestBody: { model: 'nobody/nothing', input: 'x' } }),
     (err) => err instanceof errors.NotFoundResponseError && err.statusCode === 404);
 }));
+
+// OpenRouter's names, as its SDK types send them: the metadata header
+// (answered as openrouterMetadata), the openrouter:datetime server tool,
+// a router id, the plugin options of its types (accepted, reported).
+test('OpenRouter names', () => checked(async () => {
+  const hi = [{ role: 'user', content: 'what time is it' }];
+  const meta = await client.chat.send({ xOpenRouterMetadata: 'enabled', chatRequest: { model: 'test/chat', messages: hi } });
+  assert.equal(meta.openrouterMetadata.requested, 'test/chat');
+  assert.equal(meta.openrouterMetadata.endpoints.available[0].selected, true);
+
+  const tool = await client.chat.send({
+    chatRequest: { model: 'test/chat', messages: hi, tools: [{ type: 'openrouter:datetime', parameters: { timezone: 'Asia/Tokyo' } }] },
+  });
+  assert.match(tool.choices[0].message.content, /"timezone":"Asia\/Tokyo"/);
+  assert.equal(tool.usage.serverToolUseDetails.toolCallsExecuted, 1);
+
+  const opts = await client.chat.send({
+    xOpenRouterMetadata: 'enabled',
+    chatRequest: {
+      model: 'test/chat', messages: hi,
+      plugins: [{ id: 'web', enabled: false, mode: 'fast', xSearch: { allowedXHandles: ['a'] } }],
+    },
+  });
+  assert.equal(opts.object, 'chat.completion');
+  // (The SDK keeps only the metadata members it knows: the options are
+  // reported in unsupported, which host/server's e2e tests read.)
+}));

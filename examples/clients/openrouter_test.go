@@ -33,3 +33,17 @@ func TestNodeOpenRouterSDK(t *testing.T) {
 		}
 	}
 }
+
+// OpenRouter's Vercel AI SDK provider (@openrouter/ai-sdk-provider) with
+// `ai`, unchanged but for base URL and key: node/aisdk/.
+func TestNodeOpenRouterAISDKProvider(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(gatewaytest.Root(), "examples", "clients", "node", "node_modules", "@openrouter", "ai-sdk-provider")); err != nil {
+		t.Fatal("@openrouter/ai-sdk-provider missing: run `make clients` (part of `make test`)")
+	}
+	out := runNodeTests(t, gateway(t), "aisdk/")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "ok ") || strings.HasPrefix(line, "# pass") {
+			t.Log(line)
+		}
+	}
+}

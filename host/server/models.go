@@ -435,23 +435,49 @@ func (s *Server) listEndpoints(c *fiber.Ctx) error {
 	eps := []publicEndpoint{}
 	if m != nil {
 		for _, ep := range m.Endpoints {
-			tools := ep.Supported["tool_choice"]
-			pe := publicEndpoint{Name: ep.Provider.Name + " | " + m.ID, ModelID: m.ID, ModelName: e.Name, ContextLength: endpointContext(ep),
-				Pricing: endpointPricing(ep.Price), ProviderName: ep.Provider.Name, Provider: ep.Provider.Slug, Tag: ep.Provider.Slug,
-				MaxCompletionTokens: intOrNull(ep.MaxOutput), SupportedParameters: []string{},
-				SupportsToolChoice: map[string]bool{"auto": tools, "none": tools, "required": tools, "function": tools},
-				DataCollection:     ep.Provider.DataCollection, ZDR: ep.Provider.ZDR, Region: ep.Provider.Region}
-			if m.Kind == catalog.KindChat {
-				pe.SupportedParameters = supportedParameters([]*catalog.Endpoint{ep})
-			}
-			if ep.Quantization != "" {
-				pe.Quantization = &ep.Quantization
-			}
-			eps = append(eps, pe)
+			eps = append(eps, newPublicEndpoint(m, e.Name, ep))
 		}
 	}
 	return c.JSON(fiber.Map{"data": fiber.Map{"id": e.ID, "name": e.Name, "created": e.Created, "description": e.Description,
 		"architecture": e.Architecture, "endpoints": eps}})
+}
+
+// newPublicEndpoint is endpoint ep of model m (listed as name).
+func newPublicEndpoint(m *catalog.Model, name string, ep *catalog.Endpoint) publicEndpoint {
+	tools := ep.Supported["tool_choice"]
+	pe := publicEndpoint{Name: ep.Provider.Name + " | " + m.ID, ModelID: m.ID, ModelName: name, ContextLength: endpointContext(ep),
+		Pricing: endpointPricing(ep.Price), ProviderName: ep.Provider.Name, Provider: ep.Provider.Slug, Tag: ep.Provider.Slug,
+		MaxCompletionTokens: intOrNull(ep.MaxOutput), SupportedParameters: []string{},
+		SupportsToolChoice: map[string]bool{"auto": tools, "none": tools, "required": tools, "function": tools},
+		DataCollection:     ep.Provider.DataCollection, ZDR: ep.Provider.ZDR, Region: ep.Provider.Region}
+	if m.Kind == catalog.KindChat {
+		pe.SupportedParameters = supportedParameters([]*catalog.Endpoint{ep})
+	}
+	if ep.Quantization != "" {
+		pe.Quantization = &ep.Quantization
+	}
+	return pe
+}
+
+// listZDREndpoints serves GET /endpoints/zdr (OpenRouter's): the endpoints,
+// of every model, whose provider is configured zdr: true, those
+// provider.zdr keeps.
+func (s *Server) listZDREndpoints(c *fiber.Ctx) error {
+	out := []publicEndpoint{}
+	for _, k := range []catalog.Kind{catalog.KindChat, catalog.KindEmbedding} {
+		for _, m := range s.Router.Catalog().ModelsOfKind(k) {
+			name := m.Name
+			if name == "" {
+				name = m.ID
+			}
+			for _, ep := range m.Endpoints {
+				if ep.Provider.ZDR {
+					out = append(out, newPublicEndpoint(m, name, ep))
+				}
+			}
+		}
+	}
+	return c.JSON(fiber.Map{"data": out})
 }
 
 // listProviders serves GET /providers: the catalog's providers, by slug

@@ -87,7 +87,7 @@ const modelsYAML = `demo: false
 timeouts: {attempt: 5s, request: 30s}
 providers:
   - {slug: alpha, name: Alpha, adapter: openai, base_url: "{{url:alpha}}", data_collection: deny, region: us}
-  - {slug: beta, name: Beta, adapter: openai, base_url: "{{url:beta}}", data_collection: allow, region: eu,
+  - {slug: beta, name: Beta, adapter: openai, base_url: "{{url:beta}}", data_collection: allow, region: eu, zdr: true,
      supported_parameters: [temperature, max_tokens]}
 models:
   - id: openai/gpt-test
@@ -207,6 +207,9 @@ func TestOpenRouterModelRoutes(t *testing.T) {
 	}
 	if st, b := get("/providers"); st != 200 || b.Get("data.#.slug").Raw != `["alpha","beta"]` || b.Get("data.0.privacy_policy_url").Type != gjson.Null {
 		t.Errorf("providers %d %s", st, b.Raw)
+	}
+	if st, b := get("/endpoints/zdr"); st != 200 || b.Get("data.#.model_id").Raw != `["openai/gpt-test","test/coder"]` || b.Get("data.0.tag").Str != "beta" {
+		t.Errorf("zdr endpoints %d %s", st, b.Raw)
 	}
 	// /models/user: the endpoints the account's provider settings allow.
 	if err := g.Keys.SetProviders(g.AccountID, keys.ProviderSettings{Ignore: []string{"beta"}}); err != nil {

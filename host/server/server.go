@@ -160,6 +160,7 @@ func New(d Deps) *Server {
 	api.Get("/models/:author/:slug/endpoints", s.listEndpoints)
 	api.Get("/model/:author/:slug", s.getModel)
 	api.Get("/providers", s.listProviders)
+	api.Get("/endpoints/zdr", s.listZDREndpoints)
 	activity.Register(api, d.Ledger) // GET /generations, GET /activity
 	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, DefaultRateLimits: d.RateDefaults})
 	if d.Mount != nil {

@@ -111,6 +111,8 @@ test('one model, its endpoints, the user list, providers', () => checked(async (
   assert.equal(typeof eps.data.endpoints[0].pricing.prompt, 'string');
   const user = await all(await client.models.listForUser({ bearer: process.env.SWITCHYARD_KEY }));
   assert.ok(user.some((m) => m.id === 'test/chat'));
+  const zdr = await client.endpoints.listZdrEndpoints();
+  assert.ok(Array.isArray(zdr.data));
   const providers = await client.providers.list();
   assert.ok(providers.data.length > 0 && providers.data.every((p) => typeof p.slug === 'string'));
   await assert.rejects(client.models.get({ author: 'nobody', slug: 'nothing' }), (err) => err instanceof errors.NotFoundResponseError);

@@ -5,6 +5,8 @@ package server_test
 // these pin the fields it validates, and those its types read.
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -280,4 +282,41 @@ func TestOpenRouterAliases(t *testing.T) {
 		resp, b = post(t, g, "/chat/completions", `{"model":"test/chat","messages":[{"role":"user","content":"x"}],"plugins":[{"id":"auto-router","pin_model":"yes"}]}`)
 		wantError(t, resp, b, 400, "plugins[0].pin_model")
 	})
+}
+
+// A stream asked with OpenRouter's header carries openrouter_metadata on
+// its final chunk (and no service_metadata); with ours, service_metadata.
+func TestOpenRouterMetadataStream(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	for _, tc := range []struct{ header, want, not string }{
+		{"X-OpenRouter-Metadata", "openrouter_metadata", "service_metadata"},
+		{"X-Service-Metadata", "service_metadata", "openrouter_metadata"},
+	} {
+		for _, body := range []string{`{"model":"test/chat","stream":true,"messages":[{"role":"user","content":"hello there"}]}`,
+			`{"model":"test/chat","stream":true,"messages":[{"role":"user","content":"what time is it"}],"tools":[{"type":"openrouter:datetime"}]}`} {
+			req, _ := http.NewRequest("POST", g.URL+"/chat/completions", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+g.Key)
+			req.Header.Set(tc.header, "enabled")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var found bool
+			for _, line := range strings.Split(string(raw), "\n") {
+				data, ok := strings.CutPrefix(line, "data: ")
+				if !ok || data == "[DONE]" {
+					continue
+				}
+				if gjson.Get(data, tc.not).Exists() {
+					t.Fatalf("%s: %s in %s", tc.header, tc.not, data)
+				}
+				found = found || gjson.Get(data, tc.want+".requested").Str == "test/chat"
+			}
+			if !found {
+				t.Errorf("%s: no %s in %s", tc.header, tc.want, raw)
+			}
+		}
+	}
 }

@@ -234,6 +234,9 @@ func (req *chatRequest) routerMeta(m *wire.Metadata) *wire.Metadata {
 	if m != nil && len(req.unsupported) > 0 {
 		m.Unsupported = req.unsupported
 	}
+	if m != nil && req.openRouterMeta {
+		m.Name = "openrouter_metadata"
+	}
 	if m == nil || req.routed == nil {
 		return m
 	}

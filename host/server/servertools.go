@@ -626,6 +626,10 @@ func (l *toolLoop) meta() *wire.Metadata {
 	var m *wire.Metadata
 	if l.last != nil {
 		m = l.last.Metadata(l.req.Model())
+		m.Unsupported = l.req.unsupported
+		if l.req.openRouterMeta {
+			m.Name = "openrouter_metadata"
+		}
 	} else {
 		m = l.s.pluginMeta(l.req, l.pl)
 	}

@@ -188,6 +188,10 @@ test('OpenRouter names', () => checked(async () => {
   const meta = await client.chat.send({ xOpenRouterMetadata: 'enabled', chatRequest: { model: 'test/chat', messages: hi } });
   assert.equal(meta.openrouterMetadata.requested, 'test/chat');
   assert.equal(meta.openrouterMetadata.endpoints.available[0].selected, true);
+  const stream = await client.chat.send({ xOpenRouterMetadata: 'enabled', chatRequest: { model: 'test/chat', stream: true, messages: hi } });
+  let streamed = null;
+  for await (const chunk of stream) streamed = chunk.openrouterMetadata ?? streamed;
+  assert.equal(streamed?.requested, 'test/chat', 'the final chunk carries openrouter_metadata');
 
   const tool = await client.chat.send({
     chatRequest: { model: 'test/chat', messages: hi, tools: [{ type: 'openrouter:datetime', parameters: { timezone: 'Asia/Tokyo' } }] },

@@ -489,7 +489,8 @@ func (h *handlers) deleteKey(c *fiber.Ctx) error {
 		}
 		return Fail(c, http.StatusInternalServerError, "internal server error")
 	}
-	return c.JSON(fiber.Map{"data": fiber.Map{"hash": k.Hash, "deleted": true}})
+	// deleted at the top level too: OpenRouter's answer (issue 32).
+	return c.JSON(fiber.Map{"deleted": true, "data": fiber.Map{"hash": k.Hash, "deleted": true}})
 }
 
 // exceedsCaller says why a tenant's key me may not give a key the limit

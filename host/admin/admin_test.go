@@ -264,7 +264,7 @@ func TestKeyEndpoints(t *testing.T) {
 		{"patch bad type", "PATCH", "/keys/" + victim.Hash, f.mgmt, `{"disabled":"yes"}`, 400, nil},
 		{"patch management flag", "PATCH", "/keys/" + victim.Hash, f.mgmt, `{"management":true}`, 400, nil},
 		{"delete other account's", "DELETE", "/keys/" + del.Hash, f.other, "", 404, nil},
-		{"delete", "DELETE", "/keys/" + del.Hash, f.mgmt, "", 200, func(t *testing.T, r gjson.Result) { want(t, r, "data.deleted", "true") }},
+		{"delete", "DELETE", "/keys/" + del.Hash, f.mgmt, "", 200, func(t *testing.T, r gjson.Result) { want(t, r, "data.deleted", "true"); want(t, r, "deleted", "true") }},
 		{"delete again", "DELETE", "/keys/" + del.Hash, f.mgmt, "", 404, nil},
 		{"get deleted", "GET", "/keys/" + del.Hash, f.mgmt, "", 404, nil},
 	})

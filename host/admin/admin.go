@@ -119,6 +119,18 @@ type keyView struct {
 	ExpiresAt         *time.Time     `json:"expires_at"`
 	// RateLimits bound the key alone (null: only its account's apply).
 	RateLimits *rateLimitsView `json:"rate_limits"`
+
+	// The members OpenRouter's key objects have that @openrouter/sdk
+	// requires (issue 32). The gateway has no BYOK, workspaces or
+	// external users: zero, false, null and "".
+	ByokUsage          billing.Nanos `json:"byok_usage"`
+	ByokUsageDaily     billing.Nanos `json:"byok_usage_daily"`
+	ByokUsageWeekly    billing.Nanos `json:"byok_usage_weekly"`
+	ByokUsageMonthly   billing.Nanos `json:"byok_usage_monthly"`
+	IncludeByokInLimit bool          `json:"include_byok_in_limit"`
+	CreatorUserID      *string       `json:"creator_user_id"`
+	ExternalUser       *string       `json:"external_user"`
+	WorkspaceID        string        `json:"workspace_id"`
 }
 
 func (h *handlers) view(k *keys.Key) keyView {
@@ -159,25 +171,18 @@ func (h *handlers) currentKey(c *fiber.Ctx) error {
 		IsProvisioningKey: k.Management, RateLimit: legacyRateLimit(k), FreeModelDailyRequests: freeModelRequests{}}})
 }
 
-// currentKeyView is GET /key's key: the key object and the members
-// OpenRouter's GET /key defines that @openrouter/sdk requires (its
-// GetCurrentKeyData; issue 32). The gateway has no BYOK, free tier,
-// organizations, workspaces or data regions: those read as zero, false,
-// null and [] (no region restriction). is_provisioning_key is OpenRouter's
+// currentKeyView is GET /key's key: the key object and the further
+// members OpenRouter's GET /key defines that @openrouter/sdk requires (its
+// GetCurrentKeyData; issue 32). The gateway has no free tier,
+// organizations or data regions: those read as zero, false, null and []
+// (no region restriction). is_provisioning_key is OpenRouter's
 // name for a management key.
 type currentKeyView struct {
 	keyView
 	AllowedDataRegions     []string          `json:"allowed_data_regions"`
-	ByokUsage              billing.Nanos     `json:"byok_usage"`
-	ByokUsageDaily         billing.Nanos     `json:"byok_usage_daily"`
-	ByokUsageWeekly        billing.Nanos     `json:"byok_usage_weekly"`
-	ByokUsageMonthly       billing.Nanos     `json:"byok_usage_monthly"`
-	IncludeByokInLimit     bool              `json:"include_byok_in_limit"`
 	IsFreeTier             bool              `json:"is_free_tier"`
 	IsProvisioningKey      bool              `json:"is_provisioning_key"`
-	CreatorUserID          *string           `json:"creator_user_id"`
 	OrganizationID         *string           `json:"organization_id"`
-	WorkspaceID            *string           `json:"workspace_id"`
 	FreeModelDailyRequests freeModelRequests `json:"free_model_daily_requests"`
 	RateLimit              legacyLimit       `json:"rate_limit"`
 }

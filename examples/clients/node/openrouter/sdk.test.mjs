@@ -210,3 +210,21 @@ test('OpenRouter names', () => checked(async () => {
   // (The SDK keeps only the metadata members it knows: the options are
   // reported in unsupported, which host/server's e2e tests read.)
 }));
+
+test('keys: create, list, get, update, delete', () => checked(async () => {
+  const made = await client.apiKeys.create({ requestBody: { name: 'sdk-made', limit: 1.5 } });
+  assert.match(made.key, /^sk-/);
+  assert.equal(made.data.name, 'sdk-made');
+  assert.equal(made.data.limit, 1.5);
+  const hash = made.data.hash;
+  const list = await client.apiKeys.list();
+  assert.ok(list.data.some((k) => k.hash === hash));
+  const one = await client.apiKeys.get({ hash });
+  assert.equal(one.data.label, made.data.label);
+  const upd = await client.apiKeys.update({ hash, requestBody: { name: 'sdk-renamed', disabled: true } });
+  assert.equal(upd.data.name, 'sdk-renamed');
+  assert.equal(upd.data.disabled, true);
+  const del = await client.apiKeys.delete({ hash });
+  assert.equal(del.deleted, true);
+  await assert.rejects(client.apiKeys.get({ hash }), (err) => err instanceof errors.NotFoundResponseError);
+}));

@@ -228,3 +228,10 @@ test('keys: create, list, get, update, delete', () => checked(async () => {
   assert.equal(del.deleted, true);
   await assert.rejects(client.apiKeys.get({ hash }), (err) => err instanceof errors.NotFoundResponseError);
 }));
+
+test('activity', () => checked(async () => {
+  const res = await client.analytics.getUserActivity();
+  assert.ok(res.data.length > 0, 'the requests above are counted');
+  const row = res.data.find((r) => r.model === 'test/chat');
+  assert.ok(row && row.requests > 0 && row.usage > 0 && row.modelPermaslug === 'test/chat', JSON.stringify(res.data));
+}));

@@ -224,6 +224,12 @@ test('keys: create, list, get, update, delete', () => checked(async () => {
   const upd = await client.apiKeys.update({ hash, requestBody: { name: 'sdk-renamed', disabled: true } });
   assert.equal(upd.data.name, 'sdk-renamed');
   assert.equal(upd.data.disabled, true);
+  // An ordinary key may not manage keys: a 403 (the SDK declares no type
+  // of its own for this operation's 403).
+  const plain = await client.apiKeys.create({ requestBody: { name: 'sdk-plain' } });
+  const user = new OpenRouter({ serverURL: process.env.SWITCHYARD_URL, apiKey: plain.key, retryConfig: { strategy: 'none' } });
+  await assert.rejects(user.apiKeys.list(), (err) => err instanceof errors.OpenRouterError && err.statusCode === 403 && /management keys/.test(err.message));
+  await client.apiKeys.delete({ hash: plain.data.hash });
   const del = await client.apiKeys.delete({ hash });
   assert.equal(del.deleted, true);
   await assert.rejects(client.apiKeys.get({ hash }), (err) => err instanceof errors.NotFoundResponseError);

@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/tidwall/gjson"
 )
 
 // OpenRouter's TypeScript SDK (@openrouter/sdk), unchanged but for its
 // server URL and key, with its response validation on (issue 32):
 // node/openrouter/. SWITCHYARD_BROKE_KEY is a key of an account without
-// credits, for the SDK's 402 error type.
+// credits, for the SDK's 402 error type; SWITCHYARD_LIMITED_KEY one allowed
+// a request a minute, for its 429.
 func TestNodeOpenRouterSDK(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(gatewaytest.Root(), "examples", "clients", "node", "node_modules", "@openrouter", "sdk")); err != nil {
 		t.Fatal("@openrouter/sdk missing: run `make clients` (part of `make test`)")
@@ -26,7 +28,13 @@ func TestNodeOpenRouterSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runNodeTestsEnv(t, g, "openrouter/", "SWITCHYARD_BROKE_KEY="+broke)
+	// A key allowed one request a minute, for the 429 type.
+	resp, b, err := g.Request("POST", "/keys", `{"name":"limited","rate_limits":{"requests_per_minute":1}}`)
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("limited key: %v %s", err, b)
+	}
+	limited := gjson.GetBytes(b, "key").Str
+	out := runNodeTestsEnv(t, g, "openrouter/", "SWITCHYARD_BROKE_KEY="+broke, "SWITCHYARD_LIMITED_KEY="+limited)
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "ok ") || strings.HasPrefix(line, "# pass") {
 			t.Log(line)

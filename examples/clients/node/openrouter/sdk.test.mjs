@@ -178,6 +178,10 @@ test('typed errors', () => checked(async () => {
     (err) => err instanceof errors.PaymentRequiredResponseError && err.statusCode === 402);
   await assert.rejects(client.embeddings.generate({ requestBody: { model: 'nobody/nothing', input: 'x' } }),
     (err) => err instanceof errors.NotFoundResponseError && err.statusCode === 404);
+  const limited = new OpenRouter({ serverURL: process.env.SWITCHYARD_URL, apiKey: process.env.SWITCHYARD_LIMITED_KEY, retryConfig: { strategy: 'none' } });
+  await send(limited, { model: 'test/chat', messages: hi });
+  await assert.rejects(send(limited, { model: 'test/chat', messages: hi }),
+    (err) => err instanceof errors.TooManyRequestsResponseError && err.statusCode === 429 && err.error.code === 429);
 }));
 
 // OpenRouter's names, as its SDK types send them: the metadata header

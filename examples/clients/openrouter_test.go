@@ -55,3 +55,17 @@ func TestNodeOpenRouterAISDKProvider(t *testing.T) {
 		}
 	}
 }
+
+// LangChain's OpenRouter chat model (@langchain/openrouter), unchanged but
+// for base URL and key: node/langchain/.
+func TestNodeLangChainOpenRouter(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(gatewaytest.Root(), "examples", "clients", "node", "node_modules", "@langchain", "openrouter")); err != nil {
+		t.Fatal("@langchain/openrouter missing: run `make clients` (part of `make test`)")
+	}
+	out := runNodeTests(t, gateway(t), "langchain/")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "ok ") || strings.HasPrefix(line, "# pass") {
+			t.Log(line)
+		}
+	}
+}

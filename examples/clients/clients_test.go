@@ -44,6 +44,13 @@ func TestNodeOpenAISDK(t *testing.T) {
 // runner's output.
 func runNodeTests(t *testing.T, g *gatewaytest.Gateway, dir string) string {
 	t.Helper()
+	return runNodeTestsEnv(t, g, dir)
+}
+
+// runNodeTestsEnv is runNodeTests with more environment variables
+// ("NAME=value") for the tests.
+func runNodeTestsEnv(t *testing.T, g *gatewaytest.Gateway, dir string, env ...string) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node is required for the npm client tests (make test installs it in CI)")
@@ -54,7 +61,7 @@ func runNodeTests(t *testing.T, g *gatewaytest.Gateway, dir string) string {
 	}
 	cmd := exec.Command(node, "--test", dir)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "SWITCHYARD_URL="+g.URL, "SWITCHYARD_KEY="+g.Key)
+	cmd.Env = append(append(os.Environ(), "SWITCHYARD_URL="+g.URL, "SWITCHYARD_KEY="+g.Key), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test failed: %v\n%s", err, out)

@@ -146,7 +146,27 @@ func activity(c *fiber.Ctx, db store.DB) error {
 	if err != nil {
 		return admin.Fail(c, http.StatusInternalServerError, "internal server error")
 	}
-	return c.JSON(fiber.Map{"data": rows})
+	out := make([]openRouterRow, len(rows))
+	for i, r := range rows {
+		out[i] = openRouterRow{Row: r, Usage: r.cost, ModelPermaslug: r.Model}
+	}
+	return c.JSON(fiber.Map{"data": out})
+}
+
+// openRouterRow is a Row with the members of OpenRouter's activity items
+// that @openrouter/sdk requires (ActivityItem; issue 32): usage (the cost
+// as a number), model_permaslug (the model). The totals are per day, model
+// and key, not per provider or endpoint, and count no reasoning tokens
+// apart: provider_name and endpoint_id are "", reasoning_tokens and
+// byok_usage_inference 0.
+type openRouterRow struct {
+	Row
+	Usage              billing.Nanos `json:"usage"`
+	ModelPermaslug     string        `json:"model_permaslug"`
+	ProviderName       string        `json:"provider_name"`
+	EndpointID         string        `json:"endpoint_id"`
+	ReasoningTokens    int64         `json:"reasoning_tokens"`
+	ByokUsageInference billing.Nanos `json:"byok_usage_inference"`
 }
 
 func contains(list []string, v string) bool {

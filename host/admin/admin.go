@@ -119,6 +119,18 @@ type keyView struct {
 	ExpiresAt         *time.Time     `json:"expires_at"`
 	// RateLimits bound the key alone (null: only its account's apply).
 	RateLimits *rateLimitsView `json:"rate_limits"`
+
+	// The members OpenRouter's key objects have that @openrouter/sdk
+	// requires (issue 32). The gateway has no BYOK, workspaces or
+	// external users: zero, false, null and "".
+	ByokUsage          billing.Nanos `json:"byok_usage"`
+	ByokUsageDaily     billing.Nanos `json:"byok_usage_daily"`
+	ByokUsageWeekly    billing.Nanos `json:"byok_usage_weekly"`
+	ByokUsageMonthly   billing.Nanos `json:"byok_usage_monthly"`
+	IncludeByokInLimit bool          `json:"include_byok_in_limit"`
+	CreatorUserID      *string       `json:"creator_user_id"`
+	ExternalUser       *string       `json:"external_user"`
+	WorkspaceID        string        `json:"workspace_id"`
 }
 
 func (h *handlers) view(k *keys.Key) keyView {
@@ -155,7 +167,47 @@ func (h *handlers) currentKey(c *fiber.Ctx) error {
 	if k == nil {
 		return Fail(c, http.StatusUnauthorized, "Missing Authentication header")
 	}
-	return c.JSON(fiber.Map{"data": h.view(k)})
+	return c.JSON(fiber.Map{"data": currentKeyView{keyView: h.view(k), AllowedDataRegions: []string{},
+		IsProvisioningKey: k.Management, RateLimit: legacyRateLimit(k), FreeModelDailyRequests: freeModelRequests{}}})
+}
+
+// currentKeyView is GET /key's key: the key object and the further
+// members OpenRouter's GET /key defines that @openrouter/sdk requires (its
+// GetCurrentKeyData; issue 32). The gateway has no free tier,
+// organizations or data regions: those read as zero, false, null and []
+// (no region restriction). is_provisioning_key is OpenRouter's
+// name for a management key.
+type currentKeyView struct {
+	keyView
+	AllowedDataRegions     []string          `json:"allowed_data_regions"`
+	IsFreeTier             bool              `json:"is_free_tier"`
+	IsProvisioningKey      bool              `json:"is_provisioning_key"`
+	OrganizationID         *string           `json:"organization_id"`
+	FreeModelDailyRequests freeModelRequests `json:"free_model_daily_requests"`
+	RateLimit              legacyLimit       `json:"rate_limit"`
+}
+
+type freeModelRequests struct {
+	Limit     int `json:"limit"`
+	Remaining int `json:"remaining"`
+	Used      int `json:"used"`
+}
+
+// legacyLimit is OpenRouter's deprecated rate_limit member of GET /key.
+type legacyLimit struct {
+	Requests int64  `json:"requests"`
+	Interval string `json:"interval"`
+	Note     string `json:"note"`
+}
+
+// legacyRateLimit is the key's own requests per minute as OpenRouter's
+// rate_limit, -1 when the key has none of its own.
+func legacyRateLimit(k *keys.Key) legacyLimit {
+	l := legacyLimit{Requests: -1, Interval: "1m", Note: "deprecated (OpenRouter's field); the key's limits are in rate_limits"}
+	if rl := keyRateLimits(k); rl != nil && rl.RequestsPerMinute > 0 {
+		l.Requests = rl.RequestsPerMinute
+	}
+	return l
 }
 
 // GET /keys?offset=&limit=&include_disabled=
@@ -442,7 +494,8 @@ func (h *handlers) deleteKey(c *fiber.Ctx) error {
 		}
 		return Fail(c, http.StatusInternalServerError, "internal server error")
 	}
-	return c.JSON(fiber.Map{"data": fiber.Map{"hash": k.Hash, "deleted": true}})
+	// deleted at the top level too: OpenRouter's answer (issue 32).
+	return c.JSON(fiber.Map{"deleted": true, "data": fiber.Map{"hash": k.Hash, "deleted": true}})
 }
 
 // exceedsCaller says why a tenant's key me may not give a key the limit
@@ -563,5 +616,53 @@ func (h *handlers) getGeneration(c *fiber.Ctx) error {
 		}
 		return Fail(c, http.StatusNotFound, "Generation not found: no generation with id "+strconv.Quote(id))
 	}
-	return c.JSON(fiber.Map{"data": g})
+	return c.JSON(fiber.Map{"data": openRouterGeneration(g)})
+}
+
+// openRouterGeneration is the record g as GET /generation answers it:
+// OpenRouter's generation fields (its API reference and @openrouter/sdk's
+// GenerationResponseData, issue 32) and the record's own beside them. The
+// one name both use differently is "usage": OpenRouter's is the cost in
+// dollars, so the record's token counts are under "tokens" here (GET
+// /generations keeps the record as it is). What the gateway does not
+// record (app, referer, user agent, media counts, upstream id, …) is null.
+func openRouterGeneration(g *billing.Generation) map[string]json.RawMessage {
+	// Raw members: the record's amounts stay exact decimals (a float64
+	// round trip wrote 5e-09).
+	var out map[string]json.RawMessage
+	if b, err := json.Marshal(g); err == nil {
+		_ = json.Unmarshal(b, &out)
+	}
+	if out == nil {
+		out = map[string]json.RawMessage{}
+	}
+	out["tokens"] = out["usage"]
+	u := g.Usage
+	var finish any
+	if g.FinishReason != "" {
+		finish = g.FinishReason
+	}
+	genTime := g.LatencyMs
+	if g.TTFTMs > 0 && g.TTFTMs <= g.LatencyMs {
+		genTime = g.LatencyMs - g.TTFTMs
+	}
+	for k, v := range map[string]any{
+		"usage": g.Charged, "total_cost": g.Charged, "upstream_inference_cost": g.Cost.Total,
+		"tokens_prompt": u.PromptTokens, "tokens_completion": u.CompletionTokens,
+		"native_tokens_prompt": u.PromptTokens, "native_tokens_completion": u.CompletionTokens,
+		"native_tokens_reasoning": u.ReasoningTokens, "native_tokens_cached": u.CachedTokens,
+		"native_tokens_completion_images": nil, "finish_reason": finish, "native_finish_reason": finish,
+		"latency": g.LatencyMs, "generation_time": genTime, "moderation_latency": nil,
+		"created_at": g.CreatedAt.UTC().Format(time.RFC3339Nano), "streamed": g.Streamed, "cancelled": g.Status == "cancelled",
+		"is_byok": false, "origin": "", "data_region": "global", "api_type": nil, "app_id": nil, "cache_discount": nil,
+		"external_user": nil, "http_referer": nil, "num_fetches": nil, "num_input_audio_prompt": nil, "num_media_completion": nil,
+		"num_media_prompt": nil, "num_search_results": nil, "preset_id": nil, "provider_responses": nil, "router": nil,
+		"service_tier": nil, "upstream_id": nil, "user_agent": nil, "web_search_engine": nil, "workspace_id": nil,
+	} {
+		out[k], _ = json.Marshal(v)
+	}
+	if g.Provider == "" {
+		out["provider_name"] = json.RawMessage("null")
+	}
+	return out
 }

@@ -264,7 +264,7 @@ func TestKeyEndpoints(t *testing.T) {
 		{"patch bad type", "PATCH", "/keys/" + victim.Hash, f.mgmt, `{"disabled":"yes"}`, 400, nil},
 		{"patch management flag", "PATCH", "/keys/" + victim.Hash, f.mgmt, `{"management":true}`, 400, nil},
 		{"delete other account's", "DELETE", "/keys/" + del.Hash, f.other, "", 404, nil},
-		{"delete", "DELETE", "/keys/" + del.Hash, f.mgmt, "", 200, func(t *testing.T, r gjson.Result) { want(t, r, "data.deleted", "true") }},
+		{"delete", "DELETE", "/keys/" + del.Hash, f.mgmt, "", 200, func(t *testing.T, r gjson.Result) { want(t, r, "data.deleted", "true"); want(t, r, "deleted", "true") }},
 		{"delete again", "DELETE", "/keys/" + del.Hash, f.mgmt, "", 404, nil},
 		{"get deleted", "GET", "/keys/" + del.Hash, f.mgmt, "", 404, nil},
 	})
@@ -311,7 +311,14 @@ func TestCreditsAndGeneration(t *testing.T) {
 			want(t, r, "data.provider_name", "p")
 			want(t, r, "data.finish_reason", "stop")
 			want(t, r, "data.status", "success")
-			want(t, r, "data.usage.completion_tokens", "250")
+			want(t, r, "data.tokens.completion_tokens", "250")
+			// OpenRouter's fields (issue 32): usage is the cost.
+			want(t, r, "data.usage", "0.0015")
+			want(t, r, "data.tokens_completion", "250")
+			want(t, r, "data.native_tokens_completion", "250")
+			want(t, r, "data.native_finish_reason", "stop")
+			want(t, r, "data.is_byok", "false")
+			want(t, r, "data.upstream_id", "")
 		}},
 		{"generation same account other key", "GET", "/generation?id=gen-abc", f.mgmt, "", 200, nil},
 		{"generation other account", "GET", "/generation?id=gen-abc", f.other, "", 404, nil},

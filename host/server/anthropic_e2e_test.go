@@ -42,6 +42,10 @@ func TestAnthropicChat(t *testing.T) {
 	if body.Get("choices.0.finish_reason").Str != "stop" || body.Get("model").Str != "test/claude" || body.Get("object").Str != "chat.completion" {
 		t.Fatalf("%s", body.Raw)
 	}
+	// OpenRouter's native_finish_reason: Anthropic's own stop_reason (issue 32).
+	if got := body.Get("choices.0.native_finish_reason").Str; got != "end_turn" {
+		t.Errorf("native_finish_reason %q", got)
+	}
 	// input tokens plus the 2 cached ones, reported as cached.
 	if body.Get("usage.prompt_tokens_details.cached_tokens").Int() != 2 || body.Get("usage.prompt_tokens").Int() < 3 || body.Get("usage.cost").Float() <= 0 {
 		t.Fatalf("usage %s", body.Get("usage").Raw)
@@ -107,7 +111,7 @@ func TestAnthropicStreaming(t *testing.T) {
 	g, _ := startAnthropic(t)
 	raw := readStream(t, g, `{"model":"test/claude","stream":true,"tools":[{"type":"function","function":{"name":"get_weather"}}],"messages":[{"role":"user","content":"weather please"}]}`)
 	var text, args strings.Builder
-	var finish string
+	var finish, native string
 	var usage gjson.Result
 	for _, l := range strings.Split(raw, "\n") {
 		d, ok := strings.CutPrefix(l, "data: ")
@@ -121,14 +125,14 @@ func TestAnthropicStreaming(t *testing.T) {
 		text.WriteString(c.Get("choices.0.delta.content").Str)
 		args.WriteString(c.Get("choices.0.delta.tool_calls.0.function.arguments").Str)
 		if fr := c.Get("choices.0.finish_reason").Str; fr != "" {
-			finish = fr
+			finish, native = fr, c.Get("choices.0.native_finish_reason").Str
 		}
 		if c.Get("usage").Exists() {
 			usage = c.Get("usage")
 		}
 	}
-	if !strings.Contains(text.String(), "You said: weather please") || args.String() != `{"city": "Oslo"}` || finish != "tool_calls" {
-		t.Fatalf("text %q args %q finish %q\n%s", text.String(), args.String(), finish, raw)
+	if !strings.Contains(text.String(), "You said: weather please") || args.String() != `{"city": "Oslo"}` || finish != "tool_calls" || native != "tool_use" {
+		t.Fatalf("text %q args %q finish %q (native %q)\n%s", text.String(), args.String(), finish, native, raw)
 	}
 	if usage.Get("completion_tokens").Int() < 1 || usage.Get("prompt_tokens_details.cached_tokens").Int() != 2 || usage.Get("cost").Float() <= 0 {
 		t.Fatalf("usage %s", usage.Raw)

@@ -173,7 +173,7 @@ func TestAbandonedStreamChargedOnce(t *testing.T) {
 	if gen.Get("status").Str != "cancelled" || gen.Get("total_cost").Float() <= 0 {
 		t.Fatalf("abandoned stream generation %s", gen.Raw)
 	}
-	if c := gen.Get("usage.completion_tokens").Int(); c < 1 || c > 30 {
+	if c := gen.Get("tokens.completion_tokens").Int(); c < 1 || c > 30 {
 		t.Fatalf("charged %d completion tokens for a stream abandoned after 2 words", c)
 	}
 	_, kb, _ := g.Request("GET", "/key", "", "Authorization", "Bearer "+g.Key)
@@ -204,7 +204,7 @@ func TestStreamCutChargesDelivered(t *testing.T) {
 		return generation(t, g, g.Key, id)
 	}
 	gen := run(4)
-	if gen.Get("status").Str != "error" || gen.Get("total_cost").Float() <= 0 || gen.Get("usage.completion_tokens").Int() < 1 {
+	if gen.Get("status").Str != "error" || gen.Get("total_cost").Float() <= 0 || gen.Get("tokens.completion_tokens").Int() < 1 {
 		t.Fatalf("cut after content: %s", gen.Raw)
 	}
 	gen = run(1) // only the role chunk

@@ -193,8 +193,14 @@ func (s *Server) writeCompletion(ctx context.Context, c *fiber.Ctx, req *chatReq
 type chatRequest struct {
 	*validate.ChatRequest
 	meta bool // X-Service-Metadata: enabled
-	key  *keys.Key
-	adm  *admission // its rate-limit admission
+	// unsupported are the plugin options accepted and not implemented
+	// ("web.mode"), for service_metadata.unsupported (openrouter.go).
+	unsupported []string
+	// openRouterMeta: the metadata was asked for with OpenRouter's header,
+	// and is answered under its name, openrouter_metadata.
+	openRouterMeta bool
+	key            *keys.Key
+	adm            *admission // its rate-limit admission
 	// spend sums the charges of its runs (server-tool turns, sub-requests).
 	spend *spend
 	// group is shared with the chat sub-requests its modules make: their
@@ -219,13 +225,18 @@ func (s *Server) chatRequest(c *fiber.Ctx) (*chatRequest, *apierr.Error) {
 	if err != nil {
 		return nil, err
 	}
+	vr, unsupported, err := openRouterCompat(vr) // OpenRouter's names (openrouter.go)
+	if err != nil {
+		return nil, err
+	}
 	if vr, err = s.normalizeChat(vr); err != nil {
 		return nil, err
 	}
 	if err := vr.SessionHeader(c.Get("X-Session-Id")); err != nil {
 		return nil, err
 	}
-	return &chatRequest{ChatRequest: vr, meta: metadataRequested(c), key: c.Locals(localsKey).(*keys.Key)}, nil
+	return &chatRequest{ChatRequest: vr, meta: metadataRequested(c), key: c.Locals(localsKey).(*keys.Key), unsupported: unsupported,
+		openRouterMeta: openRouterMetadataAsked(c)}, nil
 }
 
 // preRequest runs the pre_request plugins. It returns the request to route
@@ -263,7 +274,7 @@ func (s *Server) runPre(ctx context.Context, req *chatRequest, pl *pipeline.Pipe
 	if vr.SessionID == "" {
 		vr.SessionID = req.SessionID // the header's session still applies
 	}
-	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm, spend: req.spend, group: req.group, routed: req.routed, routerPlugin: req.routerPlugin, answerPlugin: req.answerPlugin}, nil, nil
+	return &chatRequest{ChatRequest: vr, meta: req.meta, key: req.key, adm: req.adm, spend: req.spend, group: req.group, routed: req.routed, routerPlugin: req.routerPlugin, answerPlugin: req.answerPlugin, unsupported: req.unsupported, openRouterMeta: req.openRouterMeta}, nil, nil
 }
 
 // job is the request for the dispatcher.
@@ -339,6 +350,11 @@ func metadataRequested(c *fiber.Ctx) bool {
 	v := c.Get("X-Service-Metadata")
 	if v == "" {
 		v = c.Get("X-Service-Experimental-Metadata")
+	}
+	for _, h := range openRouterMetadataHeaders { // OpenRouter's names of it
+		if v == "" {
+			v = c.Get(h)
+		}
 	}
 	return v == "enabled"
 }

@@ -119,8 +119,8 @@ func subRecords(t *testing.T, g *gatewaytest.Gateway, id string) (recs []gjson.R
 			rec := generation(t, g, g.Key, tid)
 			recs = append(recs, rec)
 			cost += usd(t, rec.Get("total_cost"))
-			prompt += rec.Get("usage.prompt_tokens").Int()
-			completion += rec.Get("usage.completion_tokens").Int()
+			prompt += rec.Get("tokens.prompt_tokens").Int()
+			completion += rec.Get("tokens.completion_tokens").Int()
 		}
 	}
 	return recs, cost, prompt, completion

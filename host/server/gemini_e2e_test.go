@@ -43,6 +43,10 @@ func TestGeminiChat(t *testing.T) {
 	if !strings.Contains(body.Get("choices.0.message.content").Str, "You said: hello gem") || body.Get("choices.0.finish_reason").Str != "stop" {
 		t.Fatalf("%s", body.Raw)
 	}
+	// OpenRouter's native_finish_reason: Gemini's own finishReason (issue 32).
+	if got := body.Get("choices.0.native_finish_reason").Str; got != "STOP" {
+		t.Errorf("native_finish_reason %q", got)
+	}
 	if body.Get("usage.prompt_tokens_details.cached_tokens").Int() != 1 || body.Get("usage.cost").Float() <= 0 {
 		t.Fatalf("usage %s", body.Get("usage").Raw)
 	}

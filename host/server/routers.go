@@ -231,6 +231,12 @@ func strategyName(s string) bool {
 // caller asked for, and the router's strategy in place of the dispatcher's
 // (which only chose among the endpoints of the router's models).
 func (req *chatRequest) routerMeta(m *wire.Metadata) *wire.Metadata {
+	if m != nil && len(req.unsupported) > 0 {
+		m.Unsupported = req.unsupported
+	}
+	if m != nil && req.openRouterMeta {
+		m.Name = "openrouter_metadata"
+	}
 	if m == nil || req.routed == nil {
 		return m
 	}

@@ -672,6 +672,7 @@ func (l *toolLoop) answer(raw []byte, r *dispatch.Result) []byte {
 		raw = out
 	}
 	raw, _ = sjson.SetRawBytes(raw, "usage.cost_details.tool_fees", []byte(fees.USD()))
+	raw, _ = sjson.SetRawBytes(raw, "usage.cost_details.server_tool_cost", []byte(fees.USD())) // OpenRouter's name
 	if subs > 0 {
 		raw, _ = sjson.SetRawBytes(raw, "usage.cost_details.sub_requests", []byte(subs.USD()))
 	}
@@ -691,6 +692,10 @@ func (l *toolLoop) meta() *wire.Metadata {
 	var m *wire.Metadata
 	if l.last != nil {
 		m = l.last.Metadata(l.req.Model())
+		m.Unsupported = l.req.unsupported
+		if l.req.openRouterMeta {
+			m.Name = "openrouter_metadata"
+		}
 	} else {
 		m = l.s.pluginMeta(l.req, l.pl)
 	}

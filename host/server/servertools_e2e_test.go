@@ -71,8 +71,8 @@ func wantSums(t *testing.T, g *gatewaytest.Gateway, body gjson.Result, before bi
 		}
 		sum += usd(t, rec.Get("total_cost"))
 		fees += usd(t, rec.Get("tool_fees_cost"))
-		prompt += rec.Get("usage.prompt_tokens").Int()
-		completion += rec.Get("usage.completion_tokens").Int()
+		prompt += rec.Get("tokens.prompt_tokens").Int()
+		completion += rec.Get("tokens.completion_tokens").Int()
 	}
 	if _, err := g.Ledger.Generation(fmt.Sprintf("%s-%d", id, turns+1)); err == nil {
 		t.Fatalf("a record beyond the %d turns reported", turns)

@@ -274,6 +274,8 @@ func tail(result []byte, id wire.Identity) [][]byte {
 	final := head + `[],"usage":` + gjson.GetBytes(result, "usage").Raw
 	if sm := gjson.GetBytes(result, "service_metadata"); sm.Exists() {
 		final += `,"service_metadata":` + sm.Raw
+	} else if sm := gjson.GetBytes(result, "openrouter_metadata"); sm.Exists() { // asked with OpenRouter's header
+		final += `,"openrouter_metadata":` + sm.Raw
 	}
 	return append(out, []byte(final+"}"))
 }

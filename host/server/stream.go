@@ -355,6 +355,12 @@ func (p *pump) step(data []byte, rerr error) (end bool, err error) {
 			return true, apierr.New(http.StatusBadGateway, "%s", call.Scrub("provider "+call.Endpoint.Provider.Slug+": "+msg.Get("message").Str))
 		}
 		p.account(facts)
+		for _, c := range facts.Choices {
+			if c.Finished { // OpenRouter's native_finish_reason beside it (wire.NativeFinishReasons)
+				ch = wire.NativeFinishReasons(ch)
+				break
+			}
+		}
 		p.flushHeld()
 		if facts.Usage {
 			p.held = append([]byte(nil), ch...) // ch may alias the reader's buffer

@@ -22,6 +22,7 @@ import (
 	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/modules"
+	"github.com/switchyard/switchyard/host/validate"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -91,8 +92,8 @@ func Resolve(reg *modules.Registry, account string, body []byte) (*Set, *apierr.
 	fnNames := map[string]bool{}
 	var err *apierr.Error
 	gjson.GetBytes(body, "tools").ForEach(func(i, t gjson.Result) bool {
-		typ := t.Get("type").Str
-		if !strings.HasPrefix(typ, manifest.ToolTypePrefix) {
+		typ, server := validate.CanonicalServerTool(t.Get("type").Str) // openrouter:… is ours
+		if !server {
 			fnNames[t.Get(typ+".name").Str] = true
 			return true
 		}
@@ -133,6 +134,7 @@ func Resolve(reg *modules.Registry, account string, body []byte) (*Set, *apierr.
 	}
 	if err == nil {
 		if c := gjson.GetBytes(body, "tool_choice.type").Str; c != "" {
+			c, _ = validate.CanonicalServerTool(c)
 			s.choice = s.byType(choiceAlias(c))
 		}
 	}
@@ -181,6 +183,7 @@ func pluginConfig(body []byte, id string) string {
 }
 
 func (s *Set) byType(typ string) *Tool {
+	typ, _ = validate.CanonicalServerTool(typ)
 	for _, t := range s.Tools {
 		if t.Type == typ {
 			return t

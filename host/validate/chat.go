@@ -51,6 +51,23 @@ const (
 // ServerToolPrefix starts the type of a server tool ({"type": "service:web_search"}).
 const ServerToolPrefix = "service:"
 
+// OpenRouterToolPrefix starts OpenRouter's name of a server tool
+// ("openrouter:web_search", what its SDKs send): an alias of
+// ServerToolPrefix (issue 32).
+const OpenRouterToolPrefix = "openrouter:"
+
+// CanonicalServerTool is typ with OpenRouter's prefix replaced by ours, and
+// whether it is a server tool type at all.
+func CanonicalServerTool(typ string) (string, bool) {
+	if strings.HasPrefix(typ, ServerToolPrefix) {
+		return typ, true
+	}
+	if name, ok := strings.CutPrefix(typ, OpenRouterToolPrefix); ok {
+		return ServerToolPrefix + name, true
+	}
+	return typ, false
+}
+
 // serverToolAliases are OpenAI's names for web search in tool_choice,
 // accepted for service:web_search.
 var serverToolAliases = map[string]string{"web_search": "service:web_search", "web_search_preview": "service:web_search"}
@@ -451,7 +468,7 @@ func (v *validator) tool(t gjson.Result) *apierr.Error {
 		return err
 	}
 	typ := v.Get(t, "type")
-	if typ.Type == gjson.String && strings.HasPrefix(text(typ), ServerToolPrefix) {
+	if _, server := CanonicalServerTool(text(typ)); typ.Type == gjson.String && server {
 		return v.serverTool(t, typ)
 	}
 	if err := v.field("type", typ, func(x gjson.Result) *apierr.Error { return v.enum(x, toolTypes) }); err != nil {
@@ -499,7 +516,8 @@ func (v *validator) tool(t gjson.Result) *apierr.Error {
 // routed (host/tools), with the modules of the caller's account; its
 // parameters are the module's business.
 func (v *validator) serverTool(t, typ gjson.Result) *apierr.Error {
-	name := strings.TrimPrefix(text(typ), ServerToolPrefix)
+	canon, _ := CanonicalServerTool(text(typ))
+	name := strings.TrimPrefix(canon, ServerToolPrefix)
 	ok := name != "" && len(name) <= 64
 	for i := 0; ok && i < len(name); i++ {
 		c := name[i]
@@ -605,7 +623,7 @@ func (v *validator) toolChoice(st *chatState, x gjson.Result) *apierr.Error {
 	if t.Type != gjson.String || t.Raw == `""` {
 		return v.failAt("type", `required: "function" for a named tool, or a server tool's type, got %s`, describe(t))
 	}
-	if typ := text(t); strings.HasPrefix(typ, ServerToolPrefix) {
+	if typ, server := CanonicalServerTool(text(t)); server {
 		st.serverChoice = typ
 	} else if alias := serverToolAliases[typ]; alias != "" && st.serverChoice == "" {
 		st.serverChoice = "?" + alias // only checked when tools has it
@@ -658,7 +676,8 @@ func (v *validator) checkChoiceServer(tools gjson.Result, typ string) *apierr.Er
 	found := false
 	if tools.IsArray() {
 		v.Elements(tools, func(_ int, t gjson.Result) bool {
-			found = v.Get(t, "type").Str == typ
+			canon, _ := CanonicalServerTool(v.Get(t, "type").Str)
+			found = canon == typ
 			return !found
 		})
 	}

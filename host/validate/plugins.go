@@ -102,8 +102,35 @@ func (v *validator) pluginOption(id, k string, x gjson.Result) (err *apierr.Erro
 		return v.integer(x, 1, 16), true
 	case "fusion.tools":
 		return v.items(x, 0, 8, func(_ int, t gjson.Result) *apierr.Error { return v.fusionTool(t) }), true
+
+	// Options OpenRouter's SDK types send (issue 32): accepted, checked
+	// for their type, and not implemented: the host removes them before
+	// the plugin runs and reports them in service_metadata.unsupported
+	// (host/server/openrouter.go, UnsupportedPluginOptions).
+	case "web.mode", "auto-router.cost_tier":
+		return v.nonEmpty(x), true
+	case "web.x_search":
+		return v.object(x), true
+	case "auto-router.excluded_models":
+		return v.strArray(x), true
+	case "auto-router.pin_model":
+		return v.boolean(x), true
+	case "pareto-router.max_price":
+		return v.number(x, 0, math.MaxFloat64), true
+	case "file-parser.max_files":
+		return v.integer(x, 1, math.MaxInt64), true
 	}
 	return nil, false
+}
+
+// UnsupportedPluginOptions are the plugin options (plugin id → options)
+// the validation accepts because OpenRouter's SDKs send them, and that
+// the plugins do not implement.
+var UnsupportedPluginOptions = map[string][]string{
+	"web":           {"mode", "x_search"},
+	"auto-router":   {"cost_tier", "excluded_models", "pin_model"},
+	"pareto-router": {"max_price"},
+	"file-parser":   {"max_files"},
 }
 
 // userLocation checks {"type": "approximate", "city"?, "country"?, "region"?, "timezone"?}.

@@ -142,7 +142,7 @@ func (r *ChatRequest) collect(k string, x gjson.Result) {
 	}
 	if k == "tools" {
 		x.ForEach(func(_, t gjson.Result) bool {
-			r.ServerTools = strings.HasPrefix(t.Get("type").Str, ServerToolPrefix)
+			_, r.ServerTools = CanonicalServerTool(t.Get("type").Str)
 			return !r.ServerTools
 		})
 	}

@@ -23,6 +23,13 @@ type Metadata struct {
 	// MaxOutputTokens is set when the request's max output was above the
 	// serving endpoint's maximum and was clamped to it.
 	MaxOutputTokens *Clamp `json:"max_output_tokens,omitempty"`
+	// Unsupported lists the request's options the gateway accepted and
+	// ignored ("web.mode": plugin options OpenRouter's SDKs send).
+	Unsupported []string `json:"unsupported,omitempty"`
+	// Name is the member Set writes: "service_metadata" when empty, or
+	// OpenRouter's "openrouter_metadata" for a client that asked with its
+	// header.
+	Name string `json:"-"`
 }
 
 // Clamp is a requested max output and the endpoint maximum sent instead.
@@ -60,13 +67,17 @@ func (m *Metadata) WithStages(stages []map[string]any) *Metadata {
 	return m
 }
 
-// Set writes m as the service_metadata member of body; a nil m leaves body
-// as it is.
+// Set writes m as the service_metadata member of body (m.Name's); a nil m
+// leaves body as it is.
 func (m *Metadata) Set(body []byte) []byte {
 	if m == nil {
 		return body
 	}
-	body, _ = sjson.SetRawBytes(body, "service_metadata", m.JSON())
+	name := m.Name
+	if name == "" {
+		name = "service_metadata"
+	}
+	body, _ = sjson.SetRawBytes(body, name, m.JSON())
 	return body
 }
 

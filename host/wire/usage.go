@@ -133,10 +133,12 @@ func plausible(r gjson.Result) bool {
 
 // WriteUsage sets the "usage" object of a response body or of the final
 // stream chunk from a settled generation: token counts (prompt_tokens,
-// completion_tokens, total_tokens, cached and reasoning details when not
-// zero, and "estimated": true when the gateway counted them), "cost" (dollars charged for the request, failed attempts included)
-// and "cost_details" (the final attempt's parts plus failed attempts and
-// anything uncollected). Other fields of an existing usage object are kept.
+// completion_tokens, total_tokens, prompt_tokens_details.cached_tokens and
+// completion_tokens_details.reasoning_tokens, 0 included, and "estimated":
+// true when the gateway counted them), "cost" (dollars charged for the
+// request, failed attempts included) and "cost_details" (OpenRouter's
+// upstream_inference_* members, then the final attempt's parts plus failed
+// attempts and anything uncollected). Other fields of an existing usage object are kept.
 // Amounts are written as exact decimal numbers of dollars. body is valid
 // JSON (RepairCompletion has checked it, or the gateway wrote it).
 //
@@ -257,11 +259,10 @@ func mergeUsage(old string, g *billing.Generation) (usage []byte, ok bool) {
 }
 
 // detail appends the details object cur (absent, or anything else
-// sjson would replace by an object) with key set to n, unless n is 0.
+// sjson would replace by an object) with key set to n, 0 included:
+// OpenRouter's clients read prompt_tokens_details.cached_tokens and
+// completion_tokens_details.reasoning_tokens on every answer (issue 32).
 func detail(b []byte, cur gjson.Result, key string, n int64) ([]byte, bool) {
-	if n == 0 {
-		return b, false
-	}
 	if !cur.IsObject() {
 		b = append(b, '{', '"')
 		b = append(b, key...)
@@ -275,15 +276,16 @@ func detail(b []byte, cur gjson.Result, key string, n int64) ([]byte, bool) {
 	return append(b, set...), true
 }
 
-// appendCostDetails appends the "cost_details" object.
+// appendCostDetails appends the "cost_details" object: OpenRouter's
+// three upstream_inference_* members (upstreamCosts), then Switchyard's
+// parts.
 func appendCostDetails(b []byte, g *billing.Generation) []byte {
 	c := g.Cost
+	up := upstreamCosts(g)
 	for i, f := range [...]struct {
 		name string
 		n    billing.Nanos
-	}{{"prompt", c.Prompt}, {"cache_read", c.CacheRead}, {"completion", c.Completion}, {"reasoning", c.Reasoning},
-		{"audio", c.Audio}, {"request", c.Request}, {"image", c.Image}, {"failed_attempts", g.FailedCost},
-		{"uncollected", g.Uncollected}} {
+	}{{"upstream_inference_cost", up[0]}, {"upstream_inference_prompt_cost", up[1]}, {"upstream_inference_completions_cost", up[2]}} {
 		if i == 0 {
 			b = append(b, '{')
 		} else {
@@ -294,11 +296,36 @@ func appendCostDetails(b []byte, g *billing.Generation) []byte {
 		b = append(b, '"', ':')
 		b = f.n.AppendUSD(b)
 	}
+	for _, f := range [...]struct {
+		name string
+		n    billing.Nanos
+	}{{"prompt", c.Prompt}, {"cache_read", c.CacheRead}, {"completion", c.Completion}, {"reasoning", c.Reasoning},
+		{"audio", c.Audio}, {"request", c.Request}, {"image", c.Image}, {"failed_attempts", g.FailedCost},
+		{"uncollected", g.Uncollected}} {
+		b = append(b, ',', '"')
+		b = append(b, f.name...)
+		b = append(b, '"', ':')
+		b = f.n.AppendUSD(b)
+	}
 	if g.FeesCost != 0 {
 		b = append(b, `,"tool_fees":`...)
 		b = g.FeesCost.AppendUSD(b)
+		b = append(b, `,"server_tool_cost":`...)
+		b = g.FeesCost.AppendUSD(b)
 	}
 	return append(b, '}')
+}
+
+// upstreamCosts are the members OpenRouter's cost_details defines (its
+// SDKs require the prompt and completions ones, issue 32), in dollars:
+// upstream_inference_cost, the final attempt's whole inference cost
+// (Cost.Total: every part, request and image fees included, failed
+// attempts and tool fees not); upstream_inference_prompt_cost, its input
+// tokens (prompt, cache reads, audio); upstream_inference_completions_cost,
+// its output tokens (completion and reasoning).
+func upstreamCosts(g *billing.Generation) [3]billing.Nanos {
+	c := g.Cost
+	return [3]billing.Nanos{c.Total, c.Prompt + c.CacheRead + c.Audio, c.Completion + c.Reasoning}
 }
 
 // writeUsageBySets is WriteUsage one sjson set per field: the definition
@@ -319,17 +346,15 @@ func writeUsageBySets(body []byte, g *billing.Generation) ([]byte, error) {
 	set("prompt_tokens", i(u.PromptTokens))
 	set("completion_tokens", i(u.CompletionTokens))
 	set("total_tokens", i(u.TotalTokens()))
-	if u.CachedTokens != 0 {
-		set("prompt_tokens_details.cached_tokens", i(u.CachedTokens))
-	}
-	if u.ReasoningTokens != 0 {
-		set("completion_tokens_details.reasoning_tokens", i(u.ReasoningTokens))
-	}
+	set("prompt_tokens_details.cached_tokens", i(u.CachedTokens))
+	set("completion_tokens_details.reasoning_tokens", i(u.ReasoningTokens))
 	if u.Estimated {
 		set("estimated", "true")
 	}
 	set("cost", g.Charged.USD())
-	set("cost_details", `{"prompt":`+c.Prompt.USD()+`,"cache_read":`+c.CacheRead.USD()+
+	up := upstreamCosts(g)
+	set("cost_details", `{"upstream_inference_cost":`+up[0].USD()+`,"upstream_inference_prompt_cost":`+up[1].USD()+
+		`,"upstream_inference_completions_cost":`+up[2].USD()+`,"prompt":`+c.Prompt.USD()+`,"cache_read":`+c.CacheRead.USD()+
 		`,"completion":`+c.Completion.USD()+`,"reasoning":`+c.Reasoning.USD()+
 		`,"audio":`+c.Audio.USD()+`,"request":`+c.Request.USD()+`,"image":`+c.Image.USD()+
 		`,"failed_attempts":`+g.FailedCost.USD()+`,"uncollected":`+g.Uncollected.USD()+feesField(g)+`}`)
@@ -345,5 +370,5 @@ func feesField(g *billing.Generation) string {
 	if g.FeesCost == 0 {
 		return ""
 	}
-	return `,"tool_fees":` + g.FeesCost.USD()
+	return `,"tool_fees":` + g.FeesCost.USD() + `,"server_tool_cost":` + g.FeesCost.USD()
 }

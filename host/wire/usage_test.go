@@ -37,6 +37,11 @@ func TestParseAndWriteUsage(t *testing.T) {
 		"usage.total_tokens":                        "150",
 		"usage.prompt_tokens_details.cached_tokens": "20",
 		"id": "gen-1",
+		// OpenRouter's members (issue 32): the final attempt's inference
+		// cost, its input tokens' (80+20) and its output tokens' (40×2+10×2).
+		"usage.cost_details.upstream_inference_cost":             "0.0002",
+		"usage.cost_details.upstream_inference_prompt_cost":      "0.0001",
+		"usage.cost_details.upstream_inference_completions_cost": "0.0001",
 	} {
 		if got := gjson.GetBytes(out, path).Raw; got != want && gjson.GetBytes(out, path).String() != want {
 			t.Errorf("%s = %s, want %s", path, got, want)
@@ -50,5 +55,13 @@ func TestParseAndWriteUsage(t *testing.T) {
 	out, err = WriteUsage([]byte(`{"choices":[{"delta":{}}]}`), g)
 	if err != nil || gjson.GetBytes(out, "usage.prompt_tokens").Int() != 100 || !gjson.GetBytes(out, "usage.estimated").Bool() {
 		t.Errorf("chunk: %s %v", out, err)
+	}
+	// The details OpenRouter's clients read are there when zero.
+	out, _ = WriteUsage([]byte(`{"usage":{"prompt_tokens":1,"completion_tokens":1}}`), &billing.Generation{Usage: billing.Usage{PromptTokens: 1, CompletionTokens: 1}})
+	for _, path := range []string{"usage.prompt_tokens_details.cached_tokens", "usage.completion_tokens_details.reasoning_tokens",
+		"usage.cost_details.upstream_inference_prompt_cost", "usage.cost_details.upstream_inference_completions_cost"} {
+		if r := gjson.GetBytes(out, path); r.Type != gjson.Number || r.Num != 0 {
+			t.Errorf("%s = %s in %s", path, r.Raw, out)
+		}
 	}
 }

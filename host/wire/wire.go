@@ -109,6 +109,13 @@ func CompletionFacts(raw []byte, id Identity, object string) ([]byte, Facts) {
 			if !f.choices.Exists() {
 				f.choices = v
 			}
+			if object == "chat.completion" {
+				out = append(out, ',')
+				out = append(out, k.Raw...)
+				out = append(out, ':')
+				out = appendNativeFinish(out, v)
+				return true
+			}
 		}
 		out = append(out, ',')
 		out = append(out, k.Raw...)
@@ -126,6 +133,79 @@ func CompletionFacts(raw []byte, id Identity, object string) ([]byte, Facts) {
 	out = append(out, '}')
 	f.body = out
 	return out, f
+}
+
+// appendNativeFinish appends the choices array choices with
+// "native_finish_reason" added to each choice object that has a
+// finish_reason and no native_finish_reason of its own: OpenRouter's
+// field, the finish reason as the provider gave it. An adapter that
+// translates a provider's reasons (Anthropic's end_turn) may set it
+// itself; otherwise the upstream spoke OpenAI's reasons and the two agree.
+// Anything but an array of such choices is appended as it is.
+func appendNativeFinish(dst []byte, choices gjson.Result) []byte {
+	lacks := func(c gjson.Result) bool {
+		if !c.IsObject() {
+			return false
+		}
+		var fr, native bool
+		c.ForEach(func(k, _ gjson.Result) bool {
+			switch k.Str {
+			case "finish_reason":
+				fr = true
+			case "native_finish_reason":
+				native = true
+			}
+			return true
+		})
+		return fr && !native
+	}
+	need := false
+	if choices.IsArray() {
+		choices.ForEach(func(_, c gjson.Result) bool {
+			need = lacks(c)
+			return !need
+		})
+	}
+	if !need {
+		return append(dst, choices.Raw...)
+	}
+	dst = append(dst, '[')
+	first := true
+	choices.ForEach(func(_, c gjson.Result) bool {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		raw := strings.TrimRight(c.Raw, " \t\r\n")
+		if !lacks(c) || !strings.HasSuffix(raw, "}") {
+			dst = append(dst, c.Raw...)
+			return true
+		}
+		dst = append(dst, raw[:len(raw)-1]...)
+		dst = append(dst, `,"native_finish_reason":`...)
+		dst = append(dst, c.Get("finish_reason").Raw...)
+		dst = append(dst, '}')
+		return true
+	})
+	return append(dst, ']')
+}
+
+// NativeFinishReasons is appendNativeFinish on the choices of a stream
+// chunk (valid JSON) that finishes one: the chunk, with native_finish_reason
+// beside each finish_reason the upstream gave without one.
+func NativeFinishReasons(ch []byte) []byte {
+	cs := gjson.GetBytes(ch, "choices")
+	if !cs.IsArray() || cs.Index <= 0 {
+		return ch
+	}
+	choices := appendNativeFinish(nil, cs)
+	if len(choices) == len(cs.Raw) {
+		return ch
+	}
+	out := make([]byte, 0, len(ch)+len(choices)-len(cs.Raw))
+	out = append(out, ch[:cs.Index]...)
+	out = append(out, choices...)
+	return append(out, ch[cs.Index+len(cs.Raw):]...)
 }
 
 // completionBySet is Completion for a body that is not a JSON object (sjson

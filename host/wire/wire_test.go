@@ -237,3 +237,30 @@ func BenchmarkResponseSizes(b *testing.B) {
 		})
 	}
 }
+
+// OpenRouter's native_finish_reason (issue 32): beside every finish_reason
+// an upstream gave without one, in a completion and in a finishing chunk;
+// an adapter's own is kept.
+func TestNativeFinishReason(t *testing.T) {
+	id := Identity{GenID: "gen-1", Model: "v/m"}
+	for _, tc := range []struct{ in, want string }{
+		{`{"choices":[{"index":0,"message":{"content":"a\nb"},"finish_reason":"stop"},{"index":1,"finish_reason":null}]}`,
+			`[{"index":0,"message":{"content":"a\nb"},"finish_reason":"stop","native_finish_reason":"stop"},{"index":1,"finish_reason":null,"native_finish_reason":null}]`},
+		{`{"choices":[{"index":0,"finish_reason":"stop","native_finish_reason":"end_turn"}]}`,
+			`[{"index":0,"finish_reason":"stop","native_finish_reason":"end_turn"}]`},
+		{`{"choices":[{"index":0}]}`, `[{"index":0}]`},
+		{`{"choices":[]}`, `[]`},
+	} {
+		out := Completion([]byte(tc.in), id, "chat.completion")
+		if got := gjson.GetBytes(out, "choices").Raw; got != tc.want || !gjson.ValidBytes(out) {
+			t.Errorf("%s: choices %s, want %s", tc.in, got, tc.want)
+		}
+		ch := NativeFinishReasons([]byte(`{"id":"x","choices":` + gjson.Get(tc.in, "choices").Raw + `,"usage":null}`))
+		if got := gjson.GetBytes(ch, "choices").Raw; got != tc.want || !gjson.ValidBytes(ch) {
+			t.Errorf("chunk %s: choices %s, want %s", tc.in, got, tc.want)
+		}
+	}
+	if out := Completion([]byte(`{"data":[{"finish_reason":"x"}],"choices":[{"finish_reason":"stop"}]}`), id, "list"); gjson.GetBytes(out, "choices.0.native_finish_reason").Exists() {
+		t.Errorf("added outside a chat completion: %s", out)
+	}
+}

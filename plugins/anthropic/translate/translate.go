@@ -365,6 +365,16 @@ var finishReasons = map[string]string{
 	"pause_turn": "stop", "refusal": "content_filter",
 }
 
+// nativeFinish is Anthropic's stop_reason as OpenRouter's
+// native_finish_reason (JSON): the reason as the provider gave it, null
+// when it gave none.
+func nativeFinish(s string) string {
+	if s == "" {
+		return "null"
+	}
+	return sdk.Quote(s)
+}
+
 func finishReason(s string) string {
 	if f, ok := finishReasons[s]; ok {
 		return f
@@ -447,7 +457,8 @@ func ChatResponse(in *sdk.In, out *sdk.Out) error {
 	if len(annotations) > 0 {
 		b.WriteString(`,"annotations":[` + strings.Join(annotations, ",") + `]`)
 	}
-	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(msg.Get("stop_reason").Str)) + `}]`)
+	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(msg.Get("stop_reason").Str)) +
+		`,"native_finish_reason":` + nativeFinish(msg.Get("stop_reason").Str) + `}]`)
 	b.WriteString(`,"usage":` + withSearches(usage(u.Get("input_tokens").Int(), u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int(), u.Get("output_tokens").Int()), u))
 	b.WriteString(`,"system_fingerprint":null}`)
 	out.FieldString(b.String())
@@ -565,7 +576,8 @@ func StreamEvent(in *sdk.In, out *sdk.Out) error {
 	case "message_delta":
 		out.Field(in.Field(2))
 		fr := finishReason(ev.Get("delta.stop_reason").Str)
-		out.FieldString(chunk(`[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(fr) + `}]`))
+		out.FieldString(chunk(`[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(fr) + `,"native_finish_reason":` +
+			nativeFinish(ev.Get("delta.stop_reason").Str) + `}]`))
 		u := ev.Get("usage")
 		in0 := st.In
 		if v := u.Get("input_tokens"); v.Exists() && v.Int() > 0 {

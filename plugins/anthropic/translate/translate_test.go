@@ -46,6 +46,7 @@ func TestChatResponse(t *testing.T) {
 		testdata("message_cache_read.json"): {
 			"choices.0.message.content":                 "Hi! My name is Claude.",
 			"choices.0.finish_reason":                   "stop",
+			"choices.0.native_finish_reason":            "end_turn",
 			"usage.prompt_tokens":                       "188107",
 			"usage.prompt_tokens_details.cached_tokens": "188086",
 			"usage.total_tokens":                        "188500",

@@ -273,6 +273,16 @@ var finishReasons = map[string]string{
 	"BLOCKLIST": "content_filter", "PROHIBITED_CONTENT": "content_filter", "SPII": "content_filter",
 }
 
+// nativeFinish is Gemini's finishReason as OpenRouter's
+// native_finish_reason (JSON): the reason as the provider gave it (STOP,
+// MAX_TOKENS, …), null when it gave none.
+func nativeFinish(s string) string {
+	if s == "" {
+		return "null"
+	}
+	return sdk.Quote(s)
+}
+
 func finishReason(s string, toolCalls bool) string {
 	if toolCalls {
 		return "tool_calls"
@@ -363,7 +373,8 @@ func ChatResponse(in *sdk.In, out *sdk.Out) error {
 			b.WriteString(`,"annotations":[` + strings.Join(anns, ",") + `]`)
 		}
 	}
-	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(c.Get("finishReason").Str, len(calls) > 0)) + `}]`)
+	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(c.Get("finishReason").Str, len(calls) > 0)) +
+		`,"native_finish_reason":` + nativeFinish(c.Get("finishReason").Str) + `}]`)
 	b.WriteString(`,"usage":` + searches(usage(resp.Get("usageMetadata")), gm) + `}`)
 	out.FieldString(b.String())
 	return nil
@@ -437,7 +448,8 @@ func StreamEvent(in *sdk.In, out *sdk.Out) error {
 		out.FieldString(head + `[{"index":0,"delta":{` + strings.Join(delta, ",") + `},"finish_reason":null}]}`)
 	}
 	if fr := c.Get("finishReason").Str; fr != "" {
-		out.FieldString(head + `[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(finishReason(fr, n+int64(len(calls)) > 0)) + `}]}`)
+		out.FieldString(head + `[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(finishReason(fr, n+int64(len(calls)) > 0)) +
+			`,"native_finish_reason":` + nativeFinish(fr) + `}]}`)
 		if u := resp.Get("usageMetadata"); u.Exists() {
 			out.FieldString(head + `[],"usage":` + searches(usage(u), c.Get("groundingMetadata")) + `}`)
 		}

@@ -85,6 +85,10 @@ type instance struct {
 	// snap is a tenant's instance's state after start, which reset puts
 	// back after each call (snapshot.go); nil: the instance serves one call.
 	snap *snapshot
+	// started is the memory's size after start: what calls grew it by is
+	// measured from there (put). A module whose start fills a large
+	// memory (data tables) is not a grown instance.
+	started uint32
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
@@ -115,6 +119,9 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		return nil, err
 	}
 	in.mod, in.input, in.handle, in.mem = mod, mod.ExportedFunction(abi.ExportInput), mod.ExportedFunction(abi.ExportHandle), mod.Memory()
+	if in.mem != nil {
+		in.started = in.mem.Size()
+	}
 	return in, nil
 }
 
@@ -233,7 +240,8 @@ const (
 	maxTimeoutScale = 8
 )
 
-// maxPooledMemory bounds the memory of an idle pooled instance. wazero
+// maxPooledMemory bounds how much calls may grow the memory of an idle
+// pooled instance past its size after start. wazero
 // cannot shrink a memory, so one call on a huge request (a 10 MB body
 // through context-compression) would otherwise leave its instance holding
 // what it grew to for as long as the pool keeps it: modules may be given
@@ -245,7 +253,7 @@ func (m *Module) put(in *instance) {
 	m.mu.Lock()
 	closed := m.closed
 	m.mu.Unlock()
-	if closed || in.mem != nil && in.snap == nil && in.mem.Size() > maxPooledMemory {
+	if closed || in.mem != nil && in.snap == nil && in.mem.Size()-in.started > maxPooledMemory {
 		m.discard(in)
 		return
 	}

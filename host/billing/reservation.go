@@ -49,7 +49,6 @@ type Reservation struct {
 	done       bool
 	fees       []Fee // server-tool fees (AddFees)
 	feeTotal   Nanos
-	feeHeld    Nanos // held for tool calls about to run (HoldFees), until AddFees
 }
 
 // Fee is a charge beside the tokens: a server tool's calls made during the
@@ -274,9 +273,6 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 // account's available balance and the key's remaining limit allow, and
 // what does not fit is recorded as Uncollected at settlement, as any cost
 // beyond the hold is (docs/server-tools.md).
-//
-// Fees held before their calls ran (HoldFees) are taken from that hold
-// first; what the calls did not use of it is given back.
 func (r *Reservation) AddFees(fees ...Fee) {
 	var sum Nanos
 	for _, f := range fees {
@@ -284,18 +280,12 @@ func (r *Reservation) AddFees(fees ...Fee) {
 	}
 	a := r.acct
 	a.mu.Lock()
-	if r.done || len(fees) == 0 && r.feeHeld == 0 {
+	if r.done || len(fees) == 0 {
 		a.mu.Unlock()
 		return
 	}
-	fromHeld := min(sum, r.feeHeld)
-	unused := r.feeHeld - fromHeld
-	r.feeHeld = 0
-	a.held -= unused
-	r.key.held -= unused
-	r.hold -= unused
 	freeA, freeK := r.l.freeOf(a, r.key, r.limit, r.reset, r.l.now())
-	grow := min(sum-fromHeld, max(freeA, 0), max(freeK, 0))
+	grow := min(sum, max(freeA, 0), max(freeK, 0))
 	a.held += grow
 	r.key.held += grow
 	r.hold += grow
@@ -304,33 +294,6 @@ func (r *Reservation) AddFees(fees ...Fee) {
 	rec := r.record()
 	a.mu.Unlock()
 	r.l.putHold(rec)
-}
-
-// HoldFees holds per for each of n tool calls about to run — as many of
-// them as the account's available balance and the key's remaining limit
-// allow — and returns how many it held for: the caller runs only those.
-// AddFees then takes their fees from this hold and gives back the rest.
-func (r *Reservation) HoldFees(per Nanos, n int) int {
-	if per <= 0 || n <= 0 {
-		return max(n, 0)
-	}
-	a := r.acct
-	a.mu.Lock()
-	if r.done {
-		a.mu.Unlock()
-		return 0
-	}
-	freeA, freeK := r.l.freeOf(a, r.key, r.limit, r.reset, r.l.now())
-	k := min(int64(n), int64(min(max(freeA, 0), max(freeK, 0))/per))
-	grow := per * Nanos(k)
-	a.held += grow
-	r.key.held += grow
-	r.hold += grow
-	r.feeHeld += grow
-	rec := r.record()
-	a.mu.Unlock()
-	r.l.putHold(rec)
-	return int(k)
 }
 
 // AddFailedAttempt records an attempt that failed; when the provider bills

@@ -369,9 +369,6 @@ func Parse(data []byte) (*Config, error) {
 	if w := time.Duration(c.SettleCommitWindow); w < 0 || w > time.Second {
 		return nil, fmt.Errorf("config: settle_commit_window: want a duration of at most 1s (unset or 0: 100ms, or 5ms with store postgres), not %s", w)
 	}
-	if v := c.Limits.MaxToolCallCost; v < 0 || v > 1e6 || v != v {
-		return nil, fmt.Errorf("config: limits.max_tool_call_cost: want USD per tool call between 0 (unset: %g) and 1000000, not %g", DefaultMaxToolCallCost, v)
-	}
 	if c.Limits.MaxToolCallsPerTurn < 0 {
 		return nil, fmt.Errorf("config: limits.max_tool_calls_per_turn: want a number of calls (0 or unset: %d), not %d", DefaultMaxToolCallsPerTurn, c.Limits.MaxToolCallsPerTurn)
 	}

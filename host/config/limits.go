@@ -44,17 +44,7 @@ type Limits struct {
 	// upstream's fault; another endpoint may answer). 0 =
 	// DefaultMaxToolCallsPerTurn.
 	MaxToolCallsPerTurn int `yaml:"max_tool_calls_per_turn"`
-	// MaxToolCallCost is the most one server-tool call may cost, in USD: it
-	// is held before the call runs (a call the balance cannot hold is not
-	// run) and a fee a tool reports above it is charged at it. 0 =
-	// DefaultMaxToolCallCost.
-	MaxToolCallCost float64 `yaml:"max_tool_call_cost"`
 }
-
-// DefaultMaxToolCallCost is limits.max_tool_call_cost's default, in USD:
-// far above what search engines and fetchers charge per call (a cent or
-// less), far below a balance.
-const DefaultMaxToolCallCost = 1.0
 
 // DefaultMaxToolCallsPerTurn is limits.max_tool_calls_per_turn's default:
 // far above the parallel calls models make (a handful, rarely dozens).

@@ -315,10 +315,6 @@ func (r *Result) Record() *billing.Generation {
 // AddFees adds server-tool fees to this run's charge (billing.Reservation.AddFees).
 func (r *Result) AddFees(fees ...billing.Fee) { r.res.AddFees(fees...) }
 
-// HoldFees holds per for each of up to n tool calls about to run and
-// returns how many it could hold (billing.Reservation.HoldFees).
-func (r *Result) HoldFees(per billing.Nanos, n int) int { return r.res.HoldFees(per, n) }
-
 // Fail settles a request that failed after its attempt succeeded (e.g. a
 // stream broke): u is what the client received and pays for.
 func (r *Result) Fail(e *apierr.Error, u billing.Usage) {

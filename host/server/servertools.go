@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -407,8 +406,10 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		}
 		l.steps++
 		l.asked += len(server)
-		outs := l.runCalls(ctx, r, server)
-		r.AddFees(feesOf(outs)...) // also gives back what the calls' hold did not use
+		outs := l.runCalls(ctx, server)
+		if fees := feesOf(outs); len(fees) > 0 {
+			r.AddFees(fees...)
+		}
 		_, g, aerr := r.SettleRecord(raw, u, finish)
 		if aerr != nil {
 			return nil, aerr
@@ -475,15 +476,6 @@ func (l *toolLoop) readTurn(ctx context.Context, c *dispatch.Call) ([]byte, *api
 	return raw, nil
 }
 
-// maxToolCallCost is limits.max_tool_call_cost in nano-dollars.
-func (s *Server) maxToolCallCost() billing.Nanos {
-	v := s.Config.Limits.MaxToolCallCost
-	if v <= 0 {
-		v = config.DefaultMaxToolCallCost
-	}
-	return billing.Nanos(math.Round(v * 1e9))
-}
-
 // maxCallsPerTurn is limits.max_tool_calls_per_turn.
 func (s *Server) maxCallsPerTurn() int {
 	if n := s.Config.Limits.MaxToolCallsPerTurn; n > 0 {
@@ -544,33 +536,15 @@ func (l *toolLoop) dropServerCalls(raw []byte, msg gjson.Result, client []tools.
 
 // runCalls runs a turn's server-tool calls within the request's budget;
 // calls past it get a result saying so (every call needs a result).
-//
-// Each call's most (limits.max_tool_call_cost) is held before it runs: a
-// call the balance cannot hold is not run, and a fee above the ceiling is
-// charged at the ceiling (before: a module's fee of $1e9 took a whole
-// balance in one call).
-func (l *toolLoop) runCalls(ctx context.Context, r *dispatch.Result, calls []tools.Call) []tools.Outcome {
+func (l *toolLoop) runCalls(ctx context.Context, calls []tools.Call) []tools.Outcome {
 	n := min(len(calls), max(l.maxCalls-l.executed, 0))
-	ceiling := l.s.maxToolCallCost()
-	held := r.HoldFees(ceiling, n)
 	outs := make([]tools.Outcome, 0, len(calls))
-	outs = append(outs, l.set.RunAll(ctx, l.env, calls[:held])...)
-	for i := range outs {
-		if o := &outs[i]; o.Cost > ceiling {
-			l.s.Log.Warn("server-tool fee above the ceiling; charged the ceiling", "tool", o.Type,
-				"reported", o.Cost.String(), "ceiling", ceiling.String(), "generation", l.genID)
-			o.Cost = ceiling
-		}
-	}
-	for _, c := range calls[held:n] {
-		outs = append(outs, tools.Skipped(l.set.Named(c.Name), c,
-			fmt.Sprintf("not run: the account's available credit cannot hold this call's most, $%s (limits.max_tool_call_cost); answer with what you have", ceiling)))
-	}
+	outs = append(outs, l.set.RunAll(ctx, l.env, calls[:n])...)
 	for _, c := range calls[n:] {
 		outs = append(outs, tools.Skipped(l.set.Named(c.Name), c,
 			fmt.Sprintf("not run: this request's limit of %d server-tool calls (max_tool_calls) is reached; answer with what you have", l.maxCalls)))
 	}
-	l.executed += held
+	l.executed += n
 	for _, o := range outs {
 		if o.Status != "skipped" && o.Type == "service:web_search" {
 			l.searches++

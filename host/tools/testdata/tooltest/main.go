@@ -52,10 +52,6 @@ func toolCall(in *sdk.In, out *sdk.Out) error {
 		out.FieldString("lots")
 		return nil
 	}
-	if c := gjson.GetBytes(args, "cost"); c.Type == gjson.String {
-		out.FieldString(c.Str) // a fee of the model's choosing
-		return nil
-	}
 	out.FieldString("0.0015")
 	return nil
 }

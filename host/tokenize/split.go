@@ -15,10 +15,7 @@ import (
 // and FuzzSplit hold it to regexp2's pieces. text is valid UTF-8 (encode
 // makes it so) and every position starts some piece.
 func cl100kPiece(text string, i int) int {
-	r0, n0 := rune(text[i]), 1
-	if r0 >= utf8.RuneSelf {
-		r0, n0 = utf8.DecodeRuneInString(text[i:])
-	}
+	r0, n0 := decode(text, i)
 	if j := contraction(text, i); j > i {
 		return j
 	}

@@ -21,6 +21,7 @@ package jsonwalk
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -330,3 +331,25 @@ func (d *Doc) Pick(x gjson.Result, keys []string, out []gjson.Result) (dup strin
 	})
 	return dup
 }
+
+// Borrow is a pooled Doc reset to s, with its index's memory from an
+// earlier document; give it back with Release.
+func Borrow(s string) *Doc {
+	d := docs.Get().(*Doc)
+	d.Reset(s)
+	return d
+}
+
+// Release returns a Borrowed Doc to the pool; d must not be used after. One
+// whose index grew past maxPooledContainers is let go, so that one huge
+// document does not pin its index forever.
+func (d *Doc) Release() {
+	d.Reset("")
+	if d.Containers() <= maxPooledContainers {
+		docs.Put(d)
+	}
+}
+
+var docs = sync.Pool{New: func() any { return new(Doc) }}
+
+const maxPooledContainers = 1 << 16

@@ -28,7 +28,6 @@ package server
 import (
 	"net/http"
 	"slices"
-	"sync"
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/jsonstr"
@@ -137,15 +136,9 @@ func (s *Server) resolveModels(body []byte, single string, list ...string) ([]by
 // copied the whole body each time (issue 29). A body with none is
 // returned as it is.
 func stripChatNulls(body []byte) []byte {
-	d := walkers.Get().(*jsonwalk.Doc)
-	defer func() {
-		if d.Containers() <= maxPooledContainers {
-			d.Reset("")
-			walkers.Put(d)
-		}
-	}()
 	s := jsonwalk.String(body)
-	d.Reset(s)
+	d := jsonwalk.Borrow(s)
+	defer d.Release()
 	if !d.Index(jsonwalk.MaxNesting) {
 		return body // validation refused deeper bodies already
 	}
@@ -189,12 +182,6 @@ func stripChatNulls(body []byte) []byte {
 	}
 	return cuts.Apply(s)
 }
-
-// walkers are the documents stripChatNulls walks with, kept with their
-// index's memory; one grown past a usual body's is let go.
-var walkers = sync.Pool{New: func() any { return new(jsonwalk.Doc) }}
-
-const maxPooledContainers = 1 << 14
 
 // mapLegacyFunctions turns assistant function_call fields and role
 // "function" messages into tool calls and tool messages. A function message

@@ -3,7 +3,6 @@ package wire
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -48,14 +47,8 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 	// new r.b — so they stay valid while r.b changes. The walker reads
 	// every byte once (jsonwalk); gjson's ForEach parsed each value again
 	// at every level above it, numbers and escaped strings included.
-	d := docs.Get().(*jsonwalk.Doc)
-	defer func() {
-		d.Reset("")
-		if d.Containers() <= maxPooledContainers {
-			docs.Put(d)
-		}
-	}()
-	d.Reset(unsafe.String(unsafe.SliceData(b), len(b)))
+	d := jsonwalk.Borrow(unsafe.String(unsafe.SliceData(b), len(b)))
+	defer d.Release()
 	// The syntax, the nesting's bound and the index in one pass.
 	switch d.Scan(jsonwalk.MaxNesting) {
 	case jsonwalk.TooDeep:
@@ -145,12 +138,6 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 	}
 	return r.b, r.fixes, true
 }
-
-// docs are the walkers of repair, pooled with their index.
-var docs = sync.Pool{New: func() any { return new(jsonwalk.Doc) }}
-
-// maxPooledContainers keeps one huge answer from pinning its index forever.
-const maxPooledContainers = 1 << 16
 
 // repairer is one repair in progress: the walked document, the body as
 // edited so far, and what was repaired.

@@ -56,6 +56,29 @@ type Manifest struct {
 	// Tools are the server tools the module implements through its
 	// tool_call hook (docs/server-tools.md).
 	Tools []Tool `json:"tools,omitempty"`
+	// Router declares the plugin a router (docs/routing.md, "Router
+	// models"): a request naming Router.Model is routed (or answered) by
+	// it. The host builds its router table from the active modules'
+	// manifests, so a router published by an account works for that
+	// account's keys with no host change.
+	Router *Router `json:"router,omitempty"`
+}
+
+// Router is a router plugin's role.
+type Router struct {
+	// Model is the model id a request names to be routed by the plugin
+	// (switchyard/auto): vendor/name, lowercase.
+	Model string `json:"model"`
+	// Strategy is service_metadata.strategy when the plugin decided (a
+	// plugin may name another in its stage summary's "strategy").
+	Strategy string `json:"strategy"`
+	// Name is the model's name in GET /models.
+	Name string `json:"name"`
+	// Answers marks a router that answers the request itself through chat
+	// sub-requests (fusion) rather than choosing its model: it runs in the
+	// request's own pipeline, where a stream can open and keep alive while
+	// it works, not in the router phase before it.
+	Answers bool `json:"answers,omitempty"`
 }
 
 // Tool is one server tool a module declares: what a request names in its
@@ -298,7 +321,37 @@ func (m *Manifest) Validate() error {
 	if len(m.ConfigSchema) > 0 && !json.Valid(m.ConfigSchema) {
 		return fmt.Errorf("manifest %s: config_schema is not valid JSON", m.Name)
 	}
+	if err := m.validateRouter(declared[abi.HookPreRequest.String()]); err != nil {
+		return err
+	}
 	return m.validateTools(declared[abi.HookToolCall.String()])
+}
+
+var (
+	routerModelRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}/[a-z0-9][a-z0-9._:-]{0,127}$`)
+	routerStrategyRe = regexp.MustCompile(`^[a-z0-9][a-z0-9:_-]{0,31}$`)
+)
+
+// validateRouter checks a router role: a plugin with a pre_request hook
+// (where it decides), a model id as the catalog writes them, a short
+// strategy word, and chat for one that answers (its sub-requests).
+func (m *Manifest) validateRouter(preRequest bool) error {
+	r := m.Router
+	switch {
+	case r == nil:
+		return nil
+	case m.Kind != KindPlugin || !preRequest:
+		return fmt.Errorf("manifest %s: router: only a plugin with the %q hook can route", m.Name, abi.HookPreRequest.String())
+	case !routerModelRe.MatchString(r.Model):
+		return fmt.Errorf("manifest %s: router.model: %q must be vendor/name in lowercase letters, digits, '.', '_', '-' (and ':' in the name)", m.Name, r.Model)
+	case !routerStrategyRe.MatchString(r.Strategy):
+		return fmt.Errorf("manifest %s: router.strategy: %q must be 1-32 lowercase letters, digits, ':', '_' or '-'", m.Name, r.Strategy)
+	case r.Name == "" || len(r.Name) > 200:
+		return fmt.Errorf("manifest %s: router.name: required, at most 200 bytes: the model's name in GET /models", m.Name)
+	case r.Answers && !contains(m.Grants.HostFunctions, abi.GrantChat):
+		return fmt.Errorf("manifest %s: router.answers: a router that answers does so through chat sub-requests; grant host function %q", m.Name, abi.GrantChat)
+	}
+	return nil
 }
 
 // validateTools checks tools: each has a service: type, a function name

@@ -74,6 +74,7 @@ type Registry struct {
 	mu       sync.Mutex // serialises activations
 	active   atomic.Pointer[map[string]*wasm.Module]
 	defaults atomic.Pointer[map[string][]string] // scope → default-on plugin names
+	routers  atomic.Pointer[routerIndex]         // of active, rebuilt after a swap (routers.go)
 
 	// settings are the operator's settings of global modules (config
 	// module_settings), by module name, as JSON.

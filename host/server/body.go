@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"github.com/switchyard/switchyard/host/flow"
 	"io"
 	"net/http"
 	"os"
@@ -180,7 +181,7 @@ func refuseEncoded(c *fiber.Ctx) *apierr.Error {
 }
 
 func (s *Server) bodyTooLarge() *apierr.Error {
-	return apierr.New(http.StatusRequestEntityTooLarge, "request body exceeds the gateway's limit of %s", humanBytes(s.Config.MaxBodyBytes))
+	return apierr.New(http.StatusRequestEntityTooLarge, "request body exceeds the gateway's limit of %s", flow.HumanBytes(s.Config.MaxBodyBytes))
 }
 
 // overloaded is a 503 the client should retry after Retry-After seconds
@@ -205,17 +206,4 @@ func closeUnlessBodyRead(c *fiber.Ctx) {
 
 func retryAfterHeader(d time.Duration) string {
 	return strconv.Itoa(max(int((d+time.Second-1)/time.Second), 1))
-}
-
-// pluginBodyLimit holds a request a pre_request plugin rewrote to the same
-// max_body_bytes as the client's: a plugin must not turn a small request
-// into one the gateway would have refused. It is the plugin's failure, not
-// the caller's, so a 502 (as for any invalid plugin output), naming the
-// limit so the operator can see which bound was hit.
-func (s *Server) pluginBodyLimit(body []byte) *apierr.Error {
-	if len(body) <= s.Config.MaxBodyBytes {
-		return nil
-	}
-	return apierr.New(http.StatusBadGateway, "a plugin produced a request of %d bytes, over the gateway's limit of %s (max_body_bytes)",
-		len(body), humanBytes(s.Config.MaxBodyBytes))
 }

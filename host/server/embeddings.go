@@ -7,6 +7,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/flow"
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/route"
@@ -27,14 +28,14 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
-	defer adm.end()
+	defer adm.End()
 	acct := s.Keys.Providers(key.AccountID)
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.Dispatcher.RequestTimeout) // with the request's telemetry
 	defer cancel()
 	ctx, stopWatch := hangup.Watch(ctx, cancel, c.Context().Conn()) // a client that hangs up cancels the call
 	defer stopWatch.Stop()
 	r, aerr := s.Dispatcher.Run(ctx, &dispatch.Job{
-		Key: key, GenID: newGenerationID(), Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
+		Key: key, GenID: flow.NewGenerationID(), Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
 		Read: dispatch.ReadEmbeddings(req.Inputs, req.Base64),
 		Route: route.Request{Kind: catalog.KindEmbedding, Models: []string{req.Model}, Prefs: req.Prefs,
 			PromptTokens: req.PromptTokens, ContextTokens: req.LongestInput, AccountOnly: acct.Only, AccountIgnore: acct.Ignore},
@@ -43,7 +44,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 		return aerr
 	}
 	usage := r.Usage(r.Body, nil)
-	adm.record(usage)
+	adm.Record(usage)
 	raw, aerr := r.Settle(r.Body, usage, "")
 	if aerr != nil {
 		return aerr
@@ -72,7 +73,7 @@ func (s *Server) embeddingsRequest(c *fiber.Ctx) (*validate.EmbeddingsRequest, [
 	if aerr != nil {
 		return nil, nil, aerr
 	}
-	req, text, aerr := s.normalizeEmbeddings(req)
+	req, text, aerr := s.Core.NormalizeEmbeddings(req)
 	if aerr != nil {
 		return nil, nil, aerr
 	}

@@ -223,10 +223,7 @@ func (s *Server) modelEntries(c *fiber.Ctx, kind catalog.Kind, forUser bool) []m
 		// The router model ids whose plugin is installed. A router adds
 		// no price of its own: "-1" says the price is the model it
 		// chooses (as the public gateways list theirs).
-		for _, rm := range routerModels {
-			if !s.Pipeline.Installed(key.AccountID, rm.Plugin) {
-				continue
-			}
+		for _, rm := range s.Modules.Routers(key.AccountID) {
 			in := []string{"text", "image"}
 			out = append(out, modelEntry{ID: rm.Model, CanonicalSlug: rm.Model, Object: "model", Name: rm.Name, Kind: catalog.KindChat,
 				OwnedBy: "switchyard", Modalities: in, Architecture: newArchitecture(catalog.KindChat, in, "Router"),

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -13,7 +11,7 @@ import (
 
 // writeError answers with e's envelope. Every error response passes here.
 func (s *Server) writeError(c *fiber.Ctx, e *apierr.Error, meta *wire.Metadata) error {
-	s.logCause(c.Path(), e)
+	s.Core.LogCause(c.Path(), e)
 	switch {
 	case e.RetryAfter > 0:
 		// The upstream's own Retry-After, kept (whole seconds, rounded up).
@@ -25,28 +23,4 @@ func (s *Server) writeError(c *fiber.Ctx, e *apierr.Error, meta *wire.Metadata) 
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Status(e.Status).Send(e.Envelope(meta.JSON()))
-}
-
-// logCause logs the internal cause of an error a client receives. Error
-// responses (writeError) and failed streams (pump.finish) call it, and
-// nothing else logs a request's error, so each is logged once.
-func (s *Server) logCause(path string, e *apierr.Error) {
-	if e.Cause == nil {
-		return
-	}
-	level := slog.LevelWarn // the caller's to fix
-	if e.Status >= 500 {
-		level = slog.LevelError
-	}
-	s.Log.Log(context.Background(), level, "request failed", "path", path, "status", e.Status, "message", e.Message, "err", e.Cause)
-}
-
-func humanBytes(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + " KiB"
-	}
-	return strconv.Itoa(n) + " bytes"
 }

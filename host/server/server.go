@@ -20,10 +20,10 @@ import (
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/flow"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/pipeline"
-	"github.com/switchyard/switchyard/host/pricing"
 	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/telemetry"
@@ -65,14 +65,13 @@ type Server struct {
 	Deps
 	// Dispatcher runs requests through routing and billing.
 	Dispatcher *dispatch.Dispatcher
-	app        *fiber.App
+	// Core runs chat requests (host/flow); the handlers are its glue.
+	Core *flow.Core
+	app  *fiber.App
 	// shedder refuses work when the process is overloaded (front).
 	shedder *ratelimit.Shedder
 	// bodies bounds request body bytes held across connections (readBody).
 	bodies byteBudget
-	// prices are the endpoints' traffic-weighted input prices, for the
-	// router plugins (routers.go); nil without a ledger.
-	prices *pricing.Weighted
 }
 
 // localsKey is where the auth middleware leaves the caller's *keys.Key,
@@ -123,9 +122,8 @@ func New(d Deps) *Server {
 		MaxResponseBytes: d.Config.Limits.MaxUpstreamBodyBytes,
 		Log:              d.Log,
 	}}
-	if d.Ledger != nil {
-		s.prices = pricing.New(d.Ledger.DB(), weightedWindow, weightedRefresh)
-	}
+	s.Core = flow.New(flow.Core{Config: d.Config, Keys: d.Keys, Modules: d.Modules, Router: d.Router, Ledger: d.Ledger,
+		Pipeline: d.Pipeline, Dispatcher: s.Dispatcher, Limiter: d.Limiter, RateDefaults: d.RateDefaults, Log: d.Log})
 	lim := d.Config.Limits
 	s.shedder = newShedder(lim)
 	s.bodies.max = lim.MaxBodyBytesInFlight
@@ -206,7 +204,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		e = &apierr.Error{Status: fe.Code, Message: fe.Message}
 		switch fe.Code {
 		case http.StatusRequestEntityTooLarge:
-			e.Message = "request body exceeds the gateway's limit of " + humanBytes(s.Config.MaxBodyBytes)
+			e.Message = "request body exceeds the gateway's limit of " + flow.HumanBytes(s.Config.MaxBodyBytes)
 		case http.StatusNotFound:
 			e.Message = "no route for " + c.Method() + " " + c.Path()
 		case http.StatusMethodNotAllowed:

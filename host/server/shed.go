@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"math"
 	"runtime/debug"
 	"sync"
@@ -63,14 +64,26 @@ const localsShedSlot = "shed-slot"
 type shedSlot struct{ kept bool }
 
 // keepShedSlot is for a handler whose response outlives it (a stream): the
-// request keeps counting as in flight until the returned function runs
-// (once; later calls do nothing).
-func (s *Server) keepShedSlot(c *fiber.Ctx) func() {
+// request keeps counting as in flight until the returned slot is closed
+// (once; later closes do nothing).
+func (s *Server) keepShedSlot(c *fiber.Ctx) io.Closer {
 	slot, _ := c.Locals(localsShedSlot).(*shedSlot)
 	if slot == nil || slot.kept {
-		return func() {}
+		return &keptSlot{}
 	}
 	slot.kept = true
-	var once sync.Once
-	return func() { once.Do(s.shedder.Exit) }
+	return &keptSlot{exit: s.shedder.Exit}
+}
+
+// keptSlot is a place among the requests in flight a stream holds.
+type keptSlot struct {
+	once sync.Once
+	exit func()
+}
+
+func (k *keptSlot) Close() error {
+	if k.exit != nil {
+		k.once.Do(k.exit)
+	}
+	return nil
 }

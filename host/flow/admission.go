@@ -1,4 +1,4 @@
-package server
+package flow
 
 import (
 	"net/http"
@@ -7,32 +7,32 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/ratelimit"
 )
 
-// admission is one admitted request's place in its key's and account's
+// Admission is one admitted request's place in its key's and account's
 // rate limits (docs/ratelimit.md). It is given back once, by end, with
 // the tokens the request really used (record): whatever way the request
 // ends — answered, failed, streamed to the end, abandoned, answered by a
 // plugin — the concurrent slot is freed and the token estimate corrected
 // exactly once. A nil admission (no limiter) does nothing.
-type admission struct {
+type Admission struct {
 	lim    ratelimit.Limiter
 	req    ratelimit.Request
 	tokens atomic.Int64 // prompt + completion, as billed; 0 until recorded
 	once   sync.Once
 }
 
-// admit checks the key's and its account's rate limits for a request of
+// Admit checks the key's and its account's rate limits for a request of
 // about estimate tokens (its prompt; the completion is added at the end).
-// Allowed, the response carries the X-RateLimit headers and the caller
-// must end the admission; refused, it is a 429 with Retry-After and those
-// headers set, and nothing is charged.
-func (s *Server) admit(c *fiber.Ctx, key *keys.Key, estimate int64) (*admission, *apierr.Error) {
+// header is given the X-RateLimit headers for the response (a refusal's
+// Retry-After among them). Allowed, the caller must End the admission
+// (NewRequest hands it to the Request, whose Close does); refused, it is
+// a 429 and nothing is charged.
+func (s *Core) Admit(key *keys.Key, estimate int64, header func(name, value string)) (*Admission, *apierr.Error) {
 	if s.Limiter == nil {
 		return nil, nil
 	}
@@ -52,7 +52,7 @@ func (s *Server) admit(c *fiber.Ctx, key *keys.Key, estimate int64) (*admission,
 	}
 	now := time.Now()
 	d := s.Limiter.Admit(now, r)
-	d.Headers(now, func(name, value string) { c.Set(name, value) })
+	d.Headers(now, header)
 	if !d.Allowed {
 		return nil, &apierr.Error{Status: http.StatusTooManyRequests, Message: d.Message(), Metadata: map[string]any{
 			"reason":              "rate_limited",
@@ -60,36 +60,19 @@ func (s *Server) admit(c *fiber.Ctx, key *keys.Key, estimate int64) (*admission,
 			"retry_after_seconds": int64((d.RetryAfter + time.Second - 1) / time.Second),
 		}}
 	}
-	return &admission{lim: s.Limiter, req: r}, nil
+	return &Admission{lim: s.Limiter, req: r}, nil
 }
 
-// refused counts a request refused at validation (a 400) against its
-// key's and account's requests per minute: a flood of invalid requests is
-// not free. It answers the 429 instead once the limit is spent, and aerr
-// otherwise. Unauthenticated requests never get here.
-func (s *Server) refused(c *fiber.Ctx, aerr *apierr.Error) *apierr.Error {
-	key, ok := c.Locals(localsKey).(*keys.Key)
-	if !ok || key == nil || aerr.Status >= 500 {
-		return aerr
-	}
-	adm, lerr := s.admit(c, key, 0)
-	if lerr != nil {
-		return lerr
-	}
-	adm.end()
-	return aerr
-}
-
-// record notes the usage the request is billed for; the last one counts.
-func (a *admission) record(u billing.Usage) {
+// Record notes the usage the request is billed for; the last one counts.
+func (a *Admission) Record(u billing.Usage) {
 	if a != nil {
 		a.tokens.Store(max(u.PromptTokens, 0) + max(u.CompletionTokens, 0))
 	}
 }
 
-// end gives the admission back with the recorded tokens; only the first
+// End gives the admission back with the recorded tokens; only the first
 // call counts.
-func (a *admission) end() {
+func (a *Admission) End() {
 	if a == nil {
 		return
 	}

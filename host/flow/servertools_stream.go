@@ -1,18 +1,16 @@
-package server
+package flow
 
 import (
 	"bufio"
 	"context"
 	"errors"
 	"io"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/dispatch"
@@ -24,13 +22,17 @@ import (
 	"github.com/tidwall/sjson"
 )
 
-// turnWriter is the client's stream of a server-tool request. Every turn
-// is streamed from the upstream: its text is passed on as it comes, its
-// tool calls are held until the turn ends (server calls are run, never
-// shown; client calls end the loop and are sent then), and keep-alive
-// comments flow while tools run. Writes come from the loop and from the
-// keep-alive ticker, hence the lock.
-type turnWriter struct {
+// pushWriter is the client's stream when the gateway writes it (push): a
+// server-tool request's, whose every turn is streamed from the upstream
+// (its text passed on as it comes, its tool calls held until the turn
+// ends: server calls are run, never shown; client calls end the loop and
+// are sent then), and a stream opened while a plugin works (prestream.go).
+// It frames the events, writes the keep-alives while tools or plugins
+// work, and notices a client that left (a failed write cancels the
+// work). Writes come from the stream and from the keep-alive ticker,
+// hence the lock. (A pulled stream, the Pump, is written by the
+// transport.)
+type pushWriter struct {
 	mu     sync.Mutex
 	w      *bufio.Writer
 	alive  bool
@@ -43,7 +45,7 @@ type turnWriter struct {
 	maxCalls int
 }
 
-func (tw *turnWriter) write(b []byte) bool {
+func (tw *pushWriter) write(b []byte) bool {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	if !tw.alive {
@@ -57,7 +59,7 @@ func (tw *turnWriter) write(b []byte) bool {
 }
 
 // emit sends one chunk through the post_chunk plugins.
-func (tw *turnWriter) emit(ctx context.Context, ch []byte) *apierr.Error {
+func (tw *pushWriter) emit(ctx context.Context, ch []byte) *apierr.Error {
 	out := [][]byte{ch}
 	if tw.pl.HasChunkHooks() {
 		var err *apierr.Error
@@ -81,7 +83,7 @@ func (tw *turnWriter) emit(ctx context.Context, ch []byte) *apierr.Error {
 }
 
 // keepAlive writes a comment every interval until stop is closed.
-func (tw *turnWriter) keepAlive(every time.Duration, stop <-chan struct{}, done *sync.WaitGroup) {
+func (tw *pushWriter) keepAlive(every time.Duration, stop <-chan struct{}, done *sync.WaitGroup) {
 	defer done.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -103,114 +105,79 @@ type heldCall struct {
 	args     strings.Builder
 }
 
-// turn reads one streamed turn of r: text deltas go to the client as they
-// come (with the request's generation id), tool-call deltas are assembled.
-// It returns the turn as a complete result (what the loop reads), its usage
-// and finish reason. The call is closed when it returns; on error the turn
-// is settled (failed or cancelled).
-func (tw *turnWriter) turn(ctx context.Context, r *dispatch.Result, id wire.Identity) ([]byte, billing.Usage, string, *apierr.Error) {
-	call := r.Call
-	defer call.Close()
-	rd := sse.NewReader(call.Resp.Body, 16<<20)
-	var (
-		state      []byte
-		text       strings.Builder
-		calls      = map[int64]*heldCall{}
-		finish     string
-		finished   bool
-		usageChunk []byte
-		first      = true
-	)
+// turn reads one streamed turn of res through Events: text deltas go to
+// the client as they come (with the request's generation id), tool-call
+// deltas are assembled. It returns the turn as a complete result (what the
+// loop reads), its usage and finish reason. The call is closed when it
+// returns; on error the turn is settled (failed or cancelled).
+func (tw *pushWriter) turn(ctx context.Context, ev *Events, res *dispatch.Result, id wire.Identity) ([]byte, billing.Usage, string, *apierr.Error) {
+	defer res.Call.Close()
+	calls := map[int64]*heldCall{}
+	var usageChunk []byte
 	fail := func(e *apierr.Error) ([]byte, billing.Usage, string, *apierr.Error) {
-		u := r.Counted(text.String())
+		u := res.Counted(ev.Text.String())
 		if e.Status == 499 {
-			r.Cancel(u)
+			res.Cancel(u)
 		} else {
-			r.Fail(e, u)
+			res.Fail(e, u)
 		}
 		return nil, u, "", e
 	}
-	slug := call.Endpoint.Provider.Slug
 	for {
-		ev, err := rd.Next()
+		ch, facts, err := ev.Next(true)
 		switch {
-		case errors.Is(err, io.EOF) && finished:
-		case errors.Is(err, io.EOF):
-			return fail(apierr.New(http.StatusBadGateway, "provider %s ended the stream before it was complete", slug))
+		case err == io.EOF:
+		case errors.Is(err, errClientGone):
+			return fail(apierr.New(499, "client closed the request"))
 		case err != nil:
-			return fail(call.TransportError(ctx, err))
+			return fail(apierr.From(err))
 		}
-		if err != nil || string(ev.Data) == "[DONE]" {
+		if err != nil {
 			break
 		}
-		chunks := [][]byte{ev.Data}
-		if !call.Module.Manifest.IsPassthrough(abi.HookChatStreamEvent) {
-			out, herr := call.Hook(ctx, abi.HookChatStreamEvent, ev.Data, state)
-			if herr != nil {
-				return fail(apierr.From(herr))
-			}
-			state = out.Field(0)
-			chunks = out.Fields[min(1, len(out.Fields)):]
+		if facts.Usage {
+			usageChunk = append(usageChunk[:0], ch...)
 		}
-		for _, ch := range chunks {
-			ch, _, ok := wire.RepairChunk(ch)
-			if !ok {
-				continue
+		c := gjson.GetBytes(ch, "choices.0")
+		tooMany := false
+		c.Get("delta.tool_calls").ForEach(func(_, d gjson.Result) bool {
+			i := d.Get("index").Int()
+			h := calls[i]
+			if h == nil {
+				if tooMany = len(calls) == tw.maxCalls; tooMany {
+					return false
+				}
+				h = &heldCall{}
+				calls[i] = h
 			}
-			if msg := gjson.GetBytes(ch, "error"); msg.Exists() {
-				return fail(apierr.New(http.StatusBadGateway, "%s", call.Scrub("provider "+slug+": "+msg.Get("message").Str)))
+			if v := d.Get("id").Str; v != "" {
+				h.id = v
 			}
-			if gjson.GetBytes(ch, "usage").IsObject() {
-				usageChunk = append(usageChunk[:0], ch...)
+			if v := d.Get("function.name").Str; v != "" {
+				h.name = v
 			}
-			c := gjson.GetBytes(ch, "choices.0")
-			if fr := c.Get("finish_reason"); fr.Type == gjson.String {
-				finish, finished = fr.Str, true
+			h.args.WriteString(d.Get("function.arguments").Str)
+			return true
+		})
+		if tooMany {
+			return fail(tooManyCalls(res.Call.Endpoint.Provider.Slug, "more than "+strconv.Itoa(tw.maxCalls), tw.maxCalls))
+		}
+		if t := c.Get("delta.content").Str; t != "" {
+			delta := `{"content":` + jsonstr.Quote(t) + `}`
+			if !tw.role {
+				tw.role = true
+				delta = `{"role":"assistant","content":` + jsonstr.Quote(t) + `}`
 			}
-			tooMany := false
-			c.Get("delta.tool_calls").ForEach(func(_, d gjson.Result) bool {
-				i := d.Get("index").Int()
-				h := calls[i]
-				if h == nil {
-					if tooMany = len(calls) == tw.maxCalls; tooMany {
-						return false
-					}
-					h = &heldCall{}
-					calls[i] = h
-				}
-				if v := d.Get("id").Str; v != "" {
-					h.id = v
-				}
-				if v := d.Get("function.name").Str; v != "" {
-					h.name = v
-				}
-				h.args.WriteString(d.Get("function.arguments").Str)
-				return true
-			})
-			if tooMany {
-				return fail(tooManyCalls(slug, "more than "+strconv.Itoa(tw.maxCalls), tw.maxCalls))
-			}
-			if t := c.Get("delta.content").Str; t != "" {
-				if first {
-					r.FirstToken()
-					first = false
-				}
-				text.WriteString(t)
-				delta := `{"content":` + jsonstr.Quote(t) + `}`
-				if !tw.role {
-					tw.role = true
-					delta = `{"role":"assistant","content":` + jsonstr.Quote(t) + `}`
-				}
-				if e := tw.emit(ctx, []byte(id.ChunkHead()+`[{"index":0,"delta":`+delta+`,"finish_reason":null}]}`)); e != nil {
-					return fail(e)
-				}
+			if e := tw.emit(ctx, []byte(id.ChunkHead()+`[{"index":0,"delta":`+delta+`,"finish_reason":null}]}`)); e != nil {
+				return fail(e)
 			}
 		}
 	}
+	text, finish := ev.Text.String(), ev.finishReason
 	// The turn as a result.
 	raw := []byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":null},"finish_reason":null}]}`)
-	if text.Len() > 0 {
-		raw, _ = sjson.SetBytes(raw, "choices.0.message.content", text.String())
+	if text != "" {
+		raw, _ = sjson.SetBytes(raw, "choices.0.message.content", text)
 	}
 	if finish != "" {
 		raw, _ = sjson.SetBytes(raw, "choices.0.finish_reason", finish)
@@ -237,11 +204,11 @@ func (tw *turnWriter) turn(ctx context.Context, r *dispatch.Result, id wire.Iden
 		}
 		raw, _ = sjson.SetRawBytes(raw, "choices.0.message.tool_calls", append(arr, ']'))
 	}
-	raw = wire.Completion(raw, r.Identity(), "chat.completion")
+	raw = wire.Completion(raw, res.Identity(), "chat.completion")
 	if u := gjson.GetBytes(usageChunk, "usage"); u.IsObject() {
 		raw, _ = sjson.SetRawBytes(raw, "usage", []byte(u.Raw))
 	}
-	u := r.Usage(raw, text.String)
+	u := res.Usage(raw, func() string { return text })
 	return raw, u, finish, nil
 }
 

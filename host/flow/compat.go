@@ -1,4 +1,4 @@
-package server
+package flow
 
 // Client compatibility (issue 9): what real clients send that validation
 // accepts but upstreams may refuse, normalised once in the host right after
@@ -41,7 +41,7 @@ import (
 // normalizeChat normalises a validated chat request (see the file
 // comment). A request that needed nothing is returned as it is; otherwise
 // the typed request is read again from the normalised body.
-func (s *Server) normalizeChat(req *validate.ChatRequest) (*validate.ChatRequest, *apierr.Error) {
+func (s *Core) normalizeChat(req *validate.ChatRequest) (*validate.ChatRequest, *apierr.Error) {
 	body, err := s.chatCompat(req, s.resolved(req.Models))
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func revalidate[R any](req *R, err *apierr.Error) (*R, *apierr.Error) {
 // so the body need not be searched for them. What else it needs the
 // validation's walk noted (Nulls, Legacy): a body that needs nothing is
 // not walked again.
-func (s *Server) chatCompat(req *validate.ChatRequest, resolved bool) ([]byte, *apierr.Error) {
+func (s *Core) chatCompat(req *validate.ChatRequest, resolved bool) ([]byte, *apierr.Error) {
 	body := req.Body
 	if !resolved {
 		var err *apierr.Error
@@ -89,7 +89,7 @@ func (s *Server) chatCompat(req *validate.ChatRequest, resolved bool) ([]byte, *
 // (model, then models) all resolve to themselves without error:
 // resolveModels would then leave the body as it is. Validation refuses an
 // empty name, the only one ChatRequest.Models leaves out.
-func (s *Server) resolved(models []string) bool {
+func (s *Core) resolved(models []string) bool {
 	for _, m := range models {
 		if to, err := s.Router.Resolve(m); err != nil || to != m {
 			return false
@@ -100,7 +100,7 @@ func (s *Server) resolved(models []string) bool {
 
 // resolveModels rewrites the model fields (a string at the first path, an
 // array at the second, if given) to catalog ids through the aliases.
-func (s *Server) resolveModels(body []byte, single string, list ...string) ([]byte, *apierr.Error) {
+func (s *Core) resolveModels(body []byte, single string, list ...string) ([]byte, *apierr.Error) {
 	set := func(path, name string) *apierr.Error {
 		to, err := s.Router.Resolve(name)
 		if err != nil {
@@ -241,12 +241,12 @@ func mapLegacyFunctions(body []byte) []byte {
 	return body
 }
 
-// normalizeEmbeddings normalises a validated embeddings request: the model
+// NormalizeEmbeddings normalises a validated embeddings request: the model
 // through the aliases, and null user and encoding_format removed. When the
 // input is token ids it also returns the body with the ids decoded to text
 // with the model's tokenizer, for providers that take text
 // (dispatch.Job.TextBody).
-func (s *Server) normalizeEmbeddings(req *validate.EmbeddingsRequest) (*validate.EmbeddingsRequest, []byte, *apierr.Error) {
+func (s *Core) NormalizeEmbeddings(req *validate.EmbeddingsRequest) (*validate.EmbeddingsRequest, []byte, *apierr.Error) {
 	body, err := s.resolveModels(req.Body, "model")
 	if err != nil {
 		return nil, nil, err

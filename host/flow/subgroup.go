@@ -1,4 +1,4 @@
-package server
+package flow
 
 import (
 	"context"
@@ -92,7 +92,7 @@ func (g *subGroup) release() {
 // holds the sum against the account before any call runs. The request's
 // sub-requests then draw their own holds from it. One reservation per
 // request.
-func (s *Server) reserveFor(parent *chatRequest) func(ctx context.Context, plan []byte) (int, []byte, int, error) {
+func (s *Core) reserveFor(parent *Request) func(ctx context.Context, plan []byte) (int, []byte, int, error) {
 	return func(ctx context.Context, plan []byte) (int, []byte, int, error) {
 		fail := func(e *apierr.Error) (int, []byte, int, error) { return e.Status, e.Envelope(nil), 0, nil }
 		if !jsonwalk.ValidBytes(plan) {
@@ -119,7 +119,7 @@ func (s *Server) reserveFor(parent *chatRequest) func(ctx context.Context, plan 
 		if g.envelope != nil {
 			return fail(apierr.New(http.StatusConflict, "this request already reserved its sub-requests"))
 		}
-		env, aerr := s.Ledger.Hold(parent.key, total)
+		env, aerr := s.Ledger.Hold(parent.Key, total)
 		if aerr != nil {
 			return fail(aerr)
 		}
@@ -129,7 +129,7 @@ func (s *Server) reserveFor(parent *chatRequest) func(ctx context.Context, plan 
 }
 
 // worstCase is one planned call's worst-case cost and its number of turns.
-func (s *Server) worstCase(parent *chatRequest, c gjson.Result) (billing.Nanos, int, *apierr.Error) {
+func (s *Core) worstCase(parent *Request, c gjson.Result) (billing.Nanos, int, *apierr.Error) {
 	model := c.Get("model").Str
 	prompt, maxOut, turns := c.Get("prompt_tokens").Int(), c.Get("max_tokens").Int(), int(c.Get("turns").Int())
 	switch {
@@ -149,7 +149,7 @@ func (s *Server) worstCase(parent *chatRequest, c gjson.Result) (billing.Nanos, 
 	if aerr != nil {
 		return 0, 0, aerr
 	}
-	acct := s.Keys.Providers(parent.key.AccountID)
+	acct := s.Keys.Providers(parent.Key.AccountID)
 	// Routed without the prompt estimate: an estimate is not a reason to
 	// refuse (each call is checked against its context when it runs); the
 	// hold is capped at the context below.

@@ -1,4 +1,4 @@
-package server
+package flow
 
 import (
 	"bufio"
@@ -10,13 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/jsonstr"
+	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/tokenize"
@@ -39,8 +39,8 @@ import (
 
 // toolLoop is one request's loop.
 type toolLoop struct {
-	s     *Server
-	req   *chatRequest
+	core  *Core
+	req   *Request
 	pl    *pipeline.Pipeline
 	set   *tools.Set
 	genID string
@@ -57,7 +57,7 @@ type toolLoop struct {
 	calls    []map[string]any
 	stopped  string // the budget that ended the loop, if one did
 	last     *dispatch.Result
-	tw       *turnWriter // the client's stream; nil for a JSON answer
+	tw       *pushWriter // the client's stream; nil for a JSON answer
 	// streaming: turns stream from the upstream; first is the first
 	// turn's run when it was made before the stream opened.
 	streaming bool
@@ -191,7 +191,7 @@ func (sp *spend) withStages(stages []map[string]any) []map[string]any {
 // usage is their usage summed and its cost what they were charged (which
 // is what the ledger's generations <id>-sub<n> hold). A result without
 // sub-requests is left as the plugin wrote it.
-func (sp *spend) answered(raw []byte, adm *admission) []byte {
+func (sp *spend) answered(raw []byte, adm *Admission) []byte {
 	if sp == nil {
 		return raw
 	}
@@ -202,7 +202,7 @@ func (sp *spend) answered(raw []byte, adm *admission) []byte {
 	if n == 0 {
 		return raw
 	}
-	adm.record(g.Usage) // the rate limit's token count
+	adm.Record(g.Usage) // the rate limit's token count
 	if out, err := wire.WriteUsage(raw, g); err == nil {
 		raw = out
 	}
@@ -232,60 +232,68 @@ func (sp *spend) includeSubs(raw []byte) []byte {
 	return raw
 }
 
-// serverTools serves a request whose tools hold server tools; it owns
-// release from here on.
-func (s *Server) serverTools(c *fiber.Ctx, ctx context.Context, req *chatRequest, pl *pipeline.Pipeline, genID string, release func()) error {
-	set, aerr := tools.Resolve(s.Modules, req.key.AccountID, req.Body)
-	if aerr == nil && set != nil && req.N > 1 {
+// serverTools runs a request whose tools hold server tools through the
+// server-tool loop. A streaming request's first turn is sent before the
+// stream opens, so what fails before any upstream answered (no endpoint,
+// no credit) keeps its HTTP status. A sub-request's loop (JSON, never
+// streamed) counts as one sub-request in its parent's usage.
+func (r *Request) serverTools() Outcome {
+	set, aerr := tools.Resolve(r.core.Modules, r.Key.AccountID, r.Body)
+	r.set = set
+	if aerr == nil && set != nil && r.N > 1 {
 		aerr = apierr.BadRequest("n", "must be 1 with server tools: the loop continues one conversation")
 	}
 	if aerr != nil {
-		set.Release()
-		release()
-		return s.writeError(c, aerr, s.pluginMeta(req, pl))
+		return fail(aerr, r.pluginMeta())
 	}
-	done := func() { set.Release(); release() }
-	l := &toolLoop{s: s, req: req, pl: pl, set: set, genID: genID, body: req.Body, spend: req.spend,
-		env: tools.Env{RequestID: genID, Account: req.key.AccountID, Model: req.Model()}, maxCalls: maxToolCalls(req.ChatRequest)}
-	if !req.Stream {
-		defer done()
-		raw, aerr := l.run(ctx)
+	l := &toolLoop{core: r.core, req: r, pl: r.pl, set: set, genID: r.ID, body: r.Body, spend: r.spend,
+		env: tools.Env{RequestID: r.ID, Account: r.Key.AccountID, Model: r.Model()}, maxCalls: maxToolCalls(r.ChatRequest)}
+	if r.Stream {
+		l.streaming = true
+		first, aerr := r.core.Dispatcher.Run(r.ctx, l.job(set.Body(r.Body, tools.First), r.ID))
 		if aerr != nil {
-			return s.writeError(c, aerr, l.meta())
+			return fail(aerr, r.failedMeta(first))
 		}
-		if !pl.Empty() {
-			// The turns were charged whatever a post plugin decides.
-			edited, perr := pl.Post(ctx, raw)
-			if perr != nil {
-				return s.writeError(c, perr, l.meta())
+		l.first = first
+		r.Keep() // the stream's: closed when it ends
+		return Outcome{Stream: (*loopStream)(l), Charged: true}
+	}
+	raw, aerr := l.run(r.ctx)
+	if r.parent != nil {
+		status := billing.StatusSuccess
+		if aerr != nil {
+			status = "error"
+			if g := l.last.Record(); g != nil {
+				status = g.Status
 			}
-			raw = edited
 		}
-		if hangup.Gone(ctx) {
-			return apierr.New(499, "client closed the request")
-		}
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-		c.Set("X-Generation-Id", genID)
-		return c.Send(l.meta().Set(raw))
+		r.parent.spend.addLoop(r.spend, r.ID, r.Model(), status, aerr, l.turns, l.executed)
 	}
-	// The first turn is sent before the stream opens, so what fails before
-	// any upstream answered (no endpoint, no credit) keeps its HTTP status.
-	l.streaming = true
-	first, aerr := s.Dispatcher.Run(ctx, l.job(set.Body(req.Body, tools.First), genID))
 	if aerr != nil {
-		done()
-		return s.writeError(c, aerr, req.failedMeta(first, pl))
+		return fail(aerr, l.meta())
 	}
-	l.first = first
-	exit := s.keepShedSlot(c)
-	setStreamHeaders(c)
-	c.Set("X-Generation-Id", genID)
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer exit()
-		defer done()
-		l.stream(ctx, w)
-	})
-	return nil
+	// The turns were charged whatever a post plugin decides.
+	raw, perr := r.post(raw)
+	if perr != nil {
+		return fail(perr, l.meta())
+	}
+	if hangup.Gone(r.ctx) {
+		return fail(apierr.New(499, "client closed the request"), nil)
+	}
+	return Outcome{Body: l.meta().Set(raw), Charged: true}
+}
+
+// loopStream is a streaming request's server-tool loop as its Stream.
+type loopStream toolLoop
+
+func (*loopStream) sse() {}
+
+// Push runs the loop, writing the stream to w; it closes the stream's
+// reference to the request when done.
+func (ls *loopStream) Push(w *bufio.Writer) {
+	l := (*toolLoop)(ls)
+	defer l.req.Close()
+	l.stream(l.req.ctx, w)
 }
 
 // maxToolCalls is the request's budget of server-tool calls: max_tool_calls,
@@ -308,14 +316,14 @@ func maxToolCalls(r *validate.ChatRequest) int {
 func (l *toolLoop) stream(ctx context.Context, w *bufio.Writer) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	tw := &turnWriter{w: w, alive: true, cancel: cancel, pl: l.pl, maxCalls: l.s.maxCallsPerTurn()}
+	tw := &pushWriter{w: w, alive: true, cancel: cancel, pl: l.pl, maxCalls: l.core.maxCallsPerTurn()}
 	l.tw = tw
 	// The first comment at once: the client knows the request is taken.
 	tw.write(keepAliveLine)
 	stop := make(chan struct{})
 	var ticking sync.WaitGroup
 	ticking.Add(1)
-	go tw.keepAlive(time.Duration(l.s.Config.KeepAlive), stop, &ticking)
+	go tw.keepAlive(time.Duration(l.core.Config.KeepAlive), stop, &ticking)
 	raw, aerr := l.run(ctx)
 	close(stop)
 	ticking.Wait()
@@ -325,7 +333,7 @@ func (l *toolLoop) stream(ctx context.Context, w *bufio.Writer) {
 		id.GenID = l.genID
 	}
 	if aerr != nil {
-		l.s.logCause("/chat/completions (stream "+l.genID+")", aerr)
+		l.core.LogCause("/chat/completions (stream "+l.genID+")", aerr)
 		_ = tw.emit(ctx, id.ErrorChunk(aerr))
 		tw.write(sse.AppendEvent(nil, done))
 		return
@@ -354,7 +362,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		if l.first != nil {
 			l.first = nil // sent before the stream opened
 		} else {
-			r, aerr = l.s.Dispatcher.Run(ctx, l.job(l.set.Body(l.body, turn), id))
+			r, aerr = l.core.Dispatcher.Run(ctx, l.job(l.set.Body(l.body, turn), id))
 		}
 		l.turns++
 		if aerr != nil {
@@ -368,7 +376,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		}
 		l.last = r
 		if l.turns == 1 {
-			r.AddFees(l.s.pluginFees(l.pl)...) // the pipeline ran once, before the first turn
+			r.AddFees(l.core.pluginFees(l.pl)...) // the pipeline ran once, before the first turn
 		}
 		var raw []byte
 		var u billing.Usage
@@ -376,7 +384,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		if l.tw != nil {
 			sid := r.Identity()
 			sid.GenID = l.genID
-			if raw, u, finish, aerr = l.tw.turn(ctx, r, sid); aerr != nil {
+			if raw, u, finish, aerr = l.tw.turn(ctx, l.req.newEvents(ctx, r, r.Call.Resp.Body, sid, nil), r, sid); aerr != nil {
 				if l.turns > 1 {
 					aerr = l.midLoop(aerr)
 				}
@@ -448,9 +456,8 @@ func (l *toolLoop) job(body []byte, id string) *dispatch.Job {
 	turn.Body, turn.Stream = body, stream
 	turn.PromptBound, turn.Images = tokenize.EstimatePrompt(body)
 	turn.PromptTokens = validate.EstimateTokens(len(gjson.GetBytes(body, "messages").Raw))
-	req := &chatRequest{ChatRequest: &turn, key: l.req.key, group: l.req.group}
-	j := req.job(l.s.Keys, id)
-	j.PluginTime = l.pl.Time
+	req := &Request{ChatRequest: &turn, Key: l.req.Key, core: l.core, group: l.req.group, pl: l.pl}
+	j := req.job(id)
 	if !stream {
 		j.Read = l.readTurn
 	}
@@ -460,7 +467,7 @@ func (l *toolLoop) job(body []byte, id string) *dispatch.Job {
 // readTurn reads a turn's answer (dispatch.ReadChat) and refuses one with
 // more tool calls than limits.max_tool_calls_per_turn: a retryable 502,
 // another endpoint may answer within it. (A streamed turn is counted as
-// it comes, in turnWriter.turn.)
+// it comes, in pushWriter.turn.)
 func (l *toolLoop) readTurn(ctx context.Context, c *dispatch.Call) ([]byte, *apierr.Error) {
 	raw, aerr := dispatch.ReadChat(ctx, c)
 	if aerr != nil {
@@ -468,7 +475,7 @@ func (l *toolLoop) readTurn(ctx context.Context, c *dispatch.Call) ([]byte, *api
 	}
 	n := 0
 	gjson.GetBytes(raw, "choices.0.message.tool_calls").ForEach(func(_, _ gjson.Result) bool { n++; return true })
-	if max := l.s.maxCallsPerTurn(); n > max {
+	if max := l.core.maxCallsPerTurn(); n > max {
 		e := tooManyCalls(c.Endpoint.Provider.Slug, strconv.Itoa(n), max)
 		e.Retryable = true
 		return nil, e
@@ -477,7 +484,7 @@ func (l *toolLoop) readTurn(ctx context.Context, c *dispatch.Call) ([]byte, *api
 }
 
 // maxCallsPerTurn is limits.max_tool_calls_per_turn.
-func (s *Server) maxCallsPerTurn() int {
+func (s *Core) maxCallsPerTurn() int {
 	if n := s.Config.Limits.MaxToolCallsPerTurn; n > 0 {
 		return n
 	}
@@ -653,25 +660,25 @@ func (l *toolLoop) answer(raw []byte, r *dispatch.Result) []byte {
 	raw, _ = sjson.SetRawBytes(raw, "usage.server_tool_use_details", []byte(fmt.Sprintf(
 		`{"tool_calls_requested":%d,"tool_calls_executed":%d,"web_search_requests":%d,"turns":%d}`, l.asked, l.executed, l.searches, l.turns)))
 	raw, _ = sjson.SetRawBytes(raw, "usage.server_tool_use", []byte(fmt.Sprintf(`{"web_search_requests":%d}`, l.searches)))
-	l.req.adm.record(g.Usage)
+	l.req.adm.Record(g.Usage)
 	return raw
 }
 
 // meta is service_metadata: the last turn's routing, the pipeline's
 // stages, and the server_tools stage listing every call.
 func (l *toolLoop) meta() *wire.Metadata {
-	if !l.req.meta {
+	if !l.req.Meta {
 		return nil
 	}
 	var m *wire.Metadata
 	if l.last != nil {
 		m = l.last.Metadata(l.req.Model())
-		m.Unsupported = l.req.unsupported
-		if l.req.openRouterMeta {
+		m.Unsupported = l.req.Unsupported
+		if l.req.OpenRouterMeta {
 			m.Name = "openrouter_metadata"
 		}
 	} else {
-		m = l.s.pluginMeta(l.req, l.pl)
+		m = l.req.pluginMeta()
 	}
 	stages := append([]map[string]any{}, l.pl.Stages...)
 	calls := l.calls
@@ -695,126 +702,67 @@ func (l *toolLoop) meta() *wire.Metadata {
 // request's key — and counts its charge in the request's usage. The
 // sub-request's modules get no Chat of their own (depth 1: no recursion),
 // and the request's deadline (in ctx) bounds it.
-func (s *Server) subChat(parent *chatRequest, parentID string, sp *spend, subs *atomic.Int32) func(ctx context.Context, body []byte) (int, []byte, error) {
+func (parent *Request) subChat(subs *atomic.Int32) func(ctx context.Context, body []byte) (int, []byte, error) {
 	return func(ctx context.Context, body []byte) (int, []byte, error) {
-		id := parentID + "-sub" + strconv.Itoa(int(subs.Add(1)))
-		fail := func(e *apierr.Error) (int, []byte, error) { return e.Status, e.Envelope(nil), nil }
-		vr, aerr := validate.Chat(body)
-		switch {
-		case aerr != nil:
-			return fail(aerr)
-		case vr.Stream:
-			return fail(apierr.BadRequest("stream", "a sub-request cannot stream: send stream false"))
-		case vr.ServerTools && parent.group.hold() == nil:
-			// A loop's turns multiply a sub-request's cost: only calls
-			// a module reserved up front (chat_reserve, a fusion's panel)
-			// may run one.
-			return fail(apierr.BadRequest("tools", "server tools are not available in a sub-request unless its module reserved the calls first (chat_reserve)"))
-		case vr.ServerTools && vr.N > 1:
-			return fail(apierr.BadRequest("n", "must be 1 with server tools: the loop continues one conversation"))
+		id := parent.ID + "-sub" + strconv.Itoa(int(subs.Add(1)))
+		vr, aerr := parent.core.parseSub(parent, body)
+		if aerr != nil {
+			return aerr.Status, aerr.Envelope(nil), nil
 		}
-		if vr, aerr = s.normalizeChat(vr); aerr != nil {
-			return fail(aerr)
-		}
-		req := &chatRequest{ChatRequest: vr, key: parent.key, spend: &spend{}, group: parent.group}
 		if parent.group.hold() != nil {
 			// A reserved group (a fusion) is under way: a streaming
 			// parent may open its stream now (prestream.go).
 			parent.group.start()
 		}
-		ctx = withCallEnv(ctx, req, id, nil, nil)
-		req, rp, answer, aerr := s.runRouter(ctx, req) // routers.go: switchyard/auto as a panel member
-		switch {
-		case aerr != nil:
-			rp.Release()
-			return fail(aerr)
-		case answer != nil:
-			rp.Release()
-			return http.StatusOK, wire.PluginResult(answer, wire.Identity{GenID: id, Model: req.Model()}), nil
+		req := &Request{ChatRequest: vr, Key: parent.Key, ID: id, core: parent.core, spend: &spend{}, group: parent.group, parent: parent}
+		req.ctx = withCallEnv(ctx, req, id, nil, nil)
+		req.refs.Store(1)
+		defer req.Close()
+		o := req.Run()
+		if o.Err != nil {
+			return o.Err.Status, o.Err.Envelope(nil), nil
 		}
-		pl, aerr := s.buildPipeline(req) // compress.go
-		if aerr != nil {
-			rp.Release()
-			return fail(aerr)
-		}
-		pl.Prepend(rp)
-		defer pl.Release()
-		edited, answer, aerr := s.preRequest(ctx, req, pl)
-		switch {
-		case aerr != nil:
-			return fail(aerr)
-		case answer != nil:
-			return http.StatusOK, wire.PluginResult(answer, wire.Identity{GenID: id, Model: req.Model()}), nil
-		}
-		req = edited
-		if req.ServerTools {
-			return s.subToolLoop(ctx, req, pl, id, sp)
-		}
-		job := req.job(s.Keys, id)
-		job.PluginTime = pl.Time
-		r, aerr := s.Dispatcher.Run(ctx, job)
-		if aerr != nil {
-			sp.addFailedSub(id, req.Model(), r, aerr)
-			return fail(aerr)
-		}
-		raw := wire.Completion(r.Body, r.Identity(), "chat.completion")
-		r.Body = nil
-		u := r.Usage(raw, func() string { return wire.CompletionText(raw) })
-		raw, g, aerr := r.SettleRecord(raw, u, gjson.GetBytes(raw, "choices.0.finish_reason").Str)
-		if g != nil {
-			sp.addSub(g, req.Model())
-		}
-		if aerr != nil {
-			return fail(aerr)
-		}
-		r.Succeeded(0, int(u.CompletionTokens))
-		if !pl.Empty() {
-			if edited, perr := pl.Post(ctx, raw); perr == nil {
-				raw = edited
-			}
-		}
-		return http.StatusOK, raw, nil
+		return http.StatusOK, o.Body, nil
 	}
 }
 
-// subToolLoop runs a sub-request whose tools hold server tools through the
-// server-tool loop (JSON, never streamed): every turn is held (from the
-// parent's reservation first), settled and charged like a client's, and the
-// whole loop counts as one sub-request in the parent's usage.
-func (s *Server) subToolLoop(ctx context.Context, req *chatRequest, pl *pipeline.Pipeline, id string, sp *spend) (int, []byte, error) {
-	set, aerr := tools.Resolve(s.Modules, req.key.AccountID, req.Body)
-	if aerr != nil {
-		return aerr.Status, aerr.Envelope(nil), nil
+// parseSub is the typed request of a sub-request's body: a chat request
+// that does not stream, and runs server tools only within a reservation.
+func (s *Core) parseSub(parent *Request, body []byte) (*validate.ChatRequest, *apierr.Error) {
+	vr, aerr := validate.Chat(body)
+	switch {
+	case aerr != nil:
+		return nil, aerr
+	case vr.Stream:
+		return nil, apierr.BadRequest("stream", "a sub-request cannot stream: send stream false")
+	case vr.ServerTools && parent.group.hold() == nil:
+		// A loop's turns multiply a sub-request's cost: only calls
+		// a module reserved up front (chat_reserve, a fusion's panel)
+		// may run one.
+		return nil, apierr.BadRequest("tools", "server tools are not available in a sub-request unless its module reserved the calls first (chat_reserve)")
+	case vr.ServerTools && vr.N > 1:
+		return nil, apierr.BadRequest("n", "must be 1 with server tools: the loop continues one conversation")
 	}
-	defer set.Release()
-	l := &toolLoop{s: s, req: req, pl: pl, set: set, genID: id, body: req.Body, spend: req.spend,
-		env: tools.Env{RequestID: id, Account: req.key.AccountID, Model: req.Model()}, maxCalls: maxToolCalls(req.ChatRequest)}
-	raw, aerr := l.run(ctx)
-	status := billing.StatusSuccess
-	if aerr != nil {
-		status = "error"
-		if l.last != nil {
-			if g := l.last.Record(); g != nil {
-				status = g.Status
-			}
-		}
-	}
-	sp.addLoop(req.spend, id, req.Model(), status, aerr, l.turns, l.executed)
-	if aerr != nil {
-		return aerr.Status, aerr.Envelope(nil), nil
-	}
-	if !pl.Empty() {
-		if edited, perr := pl.Post(ctx, raw); perr == nil {
-			raw = edited
-		}
-	}
-	return http.StatusOK, raw, nil
+	return s.normalizeChat(vr)
 }
 
 // withCallEnv puts the request's environment for host functions in ctx
 // (wasm.CallEnv): who pays, the request id, and the chat sub-request
 // function (nil for a sub-request: no recursion).
-func withCallEnv(ctx context.Context, req *chatRequest, id string, chat func(context.Context, []byte) (int, []byte, error),
+func withCallEnv(ctx context.Context, req *Request, id string, chat func(context.Context, []byte) (int, []byte, error),
 	reserve func(context.Context, []byte) (int, []byte, int, error)) context.Context {
-	return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: req.key.AccountID, KeyID: req.key.Hash, RequestID: id, Chat: chat, Reserve: reserve})
+	return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: req.Key.AccountID, KeyID: req.Key.Hash, RequestID: id, Chat: chat, Reserve: reserve})
+}
+
+// SubChat is the chat sub-request function (CallEnv.Chat) a request of
+// key with id parentID gives its modules, and what its sub-requests were
+// charged so far: for running module code outside a client's request
+// (the end-to-end tests).
+func (s *Core) SubChat(key *keys.Key, parentID string) (func(context.Context, []byte) (int, []byte, error), func() billing.Nanos) {
+	parent := &Request{Key: key, ID: parentID, core: s, spend: &spend{}, group: &subGroup{}}
+	return parent.subChat(new(atomic.Int32)), func() billing.Nanos {
+		parent.spend.mu.Lock()
+		defer parent.spend.mu.Unlock()
+		return parent.spend.subCharged
+	}
 }

@@ -1,4 +1,4 @@
-package server
+package flow
 
 import (
 	"strconv"
@@ -19,24 +19,32 @@ const (
 	compressionDefaultMax = 8192
 )
 
-// buildPipeline builds req's plugin pipeline with ctx.context (the window
-// of the endpoints req may be routed to) and, for a small-context request
-// that may not fit, context-compression as a default.
-func (s *Server) buildPipeline(req *chatRequest) (*pipeline.Pipeline, *apierr.Error) {
-	w := s.Router.Window(req.job(s.Keys, "").Route)
+// buildPipeline builds the request's plugin pipeline with ctx.context
+// (the window of the endpoints it may be routed to) and, for a
+// small-context request that may not fit, context-compression as a
+// default. The router's pipeline, if one ran, is folded in first.
+func (r *Request) buildPipeline() *apierr.Error {
+	s := r.core
+	w := s.Router.Window(r.routeRequest())
 	extra := pipeline.Extra{Context: windowJSON(w)}
-	if w.MaxContext > 0 && w.MaxContext <= compressionDefaultMax && mayNotFit(req, w.MaxContext, w.MaxOutput, w.MaxMessages) {
+	if w.MaxContext > 0 && w.MaxContext <= compressionDefaultMax && mayNotFit(r, w.MaxContext, w.MaxOutput, w.MaxMessages) {
 		extra.Defaults = []string{compressionPlugin}
 	}
-	if req.answerPlugin != "" {
+	if r.answerPlugin != "" {
 		// switchyard/fusion: the plugin answers (routers.go).
-		extra.Defaults = append(extra.Defaults, req.answerPlugin)
+		extra.Defaults = append(extra.Defaults, r.answerPlugin)
 	}
-	extra.ModeratedBy = s.moderatedBy(req)
-	if req.routerPlugin != "" {
-		extra.Skip = []string{req.routerPlugin} // it ran already (routers.go)
+	extra.ModeratedBy = r.moderatedBy()
+	if r.routerPlugin != "" {
+		extra.Skip = []string{r.routerPlugin} // it ran already (routers.go)
 	}
-	return s.Pipeline.BuildWith(req.key.AccountID, req.Model(), req.Plugins, extra)
+	pl, aerr := s.Pipeline.BuildWith(r.Key.AccountID, r.Model(), r.Plugins, extra)
+	if aerr != nil {
+		return aerr
+	}
+	pl.Prepend(r.pl) // released with pl from here on
+	r.pl = pl
+	return nil
 }
 
 // windowJSON is ctx.context's window. By hand, not with fmt or
@@ -64,7 +72,7 @@ func windowJSON(w route.Window) []byte {
 // so the default plugin (a Wasm call) runs only for a request it may
 // change: a 10 KB prompt is about 2,500 tokens, which an 8K context holds
 // though its bytes do not (issue 29).
-func mayNotFit(req *chatRequest, ctx, maxOutput, maxMessages int) bool {
+func mayNotFit(req *Request, ctx, maxOutput, maxMessages int) bool {
 	if maxMessages > 0 && req.Messages > maxMessages {
 		return true
 	}

@@ -1,9 +1,9 @@
-package server
+package flow
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchyard/switchyard/host/modules"
 	"net/http"
 	"time"
 
@@ -16,37 +16,18 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// routerModel is a model id that names no model but a router plugin: a
-// request for it is routed by the plugin, which chooses the real model
-// (docs/routing.md, "Router models"). The ids sit in the switchyard/
-// namespace beside the service: tool names (service:web_search).
-type routerModel struct {
-	Model  string // the id a request names
-	Plugin string // the module that decides
-	// Strategy is service_metadata.strategy when the plugin decided (a
-	// plugin may name another in its stage summary's "strategy").
-	Strategy string
-	Name     string // for GET /models
-	// Answers marks a router that answers the request itself through
-	// sub-requests (fusion) rather than choosing its model: it runs in the
-	// request's own pipeline, where a stream can open and keep alive
-	// while it works and its sub-requests' usage becomes the answer's, not
-	// in the router phase before it.
-	Answers bool
-}
+// RouterModel is a model id that names no model but a router plugin: a
+// request for it is routed by the plugin, which chooses the real model, or
+// answered by it (docs/routing.md, "Router models"). Plugins declare the
+// role in their manifests (manifest.Router); the registry's table follows
+// the active modules, so an account's own router serves its keys.
+type RouterModel = modules.RouterRole
 
-var routerModels = []routerModel{
-	{Model: "switchyard/auto", Plugin: "auto-router", Strategy: "auto", Name: "Auto router: the best allowed model for the task at your cost/quality trade-off"},
-	{Model: "switchyard/pareto-code", Plugin: "pareto-router", Strategy: "pareto", Name: "Pareto coding router: the cheapest model of a coding-score tier"},
-	{Model: "switchyard/fusion", Plugin: "fusion", Strategy: "fusion", Answers: true, Name: "Fusion: a panel of models answers, a judge compares, the answer is written from both"},
-}
-
-// routerOf finds the router entry of a model id or of a plugin id.
-func routerOf(model, plugin string) *routerModel {
-	for i := range routerModels {
-		if r := &routerModels[i]; r.Model == model || r.Plugin == plugin {
-			return r
-		}
+// routerOf finds the router a request may use whose model id is model or
+// whose plugin id is plugin ("" matches neither); nil when none is.
+func (r *Request) routerOf(model, plugin string) *RouterModel {
+	if rr, ok := r.core.Modules.Router(r.Key.AccountID, model, plugin); ok {
+		return &rr
 	}
 	return nil
 }
@@ -76,22 +57,23 @@ const (
 // with their scores and prices (ctx.context.models) and returns the
 // request with model and models set, or answers it (fusion). Its stage is
 // folded into the request's pipeline later (pipeline.Prepend).
-func (s *Server) runRouter(ctx context.Context, req *chatRequest) (*chatRequest, *pipeline.Pipeline, []byte, *apierr.Error) {
-	rm, item, index, aerr := s.routerFor(req)
+func (r *Request) runRouter() ([]byte, *apierr.Error) {
+	s := r.core
+	rm, item, index, aerr := s.routerFor(r)
 	if aerr != nil {
-		return req, nil, nil, aerr
+		return nil, aerr
 	}
 	if rm == nil {
-		if r := routerOf(req.Model(), ""); r != nil {
-			if r.Answers {
-				return s.answeringRouter(req, r)
+		if m := r.routerOf(r.Model(), ""); m != nil {
+			if m.Answers {
+				return nil, s.answeringRouter(r, m)
 			}
 			// The model names a router the request switched off.
-			return req, nil, nil, apierr.BadRequest("model", "model %s is routed by the %s plugin, which this request disables (\"enabled\": false); name a model or drop that entry", r.Model, r.Plugin)
+			return nil, apierr.BadRequest("model", "model %s is routed by the %s plugin, which this request disables (\"enabled\": false); name a model or drop that entry", m.Model, m.Plugin)
 		}
-		return req, nil, nil, nil
+		return nil, nil
 	}
-	rr := req.job(s.Keys, "").Route
+	rr := r.routeRequest()
 	cands := s.Router.Candidates(rr, s.weighted())
 	w := s.Router.Window(rr)
 	c, err := json.Marshal(struct {
@@ -100,37 +82,38 @@ func (s *Server) runRouter(ctx context.Context, req *chatRequest) (*chatRequest,
 		// SessionID is the request's session (session_id or the
 		// X-Session-Id header), for the router's stickiness.
 		SessionID string `json:"session_id,omitempty"`
-	}{w, cands, req.SessionID})
+	}{w, cands, r.SessionID})
 	if err != nil {
-		return req, nil, nil, apierr.From(err)
+		return nil, apierr.From(err)
 	}
-	p, installed, aerr := s.Pipeline.BuildOne(req.key.AccountID, req.Model(), rm.Plugin, item, index, c)
+	p, installed, aerr := s.Pipeline.BuildOne(r.Key.AccountID, r.Model(), rm.Plugin, item, index, c)
 	switch {
 	case aerr != nil:
-		return req, nil, nil, aerr
+		return nil, aerr
 	case !installed && item != "":
 		// As for any plugin a request lists that is not installed.
-		return req, nil, nil, apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "unknown plugin %q: no such plugin is installed for this account", rm.Plugin)
+		return nil, apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "unknown plugin %q: no such plugin is installed for this account", rm.Plugin)
 	case !installed:
 		// Like a model the catalog does not have: 404, saying why.
 		e := apierr.New(http.StatusNotFound, "model %s is not available on this gateway: it is routed by the %s plugin, which is not installed (docs/routing.md, \"Router models\")", rm.Model, rm.Plugin)
 		e.Metadata = map[string]any{"plugin": rm.Plugin}
-		return req, nil, nil, e
+		return nil, e
 	}
-	edited, answer, aerr := s.preRequest(ctx, req, p)
+	// The router's pipeline is the request's until buildPipeline folds it
+	// into the request's own: Close releases it either way.
+	r.pl = p
+	requested := r.Model()
+	answer, aerr := r.preRequest(p)
+	r.routed = &routed{requested: requested, strategy: strategyOf(p, rm)}
 	if aerr != nil || answer != nil {
 		// An answer (fusion's) or a refusal is the router's decision too.
-		with := *req
-		with.routed = &routed{requested: req.Model(), strategy: strategyOf(p, rm)}
-		return &with, p, answer, aerr
+		return answer, aerr
 	}
-	if r := routerOf(edited.Model(), ""); r != nil {
-		p.Release()
-		return req, nil, nil, &apierr.Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("router plugin %s chose no model: the request still names %s", rm.Plugin, r.Model)}
+	if m := r.routerOf(r.Model(), ""); m != nil {
+		return nil, &apierr.Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("router plugin %s chose no model: the request still names %s", rm.Plugin, m.Model)}
 	}
-	edited.routed = &routed{requested: req.Model(), strategy: strategyOf(p, rm)}
-	edited.routerPlugin = rm.Plugin
-	return edited, p, nil, nil
+	r.routerPlugin = rm.Plugin
+	return nil, nil
 }
 
 // routerFor finds the request's router plugin: the one its model names
@@ -138,17 +121,17 @@ func (s *Server) runRouter(ctx context.Context, req *chatRequest) (*chatRequest,
 // plugins[] item and position when listed. A request takes one router: a
 // second (another listed, or one besides the model's) is a 400, since
 // each would replace the other's choice.
-func (s *Server) routerFor(req *chatRequest) (rm *routerModel, item string, index int, aerr *apierr.Error) {
+func (s *Core) routerFor(req *Request) (rm *RouterModel, item string, index int, aerr *apierr.Error) {
 	disabled := map[string]bool{}
 	listedItem := map[string]string{}
 	listedAt := map[string]int{}
-	var listed []*routerModel
+	var listed []*RouterModel
 	i := 0
 	req.Plugins.ForEach(func(_, p gjson.Result) bool {
 		id := p.Get("id").Str
 		if e := p.Get("enabled"); e.Exists() && !e.Bool() {
 			disabled[id] = true
-		} else if r := routerOf("", id); r != nil && !r.Answers {
+		} else if r := req.routerOf("", id); r != nil && !r.Answers {
 			if _, seen := listedItem[id]; !seen {
 				listedItem[id], listedAt[id] = p.Raw, i
 				listed = append(listed, r)
@@ -157,8 +140,8 @@ func (s *Server) routerFor(req *chatRequest) (rm *routerModel, item string, inde
 		i++
 		return true
 	})
-	var chosen *routerModel
-	if r := routerOf(req.Model(), ""); r != nil && r.Model == req.Model() && !r.Answers {
+	var chosen *RouterModel
+	if r := req.routerOf(req.Model(), ""); r != nil && r.Model == req.Model() && !r.Answers {
 		if disabled[r.Plugin] {
 			return nil, "", 0, nil
 		}
@@ -166,7 +149,7 @@ func (s *Server) routerFor(req *chatRequest) (rm *routerModel, item string, inde
 	}
 	for _, r := range listed {
 		switch {
-		case disabled[r.Plugin] || r == chosen:
+		case disabled[r.Plugin] || (chosen != nil && r.Plugin == chosen.Plugin):
 		case chosen == nil:
 			chosen = r
 		default:
@@ -185,7 +168,7 @@ func (s *Server) routerFor(req *chatRequest) (rm *routerModel, item string, inde
 
 // weighted reads the effective input prices for the routers; nil when the
 // gateway keeps no records.
-func (s *Server) weighted() route.Weighted {
+func (s *Core) weighted() route.Weighted {
 	if s.prices == nil {
 		return nil
 	}
@@ -204,7 +187,7 @@ func (s *Server) weighted() route.Weighted {
 
 // strategyOf is the strategy the router plugin's stage names, or the
 // table's for it.
-func strategyOf(p *pipeline.Pipeline, rm *routerModel) string {
+func strategyOf(p *pipeline.Pipeline, rm *RouterModel) string {
 	if p != nil && len(p.Stages) > 0 {
 		if st, ok := p.Stages[0]["strategy"].(string); ok && strategyName(st) {
 			return st
@@ -230,11 +213,11 @@ func strategyName(s string) bool {
 // routerMeta completes a routed request's service_metadata: the model the
 // caller asked for, and the router's strategy in place of the dispatcher's
 // (which only chose among the endpoints of the router's models).
-func (req *chatRequest) routerMeta(m *wire.Metadata) *wire.Metadata {
-	if m != nil && len(req.unsupported) > 0 {
-		m.Unsupported = req.unsupported
+func (req *Request) routerMeta(m *wire.Metadata) *wire.Metadata {
+	if m != nil && len(req.Unsupported) > 0 {
+		m.Unsupported = req.Unsupported
 	}
-	if m != nil && req.openRouterMeta {
+	if m != nil && req.OpenRouterMeta {
 		m.Name = "openrouter_metadata"
 	}
 	if m == nil || req.routed == nil {
@@ -248,7 +231,7 @@ func (req *chatRequest) routerMeta(m *wire.Metadata) *wire.Metadata {
 // routedMeta is the service_metadata of a request the dispatcher ran: for
 // a routed request the plan's strategy is the router's, so the summary
 // says it too ("test/claude via anth (auto, attempt 1 of 3)").
-func (req *chatRequest) routedMeta(r *dispatch.Result) *wire.Metadata {
+func (req *Request) routedMeta(r *dispatch.Result) *wire.Metadata {
 	if req.routed != nil && r.Plan != nil {
 		r.Plan.Strategy = req.routed.strategy
 	}
@@ -268,7 +251,7 @@ func emptyOr(p *pipeline.Pipeline) *pipeline.Pipeline {
 // request's own pipeline (buildPipeline), unless the request switches it
 // off; not installed, the model is a 404 like any model the gateway
 // cannot serve.
-func (s *Server) answeringRouter(req *chatRequest, r *routerModel) (*chatRequest, *pipeline.Pipeline, []byte, *apierr.Error) {
+func (s *Core) answeringRouter(req *Request, r *RouterModel) *apierr.Error {
 	off := false
 	req.Plugins.ForEach(func(_, p gjson.Result) bool {
 		if p.Get("id").Str == r.Plugin {
@@ -280,29 +263,28 @@ func (s *Server) answeringRouter(req *chatRequest, r *routerModel) (*chatRequest
 	})
 	switch {
 	case off:
-		return req, nil, nil, apierr.BadRequest("model", "model %s is answered by the %s plugin, which this request disables (\"enabled\": false); name a model or drop that entry", r.Model, r.Plugin)
-	case !s.Pipeline.Installed(req.key.AccountID, r.Plugin):
+		return apierr.BadRequest("model", "model %s is answered by the %s plugin, which this request disables (\"enabled\": false); name a model or drop that entry", r.Model, r.Plugin)
+	case !s.Pipeline.Installed(req.Key.AccountID, r.Plugin):
 		e := apierr.New(http.StatusNotFound, "model %s is not available on this gateway: it is answered by the %s plugin, which is not installed (docs/routing.md, \"Router models\")", r.Model, r.Plugin)
 		e.Metadata = map[string]any{"plugin": r.Plugin}
-		return req, nil, nil, e
+		return e
 	}
-	with := *req
-	with.answerPlugin = r.Plugin
-	return &with, nil, nil, nil
+	req.answerPlugin = r.Plugin
+	return nil
 }
 
 // answeredBy notes, for service_metadata, which answering router (fusion)
 // answered or refused a request in its pipeline — by its model id or
 // listed in its plugins: the strategy is the router's ("fusion"), or the
 // one its stage names.
-func (req *chatRequest) answeredBy(pl *pipeline.Pipeline) {
+func (req *Request) answeredBy(pl *pipeline.Pipeline) {
 	if req.routed != nil || pl == nil {
 		return
 	}
 	for _, st := range pl.Stages {
 		name, _ := st["name"].(string)
 		action, _ := st["action"].(string)
-		r := routerOf("", name)
+		r := req.routerOf("", name)
 		if r == nil || !r.Answers || (action != "respond" && action != "block") {
 			continue
 		}

@@ -1,0 +1,157 @@
+package flow
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"sync/atomic"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/switchyard/switchyard/host/tools"
+	"github.com/switchyard/switchyard/host/validate"
+	"github.com/switchyard/switchyard/host/wasm"
+	"github.com/switchyard/switchyard/host/wire"
+)
+
+// Request is one chat request on its way through the gateway: the typed
+// request (replaced when a plugin edits it), who sends it, and everything
+// its life holds. Close releases all of it, once: the entry point that
+// made the Request defers Close, and a stream that outlives the entry
+// point takes a reference of its own (Keep) and closes it when it ends.
+type Request struct {
+	*validate.ChatRequest
+	Key *keys.Key
+	// ID is the generation id (X-Generation-Id); a sub-request's is
+	// <parent id>-sub<n>.
+	ID string
+	// Meta: service_metadata was asked for (X-Service-Metadata: enabled);
+	// OpenRouterMeta: with OpenRouter's header, so it is answered under
+	// its name, openrouter_metadata.
+	Meta, OpenRouterMeta bool
+	// Unsupported are the plugin options accepted and not implemented
+	// ("web.mode"), for service_metadata.unsupported (openrouter.go).
+	Unsupported []string
+
+	core   *Core
+	ctx    context.Context
+	cancel context.CancelFunc
+	adm    *Admission
+	// spend sums the charges of its runs (server-tool turns, sub-requests).
+	spend *spend
+	// group is shared with the chat sub-requests its modules make: their
+	// reserved hold and the signal that they started (subgroup.go).
+	group *subGroup
+	// parent is the request whose module made this sub-request; nil for a
+	// client's. A sub-request shares its parent's group and adds its
+	// charge to the parent's spend.
+	parent *Request
+	// routed is what its router plugin decided (routers.go); nil when
+	// none ran. routerPlugin is that plugin's id; answerPlugin the
+	// answering router its model names (fusion for switchyard/fusion),
+	// which joins its pipeline.
+	routed       *routed
+	routerPlugin string
+	answerPlugin string
+	// pl is its plugin pipeline, the router's stage folded in; set is the
+	// server tools its tools name. Both are released by Close.
+	pl  *pipeline.Pipeline
+	set *tools.Set
+	// closers are released by Close after everything else, last added
+	// first (a transport's place among the requests in flight).
+	closers []io.Closer
+	refs    atomic.Int32
+}
+
+// NewRequest makes the Request of a client's validated chat request (see
+// ParseChat). ctx bounds its work (the request deadline, the client's
+// hang-up) and cancel ends it; adm is its rate-limit admission (nil when
+// none applies). The caller defers Close.
+func (s *Core) NewRequest(ctx context.Context, cancel context.CancelFunc, vr *validate.ChatRequest, key *keys.Key, adm *Admission) *Request {
+	// Host functions called by this request's modules (chat sub-requests
+	// among them) act for it: the same key, counted in its usage. One
+	// allocation for what most requests never use.
+	env := &requestEnv{}
+	r := &Request{ChatRequest: vr, Key: key, ID: newGenerationID(), core: s, cancel: cancel, adm: adm,
+		spend: &env.spend, group: &env.group}
+	env.call = wasm.CallEnv{Account: key.AccountID, KeyID: key.Hash, RequestID: r.ID,
+		Chat: r.subChat(&env.subs), Reserve: s.reserveFor(r)}
+	r.ctx = wasm.WithCallEnv(ctx, &env.call)
+	r.refs.Store(1)
+	return r
+}
+
+// Keep takes a reference for what outlives the entry point (a stream):
+// the Request is released when every reference is closed.
+func (r *Request) Keep() { r.refs.Add(1) }
+
+// AddCloser has c closed by Close, after what the Request holds itself.
+// Not safe for concurrent use: call it before Run hands the Request on.
+func (r *Request) AddCloser(c io.Closer) { r.closers = append(r.closers, c) }
+
+// Close releases what the Request holds once its last reference is
+// closed: its server tools, its pipelines (module versions pinned), its
+// context, what is left of its sub-requests' reservation, its admission
+// (the rate limits' concurrent slot and token count), then the closers.
+// Every way a request ends passes here.
+func (r *Request) Close() {
+	if r.refs.Add(-1) != 0 {
+		return
+	}
+	r.set.Release()
+	r.pl.Release()
+	if r.cancel != nil {
+		r.cancel()
+	}
+	if r.parent == nil {
+		r.group.release() // a sub-request draws on its parent's
+	}
+	r.adm.End()
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		_ = r.closers[i].Close()
+	}
+}
+
+// Context is the request's context: its deadline, and the environment
+// its modules' host functions act in.
+func (r *Request) Context() context.Context { return r.ctx }
+
+// Outcome is what Run produced: a JSON answer (Body), an event stream
+// (Stream, or Events when it is complete already), or an error with the
+// service_metadata to send beside it.
+type Outcome struct {
+	Body   []byte
+	Events []byte // a complete SSE body (a plugin's answer to a streaming request)
+	Stream Stream
+	Err    *apierr.Error
+	Meta   *wire.Metadata // with Err
+	// Charged: the answer names the generation (X-Generation-Id): it was
+	// served, or it failed after its plugins' sub-requests were charged
+	// (their records are <id>-sub<n>).
+	Charged bool
+}
+
+// Stream is an SSE response that outlives Run: a *Pump, which the
+// transport pulls, or a Pusher, which writes to it. Either holds a
+// reference to the Request (Keep) and closes it when the stream ends.
+type Stream interface{ sse() }
+
+// Pusher is a Stream that writes itself to w, on a goroutine of the
+// transport's (fasthttp's body stream writer), until it ends.
+type Pusher interface {
+	Stream
+	Push(w *bufio.Writer)
+}
+
+// fail is the Outcome of an error.
+func fail(e *apierr.Error, meta *wire.Metadata) Outcome { return Outcome{Err: e, Meta: meta} }
+
+// newGenerationID is time-ordered (billing.NewID): the ledger's commits
+// stay small when ids are appended in order.
+func newGenerationID() string { return billing.NewID() }
+
+// NewGenerationID is a generation id for a request that does not run
+// through a Request (embeddings).
+func NewGenerationID() string { return newGenerationID() }

@@ -1,0 +1,358 @@
+package flow
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/hangup"
+	"github.com/switchyard/switchyard/host/pipeline"
+	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/sse"
+	"github.com/switchyard/switchyard/host/validate"
+	"github.com/switchyard/switchyard/host/wire"
+)
+
+// ParseChat is the typed request of a chat body: validated, OpenRouter's
+// names taken (openrouter.go), normalised (compat.go), with the session of
+// the X-Session-Id header (session, "" when absent). unsupported are the
+// plugin options accepted and not implemented.
+func (s *Core) ParseChat(body []byte, session string) (vr *validate.ChatRequest, unsupported []string, aerr *apierr.Error) {
+	if len(body) == 0 {
+		return nil, nil, apierr.BadRequest("", "request body is empty; send a JSON chat request")
+	}
+	if vr, aerr = validate.Chat(body); aerr != nil {
+		return nil, nil, aerr
+	}
+	if vr, unsupported, aerr = openRouterCompat(vr); aerr != nil {
+		return nil, nil, aerr
+	}
+	if vr, aerr = s.normalizeChat(vr); aerr != nil {
+		return nil, nil, aerr
+	}
+	if aerr = vr.SessionHeader(session); aerr != nil {
+		return nil, nil, aerr
+	}
+	return vr, unsupported, nil
+}
+
+// Run runs the request through its phases: router plugin → pipeline →
+// pre_request → (server-tool loop | dispatch) → post → settle. What it
+// returns is answered as it is; the Request stays the caller's to Close
+// (a Stream holds a reference of its own).
+func (r *Request) Run() Outcome {
+	if o, done := r.route(); done {
+		return o
+	}
+	if aerr := r.buildPipeline(); aerr != nil {
+		return fail(aerr, nil)
+	}
+	if o, done := r.pre(); done {
+		return o
+	}
+	if r.ServerTools {
+		return r.serverTools()
+	}
+	res, aerr := r.dispatch(r.ID)
+	if aerr != nil {
+		return r.dispatchFailed(res, aerr)
+	}
+	res.AddFees(r.core.pluginFees(r.pl)...)
+	if r.Stream {
+		return Outcome{Stream: r.newPump(res), Charged: true}
+	}
+	return r.complete(res)
+}
+
+// route runs the request's router plugin (routers.go). done: the router
+// answered or refused the request.
+func (r *Request) route() (Outcome, bool) {
+	answer, aerr := r.runRouter()
+	switch {
+	case aerr != nil:
+		return fail(aerr, r.pluginMeta()), true
+	case answer != nil:
+		return r.pluginAnswer(answer), true
+	}
+	return Outcome{}, false
+}
+
+// pre runs the pre_request hooks. A streaming request's run in
+// prestream.go, which may open the stream while a plugin works. done: a
+// plugin answered or refused the request (or the stream opened).
+func (r *Request) pre() (Outcome, bool) {
+	var answer []byte
+	var aerr *apierr.Error
+	if r.Stream && !r.pl.Empty() && r.parent == nil {
+		var o Outcome
+		var opened bool
+		if answer, aerr, o, opened = r.streamPre(); opened {
+			return o, true
+		}
+	} else {
+		answer, aerr = r.preRequest(r.pl)
+	}
+	switch {
+	case aerr != nil:
+		// Its plugins' sub-requests were charged: their records are
+		// <id>-sub<n> (a failed fusion's panel).
+		return Outcome{Err: aerr, Meta: r.pluginMeta(), Charged: r.spend.made()}, true
+	case answer != nil:
+		return r.pluginAnswer(answer), true
+	}
+	return Outcome{}, false
+}
+
+// dispatch runs one dispatcher job of the request's current body under
+// generation id id (a server-tool turn's is the request's id with its
+// turn number).
+func (r *Request) dispatch(id string) (*dispatch.Result, *apierr.Error) {
+	return r.core.Dispatcher.Run(r.ctx, r.job(id))
+}
+
+// dispatchFailed is the Outcome of a request no endpoint served. For a
+// sub-request, its failed attempts' charge is its parent's.
+func (r *Request) dispatchFailed(res *dispatch.Result, aerr *apierr.Error) Outcome {
+	if r.parent != nil {
+		r.parent.spend.addFailedSub(r.ID, r.Model(), res, aerr)
+	}
+	return fail(aerr, r.failedMeta(res))
+}
+
+// complete answers a non-streaming request with its result: post plugins,
+// settle, metadata.
+func (r *Request) complete(res *dispatch.Result) Outcome {
+	raw, facts := wire.CompletionFacts(res.Body, res.Identity(), "chat.completion")
+	reported, ok := facts.Usage()
+	// facts point into the upstream's body: nothing kept may (the finish
+	// reason is cloned), so it goes before the completion is counted.
+	finish := strings.Clone(facts.FinishReason())
+	res.Body = nil // raw is the copy from here on; a 30 MB answer is not held twice
+	usage := res.UsageOr(reported, ok, func() string { return wire.CompletionText(raw) })
+	r.adm.Record(usage)
+	// The generation happened whatever a post plugin decides: it is
+	// charged either way.
+	raw, postErr := r.post(raw)
+	meta := r.metadata(res).WithStages(r.spend.withStages(r.pl.Stages))
+	if hangup.Gone(r.ctx) {
+		// The answer came, but nobody is there to take it: what the
+		// upstream billed is charged, as cancelled.
+		res.Cancel(usage)
+		if r.parent != nil {
+			r.parent.spend.addFailedSub(r.ID, r.Model(), res, apierr.New(499, "client closed the request"))
+		}
+		return fail(apierr.New(499, "client closed the request"), nil)
+	}
+	raw, g, aerr := res.SettleRecord(raw, usage, finish)
+	if g != nil && r.parent != nil {
+		r.parent.spend.addSub(g, r.Model())
+	}
+	if aerr == nil {
+		aerr = postErr
+	}
+	if aerr != nil {
+		return fail(aerr, meta)
+	}
+	res.Succeeded(0, int(usage.CompletionTokens))
+	raw = r.spend.includeSubs(raw) // chat sub-requests its plugins made
+	return Outcome{Body: meta.Set(raw), Charged: true}
+}
+
+// post runs the post_response hooks on a complete answer. On error the
+// answer is returned unchanged with the error: what was generated is
+// charged whatever a plugin decides.
+func (r *Request) post(raw []byte) ([]byte, *apierr.Error) {
+	if r.pl.Empty() {
+		return raw, nil
+	}
+	edited, err := r.pl.Post(r.ctx, raw)
+	if err != nil {
+		return raw, err
+	}
+	return edited, nil
+}
+
+// moderatedBy lists the providers requiring moderation (catalog flag
+// requires_moderation) among every endpoint the request may be routed to,
+// fallbacks included: moderation runs before routing, so it runs when any
+// of them could receive the request.
+func (r *Request) moderatedBy() []string {
+	cat := r.core.Router.Catalog()
+	required := false
+	for _, p := range cat.Providers {
+		required = required || p.RequiresModeration
+	}
+	if !required {
+		return nil
+	}
+	rr := r.routeRequest()
+	rr.Prefs.NoFallbacks = false // the dispatcher may pick any eligible one first
+	plan, err := r.core.Router.Plan(rr)
+	if err != nil {
+		return nil // the dispatcher refuses the request the same way
+	}
+	var slugs []string
+	for _, ep := range plan.Attempts {
+		if ep.Provider.RequiresModeration && !slices.Contains(slugs, ep.Provider.Slug) {
+			slugs = append(slugs, ep.Provider.Slug)
+		}
+	}
+	return slugs
+}
+
+// preRequest runs pl's pre_request plugins (the request's, or its
+// router's). It leaves the request to route
+// in r (re-validated when a plugin changed it) or returns the answer a
+// plugin gave.
+func (r *Request) preRequest(pl *pipeline.Pipeline) ([]byte, *apierr.Error) {
+	answer, aerr := r.core.runPre(r.ctx, r, pl)
+	if aerr == nil && answer == nil {
+		if rm := r.routerOf(r.Model(), ""); rm != nil && rm.Answers {
+			// Its plugin stepped aside: fusion does not run inside a
+			// fusion's (or any module's) sub-request.
+			return nil, apierr.BadRequest("model", "model %s was not answered: the %s plugin does not run here (not inside a module's chat sub-request); name a model", rm.Model, rm.Plugin)
+		}
+	}
+	return answer, aerr
+}
+
+// runPre runs pl's pre_request hooks on req's body; an edited body becomes
+// req's typed request.
+func (s *Core) runPre(ctx context.Context, req *Request, pl *pipeline.Pipeline) ([]byte, *apierr.Error) {
+	if pl.Empty() {
+		return nil, nil
+	}
+	pre, aerr := pl.Pre(ctx, req.Body)
+	if aerr != nil || pre.Respond != nil {
+		return pre.Respond, aerr
+	}
+	if string(pre.Body) == string(req.Body) {
+		return nil, nil
+	}
+	if aerr := s.pluginBodyLimit(pre.Body); aerr != nil {
+		return nil, aerr
+	}
+	vr, err := validate.Chat(pre.Body)
+	if err != nil {
+		return nil, &apierr.Error{Status: http.StatusBadGateway, Message: "a plugin produced an invalid request: " + err.Message}
+	}
+	if vr.SessionID == "" {
+		vr.SessionID = req.SessionID // the header's session still applies
+	}
+	req.ChatRequest = vr
+	return nil, nil
+}
+
+// pluginBodyLimit holds a request a pre_request plugin rewrote to the same
+// max_body_bytes as the client's: a plugin must not turn a small request
+// into one the gateway would have refused. It is the plugin's failure, not
+// the caller's, so a 502 (as for any invalid plugin output), naming the
+// limit so the operator can see which bound was hit.
+func (s *Core) pluginBodyLimit(body []byte) *apierr.Error {
+	if len(body) <= s.Config.MaxBodyBytes {
+		return nil
+	}
+	return apierr.New(http.StatusBadGateway, "a plugin produced a request of %d bytes, over the gateway's limit of %s (max_body_bytes)",
+		len(body), HumanBytes(s.Config.MaxBodyBytes))
+}
+
+// routeRequest is what the router plans the request's current body by.
+func (r *Request) routeRequest() route.Request {
+	acct := r.core.Keys.Providers(r.Key.AccountID)
+	return route.Request{
+		Kind: catalog.KindChat, Models: r.Models, Prefs: r.Prefs, Params: r.Params,
+		SessionID: r.SessionID, PromptTokens: r.PromptTokens, MaxOutputTokens: r.MaxOutput,
+		AccountOnly: acct.Only, AccountIgnore: acct.Ignore,
+	}
+}
+
+// job is the dispatcher's request for the current body under id.
+func (r *Request) job(id string) *dispatch.Job {
+	return &dispatch.Job{
+		Envelope: r.group.hold(),
+		Key:      r.Key, GenID: id, Body: r.Body, Stream: r.Stream, EchoSent: r.EchoUpstream, MaxOutput: r.MaxOutput, Choices: r.N,
+		PromptBound: r.PromptBound, Images: r.Images, Read: dispatch.ReadChat,
+		Route: r.routeRequest(), PluginTime: r.pl.Time,
+	}
+}
+
+// metadata is service_metadata of a served request, or nil when the caller
+// did not ask for it.
+func (r *Request) metadata(res *dispatch.Result) *wire.Metadata {
+	if !r.Meta {
+		return nil
+	}
+	return r.routedMeta(res)
+}
+
+// failedMeta is service_metadata of a request no endpoint served; nil when
+// not asked for or when nothing was attempted.
+func (r *Request) failedMeta(res *dispatch.Result) *wire.Metadata {
+	if !r.Meta || res == nil {
+		return nil
+	}
+	return r.routedMeta(res).WithStages(r.pl.Stages)
+}
+
+// pluginMeta is service_metadata of a request the pipeline stopped or
+// answered before routing. Like a routed request's, it lists the endpoints
+// the request could have been routed to, none selected, and an empty
+// region (spec 2.2 shows a guardrail block so).
+func (r *Request) pluginMeta() *wire.Metadata {
+	if !r.Meta {
+		return nil
+	}
+	pl := emptyOr(r.pl)
+	r.answeredBy(pl)
+	m := wire.PluginAnswered(r.Model(), r.spend.withStages(pl.Stages))
+	m.Endpoints = r.core.Router.Unrouted(r.Models, m.Strategy).Metadata(r.Model(), nil, 0).Endpoints
+	return r.routerMeta(m)
+}
+
+// pluginAnswer answers with the chat result a plugin produced. Nothing
+// went upstream for the request itself: what is charged is the chat
+// sub-requests the plugin made (a fusion's panel), whose usage becomes
+// the answer's. A streaming request gets the result as a stream.
+func (r *Request) pluginAnswer(result []byte) Outcome {
+	id := wire.Identity{GenID: r.ID, Model: r.Model()}
+	if r.parent != nil {
+		return Outcome{Body: wire.PluginResult(result, id)}
+	}
+	result = r.pluginMeta().Set(r.spend.answered(wire.PluginResult(result, id), r.adm))
+	if !r.Stream {
+		return Outcome{Body: result, Charged: true}
+	}
+	var out []byte
+	for _, ch := range wire.ResultChunks(result, id) {
+		out = sse.AppendEvent(out, ch)
+	}
+	return Outcome{Events: sse.AppendEvent(out, done), Charged: true}
+}
+
+// pluginFees turns the fees plugins reported (a paid search engine's) into
+// charges itemised on the generation as "plugin:<id>". They are charged
+// with the request's generation, so only when a model answered: a request
+// that failed costs nothing. A cost that is not a non-negative dollar
+// amount is a broken module: logged and not charged.
+func (s *Core) pluginFees(pl *pipeline.Pipeline) []billing.Fee {
+	if pl == nil {
+		return nil
+	}
+	var fees []billing.Fee
+	for _, f := range pl.Fees {
+		n, err := billing.ParseUSD(f.Cost)
+		if err != nil || n < 0 {
+			s.Log.Warn("a plugin reported a cost that is not a dollar amount; not charged", "plugin", f.Plugin, "cost", f.Cost)
+			continue
+		}
+		if n > 0 {
+			fees = append(fees, billing.Fee{Tool: "plugin:" + f.Plugin, Calls: 1, Cost: n})
+		}
+	}
+	return fees
+}

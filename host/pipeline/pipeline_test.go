@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/switchyard/switchyard/host/modules"
@@ -39,40 +41,90 @@ type env struct {
 
 func newEnv(t *testing.T, names ...string) *env {
 	t.Helper()
+	v, closeEnv, err := openEnv(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeEnv)
+	for _, n := range names {
+		if err := v.publish(n, "1.0.0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return v
+}
+
+func openEnv(dir string) (*env, func(), error) {
 	bin, err := os.ReadFile(filepath.Join(root, "build", "testdata", "testplugin.wasm"))
 	if err != nil {
-		t.Fatalf("%v (run make wasm)", err)
+		return nil, nil, fmt.Errorf("%w (run make wasm)", err)
 	}
 	mf, err := os.ReadFile(filepath.Join(root, "host", "pipeline", "testdata", "testplugin", "manifest.json"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "sy.db"))
+	db, err := store.OpenBolt(filepath.Join(dir, "sy.db"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), quiet)
 	reg, err := modules.Open(db, e, quiet)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	t.Cleanup(func() { reg.Close(); _ = e.Close(context.Background()); _ = db.Close() })
-	v := &env{reg: reg, run: &pipeline.Runner{Modules: reg}, bin: bin, mf: string(mf)}
-	for _, n := range names {
-		v.publish(t, n, "1.0.0")
+	closeEnv := func() { reg.Close(); _ = e.Close(context.Background()); _ = db.Close() }
+	return &env{reg: reg, run: &pipeline.Runner{Modules: reg}, bin: bin, mf: string(mf)}, closeEnv, nil
+}
+
+// shared is one registry with alpha and beta, for the tests that change
+// nothing in it: each module's publication costs seconds under -race.
+var shared struct {
+	once  sync.Once
+	env   *env
+	err   error
+	close func()
+	dir   string
+}
+
+func sharedEnv(t *testing.T) *env {
+	t.Helper()
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "pipeline-test"); shared.err != nil {
+			return
+		}
+		if shared.env, shared.close, shared.err = openEnv(shared.dir); shared.err != nil {
+			return
+		}
+		for _, n := range []string{"alpha", "beta"} {
+			if shared.err = shared.env.publish(n, "1.0.0"); shared.err != nil {
+				return
+			}
+		}
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
 	}
-	return v
+	return shared.env
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.close != nil {
+		shared.close()
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
 }
 
 // publish installs testplugin as name@version, active.
-func (v *env) publish(t *testing.T, name, version string) {
-	t.Helper()
+func (v *env) publish(name, version string) error {
 	m := strings.Replace(v.mf, `"name": "testplugin"`, `"name": "`+name+`"`, 1)
 	m = strings.Replace(m, `"version": "1.0.0"`, `"version": "`+version+`"`, 1)
-	if _, err := v.reg.PublishAndActivate(context.Background(), "", []byte(m), v.bin, "test"); err != nil {
-		t.Fatal(err)
-	}
+	_, err := v.reg.PublishAndActivate(context.Background(), "", []byte(m), v.bin, "test")
+	return err
 }
 
 // names are the plugins of a pipeline's stage entries, in order.
@@ -138,7 +190,7 @@ func TestBuildOrder(t *testing.T) {
 // TestBuildRefuses: what a request's plugins array gets refused for, with
 // the status and the field a client is pointed at.
 func TestBuildRefuses(t *testing.T) {
-	v := newEnv(t, "alpha")
+	v := sharedEnv(t)
 	cases := []struct {
 		name    string
 		plugins string
@@ -173,7 +225,7 @@ func TestBuildRefuses(t *testing.T) {
 // later stage), and a plugin's failure or malformed output as a 502
 // naming it.
 func TestPre(t *testing.T) {
-	v := newEnv(t, "alpha", "beta")
+	v := sharedEnv(t)
 	cases := []struct {
 		name      string
 		plugins   string
@@ -259,7 +311,7 @@ func TestPre(t *testing.T) {
 // each stream chunk (into zero or more); a stage with nothing to say
 // passes them through, and a result out of shape is the plugin's fault.
 func TestPostAndChunks(t *testing.T) {
-	v := newEnv(t, "alpha", "beta")
+	v := sharedEnv(t)
 	const result = `{"id":"g","object":"chat.completion","created":1,"model":"v/m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`
 	const chunk = `{"id":"g","object":"chat.completion.chunk","created":1,"model":"v/m","choices":[{"index":0,"delta":{"content":"hi"}}]}`
 	cases := []struct {
@@ -322,7 +374,7 @@ func TestPostAndChunks(t *testing.T) {
 // entry naming the plugin, hook, action and module version; a guardrail's
 // gets the fields spec 2.2 shows on one.
 func TestStageEntries(t *testing.T) {
-	v := newEnv(t, "alpha", "beta")
+	v := sharedEnv(t)
 	p, aerr := v.run.Build("", "v/m", gjson.Parse(`[{"id":"alpha","mode":"rewrite"},{"id":"beta","mode":"block"}]`))
 	if aerr != nil {
 		t.Fatal(aerr.Message)
@@ -358,13 +410,15 @@ func TestStageEntries(t *testing.T) {
 // router's) before this one's entries and fees; Release is safe to repeat
 // and on nil.
 func TestPinnedAndReleased(t *testing.T) {
-	v := newEnv(t, "alpha", "beta")
+	v := newEnv(t, "alpha")
 	ctx := context.Background()
 	old, aerr := v.run.Build("", "v/m", gjson.Parse(`[{"id":"alpha","mode":"cost","cost":"0.01"}]`))
 	if aerr != nil {
 		t.Fatal(aerr.Message)
 	}
-	v.publish(t, "alpha", "2.0.0")
+	if err := v.publish("alpha", "2.0.0"); err != nil {
+		t.Fatal(err)
+	}
 	if _, aerr := old.Pre(ctx, []byte(chat)); aerr != nil {
 		t.Fatal(aerr.Message)
 	}

@@ -13,6 +13,7 @@ package billing
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/switchyard/switchyard/host/usage"
 	"strconv"
 	"time"
 )
@@ -80,7 +81,7 @@ func (u *keyUsage) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-func (u *Usage) appendJSON(b []byte) []byte {
+func appendUsage(b []byte, u *Usage) []byte {
 	b = strconv.AppendInt(appendField(append(b, '{'), "prompt_tokens", true), u.PromptTokens, 10)
 	b = appendInt(b, "completion_tokens", u.CompletionTokens)
 	for _, f := range [...]struct {
@@ -100,7 +101,7 @@ func (u *Usage) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-func (c *Cost) appendJSON(b []byte) []byte {
+func appendCost(b []byte, c *Cost) []byte {
 	b = c.Total.AppendUSD(appendField(append(b, '{'), "total", true))
 	b = appendNanos(b, "prompt", c.Prompt)
 	b = appendNanos(b, "cache_read", c.CacheRead)
@@ -131,7 +132,9 @@ func appendBool(b []byte, name string, v bool) []byte {
 	return strconv.AppendBool(appendField(b, name, false), v)
 }
 
-func (g *Generation) appendJSON(b []byte) []byte {
+// appendGeneration, appendUsage and appendCost are functions, not methods:
+// the types are host/usage's.
+func appendGeneration(b []byte, g *Generation) []byte {
 	b = appendString(appendField(append(b, '{'), "id", true), g.ID)
 	b = appendStringField(b, "account_id", g.AccountID)
 	b = appendStringField(b, "key_hash", g.KeyHash)
@@ -142,8 +145,8 @@ func (g *Generation) appendJSON(b []byte) []byte {
 		b = appendStringField(b, "finish_reason", g.FinishReason)
 	}
 	b = appendBool(b, "streamed", g.Streamed)
-	b = g.Usage.appendJSON(appendField(b, "usage", false))
-	b = g.Cost.appendJSON(appendField(b, "cost", false))
+	b = appendUsage(appendField(b, "usage", false), &g.Usage)
+	b = appendCost(appendField(b, "cost", false), &g.Cost)
 	b = appendInt(b, "attempts", int64(g.Attempts))
 	b = appendNanos(b, "failed_attempts_cost", g.FailedCost)
 	b = appendNanos(b, "total_cost", g.Charged)
@@ -204,8 +207,8 @@ func (h *holdRec) appendJSON(b []byte) []byte {
 	if h.FailedN != 0 {
 		b = appendInt(b, "failed_n", int64(h.FailedN))
 	}
-	b = h.Failed.appendJSON(appendField(b, "failed", false))
-	b = h.Usage.appendJSON(appendField(b, "usage", false))
+	b = appendCost(appendField(b, "failed", false), &h.Failed)
+	b = appendUsage(appendField(b, "usage", false), &h.Usage)
 	b = appendInt(b, "prompt_est", h.PromptEst)
 	b = appendInt(b, "max_out", h.MaxOut)
 	if h.Choices != 0 {
@@ -255,7 +258,7 @@ func (s *scanner) nanos() Nanos {
 	if s.bad {
 		return 0
 	}
-	v, ok := parsePlainUSD(string(t))
+	v, ok := usage.ParsePlainUSD(string(t))
 	if !ok {
 		s.bad = true
 	}

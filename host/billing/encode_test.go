@@ -79,7 +79,7 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 			v    any
 			got  []byte
 		}{
-			{"generation", &g, g.appendJSON(nil)},
+			{"generation", &g, appendGeneration(nil, &g)},
 			{"hold", &h, h.appendJSON(nil)},
 			{"account", &a, a.appendJSON(nil)},
 			{"key", &k, k.appendJSON(nil)},
@@ -147,7 +147,7 @@ func BenchmarkRecordEncoding(b *testing.B) {
 			_ = a.appendJSON(nil)
 			_ = decodeKeyUsage(key, &k)
 			_ = k.appendJSON(nil)
-			_ = g.appendJSON(nil)
+			_ = appendGeneration(nil, &g)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/usage"
 )
 
 // Cluster mode: leases.
@@ -80,7 +81,7 @@ func leasedIn(tx store.Tx, kind byte, id string) Nanos {
 	c := tx.Bucket(bucketLeases).Cursor()
 	var sum Nanos
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		sum = addSat(sum, readNanos(v))
+		sum = usage.AddSat(sum, readNanos(v))
 	}
 	return sum
 }
@@ -93,7 +94,7 @@ func addLease(tx store.Tx, kind byte, id, inst string, delta Nanos) error {
 	}
 	b := tx.Bucket(bucketLeases)
 	k := leaseKey(kind, id, inst)
-	n := addSat(readNanos(b.Get(k)), delta)
+	n := usage.AddSat(readNanos(b.Get(k)), delta)
 	if n <= 0 {
 		return b.Delete(k)
 	}
@@ -576,7 +577,7 @@ func (l *Ledger) reconcileIn(tx store.Tx, id, beat string, now time.Time) error 
 // the charge is capped at the hold.
 func deadGeneration(h *holdRec, now time.Time) *Generation {
 	cost := h.Rates.Compute(h.Usage)
-	total := addSat(cost.Total, h.Failed.Total)
+	total := usage.AddSat(cost.Total, h.Failed.Total)
 	charge := min(total, h.Hold)
 	g := &Generation{
 		ID: h.ID, AccountID: h.Account, KeyHash: h.Key, Model: h.Model, Provider: h.Provider,

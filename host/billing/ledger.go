@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/usage"
 )
 
 var (
@@ -534,8 +535,8 @@ func (l *Ledger) TopUp(accountID string, amount Nanos, note string) (Balance, er
 	seq := l.seq.Add(1)
 	err := l.w.do(func(tx store.Tx) error {
 		if err := updateAccount(tx, accountID, func(r *accountRec) {
-			r.Credits = addSat(r.Credits, amount)
-			r.Balance = addSat(r.Balance, amount)
+			r.Credits = usage.AddSat(r.Credits, amount)
+			r.Balance = usage.AddSat(r.Balance, amount)
 		}); err != nil {
 			return err
 		}
@@ -548,8 +549,8 @@ func (l *Ledger) TopUp(accountID string, amount Nanos, note string) (Balance, er
 	}
 	a := l.account(accountID)
 	a.mu.Lock()
-	a.credits = addSat(a.credits, amount)
-	a.balance = addSat(a.balance, amount)
+	a.credits = usage.AddSat(a.credits, amount)
+	a.balance = usage.AddSat(a.balance, amount)
 	a.mu.Unlock()
 	return l.Balance(accountID), nil
 }

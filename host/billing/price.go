@@ -5,7 +5,28 @@ import (
 	"math/bits"
 
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/usage"
 )
+
+// The vocabulary shared with host/wire lives in host/usage; these names
+// keep billing's callers unchanged.
+type (
+	Usage      = usage.Usage
+	Cost       = usage.Cost
+	Fee        = usage.Fee
+	Generation = usage.Generation
+	Nanos      = usage.Nanos
+)
+
+// NanosPerUSD is the number of nanos in one US dollar.
+const NanosPerUSD = usage.NanosPerUSD
+
+// ParseUSD converts a decimal dollar amount to nanos (usage.ParseUSD).
+func ParseUSD(s string) (Nanos, error) { return usage.ParseUSD(s) }
+
+// FromUSD converts a float dollar amount (a catalog price) to nanos
+// (usage.FromUSD).
+func FromUSD(usd float64) Nanos { return usage.FromUSD(usd) }
 
 // Rates is a catalog.Price converted once to integers. Token rates are in
 // nanos per million tokens (numerically the same as femto-dollars per
@@ -46,70 +67,6 @@ func RatesOf(p catalog.Price) Rates {
 	return r
 }
 
-// Usage is what one upstream call consumed, in the OpenAI convention:
-// PromptTokens includes CachedTokens and CompletionTokens includes
-// ReasoningTokens.
-type Usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	ReasoningTokens  int64 `json:"reasoning_tokens,omitempty"`
-	CachedTokens     int64 `json:"cached_tokens,omitempty"`
-	AudioTokens      int64 `json:"audio_tokens,omitempty"`
-	Images           int64 `json:"images,omitempty"`   // billed per image
-	Requests         int64 `json:"requests,omitempty"` // billed per request; 1 for an ordinary call
-	// Estimated is true when the gateway counted the tokens itself because
-	// the upstream reported none.
-	Estimated bool `json:"estimated,omitempty"`
-	// ZeroReported is true when the upstream reported zero prompt (or
-	// completion) tokens for what it was sent (or generated), and the
-	// gateway counted them instead (Generation.Anomaly says so).
-	ZeroReported bool `json:"upstream_zero_usage,omitempty"`
-}
-
-// TotalTokens is prompt plus completion.
-func (u Usage) TotalTokens() int64 { return u.PromptTokens + u.CompletionTokens }
-
-// Add sums two usages (failed billed attempts plus the final one).
-func (u Usage) Add(v Usage) Usage {
-	return Usage{
-		PromptTokens:     u.PromptTokens + v.PromptTokens,
-		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
-		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
-		CachedTokens:     u.CachedTokens + v.CachedTokens,
-		AudioTokens:      u.AudioTokens + v.AudioTokens,
-		Images:           u.Images + v.Images,
-		Requests:         u.Requests + v.Requests,
-		Estimated:        u.Estimated || v.Estimated,
-		ZeroReported:     u.ZeroReported || v.ZeroReported,
-	}
-}
-
-// Cost is a charge and its breakdown; Total is exactly the sum of the parts.
-type Cost struct {
-	Total      Nanos `json:"total"`
-	Prompt     Nanos `json:"prompt"`
-	CacheRead  Nanos `json:"cache_read"`
-	Completion Nanos `json:"completion"`
-	Reasoning  Nanos `json:"reasoning"`
-	Audio      Nanos `json:"audio"`
-	Request    Nanos `json:"request"`
-	Image      Nanos `json:"image"`
-}
-
-// Add sums two costs part by part.
-func (c Cost) Add(d Cost) Cost {
-	return Cost{
-		Total:      addSat(c.Total, d.Total),
-		Prompt:     addSat(c.Prompt, d.Prompt),
-		CacheRead:  addSat(c.CacheRead, d.CacheRead),
-		Completion: addSat(c.Completion, d.Completion),
-		Reasoning:  addSat(c.Reasoning, d.Reasoning),
-		Audio:      addSat(c.Audio, d.Audio),
-		Request:    addSat(c.Request, d.Request),
-		Image:      addSat(c.Image, d.Image),
-	}
-}
-
 // Compute prices a usage. Each part is tokens × rate / 1e6, computed in
 // 128 bits and rounded half up to a whole nano (so a part is off by at most
 // half a nano-dollar); Total is the sum of the rounded parts. Inconsistent
@@ -130,7 +87,7 @@ func (r Rates) Compute(u Usage) Cost {
 		Image:      perUnit(nonNeg(u.Images), r.Image),
 	}
 	for _, p := range []Nanos{c.Prompt, c.CacheRead, c.Completion, c.Reasoning, c.Audio, c.Request, c.Image} {
-		c.Total = addSat(c.Total, p)
+		c.Total = usage.AddSat(c.Total, p)
 	}
 	return c
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/usage"
 )
 
 // Reservation is the hold of one request, from Reserve to Settle. Its
@@ -51,14 +52,6 @@ type Reservation struct {
 	feeTotal   Nanos
 }
 
-// Fee is a charge beside the tokens: a server tool's calls made during the
-// request (a search engine's per-request price, a tool module's cost).
-type Fee struct {
-	Tool  string `json:"tool"`
-	Calls int    `json:"calls"`
-	Cost  Nanos  `json:"cost"`
-}
-
 // Outcome is how a request ended, for Settle.
 type Outcome struct {
 	// Status is one of the Status constants; empty means StatusSuccess.
@@ -79,40 +72,6 @@ type Outcome struct {
 	PluginTime time.Duration
 	// Error is a short description of the failure, for StatusError.
 	Error string
-}
-
-// Generation is the record every reserved request leaves, keyed by its id.
-type Generation struct {
-	ID           string `json:"id"`
-	AccountID    string `json:"account_id"`
-	KeyHash      string `json:"key_hash"`
-	Model        string `json:"model"`
-	Provider     string `json:"provider_name"`
-	Status       string `json:"status"`
-	FinishReason string `json:"finish_reason,omitempty"`
-	Streamed     bool   `json:"streamed"`
-	Usage        Usage  `json:"usage"`
-	Cost         Cost   `json:"cost"` // of the final attempt
-	Attempts     int    `json:"attempts"`
-	FailedCost   Nanos  `json:"failed_attempts_cost"` // billed failed attempts
-	Charged      Nanos  `json:"total_cost"`           // debited: Cost.Total + FailedCost, capped (see Uncollected)
-	Uncollected  Nanos  `json:"uncollected"`          // cost beyond the hold, never charged (see Anomaly)
-	Held         Nanos  `json:"held"`                 // the hold at settlement
-	LatencyMs    int64  `json:"latency_ms"`
-	TTFTMs       int64  `json:"time_to_first_token_ms,omitempty"`
-	// PluginUs is the wall time of the request's plugin hook calls (µs),
-	// what tenants' module time is accounted by.
-	PluginUs int64  `json:"plugin_us,omitempty"`
-	Error    string `json:"error,omitempty"`
-	// Fees itemise the server-tool fees charged with this generation
-	// (AddFees); FeesCost is their sum, included in Charged.
-	Fees     []Fee `json:"tool_fees,omitempty"`
-	FeesCost Nanos `json:"tool_fees_cost,omitempty"`
-	// Anomaly says why the cost went past the hold (Uncollected): the
-	// upstream reported more usage than the request could have produced.
-	Anomaly   string    `json:"upstream_anomaly,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	SettledAt time.Time `json:"settled_at"`
 }
 
 // holdRec is an open reservation on disk.
@@ -238,7 +197,7 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 	a := r.acct
 	if r.l.shared {
 		a.mu.Lock()
-		delta := addSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images)) - r.hold
+		delta := usage.AddSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images)) - r.hold
 		a.mu.Unlock()
 		if delta > 0 {
 			if e := r.l.leaseFor(a, r.keyHash, r.limit, r.reset, r.keyName, delta, nil); e != nil {
@@ -251,7 +210,7 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 		a.mu.Unlock()
 		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID)
 	}
-	hold := addSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images))
+	hold := usage.AddSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images))
 	if delta := hold - r.hold; delta > 0 {
 		if e := r.l.fits(a, r.key, r, delta, r.l.now()); e != nil {
 			a.mu.Unlock()
@@ -276,7 +235,7 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 func (r *Reservation) AddFees(fees ...Fee) {
 	var sum Nanos
 	for _, f := range fees {
-		sum = addSat(sum, f.Cost)
+		sum = usage.AddSat(sum, f.Cost)
 	}
 	a := r.acct
 	a.mu.Lock()
@@ -290,7 +249,7 @@ func (r *Reservation) AddFees(fees ...Fee) {
 	r.key.held += grow
 	r.hold += grow
 	r.fees = append(r.fees, fees...)
-	r.feeTotal = addSat(r.feeTotal, sum)
+	r.feeTotal = usage.AddSat(r.feeTotal, sum)
 	rec := r.record()
 	a.mu.Unlock()
 	r.l.putHold(rec)
@@ -377,7 +336,7 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	}
 	ks := r.key
 	cost := r.rates.Compute(o.Usage)
-	total := addSat(addSat(cost.Total, r.failedCost.Total), r.feeTotal)
+	total := usage.AddSat(usage.AddSat(cost.Total, r.failedCost.Total), r.feeTotal)
 	// The hold is the most the caller authorised: a bound on the prompt
 	// and on every choice's output. Usage that costs more than it is not
 	// something the caller asked for (an upstream that over-reports, or
@@ -387,7 +346,7 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	anomaly := ""
 	if total > r.hold {
 		anomaly = fmt.Sprintf("usage reported by %s costs %s, more than the %s the request authorised", r.provider, total, r.hold)
-		if r.feeTotal > 0 && addSat(cost.Total, r.failedCost.Total) <= r.hold {
+		if r.feeTotal > 0 && usage.AddSat(cost.Total, r.failedCost.Total) <= r.hold {
 			anomaly = fmt.Sprintf("server-tool fees of %s went past the account's available credit", r.feeTotal)
 		}
 	}
@@ -501,7 +460,7 @@ func commitSettlement(tx store.Tx, g *Generation, leaseOwner string) (written bo
 	// A record is ~650 bytes (a 1 KB chat's, measured): room for one
 	// with long names or an error message, so it is built without
 	// outgrowing its buffer into a second one.
-	return true, gens.Put([]byte(g.ID), g.appendJSON(make([]byte, 0, 1024)))
+	return true, gens.Put([]byte(g.ID), appendGeneration(make([]byte, 0, 1024), g))
 }
 
 // recover turns the holds found on disk into open reservations again and

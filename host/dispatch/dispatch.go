@@ -151,6 +151,12 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 				last = err
 				break
 			}
+			// The attempt before this one is a failed attempt of the
+			// record. It is added only now that another follows: the
+			// settlement counts the run's last attempt itself, failed or
+			// not, so adding it on failure counted a failed run's last
+			// attempt twice.
+			res.AddFailedAttempt(billing.Usage{})
 		}
 		r.Attempts++
 		actx, at := obs.Attempt(ctx, ep, r.Attempts)
@@ -178,7 +184,6 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 			return r, err
 		}
 		at.End(err, err.Retryable && job.Route.Prefs.AllowFallbacks() && i+1 < len(plan.Attempts), false)
-		res.AddFailedAttempt(billing.Usage{})
 		d.Router.Report(ep, route.Outcome{Status: err.Status, TTFT: time.Since(call.startedOr()),
 			Duration: time.Since(call.startedOr()), RetryAfter: err.RetryAfter})
 		last = err

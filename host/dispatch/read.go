@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -21,18 +20,9 @@ import (
 // upstream body and runs the adapter's response hook. Its failures are
 // retryable: another endpoint may answer.
 func ReadChat(ctx context.Context, call *Call) ([]byte, *apierr.Error) {
-	raw, aerr := call.readUpstream(ctx) // body.go
+	raw, aerr := call.readTranslated(ctx, abi.HookChatResponse)
 	if aerr != nil {
 		return nil, aerr
-	}
-	if !call.Module.Manifest.IsPassthrough(abi.HookChatResponse) {
-		out, err := call.Hook(ctx, abi.HookChatResponse, raw)
-		if err != nil {
-			e := apierr.From(err)
-			e.Retryable = true
-			return nil, e
-		}
-		raw = out.Field(0)
 	}
 	raw, fixes, ok := wire.RepairCompletion(raw)
 	if !ok {
@@ -50,24 +40,39 @@ func ReadChat(ctx context.Context, call *Call) ([]byte, *apierr.Error) {
 }
 
 // ReadEmbeddings is Job.Read for an embeddings request of inputs inputs:
-// it runs the response hook and normalises — one entry per input in input
+// it reads the body as ReadChat does (same bound, same retryable
+// failures), runs the response hook and normalises — one entry per input in input
 // order with its index, the catalog model id, usage, and base64 encoding
 // when asked for.
 func ReadEmbeddings(inputs int, b64 bool) func(context.Context, *Call) ([]byte, *apierr.Error) {
 	return func(ctx context.Context, call *Call) ([]byte, *apierr.Error) {
-		raw, err := io.ReadAll(io.LimitReader(call.Resp.Body, 256<<20))
-		if err != nil {
-			return nil, call.TransportError(ctx, err)
-		}
-		if !call.Module.Manifest.IsPassthrough(abi.HookEmbedResponse) {
-			out, err := call.Hook(ctx, abi.HookEmbedResponse, raw)
-			if err != nil {
-				return nil, apierr.From(err)
-			}
-			raw = out.Field(0)
+		raw, aerr := call.readTranslated(ctx, abi.HookEmbedResponse)
+		if aerr != nil {
+			return nil, aerr
 		}
 		return normalizeEmbeddings(call, raw, inputs, b64)
 	}
+}
+
+// readTranslated is the one way a non-streaming answer is read: the body
+// within the gateway's bound (readUpstream), then the adapter's response
+// hook unless the adapter passes the answer through. Every failure is
+// retryable: another endpoint, with its own adapter, may answer.
+func (u *Call) readTranslated(ctx context.Context, hook abi.Hook) ([]byte, *apierr.Error) {
+	raw, aerr := u.readUpstream(ctx) // respbody.go
+	if aerr != nil {
+		return nil, aerr
+	}
+	if u.Module.Manifest.IsPassthrough(hook) {
+		return raw, nil
+	}
+	out, err := u.Hook(ctx, hook, raw)
+	if err != nil {
+		e := apierr.From(err)
+		e.Retryable = true
+		return nil, e
+	}
+	return out.Field(0), nil
 }
 
 func normalizeEmbeddings(call *Call, raw []byte, want int, b64 bool) ([]byte, *apierr.Error) {

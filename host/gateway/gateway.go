@@ -31,6 +31,7 @@ import (
 	"github.com/switchyard/switchyard/host/ratelimit"
 	"github.com/switchyard/switchyard/host/retention"
 	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/route/shared"
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/tokenize"
@@ -88,7 +89,7 @@ type Gateway struct {
 	// redisLimiter and redisSessions share rate limits and sticky
 	// sessions through redis.url (redis.go); nil without it.
 	redisLimiter  *ratelimit.Redis
-	redisSessions *route.SharedSessions
+	redisSessions *shared.Sessions
 
 	configPath string
 	// started is the configuration as the file said at start (before any
@@ -203,7 +204,11 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if err := g.openRedis(); err != nil {
 		return nil, err
 	}
-	g.Router = route.New(g.Catalog, route.Options{Shared: g.redisSessions})
+	ropts := route.Options{}
+	if g.redisSessions != nil { // a nil *shared.Sessions in the interface would not be nil
+		ropts.Shared = g.redisSessions
+	}
+	g.Router = route.New(g.Catalog, ropts)
 	tel, err := g.startTelemetry(ctx) // observability.go
 	if err != nil {
 		return nil, err

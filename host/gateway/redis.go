@@ -13,11 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/switchyard/switchyard/host/ratelimit"
-	"github.com/switchyard/switchyard/host/route"
+	"github.com/switchyard/switchyard/host/route/shared"
 )
 
 // openRedis connects to the configuration's Redis (redis.url), where rate
-// limits (ratelimit.Redis) and sticky sessions (route.SharedSessions) are
+// limits (ratelimit.Redis) and sticky sessions (shared.Sessions) are
 // shared by the instances (docs/cluster.md). Without redis.url nothing is
 // opened and both stay in the process. A Redis that does not answer at
 // start is logged, not fatal: both fall back per instance until it answers.
@@ -63,7 +63,7 @@ func (g *Gateway) openRedis() error {
 		Lease: time.Duration(g.Config.Timeouts.Request) + time.Minute,
 		Log:   g.log,
 	})
-	g.redisSessions = route.NewSharedSessions(c, route.SharedOptions{Log: g.log})
+	g.redisSessions = shared.New(c, shared.Options{Log: g.log})
 	return nil
 }
 

@@ -59,9 +59,9 @@ type Options struct {
 	// right after a cool-down. Default 30s.
 	CoolDown time.Duration
 
-	// Shared keeps sticky sessions in Redis for every instance using it
-	// (shared.go); nil: in this process only.
-	Shared *SharedSessions
+	// Shared keeps sticky sessions where every instance using it sees
+	// them (shared.Sessions, in Redis); nil: in this process only.
+	Shared SessionStore
 
 	// Inherit carries live health and sticky sessions over from the router
 	// of a previous catalog (hot reload). Endpoints are matched by model id
@@ -69,6 +69,18 @@ type Options struct {
 	// still in flight on the old router keep counting; sessions are copied
 	// once.
 	Inherit *Router
+}
+
+// SessionStore is where sticky sessions are shared between instances
+// (host/route/shared, in Redis): an interface, so that the router and what
+// imports it for its vocabulary do not link a Redis client. A session's
+// value is the endpoint's stable key (model id and provider slug).
+type SessionStore interface {
+	// Get returns the endpoint key id is pinned to ("" when none) and
+	// renews its TTL; an error means the store could not be read.
+	Get(id string, ttl time.Duration) (string, error)
+	// Put pins id to key for ttl.
+	Put(id, key string, ttl time.Duration)
 }
 
 func (o *Options) defaults() {
@@ -690,7 +702,7 @@ func (r *Router) Stick(sessionID string, ep *catalog.Endpoint) {
 	}
 	t.sessions.put(sessionID, ep, r.opts.Now().UnixNano())
 	if r.opts.Shared != nil {
-		r.opts.Shared.put(sessionID, endpointKey(ep), r.opts.SessionTTL)
+		r.opts.Shared.Put(sessionID, endpointKey(ep), r.opts.SessionTTL)
 	}
 }
 
@@ -699,7 +711,7 @@ func (r *Router) Stick(sessionID string, ep *catalog.Endpoint) {
 // process's map. An endpoint this catalog lacks is no pin.
 func (r *Router) session(t *table, sessionID string, now int64) (ep *catalog.Endpoint, shared bool) {
 	if r.opts.Shared != nil {
-		if key, err := r.opts.Shared.get(sessionID, r.opts.SessionTTL); err == nil && key != "" {
+		if key, err := r.opts.Shared.Get(sessionID, r.opts.SessionTTL); err == nil && key != "" {
 			return t.endpoint(key), true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/redistest"
+	"github.com/switchyard/switchyard/host/route/shared"
 )
 
 // instance is one gateway's router over its own copy of the catalog.
@@ -16,7 +17,7 @@ type instance struct {
 	clk *clock
 }
 
-func newInstance(t *testing.T, s *SharedSessions, ttl time.Duration) instance {
+func newInstance(t *testing.T, s *shared.Sessions, ttl time.Duration) instance {
 	t.Helper()
 	c, clk := testCatalog(), newClock()
 	return instance{New(c, Options{Now: clk.Now, Rand: seeded(7), Shared: s, SessionTTL: ttl}), c, clk}
@@ -35,8 +36,8 @@ func (in instance) plan(t *testing.T, session string) *Plan {
 // whichever of them pinned it last.
 func TestSharedSessionsAcrossInstances(t *testing.T) {
 	srv := redistest.Start(t)
-	a := newInstance(t, NewSharedSessions(srv.Client(), SharedOptions{}), 0)
-	b := newInstance(t, NewSharedSessions(srv.Client(), SharedOptions{}), 0)
+	a := newInstance(t, shared.New(srv.Client(), shared.Options{}), 0)
+	b := newInstance(t, shared.New(srv.Client(), shared.Options{}), 0)
 
 	a.r.Stick("s1", ep(a.c, gpt, "azure")) // the balancer's least likely pick
 	for i := range 10 {
@@ -53,7 +54,7 @@ func TestSharedSessionsAcrossInstances(t *testing.T) {
 	}
 
 	// An instance whose catalog lacks the endpoint ignores the pin.
-	c := newInstance(t, NewSharedSessions(srv.Client(), SharedOptions{}), 0)
+	c := newInstance(t, shared.New(srv.Client(), shared.Options{}), 0)
 	m := c.c.Models[gpt]
 	m.Endpoints = []*catalog.Endpoint{ep(c.c, gpt, "openai"), ep(c.c, gpt, "azure")}
 	c.r = New(c.c, Options{Now: c.clk.Now, Shared: c.r.opts.Shared})
@@ -68,7 +69,7 @@ func TestSharedSessionsTTL(t *testing.T) {
 	rc := srv.Client()
 	ctx := context.Background()
 	const key = "switchyard:session:s1"
-	a := newInstance(t, NewSharedSessions(rc, SharedOptions{}), time.Hour)
+	a := newInstance(t, shared.New(rc, shared.Options{}), time.Hour)
 	a.r.Stick("s1", ep(a.c, gpt, "azure"))
 	if ttl := rc.PTTL(ctx, key).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
 		t.Fatalf("TTL after Stick %v, want the session TTL (1h)", ttl)
@@ -87,7 +88,7 @@ func TestSharedSessionsTTL(t *testing.T) {
 
 	// Expiry in Redis: another instance, which never saw the session, does
 	// not find it once the key expired.
-	b := newInstance(t, NewSharedSessions(rc, SharedOptions{}), 300*time.Millisecond)
+	b := newInstance(t, shared.New(rc, shared.Options{}), 300*time.Millisecond)
 	b.r.Stick("s2", ep(b.c, gpt, "azure"))
 	deadline := time.Now().Add(10 * time.Second)
 	for rc.Exists(ctx, "switchyard:session:s2").Val() == 1 {
@@ -100,7 +101,7 @@ func TestSharedSessionsTTL(t *testing.T) {
 	if p := b.plan(t, "s2"); p.Strategy != "load-balance" {
 		t.Fatalf("an expired session: %s", p.Strategy)
 	}
-	c := newInstance(t, NewSharedSessions(rc, SharedOptions{}), 300*time.Millisecond)
+	c := newInstance(t, shared.New(rc, shared.Options{}), 300*time.Millisecond)
 	if p := c.plan(t, "s2"); p.Strategy != "load-balance" {
 		t.Fatalf("an expired session on another instance: %s", p.Strategy)
 	}
@@ -110,9 +111,9 @@ func TestSharedSessionsTTL(t *testing.T) {
 // again once it is back.
 func TestSharedSessionsRedisDown(t *testing.T) {
 	srv := redistest.Start(t)
-	sa := NewSharedSessions(srv.Client(), SharedOptions{RetryEvery: time.Nanosecond})
+	sa := shared.New(srv.Client(), shared.Options{RetryEvery: time.Nanosecond})
 	a := newInstance(t, sa, 0)
-	b := newInstance(t, NewSharedSessions(srv.Client(), SharedOptions{RetryEvery: time.Nanosecond}), 0)
+	b := newInstance(t, shared.New(srv.Client(), shared.Options{RetryEvery: time.Nanosecond}), 0)
 	a.r.Stick("s1", ep(a.c, gpt, "azure"))
 	srv.Stop()
 	if p := a.plan(t, "s1"); p.Strategy != "sticky" || p.Attempts[0] != ep(a.c, gpt, "azure") {
@@ -142,7 +143,7 @@ func TestSharedSessionsRedisDown(t *testing.T) {
 func BenchmarkPlanSharedSession(b *testing.B) {
 	srv := redistest.Start(b)
 	c := testCatalog()
-	r := New(c, Options{Shared: NewSharedSessions(srv.Client(), SharedOptions{})})
+	r := New(c, Options{Shared: shared.New(srv.Client(), shared.Options{})})
 	r.Stick("s", ep(c, gpt, "azure"))
 	req := Request{Models: []string{gpt}, SessionID: "s"}
 	b.ReportAllocs()

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/usage"
 
 	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/tidwall/gjson"
@@ -20,16 +20,16 @@ import (
 // from it when missing, as embeddings report only these two),
 // prompt_tokens_details.cached_tokens and .audio_tokens,
 // completion_tokens_details.reasoning_tokens and .audio_tokens.
-func ParseUsage(body []byte) (u billing.Usage, ok bool) {
+func ParseUsage(body []byte) (u usage.Usage, ok bool) {
 	// Read in place (GetBytes copies the result): nothing read outlives
 	// the call.
 	return usageOf(gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage"), body)
 }
 
 // usageOf is ParseUsage of body, whose usage member is us.
-func usageOf(us gjson.Result, body []byte) (u billing.Usage, ok bool) {
+func usageOf(us gjson.Result, body []byte) (u usage.Usage, ok bool) {
 	if !us.IsObject() {
-		return billing.Usage{}, false
+		return usage.Usage{}, false
 	}
 	if !jsonwalk.Valid(us.Raw) {
 		return parseUsageByGet(body)
@@ -41,7 +41,7 @@ func usageOf(us gjson.Result, body []byte) (u billing.Usage, ok bool) {
 	p, c, t := f[0], f[1], f[2]
 	num := func(r gjson.Result) bool { return r.Type == gjson.Number }
 	if !num(p) && !num(c) && !num(t) {
-		return billing.Usage{}, false
+		return usage.Usage{}, false
 	}
 	u.PromptTokens, u.CompletionTokens = p.Int(), c.Int()
 	if !num(p) && num(t) {
@@ -57,7 +57,7 @@ func usageOf(us gjson.Result, body []byte) (u billing.Usage, ok bool) {
 		if !plausible(r) {
 			// A count no request can produce is a broken or lying
 			// upstream: the caller counts the tokens itself instead.
-			return billing.Usage{}, false
+			return usage.Usage{}, false
 		}
 	}
 	return u, true
@@ -87,15 +87,15 @@ var (
 // parseUsageByGet is ParseUsage a Get per count: the definition
 // FuzzParseUsage holds the one-pass reading to, and the reading of a usage
 // object that is not valid JSON (whatever gjson makes of it).
-func parseUsageByGet(body []byte) (u billing.Usage, ok bool) {
+func parseUsageByGet(body []byte) (u usage.Usage, ok bool) {
 	us := gjson.GetBytes(body, "usage")
 	if !us.IsObject() {
-		return billing.Usage{}, false
+		return usage.Usage{}, false
 	}
 	p, c, t := us.Get("prompt_tokens"), us.Get("completion_tokens"), us.Get("total_tokens")
 	num := func(r gjson.Result) bool { return r.Type == gjson.Number }
 	if !num(p) && !num(c) && !num(t) {
-		return billing.Usage{}, false
+		return usage.Usage{}, false
 	}
 	u.PromptTokens, u.CompletionTokens = p.Int(), c.Int()
 	if !num(p) && num(t) {
@@ -110,7 +110,7 @@ func parseUsageByGet(body []byte) (u billing.Usage, ok bool) {
 		if !plausible(r) {
 			// A count no request can produce is a broken or lying
 			// upstream: the caller counts the tokens itself instead.
-			return billing.Usage{}, false
+			return usage.Usage{}, false
 		}
 	}
 	return u, true
@@ -147,7 +147,7 @@ func plausible(r gjson.Result) bool {
 // instead of one sjson set per field, each re-reading the object. Shapes
 // the pass does not handle go through writeUsageBySets, the field-by-field
 // definition it is fuzzed against.
-func WriteUsage(body []byte, g *billing.Generation) ([]byte, error) {
+func WriteUsage(body []byte, g *usage.Generation) ([]byte, error) {
 	// Read in place (GetBytes copies the result): mergeUsage copies what it
 	// keeps, and body is not changed while cur is in use.
 	cur := gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage")
@@ -155,16 +155,16 @@ func WriteUsage(body []byte, g *billing.Generation) ([]byte, error) {
 	if old == "" || old[0] != '{' {
 		old = "{}"
 	}
-	usage, ok := mergeUsage(old, g)
+	obj, ok := mergeUsage(old, g)
 	if !ok {
 		return writeUsageBySets(body, g)
 	}
 	if cur.Raw == "" || cur.Index <= 0 {
-		return sjson.SetRawBytes(body, "usage", usage)
+		return sjson.SetRawBytes(body, "usage", obj)
 	}
-	out := make([]byte, 0, len(body)-len(cur.Raw)+len(usage))
+	out := make([]byte, 0, len(body)-len(cur.Raw)+len(obj))
 	out = append(out, body[:cur.Index]...)
-	out = append(out, usage...)
+	out = append(out, obj...)
 	return append(out, body[cur.Index+len(cur.Raw):]...), nil
 }
 
@@ -179,7 +179,7 @@ var usageKeys = [...]string{"prompt_tokens", "completion_tokens", "total_tokens"
 // appended, every other member is kept. ok is false for what it leaves to
 // writeUsageBySets: invalid JSON, escaped keys, a details member that is
 // an array.
-func mergeUsage(old string, g *billing.Generation) (usage []byte, ok bool) {
+func mergeUsage(old string, g *usage.Generation) (obj []byte, ok bool) {
 	if !jsonwalk.Valid(old) || strings.IndexByte(old, '\\') >= 0 {
 		return nil, false
 	}
@@ -279,12 +279,12 @@ func detail(b []byte, cur gjson.Result, key string, n int64) ([]byte, bool) {
 // appendCostDetails appends the "cost_details" object: OpenRouter's
 // three upstream_inference_* members (upstreamCosts), then Switchyard's
 // parts.
-func appendCostDetails(b []byte, g *billing.Generation) []byte {
+func appendCostDetails(b []byte, g *usage.Generation) []byte {
 	c := g.Cost
 	up := upstreamCosts(g)
 	for i, f := range [...]struct {
 		name string
-		n    billing.Nanos
+		n    usage.Nanos
 	}{{"upstream_inference_cost", up[0]}, {"upstream_inference_prompt_cost", up[1]}, {"upstream_inference_completions_cost", up[2]}} {
 		if i == 0 {
 			b = append(b, '{')
@@ -298,7 +298,7 @@ func appendCostDetails(b []byte, g *billing.Generation) []byte {
 	}
 	for _, f := range [...]struct {
 		name string
-		n    billing.Nanos
+		n    usage.Nanos
 	}{{"prompt", c.Prompt}, {"cache_read", c.CacheRead}, {"completion", c.Completion}, {"reasoning", c.Reasoning},
 		{"audio", c.Audio}, {"request", c.Request}, {"image", c.Image}, {"failed_attempts", g.FailedCost},
 		{"uncollected", g.Uncollected}} {
@@ -323,23 +323,23 @@ func appendCostDetails(b []byte, g *billing.Generation) []byte {
 // attempts and tool fees not); upstream_inference_prompt_cost, its input
 // tokens (prompt, cache reads, audio); upstream_inference_completions_cost,
 // its output tokens (completion and reasoning).
-func upstreamCosts(g *billing.Generation) [3]billing.Nanos {
+func upstreamCosts(g *usage.Generation) [3]usage.Nanos {
 	c := g.Cost
-	return [3]billing.Nanos{c.Total, c.Prompt + c.CacheRead + c.Audio, c.Completion + c.Reasoning}
+	return [3]usage.Nanos{c.Total, c.Prompt + c.CacheRead + c.Audio, c.Completion + c.Reasoning}
 }
 
 // writeUsageBySets is WriteUsage one sjson set per field: the definition
 // mergeUsage is fuzzed against, and the path for shapes it leaves alone.
-func writeUsageBySets(body []byte, g *billing.Generation) ([]byte, error) {
-	usage := gjson.GetBytes(body, "usage").Raw
-	if usage == "" || usage[0] != '{' {
-		usage = "{}"
+func writeUsageBySets(body []byte, g *usage.Generation) ([]byte, error) {
+	obj := gjson.GetBytes(body, "usage").Raw
+	if obj == "" || obj[0] != '{' {
+		obj = "{}"
 	}
 	u, c := g.Usage, g.Cost
 	var err error
 	set := func(path string, raw string) {
 		if err == nil {
-			usage, err = sjson.SetRaw(usage, path, raw)
+			obj, err = sjson.SetRaw(obj, path, raw)
 		}
 	}
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
@@ -361,12 +361,12 @@ func writeUsageBySets(body []byte, g *billing.Generation) ([]byte, error) {
 	if err != nil {
 		return body, err
 	}
-	return sjson.SetRawBytes(body, "usage", []byte(usage))
+	return sjson.SetRawBytes(body, "usage", []byte(obj))
 }
 
 // feesField is the cost_details entry of the fees charged with a
 // generation (a paid search engine's), when there are any.
-func feesField(g *billing.Generation) string {
+func feesField(g *usage.Generation) string {
 	if g.FeesCost == 0 {
 		return ""
 	}

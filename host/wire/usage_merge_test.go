@@ -3,7 +3,7 @@ package wire
 import (
 	"testing"
 
-	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/usage"
 	"github.com/tidwall/gjson"
 )
 
@@ -43,22 +43,22 @@ var usageShapes = []string{
 	` { "usage" : { } } `,
 }
 
-func usageGenerations() []*billing.Generation {
-	return []*billing.Generation{
-		{Usage: billing.Usage{PromptTokens: 100, CompletionTokens: 50}, Charged: 123456789,
-			Cost: billing.Cost{Prompt: 1, Completion: 2, Total: 3}},
-		{Usage: billing.Usage{PromptTokens: 7, CompletionTokens: 0, CachedTokens: 3, ReasoningTokens: 2, Estimated: true},
+func usageGenerations() []*usage.Generation {
+	return []*usage.Generation{
+		{Usage: usage.Usage{PromptTokens: 100, CompletionTokens: 50}, Charged: 123456789,
+			Cost: usage.Cost{Prompt: 1, Completion: 2, Total: 3}},
+		{Usage: usage.Usage{PromptTokens: 7, CompletionTokens: 0, CachedTokens: 3, ReasoningTokens: 2, Estimated: true},
 			Charged: 5, FailedCost: 4, Uncollected: 1, FeesCost: 2_500_000,
-			Cost: billing.Cost{Prompt: 1, CacheRead: 2, Completion: 3, Reasoning: 4, Audio: 5, Request: 6, Image: 7}},
-		{Usage: billing.Usage{CachedTokens: 1}, Charged: -5},
-		{Usage: billing.Usage{ReasoningTokens: 9, Estimated: true}},
+			Cost: usage.Cost{Prompt: 1, CacheRead: 2, Completion: 3, Reasoning: 4, Audio: 5, Request: 6, Image: 7}},
+		{Usage: usage.Usage{CachedTokens: 1}, Charged: -5},
+		{Usage: usage.Usage{ReasoningTokens: 9, Estimated: true}},
 	}
 }
 
 // sameUsageOutput fails unless WriteUsage and writeUsageBySets agree on
 // body: the same error, and outputs equal once whitespace is removed
 // (mergeUsage writes members without the upstream's spacing).
-func sameUsageOutput(t *testing.T, body string, g *billing.Generation) {
+func sameUsageOutput(t *testing.T, body string, g *usage.Generation) {
 	t.Helper()
 	got, gerr := WriteUsage([]byte(body), g)
 	want, werr := writeUsageBySets([]byte(body), g)
@@ -100,9 +100,9 @@ func FuzzWriteUsage(f *testing.F) {
 			// definition worth matching byte for byte.
 			t.Skip()
 		}
-		g := &billing.Generation{Usage: billing.Usage{PromptTokens: p, CompletionTokens: c, CachedTokens: cached,
-			ReasoningTokens: reasoning, Estimated: est}, Charged: billing.Nanos(charged),
-			Cost: billing.Cost{Prompt: billing.Nanos(p), Completion: billing.Nanos(c)}, FeesCost: billing.Nanos(cached)}
+		g := &usage.Generation{Usage: usage.Usage{PromptTokens: p, CompletionTokens: c, CachedTokens: cached,
+			ReasoningTokens: reasoning, Estimated: est}, Charged: usage.Nanos(charged),
+			Cost: usage.Cost{Prompt: usage.Nanos(p), Completion: usage.Nanos(c)}, FeesCost: usage.Nanos(cached)}
 		sameUsageOutput(t, body, g)
 	})
 }
@@ -117,7 +117,7 @@ func BenchmarkWriteUsage(b *testing.B) {
 	g := usageGenerations()[0]
 	for _, bc := range []struct {
 		name string
-		fn   func([]byte, *billing.Generation) ([]byte, error)
+		fn   func([]byte, *usage.Generation) ([]byte, error)
 	}{{"merge", WriteUsage}, {"bysets", writeUsageBySets}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -159,7 +159,7 @@ func BenchmarkParseUsage(b *testing.B) {
 		`"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0}}}`)
 	for _, bc := range []struct {
 		name string
-		fn   func([]byte) (billing.Usage, bool)
+		fn   func([]byte) (usage.Usage, bool)
 	}{{"members", ParseUsage}, {"get", parseUsageByGet}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

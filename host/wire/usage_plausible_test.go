@@ -3,7 +3,7 @@ package wire
 import (
 	"testing"
 
-	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/usage"
 )
 
 // Usage no request can produce is treated as missing, so the gateway counts
@@ -12,20 +12,20 @@ func TestParseUsageRefusesImplausibleCounts(t *testing.T) {
 	for _, tc := range []struct {
 		body string
 		ok   bool
-		want billing.Usage
+		want usage.Usage
 	}{
-		{`{"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, true, billing.Usage{PromptTokens: 10, CompletionTokens: 5, Requests: 1}},
-		{`{"usage":{"prompt_tokens":10,"total_tokens":10}}`, true, billing.Usage{PromptTokens: 10, Requests: 1}},
-		{`{"usage":{"prompt_tokens":10,"completion_tokens":null}}`, true, billing.Usage{PromptTokens: 10, Requests: 1}},
-		{`{"usage":{"prompt_tokens":-5,"completion_tokens":5}}`, false, billing.Usage{}},
-		{`{"usage":{"prompt_tokens":10,"completion_tokens":-1}}`, false, billing.Usage{}},
-		{`{"usage":{"prompt_tokens":10,"completion_tokens":1e12}}`, false, billing.Usage{}},
-		{`{"usage":{"prompt_tokens":10,"completion_tokens":2.5}}`, false, billing.Usage{}},
-		{`{"usage":{"prompt_tokens":"10","completion_tokens":5}}`, false, billing.Usage{}},
-		{`{"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":-3}}}`, false, billing.Usage{}},
-		{`{"usage":{"prompt_tokens":10,"completion_tokens":5,"completion_tokens_details":{"reasoning_tokens":200000000}}}`, false, billing.Usage{}},
-		{`{"usage":{}}`, false, billing.Usage{}},
-		{`{}`, false, billing.Usage{}},
+		{`{"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, true, usage.Usage{PromptTokens: 10, CompletionTokens: 5, Requests: 1}},
+		{`{"usage":{"prompt_tokens":10,"total_tokens":10}}`, true, usage.Usage{PromptTokens: 10, Requests: 1}},
+		{`{"usage":{"prompt_tokens":10,"completion_tokens":null}}`, true, usage.Usage{PromptTokens: 10, Requests: 1}},
+		{`{"usage":{"prompt_tokens":-5,"completion_tokens":5}}`, false, usage.Usage{}},
+		{`{"usage":{"prompt_tokens":10,"completion_tokens":-1}}`, false, usage.Usage{}},
+		{`{"usage":{"prompt_tokens":10,"completion_tokens":1e12}}`, false, usage.Usage{}},
+		{`{"usage":{"prompt_tokens":10,"completion_tokens":2.5}}`, false, usage.Usage{}},
+		{`{"usage":{"prompt_tokens":"10","completion_tokens":5}}`, false, usage.Usage{}},
+		{`{"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":-3}}}`, false, usage.Usage{}},
+		{`{"usage":{"prompt_tokens":10,"completion_tokens":5,"completion_tokens_details":{"reasoning_tokens":200000000}}}`, false, usage.Usage{}},
+		{`{"usage":{}}`, false, usage.Usage{}},
+		{`{}`, false, usage.Usage{}},
 	} {
 		u, ok := ParseUsage([]byte(tc.body))
 		if ok != tc.ok || u != tc.want {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/usage"
 	"github.com/tidwall/gjson"
 )
 
@@ -12,7 +13,7 @@ func TestParseAndWriteUsage(t *testing.T) {
 	body := []byte(`{"id":"gen-1","usage":{"prompt_tokens":100,"completion_tokens":50,"total_tokens":150,` +
 		`"prompt_tokens_details":{"cached_tokens":20,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":10},"extra":"kept"}}`)
 	u, ok := ParseUsage(body)
-	if !ok || u != (billing.Usage{PromptTokens: 100, CompletionTokens: 50, CachedTokens: 20, ReasoningTokens: 10, Requests: 1}) {
+	if !ok || u != (usage.Usage{PromptTokens: 100, CompletionTokens: 50, CachedTokens: 20, ReasoningTokens: 10, Requests: 1}) {
 		t.Fatalf("ParseUsage = %+v, %v", u, ok)
 	}
 	if _, ok := ParseUsage([]byte(`{"choices":[]}`)); ok {
@@ -22,7 +23,7 @@ func TestParseAndWriteUsage(t *testing.T) {
 		t.Errorf("embedding-style usage = %+v, %v", u, ok)
 	}
 	r := billing.RatesOf(catalog.Price{Prompt: 1, Completion: 2})
-	g := &billing.Generation{Usage: u, Cost: r.Compute(u), FailedCost: 5}
+	g := &usage.Generation{Usage: u, Cost: r.Compute(u), FailedCost: 5}
 	g.Charged = g.Cost.Total + g.FailedCost
 	out, err := WriteUsage(body, g)
 	if err != nil {
@@ -57,7 +58,7 @@ func TestParseAndWriteUsage(t *testing.T) {
 		t.Errorf("chunk: %s %v", out, err)
 	}
 	// The details OpenRouter's clients read are there when zero.
-	out, _ = WriteUsage([]byte(`{"usage":{"prompt_tokens":1,"completion_tokens":1}}`), &billing.Generation{Usage: billing.Usage{PromptTokens: 1, CompletionTokens: 1}})
+	out, _ = WriteUsage([]byte(`{"usage":{"prompt_tokens":1,"completion_tokens":1}}`), &usage.Generation{Usage: usage.Usage{PromptTokens: 1, CompletionTokens: 1}})
 	for _, path := range []string{"usage.prompt_tokens_details.cached_tokens", "usage.completion_tokens_details.reasoning_tokens",
 		"usage.cost_details.upstream_inference_prompt_cost", "usage.cost_details.upstream_inference_completions_cost"} {
 		if r := gjson.GetBytes(out, path); r.Type != gjson.Number || r.Num != 0 {

@@ -13,9 +13,9 @@ import (
 	"unsafe"
 
 	"github.com/switchyard/switchyard/host/apierr"
-	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/jsonwalk"
+	"github.com/switchyard/switchyard/host/usage"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -48,7 +48,7 @@ type Facts struct {
 }
 
 // Usage is ParseUsage of the completion.
-func (f Facts) Usage() (billing.Usage, bool) {
+func (f Facts) Usage() (usage.Usage, bool) {
 	if !f.walked {
 		return ParseUsage(f.body)
 	}

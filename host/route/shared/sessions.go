@@ -1,16 +1,20 @@
-package route
+// Package shared keeps sticky sessions in Redis for every gateway instance
+// that uses it (docs/cluster.md): route.Options.Shared. It is apart from
+// host/route so that what only parses routing preferences (host/validate)
+// does not link a Redis client (issue 30 §5).
+package shared
 
 import (
 	"context"
 	"errors"
-	"github.com/switchyard/switchyard/host/backoff"
 	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/switchyard/switchyard/host/backoff"
 )
 
-// SharedSessions keeps sticky sessions in Redis, so that every gateway
+// Sessions keeps sticky sessions in Redis, so that every gateway
 // instance using the same Redis pins a session to the same endpoint
 // (docs/cluster.md). A session is one string key, prefix + session id,
 // whose value names the endpoint stably across instances — model id and
@@ -25,7 +29,7 @@ import (
 // session. Unreachable, the store is left alone for RetryEvery after each
 // failure, so that an outage costs one timeout per second, not one per
 // request; the switch is logged once each way.
-type SharedSessions struct {
+type Sessions struct {
 	c       redis.UniversalClient
 	prefix  string
 	timeout time.Duration
@@ -33,8 +37,8 @@ type SharedSessions struct {
 	backoff *backoff.Switch
 }
 
-// SharedOptions tune SharedSessions; the zero value gives the defaults.
-type SharedOptions struct {
+// Options tune Sessions; the zero value gives the defaults.
+type Options struct {
 	// Prefix starts every key; default "switchyard:session:".
 	Prefix string
 	// Timeout bounds one Redis call; default 100ms.
@@ -44,8 +48,8 @@ type SharedOptions struct {
 	Log        *slog.Logger // default slog.Default()
 }
 
-// NewSharedSessions returns a session store in c.
-func NewSharedSessions(c redis.UniversalClient, o SharedOptions) *SharedSessions {
+// New returns a session store in c.
+func New(c redis.UniversalClient, o Options) *Sessions {
 	if o.Prefix == "" {
 		o.Prefix = "switchyard:session:"
 	}
@@ -58,21 +62,21 @@ func NewSharedSessions(c redis.UniversalClient, o SharedOptions) *SharedSessions
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &SharedSessions{c: c, prefix: o.Prefix, timeout: o.Timeout,
+	return &Sessions{c: c, prefix: o.Prefix, timeout: o.Timeout,
 		backoff: backoff.New(o.RetryEvery, o.Log,
 			"sticky sessions: Redis unreachable, sessions are pinned per instance until it is back",
 			"sticky sessions: Redis reachable again, sessions are shared across instances")}
 }
 
 // Failures counts the Redis calls that failed (for tests and metrics).
-func (s *SharedSessions) Failures() uint64 { return s.backoff.Failures() }
+func (s *Sessions) Failures() uint64 { return s.backoff.Failures() }
 
 var errDown = errors.New("session store unreachable (waiting to retry)")
 
-// get returns the endpoint key of id ("" when there is none) and renews
+// Get returns the endpoint key of id ("" when there is none) and renews
 // its TTL (GETEX, Redis ≥ 6.2): a session lives ttl after it was last
 // pinned or looked up.
-func (s *SharedSessions) get(id string, ttl time.Duration) (string, error) {
+func (s *Sessions) Get(id string, ttl time.Duration) (string, error) {
 	if s.backoff.Paused() {
 		return "", errDown
 	}
@@ -91,8 +95,8 @@ func (s *SharedSessions) get(id string, ttl time.Duration) (string, error) {
 	return v, nil
 }
 
-// put pins id to the endpoint key for ttl.
-func (s *SharedSessions) put(id, key string, ttl time.Duration) {
+// Put pins id to the endpoint key for ttl.
+func (s *Sessions) Put(id, key string, ttl time.Duration) {
 	if s.backoff.Paused() {
 		return
 	}

@@ -1,4 +1,4 @@
-package billing
+package usage
 
 import (
 	"math/big"
@@ -19,7 +19,7 @@ func TestParseUSDFastPathMatchesRat(t *testing.T) {
 		}
 	}
 	for _, s := range ins {
-		got, ok := parsePlainUSD(s)
+		got, ok := ParsePlainUSD(s)
 		if !ok {
 			continue
 		}
@@ -30,7 +30,7 @@ func TestParseUSDFastPathMatchesRat(t *testing.T) {
 		want := new(big.Rat).SetInt64(int64(got)) // exact: no rounding on this path
 		want.Quo(want, nanosPerUSDRat)
 		if r.Cmp(want) != 0 {
-			t.Fatalf("parsePlainUSD(%q) = %d, want %s", s, got, r.FloatString(9))
+			t.Fatalf("ParsePlainUSD(%q) = %d, want %s", s, got, r.FloatString(9))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package billing
+package usage
 
 import (
 	"errors"
@@ -81,7 +81,7 @@ var nanosPerUSDRat = new(big.Rat).SetInt64(int64(NanosPerUSD))
 // rounded half away from zero to the nearest nano.
 func ParseUSD(s string) (Nanos, error) {
 	s = strings.TrimSpace(s)
-	if v, ok := parsePlainUSD(s); ok {
+	if v, ok := ParsePlainUSD(s); ok {
 		return v, nil
 	}
 	if s == "" || len(s) > 64 || strings.ContainsAny(s, "/_") {
@@ -109,12 +109,13 @@ func ParseUSD(s string) (Nanos, error) {
 	return Nanos(v), nil
 }
 
-// parsePlainUSD is ParseUSD's fast path, for what AppendUSD writes (every
-// amount in the ledger's records): an optional minus, at most 9 whole
+// ParsePlainUSD is ParseUSD's fast path, for what AppendUSD writes (every
+// amount in the ledger's records; the ledger's decoders read with it, so a
+// record in any other form goes to encoding/json): an optional minus, at most 9 whole
 // digits, and at most 9 decimals — exact in int64 arithmetic, with no
 // rounding to do. Anything else (exponents, more digits) is left to
 // big.Rat.
-func parsePlainUSD(s string) (Nanos, bool) {
+func ParsePlainUSD(s string) (Nanos, bool) {
 	neg := false
 	if s != "" && s[0] == '-' {
 		neg, s = true, s[1:]
@@ -164,8 +165,9 @@ func clampRound(f float64) int64 {
 	return int64(math.Round(f))
 }
 
-// addSat adds without wrapping around.
-func addSat(a, b Nanos) Nanos {
+// AddSat adds without wrapping around: a sum past the int64 range stays at
+// its bound (the ledger's totals, a cost's parts).
+func AddSat(a, b Nanos) Nanos {
 	s := a + b
 	if (b > 0 && s < a) || (b < 0 && s > a) {
 		if b > 0 {

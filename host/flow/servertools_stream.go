@@ -105,6 +105,35 @@ type heldCall struct {
 	args     strings.Builder
 }
 
+// heldCalls are a turn's tool calls by their index.
+type heldCalls map[int64]*heldCall
+
+// add adds a chunk's tool-call deltas; false when they make more than max
+// calls (limits.max_tool_calls_per_turn).
+func (calls heldCalls) add(deltas gjson.Result, max int) bool {
+	ok := true
+	deltas.ForEach(func(_, d gjson.Result) bool {
+		i := d.Get("index").Int()
+		h := calls[i]
+		if h == nil {
+			if ok = len(calls) < max; !ok {
+				return false
+			}
+			h = &heldCall{}
+			calls[i] = h
+		}
+		if v := d.Get("id").Str; v != "" {
+			h.id = v
+		}
+		if v := d.Get("function.name").Str; v != "" {
+			h.name = v
+		}
+		h.args.WriteString(d.Get("function.arguments").Str)
+		return true
+	})
+	return ok
+}
+
 // turn reads one streamed turn of res through Events: text deltas go to
 // the client as they come (with the request's generation id), tool-call
 // deltas are assembled. It returns the turn as a complete result (what the
@@ -112,7 +141,7 @@ type heldCall struct {
 // returns; on error the turn is settled (failed or cancelled).
 func (tw *pushWriter) turn(ctx context.Context, ev *Events, res *dispatch.Result, id wire.Identity) ([]byte, billing.Usage, string, *apierr.Error) {
 	defer res.Call.Close()
-	calls := map[int64]*heldCall{}
+	calls := heldCalls{}
 	var usageChunk []byte
 	fail := func(e *apierr.Error) ([]byte, billing.Usage, string, *apierr.Error) {
 		u := res.Counted(ev.Text.String())
@@ -139,27 +168,7 @@ func (tw *pushWriter) turn(ctx context.Context, ev *Events, res *dispatch.Result
 			usageChunk = append(usageChunk[:0], ch...)
 		}
 		c := gjson.GetBytes(ch, "choices.0")
-		tooMany := false
-		c.Get("delta.tool_calls").ForEach(func(_, d gjson.Result) bool {
-			i := d.Get("index").Int()
-			h := calls[i]
-			if h == nil {
-				if tooMany = len(calls) == tw.maxCalls; tooMany {
-					return false
-				}
-				h = &heldCall{}
-				calls[i] = h
-			}
-			if v := d.Get("id").Str; v != "" {
-				h.id = v
-			}
-			if v := d.Get("function.name").Str; v != "" {
-				h.name = v
-			}
-			h.args.WriteString(d.Get("function.arguments").Str)
-			return true
-		})
-		if tooMany {
+		if !calls.add(c.Get("delta.tool_calls"), tw.maxCalls) {
 			return fail(tooManyCalls(res.Call.Endpoint.Provider.Slug, "more than "+strconv.Itoa(tw.maxCalls), tw.maxCalls))
 		}
 		if t := c.Get("delta.content").Str; t != "" {

@@ -62,7 +62,17 @@ type Manifest struct {
 	// manifests, so a router published by an account works for that
 	// account's keys with no host change.
 	Router *Router `json:"router,omitempty"`
+	// Capabilities are what an adapter can do beyond the chat and
+	// embeddings basics, for the host to route by (CapabilityFileInput).
+	// The host reads them from the active module, so a new adapter
+	// version that gains one needs no host release.
+	Capabilities []string `json:"capabilities,omitempty"`
 }
+
+// CapabilityFileInput: the adapter translates chat file content parts
+// (PDFs) into its provider's own form, so the file-parser plugin may hand
+// a file on instead of extracting its text (route.Window.NativeFiles).
+const CapabilityFileInput = "file_input"
 
 // Router is a router plugin's role.
 type Router struct {
@@ -320,6 +330,11 @@ func (m *Manifest) Validate() error {
 	}
 	if len(m.ConfigSchema) > 0 && !json.Valid(m.ConfigSchema) {
 		return fmt.Errorf("manifest %s: config_schema is not valid JSON", m.Name)
+	}
+	for _, c := range m.Capabilities {
+		if c != CapabilityFileInput || m.Kind != KindAdapter {
+			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %q)", m.Name, c, m.Kind, CapabilityFileInput)
+		}
 	}
 	if err := m.validateRouter(declared[abi.HookPreRequest.String()]); err != nil {
 		return err

@@ -204,8 +204,8 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if err := g.openRedis(); err != nil {
 		return nil, err
 	}
-	ropts := route.Options{}
-	if g.redisSessions != nil { // a nil *shared.Sessions in the interface would not be nil
+	ropts := route.Options{Adapters: g.Modules} // file_input from the adapters' manifests
+	if g.redisSessions != nil {                 // a nil *shared.Sessions in the interface would not be nil
 		ropts.Shared = g.redisSessions
 	}
 	g.Router = route.New(g.Catalog, ropts)

@@ -1,6 +1,7 @@
 package modules
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -101,4 +102,11 @@ func hasModel(roles []RouterRole, model string) bool {
 		}
 	}
 	return false
+}
+
+// NativeFiles reports whether the active gateway-wide adapter of that name
+// declares the file_input capability (route.Adapters).
+func (r *Registry) NativeFiles(adapter string) bool {
+	m := (*r.active.Load())[adapter]
+	return m != nil && m.Manifest.Kind == manifest.KindAdapter && slices.Contains(m.Manifest.Capabilities, manifest.CapabilityFileInput)
 }

@@ -29,6 +29,9 @@ import (
 
 // Options tune a Router. The zero value gives the documented defaults.
 type Options struct {
+	// Adapters answers which adapters take file parts natively (Window);
+	// nil: none does.
+	Adapters Adapters
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Rand is the source of randomness for load balancing; nil means the

@@ -22,14 +22,17 @@ type Window struct {
 	MaxMessages int `json:"max_messages"`
 	// NativeFiles: every endpoint takes file parts (PDFs) itself — the
 	// model lists "file" among its input modalities and the endpoint's
-	// adapter translates file parts (openai, anthropic, gemini) — so the
+	// adapter translates file parts (its manifest's file_input) — so the
 	// file-parser plugin can hand the file on instead of extracting it.
 	NativeFiles bool `json:"native_files"`
 }
 
-// fileAdapters translate file content parts into their provider's own form
-// (plugins/openai, anthropic, gemini: docs/plugins.md, file-parser).
-var fileAdapters = map[string]bool{"openai": true, "anthropic": true, "gemini": true}
+// Adapters tells which adapters translate file content parts into their
+// provider's own form: those whose manifest declares the file_input
+// capability (modules.Registry). The host names none.
+type Adapters interface {
+	NativeFiles(adapter string) bool
+}
 
 // Window computes req's window. Unknown models count for nothing: Plan
 // answers them.
@@ -56,7 +59,7 @@ func (r *Router) Window(req Request) Window {
 			w.MaxContext = max(w.MaxContext, c)
 			w.MaxOutput = max(w.MaxOutput, ep.MaxOutput)
 			endpoints++
-			if fileAdapters[ep.Provider.Adapter] && slices.Contains(st.m.InputModalities, "file") {
+			if r.opts.Adapters != nil && slices.Contains(st.m.InputModalities, "file") && r.opts.Adapters.NativeFiles(ep.Provider.Adapter) {
 				native++
 			}
 			if mm := ep.Provider.MaxMessages; mm > 0 && (w.MaxMessages == 0 || mm < w.MaxMessages) {

@@ -98,7 +98,7 @@ func TestWindowNativeFiles(t *testing.T) {
 	}
 	c.Providers["deepinfra"].Adapter = "custom"
 	c.Models[gpt].InputModalities = []string{"text", "file"}
-	r := New(c, Options{Rand: seeded(1)})
+	r := New(c, Options{Rand: seeded(1), Adapters: fileInput{"openai": true}})
 	tests := []struct {
 		name     string
 		models   []string
@@ -119,3 +119,8 @@ func TestWindowNativeFiles(t *testing.T) {
 		})
 	}
 }
+
+// fileInput is the adapters whose manifests declare file_input.
+type fileInput map[string]bool
+
+func (f fileInput) NativeFiles(adapter string) bool { return f[adapter] }

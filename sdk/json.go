@@ -39,7 +39,9 @@ func Members(obj []byte, fn func(key string, value gjson.Result) bool) {
 			return
 		}
 		v, j := valueAt(s, i)
-		if j <= i || !fn(key, v) {
+		// An object or array cut off before it closes has no value to
+		// give: the walk stops there, as at any other malformed member.
+		if j <= i || v.Raw == "" || !fn(key, v) {
 			return
 		}
 		i = skipWS(s, j)

@@ -62,3 +62,22 @@ func BenchmarkMembers(b *testing.B) {
 		Members(body, func(string, gjson.Result) bool { return true })
 	}
 }
+
+// TestMembersStopsAtACutOffValue: an object cut off inside a member's
+// object or array gives the members before it and stops; the cut-off
+// member is not handed over with an empty value.
+func TestMembersStopsAtACutOffValue(t *testing.T) {
+	for _, o := range []string{`{"a":1,"b":{"c":2`, `{"a":1,"b":[1,2`, `{"a":1,"b":{"c":"}"`} {
+		var keys []string
+		Members([]byte(o), func(k string, v gjson.Result) bool {
+			if v.Raw == "" {
+				t.Fatalf("%q: member %q handed over with no value", o, k)
+			}
+			keys = append(keys, k)
+			return true
+		})
+		if len(keys) != 1 || keys[0] != "a" {
+			t.Fatalf("%q: members %v, want [a]", o, keys)
+		}
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/wasm/rewrite"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -41,7 +42,7 @@ type Engine struct {
 	// private addresses. Off in production (SSRF); tests and local
 	// development turn it on. Set before the first Load.
 	AllowPrivateNetworks bool
-	// NoInstrument turns off the cheap preemption rewrite (preempt.go):
+	// NoInstrument turns off the cheap preemption rewrite (rewrite.Preempt):
 	// modules with a time limit then run with wazero's per-loop check.
 	// For benchmarks and as an escape hatch.
 	NoInstrument bool
@@ -166,7 +167,7 @@ func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostKVGet)).Export(abi.HostKVGet).
 		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostKVPut)).Export(abi.HostKVPut).
 		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostResult).
-		NewFunctionBuilder().WithFunc(hostYield).Export(yieldImport).
+		NewFunctionBuilder().WithFunc(hostYield).Export(rewrite.YieldImport).
 		NewFunctionBuilder().
 		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
 			if b, ok := m.Memory().Read(ptr, min(n, maxLogLine)); ok {
@@ -397,17 +398,17 @@ func (m *Module) load(ctx context.Context) error {
 }
 
 // compile compiles a native module. A module with a time limit is
-// instrumented for cheap preemption (preempt.go) and runs on a runtime
+// instrumented for cheap preemption (rewrite.Preempt) and runs on a runtime
 // without wazero's per-loop exit; one the rewrite does not understand runs
 // on a runtime with it. Compiled outside the engine's lock, so start-up
 // compiles modules in parallel (wazero runtimes are safe for concurrent
 // use).
 func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte) (*runtime, wazero.CompiledModule, *compiledState, error) {
-	// A Go guest's ~40,000 data segments become a few (mergeData): wazero
+	// A Go guest's ~40,000 data segments become a few (rewrite.MergeData): wazero
 	// keeps each decoded segment as an object of its own for as long as
 	// the module is loaded, tens of thousands of them for the collector
 	// to mark in every cycle, and copies each on every instantiation.
-	wasm = mergeData(wasm)
+	wasm = rewrite.MergeData(wasm)
 	runtimeOf := func(guarded bool) (*runtime, error) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -417,7 +418,7 @@ func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte)
 		return e.runtimeFor(ctx, runtimeKey{pages: m.Limits.MemoryPages, guarded: guarded})
 	}
 	if m.Limits.TimeoutMS > 0 && !e.NoInstrument {
-		if inst, state, err := rewrite(wasm); err == nil {
+		if inst, state, err := rewrite.Preempt(wasm); err == nil {
 			r, err := runtimeOf(false)
 			if err != nil {
 				return nil, nil, nil, err
@@ -438,7 +439,7 @@ func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte)
 }
 
 // compiledState is what compile learnt of a module: preempt, it was
-// instrumented (preempt.go); globals, the exports of its mutable globals
+// instrumented (rewrite.Preempt); globals, the exports of its mutable globals
 // when its instances can be reset to their state after start (rewrite,
 // snapshot.go), else nil.
 type compiledState struct {
@@ -518,8 +519,8 @@ func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) e
 		case wasi_snapshot_preview1.ModuleName:
 			// Sandboxed by the module config: no files, no env, no real clock.
 		case abi.ImportModule:
-			if name == yieldImport && preempt {
-				continue // added by rewrite (preempt.go)
+			if name == rewrite.YieldImport && preempt {
+				continue // added by rewrite.Preempt
 			}
 			if !hostFunctions[name] {
 				return fmt.Errorf("imports unknown host function %s.%s", mod, name)

@@ -37,7 +37,7 @@ type Module struct {
 	account string
 	acct    *account
 	slots   chan struct{}
-	// preempt: the module was instrumented (preempt.go). stateGlobals,
+	// preempt: the module was instrumented (rewrite.Preempt). stateGlobals,
 	// when set, name the exports of its mutable globals: a tenant's
 	// instance is then reset after each call instead of made anew
 	// (snapshot.go).

@@ -20,10 +20,10 @@ import (
 //     copies the file's bytes back over the pages the process wrote
 //     (resetMemory), at a cost that follows those pages, not the memory's
 //     size. wazero cannot shrink a memory, so the size the guest
-//     sees is a global of rewrite's, vsize, which a reset puts back like
+//     sees is a global of rewrite.Preempt's, vsize, which a reset puts back like
 //     the others: after a call that grew the memory, the next sees the
 //     size a fresh instance has, with zero pages beyond it to grow into.
-//   - globals: rewrite exports every mutable global the module defines, and
+//   - globals: rewrite.Preempt exports every mutable global the module defines, and
 //     a reset sets each back to its value after start.
 //   - tables and segments: a module with an instruction that changes a table
 //     or drops a segment, or that imports a memory, a table or a mutable

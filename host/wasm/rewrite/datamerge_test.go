@@ -23,7 +23,7 @@ func TestMergeDataKeepsMemory(t *testing.T) {
 	// The memory as the data segments leave it: no start function runs,
 	// so nothing but the segments wrote it.
 	memOf := func(b []byte) []byte {
-		m, err := instantiate(t, b)
+		m, err := instantiate(t, b, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,15 +17,34 @@ import (
 // clocks and randomness), and every other import is a stub that returns
 // zeros, so the original and the rewritten module see the same host.
 
-// newRuntime is a runtime with WASI and, for every function c imports from
-// another module, a stub; __yield, the rewrite's, is a stub like the rest.
-func newRuntime(t testing.TB, ctx context.Context, cfg wazero.RuntimeConfig, c wazero.CompiledModule) wazero.Runtime {
+// instantiate compiles bin on a runtime of its own (cfg; nil: the
+// interpreter, whose validation is the compiler's) with WASI and a stub for
+// every function bin imports from another module (__yield, the rewrite's,
+// included), and instantiates it with the start functions given (none:
+// only the module's own start section runs).
+func instantiate(t testing.TB, bin []byte, cfg wazero.RuntimeConfig, start ...string) (api.Module, error) {
 	t.Helper()
+	ctx := context.Background()
+	if cfg == nil {
+		cfg = wazero.NewRuntimeConfigInterpreter()
+	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	t.Cleanup(func() { _ = rt.Close(context.Background()) })
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		t.Fatal(err)
 	}
+	c, err := rt.CompileModule(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	stubImports(t, ctx, rt, c)
+	return rt.InstantiateModule(ctx, c, wazero.NewModuleConfig().WithStartFunctions(start...))
+}
+
+// stubImports instantiates, in rt, a host module for every module other
+// than WASI that c imports functions from, each function returning zeros.
+func stubImports(t testing.TB, ctx context.Context, rt wazero.Runtime, c wazero.CompiledModule) {
+	t.Helper()
 	stubs := map[string][]api.FunctionDefinition{}
 	for _, f := range c.ImportedFunctions() {
 		mod, _, _ := f.Import()
@@ -58,36 +77,17 @@ func newRuntime(t testing.TB, ctx context.Context, cfg wazero.RuntimeConfig, c w
 			t.Fatal(err)
 		}
 	}
-	return rt
 }
 
-// instantiate compiles bin and instantiates it with the start functions
-// given (none: only the module's own start section runs).
-func instantiate(t testing.TB, bin []byte, start ...string) (api.Module, error) {
-	t.Helper()
-	ctx := context.Background()
-	cfg := wazero.NewRuntimeConfigInterpreter()
-	check := wazero.NewRuntimeWithConfig(ctx, cfg)
-	defer check.Close(ctx)
-	c, err := check.CompileModule(ctx, bin)
-	if err != nil {
-		return nil, err
-	}
-	rt := newRuntime(t, ctx, cfg, c)
-	cc, err := rt.CompileModule(ctx, bin)
-	if err != nil {
-		return nil, err
-	}
-	return rt.InstantiateModule(ctx, cc, wazero.NewModuleConfig().WithStartFunctions(start...))
-}
-
-// builtModules are the Go guests `make wasm` builds (build/testdata and
-// build/wasm), by file name; the test is skipped without them.
+// builtModules are Go guests `make wasm` builds (build/testdata, and the
+// OpenAI adapter: the other first-party modules are the same Go runtime and
+// SDK, and each costs seconds), by file name; the test is skipped without
+// them.
 func builtModules(t testing.TB) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for _, dir := range []string{"../../../build/testdata", "../../../build/wasm"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.wasm"))
+	for _, pattern := range []string{"../../../build/testdata/*.wasm", "../../../build/wasm/openai.wasm"} {
+		files, _ := filepath.Glob(pattern)
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {

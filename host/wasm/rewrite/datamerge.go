@@ -33,7 +33,8 @@ func MergeData(bin []byte) []byte {
 	for i := 8; i < len(bin); {
 		id := bin[i]
 		n, w := binary.Uvarint(bin[i+1:])
-		if w <= 0 || i+1+w+int(n) > len(bin) {
+		// Compared as uint64: a size of 2^63 or more is negative as an int.
+		if w <= 0 || n > uint64(len(bin)-i-1-w) {
 			return bin
 		}
 		body := bin[i+1+w : i+1+w+int(n)]

@@ -168,7 +168,9 @@ func (p *preempt) importSection() error {
 	if i := p.find(2); i >= 0 {
 		r := reader{b: p.secs[i].body}
 		n = r.u()
-		for k := uint64(0); k < n; k++ {
+		// Each loop over a count stops at the first error: a malformed
+		// count (up to 2^64) would otherwise spin through failed reads.
+		for k := uint64(0); k < n && r.err == nil; k++ {
 			r.name()
 			r.name()
 			switch r.byte() {
@@ -406,7 +408,7 @@ func exportSection(body []byte, shift func(uint64) uint64, add []uint64) []byte 
 		out = append(out, 3)
 		out = binary.AppendUvarint(out, g)
 	}
-	for k := uint64(0); k < n; k++ {
+	for k := uint64(0); k < n && r.err == nil; k++ {
 		name := r.name()
 		kind := r.byte()
 		idx := r.u()
@@ -537,7 +539,7 @@ func codeSection(body []byte, rw *bodyRewrite, extra []byte) ([]byte, error) {
 		fn = fn[:0]
 		groups := fr.u()
 		fn = binary.AppendUvarint(fn, groups)
-		for g := uint64(0); g < groups; g++ {
+		for g := uint64(0); g < groups && fr.err == nil; g++ {
 			fn = binary.AppendUvarint(fn, fr.u())
 			fn = append(fn, fr.byte())
 		}

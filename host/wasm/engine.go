@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/wasm/memsnap"
 	"github.com/switchyard/switchyard/host/wasm/rewrite"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -79,9 +80,9 @@ type Engine struct {
 
 	accounts sync.Map // account id → *account
 
-	seq       atomic.Uint64            // instance names are unique per engine
-	resets    [resetWays]atomic.Uint64 // tenants' instance resets: Resets
-	instances sync.Map                 // instance name → *instance, for host functions
+	seq       atomic.Uint64               // instance names are unique per engine
+	resets    [memsnap.Ways]atomic.Uint64 // tenants' instance resets: Resets
+	instances sync.Map                    // instance name → *instance, for host functions
 	httpOnce  sync.Once
 	client    *http.Client
 

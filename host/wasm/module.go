@@ -448,13 +448,13 @@ func (m *Module) callTenant(ctx context.Context, hook abi.Hook, fields [][]byte,
 	if in.snap != nil {
 		// The call and its reset on one thread: the reset reads that
 		// thread's page faults to know whether the call wrote a page it
-		// does not already know (snapshot_linux.go's resetMemory). A call
+		// does not already know (memsnap's resetMemory). A call
 		// blocked in a host function (http, chat) keeps its thread while
 		// it waits, and Go starts another for everything else: at most
 		// the accounts' concurrent_calls such threads at once.
 		goruntime.LockOSThread()
 		defer goruntime.UnlockOSThread()
-		in.snap.own.beforeCall()
+		in.snap.img.BeforeCall()
 	}
 	out, err := in.call(ctx, hook, fields)
 	// A failed call may have left anything anywhere: never reused.

@@ -158,15 +158,9 @@ func (e *Engine) runtimeFor(ctx context.Context, k runtimeKey) (*runtime, error)
 // defined for every module; grants are enforced at load by refusing modules
 // that import what their manifest does not grant.
 func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
-	_, err := rt.NewHostModuleBuilder(abi.ImportModule).
+	b := rt.NewHostModuleBuilder(abi.ImportModule).
 		NewFunctionBuilder().WithFunc(e.hostHTTPRequest).Export(abi.HostHTTPRequest).
 		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostHTTPResponse).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostChat)).Export(abi.HostChat).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostChatBatch)).Export(abi.HostChatBatch).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostChatReserve)).Export(abi.HostChatReserve).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostCountTokens)).Export(abi.HostCountTokens).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostKVGet)).Export(abi.HostKVGet).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostKVPut)).Export(abi.HostKVPut).
 		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostResult).
 		NewFunctionBuilder().WithFunc(hostYield).Export(rewrite.YieldImport).
 		NewFunctionBuilder().
@@ -175,9 +169,11 @@ func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 				e.moduleLog(ctx, int32(level), b, moduleTag(m.Name()))
 			}
 		}).
-		Export(abi.HostLog).
-		Instantiate(ctx)
-	if err != nil {
+		Export(abi.HostLog)
+	for name := range hostHandlers {
+		b = b.NewFunctionBuilder().WithFunc(e.nativeHostFunc(name)).Export(name)
+	}
+	if _, err := b.Instantiate(ctx); err != nil {
 		return fmt.Errorf("wasm: host module: %w", err)
 	}
 	return nil
@@ -507,11 +503,15 @@ func sameTypes(a, b []api.ValueType) bool {
 	return true
 }
 
-// hostFunctions are the imports of module "switchyard" a manifest can grant.
-var hostFunctions = map[string]bool{
-	abi.HostLog: true, abi.HostHTTPRequest: true, abi.HostHTTPResponse: true,
-	abi.HostChat: true, abi.HostChatBatch: true, abi.HostChatReserve: true, abi.HostCountTokens: true, abi.HostKVGet: true, abi.HostKVPut: true, abi.HostResult: true,
-}
+// hostFunctions are the imports of module "switchyard" a manifest can
+// grant: the frame convention's (hostHandlers) and those of their own.
+var hostFunctions = func() map[string]bool {
+	fns := map[string]bool{abi.HostLog: true, abi.HostHTTPRequest: true, abi.HostHTTPResponse: true, abi.HostResult: true}
+	for name := range hostHandlers {
+		fns[name] = true
+	}
+	return fns
+}()
 
 func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) error {
 	for _, f := range c.ImportedFunctions() {

@@ -13,11 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,41 +36,44 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
-// Engine compiles and instantiates modules. It is safe for concurrent use.
-type Engine struct {
-	cacheDir string
-	log      *slog.Logger
+// Config is what an engine is made with (NewEngine). The engine keeps a
+// copy and never changes it: what a module may do is fixed for the
+// engine's life, so no setting can change under a call in flight.
+type Config struct {
+	// CacheDir holds compiled code so a restart does not recompile
+	// (empty: compile in memory only).
+	CacheDir string
+	// Log receives the engine's and the modules' log lines (nil:
+	// slog.Default()).
+	Log *slog.Logger
 
 	// AllowPrivateNetworks lets modules granted http reach loopback and
 	// private addresses. Off in production (SSRF); tests and local
-	// development turn it on. Set before the first Load.
+	// development turn it on.
 	AllowPrivateNetworks bool
 	// NoInstrument turns off the cheap preemption rewrite (rewrite.Preempt):
 	// modules with a time limit then run with wazero's per-loop check.
 	// For benchmarks and as an escape hatch.
 	NoInstrument bool
 	// Tenants are the ceilings of modules loaded with LoadTenant, and Logs
-	// the log budgets of every module (zero fields: defaults). Set before
-	// the first Load.
+	// the log budgets of every module (zero fields: defaults).
 	Tenants TenantLimits
 	Logs    LogLimits
 	// PoolTrimEvery is how often a module's pool gives back the instances
-	// a burst left idle (default 30 s). Set before the first Load.
+	// a burst left idle (default 30 s).
 	PoolTrimEvery time.Duration
 
 	// KV backs the kv_get and kv_put host functions (nil: they answer
-	// HostFailed, "no store"). Set before the first call.
+	// HostFailed, "no store").
 	KV *kv.Store
 	// HTTP bounds the http_request host function and names the private
-	// hosts it may reach (zero fields: DefaultHTTPLimits). Set before the
-	// first Load.
+	// hosts it may reach (zero fields: DefaultHTTPLimits).
 	HTTP HTTPLimits
 	// ChatCallsPerRequest is the default budget of chat calls of one
 	// request (CallEnv.ChatCalls overrides it; 0: DefaultChatCalls).
 	ChatCallsPerRequest int
 	// Natives are the host implementations of hooks that modules may
-	// declare native (native.go), by the name a manifest gives them. Set
-	// before the first Load.
+	// declare native (native.go), by the name a manifest gives them.
 	Natives map[string]NativeHook
 	// Secrets are the operator's values substituted for ${secret:NAME} in
 	// the outbound calls of modules whose manifest grants NAME.
@@ -77,6 +82,23 @@ type Engine struct {
 	// operator's key to a server of the tenant's choosing).
 	Secrets       map[string]string
 	TenantSecrets []string
+}
+
+// clone is c with its own copies of the maps and slices the caller could
+// change after NewEngine.
+func (c Config) clone() Config {
+	c.Natives = maps.Clone(c.Natives)
+	c.Secrets = maps.Clone(c.Secrets)
+	c.TenantSecrets = slices.Clone(c.TenantSecrets)
+	c.HTTP.PrivateHosts = slices.Clone(c.HTTP.PrivateHosts)
+	return c
+}
+
+// Engine compiles and instantiates modules. It is safe for concurrent use.
+type Engine struct {
+	cfg      Config // never changed after NewEngine
+	cacheDir string
+	log      *slog.Logger
 
 	accounts sync.Map // account id → *account
 
@@ -111,14 +133,14 @@ type runtime struct {
 	cache wazero.CompilationCache
 }
 
-// NewEngine creates an engine. cacheDir holds compiled code so a restart
-// does not recompile (empty: compile in memory only).
-func NewEngine(cacheDir string, log *slog.Logger) *Engine {
-	if log == nil {
-		log = slog.Default()
+// NewEngine creates an engine with cfg, which it copies.
+func NewEngine(cfg Config) *Engine {
+	cfg = cfg.clone()
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
 	return &Engine{
-		cacheDir: cacheDir, log: log, runtimes: map[runtimeKey]*runtime{},
+		cfg: cfg, cacheDir: cfg.CacheDir, log: cfg.Log, runtimes: map[runtimeKey]*runtime{},
 		extism: map[runtimeKey]*extismRuntime{}, extismMods: map[*Module]wazero.CompilationCache{},
 	}
 }
@@ -414,7 +436,7 @@ func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte)
 		}
 		return e.runtimeFor(ctx, runtimeKey{pages: m.Limits.MemoryPages, guarded: guarded})
 	}
-	if m.Limits.TimeoutMS > 0 && !e.NoInstrument {
+	if m.Limits.TimeoutMS > 0 && !e.cfg.NoInstrument {
 		if inst, state, err := rewrite.Preempt(wasm); err == nil {
 			r, err := runtimeOf(false)
 			if err != nil {
@@ -539,8 +561,8 @@ func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) e
 }
 
 func (e *Engine) poolTrimEvery() time.Duration {
-	if e.PoolTrimEvery > 0 {
-		return e.PoolTrimEvery
+	if e.cfg.PoolTrimEvery > 0 {
+		return e.cfg.PoolTrimEvery
 	}
 	return 30 * time.Second
 }

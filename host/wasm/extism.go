@@ -224,7 +224,7 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 	}
 	err = checkExtismExports(compiled, m)
 	if err == nil {
-		err = checkExtismImports(compiled, m, e.AllowPrivateNetworks)
+		err = checkExtismImports(compiled, m, e.cfg.AllowPrivateNetworks)
 	}
 	_ = compiled.Close(ctx)
 	if err != nil {
@@ -246,7 +246,7 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 		Wasm: []extism.Wasm{extism.WasmData{Data: run, Name: "main"}},
 		Memory: &extism.ManifestMemory{
 			MaxPages:             m.Limits.MemoryPages,
-			MaxHttpResponseBytes: e.HTTP.withDefaults().MaxResponseBytes,
+			MaxHttpResponseBytes: e.cfg.HTTP.withDefaults().MaxResponseBytes,
 			MaxVarBytes:          extismMaxVarBytes,
 		},
 		Timeout: timeout,

@@ -221,7 +221,7 @@ func (r hostRequest) kvScope() kv.Scope {
 
 // hostKVGet reads a key of the module store.
 func hostKVGet(r hostRequest, dst []byte) ([]byte, int64) {
-	store := r.engine.KV
+	store := r.engine.cfg.KV
 	if store == nil {
 		return fail(dst, abi.HostFailed, "this gateway has no module store")
 	}
@@ -239,7 +239,7 @@ func hostKVGet(r hostRequest, dst []byte) ([]byte, int64) {
 // hostKVPut writes a key of the module store, with a ttl in seconds (0 or
 // none: the store's maximum).
 func hostKVPut(r hostRequest, dst []byte) ([]byte, int64) {
-	store := r.engine.KV
+	store := r.engine.cfg.KV
 	if store == nil {
 		return fail(dst, abi.HostFailed, "this gateway has no module store")
 	}
@@ -261,8 +261,8 @@ func hostKVPut(r hostRequest, dst []byte) ([]byte, int64) {
 }
 
 func (e *Engine) chatCalls() int {
-	if e.ChatCallsPerRequest > 0 {
-		return e.ChatCallsPerRequest
+	if e.cfg.ChatCallsPerRequest > 0 {
+		return e.cfg.ChatCallsPerRequest
 	}
 	return DefaultChatCalls
 }

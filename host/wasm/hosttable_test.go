@@ -31,7 +31,7 @@ func TestHostModuleExports(t *testing.T) {
 	ctx := context.Background()
 	rt := wazero.NewRuntime(ctx)
 	defer rt.Close(ctx)
-	e := NewEngine("", nil)
+	e := NewEngine(Config{})
 	defer e.Close(ctx)
 	if err := e.instantiateHost(ctx, rt); err != nil {
 		t.Fatal(err)

@@ -371,7 +371,7 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	cl := &callLog{acct: m.acct, lim: m.engine.Logs.withDefaults()}
+	cl := &callLog{acct: m.acct, lim: m.engine.cfg.Logs.withDefaults()}
 	if cl.env = CallEnvFrom(ctx); cl.env == nil {
 		cl.env = &cl.local
 	}

@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/tokenize"
+	"github.com/switchyard/switchyard/host/wasm/rewrite"
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -286,4 +289,29 @@ func unsafeString(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// instantiateHost defines the "switchyard" host module. Every function is
+// defined for every module; grants are enforced at load by refusing modules
+// that import what their manifest does not grant.
+func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
+	b := rt.NewHostModuleBuilder(abi.ImportModule).
+		NewFunctionBuilder().WithFunc(e.hostHTTPRequest).Export(abi.HostHTTPRequest).
+		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostHTTPResponse).
+		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostResult).
+		NewFunctionBuilder().WithFunc(hostYield).Export(rewrite.YieldImport).
+		NewFunctionBuilder().
+		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
+			if b, ok := m.Memory().Read(ptr, min(n, maxLogLine)); ok {
+				e.moduleLog(ctx, int32(level), b, moduleTag(m.Name()))
+			}
+		}).
+		Export(abi.HostLog)
+	for name := range hostHandlers {
+		b = b.NewFunctionBuilder().WithFunc(e.nativeHostFunc(name)).Export(name)
+	}
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("wasm: host module: %w", err)
+	}
+	return nil
 }

@@ -49,7 +49,7 @@ func load(t testing.TB, name string, edit func(*manifest.Manifest)) *wasm.Module
 	}
 	// A compilation cache shared by the tests: the Go module takes a second
 	// to compile (much more under -race), from the cache a tenth of that.
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-examples"), nil)
+	e := wasm.NewEngine(wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-examples")})
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	mod, err := e.Load(context.Background(), m, bin)
 	if err != nil {
@@ -231,7 +231,7 @@ func BenchmarkPluginLoad(b *testing.B) {
 			if cached {
 				label = names[name] + "/cached"
 				dir = b.TempDir()
-				e := wasm.NewEngine(dir, nil)
+				e := wasm.NewEngine(wasm.Config{CacheDir: dir})
 				if _, err := e.Load(context.Background(), m, bin); err != nil {
 					b.Fatal(err)
 				}
@@ -245,7 +245,7 @@ func BenchmarkPluginLoad(b *testing.B) {
 					runtime.GC()
 					runtime.ReadMemStats(&before)
 					b.StartTimer()
-					e := wasm.NewEngine(dir, nil)
+					e := wasm.NewEngine(wasm.Config{CacheDir: dir})
 					mod, err := e.Load(context.Background(), m, bin)
 					if err != nil {
 						b.Fatal(err)

@@ -24,7 +24,7 @@ func (c *cli) module(cmd string, fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	engine := wasm.NewEngine(c.cacheDir, nil)
+	engine := wasm.NewEngine(wasm.Config{CacheDir: c.cacheDir})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	defer engine.Close(ctx)

@@ -54,6 +54,10 @@ type Options struct {
 	// Now is the ledger's and the pruner's clock (nil: time.Now): tests
 	// age generation records past the retention with it.
 	Now func() time.Time
+	// Secrets, when not nil, are the module secrets (wasm.Config.Secrets)
+	// instead of those the config resolves from the environment: tests
+	// give modules a key without touching the process's environment.
+	Secrets map[string]string
 }
 
 // Gateway is an assembled gateway, not yet serving: call Server.Listen or
@@ -175,17 +179,18 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	g.Engine = wasm.NewEngine(opts.CacheDir, log)
-	g.Engine.AllowPrivateNetworks = opts.AllowPrivateNetworks
-	// Hooks a module declares native and proves it computes identically
-	// run in the host (host/native; docs/abi.md §native hooks).
-	g.Engine.Natives = native.Hooks()
-	tm, ml := cfg.TenantModules, cfg.ModuleLogs
-	g.Engine.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute}
-	g.Engine.Logs = wasm.LogLimits{BytesPerCall: ml.BytesPerCall, LinesPerCall: ml.LinesPerCall, BytesPerMinute: ml.BytesPerMinute, LinesPerMinute: ml.LinesPerMinute}
-	if err := g.hostFunctions(); err != nil {
+	ecfg, err := g.hostFunctions(opts)
+	if err != nil {
 		return nil, err
 	}
+	ecfg.CacheDir, ecfg.Log, ecfg.AllowPrivateNetworks = opts.CacheDir, log, opts.AllowPrivateNetworks
+	// Hooks a module declares native and proves it computes identically
+	// run in the host (host/native; docs/abi.md §native hooks).
+	ecfg.Natives = native.Hooks()
+	tm, ml := cfg.TenantModules, cfg.ModuleLogs
+	ecfg.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute}
+	ecfg.Logs = wasm.LogLimits{BytesPerCall: ml.BytesPerCall, LinesPerCall: ml.LinesPerCall, BytesPerMinute: ml.BytesPerMinute, LinesPerMinute: ml.LinesPerMinute}
+	g.Engine = wasm.NewEngine(ecfg)
 	g.closers = append(g.closers, func() { _ = g.Engine.Close(ctx) })
 	if g.Modules, err = modules.Open(g.DB, g.Engine, log); err != nil {
 		return nil, err
@@ -247,29 +252,35 @@ func rootCAs(files []string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// hostFunctions configures the module host functions (config "modules" and
-// "secrets") and starts the module store's sweep.
-func (g *Gateway) hostFunctions() error {
+// hostFunctions is the engine configuration of the module host functions
+// (config "modules" and "secrets"; opts.Secrets in their place when set),
+// and starts the module store's sweep.
+func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 	mc := g.Config.Modules
 	roots, err := rootCAs(mc.HTTP.RootCAs)
 	if err != nil {
-		return err
+		return wasm.Config{}, err
 	}
-	g.Engine.HTTP = wasm.HTTPLimits{
-		CallsPerRequest: mc.HTTP.CallsPerRequest, MaxResponseBytes: mc.HTTP.MaxResponseBytes,
-		Timeout: time.Duration(mc.HTTP.Timeout), PrivateHosts: mc.PrivateHosts, RootCAs: roots,
+	ecfg := wasm.Config{
+		HTTP: wasm.HTTPLimits{
+			CallsPerRequest: mc.HTTP.CallsPerRequest, MaxResponseBytes: mc.HTTP.MaxResponseBytes,
+			Timeout: time.Duration(mc.HTTP.Timeout), PrivateHosts: mc.PrivateHosts, RootCAs: roots,
+		},
+		ChatCallsPerRequest: mc.ChatCallsPerRequest,
+		Secrets:             g.Config.ResolveSecrets(os.Environ()),
+		TenantSecrets:       mc.TenantSecrets,
 	}
-	g.Engine.ChatCallsPerRequest = mc.ChatCallsPerRequest
-	g.Engine.Secrets = g.Config.ResolveSecrets(os.Environ())
-	g.Engine.TenantSecrets = mc.TenantSecrets
+	if opts.Secrets != nil {
+		ecfg.Secrets = opts.Secrets
+	}
 	kvs, err := kv.Open(g.DB, kv.Limits{
 		MaxKeys: mc.KV.MaxKeys, MaxBytes: mc.KV.MaxBytes, MaxKeyBytes: mc.KV.MaxKeyBytes, MaxValueBytes: mc.KV.MaxValueBytes,
 		MaxTTL: time.Duration(mc.KV.MaxTTL), SweepEvery: time.Duration(mc.KV.SweepEvery),
 	})
 	if err != nil {
-		return err
+		return wasm.Config{}, err
 	}
-	g.Engine.KV = kvs
+	ecfg.KV = kvs
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -277,7 +288,7 @@ func (g *Gateway) hostFunctions() error {
 		kvs.Run(ctx, func(f string, a ...any) { g.log.Error(fmt.Sprintf(f, a...)) })
 	}()
 	g.closers = append(g.closers, func() { stop(); <-done })
-	return nil
+	return ecfg, nil
 }
 
 // bootstrap creates the first account and management key (cfg.BootstrapKey

@@ -237,14 +237,12 @@ func Start(opts Options) (*Gateway, error) {
 		CacheDir:   filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"),
 		ConfigPath: g.ConfigPath,
 		Now:        opts.Now,
+		Secrets:    opts.Secrets,
 	})
 	if err != nil {
 		return nil, err
 	}
 	g.closers = append(g.closers, gw.Close)
-	if opts.Secrets != nil {
-		gw.Engine.Secrets = opts.Secrets
-	}
 	g.DB, g.Keys, g.Ledger, g.Modules, g.Server, g.AccountID = gw.DB, gw.Keys, gw.Ledger, gw.Modules, gw.Server, gw.Operator
 	g.GW = gw
 	if gw.MetricsAddr != "" {

@@ -14,9 +14,9 @@ import (
 // (build/wasm/<name>.wasm and .json) into an engine of its own, closed when
 // the test ends: how module benchmarks and module-level tests run a module
 // without a gateway. configure, when not nil, may change the manifest and
-// the engine before the load (no time limit, one instance, a private host,
-// a key-value store).
-func BuiltModule(tb testing.TB, name string, configure func(*manifest.Manifest, *wasm.Engine)) *wasm.Module {
+// the engine's configuration before the load (no time limit, one
+// instance, a private host, a key-value store).
+func BuiltModule(tb testing.TB, name string, configure func(*manifest.Manifest, *wasm.Config)) *wasm.Module {
 	tb.Helper()
 	dir := filepath.Join(Root(), "build", "wasm")
 	mj, err := os.ReadFile(filepath.Join(dir, name+".json"))
@@ -32,11 +32,12 @@ func BuiltModule(tb testing.TB, name string, configure func(*manifest.Manifest, 
 		tb.Fatal(err)
 	}
 	// The compilation cache every test gateway shares (Start).
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
-	tb.Cleanup(func() { _ = e.Close(context.Background()) })
+	cfg := wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero-cache")}
 	if configure != nil {
-		configure(m, e)
+		configure(m, &cfg)
 	}
+	e := wasm.NewEngine(cfg)
+	tb.Cleanup(func() { _ = e.Close(context.Background()) })
 	mod, err := e.Load(context.Background(), m, bin)
 	if err != nil {
 		tb.Fatal(err)

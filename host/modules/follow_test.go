@@ -146,7 +146,7 @@ func twoGateways(t *testing.T) (one, two *modules.Registry, bin []byte) {
 	db := storetest.Shared(bdb)
 	var regs []*modules.Registry
 	for range 2 {
-		e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
+		e := wasm.NewEngine(wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero-cache")})
 		r, err := modules.Open(db, e, nil)
 		if err != nil {
 			t.Fatal(err)

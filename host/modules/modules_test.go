@@ -26,7 +26,7 @@ func open(t testing.TB, path string) (*modules.Registry, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
+	e := wasm.NewEngine(wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero-cache")})
 	r, err := modules.Open(db, e, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +266,7 @@ func TestStartLoadsEachModuleOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs logRecorder
-		e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), nil)
+		e := wasm.NewEngine(wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero-cache")})
 		r, err := modules.Open(db, e, slog.New(&logs))
 		if err != nil {
 			t.Fatal(err)

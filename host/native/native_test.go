@@ -45,10 +45,11 @@ func load(t testing.TB, path string, natives bool, edit func(string) string) (*w
 	}
 	var logs bytes.Buffer
 	var mu sync.Mutex
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
+	cfg := wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero"), Log: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))}
 	if natives {
-		e.Natives = native.Hooks()
+		cfg.Natives = native.Hooks()
 	}
+	e := wasm.NewEngine(cfg)
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	mod, err := e.Load(context.Background(), m, bin)
 	if err != nil {

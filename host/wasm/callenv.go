@@ -33,8 +33,8 @@ type CallEnv struct {
 	// reserved. nil: chat_reserve is refused with HostDenied.
 	Reserve func(ctx context.Context, plan []byte) (status int, resp []byte, calls int, err error)
 	// HTTPCalls and ChatCalls are the request's budgets of http_request
-	// and chat calls (0: the engine's defaults, Engine.HTTP.CallsPerRequest
-	// and Engine.ChatCallsPerRequest). Past them the call answers
+	// and chat calls (0: the engine's defaults, Config.HTTP.CallsPerRequest
+	// and Config.ChatCallsPerRequest). Past them the call answers
 	// HostBudget.
 	HTTPCalls, ChatCalls int
 

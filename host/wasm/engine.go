@@ -6,67 +6,75 @@
 // load, not on the first request. A Module keeps a pool of instances: calls
 // never instantiate on the hot path, and an instance that trapped or timed
 // out is discarded instead of returned.
+//
+// The parts: engine.go, the engine made from its Config (NewEngine) and
+// its runtimes; load.go, loading and checking a module; module.go, the
+// pool and a call; hostfn.go, http.go and secrets.go, the host functions
+// (a table of handlers); snapshot.go, putting a tenant's instance back
+// after a call, on package memsnap's memory images; tenant.go, tenants'
+// limits; extism.go, the Extism runtime. What is done to a module's bytes
+// before compiling them is package rewrite's, a pure function.
 package wasm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
-	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/switchyard/switchyard/abi"
-	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/wasm/memsnap"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
-// Engine compiles and instantiates modules. It is safe for concurrent use.
-type Engine struct {
-	cacheDir string
-	log      *slog.Logger
+// Config is what an engine is made with (NewEngine). The engine keeps a
+// copy and never changes it: what a module may do is fixed for the
+// engine's life, so no setting can change under a call in flight.
+type Config struct {
+	// CacheDir holds compiled code so a restart does not recompile
+	// (empty: compile in memory only).
+	CacheDir string
+	// Log receives the engine's and the modules' log lines (nil:
+	// slog.Default()).
+	Log *slog.Logger
 
 	// AllowPrivateNetworks lets modules granted http reach loopback and
 	// private addresses. Off in production (SSRF); tests and local
-	// development turn it on. Set before the first Load.
+	// development turn it on.
 	AllowPrivateNetworks bool
-	// NoInstrument turns off the cheap preemption rewrite (preempt.go):
+	// NoInstrument turns off the cheap preemption rewrite (rewrite.Preempt):
 	// modules with a time limit then run with wazero's per-loop check.
 	// For benchmarks and as an escape hatch.
 	NoInstrument bool
 	// Tenants are the ceilings of modules loaded with LoadTenant, and Logs
-	// the log budgets of every module (zero fields: defaults). Set before
-	// the first Load.
+	// the log budgets of every module (zero fields: defaults).
 	Tenants TenantLimits
 	Logs    LogLimits
 	// PoolTrimEvery is how often a module's pool gives back the instances
-	// a burst left idle (default 30 s). Set before the first Load.
+	// a burst left idle (default 30 s).
 	PoolTrimEvery time.Duration
 
 	// KV backs the kv_get and kv_put host functions (nil: they answer
-	// HostFailed, "no store"). Set before the first call.
+	// HostFailed, "no store").
 	KV *kv.Store
 	// HTTP bounds the http_request host function and names the private
-	// hosts it may reach (zero fields: DefaultHTTPLimits). Set before the
-	// first Load.
+	// hosts it may reach (zero fields: DefaultHTTPLimits).
 	HTTP HTTPLimits
 	// ChatCallsPerRequest is the default budget of chat calls of one
 	// request (CallEnv.ChatCalls overrides it; 0: DefaultChatCalls).
 	ChatCallsPerRequest int
 	// Natives are the host implementations of hooks that modules may
-	// declare native (native.go), by the name a manifest gives them. Set
-	// before the first Load.
+	// declare native (native.go), by the name a manifest gives them.
 	Natives map[string]NativeHook
 	// Secrets are the operator's values substituted for ${secret:NAME} in
 	// the outbound calls of modules whose manifest grants NAME.
@@ -75,12 +83,29 @@ type Engine struct {
 	// operator's key to a server of the tenant's choosing).
 	Secrets       map[string]string
 	TenantSecrets []string
+}
+
+// clone is c with its own copies of the maps and slices the caller could
+// change after NewEngine.
+func (c Config) clone() Config {
+	c.Natives = maps.Clone(c.Natives)
+	c.Secrets = maps.Clone(c.Secrets)
+	c.TenantSecrets = slices.Clone(c.TenantSecrets)
+	c.HTTP.PrivateHosts = slices.Clone(c.HTTP.PrivateHosts)
+	return c
+}
+
+// Engine compiles and instantiates modules. It is safe for concurrent use.
+type Engine struct {
+	cfg      Config // never changed after NewEngine
+	cacheDir string
+	log      *slog.Logger
 
 	accounts sync.Map // account id → *account
 
-	seq       atomic.Uint64            // instance names are unique per engine
-	resets    [resetWays]atomic.Uint64 // tenants' instance resets: Resets
-	instances sync.Map                 // instance name → *instance, for host functions
+	seq       atomic.Uint64               // instance names are unique per engine
+	resets    [memsnap.Ways]atomic.Uint64 // tenants' instance resets: Resets
+	instances sync.Map                    // instance name → *instance, for host functions
 	httpOnce  sync.Once
 	client    *http.Client
 
@@ -109,14 +134,14 @@ type runtime struct {
 	cache wazero.CompilationCache
 }
 
-// NewEngine creates an engine. cacheDir holds compiled code so a restart
-// does not recompile (empty: compile in memory only).
-func NewEngine(cacheDir string, log *slog.Logger) *Engine {
-	if log == nil {
-		log = slog.Default()
+// NewEngine creates an engine with cfg, which it copies.
+func NewEngine(cfg Config) *Engine {
+	cfg = cfg.clone()
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
 	return &Engine{
-		cacheDir: cacheDir, log: log, runtimes: map[runtimeKey]*runtime{},
+		cfg: cfg, cacheDir: cfg.CacheDir, log: cfg.Log, runtimes: map[runtimeKey]*runtime{},
 		extism: map[runtimeKey]*extismRuntime{}, extismMods: map[*Module]wazero.CompilationCache{},
 	}
 }
@@ -150,35 +175,6 @@ func (e *Engine) runtimeFor(ctx context.Context, k runtimeKey) (*runtime, error)
 	}
 	e.runtimes[k] = r
 	return r, nil
-}
-
-// instantiateHost defines the "switchyard" host module. Every function is
-// defined for every module; grants are enforced at load by refusing modules
-// that import what their manifest does not grant.
-func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
-	_, err := rt.NewHostModuleBuilder(abi.ImportModule).
-		NewFunctionBuilder().WithFunc(e.hostHTTPRequest).Export(abi.HostHTTPRequest).
-		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostHTTPResponse).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostChat)).Export(abi.HostChat).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostChatBatch)).Export(abi.HostChatBatch).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostChatReserve)).Export(abi.HostChatReserve).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostCountTokens)).Export(abi.HostCountTokens).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostKVGet)).Export(abi.HostKVGet).
-		NewFunctionBuilder().WithFunc(e.nativeHostFunc(abi.HostKVPut)).Export(abi.HostKVPut).
-		NewFunctionBuilder().WithFunc(e.hostHTTPResponse).Export(abi.HostResult).
-		NewFunctionBuilder().WithFunc(hostYield).Export(yieldImport).
-		NewFunctionBuilder().
-		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
-			if b, ok := m.Memory().Read(ptr, min(n, maxLogLine)); ok {
-				e.moduleLog(ctx, int32(level), b, moduleTag(m.Name()))
-			}
-		}).
-		Export(abi.HostLog).
-		Instantiate(ctx)
-	if err != nil {
-		return fmt.Errorf("wasm: host module: %w", err)
-	}
-	return nil
 }
 
 // maxLogLine bounds one log line of a module: a module cannot flood the log.
@@ -231,314 +227,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	return nil
 }
 
-// LoadError says why a module was refused.
-type LoadError struct {
-	Module string
-	Reason string
-}
-
-func (e *LoadError) Error() string { return "module " + e.Module + " refused: " + e.Reason }
-
-// LoadTenant loads a module published by account: its limits are clamped
-// to the engine's Tenants ceilings (a time limit always), its calls count
-// against the account's call slots and minute budget, and every call
-// starts from an instance's state after start (reset after each call,
-// snapshot.go, or made for the call), so nothing of one request survives
-// into the next (instances are never shared across accounts).
-func (e *Engine) LoadTenant(ctx context.Context, account string, m *manifest.Manifest, wasm []byte) (*Module, error) {
-	c := *m
-	c.Limits = e.tenantLimits().Clamp(m.Limits)
-	if c.Limits != m.Limits {
-		e.log.Info("tenant module limits clamped to the operator's ceilings", "module", m.Name+"@"+m.Version, "account", account,
-			"timeout_ms", c.Limits.TimeoutMS, "memory_pages", c.Limits.MemoryPages, "pool_size", c.Limits.PoolSize)
-	}
-	mod, err := e.Load(ctx, &c, wasm)
-	if err != nil {
-		return nil, err
-	}
-	mod.account, mod.acct = account, e.accountFor(account, true)
-	mod.slots = make(chan struct{}, c.Limits.PoolSize)
-	// A tenant's calls are metered and isolated per call (callTenant);
-	// running one natively would leave its account's budgets out.
-	mod.native = nil
-	// The instance made at load proved the module instantiates; it has no
-	// snapshot, so a tenant's calls make their own.
-	select {
-	case in := <-mod.pool:
-		mod.discard(in)
-	default:
-	}
-	return mod, nil
-}
-
-// Load compiles wasm for the manifest m, validates it against ABI v1 and the
-// grants, and instantiates its first instance.
-func (e *Engine) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*Module, error) {
-	if m.Runtime == manifest.RuntimeExtism {
-		return e.loadExtism(ctx, m, m.Name+"@"+m.Version, wasm)
-	}
-	mod, err := e.LoadLazy(m, wasm)
-	if err != nil {
-		return nil, err
-	}
-	mod.lazy = false
-	if err := mod.ensure(ctx); err != nil {
-		return nil, err
-	}
-	return mod, nil
-}
-
-// LoadLazy is Load for a module already proven to load (a stored active
-// version, or a seed identical to the stored one): it compiles, validates
-// and instantiates on the first call instead of now, so a gateway with
-// modules it does not use neither pays their compilation at start nor
-// keeps their code in memory. A failure then fails that call (and every
-// later one) with the reason, as a 502. Extism modules load now.
-func (e *Engine) LoadLazy(m *manifest.Manifest, wasm []byte) (*Module, error) {
-	return e.LoadLazyFrom(m, wasm, nil)
-}
-
-// LoadLazyFrom is LoadLazy for a binary that fetch returns on the first
-// call (wasm is then nil): a module store does not keep megabytes of
-// binaries in memory for modules nobody calls.
-func (e *Engine) LoadLazyFrom(m *manifest.Manifest, wasm []byte, fetch func() ([]byte, error)) (*Module, error) {
-	if wasm == nil && fetch != nil && m.Runtime == manifest.RuntimeExtism {
-		var err error
-		if wasm, err = fetch(); err != nil {
-			return nil, &LoadError{Module: m.Name + "@" + m.Version, Reason: err.Error()}
-		}
-	}
-	id := m.Name + "@" + m.Version
-	switch m.Runtime {
-	case manifest.RuntimeNative:
-	case manifest.RuntimeExtism:
-		return e.loadExtism(context.Background(), m, id, wasm)
-	default:
-		return nil, &LoadError{Module: id, Reason: fmt.Sprintf("runtime %q is not supported by this host", m.Runtime)}
-	}
-	e.mu.Lock()
-	closed := e.closed
-	e.mu.Unlock()
-	if closed {
-		return nil, &LoadError{Module: id, Reason: "engine is closed"}
-	}
-	return &Module{
-		Manifest: m, ID: id, engine: e, bin: wasm, fetch: fetch, lazy: true,
-		pool: make(chan *instance, m.Limits.PoolSize), acct: e.accountFor("", false),
-	}, nil
-}
-
-// ensure compiles, validates and instantiates the module's first instance,
-// once: concurrent first calls wait for one compilation, and a failure is
-// kept (a module that does not compile is not recompiled on every call).
-func (m *Module) ensure(ctx context.Context) error {
-	if m.ready.Load() {
-		return nil
-	}
-	m.loadMu.Lock()
-	defer m.loadMu.Unlock()
-	if m.ready.Load() {
-		return nil
-	}
-	if m.loadErr != nil {
-		return m.loadErr
-	}
-	if m.loadErr = m.load(ctx); m.loadErr == nil {
-		m.bin, m.fetch = nil, nil // compiled: the binary is no longer needed
-		m.bindNatives(ctx)
-		m.ready.Store(true)
-		// Compiling leaves tens of MiB of garbage that the Go runtime would
-		// hand back to the OS only after heap growth forces a collection;
-		// a lazy load happens once per module, so return it now, off the
-		// call's path.
-		if m.lazy {
-			go debug.FreeOSMemory()
-		}
-	}
-	return m.loadErr
-}
-
-func (m *Module) load(ctx context.Context) error {
-	e := m.engine
-	refuse := func(format string, args ...any) error {
-		return &LoadError{Module: m.ID, Reason: fmt.Sprintf(format, args...)}
-	}
-	if m.bin == nil && m.fetch != nil {
-		bin, err := m.fetch()
-		if err != nil {
-			return refuse("cannot be read: %v", err)
-		}
-		m.bin = bin
-	}
-	r, compiled, cs, err := e.compile(ctx, m.Manifest, m.bin)
-	if err != nil {
-		return refuse("does not compile: %v", err)
-	}
-	if err := checkExports(compiled); err != nil {
-		_ = compiled.Close(ctx)
-		return refuse("%v", err)
-	}
-	if err := checkImports(compiled, m.Manifest, cs.preempt); err != nil {
-		_ = compiled.Close(ctx)
-		return refuse("%v", err)
-	}
-	m.rt, m.compiled, m.preempt, m.stateGlobals = r.rt, compiled, cs.preempt, cs.globals
-	first, err := m.instantiate(ctx)
-	if err != nil {
-		m.rt, m.compiled = nil, nil
-		_ = compiled.Close(ctx)
-		return refuse("does not instantiate: %v", err)
-	}
-	m.mu.Lock()
-	m.live++
-	m.mu.Unlock()
-	m.pool <- first
-	return nil
-}
-
-// compile compiles a native module. A module with a time limit is
-// instrumented for cheap preemption (preempt.go) and runs on a runtime
-// without wazero's per-loop exit; one the rewrite does not understand runs
-// on a runtime with it. Compiled outside the engine's lock, so start-up
-// compiles modules in parallel (wazero runtimes are safe for concurrent
-// use).
-func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte) (*runtime, wazero.CompiledModule, *compiledState, error) {
-	// A Go guest's ~40,000 data segments become a few (mergeData): wazero
-	// keeps each decoded segment as an object of its own for as long as
-	// the module is loaded, tens of thousands of them for the collector
-	// to mark in every cycle, and copies each on every instantiation.
-	wasm = mergeData(wasm)
-	runtimeOf := func(guarded bool) (*runtime, error) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.closed {
-			return nil, errors.New("engine is closed")
-		}
-		return e.runtimeFor(ctx, runtimeKey{pages: m.Limits.MemoryPages, guarded: guarded})
-	}
-	if m.Limits.TimeoutMS > 0 && !e.NoInstrument {
-		if inst, state, err := rewrite(wasm); err == nil {
-			r, err := runtimeOf(false)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			if c, err := r.rt.CompileModule(compileContext(ctx), inst); err == nil {
-				return r, c, &compiledState{preempt: true, globals: state}, nil
-			}
-			// Invalid after the rewrite (say, the module exports a name the
-			// rewrite adds): wazero's preemption instead.
-		}
-	}
-	r, err := runtimeOf(m.Limits.TimeoutMS > 0)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	c, err := r.rt.CompileModule(compileContext(ctx), wasm)
-	return r, c, &compiledState{}, err
-}
-
-// compiledState is what compile learnt of a module: preempt, it was
-// instrumented (preempt.go); globals, the exports of its mutable globals
-// when its instances can be reset to their state after start (rewrite,
-// snapshot.go), else nil.
-type compiledState struct {
-	preempt bool
-	globals []string
-}
-
-// compileContext lets wazero compile one module's functions on every CPU,
-// unless the caller chose a number of workers (Registry.Start compiles
-// several modules at once, each on one worker).
-func compileContext(ctx context.Context) context.Context {
-	if ctx.Value(workersSet{}) != nil {
-		return ctx
-	}
-	return experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0))
-}
-
-type workersSet struct{}
-
-// WithCompilationWorkers makes loads under ctx compile each module with n
-// goroutines (by default, one per CPU).
-func WithCompilationWorkers(ctx context.Context, n int) context.Context {
-	return context.WithValue(experimental.WithCompilationWorkers(ctx, n), workersSet{}, true)
-}
-
-func checkExports(c wazero.CompiledModule) error {
-	fns := c.ExportedFunctions()
-	if _, ok := fns[abi.ExportMarker]; !ok {
-		for name := range fns {
-			if v, ok := strings.CutPrefix(name, abi.ExportPrefix); ok {
-				return fmt.Errorf("ABI version %s is not supported by this host (supports %d)", v, abi.Version)
-			}
-		}
-		return fmt.Errorf("not a Switchyard ABI module: missing export %s", abi.ExportMarker)
-	}
-	want := map[string][2][]api.ValueType{
-		abi.ExportInput:  {{api.ValueTypeI32}, {api.ValueTypeI32}},
-		abi.ExportHandle: {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
-	}
-	for name, sig := range want {
-		f, ok := fns[name]
-		if !ok {
-			return fmt.Errorf("missing export %s", name)
-		}
-		if !sameTypes(f.ParamTypes(), sig[0]) || !sameTypes(f.ResultTypes(), sig[1]) {
-			return fmt.Errorf("export %s has signature %v -> %v, want %v -> %v", name, f.ParamTypes(), f.ResultTypes(), sig[0], sig[1])
-		}
-	}
-	if _, ok := c.ExportedMemories()[abi.ExportMemory]; !ok {
-		return fmt.Errorf("missing export %s", abi.ExportMemory)
-	}
-	return nil
-}
-
-func sameTypes(a, b []api.ValueType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// hostFunctions are the imports of module "switchyard" a manifest can grant.
-var hostFunctions = map[string]bool{
-	abi.HostLog: true, abi.HostHTTPRequest: true, abi.HostHTTPResponse: true,
-	abi.HostChat: true, abi.HostChatBatch: true, abi.HostChatReserve: true, abi.HostCountTokens: true, abi.HostKVGet: true, abi.HostKVPut: true, abi.HostResult: true,
-}
-
-func checkImports(c wazero.CompiledModule, m *manifest.Manifest, preempt bool) error {
-	for _, f := range c.ImportedFunctions() {
-		mod, name, _ := f.Import()
-		switch mod {
-		case wasi_snapshot_preview1.ModuleName:
-			// Sandboxed by the module config: no files, no env, no real clock.
-		case abi.ImportModule:
-			if name == yieldImport && preempt {
-				continue // added by rewrite (preempt.go)
-			}
-			if !hostFunctions[name] {
-				return fmt.Errorf("imports unknown host function %s.%s", mod, name)
-			}
-			if !m.GrantsHostFunction(name) {
-				return fmt.Errorf("imports host function %s.%s which its manifest does not grant", mod, name)
-			}
-		case "extism:host/env":
-			return fmt.Errorf("is an Extism module (imports %s); set \"runtime\": \"extism\" in its manifest", mod)
-		default:
-			return fmt.Errorf("imports %s.%s, which this host does not provide", mod, name)
-		}
-	}
-	return nil
-}
-
 func (e *Engine) poolTrimEvery() time.Duration {
-	if e.PoolTrimEvery > 0 {
-		return e.PoolTrimEvery
+	if e.cfg.PoolTrimEvery > 0 {
+		return e.cfg.PoolTrimEvery
 	}
 	return 30 * time.Second
 }

@@ -33,6 +33,7 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/wasm/rewrite"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -194,7 +195,7 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 		return refuse("engine is closed")
 	}
 	// With a time limit, the module is rewritten as native ones are
-	// (preempt.go) where it can be: its loops then count down to a
+	// (rewrite.Preempt) where it can be: its loops then count down to a
 	// switchyard.__yield that fails the call past its deadline, and it runs
 	// without wazero's check at every loop head (which made the
 	// AssemblyScript example's call 3x slower). Extism's kernel module is
@@ -202,7 +203,7 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 	run := wasm
 	yield := false
 	if m.Limits.TimeoutMS > 0 {
-		if rw, _, err := rewrite(wasm); err == nil {
+		if rw, _, err := rewrite.Preempt(wasm); err == nil {
 			run, yield = rw, true
 		}
 	}
@@ -223,7 +224,7 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 	}
 	err = checkExtismExports(compiled, m)
 	if err == nil {
-		err = checkExtismImports(compiled, m, e.AllowPrivateNetworks)
+		err = checkExtismImports(compiled, m, e.cfg.AllowPrivateNetworks)
 	}
 	_ = compiled.Close(ctx)
 	if err != nil {
@@ -245,7 +246,7 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 		Wasm: []extism.Wasm{extism.WasmData{Data: run, Name: "main"}},
 		Memory: &extism.ManifestMemory{
 			MaxPages:             m.Limits.MemoryPages,
-			MaxHttpResponseBytes: e.HTTP.withDefaults().MaxResponseBytes,
+			MaxHttpResponseBytes: e.cfg.HTTP.withDefaults().MaxResponseBytes,
 			MaxVarBytes:          extismMaxVarBytes,
 		},
 		Timeout: timeout,
@@ -381,7 +382,7 @@ func (e *Engine) extismLog(id string) extism.HostFunction {
 // extismYield is switchyard.__yield for a rewritten Extism module: Extism
 // hands host functions the call's context, as wazero does hostYield.
 func extismYield() extism.HostFunction {
-	f := extism.NewHostFunctionWithStack(yieldImport, func(ctx context.Context, _ *extism.CurrentPlugin, _ []uint64) {
+	f := extism.NewHostFunctionWithStack(rewrite.YieldImport, func(ctx context.Context, _ *extism.CurrentPlugin, _ []uint64) {
 		if err := ctx.Err(); err != nil {
 			panic(err)
 		}

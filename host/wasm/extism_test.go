@@ -95,8 +95,7 @@ func TestExtismLoadRefuses(t *testing.T) {
 	if _, err := e.Load(context.Background(), extismManifest(t, httpGrant), httpModule); err == nil || !strings.Contains(err.Error(), "cannot be confined to public addresses") {
 		t.Fatalf("Extism http_request on a production engine: %v", err)
 	}
-	dev := engine(t)
-	dev.AllowPrivateNetworks = true
+	dev := engineWith(t, wasm.Config{AllowPrivateNetworks: true})
 	if _, err := dev.Load(context.Background(), extismManifest(t, httpGrant), httpModule); err != nil {
 		t.Fatalf("Extism http_request granted on a development engine: %v", err)
 	}
@@ -234,7 +233,7 @@ func (s *syncBuffer) String() string {
 
 func TestExtismLog(t *testing.T) {
 	var buf syncBuffer
-	e := wasm.NewEngine("", slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	e := wasm.NewEngine(wasm.Config{Log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	// log(2 = warn, the input block), then report the input as the error.
 	bin := module([]imp{impInputOffset, impErrorSet, impUserLog},
@@ -251,13 +250,13 @@ func TestExtismLog(t *testing.T) {
 
 func TestExtismEngineClose(t *testing.T) {
 	dir := t.TempDir()
-	e := wasm.NewEngine(dir, nil)
+	e := wasm.NewEngine(wasm.Config{CacheDir: dir})
 	mod, err := e.Load(context.Background(), extismManifest(t, ""), extismEchoAsError)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second engine on the same cache directory loads from the cache.
-	e2 := wasm.NewEngine(dir, nil)
+	e2 := wasm.NewEngine(wasm.Config{CacheDir: dir})
 	if _, err := e2.Load(context.Background(), extismManifest(t, ""), extismEchoAsError); err != nil {
 		t.Fatal(err)
 	}

@@ -43,25 +43,31 @@ func kitGuest(t testing.TB) []byte {
 }
 
 // hostEngine is an engine with a module store (its clock settable) and
-// the given setup, logging into log.
-func hostEngine(t testing.TB, log io.Writer, setup func(e *wasm.Engine)) (*wasm.Engine, *fakeClock) {
+// the configuration setup gives it, logging into log.
+func hostEngine(t testing.TB, log io.Writer, setup func(c *wasm.Config)) (*wasm.Engine, *fakeClock) {
 	t.Helper()
 	if log == nil {
 		log = io.Discard
 	}
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	db, err := store.OpenBolt(filepath.Join(t.TempDir(), "kv.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	if e.KV, err = kv.Open(db, kv.Limits{MaxKeys: 8}); err != nil {
+	kvs, err := kv.Open(db, kv.Limits{MaxKeys: 8})
+	if err != nil {
 		t.Fatal(err)
 	}
-	e.KV.Now = clock.now
-	if setup != nil {
-		setup(e)
+	kvs.Now = clock.now
+	cfg := wasm.Config{
+		CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero"),
+		Log:      slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		KV:       kvs,
 	}
+	if setup != nil {
+		setup(&cfg)
+	}
+	e := wasm.NewEngine(cfg)
 	t.Cleanup(func() {
 		_ = e.Close(context.Background())
 		_ = db.Close()
@@ -140,7 +146,7 @@ func wantHostCode(t *testing.T, out [][]byte, code int64) {
 // TestUngrantedHostFunctionRefused: a module importing a host function its
 // manifest does not grant is refused at load, naming the import.
 func TestUngrantedHostFunctionRefused(t *testing.T) {
-	e := wasm.NewEngine("", nil)
+	e := wasm.NewEngine(wasm.Config{})
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	call := imp{"switchyard", "", []byte{i32, i32}, []byte{i64}}
 	res := imp{"switchyard", abi.HostResult, []byte{i32, i32}, []byte{i32}}
@@ -188,7 +194,7 @@ func with(i imp, name string) imp { i.name = name; return i }
 // against the request's budget (shared by all module calls of the
 // request), and is denied without a chat function.
 func TestChatHostFunction(t *testing.T) {
-	e, _ := hostEngine(t, nil, func(e *wasm.Engine) { e.ChatCallsPerRequest = 3 })
+	e, _ := hostEngine(t, nil, func(c *wasm.Config) { c.ChatCallsPerRequest = 3 })
 	mod := loadKit(t, e, allGrants+"}")
 	var calls []string
 	env := &wasm.CallEnv{Account: "acct", Chat: func(_ context.Context, body []byte) (int, []byte, error) {
@@ -217,7 +223,7 @@ func TestChatHostFunction(t *testing.T) {
 // TestChatBatchBudget: a batch takes one call of the chat budget per body,
 // all or none, and a reservation raises the budget to the calls it planned.
 func TestChatBatchBudget(t *testing.T) {
-	e, _ := hostEngine(t, nil, func(e *wasm.Engine) { e.ChatCallsPerRequest = 3 })
+	e, _ := hostEngine(t, nil, func(c *wasm.Config) { c.ChatCallsPerRequest = 3 })
 	mod := loadKit(t, e, allGrants+"}")
 	var n atomic.Int64
 	env := &wasm.CallEnv{Account: "acct", Chat: func(context.Context, []byte) (int, []byte, error) {
@@ -277,7 +283,7 @@ func TestCountTokensAgreesWithServer(t *testing.T) {
 // TestKVHostFunctions: round trip, TTL, per-account and per-owner scopes,
 // the quota code.
 func TestKVHostFunctions(t *testing.T) {
-	e, clock := hostEngine(t, nil, func(e *wasm.Engine) { e.Tenants = wasm.TenantLimits{TimeoutMS: 10_000} })
+	e, clock := hostEngine(t, nil, func(c *wasm.Config) { c.Tenants = wasm.TenantLimits{TimeoutMS: 10_000} })
 	mod := loadKit(t, e, allGrants+"}")
 	tenant, err := e.LoadTenant(context.Background(), "publisher", kitManifest(t, allGrants+"}"), kitGuest(t))
 	if err != nil {
@@ -399,7 +405,7 @@ func TestHTTPLimits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e, _ := hostEngine(t, nil, func(e *wasm.Engine) { e.HTTP = tc.lim })
+			e, _ := hostEngine(t, nil, func(c *wasm.Config) { c.HTTP = tc.lim })
 			mod := loadKit(t, e, allGrants+"}")
 			ctx := context.Background()
 			if tc.env != nil {
@@ -417,7 +423,7 @@ func TestHTTPLimits(t *testing.T) {
 		})
 	}
 	// One request's budget spans its module calls.
-	e, _ := hostEngine(t, nil, func(e *wasm.Engine) { e.HTTP = wasm.HTTPLimits{PrivateHosts: []string{srv.hostPort()}} })
+	e, _ := hostEngine(t, nil, func(c *wasm.Config) { c.HTTP = wasm.HTTPLimits{PrivateHosts: []string{srv.hostPort()}} })
 	mod := loadKit(t, e, allGrants+"}")
 	env := &wasm.CallEnv{HTTPCalls: 4}
 	ctx := wasm.WithCallEnv(context.Background(), env)
@@ -460,11 +466,11 @@ func TestHTTPSecrets(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var log syncBuffer
-			e, _ := hostEngine(t, &log, func(e *wasm.Engine) {
-				e.HTTP.PrivateHosts = []string{srv.hostPort(), strings.TrimPrefix(closedURL, "http://")}
-				e.Secrets = map[string]string{"EXA_API_KEY": secret}
-				e.TenantSecrets = tc.tenantOK
-				e.Tenants = wasm.TenantLimits{TimeoutMS: 10_000}
+			e, _ := hostEngine(t, &log, func(c *wasm.Config) {
+				c.HTTP.PrivateHosts = []string{srv.hostPort(), strings.TrimPrefix(closedURL, "http://")}
+				c.Secrets = map[string]string{"EXA_API_KEY": secret}
+				c.TenantSecrets = tc.tenantOK
+				c.Tenants = wasm.TenantLimits{TimeoutMS: 10_000}
 			})
 			var mod *wasm.Module
 			if tc.tenant {
@@ -507,7 +513,7 @@ func TestHTTPSecrets(t *testing.T) {
 // host call, next to the same call making none (baseline). kv_put includes
 // bbolt's commit (an fsync), as in the gateway.
 func BenchmarkHostFunctions(b *testing.B) {
-	e, _ := hostEngine(b, nil, func(e *wasm.Engine) {})
+	e, _ := hostEngine(b, nil, func(c *wasm.Config) {})
 	mod := loadKit(b, e, allGrants+"}")
 	env := &wasm.CallEnv{Account: "bench", ChatCalls: 1 << 30, Chat: func(_ context.Context, body []byte) (int, []byte, error) {
 		return 200, []byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}`), nil

@@ -152,10 +152,10 @@ func isPublic(ip netip.Addr) bool {
 
 func (e *Engine) httpClient() *http.Client {
 	e.httpOnce.Do(func() {
-		lim := e.HTTP.withDefaults()
+		lim := e.cfg.HTTP.withDefaults()
 		open := &net.Dialer{Timeout: 5 * time.Second}
 		guarded := &net.Dialer{Timeout: 5 * time.Second}
-		if !e.AllowPrivateNetworks {
+		if !e.cfg.AllowPrivateNetworks {
 			guarded.Control = publicOnly
 		}
 		// addr is the URL's host and port, before resolution: the
@@ -217,7 +217,7 @@ func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n
 	if err != nil || len(fields) < 2 {
 		return fail(abi.HTTPFailed, "malformed request frame")
 	}
-	lim := e.HTTP.withDefaults()
+	lim := e.cfg.HTTP.withDefaults()
 	env := envOf(ctx)
 	budget := env.HTTPCalls
 	if budget <= 0 {
@@ -234,7 +234,7 @@ func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n
 	if !mod.Manifest.GrantsDomain(u.Hostname()) {
 		return fail(abi.HTTPDenied, "domain %s is not granted to this module", u.Hostname())
 	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !isPublic(ip) && !e.AllowPrivateNetworks && !lim.privateHost(hostPort(u)) {
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !isPublic(ip) && !e.cfg.AllowPrivateNetworks && !lim.privateHost(hostPort(u)) {
 		return fail(abi.HTTPDenied, "%v: %s", errNotPublic, ip)
 	}
 	// Secrets go in only now that the destination is known to be granted,

@@ -23,8 +23,11 @@ func mf(t *testing.T, extra string) *manifest.Manifest {
 	return m
 }
 
-func engine(t *testing.T) *wasm.Engine {
-	e := wasm.NewEngine("", nil)
+func engine(t *testing.T) *wasm.Engine { return engineWith(t, wasm.Config{}) }
+
+// engineWith is an engine made with cfg, closed when the test ends.
+func engineWith(t *testing.T, cfg wasm.Config) *wasm.Engine {
+	e := wasm.NewEngine(cfg)
 	t.Cleanup(func() { e.Close(context.Background()) })
 	return e
 }

@@ -37,7 +37,7 @@ type Module struct {
 	account string
 	acct    *account
 	slots   chan struct{}
-	// preempt: the module was instrumented (preempt.go). stateGlobals,
+	// preempt: the module was instrumented (rewrite.Preempt). stateGlobals,
 	// when set, name the exports of its mutable globals: a tenant's
 	// instance is then reset after each call instead of made anew
 	// (snapshot.go).
@@ -371,7 +371,7 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	cl := &callLog{acct: m.acct, lim: m.engine.Logs.withDefaults()}
+	cl := &callLog{acct: m.acct, lim: m.engine.cfg.Logs.withDefaults()}
 	if cl.env = CallEnvFrom(ctx); cl.env == nil {
 		cl.env = &cl.local
 	}
@@ -448,13 +448,13 @@ func (m *Module) callTenant(ctx context.Context, hook abi.Hook, fields [][]byte,
 	if in.snap != nil {
 		// The call and its reset on one thread: the reset reads that
 		// thread's page faults to know whether the call wrote a page it
-		// does not already know (snapshot_linux.go's resetMemory). A call
+		// does not already know (memsnap's resetMemory). A call
 		// blocked in a host function (http, chat) keeps its thread while
 		// it waits, and Go starts another for everything else: at most
 		// the accounts' concurrent_calls such threads at once.
 		goruntime.LockOSThread()
 		defer goruntime.UnlockOSThread()
-		in.snap.own.beforeCall()
+		in.snap.img.BeforeCall()
 	}
 	out, err := in.call(ctx, hook, fields)
 	// A failed call may have left anything anywhere: never reused.

@@ -30,7 +30,7 @@ func loadOpenAI(t testing.TB) *wasm.Module {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), nil)
+	e := wasm.NewEngine(wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero")})
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	mod, err := e.Load(context.Background(), m, bin)
 	if err != nil {

@@ -54,7 +54,7 @@ func (m *Module) bindNatives(ctx context.Context) {
 	sort.Strings(hooks) // a stable order for the log
 	for _, h := range hooks {
 		name := m.Manifest.Native[h]
-		impl, ok := m.engine.Natives[name]
+		impl, ok := m.engine.cfg.Natives[name]
 		hook, _ := abi.HookByName(h)
 		if !ok || impl.Hook != hook {
 			m.engine.log.Warn("module declares a native hook this host does not implement; the module is called",

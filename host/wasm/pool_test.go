@@ -37,8 +37,7 @@ func lazyOpenAI(t *testing.T, pages uint32) *Module {
 	if pages != 0 {
 		m.Limits.MemoryPages = pages
 	}
-	e := NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), nil)
-	e.PoolTrimEvery = 1 << 40
+	e := NewEngine(Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero"), PoolTrimEvery: 1 << 40})
 	t.Cleanup(func() { e.Close(context.Background()) })
 	mod, err := e.LoadLazy(m, bin)
 	if err != nil {
@@ -98,7 +97,7 @@ func TestLazyLoadFailureFailsTheCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := NewEngine("", nil)
+	e := NewEngine(Config{})
 	defer e.Close(context.Background())
 	fetches := 0
 	mod, err := e.LoadLazyFrom(m, nil, func() ([]byte, error) { fetches++; return []byte("not wasm"), nil })

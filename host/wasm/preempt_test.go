@@ -94,8 +94,7 @@ func TestPreemptedSpinLetsGCRun(t *testing.T) {
 
 func spinModule(t *testing.T, instrumented bool, timeoutMS int) *wasm.Module {
 	t.Helper()
-	e := wasm.NewEngine("", nil)
-	e.NoInstrument = !instrumented
+	e := wasm.NewEngine(wasm.Config{NoInstrument: !instrumented})
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	m, err := manifest.Parse([]byte(fmt.Sprintf(`{"name":"spin","version":"1.0.0","abi":1,"kind":"adapter","hooks":["chat_request"],"limits":{"timeout_ms":%d,"memory_pages":16,"pool_size":%d},"grants":{}}`, timeoutMS, runtime.GOMAXPROCS(0)+1)))
 	if err != nil {
@@ -112,8 +111,7 @@ func spinModule(t *testing.T, instrumented bool, timeoutMS int) *wasm.Module {
 // not answers the same.
 func TestInstrumentedModuleAnswersAlike(t *testing.T) {
 	mod := func(noInstrument bool) *wasm.Module {
-		e := wasm.NewEngine("", nil)
-		e.NoInstrument = noInstrument
+		e := wasm.NewEngine(wasm.Config{NoInstrument: noInstrument})
 		t.Cleanup(func() { _ = e.Close(context.Background()) })
 		return loadTestPlugin(t, e)
 	}

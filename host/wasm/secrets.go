@@ -14,7 +14,7 @@ import (
 // handed the request over, so the key never enters module memory. The
 // substitution happens only when the manifest lists NAME in grants.secrets,
 // only for a destination in grants.http_domains (checked before), only for
-// modules published by the operator unless NAME is in Engine.TenantSecrets,
+// modules published by the operator unless NAME is in Config.TenantSecrets,
 // and the value is scrubbed from whatever comes back (an echoing server
 // would otherwise hand it to the module) and from error messages.
 
@@ -74,10 +74,10 @@ func (e *Engine) secret(mod *Module, name string) (string, error) {
 	if !mod.Manifest.GrantsSecret(name) {
 		return "", fmt.Errorf("secret %s is not granted to this module (grants.secrets)", name)
 	}
-	if mod.account != "" && !slices.Contains(e.TenantSecrets, name) {
+	if mod.account != "" && !slices.Contains(e.cfg.TenantSecrets, name) {
 		return "", fmt.Errorf("secret %s is not available to modules published by accounts (the operator's tenant_secrets)", name)
 	}
-	v := e.Secrets[name]
+	v := e.cfg.Secrets[name]
 	if v == "" {
 		return "", fmt.Errorf("secret %s is not set by the operator", name)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/switchyard/switchyard/host/wasm/memsnap"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 )
 
 // A tenant's call sees nothing of an earlier call (LoadTenant). A fresh
@@ -16,14 +18,14 @@ import (
 // copy-on-write memory images, on wazero:
 //
 //   - memory: once started, the instance's linear memory becomes a private
-//     mapping of a memory file holding its bytes (snapshotMemory); a reset
+//     mapping of a memory file holding its bytes (memsnap.Take); a reset
 //     copies the file's bytes back over the pages the process wrote
-//     (resetMemory), at a cost that follows those pages, not the memory's
+//     (memsnap.Image.Reset), at a cost that follows those pages, not the memory's
 //     size. wazero cannot shrink a memory, so the size the guest
-//     sees is a global of rewrite's, vsize, which a reset puts back like
+//     sees is a global of rewrite.Preempt's, vsize, which a reset puts back like
 //     the others: after a call that grew the memory, the next sees the
 //     size a fresh instance has, with zero pages beyond it to grow into.
-//   - globals: rewrite exports every mutable global the module defines, and
+//   - globals: rewrite.Preempt exports every mutable global the module defines, and
 //     a reset sets each back to its value after start.
 //   - tables and segments: a module with an instruction that changes a table
 //     or drops a segment, or that imports a memory, a table or a mutable
@@ -35,70 +37,57 @@ import (
 // counters, not anything a request held.
 type snapshot struct {
 	mem     []byte // the memory's whole mapping (its maximum size)
-	view    []byte // a read-only view of the memory file, as long as mem
-	size    uint32 // the memory's size after start, in bytes
+	img     *memsnap.Image
 	globals []api.MutableGlobal
 	values  []uint64
-	own     ownPages
 }
-
-// ownPages is what resetMemory knows of a memory's pages that are the
-// process's own copies (see there).
-type ownPages struct {
-	runs    []pageRun // in order, byte offsets in the memory
-	known   bool      // runs holds every such page since the last reset
-	faults  uint64    // the call's thread's page faults as the call began
-	counted bool      // faults was read for the call now running
-}
-
-// pageRun is a run of pages, [start, end) in bytes from the memory's start.
-type pageRun struct{ start, end int }
-
-// copyBack copies the runs back from view.
-func (o *ownPages) copyBack(mem, view []byte) {
-	for _, r := range o.runs {
-		if end := min(r.end, len(mem)); r.start < end {
-			copy(mem[r.start:end], view[r.start:end])
-		}
-	}
-}
-
-// resetWay is how resetMemory found the pages to put back.
-type resetWay int
-
-const (
-	resetKnown   resetWay = iota // the pages it knew: no fault during the call
-	resetWalked                  // the page tables walked
-	resetDropped                 // the page tables unreadable: pages dropped
-	resetWays
-)
 
 // Resets counts the resets of tenants' instances by how their memory was
 // put back, for the operator to see whether the cheap way is the usual one
-// (switchyard_module_instance_resets_total; snapshot_linux.go's
-// resetMemory says what each costs).
+// (switchyard_module_instance_resets_total; memsnap's resetMemory says
+// what each costs).
 func (e *Engine) Resets() map[string]uint64 {
 	return map[string]uint64{
-		"known_pages": e.resets[resetKnown].Load(),
-		"page_walk":   e.resets[resetWalked].Load(),
-		"dropped":     e.resets[resetDropped].Load(),
+		"known_pages": e.resets[memsnap.Known].Load(),
+		"page_walk":   e.resets[memsnap.Walked].Load(),
+		"dropped":     e.resets[memsnap.Dropped].Load(),
 	}
 }
 
-// errMemoryLost: the memory's mapping was replaced and could not be put
-// back; the instance must be closed unused.
-var errMemoryLost = errors.New("wasm: instance memory lost while snapshotting")
+// instantiateResettable makes an instance of a tenant's module on a memory
+// of its own mapping (memsnap.Allocator) and snapshots it.
+func (m *Module) instantiateResettable(ctx context.Context) (*instance, error) {
+	if memsnap.Allocator == nil {
+		return m.instantiate(ctx) // no mappings here: an instance per call
+	}
+	var mm *memsnap.Memory
+	alloc := experimental.MemoryAllocatorFunc(func(capacity, max uint64) experimental.LinearMemory {
+		lm := memsnap.Allocator.Allocate(capacity, max)
+		mm, _ = lm.(*memsnap.Memory)
+		return lm
+	})
+	in, err := m.instantiate(experimental.WithMemoryAllocator(ctx, alloc))
+	if err != nil {
+		return nil, err
+	}
+	snap, ok := takeSnapshot(in, mm, m.stateGlobals)
+	if !ok {
+		in.close()
+		return nil, errors.New("instance memory could not be snapshotted")
+	}
+	in.snap = snap
+	return in, nil
+}
 
-// takeSnapshot records in's state after start; mem is its memory's
-// mapping. It returns nil, and in is used for one call only, when the
-// module's state cannot all be put back (or the platform cannot map a
-// memory file); ok false means in's memory could not be kept and in must
-// not be used at all.
-func takeSnapshot(in *instance, mem []byte, globals []string) (s *snapshot, ok bool) {
-	if mem == nil || globals == nil || in.mem == nil {
+// takeSnapshot records in's state after start; mm is its memory. It
+// returns nil, and in is used for one call only, when the module's state
+// cannot all be put back (or the platform cannot map a memory file); ok
+// false means in's memory could not be kept and in must not be used at all.
+func takeSnapshot(in *instance, mm *memsnap.Memory, globals []string) (s *snapshot, ok bool) {
+	if mm == nil || mm.Bytes() == nil || globals == nil || in.mem == nil {
 		return nil, true
 	}
-	s = &snapshot{mem: mem, size: in.mem.Size()}
+	s = &snapshot{mem: mm.Bytes()}
 	for _, name := range globals {
 		g, isMutable := in.mod.ExportedGlobal(name).(api.MutableGlobal)
 		if !isMutable {
@@ -107,15 +96,16 @@ func takeSnapshot(in *instance, mem []byte, globals []string) (s *snapshot, ok b
 		s.globals = append(s.globals, g)
 		s.values = append(s.values, g.Get())
 	}
-	if int(s.size) > len(mem) {
+	size := in.mem.Size()
+	if int(size) > len(s.mem) {
 		return nil, true
 	}
-	view, err := snapshotMemory(mem, int(s.size), &s.own)
+	img, err := memsnap.Take(mm, int(size))
 	switch err {
 	case nil:
-		s.view = view
+		s.img = img
 		return s, true
-	case errMemoryLost:
+	case memsnap.ErrLost:
 		return nil, false
 	default:
 		return nil, true
@@ -129,13 +119,14 @@ func (in *instance) reset() bool {
 	if s == nil {
 		return false
 	}
-	// Pages a call grew the memory by (beyond s.size) read the file's
-	// zeros again too; the guest sees its size after start (vsize).
+	// Pages a call grew the memory by (beyond its size at the snapshot)
+	// read the file's zeros again too; the guest sees its size after start
+	// (vsize).
 	size := in.mem.Size()
 	if int(size) > len(s.mem) {
 		return false
 	}
-	how, err := resetMemory(s.mem[:size], s.view[:size], &s.own)
+	how, err := s.img.Reset(s.mem[:size])
 	if err != nil {
 		return false
 	}

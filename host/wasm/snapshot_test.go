@@ -86,8 +86,7 @@ func TestTenantInstanceResetAfterEachCall(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := wasm.NewEngine("", nil)
-			e.Tenants = wasm.TenantLimits{TimeoutMS: 1000, MemoryPages: 1024}
+			e := wasm.NewEngine(wasm.Config{Tenants: wasm.TenantLimits{TimeoutMS: 1000, MemoryPages: 1024}})
 			t.Cleanup(func() { _ = e.Close(context.Background()) })
 			m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log","chat"],"http_domains":["127.0.0.1"]}}`))
 			if err != nil {
@@ -144,8 +143,7 @@ func TestTenantInstanceMappingsFreed(t *testing.T) {
 	}
 	for _, closeModule := range []bool{true, false} {
 		before := mappings()
-		e := wasm.NewEngine("", nil)
-		e.Tenants = wasm.TenantLimits{TimeoutMS: 1000}
+		e := wasm.NewEngine(wasm.Config{Tenants: wasm.TenantLimits{TimeoutMS: 1000}})
 		m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log","chat"],"http_domains":["127.0.0.1"]}}`))
 		if err != nil {
 			t.Fatal(err)

@@ -146,7 +146,7 @@ func (e *Engine) accountFor(id string, tenant bool) *account {
 	return v.(*account)
 }
 
-func (e *Engine) tenantLimits() TenantLimits { return e.Tenants.withDefaults() }
+func (e *Engine) tenantLimits() TenantLimits { return e.cfg.Tenants.withDefaults() }
 
 // slotKey marks a context whose call holds a slot of the account it names
 // (*account).

@@ -56,8 +56,7 @@ func BenchmarkPluginCall(b *testing.B) {
 	}
 	ctx := []byte(`{"config":{"id":"p","blocked":["forbidden"]},"model":"test/chat","scope":"account"}`)
 	body := []byte(`{"model":"test/chat","messages":[{"role":"user","content":"` + strings.Repeat("x", 950) + `"}]}`)
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), nil)
-	e.Tenants = wasm.TenantLimits{CPUMsPerMinute: 1 << 40, ConcurrentCalls: 64, MemoryPages: 1024}
+	e := wasm.NewEngine(wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero"), Tenants: wasm.TenantLimits{CPUMsPerMinute: 1 << 40, ConcurrentCalls: 64, MemoryPages: 1024}})
 	b.Cleanup(func() { _ = e.Close(context.Background()) })
 	for _, g := range guests {
 		bin, err := os.ReadFile(g.wasm)
@@ -106,8 +105,7 @@ func BenchmarkPluginCall(b *testing.B) {
 // tagged with the account.
 func TestTenantExtism(t *testing.T) {
 	var buf syncBuffer
-	e := wasm.NewEngine("", slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	e.Tenants = wasm.TenantLimits{TimeoutMS: 50}
+	e := wasm.NewEngine(wasm.Config{Log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), Tenants: wasm.TenantLimits{TimeoutMS: 50}})
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	bin := module([]imp{impInputOffset, impErrorSet, impUserLog},
 		[]fn{preRequest(i32const(2), callImport(0), callImport(2), callImport(0), callImport(1), i32const(1))}, 1)
@@ -169,7 +167,7 @@ func TestValidateRemembersOnlyWhatWasValidated(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (run make wasm)", err)
 	}
-	e := wasm.NewEngine("", nil)
+	e := wasm.NewEngine(wasm.Config{})
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	granted, err := manifest.Parse([]byte(`{"name":"testplugin","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log","chat"],"http_domains":["127.0.0.1"]}}`))
 	if err != nil {

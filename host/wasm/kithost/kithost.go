@@ -38,21 +38,23 @@ var KVLimits = kv.Limits{MaxBytes: 256 << 10, MaxKeys: 64}
 // that lets modules reach loopback (the kit's http check uses a local
 // server), with a module store in a temporary file. Close it with Close.
 func New(cacheDir string) (*Host, error) {
-	rec := &recorder{}
-	e := wasm.NewEngine(cacheDir, slog.New(rec))
-	e.AllowPrivateNetworks = true
 	dir, err := os.MkdirTemp("", "switchyard-kithost-")
 	if err != nil {
 		return nil, err
 	}
 	db, err := store.OpenBolt(filepath.Join(dir, "kv.db"))
-	if err == nil {
-		e.KV, err = kv.Open(db, KVLimits)
-	}
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	kvs, err := kv.Open(db, KVLimits)
+	if err != nil {
+		_ = db.Close()
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	rec := &recorder{}
+	e := wasm.NewEngine(wasm.Config{CacheDir: cacheDir, Log: slog.New(rec), AllowPrivateNetworks: true, KV: kvs})
 	return &Host{Engine: e, logs: rec, db: db, dir: dir}, nil
 }
 

@@ -60,7 +60,7 @@ func body(size int, withPII bool) []byte {
 }
 
 func loadModule(b *testing.B) *wasm.Module {
-	return gatewaytest.BuiltModule(b, "moderation", func(m *manifest.Manifest, _ *wasm.Engine) {
+	return gatewaytest.BuiltModule(b, "moderation", func(m *manifest.Manifest, _ *wasm.Config) {
 		if os.Getenv("MOD_NO_TIMEOUT") != "" {
 			m.Limits.TimeoutMS = 0
 		}

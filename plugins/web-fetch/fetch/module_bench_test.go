@@ -19,7 +19,7 @@ import (
 // module (make wasm): the host's http function fetches a 100 KB page from
 // loopback, the module converts it to Markdown and returns the result.
 func BenchmarkModuleToolCall(b *testing.B) {
-	mod := gatewaytest.BuiltModule(b, "web-fetch", func(_ *manifest.Manifest, e *wasm.Engine) { e.AllowPrivateNetworks = true })
+	mod := gatewaytest.BuiltModule(b, "web-fetch", func(_ *manifest.Manifest, c *wasm.Config) { c.AllowPrivateNetworks = true })
 	ctx := context.Background()
 	page := page100K()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -16,7 +16,7 @@ import (
 
 // loadWeb loads the built web module (make wasm) in an engine of its own.
 func loadWeb(b *testing.B) *wasm.Module {
-	return gatewaytest.BuiltModule(b, "web", func(m *manifest.Manifest, _ *wasm.Engine) {
+	return gatewaytest.BuiltModule(b, "web", func(m *manifest.Manifest, _ *wasm.Config) {
 		if os.Getenv("WEB_BENCH_NO_TIMEOUT") != "" {
 			m.Limits.TimeoutMS = 0
 		}

@@ -37,14 +37,16 @@ func TestToolCallThroughWasm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e *wasm.Engine
-	mod := gatewaytest.BuiltModule(t, "web", func(m *manifest.Manifest, eng *wasm.Engine) {
-		e = eng
-		m.Grants.HTTPDomains = append(m.Grants.HTTPDomains, "127.0.0.1")
-		e.AllowPrivateNetworks = true
-		e.Secrets = map[string]string{"BRAVE_API_KEY": "brave-secret"}
-		e.KV = store
-	})
+	// load loads the module on an engine with the operator's secrets.
+	load := func(secrets map[string]string) *wasm.Module {
+		return gatewaytest.BuiltModule(t, "web", func(m *manifest.Manifest, c *wasm.Config) {
+			m.Grants.HTTPDomains = append(m.Grants.HTTPDomains, "127.0.0.1")
+			c.AllowPrivateNetworks = true
+			c.Secrets = secrets
+			c.KV = store
+		})
+	}
+	mod := load(map[string]string{"BRAVE_API_KEY": "brave-secret"})
 	call := func(requestID string) (gjson.Result, string) {
 		ctx := wasm.WithCallEnv(context.Background(), &wasm.CallEnv{Account: "acct_1", RequestID: requestID})
 		tctx := `{"request_id":"` + requestID + `","parameters":{"engine":"brave","max_uses":2,"max_results":2},"config":{},` +
@@ -75,7 +77,7 @@ func TestToolCallThroughWasm(t *testing.T) {
 		t.Fatalf("another request counts afresh: %s", res.Raw)
 	}
 	// Without the operator's key the call fails as a result naming it.
-	e.Secrets = nil
+	mod = load(nil)
 	res, _ = call("req_3")
 	if !strings.Contains(res.Get("error").Str, "BRAVE_API_KEY") {
 		t.Fatalf("%s", res.Raw)
@@ -87,7 +89,7 @@ func TestToolCallThroughWasm(t *testing.T) {
 // calls), so 3000 searches fit in its memory instead of trapping once
 // the heap reaches limits.memory_pages (about 2000 without).
 func TestManyCallsStayWithinMemory(t *testing.T) {
-	mod := gatewaytest.BuiltModule(t, "web", func(m *manifest.Manifest, _ *wasm.Engine) { m.Limits.PoolSize = 1 })
+	mod := gatewaytest.BuiltModule(t, "web", func(m *manifest.Manifest, _ *wasm.Config) { m.Limits.PoolSize = 1 })
 	body := []byte(`{"model":"test/chat","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"How does the gateway bill a stream that the client abandons?"}],"plugins":[{"id":"web"}]}`)
 	for i := 0; i < 3000; i++ {
 		out, err := mod.Call(context.Background(), abi.HookPreRequest, []byte(`{"config":{"id":"web"}}`), body)

@@ -1,43 +1,33 @@
-package wasm
+package rewrite
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"os"
 	"testing"
-
-	"github.com/switchyard/switchyard/abi/manifest"
 )
 
 // The merged binary instantiates to the same memory as the original, with
 // far fewer data segments.
 func TestMergeDataKeepsMemory(t *testing.T) {
-	bin, err := os.ReadFile("../../build/testdata/testplugin.wasm")
+	bin, err := os.ReadFile("../../../build/testdata/testplugin.wasm")
 	if err != nil {
 		t.Fatalf("%v (run make wasm)", err)
 	}
-	merged := mergeData(bin)
+	merged := MergeData(bin)
 	before, after := segments(t, bin), segments(t, merged)
 	t.Logf("data segments: %d before, %d after", before, after)
 	if after*10 > before {
 		t.Fatalf("data segments: %d before, %d after", before, after)
 	}
-	e := NewEngine("", nil)
-	defer e.Close(context.Background())
+	// The memory as the data segments leave it: no start function runs,
+	// so nothing but the segments wrote it.
 	memOf := func(b []byte) []byte {
-		m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{"host_functions":["http","log","chat"],"http_domains":["x"]},"limits":{"timeout_ms":1000}}`))
+		m, err := instantiate(t, b, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mod, err := e.Load(context.Background(), m, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer mod.Close(context.Background())
-		in := <-mod.pool
-		defer func() { mod.pool <- in }()
-		v, _ := in.mem.Read(0, in.mem.Size())
+		v, _ := m.Memory().Read(0, m.Memory().Size())
 		return append([]byte(nil), v...)
 	}
 	if a, b := memOf(bin), memOf(merged); !bytes.Equal(a, b) {
@@ -46,7 +36,7 @@ func TestMergeDataKeepsMemory(t *testing.T) {
 	// Not rewritten when segments could be named by index.
 	withCount := append(append([]byte(nil), bin[:8]...), 12, 1, 0)
 	withCount = append(withCount, bin[8:]...)
-	if got := mergeData(withCount); !bytes.Equal(got, withCount) {
+	if got := MergeData(withCount); !bytes.Equal(got, withCount) {
 		t.Fatal("a module with a DataCount section was rewritten")
 	}
 }

@@ -1,8 +1,7 @@
-package wasm
+package memsnap
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"sync"
@@ -10,44 +9,14 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/tetratelabs/wazero/experimental"
 	"golang.org/x/sys/unix"
 )
-
-// instantiateResettable makes an instance of a tenant's module on a memory
-// of its own mapping (mmapAllocator) and snapshots it (snapshot.go).
-func (m *Module) instantiateResettable(ctx context.Context) (*instance, error) {
-	var mm *mmapMemory
-	alloc := experimental.MemoryAllocatorFunc(func(capacity, max uint64) experimental.LinearMemory {
-		lm := mmapAllocator.Allocate(capacity, max)
-		mm, _ = lm.(*mmapMemory)
-		return lm
-	})
-	in, err := m.instantiate(experimental.WithMemoryAllocator(ctx, alloc))
-	if err != nil {
-		return nil, err
-	}
-	var mem []byte
-	if mm != nil {
-		mem = mm.buf
-	}
-	snap, ok := takeSnapshot(in, mem, m.stateGlobals)
-	if snap != nil {
-		mm.view = snap.view // unmapped with the memory
-	}
-	if !ok {
-		in.close()
-		return nil, errors.New("instance memory could not be snapshotted")
-	}
-	in.snap = snap
-	return in, nil
-}
 
 // snapshotMemory makes mem (a whole mapping of mmapAllocator's) a private
 // mapping of a memory file that holds its first size bytes: the contents
 // stay as they are, and resetMemory later puts them back; own is told
 // that none of its pages are the process's own yet. view is a
-// read-only view of the file, unmapped with the memory (mmapMemory.Free).
+// read-only view of the file, unmapped with the memory (Memory.Free).
 func snapshotMemory(mem []byte, size int, own *ownPages) (view []byte, err error) {
 	fd, err := unix.MemfdCreate("switchyard-instance", unix.MFD_CLOEXEC)
 	if err != nil {
@@ -81,7 +50,7 @@ func snapshotMemory(mem []byte, size int, own *ownPages) (view []byte, err error
 			off += n
 		}
 	}
-	// syscall's Mmap, as mmapMemory's: its Free unmaps with syscall's
+	// syscall's Mmap, as Memory's: its Free unmaps with syscall's
 	// Munmap, which knows only the mappings syscall made.
 	view, err = syscall.Mmap(fd, 0, len(mem), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
@@ -95,7 +64,7 @@ func snapshotMemory(mem []byte, size int, own *ownPages) (view []byte, err error
 		// so nothing faults before the instance is closed.
 		_, _ = unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(mem)), uintptr(len(mem)),
 			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|mapNoReserve)
-		return nil, errMemoryLost
+		return nil, ErrLost
 	}
 	*own = ownPages{known: true} // a fresh private mapping: none are
 	return view, nil
@@ -119,8 +88,9 @@ func snapshotMemory(mem []byte, size int, own *ownPages) (view []byte, err error
 // thread that took it (getrusage(RUSAGE_THREAD)'s minor and major faults:
 // the guest's write, the host's into the guest's memory, a system call's
 // on its behalf). That thread is the call's own: the call runs locked to
-// it (callTenant), from beforeCall to this reset, and every write into an
-// instance's memory during a call is made on the call's goroutine — the
+// it (host/wasm's callTenant), from beforeCall to this reset, and every
+// write into an instance's memory during a call is made on the call's
+// goroutine — the
 // guest's code, the host functions it calls (a host function's helpers
 // hand their results back to it, which writes them), wazero's own. With no
 // fault, the pages written are among those kept, and copying those back
@@ -129,9 +99,9 @@ func snapshotMemory(mem []byte, size int, own *ownPages) (view []byte, err error
 // threads' faults do not count.
 //
 // Where the page tables cannot be read, the pages are dropped.
-func resetMemory(mem, view []byte, own *ownPages) (resetWay, error) {
+func resetMemory(mem, view []byte, own *ownPages) (Way, error) {
 	if len(mem) == 0 {
-		return resetKnown, nil
+		return Known, nil
 	}
 	// beforeCall's count serves this reset only: a reset without one of
 	// its own walks.
@@ -141,17 +111,17 @@ func resetMemory(mem, view []byte, own *ownPages) (resetWay, error) {
 		faults, counted := threadFaults()
 		if counted && own.known && began && faults == own.faults {
 			own.copyBack(mem, view)
-			return resetKnown, nil
+			return Known, nil
 		}
 		runs, err := findOwnPages(mem, own.runs[:0])
 		if err == nil {
 			own.runs, own.known = runs, true
 			own.copyBack(mem, view)
-			return resetWalked, nil
+			return Walked, nil
 		}
 	}
 	own.known = false
-	return resetDropped, unix.Madvise(mem, unix.MADV_DONTNEED)
+	return Dropped, unix.Madvise(mem, unix.MADV_DONTNEED)
 }
 
 // threadFaults is the page faults the calling thread has taken, false
@@ -165,7 +135,7 @@ func threadFaults() (uint64, bool) {
 }
 
 // beforeCall takes the fault count of the thread the call is locked to
-// (callTenant), for resetMemory to compare with.
+// (host/wasm's callTenant), for resetMemory to compare with.
 func (o *ownPages) beforeCall() {
 	o.faults, o.counted = threadFaults()
 }

@@ -1,4 +1,4 @@
-package wasm
+package rewrite
 
 import (
 	"encoding/binary"
@@ -6,7 +6,7 @@ import (
 	"sort"
 )
 
-// mergeData rewrites a module's data section so that its active data
+// MergeData rewrites a module's data section so that its active data
 // segments become a few large ones: Go's linker emits one segment per symbol
 // (about 40,000 in a plugin), and wazero evaluates and copies each one on
 // every instantiation, which was most of the cost of a fresh instance, and
@@ -20,7 +20,7 @@ import (
 // index, in memory.init or data.drop), passive segments or segments of
 // another memory, offsets that are not constants, or segments that are not
 // overlap (the order of writes would matter).
-func mergeData(bin []byte) []byte {
+func MergeData(bin []byte) []byte {
 	const mergeGap = 4096
 	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
 		return bin
@@ -33,7 +33,8 @@ func mergeData(bin []byte) []byte {
 	for i := 8; i < len(bin); {
 		id := bin[i]
 		n, w := binary.Uvarint(bin[i+1:])
-		if w <= 0 || i+1+w+int(n) > len(bin) {
+		// Compared as uint64: a size of 2^63 or more is negative as an int.
+		if w <= 0 || n > uint64(len(bin)-i-1-w) {
 			return bin
 		}
 		body := bin[i+1+w : i+1+w+int(n)]

@@ -1,4 +1,4 @@
-package wasm
+package memsnap
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ var pageFinders = []struct {
 func snapshotted(t testing.TB, pages, filled int) (mem, view []byte, own *ownPages, want []byte) {
 	t.Helper()
 	page := len(zeroPage)
-	mm, ok := mmapAllocator.Allocate(uint64(pages*page), uint64(pages*page)).(*mmapMemory)
+	mm, ok := Allocator.Allocate(uint64(pages*page), uint64(pages*page)).(*Memory)
 	if !ok {
 		t.Skip("memory could not be mapped")
 	}
@@ -140,10 +140,10 @@ func TestResetMemorySkipsTheWalkWithoutFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if i == 0 && w.new && how != resetWalked {
+			if i == 0 && w.new && how != Walked {
 				t.Fatalf("%s: a page written for the first time, and the reset did not walk the page tables", w.name)
 			}
-			if how == resetKnown {
+			if how == Known {
 				skipped++
 			}
 			mustEqual(t, w.name, mem, want)
@@ -187,7 +187,7 @@ func TestResetMemoryCountsTheCallsThread(t *testing.T) {
 		}
 		elsewhere[0]++
 	}
-	call := func(during func()) resetWay {
+	call := func(during func()) Way {
 		own.beforeCall()
 		mem[5*page]++
 		during()
@@ -201,7 +201,7 @@ func TestResetMemoryCountsTheCallsThread(t *testing.T) {
 	call(func() {}) // page 5 known from here on
 	skipped := 0
 	for range 10 {
-		if how := call(fault); how != resetWalked {
+		if how := call(fault); how != Walked {
 			t.Fatalf("the call's thread faulted, and its reset did not walk the page tables (%d)", how)
 		}
 		if call(func() {
@@ -211,7 +211,7 @@ func TestResetMemoryCountsTheCallsThread(t *testing.T) {
 				close(done)
 			}()
 			<-done
-		}) == resetKnown {
+		}) == Known {
 			skipped++
 		}
 	}
@@ -220,7 +220,7 @@ func TestResetMemoryCountsTheCallsThread(t *testing.T) {
 	}
 	// A reset without a count taken as its call began walks.
 	mem[5*page]++
-	if how, err := resetMemory(mem, view, own); err != nil || how != resetWalked {
+	if how, err := resetMemory(mem, view, own); err != nil || how != Walked {
 		t.Fatalf("a reset with no count of its own: %d, %v; want the walk", how, err)
 	}
 	mustEqual(t, "without a count", mem, want)

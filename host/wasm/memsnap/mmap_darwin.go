@@ -1,3 +1,3 @@
-package wasm
+package memsnap
 
 const mapNoReserve = 0

@@ -53,7 +53,7 @@ func failingAdapter(t *testing.T) *wasm.Module {
 			failingErr = err
 			return
 		}
-		e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero"), slog.New(slog.DiscardHandler))
+		e := wasm.NewEngine(wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero"), Log: slog.New(slog.DiscardHandler)})
 		failingMod, failingErr = e.Load(context.Background(), m, bin)
 	})
 	if failingErr != nil {

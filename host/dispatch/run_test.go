@@ -47,7 +47,7 @@ func openAIRegistry(t *testing.T) *modules.Registry {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), quiet)
+	e := wasm.NewEngine(wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), Log: quiet})
 	reg, err := modules.Open(db, e, quiet)
 	if err != nil {
 		t.Fatal(err)

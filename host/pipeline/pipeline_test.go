@@ -68,7 +68,7 @@ func openEnv(dir string) (*env, func(), error) {
 		return nil, nil, err
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	e := wasm.NewEngine(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), quiet)
+	e := wasm.NewEngine(wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"), Log: quiet})
 	reg, err := modules.Open(db, e, quiet)
 	if err != nil {
 		return nil, nil, err

@@ -189,6 +189,9 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 	refuse := func(format string, args ...any) (*extism.CompiledPlugin, wazero.CompilationCache, error) {
 		return nil, nil, &LoadError{Module: id, Reason: fmt.Sprintf(format, args...)}
 	}
+	if err := rewrite.CheckCounts(wasm); err != nil {
+		return refuse("%v", err)
+	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()

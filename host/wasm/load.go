@@ -197,6 +197,9 @@ func (e *Engine) compile(ctx context.Context, m *manifest.Manifest, wasm []byte)
 	// keeps each decoded segment as an object of its own for as long as
 	// the module is loaded, tens of thousands of them for the collector
 	// to mark in every cycle, and copies each on every instantiation.
+	if err := rewrite.CheckCounts(wasm); err != nil { // before wazero reads a count
+		return nil, nil, nil, &LoadError{Module: m.Name + "@" + m.Version, Reason: err.Error()}
+	}
 	wasm = rewrite.MergeData(wasm)
 	runtimeOf := func(guarded bool) (*runtime, error) {
 		e.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/switchyard/switchyard/host/wasm/rewrite"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -56,6 +57,9 @@ func (e *Engine) ValidateSum(ctx context.Context, m *manifest.Manifest, wasm []b
 // modules it made (modules.StampSeeds).
 func ValidateNative(ctx context.Context, m *manifest.Manifest, wasm []byte) error {
 	id := m.Name + "@" + m.Version
+	if err := rewrite.CheckCounts(wasm); err != nil {
+		return &LoadError{Module: id, Reason: err.Error()}
+	}
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
 	defer rt.Close(ctx)
 	c, err := rt.CompileModule(ctx, wasm)

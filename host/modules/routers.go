@@ -63,10 +63,9 @@ func (r *Registry) Routers(account string) []RouterRole {
 		out = append(out, ix.byScope[account]...)
 	}
 	for _, g := range ix.byScope[""] {
-		if account != "" && (ix.names[Scoped(account, g.Plugin)] || hasModel(out, g.Model)) {
-			continue
+		if !ix.hidden(account, out, &g) {
+			out = append(out, g)
 		}
-		out = append(out, g)
 	}
 	return out
 }
@@ -88,20 +87,26 @@ func (r *Registry) Router(account, model, plugin string) (RouterRole, bool) {
 		}
 	}
 	for i, g := range ix.byScope[""] {
-		if match(&g) && (account == "" || !ix.names[Scoped(account, g.Plugin)] && !hasModel(own, g.Model)) {
+		if match(&g) && !ix.hidden(account, own, &g) {
 			return ix.byScope[""][i], true
 		}
 	}
 	return RouterRole{}, false
 }
 
-func hasModel(roles []RouterRole, model string) bool {
-	for _, r := range roles {
-		if r.Model == model {
+// hidden reports whether gateway-wide router g is not account's: a router
+// of before (the account's own) takes its model id, or a module of the
+// account's takes its plugin id (a request would run that module).
+func (ix *routerIndex) hidden(account string, before []RouterRole, g *RouterRole) bool {
+	if account == "" {
+		return false
+	}
+	for _, r := range before {
+		if r.Model == g.Model {
 			return true
 		}
 	}
-	return false
+	return ix.names[Scoped(account, g.Plugin)]
 }
 
 // NativeFiles reports whether the active gateway-wide adapter of that name

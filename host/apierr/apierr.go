@@ -49,6 +49,11 @@ func New(status int, format string, args ...any) *Error {
 	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
 }
 
+// ClientClosed is the error of work ended because its client went away:
+// 499, the status nginx logs for it (no response reaches the client; the
+// status is for records, logs and a module's sub-request).
+func ClientClosed() *Error { return &Error{Status: 499, Message: "client closed the request"} }
+
 // BadRequest is the 400 every validator returns; field names the offending
 // request field so the caller can fix it.
 func BadRequest(field, format string, args ...any) *Error {

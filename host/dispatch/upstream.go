@@ -205,7 +205,7 @@ func (u *Call) TransportError(ctx context.Context, err error) *apierr.Error {
 		return &apierr.Error{Status: http.StatusRequestTimeout,
 			Message: fmt.Sprintf("request exceeded the gateway's time limit of %s", u.d.RequestTimeout)}
 	case ctx.Err() != nil:
-		return &apierr.Error{Status: 499, Message: "client closed the request"}
+		return apierr.ClientClosed()
 	}
 	// The client learns what went wrong, not where: the dial error names the
 	// upstream's address (often an internal one). The whole error is the

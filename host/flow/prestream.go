@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/switchyard/switchyard/host/apierr"
@@ -96,14 +95,9 @@ func (ps *preStream) Push(w *bufio.Writer) {
 	r := ps.r
 	defer r.Close()
 	tw := &pushWriter{w: w, alive: true, cancel: ps.gone, pl: r.pl}
-	tw.write(keepAliveLine) // at once: the client knows the request is taken
-	stop := make(chan struct{})
-	var ticking sync.WaitGroup
-	ticking.Add(1)
-	go tw.keepAlive(time.Duration(r.core.Config.KeepAlive), stop, &ticking)
+	tw.startKeepAlive(time.Duration(r.core.Config.KeepAlive))
 	o := <-ps.outcome
-	close(stop)
-	ticking.Wait()
+	tw.stopKeepAlive()
 	id := wire.Identity{GenID: r.ID, Model: r.Model()}
 	switch {
 	case o.aerr != nil:

@@ -74,7 +74,9 @@ func (s *Core) NewRequest(ctx context.Context, cancel context.CancelFunc, vr *va
 	// among them) act for it: the same key, counted in its usage. One
 	// allocation for what most requests never use.
 	env := &requestEnv{}
-	r := &Request{ChatRequest: vr, Key: key, ID: newGenerationID(), core: s, cancel: cancel, adm: adm,
+	// Generation ids are time-ordered (billing.NewID): the ledger's commits
+	// stay small when ids are appended in order.
+	r := &Request{ChatRequest: vr, Key: key, ID: billing.NewID(), core: s, cancel: cancel, adm: adm,
 		spend: &env.spend, group: &env.group}
 	env.call = wasm.CallEnv{Account: key.AccountID, KeyID: key.Hash, RequestID: r.ID,
 		Chat: r.subChat(&env.subs), Reserve: s.reserveFor(r)}
@@ -114,10 +116,6 @@ func (r *Request) Close() {
 	}
 }
 
-// Context is the request's context: its deadline, and the environment
-// its modules' host functions act in.
-func (r *Request) Context() context.Context { return r.ctx }
-
 // Outcome is what Run produced: a JSON answer (Body), an event stream
 // (Stream, or Events when it is complete already), or an error with the
 // service_metadata to send beside it.
@@ -147,11 +145,3 @@ type Pusher interface {
 
 // fail is the Outcome of an error.
 func fail(e *apierr.Error, meta *wire.Metadata) Outcome { return Outcome{Err: e, Meta: meta} }
-
-// newGenerationID is time-ordered (billing.NewID): the ledger's commits
-// stay small when ids are appended in order.
-func newGenerationID() string { return billing.NewID() }
-
-// NewGenerationID is a generation id for a request that does not run
-// through a Request (embeddings).
-func NewGenerationID() string { return newGenerationID() }

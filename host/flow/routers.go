@@ -141,7 +141,7 @@ func (s *Core) routerFor(req *Request) (rm *RouterModel, item string, index int,
 		return true
 	})
 	var chosen *RouterModel
-	if r := req.routerOf(req.Model(), ""); r != nil && r.Model == req.Model() && !r.Answers {
+	if r := req.routerOf(req.Model(), ""); r != nil && !r.Answers {
 		if disabled[r.Plugin] {
 			return nil, "", 0, nil
 		}

@@ -143,10 +143,11 @@ func (r *Request) complete(res *dispatch.Result) Outcome {
 		// The answer came, but nobody is there to take it: what the
 		// upstream billed is charged, as cancelled.
 		res.Cancel(usage)
+		gone := apierr.ClientClosed()
 		if r.parent != nil {
-			r.parent.spend.addFailedSub(r.ID, r.Model(), res, apierr.New(499, "client closed the request"))
+			r.parent.spend.addFailedSub(r.ID, r.Model(), res, gone)
 		}
-		return fail(apierr.New(499, "client closed the request"), nil)
+		return fail(gone, nil)
 	}
 	raw, g, aerr := res.SettleRecord(raw, usage, finish)
 	if g != nil && r.parent != nil {

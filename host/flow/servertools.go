@@ -17,7 +17,6 @@ import (
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/keys"
-	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/switchyard/switchyard/host/tools"
@@ -39,13 +38,9 @@ import (
 
 // toolLoop is one request's loop.
 type toolLoop struct {
-	core  *Core
-	req   *Request
-	pl    *pipeline.Pipeline
-	set   *tools.Set
-	genID string
-	env   tools.Env
-	spend *spend
+	req *Request // its pipeline, id and spend are the loop's
+	set *tools.Set
+	env tools.Env
 
 	maxCalls int
 	body     []byte // the conversation so far, as the client's body
@@ -246,7 +241,7 @@ func (r *Request) serverTools() Outcome {
 	if aerr != nil {
 		return fail(aerr, r.pluginMeta())
 	}
-	l := &toolLoop{core: r.core, req: r, pl: r.pl, set: set, genID: r.ID, body: r.Body, spend: r.spend,
+	l := &toolLoop{req: r, set: set, body: r.Body,
 		env: tools.Env{RequestID: r.ID, Account: r.Key.AccountID, Model: r.Model()}, maxCalls: maxToolCalls(r.ChatRequest)}
 	if r.Stream {
 		l.streaming = true
@@ -278,7 +273,7 @@ func (r *Request) serverTools() Outcome {
 		return fail(perr, l.meta())
 	}
 	if hangup.Gone(r.ctx) {
-		return fail(apierr.New(499, "client closed the request"), nil)
+		return fail(apierr.ClientClosed(), nil)
 	}
 	return Outcome{Body: l.meta().Set(raw), Charged: true}
 }
@@ -316,24 +311,18 @@ func maxToolCalls(r *validate.ChatRequest) int {
 func (l *toolLoop) stream(ctx context.Context, w *bufio.Writer) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	tw := &pushWriter{w: w, alive: true, cancel: cancel, pl: l.pl, maxCalls: l.core.maxCallsPerTurn()}
+	tw := &pushWriter{w: w, alive: true, cancel: cancel, pl: l.req.pl, maxCalls: l.req.core.maxCallsPerTurn()}
 	l.tw = tw
-	// The first comment at once: the client knows the request is taken.
-	tw.write(keepAliveLine)
-	stop := make(chan struct{})
-	var ticking sync.WaitGroup
-	ticking.Add(1)
-	go tw.keepAlive(time.Duration(l.core.Config.KeepAlive), stop, &ticking)
+	tw.startKeepAlive(time.Duration(l.req.core.Config.KeepAlive))
 	raw, aerr := l.run(ctx)
-	close(stop)
-	ticking.Wait()
-	id := wire.Identity{GenID: l.genID, Model: l.req.Model()}
+	tw.stopKeepAlive()
+	id := wire.Identity{GenID: l.req.ID, Model: l.req.Model()}
 	if l.last != nil && l.last.Call != nil {
 		id = l.last.Identity()
-		id.GenID = l.genID
+		id.GenID = l.req.ID
 	}
 	if aerr != nil {
-		l.core.LogCause("/chat/completions (stream "+l.genID+")", aerr)
+		l.req.core.LogCause("/chat/completions (stream "+l.req.ID+")", aerr)
 		_ = tw.emit(ctx, id.ErrorChunk(aerr))
 		tw.write(sse.AppendEvent(nil, done))
 		return
@@ -354,7 +343,7 @@ func (l *toolLoop) stream(ctx context.Context, w *bufio.Writer) {
 func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 	turn := tools.First
 	for {
-		id := l.genID
+		id := l.req.ID
 		if l.turns > 0 {
 			id += "-" + strconv.Itoa(l.turns+1)
 		}
@@ -362,7 +351,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		if l.first != nil {
 			l.first = nil // sent before the stream opened
 		} else {
-			r, aerr = l.core.Dispatcher.Run(ctx, l.job(l.set.Body(l.body, turn), id))
+			r, aerr = l.req.core.Dispatcher.Run(ctx, l.job(l.set.Body(l.body, turn), id))
 		}
 		l.turns++
 		if aerr != nil {
@@ -376,14 +365,14 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		}
 		l.last = r
 		if l.turns == 1 {
-			r.AddFees(l.core.pluginFees(l.pl)...) // the pipeline ran once, before the first turn
+			r.AddFees(l.req.core.pluginFees(l.req.pl)...) // the pipeline ran once, before the first turn
 		}
 		var raw []byte
 		var u billing.Usage
 		var finish string
 		if l.tw != nil {
 			sid := r.Identity()
-			sid.GenID = l.genID
+			sid.GenID = l.req.ID
 			if raw, u, finish, aerr = l.tw.turn(ctx, l.req.newEvents(ctx, r, r.Call.Resp.Body, sid, nil), r, sid); aerr != nil {
 				if l.turns > 1 {
 					aerr = l.midLoop(aerr)
@@ -408,7 +397,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 			if aerr != nil {
 				return nil, aerr
 			}
-			l.spend.add(g)
+			l.req.spend.add(g)
 			r.Succeeded(0, int(u.CompletionTokens))
 			return l.answer(raw, r), nil
 		}
@@ -422,10 +411,10 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		if aerr != nil {
 			return nil, aerr
 		}
-		l.spend.add(g)
+		l.req.spend.add(g)
 		r.Succeeded(0, int(u.CompletionTokens))
 		if hangup.Gone(ctx) || ctx.Err() != nil {
-			return nil, apierr.New(499, "client closed the request")
+			return nil, apierr.ClientClosed()
 		}
 		l.body = appendTurn(l.body, msg, outs)
 		if l.stopped = l.stopWhy(finish, outs); l.stopped != "" {
@@ -441,7 +430,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 func (l *toolLoop) midLoop(e *apierr.Error) *apierr.Error {
 	out := *e
 	out.Message = fmt.Sprintf("the server-tool loop stopped at turn %d: %s (the %d turn(s) before it and their tool calls were charged: %s)",
-		l.turns, e.Message, l.turns-1, l.spend.total().USD())
+		l.turns, e.Message, l.turns-1, l.req.spend.total().USD())
 	return &out
 }
 
@@ -456,7 +445,7 @@ func (l *toolLoop) job(body []byte, id string) *dispatch.Job {
 	turn.Body, turn.Stream = body, stream
 	turn.PromptBound, turn.Images = tokenize.EstimatePrompt(body)
 	turn.PromptTokens = validate.EstimateTokens(len(gjson.GetBytes(body, "messages").Raw))
-	req := &Request{ChatRequest: &turn, Key: l.req.Key, core: l.core, group: l.req.group, pl: l.pl}
+	req := &Request{ChatRequest: &turn, Key: l.req.Key, core: l.req.core, group: l.req.group, pl: l.req.pl}
 	j := req.job(id)
 	if !stream {
 		j.Read = l.readTurn
@@ -475,7 +464,7 @@ func (l *toolLoop) readTurn(ctx context.Context, c *dispatch.Call) ([]byte, *api
 	}
 	n := 0
 	gjson.GetBytes(raw, "choices.0.message.tool_calls").ForEach(func(_, _ gjson.Result) bool { n++; return true })
-	if max := l.core.maxCallsPerTurn(); n > max {
+	if max := l.req.core.maxCallsPerTurn(); n > max {
 		e := tooManyCalls(c.Endpoint.Provider.Slug, strconv.Itoa(n), max)
 		e.Retryable = true
 		return nil, e
@@ -612,16 +601,16 @@ func (l *toolLoop) stopWhy(finish string, outs []tools.Outcome) string {
 			fired = int64(l.steps) >= c.Get("step_count").Int()
 		case "max_cost":
 			max, err := billing.ParseUSD(c.Get("max_cost_in_dollars").Raw)
-			fired = err == nil && l.spend.total() >= max
+			fired = err == nil && l.req.spend.total() >= max
 		case "has_tool_call":
 			name := c.Get("tool_name").Str
 			for _, o := range outs {
 				fired = fired || o.Name == name || o.Type == name || o.Type == validate.ServerToolPrefix+name
 			}
 		case "max_tokens_used":
-			l.spend.mu.Lock()
-			fired = l.spend.usage.TotalTokens() >= c.Get("max_tokens").Int()
-			l.spend.mu.Unlock()
+			l.req.spend.mu.Lock()
+			fired = l.req.spend.usage.TotalTokens() >= c.Get("max_tokens").Int()
+			l.req.spend.mu.Unlock()
 		case "finish_reason_is":
 			fired = finish == c.Get("reason").Str
 		}
@@ -641,9 +630,9 @@ func (l *toolLoop) stopWhy(finish string, outs []tools.Outcome) string {
 // the server-tool counts.
 func (l *toolLoop) answer(raw []byte, r *dispatch.Result) []byte {
 	id := r.Identity()
-	id.GenID = l.genID
+	id.GenID = l.req.ID
 	raw = wire.Completion(raw, id, "chat.completion")
-	sp := l.spend
+	sp := l.req.spend
 	sp.mu.Lock()
 	g := &billing.Generation{Usage: sp.usage, Cost: sp.cost, FailedCost: sp.failed, Charged: sp.charged + sp.subCharged,
 		Uncollected: sp.uncollected}
@@ -680,7 +669,7 @@ func (l *toolLoop) meta() *wire.Metadata {
 	} else {
 		m = l.req.pluginMeta()
 	}
-	stages := append([]map[string]any{}, l.pl.Stages...)
+	stages := append([]map[string]any{}, l.req.pl.Stages...)
 	calls := l.calls
 	if calls == nil {
 		calls = []map[string]any{}
@@ -691,7 +680,7 @@ func (l *toolLoop) meta() *wire.Metadata {
 	}
 	stages = append(stages, map[string]any{"type": "server_tools", "name": "server_tools", "summary": summary,
 		"data": map[string]any{"turns": l.turns, "calls": calls, "stopped_by": l.stopped, "max_tool_calls": l.maxCalls}})
-	stages = append(stages, l.spend.stages()...)
+	stages = append(stages, l.req.spend.stages()...)
 	m.Pipeline = stages
 	return m
 }

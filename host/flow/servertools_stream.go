@@ -43,6 +43,8 @@ type pushWriter struct {
 	// maxCalls is limits.max_tool_calls_per_turn: a turn with more tool
 	// calls fails as it is read.
 	maxCalls int
+	stop     chan struct{}  // ends the keep-alives (startKeepAlive)
+	ticking  sync.WaitGroup // the keep-alive goroutine
 }
 
 func (tw *pushWriter) write(b []byte) bool {
@@ -76,27 +78,42 @@ func (tw *pushWriter) emit(ctx context.Context, ch []byte) *apierr.Error {
 		f := tw.frame
 		tw.mu.Unlock()
 		if !tw.write(f) {
-			return apierr.New(499, "client closed the request")
+			return apierr.ClientClosed()
 		}
 	}
 	return nil
 }
 
-// keepAlive writes a comment every interval until stop is closed.
-func (tw *pushWriter) keepAlive(every time.Duration, stop <-chan struct{}, done *sync.WaitGroup) {
-	defer done.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			if !tw.write(keepAliveLine) {
+// startKeepAlive writes a keep-alive comment at once (the client knows the
+// request is taken) and then every interval, from a goroutine of its own,
+// until stopKeepAlive: while tools run or a plugin works, nothing else
+// writes.
+func (tw *pushWriter) startKeepAlive(every time.Duration) {
+	tw.write(keepAliveLine)
+	tw.stop = make(chan struct{})
+	tw.ticking.Add(1)
+	go func() {
+		defer tw.ticking.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-tw.stop:
 				return
+			case <-t.C:
+				if !tw.write(keepAliveLine) {
+					return
+				}
 			}
 		}
-	}
+	}()
+}
+
+// stopKeepAlive ends the keep-alives; when it returns, none is being
+// written.
+func (tw *pushWriter) stopKeepAlive() {
+	close(tw.stop)
+	tw.ticking.Wait()
 }
 
 // heldCall is a tool call assembled from a turn's deltas.
@@ -157,7 +174,7 @@ func (tw *pushWriter) turn(ctx context.Context, ev *Events, res *dispatch.Result
 		switch {
 		case err == io.EOF:
 		case errors.Is(err, errClientGone):
-			return fail(apierr.New(499, "client closed the request"))
+			return fail(apierr.ClientClosed())
 		case err != nil:
 			return fail(apierr.From(err))
 		}

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/dispatch"
-	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/wire"
@@ -56,11 +54,8 @@ var errClientGone = errors.New("client gone")
 // is read, translated by the adapter, accounted (billing, health) and
 // emitted through the post_chunk plugins; finish ends the stream, once.
 type Pump struct {
-	core *Core
 	r    *dispatch.Result
 	req  *Request // a reference of the pump's own, closed by end
-	pl   *pipeline.Pipeline
-	ctx  context.Context
 	id   wire.Identity
 	meta *wire.Metadata
 
@@ -96,7 +91,7 @@ type Pump struct {
 // newPump is the Pump of res for r, holding a reference to r.
 func (r *Request) newPump(res *dispatch.Result) *Pump {
 	r.Keep()
-	return &Pump{core: r.core, r: res, req: r, pl: r.pl, ctx: r.ctx, id: res.Identity(), meta: r.metadata(res)}
+	return &Pump{r: res, req: r, id: res.Identity(), meta: r.metadata(res)}
 }
 
 func (*Pump) sse() {}
@@ -190,7 +185,7 @@ func (p *Pump) push(w *pushWriter) {
 // p.out. The first call starts the stream, the last ends it.
 func (p *Pump) advance() {
 	if p.ev == nil {
-		p.ev = p.req.newEvents(p.ctx, p.r, upstreamReader{p}, p.id, &p.gone)
+		p.ev = p.req.newEvents(p.req.ctx, p.r, upstreamReader{p}, p.id, &p.gone)
 		if p.req.EchoUpstream {
 			p.emit(p.id.DebugChunk(p.r.Call.SentBody))
 		}
@@ -254,7 +249,7 @@ func (p *Pump) end() {
 	p.r.Call.Close()
 	p.req.Close()
 	// Last of all (after settlement): the request's metrics, span and log line.
-	telemetry.From(p.ctx).EndStream(p.text())
+	telemetry.From(p.req.ctx).EndStream(p.text())
 }
 
 // upstreamReader is the upstream body as the pump reads it. While a read
@@ -278,7 +273,7 @@ func (u upstreamReader) Read(b []byte) (int, error) {
 // means it went away: the upstream read is ended (closing the body is how
 // a read in progress is aborted), and the pump sees gone.
 func (p *Pump) startKeepAlive() {
-	every := time.Duration(p.core.Config.KeepAlive)
+	every := time.Duration(p.req.core.Config.KeepAlive)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.keep = time.AfterFunc(every, func() {
@@ -316,17 +311,17 @@ func (p *Pump) stopKeepAlive() {
 // Without post_chunk plugins ch goes out as it is: wire.ChunkStream made it
 // a chunk.
 func (p *Pump) emitThroughPlugins(ch []byte) error {
-	if !p.pl.HasChunkHooks() {
+	if !p.req.pl.HasChunkHooks() {
 		p.emit(ch)
 		return nil
 	}
-	out, err := p.pl.Chunk(p.ctx, bytes.Clone(ch)) // ch may alias the reader's buffer
+	out, err := p.req.pl.Chunk(p.req.ctx, bytes.Clone(ch)) // ch may alias the reader's buffer
 	if err != nil {
 		return err
 	}
 	for _, o := range out {
 		if !wire.IsChunk(o) {
-			p.core.Log.Warn("post_chunk plugin output dropped: not a chat completion chunk (a JSON object with a choices array of objects)",
+			p.req.core.Log.Warn("post_chunk plugin output dropped: not a chat completion chunk (a JSON object with a choices array of objects)",
 				"generation", p.id.GenID, "chunk", clip(o, 200))
 			continue
 		}
@@ -354,7 +349,7 @@ func (p *Pump) finish(err error) {
 		if final, aerr = p.r.Settle(final, usage, p.ev.finishReason); aerr == nil {
 			p.held = nil
 			final = p.req.spend.includeSubs(final) // chat sub-requests its plugins made
-			p.emit(p.meta.WithStages(p.req.spend.withStages(p.pl.Stages)).Set(final))
+			p.emit(p.meta.WithStages(p.req.spend.withStages(p.req.pl.Stages)).Set(final))
 			p.emit(done)
 			p.r.Succeeded(p.ev.ttft, int(usage.CompletionTokens))
 			return
@@ -362,7 +357,7 @@ func (p *Pump) finish(err error) {
 		err = aerr
 	}
 	e := apierr.From(err)
-	p.core.LogCause("/chat/completions (stream "+p.id.GenID+")", e)
+	p.req.core.LogCause("/chat/completions (stream "+p.id.GenID+")", e)
 	p.flushHeld()
 	p.emit(p.id.ErrorChunk(e))
 	// The client received what was generated before the failure, and pays

@@ -5,9 +5,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/dispatch"
-	"github.com/switchyard/switchyard/host/flow"
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/route"
@@ -35,7 +35,7 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	ctx, stopWatch := hangup.Watch(ctx, cancel, c.Context().Conn()) // a client that hangs up cancels the call
 	defer stopWatch.Stop()
 	r, aerr := s.Dispatcher.Run(ctx, &dispatch.Job{
-		Key: key, GenID: flow.NewGenerationID(), Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
+		Key: key, GenID: billing.NewID(), Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
 		Read: dispatch.ReadEmbeddings(req.Inputs, req.Base64),
 		Route: route.Request{Kind: catalog.KindEmbedding, Models: []string{req.Model}, Prefs: req.Prefs,
 			PromptTokens: req.PromptTokens, ContextTokens: req.LongestInput, AccountOnly: acct.Only, AccountIgnore: acct.Ignore},

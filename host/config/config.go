@@ -39,6 +39,11 @@ type Redis struct {
 	// unix:///path.sock); "" means no Redis. ${VAR} is expanded from the
 	// environment, so the password can stay out of the file.
 	URL string `yaml:"url"`
+	// Timeout bounds one Redis call on the request path, past which the
+	// instance decides alone (limits per instance, the session unpinned);
+	// default 250ms for the rate limiter and 100ms for sticky sessions.
+	// A Redis in another zone, or a loaded test machine, wants more.
+	Timeout Duration `yaml:"timeout"`
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -382,6 +387,9 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if u := c.Redis.URL; u != "" && !strings.HasPrefix(u, "${") && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://") {
 		return nil, fmt.Errorf("config: redis.url: want redis://host:port/db, rediss://… or unix://…, or ${VAR} to read it from the environment")
+	}
+	if c.Redis.Timeout < 0 {
+		return nil, fmt.Errorf("config: redis.timeout: want a duration such as 250ms (0 = the defaults), not a negative one")
 	}
 	switch c.Store.Driver {
 	case "", "bbolt":

@@ -60,10 +60,11 @@ func (g *Gateway) openRedis() error {
 	g.redisLimiter = ratelimit.NewRedis(c, ratelimit.RedisOptions{
 		// No request outlives timeouts.request: a slot held longer
 		// belongs to an instance that died.
-		Lease: time.Duration(g.Config.Timeouts.Request) + time.Minute,
-		Log:   g.log,
+		Lease:   time.Duration(g.Config.Timeouts.Request) + time.Minute,
+		Timeout: time.Duration(g.Config.Redis.Timeout),
+		Log:     g.log,
 	})
-	g.redisSessions = shared.New(c, shared.Options{Log: g.log})
+	g.redisSessions = shared.New(c, shared.Options{Timeout: time.Duration(g.Config.Redis.Timeout), Log: g.log})
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gatewaytest"
@@ -25,7 +26,13 @@ func twoInstances(t *testing.T, providers ...string) (*gatewaytest.Gateway, *gat
 	var gws [2]*gatewaytest.Gateway
 	for i := range gws {
 		g, err := gatewaytest.Start(gatewaytest.Options{Providers: providers, Quiet: true,
-			Mutate: func(c *config.Config) { c.Redis.URL, c.Metrics.Listen = srv.URL, "127.0.0.1:0" }})
+			Mutate: func(c *config.Config) {
+				c.Redis.URL, c.Metrics.Listen = srv.URL, "127.0.0.1:0"
+				// The default 250 ms per call is for production; under
+				// -race on a loaded machine a script can take longer, and
+				// the limiter would then (as designed) limit per instance.
+				c.Redis.Timeout = config.Duration(10 * time.Second)
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}

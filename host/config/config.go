@@ -157,6 +157,9 @@ type Modules struct {
 	// addresses (an intranet page, a local search engine). Everything else
 	// stays behind the SSRF guard.
 	PrivateHosts []string `yaml:"private_hosts"`
+	// PrivateHostAccounts are the accounts whose own modules may reach
+	// PrivateHosts as well; by default only the gateway-wide modules may.
+	PrivateHostAccounts []string `yaml:"private_host_accounts"`
 	// TenantSecrets names the secrets modules published by accounts may
 	// use (none by default: only the operator's modules get secrets).
 	TenantSecrets []string `yaml:"tenant_secrets"`

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // TestUpstreamRestartNo502 (issue 31, item 7): a plain-HTTP provider that
@@ -307,5 +309,54 @@ func TestPluginSubRequestRunsOwnAccountPlugin(t *testing.T) {
 	st, body := postAs(t, g, key, promptWith("hello", `[{"id":"testplugin","mode":"subchat","sub":[{"id":"testplugin","mode":"respond"}]}]`))
 	if st != 200 || body.Get("choices.0.message.content").Str != "sub-request 200: answered by testplugin" {
 		t.Fatalf("%d %s", st, body.Raw)
+	}
+}
+
+// TestTenantPluginNotToPrivateHosts (issue 31, item 6): the operator's
+// modules.private_hosts are for the gateway's own modules. A tenant's
+// plugin that grants itself every domain ("*") is refused there, before
+// any byte reaches the host; the same binary published gateway-wide
+// reaches it.
+func TestTenantPluginNotToPrivateHosts(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		// The alpha upstream stands for an intranet host the operator
+		// opened to its own modules.
+		for _, p := range c.Providers {
+			if p.Slug == "alpha" {
+				u, _ := url.Parse(p.BaseURL)
+				c.Modules.PrivateHosts = []string{u.Host}
+			}
+		}
+	}})
+	if len(g.Config.Modules.PrivateHosts) != 1 {
+		t.Fatalf("private hosts %v", g.Config.Modules.PrivateHosts)
+	}
+	wasmPath, mf := testPlugin(t)
+	mf, _ = sjson.Set(mf, "grants.http_domains", []string{"*"})
+	target := g.UpstreamURL["alpha"] + "/models"
+	fetch := func(key string) string {
+		t.Helper()
+		status, body := postAs(t, g, key, promptWith("x", `[{"id":"testplugin","mode":"fetch","url":"`+target+`"}]`))
+		if status != 200 {
+			t.Fatalf("%d %s", status, body.Raw)
+		}
+		return body.Get("choices.0.message.content").Str
+	}
+	_, tenantKey := newAccount(t, g, "intruder", 1_000_000_000_000)
+	if resp, body := publish(t, g, tenantKey, wasmPath, mf, "account", true); resp.StatusCode != 201 {
+		t.Fatalf("tenant publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	before := g.Upstreams["alpha"].Count()
+	if got := fetch(tenantKey); !strings.HasPrefix(got, "fetch denied") {
+		t.Fatalf("a tenant's plugin reached the operator's private host: %q", got)
+	}
+	if n := g.Upstreams["alpha"].Count() - before; n != 0 {
+		t.Fatalf("the private host saw %d requests from a tenant's plugin", n)
+	}
+	if resp, body := publish(t, g, g.Key, wasmPath, mf, "global", true); resp.StatusCode != 201 {
+		t.Fatalf("gateway publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	if got := fetch(g.Key); !strings.HasPrefix(got, "fetched 200: ") {
+		t.Fatalf("the gateway's own plugin was refused its private host: %q", got)
 	}
 }

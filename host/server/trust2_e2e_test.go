@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -359,4 +360,67 @@ func TestTenantPluginNotToPrivateHosts(t *testing.T) {
 	if got := fetch(g.Key); !strings.HasPrefix(got, "fetched 200: ") {
 		t.Fatalf("the gateway's own plugin was refused its private host: %q", got)
 	}
+}
+
+// TestTenantModuleQuotaAndDelete (issue 31, item 2): an account publishes
+// within a quota of module names, versions per module and bytes, and can
+// delete what it no longer needs (a version that is not active, or a whole
+// module, which then stops running) to make room; another account cannot
+// touch its modules.
+func TestTenantModuleQuotaAndDelete(t *testing.T) {
+	wasmPath, mf := testPlugin(t)
+	fi, err := os.Stat(wasmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.TenantModules.MaxModules, c.TenantModules.MaxVersionsPerModule = 2, 2
+		c.TenantModules.MaxBytes = 3*fi.Size() + fi.Size()/2 // three binaries
+	}})
+	_, key := newAccount(t, g, "publisher", 1_000_000_000_000)
+	_, other := newAccount(t, g, "neighbour", 1_000_000_000_000)
+	version := func(name, v string) string {
+		m := strings.Replace(mf, `"version": "1.0.0"`, `"version": "`+v+`"`, 1)
+		return strings.Replace(m, `"name": "testplugin"`, `"name": "`+name+`"`, 1)
+	}
+	pub := func(name, v string, activate bool, want int, msg string) {
+		t.Helper()
+		resp, body := publish(t, g, key, wasmPath, version(name, v), "account", activate)
+		if resp.StatusCode != want || !strings.Contains(body.Get("error.message").Str, msg) {
+			t.Fatalf("publish %s@%s: %d %s; want %d %q", name, v, resp.StatusCode, body.Raw, want, msg)
+		}
+	}
+	del := func(k, path string, want int, msg string) {
+		t.Helper()
+		resp, b, err := g.Request(http.MethodDelete, path, "", "Authorization", "Bearer "+k)
+		if err != nil || resp.StatusCode != want || !strings.Contains(gjson.GetBytes(b, "error.message").Str, msg) {
+			t.Fatalf("DELETE %s: %v %d %s; want %d %q", path, err, resp.StatusCode, b, want, msg)
+		}
+	}
+	pub("testplugin", "1.0.0", true, 201, "")
+	pub("testplugin", "1.0.1", false, 201, "")
+	pub("testplugin", "1.0.2", false, 403, "keeps 2 versions of module testplugin, its quota")
+	pub("second", "1.0.0", false, 201, "")
+	pub("third", "1.0.0", false, 403, "keeps 2 modules, its quota")
+	pub("second", "1.0.1", false, 403, "past its quota of") // a fourth binary: bytes
+
+	del(other, "/modules/testplugin/versions/1.0.1", 404, "not published")
+	del(key, "/modules/testplugin/versions/1.0.0", 409, "is the active version")
+	del(key, "/modules/testplugin/versions/1.0.1", 200, "")
+	pub("testplugin", "1.0.2", false, 201, "")
+
+	plugin := promptWith("x", `[{"id":"testplugin","mode":"respond"}]`)
+	if status, body := postAs(t, g, key, plugin); status != 200 {
+		t.Fatalf("the active plugin: %d %s", status, body.Raw)
+	}
+	del(other, "/modules/testplugin", 404, "not published")
+	del(key, "/modules/testplugin", 200, "")
+	if status, body := postAs(t, g, key, plugin); status == 200 {
+		t.Fatalf("a deleted plugin still runs: %s", body.Raw)
+	}
+	_, b, _ := g.Request(http.MethodGet, "/modules", "", "Authorization", "Bearer "+key)
+	if names := gjson.GetBytes(b, "data.#.name").Raw; strings.Contains(names, "testplugin") || !strings.Contains(names, "second") {
+		t.Fatalf("modules after the delete: %s", names)
+	}
+	pub("third", "1.0.0", false, 201, "")
 }

@@ -189,6 +189,10 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	ecfg.Natives = native.Hooks()
 	tm, ml := cfg.TenantModules, cfg.ModuleLogs
 	ecfg.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute}
+	// The gateway's own modules are metered against the calling account's
+	// module time (tenant_modules.cpu_ms_per_minute), the operator's
+	// requests excepted.
+	ecfg.Unmetered = func(account string) bool { return account == g.Keys.OperatorAccount() }
 	ecfg.Logs = wasm.LogLimits{BytesPerCall: ml.BytesPerCall, LinesPerCall: ml.LinesPerCall, BytesPerMinute: ml.BytesPerMinute, LinesPerMinute: ml.LinesPerMinute}
 	g.Engine = wasm.NewEngine(ecfg)
 	g.closers = append(g.closers, func() { _ = g.Engine.Close(ctx) })

@@ -424,3 +424,42 @@ func TestTenantModuleQuotaAndDelete(t *testing.T) {
 	}
 	pub("third", "1.0.0", false, 201, "")
 }
+
+// TestGatewayPluginsMeteredPerAccount (issue 31, item 1): a call of one of
+// the gateway's own plugins draws on the calling account's module time,
+// the budget its own plugins have, and a call that fails (here: past its
+// time limit) counts too. Before, a tenant could make a gateway-wide plugin
+// work for as long as it liked for nothing. Other accounts keep theirs; the
+// operator's requests are not metered.
+func TestGatewayPluginsMeteredPerAccount(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		// 10 ms a second: one spin of a second leaves the budget
+		// negative for the rest of the test.
+		c.TenantModules.CPUMsPerMinute = 600
+	}})
+	wasmPath, mf := testPlugin(t)
+	if resp, body := publish(t, g, g.Key, wasmPath, mf, "global", true); resp.StatusCode != 201 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	_, attacker := newAccount(t, g, "spinner", 1_000_000_000_000)
+	_, other := newAccount(t, g, "bystander", 1_000_000_000_000)
+	spin := promptWith("x", `[{"id":"testplugin","mode":"spin"}]`)
+	respond := promptWith("x", `[{"id":"testplugin","mode":"respond"}]`)
+	if status, body := postAs(t, g, attacker, spin); status != 502 || !strings.Contains(body.Get("error.message").Str, "exceeded its time limit") {
+		t.Fatalf("first spin: %d %s", status, body.Raw)
+	}
+	for _, body := range []string{spin, respond} {
+		status, b := postAs(t, g, attacker, body)
+		if status != 429 || !strings.Contains(b.Get("error.message").Str, "used their module time") {
+			t.Fatalf("after a failed second of the gateway's plugin: %d %s, want the account's module time spent", status, b.Raw)
+		}
+	}
+	if status, b := postAs(t, g, other, respond); status != 200 {
+		t.Fatalf("another account: %d %s", status, b.Raw)
+	}
+	for range 2 {
+		if status, b := postAs(t, g, g.Key, spin); status != 502 {
+			t.Fatalf("the operator's spin: %d %s, want the plugin's own time limit (502), not a budget", status, b.Raw)
+		}
+	}
+}

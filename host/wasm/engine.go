@@ -83,6 +83,10 @@ type Config struct {
 	// operator's key to a server of the tenant's choosing).
 	Secrets       map[string]string
 	TenantSecrets []string
+	// Unmetered reports the accounts whose requests' calls of the
+	// gateway's own modules are not metered against a module-time budget
+	// (the operator's); nil meters every account.
+	Unmetered func(account string) bool
 }
 
 // clone is c with its own copies of the maps and slices the caller could

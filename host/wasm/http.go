@@ -217,6 +217,7 @@ func (e *Engine) hostHTTPRequest(ctx context.Context, m api.Module, ptr, n uint3
 	if in == nil {
 		return abi.HTTPFailed
 	}
+	defer waitedSince(ctx, time.Now()) // the network: not module time
 	var code int64
 	in.pending, code = e.httpCall(ctx, in.owner, m, ptr, n)
 	return code

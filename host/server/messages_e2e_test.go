@@ -3,10 +3,14 @@ package server_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
@@ -272,5 +276,66 @@ func TestMessagesChargesAsChat(t *testing.T) {
 	}
 	if body.Get("usage.input_tokens").Int() != chat.Get("usage.prompt_tokens").Int() || body.Get("usage.output_tokens").Int() != chat.Get("usage.completion_tokens").Int() {
 		t.Fatalf("usage %s vs %s", body.Get("usage").Raw, chat.Get("usage").Raw)
+	}
+}
+
+// A stream the gateway pushes (a fusion's: keep-alives while its panel
+// works, then the answer) is translated through messages.Writer.
+func TestMessagesPushedStream(t *testing.T) {
+	g := startFusion(t, 0)
+	resp, events := messagesEvents(t, g, `{"model":"test/sage","max_tokens":500,"stream":true,"plugins":[{"id":"fusion","tools":[]}],
+		"messages":[{"role":"user","content":"Is Pluto a planet?"}]}`)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Generation-Id") == "" {
+		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	}
+	var text strings.Builder
+	var rest []string
+	pieces := 0
+	for _, e := range events {
+		switch e[0] {
+		case "ping": // the keep-alives while the panel works
+		case "content_block_delta":
+			text.WriteString(gjson.Get(e[1], "delta.text").Str)
+			pieces++
+		default:
+			rest = append(rest, e[0])
+		}
+	}
+	if want := "message_start content_block_start content_block_stop message_delta message_stop"; strings.Join(rest, " ") != want || pieces < 2 {
+		t.Fatalf("events %v", events)
+	}
+	if !strings.Contains(text.String(), "answering as echo-judge. You said: Is Pluto a planet?") {
+		t.Fatalf("text %q", text.String())
+	}
+	if u := gjson.Get(events[len(events)-2][1], "usage"); u.Get("output_tokens").Int() == 0 {
+		t.Fatalf("message_delta %s", events[len(events)-2][1])
+	}
+}
+
+// A stream the upstream cuts off ends with an error event; keep-alives
+// while it is quiet are SSE comments between events.
+func TestMessagesStreamCutAndKeepAlive(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.KeepAlive = config.Duration(10 * time.Millisecond)
+	}})
+	g.Upstreams["alpha"].SetFaults(demo.Faults{ChunkDelay: 40 * time.Millisecond, CutAfter: 3})
+	req, _ := http.NewRequest("POST", g.URL+"/messages", strings.NewReader(`{"model":"test/chat","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"one two three four five six"}]}`))
+	req.Header.Set("x-api-key", g.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	if !strings.Contains(s, "\n: SWITCHYARD PROCESSING\n") {
+		t.Fatalf("no keep-alive comment in %q", s)
+	}
+	last := s[strings.LastIndex(s, "event: "):]
+	if !strings.HasPrefix(last, "event: error\ndata: ") || gjson.Get(strings.SplitN(last, "data: ", 2)[1], "error.type").Str == "" || strings.Contains(s, "message_stop") {
+		t.Fatalf("stream ends %q", last)
 	}
 }

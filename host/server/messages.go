@@ -116,6 +116,13 @@ func (s *Server) countTokens(c *fiber.Ctx) error {
 	if aerr != nil {
 		return s.refused(c, aerr)
 	}
+	// A count is a request like any other for the key's rate limits: a
+	// flood of counts is not free.
+	adm, aerr := s.admit(c, c.Locals(localsKey).(*keys.Key), 0)
+	if aerr != nil {
+		return aerr
+	}
+	defer adm.End()
 	n, _, err := tokenize.CountChatPrompt(vr.Model(), vr.Body)
 	if err != nil {
 		return apierr.Wrap(http.StatusInternalServerError, err, "counting tokens")

@@ -107,6 +107,31 @@ func TestToChat(t *testing.T) {
 			want: `{"model":"test/chat","max_tokens":100,"reasoning":{"enabled":true},"models":["test/chat","test/other"],"provider":{"order":["alpha"]},"session_id":"s-1",
 				"messages":[{"role":"user","content":"hi"}]}`,
 		},
+		{
+			// What Claude Code 2.1.332 sends (recorded on loopback,
+			// /work/shared/design/front-doors.md): adaptive thinking with
+			// output_config.effort, and its environment as a system
+			// message after the user's.
+			name:   "Claude Code: system message in the conversation, effort",
+			source: "https://docs.claude.com/en/docs/build-with-claude/effort",
+			in: `{"model":"test/chat","max_tokens":32000,"thinking":{"type":"adaptive"},"output_config":{"effort":"high"},
+				"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},"metadata":{"user_id":"{\"session_id\":\"s\"}"},
+				"system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1.332"},{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}}],
+				"messages":[{"role":"user","content":[{"type":"text","text":"<system-reminder>\nbe careful\n</system-reminder>\n"},{"type":"text","text":"please call:Bash now"}]},
+				{"role":"system","content":[{"type":"text","text":"# Environment"}]}]}`,
+			want: `{"model":"test/chat","max_tokens":32000,"reasoning":{"enabled":true,"effort":"high"},"user":"{\"session_id\":\"s\"}",
+				"messages":[{"role":"system","content":"x-anthropic-billing-header: cc_version=2.1.332\n\nYou are Claude Code."},
+				{"role":"user","content":[{"type":"text","text":"<system-reminder>\nbe careful\n</system-reminder>\n"},{"type":"text","text":"please call:Bash now"}]},
+				{"role":"system","content":"# Environment"}]}`,
+		},
+		{
+			name:   "structured output",
+			source: "https://docs.claude.com/en/docs/build-with-claude/structured-outputs",
+			in: `{"model":"test/chat","max_tokens":1024,"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}}},
+				"messages":[{"role":"user","content":"Extract the name: John Smith"}]}`,
+			want: `{"model":"test/chat","max_tokens":1024,"response_format":{"type":"json_schema","json_schema":{"name":"output","strict":true,"schema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}}},
+				"messages":[{"role":"user","content":"Extract the name: John Smith"}]}`,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, aerr := ToChat([]byte(tc.in))
@@ -147,7 +172,11 @@ func TestToChatRefuses(t *testing.T) {
 		{"max_tokens zero", `{"model":"m","max_tokens":0,` + msgs + `}`, "max_tokens"},
 		{"max_tokens fraction", `{"model":"m","max_tokens":1.5,` + msgs + `}`, "max_tokens"},
 		{"unknown field", `{"model":"m","max_tokens":1,"frobnicate":true,` + msgs + `}`, "frobnicate"},
-		{"system role in messages", `{"model":"m","max_tokens":1,"messages":[{"role":"system","content":"x"}]}`, "role"},
+		{"developer role", `{"model":"m","max_tokens":1,"messages":[{"role":"developer","content":"x"}]}`, "role"},
+		{"system message with an image", `{"model":"m","max_tokens":1,"messages":[{"role":"system","content":[{"type":"image","source":{"type":"url","url":"u"}}]}]}`, "system"},
+		{"effort", `{"model":"m","max_tokens":1,"output_config":{"effort":"extreme"},` + msgs + `}`, "effort"},
+		{"output_config member", `{"model":"m","max_tokens":1,"output_config":{"verbosity":"low"},` + msgs + `}`, "verbosity"},
+		{"output format", `{"model":"m","max_tokens":1,"output_config":{"format":{"type":"text"}},` + msgs + `}`, "format"},
 		{"unknown block", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document"}]}]}`, "document"},
 		{"tool_use from the user", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_use","id":"t","name":"n","input":{}}]}]}`, "tool_use"},
 		{"tool_result from the assistant", `{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"t"}]}]}`, "tool_result"},

@@ -62,7 +62,8 @@ type chatBody struct {
 	Tools             []chatTool              `json:"tools,omitempty"`
 	ToolChoice        json.RawMessage         `json:"tool_choice,omitempty"`
 	ParallelToolCalls *bool                   `json:"parallel_tool_calls,omitempty"`
-	Reasoning         json.RawMessage         `json:"reasoning,omitempty"`
+	Reasoning         map[string]any          `json:"reasoning,omitempty"`
+	ResponseFormat    json.RawMessage         `json:"response_format,omitempty"`
 	Extra             map[string]gjson.Result `json:"-"`
 }
 
@@ -199,7 +200,9 @@ func toChat(body []byte, count bool) (*Request, *apierr.Error) {
 			hasChoice = true
 			cb.ToolChoice, disableParallel, aerr = toolChoice(v)
 		case "thinking":
-			cb.Reasoning, aerr = thinking(v)
+			aerr = thinking(&cb, v)
+		case "output_config":
+			aerr = outputConfig(&cb, v)
 		default:
 			switch {
 			case passThrough[key]:
@@ -227,7 +230,7 @@ func toChat(body []byte, count bool) (*Request, *apierr.Error) {
 		cb.ParallelToolCalls = &f
 	}
 	if cb.Reasoning != nil && cb.Extra["reasoning"].Exists() {
-		return nil, bad("reasoning", "give either thinking or reasoning, not both")
+		return nil, bad("reasoning", "give either thinking (and output_config.effort) or reasoning, not both")
 	}
 	if count {
 		cb.Stream, cb.MaxTokens = false, nil
@@ -297,8 +300,19 @@ func messages(v gjson.Result) ([]chatMessage, *apierr.Error) {
 		at := fmt.Sprintf("messages[%d]", i)
 		i++
 		role := m.Get("role")
+		if role.Str == "system" {
+			// A system message inside the conversation (Claude Code sends
+			// its environment so): a chat system message where it stands.
+			var ms []chatMessage
+			ms, aerr = systemPrompt(m.Get("content"))
+			if aerr != nil {
+				aerr = bad(at+".content", "a system message holds a string or text blocks")
+			}
+			out = append(out, ms...)
+			return aerr == nil
+		}
 		if role.Str != "user" && role.Str != "assistant" {
-			aerr = bad(at+".role", `must be "user" or "assistant"`)
+			aerr = bad(at+".role", `must be "user", "assistant" or "system"`)
 			return false
 		}
 		var ms []chatMessage
@@ -554,23 +568,73 @@ func toolChoice(v gjson.Result) (json.RawMessage, bool, *apierr.Error) {
 // thinking maps extended thinking onto the gateway's reasoning: a budget
 // is reasoning.max_tokens, adaptive lets the model decide (enabled, no
 // budget), disabled turns it off.
-func thinking(v gjson.Result) (json.RawMessage, *apierr.Error) {
+func thinking(cb *chatBody, v gjson.Result) *apierr.Error {
 	if !v.IsObject() {
-		return nil, bad("thinking", "must be an object")
+		return bad("thinking", "must be an object")
 	}
 	switch v.Get("type").Str {
 	case "enabled":
 		b := v.Get("budget_tokens")
 		if b.Type != gjson.Number || b.Int() < 1 {
-			return nil, bad("thinking.budget_tokens", "must be a positive integer")
+			return bad("thinking.budget_tokens", "must be a positive integer")
 		}
-		return json.RawMessage(fmt.Sprintf(`{"max_tokens":%d}`, b.Int())), nil
+		cb.reasoning()["max_tokens"] = b.Int()
 	case "adaptive":
-		return json.RawMessage(`{"enabled":true}`), nil
+		cb.reasoning()["enabled"] = true
 	case "disabled":
-		return nil, nil
+	default:
+		return bad("thinking.type", `must be "enabled", "adaptive" or "disabled"`)
 	}
-	return nil, bad("thinking.type", `must be "enabled", "adaptive" or "disabled"`)
+	return nil
+}
+
+// efforts are the effort levels output_config.effort may name, those the
+// gateway's reasoning.effort takes.
+var efforts = map[string]bool{"minimal": true, "low": true, "medium": true, "high": true, "xhigh": true, "max": true}
+
+// outputConfig maps output_config: effort is reasoning.effort, a
+// json_schema format is the chat response_format.
+func outputConfig(cb *chatBody, v gjson.Result) *apierr.Error {
+	if !v.IsObject() {
+		return bad("output_config", "must be an object")
+	}
+	var aerr *apierr.Error
+	v.ForEach(func(k, x gjson.Result) bool {
+		switch k.Str {
+		case "effort":
+			if x.Type == gjson.Null {
+				break
+			}
+			if !efforts[x.Str] {
+				aerr = bad("output_config.effort", `must be "low", "medium", "high" or "max"`)
+				break
+			}
+			cb.reasoning()["effort"] = x.Str
+		case "format":
+			if x.Type == gjson.Null {
+				break
+			}
+			schema := x.Get("schema")
+			if x.Get("type").Str != "json_schema" || !schema.IsObject() {
+				aerr = bad("output_config.format", `must be {"type":"json_schema","schema":{…}}`)
+				break
+			}
+			cb.ResponseFormat, _ = json.Marshal(map[string]any{"type": "json_schema",
+				"json_schema": map[string]any{"name": "output", "strict": true, "schema": json.RawMessage(schema.Raw)}})
+		default:
+			aerr = bad("output_config."+k.Str, "unknown field")
+		}
+		return aerr == nil
+	})
+	return aerr
+}
+
+// reasoning is the chat request's reasoning object, made on first use.
+func (cb *chatBody) reasoning() map[string]any {
+	if cb.Reasoning == nil {
+		cb.Reasoning = map[string]any{}
+	}
+	return cb.Reasoning
 }
 
 func jsonString(s string) json.RawMessage {

@@ -148,6 +148,17 @@ func TestToChat(t *testing.T) {
 	}
 }
 
+// models alone names the models, as on chat.
+func TestToChatModelsWithoutModel(t *testing.T) {
+	r, aerr := ToChat([]byte(`{"models":["test/a","test/b"],"max_tokens":5,"messages":[{"role":"user","content":"hi"}],"session_id":"s","plugins":[]}`))
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	if want := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"models":["test/a","test/b"],"plugins":[],"session_id":"s"}`; string(r.Chat) != want {
+		t.Fatalf("got  %s\nwant %s", r.Chat, want)
+	}
+}
+
 func TestToChatCountNeedsNoMaxTokens(t *testing.T) {
 	r, aerr := ToChatCount([]byte(`{"model":"test/chat","stream":true,"messages":[{"role":"user","content":"Hello, world"}]}`))
 	if aerr != nil {

@@ -13,7 +13,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/switchyard/switchyard/host/apierr"
@@ -49,7 +51,7 @@ var ignored = map[string]bool{
 
 // chatBody is the chat request built; absent members are omitted.
 type chatBody struct {
-	Model             string                  `json:"model"`
+	Model             string                  `json:"model,omitempty"` // absent: models names them
 	Messages          []chatMessage           `json:"messages"`
 	MaxTokens         *int64                  `json:"max_tokens,omitempty"`
 	Stream            bool                    `json:"stream,omitempty"`
@@ -244,12 +246,13 @@ func toChat(body []byte, count bool) (*Request, *apierr.Error) {
 	if err != nil {
 		return nil, apierr.Wrap(http.StatusInternalServerError, err, "translating the Messages request")
 	}
-	// The gateway's own fields go in as the client wrote them.
+	// The gateway's own fields go in as the client wrote them, in a
+	// fixed order (the same request, the same body).
 	if len(cb.Extra) > 0 {
 		out = out[:len(out)-1]
-		for k, v := range cb.Extra {
+		for _, k := range slices.Sorted(maps.Keys(cb.Extra)) {
 			kb, _ := json.Marshal(k)
-			out = append(append(append(append(out, ','), kb...), ':'), v.Raw...)
+			out = append(append(append(append(out, ','), kb...), ':'), cb.Extra[k].Raw...)
 		}
 		out = append(out, '}')
 	}

@@ -339,3 +339,44 @@ func TestMessagesStreamCutAndKeepAlive(t *testing.T) {
 		t.Fatalf("stream ends %q", last)
 	}
 }
+
+// The gateway's own fields (models, provider) route a Messages request as
+// they route a chat request: a provider that fails falls back to the next,
+// and the failure of all is a 502 in Anthropic's envelope.
+func TestMessagesRoutingFields(t *testing.T) {
+	g := start(t, gatewaytest.Options{Providers: []string{"alpha", "beta"}})
+	g.Upstreams["alpha"].SetFaults(demo.Faults{Status: 500})
+	body := `{"models":["test/chat"],"provider":{"order":["alpha","beta"]},"max_tokens":50,"messages":[{"role":"user","content":"route me"}]}`
+	resp, msg := post(t, g, "/messages", body, anthropicHeaders(g.Key)...)
+	if resp.StatusCode != 200 || !strings.Contains(msg.Get("content.0.text").Str, "route me") {
+		t.Fatalf("%d %s", resp.StatusCode, msg.Raw)
+	}
+	if gen := generation(t, g, g.Key, resp.Header.Get("X-Generation-Id")); gen.Get("provider_name").Str != "beta" {
+		t.Fatalf("generation %s", gen.Raw)
+	}
+	g.Upstreams["beta"].SetFaults(demo.Faults{Status: 500})
+	resp, msg = post(t, g, "/messages", body, anthropicHeaders(g.Key)...)
+	if resp.StatusCode != 502 || msg.Get("type").Str != "error" || msg.Get("error.type").Str != "api_error" {
+		t.Fatalf("%d %s", resp.StatusCode, msg.Raw)
+	}
+}
+
+// Messages requests and counts are held to the key's rate limits as chat
+// requests are; the refusal is a 429 rate_limit_error with Retry-After.
+func TestMessagesRateLimited(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	key := limitedKey(t, g, "rpm2", `{"requests_per_minute":2}`)
+	msg := `{"model":"test/chat","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	for i, path := range []string{"/messages", "/messages/count_tokens", "/messages"} {
+		resp, body := post(t, g, path, msg, anthropicHeaders(key)...)
+		if i < 2 {
+			if resp.StatusCode != 200 {
+				t.Fatalf("request %d: %d %s", i+1, resp.StatusCode, body.Raw)
+			}
+			continue
+		}
+		if resp.StatusCode != 429 || body.Get("error.type").Str != "rate_limit_error" || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("request %d: %d %v %s", i+1, resp.StatusCode, resp.Header, body.Raw)
+		}
+	}
+}

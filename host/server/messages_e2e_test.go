@@ -380,3 +380,27 @@ func TestMessagesRateLimited(t *testing.T) {
 		}
 	}
 }
+
+// Over a provider that speaks Anthropic's Messages itself (the anthropic
+// adapter): the request goes Messages → chat → Messages and back, the
+// tool_use id and input unchanged both-ways.
+func TestMessagesOverAnthropicProvider(t *testing.T) {
+	g, anth := startAnthropic(t)
+	ask := `{"role":"user","content":"please call:lookup args:{\"q\":\"both-ways\"}"}`
+	resp, body := post(t, g, "/messages", `{"model":"test/claude","max_tokens":200,`+messagesTools+`,"messages":[`+ask+`]}`, anthropicHeaders(g.Key)...)
+	use := body.Get(`content.#(type=="tool_use")`)
+	if resp.StatusCode != 200 || body.Get("stop_reason").Str != "tool_use" || use.Get("input.q").Str != "both-ways" {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	id := use.Get("id").Str
+	resp, body = post(t, g, "/messages", fmt.Sprintf(`{"model":"test/claude","max_tokens":200,%s,"messages":[%s,
+		{"role":"assistant","content":[{"type":"tool_use","id":%q,"name":"lookup","input":{"q":"both-ways"}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"found it"}]}]}`, messagesTools, ask, id, id), anthropicHeaders(g.Key)...)
+	if resp.StatusCode != 200 || !strings.Contains(body.Get("content.0.text").Str, "found it") {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	sent := gjson.ParseBytes(anth.Last().Body)
+	if sent.Get("messages.1.content.0.id").Str != id || sent.Get("messages.2.content.0.tool_use_id").Str != id || sent.Get("messages.1.content.0.input.q").Str != "both-ways" {
+		t.Fatalf("sent upstream %s", sent.Get("messages").Raw)
+	}
+}

@@ -90,6 +90,18 @@ func TestToChat(t *testing.T) {
 				{"type":"text","text":"Describe this image."}]}]}`,
 		},
 		{
+			name:   "documents: a base64 PDF and a plain-text document",
+			source: "https://docs.claude.com/en/docs/build-with-claude/pdf-support",
+			in: `{"model":"test/chat","max_tokens":1024,"messages":[{"role":"user","content":[
+				{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQ="}},
+				{"type":"document","title":"Notes","source":{"type":"text","media_type":"text/plain","data":"The grass is green."},"citations":{"enabled":true}},
+				{"type":"text","text":"Summarise them."}]}]}`,
+			want: `{"model":"test/chat","max_tokens":1024,"messages":[{"role":"user","content":[
+				{"type":"file","file":{"filename":"document.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjQ="}},
+				{"type":"text","text":"Notes\n\nThe grass is green."},
+				{"type":"text","text":"Summarise them."}]}]}`,
+		},
+		{
 			name:   "extended thinking; earlier thinking blocks dropped",
 			source: "https://docs.claude.com/en/docs/build-with-claude/extended-thinking",
 			in: `{"model":"test/chat","max_tokens":16000,"thinking":{"type":"enabled","budget_tokens":10000},"stream":true,
@@ -188,7 +200,9 @@ func TestToChatRefuses(t *testing.T) {
 		{"effort", `{"model":"m","max_tokens":1,"output_config":{"effort":"extreme"},` + msgs + `}`, "effort"},
 		{"output_config member", `{"model":"m","max_tokens":1,"output_config":{"verbosity":"low"},` + msgs + `}`, "verbosity"},
 		{"output format", `{"model":"m","max_tokens":1,"output_config":{"format":{"type":"text"}},` + msgs + `}`, "format"},
-		{"unknown block", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document"}]}]}`, "document"},
+		{"unknown block", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"search_result"}]}]}`, "search_result"},
+		{"document by url", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"url","url":"https://x/a.pdf"}}]}]}`, "source.type"},
+		{"base64 document not a PDF", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"text/csv","data":"YQ=="}}]}]}`, "PDF"},
 		{"tool_use from the user", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_use","id":"t","name":"n","input":{}}]}]}`, "tool_use"},
 		{"tool_result from the assistant", `{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"t"}]}]}`, "tool_result"},
 		{"tool_use input not an object", `{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":[1]}]}]}`, "input"},

@@ -98,6 +98,12 @@ type part struct {
 	Type     string    `json:"type"`
 	Text     *string   `json:"text,omitempty"`
 	ImageURL *imageURL `json:"image_url,omitempty"`
+	File     *file     `json:"file,omitempty"`
+}
+
+type file struct {
+	Filename string `json:"filename"`
+	FileData string `json:"file_data"`
 }
 
 type imageURL struct {
@@ -359,6 +365,14 @@ func turn(at, role string, c gjson.Result) ([]chatMessage, *apierr.Error) {
 			var p part
 			p, aerr = image(bat, b.Get("source"))
 			parts = append(parts, p)
+		case "document":
+			if role != "user" {
+				aerr = bad(bat, "document blocks are only allowed in user messages")
+				return false
+			}
+			var p part
+			p, aerr = document(bat, b)
+			parts = append(parts, p)
 		case "tool_use":
 			if role != "assistant" {
 				aerr = bad(bat, "tool_use blocks are only allowed in assistant messages")
@@ -456,6 +470,37 @@ func image(at string, src gjson.Result) (part, *apierr.Error) {
 	return part{}, bad(at+".source.type", `must be "base64" or "url"`)
 }
 
+// document is a document block as a chat part: a base64 PDF is a file
+// part with a data URL (which the file-parser plugin, or a provider that
+// reads PDFs, takes), a plain-text document its text. Other sources (url,
+// content, a Files API id) are refused: the gateway does not fetch them.
+func document(at string, b gjson.Result) (part, *apierr.Error) {
+	src := b.Get("source")
+	name := b.Get("title").Str
+	switch src.Get("type").Str {
+	case "base64":
+		mt, data := src.Get("media_type").Str, src.Get("data").Str
+		if mt != "application/pdf" || data == "" {
+			return part{}, bad(at+".source", `a base64 document is a PDF: media_type "application/pdf" and data`)
+		}
+		if name == "" {
+			name = "document.pdf"
+		}
+		return part{Type: "file", File: &file{Filename: name, FileData: "data:application/pdf;base64," + data}}, nil
+	case "text":
+		data := src.Get("data")
+		if data.Type != gjson.String {
+			return part{}, bad(at+".source.data", "must be a string")
+		}
+		t := data.Str
+		if name != "" {
+			t = name + "\n\n" + t
+		}
+		return part{Type: "text", Text: &t}, nil
+	}
+	return part{}, bad(at+".source.type", `must be "base64" (a PDF) or "text"`)
+}
+
 // toolResult is a tool_result block as a tool message. Its content is a
 // string or text (and image) blocks; an error result says so in the text,
 // since a chat tool message has no error flag.
@@ -485,8 +530,12 @@ func toolResult(at string, b gjson.Result) (chatMessage, *apierr.Error) {
 				var p part
 				p, aerr = image(xat, x.Get("source"))
 				parts = append(parts, p)
+			case "document":
+				var p part
+				p, aerr = document(xat, x)
+				parts = append(parts, p)
 			default:
-				aerr = bad(xat+".type", "a tool result holds text and image blocks")
+				aerr = bad(xat+".type", "a tool result holds text, image and document blocks")
 			}
 			return aerr == nil
 		})

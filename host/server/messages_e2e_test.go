@@ -2,9 +2,12 @@ package server_test
 
 import (
 	"bufio"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -402,5 +405,26 @@ func TestMessagesOverAnthropicProvider(t *testing.T) {
 	sent := gjson.ParseBytes(anth.Last().Body)
 	if sent.Get("messages.1.content.0.id").Str != id || sent.Get("messages.2.content.0.tool_use_id").Str != id || sent.Get("messages.1.content.0.input.q").Str != "both-ways" {
 		t.Fatalf("sent upstream %s", sent.Get("messages").Raw)
+	}
+}
+
+// A document block (a base64 PDF) is a chat file part: the file-parser
+// plugin, named as an extra body field, reads it and the upstream gets its
+// text.
+func TestMessagesDocument(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	pdf, err := os.ReadFile(filepath.Join(gatewaytest.Root(), "plugins", "file-parser", "testdata", "fpdf-multilingual.pdf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := post(t, g, "/messages", `{"model":"test/chat","max_tokens":100,"plugins":[{"id":"file-parser","pdf":{"engine":"pdf-text"}}],
+		"messages":[{"role":"user","content":[{"type":"document","title":"report.pdf","source":{"type":"base64","media_type":"application/pdf","data":"`+base64.StdEncoding.EncodeToString(pdf)+`"}},
+		{"type":"text","text":"What does the report say?"}]}]}`, anthropicHeaders(g.Key)...)
+	if resp.StatusCode != 200 || body.Get("type").Str != "message" {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	sent := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body).Get("messages.0.content").Raw
+	if !strings.Contains(sent, "Отчёт о работе шлюза") || strings.Contains(sent, "application/pdf") {
+		t.Fatalf("upstream got %s", sent)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
@@ -33,19 +34,10 @@ func claudeBinary(t *testing.T) string {
 // its output back as a tool_result, and the model's answer quotes it.
 func TestClaudeCodeToolRoundTrip(t *testing.T) {
 	bin := claudeBinary(t)
-	// Claude Code's system prompt and tools are some 15,000 tokens: a
-	// model with a context for them.
-	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, ConfigYAML: `demo: false
-timeouts: {attempt: 30s, request: 120s}
-providers:
-  - {slug: alpha, name: alpha, adapter: openai, base_url: "{{url:alpha}}", data_collection: deny, region: us}
-models:
-  - id: test/agent
-    kind: chat
-    context_length: 200000
-    endpoints:
-      - {provider: alpha, upstream_model: echo, max_output: 32000, price: {prompt: 1, completion: 2}}
-`})
+	// What `make run` serves: the embedded default configuration, its
+	// offline demo provider, and demo/agent, the model with a context for
+	// Claude Code's 15,000-token prompt.
+	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, ConfigYAML: string(config.Default())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,13 +46,13 @@ models:
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-p", `please call:Bash args:{"command":"echo\tswitchyard-ok"} now`,
-		"--model", "test/agent", "--allowedTools", "Bash")
+		"--model", "demo/agent", "--allowedTools", "Bash")
 	cmd.Dir = home
 	cmd.Env = []string{
 		"HOME=" + home, "PATH=" + os.Getenv("PATH"),
 		"ANTHROPIC_BASE_URL=" + strings.TrimSuffix(g.URL, "/v1"),
 		"ANTHROPIC_AUTH_TOKEN=" + g.Key,
-		"ANTHROPIC_SMALL_FAST_MODEL=test/agent",
+		"ANTHROPIC_SMALL_FAST_MODEL=demo/agent",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
 	}
 	out, err := cmd.CombinedOutput()
@@ -73,11 +65,15 @@ models:
 	if !strings.Contains(string(out), "Tool results:") || !strings.Contains(string(out), "switchyard-ok") {
 		t.Fatalf("claude printed %q", out)
 	}
-	// And the last request carried it as a tool_result of the model's call.
-	last := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body)
-	calls := last.Get(`messages.#(role=="assistant").tool_calls.0`)
-	result := last.Get(`messages.#(role=="tool")`)
-	if calls.Get("function.name").Str != "Bash" || result.Get("tool_call_id").Str != calls.Get("id").Str || !strings.Contains(result.Get("content").Raw, "switchyard-ok") {
-		t.Fatalf("last upstream request %s", last.Get("messages").Raw)
+	// Both turns went through the gateway and were charged: the one that
+	// called Bash and the one that answered from its result.
+	_, b, err := g.Request("GET", "/generations?model=demo/agent", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gens := gjson.GetBytes(b, "data")
+	finishes := gens.Get("#.finish_reason").Raw
+	if len(gens.Array()) < 2 || !strings.Contains(finishes, "tool_calls") || !strings.Contains(finishes, "stop") {
+		t.Fatalf("generations of demo/agent: %s", b)
 	}
 }

@@ -174,6 +174,11 @@ type ModulesHTTP struct {
 	CallsPerRequest  int      `yaml:"calls_per_request"`
 	MaxResponseBytes int64    `yaml:"max_response_bytes"`
 	Timeout          Duration `yaml:"timeout"`
+	// MinBytesPerSecond fails a response whose body arrives slower than
+	// this on average, a second after its headers (0 = 1024, -1 = off):
+	// a page sending a byte a second held a module instance for the
+	// whole timeout (issue 31 item 4).
+	MinBytesPerSecond int64 `yaml:"min_bytes_per_second"`
 	// RootCAs are PEM files of certificate authorities modules' https
 	// calls trust besides the system's (an intranet's own CA, a test
 	// server's): without them only publicly trusted certificates pass.

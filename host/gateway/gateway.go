@@ -270,7 +270,7 @@ func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 	ecfg := wasm.Config{
 		HTTP: wasm.HTTPLimits{
 			CallsPerRequest: mc.HTTP.CallsPerRequest, MaxResponseBytes: mc.HTTP.MaxResponseBytes,
-			Timeout: time.Duration(mc.HTTP.Timeout), PrivateHosts: mc.PrivateHosts, PrivateHostAccounts: mc.PrivateHostAccounts, RootCAs: roots,
+			Timeout: time.Duration(mc.HTTP.Timeout), MinBytesPerSecond: mc.HTTP.MinBytesPerSecond, PrivateHosts: mc.PrivateHosts, PrivateHostAccounts: mc.PrivateHostAccounts, RootCAs: roots,
 		},
 		ChatCallsPerRequest: mc.ChatCallsPerRequest,
 		Secrets:             g.Config.ResolveSecrets(os.Environ()),

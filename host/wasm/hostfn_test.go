@@ -22,6 +22,7 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/conformance"
 	"github.com/switchyard/switchyard/abi/manifest"
+	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/tokenize"
@@ -355,8 +356,29 @@ func newEchoServer(t *testing.T, body int) *echoServer {
 		s.seen = append(s.seen, seen)
 		s.hits++
 		s.mu.Unlock()
-		if r.URL.Path == "/slow" {
+		switch r.URL.Path {
+		case "/slow":
 			<-r.Context().Done()
+			return
+		case "/trickle", "/stall":
+			// Headers at once, then a byte every 50 ms (20 B/s), or
+			// one byte and nothing more.
+			w.WriteHeader(200)
+			for i := 0; i < 200; i++ {
+				if _, err := w.Write([]byte("x")); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				if r.URL.Path == "/stall" {
+					<-r.Context().Done()
+					return
+				}
+				select {
+				case <-time.After(50 * time.Millisecond):
+				case <-r.Context().Done():
+					return
+				}
+			}
 			return
 		}
 		w.Header().Set("X-Echo", seen)
@@ -480,6 +502,41 @@ func TestPrivateHostsByScope(t *testing.T) {
 			}
 			if reached := len(srv.received()) - before; tc.want != (reached == 2) {
 				t.Fatalf("the private host got %d requests", reached)
+			}
+		})
+	}
+}
+
+// TestHTTPRateFloor (issue 31, item 4): a body at 20 bytes a second, or
+// one that stalls after a byte, is cut under the default floor (1 KiB/s
+// from a second after the headers) instead of holding the module's
+// instance for the whole timeout; with the floor off the same trickle
+// runs into the timeout.
+func TestHTTPRateFloor(t *testing.T) {
+	srv := newEchoServer(t, 10)
+	for _, tc := range []struct {
+		name, path string
+		lim        wasm.HTTPLimits
+		want       string
+	}{
+		{"trickle", "/trickle", wasm.HTTPLimits{Timeout: time.Minute}, "slower than the gateway's floor"},
+		{"stall", "/stall", wasm.HTTPLimits{Timeout: time.Minute}, "slower than the gateway's floor"},
+		{"no floor", "/trickle", wasm.HTTPLimits{Timeout: 1500 * time.Millisecond, MinBytesPerSecond: -1}, "deadline exceeded"},
+		{"a fast body", "/", wasm.HTTPLimits{Timeout: time.Minute}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.lim.PrivateHosts = []string{srv.hostPort()}
+			e, _ := hostEngine(t, nil, func(c *wasm.Config) { c.HTTP = tc.lim })
+			mod := loadKit(t, e, allGrants+"}")
+			out := kitCall(t, mod, context.Background(), "http", nil, "method", "GET", "url", srv.URL+tc.path)
+			if tc.want == "" {
+				if len(out) != 3 || string(out[0]) != "200" {
+					t.Fatalf("a fast body: %s", fields(out))
+				}
+				return
+			}
+			if len(out) != 2 || string(out[0]) != "failed" || !strings.Contains(string(out[1]), tc.want) {
+				t.Fatalf("got %s, want a failure saying %q", fields(out), tc.want)
 			}
 		})
 	}
@@ -638,4 +695,59 @@ func TestToolCallHook(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	conformance.CheckGuest(t, h, []byte(mj), kitGuest(t))
+}
+
+// TestPoolSharePerAccount (issue 31, item 4): an account's calls of one of
+// the gateway's modules hold at most half its instances (here one of two)
+// while they wait in a host function, so another account's call still
+// gets one; the account's own next call waits for its share and is
+// refused (429) at its deadline instead of taking the last instance.
+func TestPoolSharePerAccount(t *testing.T) {
+	gate := make(chan struct{})
+	arrived := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/held" {
+			arrived <- struct{}{}
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	defer close(gate)
+	u, _ := url.Parse(srv.URL)
+	e, _ := hostEngine(t, nil, func(c *wasm.Config) { c.HTTP.PrivateHosts = []string{u.Host} })
+	mod := loadKit(t, e, allGrants+"}") // pool_size 2: a share of 1
+	as := func(account string, d time.Duration) (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: account}), cancel
+	}
+	held := make(chan error, 1)
+	go func() {
+		ctx, cancel := as("a", 30*time.Second)
+		defer cancel()
+		_, err := mod.Call(ctx, abi.HookPreRequest, []byte(`{"case":"http","method":"GET","url":"`+srv.URL+`/held"}`), nil)
+		held <- err
+	}()
+	<-arrived // a's first call waits in http, holding an instance
+
+	ctx, cancel := as("a", 500*time.Millisecond)
+	_, err := mod.Call(ctx, abi.HookPreRequest, []byte(`{"case":"http","method":"GET","url":"`+srv.URL+`/"}`), nil)
+	cancel()
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.Status != 429 || !strings.Contains(ae.Message, "its share of the module's instances") {
+		t.Fatalf("a's second call beside the held one: %v, want 429 for its share", err)
+	}
+	ctx, cancel = as("b", 30*time.Second)
+	out := kitCall(t, mod, ctx, "http", nil, "method", "GET", "url", srv.URL+"/")
+	cancel()
+	if len(out) != 3 || string(out[0]) != "200" {
+		t.Fatalf("another account's call: %s", fields(out))
+	}
+	gate <- struct{}{}
+	if err := <-held; err != nil {
+		t.Fatalf("the held call: %v", err)
+	}
 }

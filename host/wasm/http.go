@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +40,10 @@ type HTTPLimits struct {
 	MaxResponseBytes int64
 	// Timeout bounds one call, from dialling to the end of the body.
 	Timeout time.Duration
+	// MinBytesPerSecond fails a body that arrives slower than this on
+	// average, from a second after the response's headers; negative: no
+	// floor.
+	MinBytesPerSecond int64
 	// PrivateHosts are "host:port" (or "host", any port) destinations the
 	// operator lets modules reach although they are loopback or private
 	// (an intranet page, a test server). The module still needs the host
@@ -57,7 +62,7 @@ type HTTPLimits struct {
 
 // DefaultHTTPLimits are the limits the operator did not set.
 func DefaultHTTPLimits() HTTPLimits {
-	return HTTPLimits{CallsPerRequest: 16, MaxResponseBytes: 4 << 20, Timeout: 10 * time.Second}
+	return HTTPLimits{CallsPerRequest: 16, MaxResponseBytes: 4 << 20, Timeout: 10 * time.Second, MinBytesPerSecond: 1024}
 }
 
 func (l HTTPLimits) withDefaults() HTTPLimits {
@@ -66,6 +71,9 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 	orDefault(&l.MaxResponseBytes, d.MaxResponseBytes)
 	if l.Timeout <= 0 {
 		l.Timeout = d.Timeout
+	}
+	if l.MinBytesPerSecond == 0 {
+		l.MinBytesPerSecond = d.MinBytesPerSecond // negative: no floor
 	}
 	return l
 }
@@ -272,8 +280,10 @@ func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n
 	if len(fields) > 3 {
 		body = bytes.NewReader(fields[3])
 	}
-	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
-	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, lim.Timeout)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return fail(abi.HTTPFailed, "%v", err)
@@ -296,8 +306,17 @@ func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n
 		return fail(abi.HTTPFailed, "request failed: %v", err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, lim.MaxResponseBytes+1))
+	var src io.Reader = resp.Body
+	if lim.MinBytesPerSecond > 0 {
+		g := newRateGuard(float64(lim.MinBytesPerSecond), cancel)
+		defer g.stop()
+		src = g.reader(resp.Body)
+	}
+	b, err := io.ReadAll(io.LimitReader(src, lim.MaxResponseBytes+1))
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errTooSlow) {
+			err = cause
+		}
 		return fail(abi.HTTPFailed, "reading the response: %v", err)
 	}
 	if int64(len(b)) > lim.MaxResponseBytes {
@@ -343,4 +362,51 @@ func (e *Engine) hostHTTPResponse(_ context.Context, m api.Module, ptr, limit ui
 		return 0
 	}
 	return n
+}
+
+// errTooSlow ends a response whose body arrives slower than the floor.
+var errTooSlow = errors.New("the response arrived slower than the gateway's floor (modules.http.min_bytes_per_second)")
+
+// rateGuard cancels a response's context when its body falls behind min
+// bytes a second on average, counted from a second after its headers: a
+// timer set for the moment the bytes read so far stop covering the
+// average, so a body that stalls is caught as well as one that trickles.
+type rateGuard struct {
+	start  time.Time
+	min    float64
+	n      atomic.Int64
+	cancel context.CancelCauseFunc
+	t      *time.Timer
+}
+
+const rateGrace = time.Second
+
+func newRateGuard(min float64, cancel context.CancelCauseFunc) *rateGuard {
+	g := &rateGuard{start: time.Now().Add(rateGrace), min: min, cancel: cancel}
+	g.t = time.AfterFunc(rateGrace, g.check)
+	return g
+}
+
+func (g *rateGuard) check() {
+	covered := g.start.Add(time.Duration(float64(g.n.Load()) / g.min * float64(time.Second)))
+	if wait := time.Until(covered); wait > 0 {
+		g.t.Reset(max(wait, 50*time.Millisecond))
+		return
+	}
+	g.cancel(errTooSlow)
+}
+
+func (g *rateGuard) stop() { g.t.Stop() }
+
+func (g *rateGuard) reader(r io.Reader) io.Reader { return rateReader{r, g} }
+
+type rateReader struct {
+	r io.Reader
+	g *rateGuard
+}
+
+func (r rateReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.g.n.Add(int64(n))
+	return n, err
 }

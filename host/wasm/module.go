@@ -37,6 +37,9 @@ type Module struct {
 	account string
 	acct    *account
 	slots   chan struct{}
+	// shares bound each metered account's calls of a gateway's module
+	// (account id → chan struct{}, cap half the pool): share.
+	shares sync.Map
 	// preempt: the module was instrumented (rewrite.Preempt). stateGlobals,
 	// when set, name the exports of its mutable globals: a tenant's
 	// instance is then reset after each call instead of made anew
@@ -406,6 +409,13 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		}
 	} else {
 		var in *instance
+		if meter != nil {
+			release, aerr := m.share(ctx, hook, meter)
+			if aerr != nil {
+				return nil, aerr
+			}
+			defer release()
+		}
 		if in, err = m.get(ctx); err != nil {
 			return nil, m.fail(hook, "no instance available: "+err.Error())
 		}
@@ -538,4 +548,27 @@ func (in *instance) call(ctx context.Context, hook abi.Hook, fields [][]byte) ([
 		return nil, errOutOfRange
 	}
 	return append([]byte(nil), view...), nil
+}
+
+// share takes one of account a's places among this module's instances:
+// an account (the operator's excepted, meterFor) runs at most half the
+// pool at once, at least one, so one whose calls wait on a page that
+// sends a byte a second, or on slow sub-requests, cannot hold every
+// instance while other accounts' calls queue behind it (issue 31 item 4:
+// eight such requests cut another tenant's web-fetch from 1,407 to 0.8
+// requests a second). It waits for a place until the call's deadline,
+// then answers 429.
+func (m *Module) share(ctx context.Context, hook abi.Hook, a *account) (func(), *apierr.Error) {
+	v, ok := m.shares.Load(a.id)
+	if !ok {
+		v, _ = m.shares.LoadOrStore(a.id, make(chan struct{}, max(1, m.Manifest.Limits.PoolSize/2)))
+	}
+	ch := v.(chan struct{})
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, apierr.New(http.StatusTooManyRequests,
+			"this account already runs %d calls of %s at once (%s), its share of the module's instances; retry later", cap(ch), m.ID, hook)
+	}
 }

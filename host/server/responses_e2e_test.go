@@ -1,0 +1,303 @@
+package server_test
+
+import (
+	"bufio"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/tidwall/gjson"
+)
+
+// The OpenAI Responses front door (POST /responses) over loopback against
+// the offline demo provider: JSON, stream, a function-call round trip,
+// errors, and the charge of the equivalent chat request.
+
+const weatherTool = `[{"type":"function","name":"get_weather","description":"the weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+
+func TestResponsesJSON(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	resp, body := post(t, g, "/responses", `{"model":"test/chat","instructions":"be brief","input":"hello there","temperature":0.3,"max_output_tokens":50,"store":true,"metadata":{"k":"v"},"provider":{"sort":"price"}}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body.Raw)
+	}
+	gen := resp.Header.Get("X-Generation-Id")
+	if gen == "" || body.Get("id").Str != "resp_"+strings.TrimPrefix(gen, "gen-") {
+		t.Fatalf("id %q, generation %q", body.Get("id").Str, gen)
+	}
+	for path, want := range map[string]string{
+		"object":                  "response",
+		"status":                  "completed",
+		"model":                   "test/chat",
+		"output.#":                "1",
+		"output.0.type":           "message",
+		"output.0.role":           "assistant",
+		"output.0.status":         "completed",
+		"output.0.content.0.type": "output_text",
+		"instructions":            "be brief",
+		"max_output_tokens":       "50",
+		"temperature":             "0.3",
+		"metadata.k":              "v",
+		"error":                   "",
+		"incomplete_details":      "",
+		"tool_choice":             "auto",
+		"text.format.type":        "text",
+		"usage.input_tokens_details.cached_tokens":     "0",
+		"usage.output_tokens_details.reasoning_tokens": "0",
+	} {
+		if got := body.Get(path).String(); got != want {
+			t.Errorf("%s = %q, want %q", path, got, want)
+		}
+	}
+	if !strings.Contains(body.Get("output.0.content.0.text").Str, "You said: hello there") {
+		t.Errorf("text %q", body.Get("output.0.content.0.text").Str)
+	}
+	u := body.Get("usage")
+	if u.Get("input_tokens").Int() == 0 || u.Get("output_tokens").Int() == 0 ||
+		u.Get("total_tokens").Int() != u.Get("input_tokens").Int()+u.Get("output_tokens").Int() {
+		t.Errorf("usage %s", u.Raw)
+	}
+	// What reached the provider: the chat request it stands for.
+	up := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body)
+	if up.Get("messages.0.role").Str != "system" || up.Get("messages.0.content").Str != "be brief" ||
+		up.Get("messages.1.role").Str != "user" || up.Get("messages.1.content").Str != "hello there" {
+		t.Errorf("upstream messages %s", up.Get("messages").Raw)
+	}
+	if up.Get("max_tokens").Int() != 50 && up.Get("max_completion_tokens").Int() != 50 {
+		t.Errorf("max_output_tokens not sent as the token limit: %s", up.Raw)
+	}
+	for _, gone := range []string{"input", "instructions", "store", "max_output_tokens", "provider"} {
+		if up.Get(gone).Exists() {
+			t.Errorf("%s reached the upstream: %s", gone, up.Raw)
+		}
+	}
+}
+
+// responsesEvents posts a streaming Responses request and returns its
+// events' data, checking the framing: each event named by `event:` as its
+// type, sequence numbers 0, 1, 2…
+func responsesEvents(t *testing.T, g *gatewaytest.Gateway, body string) []gjson.Result {
+	t.Helper()
+	req, _ := http.NewRequest("POST", g.URL+"/responses", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+g.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("status %d content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var events []gjson.Result
+	name := ""
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "" || strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			ev := gjson.Parse(strings.TrimPrefix(line, "data: "))
+			if ev.Get("type").Str != name {
+				t.Fatalf("event %q carries type %q", name, ev.Get("type").Str)
+			}
+			if ev.Get("sequence_number").Int() != int64(len(events)) {
+				t.Fatalf("event %d has sequence_number %d", len(events), ev.Get("sequence_number").Int())
+			}
+			events = append(events, ev)
+			name = ""
+		default:
+			t.Fatalf("unexpected line %q", line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+func eventTypes(evs []gjson.Result) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Get("type").Str)
+	}
+	return out
+}
+
+func TestResponsesStream(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	evs := responsesEvents(t, g, `{"model":"test/chat","stream":true,"input":[{"role":"user","content":[{"type":"input_text","text":"stream me"}]}]}`)
+	types := eventTypes(evs)
+	if len(types) < 9 {
+		t.Fatalf("events %v", types)
+	}
+	head := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"}
+	tail := []string{"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"}
+	if strings.Join(types[:4], ",") != strings.Join(head, ",") || strings.Join(types[len(types)-4:], ",") != strings.Join(tail, ",") {
+		t.Fatalf("events %v", types)
+	}
+	var text strings.Builder
+	for _, e := range evs[4 : len(evs)-4] {
+		if e.Get("type").Str != "response.output_text.delta" {
+			t.Fatalf("unexpected %s between the part's start and end", e.Raw)
+		}
+		text.WriteString(e.Get("delta").Str)
+	}
+	if !strings.Contains(text.String(), "You said: stream me") {
+		t.Fatalf("streamed text %q", text.String())
+	}
+	if evs[0].Get("response.status").Str != "in_progress" || evs[0].Get("response.output.#").Int() != 0 {
+		t.Fatalf("created %s", evs[0].Raw)
+	}
+	done := evs[len(evs)-1].Get("response")
+	if done.Get("status").Str != "completed" || done.Get("output.0.content.0.text").Str != text.String() ||
+		evs[len(evs)-4].Get("text").Str != text.String() {
+		t.Fatalf("completed %s", done.Raw)
+	}
+	if done.Get("usage.output_tokens").Int() == 0 || done.Get("usage.total_tokens").Int() == 0 {
+		t.Fatalf("no usage on response.completed: %s", done.Raw)
+	}
+	if done.Get("id").Str != evs[0].Get("response.id").Str || !strings.HasPrefix(done.Get("id").Str, "resp_") {
+		t.Fatalf("ids %s / %s", evs[0].Get("response.id").Str, done.Get("id").Str)
+	}
+}
+
+// The model calls a function; the client runs it and sends the call and
+// its output back as input items; the model answers with the result.
+func TestResponsesFunctionCallRoundTrip(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	resp, body := post(t, g, "/responses", `{"model":"test/chat","input":"call:get_weather please","tools":`+weatherTool+`}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body.Raw)
+	}
+	call := body.Get(`output.#(type=="function_call")`)
+	if call.Get("name").Str != "get_weather" || call.Get("call_id").Str == "" || call.Get("status").Str != "completed" ||
+		!strings.HasPrefix(call.Get("id").Str, "fc_") || !gjson.Valid(call.Get("arguments").Str) {
+		t.Fatalf("no function call in %s", body.Raw)
+	}
+	up := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body)
+	if up.Get("tools.0.function.name").Str != "get_weather" || up.Get("tools.0.type").Str != "function" {
+		t.Fatalf("upstream tools %s", up.Get("tools").Raw)
+	}
+
+	// Round trip: the call as it came, then its output.
+	input := `[{"role":"user","content":"call:get_weather please"},` + call.Raw +
+		`,{"type":"function_call_output","call_id":` + call.Get("call_id").Raw + `,"output":"sunny and 21C"}]`
+	resp, body = post(t, g, "/responses", `{"model":"test/chat","input":`+input+`,"tools":`+weatherTool+`}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body.Raw)
+	}
+	if body.Get("output.0.type").Str != "message" || !strings.Contains(body.Get("output.0.content.0.text").Str, "sunny and 21C") {
+		t.Fatalf("answer %s", body.Raw)
+	}
+	up = gjson.ParseBytes(g.Upstreams["alpha"].Last().Body)
+	msgs := up.Get("messages")
+	if msgs.Get("1.role").Str != "assistant" || msgs.Get("1.tool_calls.0.id").Str != call.Get("call_id").Str ||
+		msgs.Get("1.tool_calls.0.function.arguments").Str != call.Get("arguments").Str ||
+		msgs.Get("2.role").Str != "tool" || msgs.Get("2.tool_call_id").Str != call.Get("call_id").Str {
+		t.Fatalf("upstream messages %s", msgs.Raw)
+	}
+
+	// Streamed, the call arrives as function_call_arguments events.
+	evs := responsesEvents(t, g, `{"model":"test/chat","stream":true,"input":"call:get_weather args:{\"city\":\"Paris\"}","tools":`+weatherTool+`}`)
+	var added, args, argsDone gjson.Result
+	var deltas strings.Builder
+	for _, e := range evs {
+		switch e.Get("type").Str {
+		case "response.output_item.added":
+			if e.Get("item.type").Str == "function_call" {
+				added = e
+			}
+		case "response.function_call_arguments.delta":
+			deltas.WriteString(e.Get("delta").Str)
+			args = e
+		case "response.function_call_arguments.done":
+			argsDone = e
+		}
+	}
+	if added.Get("item.name").Str != "get_weather" || added.Get("item.call_id").Str == "" || !args.Exists() {
+		t.Fatalf("events %v", eventTypes(evs))
+	}
+	if argsDone.Get("arguments").Str != deltas.String() || !strings.Contains(deltas.String(), `"city":"Paris"`) {
+		t.Fatalf("arguments %q, deltas %q", argsDone.Get("arguments").Str, deltas.String())
+	}
+	final := evs[len(evs)-1].Get("response")
+	fc := final.Get(`output.#(type=="function_call")`)
+	if fc.Get("call_id").Str != added.Get("item.call_id").Str || fc.Get("arguments").Str != deltas.String() {
+		t.Fatalf("completed %s", final.Raw)
+	}
+}
+
+func TestResponsesErrors(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	cases := []struct {
+		name, body string
+		status     int
+		msg        string
+	}{
+		{"previous_response_id", `{"model":"test/chat","input":"hi","previous_response_id":"resp_1"}`, 400, "does not keep stored responses"},
+		{"no input", `{"model":"test/chat"}`, 400, "input"},
+		{"not JSON", `{"model":`, 400, "not valid JSON"},
+		{"hosted tool", `{"model":"test/chat","input":"hi","tools":[{"type":"file_search"}]}`, 400, "tools[0].type"},
+		{"bad role", `{"model":"test/chat","input":[{"role":"robot","content":"hi"}]}`, 400, "input[0].role"},
+		{"unknown model", `{"model":"nope/none","input":"hi"}`, 404, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, g, "/responses", tc.body)
+			wantError(t, resp, body, tc.status, tc.msg)
+		})
+	}
+	t.Run("hosted web search is the gateway's", func(t *testing.T) {
+		resp, body := post(t, g, "/responses", `{"model":"test/chat","input":"hi","tools":[{"type":"web_search_preview"}]}`)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+		}
+		up := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body)
+		if up.Get(`tools.#(function.name=="web_search")`).Raw == "" {
+			t.Fatalf("the server tool was not offered: %s", up.Get("tools").Raw)
+		}
+	})
+	t.Run("auth", func(t *testing.T) {
+		resp, body := post(t, g, "/responses", `{"model":"test/chat","input":"hi"}`, "Authorization", "Bearer sk-sy-v1-nope000000000000000000000000")
+		wantError(t, resp, body, 401, "Invalid API key")
+	})
+	t.Run("stored responses", func(t *testing.T) {
+		for _, m := range []string{"GET", "DELETE"} {
+			resp, b, err := g.Request(m, "/responses/resp_abc", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, resp, gjson.ParseBytes(b), 404, "does not store responses")
+		}
+	})
+}
+
+// A Responses request is the chat request it stands for: the same tokens,
+// the same cost, the same generation record.
+func TestResponsesChargesAsChat(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	resp, chat := post(t, g, "/chat/completions", `{"model":"test/chat","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"price me"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, chat.Raw)
+	}
+	resp, res := post(t, g, "/responses", `{"model":"test/chat","instructions":"be brief","input":"price me"}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, res.Raw)
+	}
+	cu, ru := chat.Get("usage"), res.Get("usage")
+	if cu.Get("cost").Float() <= 0 || cu.Get("cost").Float() != ru.Get("cost").Float() ||
+		cu.Get("prompt_tokens").Int() != ru.Get("input_tokens").Int() || cu.Get("completion_tokens").Int() != ru.Get("output_tokens").Int() {
+		t.Fatalf("chat usage %s, responses usage %s", cu.Raw, ru.Raw)
+	}
+	cg := generation(t, g, g.Key, chat.Get("id").Str)
+	rg := generation(t, g, g.Key, resp.Header.Get("X-Generation-Id"))
+	for _, f := range []string{"total_cost", "tokens_prompt", "tokens_completion", "model", "status"} {
+		if cg.Get(f).String() != rg.Get(f).String() {
+			t.Errorf("generation %s: chat %q, responses %q", f, cg.Get(f).String(), rg.Get(f).String())
+		}
+	}
+}

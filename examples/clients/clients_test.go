@@ -39,6 +39,12 @@ func TestNodeOpenAISDK(t *testing.T) {
 	runNodeTests(t, gateway(t), "test/")
 }
 
+// TestNodeOpenAIResponses runs the npm client's Responses API tests alone
+// (TestNodeOpenAISDK runs them with the rest of test/).
+func TestNodeOpenAIResponses(t *testing.T) {
+	runNodeTests(t, gateway(t), "test/responses.test.mjs")
+}
+
 // runNodeTests runs the npm openai client's tests in node/<dir> (node's
 // own runner) against g, fails unless every one passed, and returns the
 // runner's output.

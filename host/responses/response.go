@@ -158,7 +158,7 @@ func usage(u gjson.Result) string {
 	b.raw("output_tokens", strconv.FormatInt(out, 10))
 	b.raw("output_tokens_details", `{"reasoning_tokens":`+strconv.FormatInt(u.Get("completion_tokens_details.reasoning_tokens").Int(), 10)+`}`)
 	b.raw("total_tokens", strconv.FormatInt(total, 10))
-	for _, k := range []string{"cost", "is_byok", "cost_details"} {
+	for _, k := range []string{"cost", "is_byok", "cost_details", "server_tool_use_details", "server_tool_use"} {
 		if v := u.Get(k); v.Exists() {
 			b.raw(k, v.Raw)
 		}

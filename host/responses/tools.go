@@ -14,8 +14,9 @@ import (
 const webSearch = `{"type":"service:web_search"}`
 
 // chatTools translates tools: function tools to chat's nested shape, the
-// hosted web search tool to the gateway's. Other hosted tools (file
-// search, computer use, code interpreter, MCP…) are refused.
+// hosted web search tool to the gateway's, the gateway's own server tools
+// ("service:<name>") as they are. Other hosted tools (file search,
+// computer use, code interpreter, MCP…) are refused.
 func chatTools(tools gjson.Result) (string, *apierr.Error) {
 	if !tools.IsArray() {
 		return "", bad("tools", "must be an array")
@@ -46,6 +47,12 @@ func chatTools(tools gjson.Result) (string, *apierr.Error) {
 		case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11":
 			out = append(out, webSearch)
 		default:
+			if strings.HasPrefix(typ, "service:") {
+				// The gateway's own server tools, as on chat
+				// (docs/server-tools.md): chat validation checks them.
+				out = append(out, t.Raw)
+				return true
+			}
 			err = unsupported(path+".type", "tool type "+jsonQuoteShort(typ))
 			return false
 		}

@@ -301,3 +301,32 @@ func TestResponsesChargesAsChat(t *testing.T) {
 		}
 	}
 }
+
+// A request with a server tool runs the server-tool loop, whose stream the
+// gateway pushes (not the pump): it is translated on the way out too, and
+// a client's function call still ends it.
+func TestResponsesServerToolStream(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	evs := responsesEvents(t, g, `{"model":"test/chat","stream":true,"input":"what is the date today?","tools":[{"type":"service:datetime"}]}`)
+	done := evs[len(evs)-1]
+	if done.Get("type").Str != "response.completed" {
+		t.Fatalf("events %v", eventTypes(evs))
+	}
+	text := done.Get("response.output.0.content.0.text").Str
+	if !strings.Contains(text, `"timezone":"UTC"`) || done.Get("response.usage.server_tool_use_details.tool_calls_executed").Int() != 1 {
+		t.Fatalf("completed %s", done.Raw)
+	}
+	evs = responsesEvents(t, g, `{"model":"test/chat","stream":true,"input":"call:datetime call:get_weather",`+
+		`"tools":[{"type":"service:datetime"},{"type":"function","name":"get_weather","parameters":{"type":"object"}}]}`)
+	final := evs[len(evs)-1].Get("response")
+	var calls []string
+	final.Get("output").ForEach(func(_, o gjson.Result) bool {
+		if o.Get("type").Str == "function_call" {
+			calls = append(calls, o.Get("name").Str)
+		}
+		return true
+	})
+	if len(calls) != 1 || calls[0] != "get_weather" {
+		t.Fatalf("function calls %v in %s", calls, final.Raw)
+	}
+}

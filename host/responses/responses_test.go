@@ -62,6 +62,9 @@ func TestToChat(t *testing.T) {
 			"messages.#": "4", "messages.1.content": "let me look", "messages.1.tool_calls.#": "2", "messages.1.tool_calls.1.id": "b",
 			"messages.3.tool_call_id": "b",
 		}},
+		{"a namespace's functions flattened, cached-only web search left out", `{"model":"m","input":"x","tools":[{"type":"function","name":"a"},{"type":"namespace","name":"ns","description":"d","tools":[{"type":"function","name":"b","parameters":{"type":"object"}},{"type":"function","name":"c"}]},{"type":"web_search","external_web_access":false}]}`, map[string]string{
+			"tools.#": "3", "tools.0.function.name": "a", "tools.1.function.name": "b", "tools.1.function.parameters.type": "object", "tools.2.function.name": "c",
+		}},
 		{"named tool choice and web search", `{"model":"m","input":"x","tools":[{"type":"web_search_preview"},{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}}`, map[string]string{
 			"tools.0.type": "service:web_search", "tools.1.function.name": "f", "tool_choice.function.name": "f",
 		}},
@@ -109,6 +112,7 @@ func TestToChatRefuses(t *testing.T) {
 		{"call without id", `{"model":"m","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`, "input[0].call_id"},
 		{"output without id", `{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, "input[0].call_id"},
 		{"bad format", `{"model":"m","input":"x","text":{"format":{"type":"yaml"}}}`, "text.format.type"},
+		{"hosted tool in a namespace", `{"model":"m","input":"x","tools":[{"type":"namespace","name":"n","tools":[{"type":"web_search"}]}]}`, "tools[0].tools[0].type"},
 		{"bad tool choice", `{"model":"m","input":"x","tool_choice":"sometimes"}`, "tool_choice"},
 	}
 	for _, tc := range cases {

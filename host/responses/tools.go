@@ -13,55 +13,86 @@ import (
 // it, chat validation answers the 400 that names it.
 const webSearch = `{"type":"service:web_search"}`
 
-// chatTools translates tools: function tools to chat's nested shape, the
-// hosted web search tool to the gateway's, the gateway's own server tools
-// ("service:<name>") as they are. Other hosted tools (file search,
-// computer use, code interpreter, MCP…) are refused.
+// chatTools translates tools: function tools to chat's nested shape, a
+// namespace's functions flattened (a chat request has no namespaces; the
+// model calls them by their names), the hosted web search tool to the
+// gateway's, the gateway's own server tools ("service:<name>") as they
+// are. Other hosted tools (file search, computer use, code interpreter,
+// MCP…) are refused.
 func chatTools(tools gjson.Result) (string, *apierr.Error) {
 	if !tools.IsArray() {
 		return "", bad("tools", "must be an array")
 	}
-	var out []string
-	var err *apierr.Error
-	i := 0
-	tools.ForEach(func(_, t gjson.Result) bool {
-		path := "tools[" + strconv.Itoa(i) + "]"
-		i++
-		switch typ := t.Get("type").Str; typ {
-		case "function":
-			name := t.Get("name")
-			if name.Type != gjson.String || name.Str == "" {
-				err = bad(path+".name", "required: the function's name")
-				return false
-			}
-			var b chatBody
-			b.buf.WriteByte('{')
-			b.raw("name", name.Raw)
-			for _, k := range []string{"description", "parameters", "strict"} {
-				if v := t.Get(k); v.Exists() && v.Type != gjson.Null {
-					b.raw(k, v.Raw)
-				}
-			}
-			b.buf.WriteByte('}')
-			out = append(out, `{"type":"function","function":`+b.buf.String()+`}`)
-		case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11":
-			out = append(out, webSearch)
-		default:
-			if strings.HasPrefix(typ, "service:") {
-				// The gateway's own server tools, as on chat
-				// (docs/server-tools.md): chat validation checks them.
-				out = append(out, t.Raw)
-				return true
-			}
-			err = unsupported(path+".type", "tool type "+jsonQuoteShort(typ))
-			return false
-		}
-		return true
-	})
+	out, err := appendTools(nil, "tools", tools, true)
 	if err != nil || len(out) == 0 {
 		return "", err
 	}
 	return "[" + strings.Join(out, ",") + "]", nil
+}
+
+// appendTools appends the chat tools of list (at path) to out; top: the
+// request's own list, where namespaces and hosted tools may appear.
+func appendTools(out []string, path string, list gjson.Result, top bool) ([]string, *apierr.Error) {
+	var err *apierr.Error
+	i := 0
+	list.ForEach(func(_, t gjson.Result) bool {
+		at := path + "[" + strconv.Itoa(i) + "]"
+		i++
+		typ := t.Get("type").Str
+		switch {
+		case typ == "function":
+			var fn string
+			if fn, err = function(at, t); err == nil {
+				out = append(out, fn)
+			}
+		case top && typ == "namespace":
+			inner := t.Get("tools")
+			if !inner.IsArray() {
+				err = bad(at+".tools", "required: the namespace's function tools")
+				break
+			}
+			out, err = appendTools(out, at+".tools", inner, false)
+		case top && isWebSearch(typ):
+			// external_web_access false asks for cached results only,
+			// which the gateway's live search cannot honour: the tool is
+			// left out rather than searched live against the client's
+			// word (Codex sends it so by default).
+			if w := t.Get("external_web_access"); w.Exists() && w.Type == gjson.False {
+				break
+			}
+			out = append(out, webSearch)
+		case top && strings.HasPrefix(typ, "service:"):
+			// The gateway's own server tools, as on chat
+			// (docs/server-tools.md): chat validation checks them.
+			out = append(out, t.Raw)
+		default:
+			err = unsupported(at+".type", "tool type "+jsonQuoteShort(typ))
+		}
+		return err == nil
+	})
+	return out, err
+}
+
+// function is a function tool in chat's shape.
+func function(at string, t gjson.Result) (string, *apierr.Error) {
+	name := t.Get("name")
+	if name.Type != gjson.String || name.Str == "" {
+		return "", bad(at+".name", "required: the function's name")
+	}
+	var b chatBody
+	b.buf.WriteByte('{')
+	b.raw("name", name.Raw)
+	for _, k := range []string{"description", "parameters", "strict"} {
+		if v := t.Get(k); v.Exists() && v.Type != gjson.Null {
+			b.raw(k, v.Raw)
+		}
+	}
+	b.buf.WriteByte('}')
+	return `{"type":"function","function":` + b.buf.String() + `}`, nil
+}
+
+func isWebSearch(typ string) bool {
+	return oneOf(typ, "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11")
 }
 
 // chatToolChoice translates tool_choice: the modes as they are, a named
@@ -83,9 +114,10 @@ func chatToolChoice(tc gjson.Result) (string, *apierr.Error) {
 			return "", bad("tool_choice.name", "required: the function's name")
 		}
 		return `{"type":"function","function":{"name":` + name.Raw + `}}`, nil
-	case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11":
-		return webSearch, nil
 	default:
+		if isWebSearch(typ) {
+			return webSearch, nil
+		}
 		return "", unsupported("tool_choice.type", "tool choice "+jsonQuoteShort(typ))
 	}
 }

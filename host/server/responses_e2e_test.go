@@ -2,10 +2,14 @@ package server_test
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
@@ -79,6 +83,14 @@ func TestResponsesJSON(t *testing.T) {
 // type, sequence numbers 0, 1, 2…
 func responsesEvents(t *testing.T, g *gatewaytest.Gateway, body string) []gjson.Result {
 	t.Helper()
+	evs, _ := responsesEventsComments(t, g, body)
+	return evs
+}
+
+// responsesEventsComments is responsesEvents with the number of comment
+// lines (keep-alives) seen.
+func responsesEventsComments(t *testing.T, g *gatewaytest.Gateway, body string) (events []gjson.Result, comments int) {
+	t.Helper()
 	req, _ := http.NewRequest("POST", g.URL+"/responses", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+g.Key)
 	resp, err := http.DefaultClient.Do(req)
@@ -89,14 +101,15 @@ func responsesEvents(t *testing.T, g *gatewaytest.Gateway, body string) []gjson.
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("status %d content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	var events []gjson.Result
 	name := ""
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case line == "" || strings.HasPrefix(line, ":"):
+		case line == "":
+		case strings.HasPrefix(line, ":"):
+			comments++
 		case strings.HasPrefix(line, "event: "):
 			name = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
@@ -116,7 +129,7 @@ func responsesEvents(t *testing.T, g *gatewaytest.Gateway, body string) []gjson.
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return events
+	return events, comments
 }
 
 func eventTypes(evs []gjson.Result) []string {
@@ -329,4 +342,48 @@ func TestResponsesServerToolStream(t *testing.T) {
 	if len(calls) != 1 || calls[0] != "get_weather" {
 		t.Fatalf("function calls %v in %s", calls, final.Raw)
 	}
+}
+
+// Keep-alives go out while the upstream is quiet (straight to the
+// connection, between whole translated events), and a stream the upstream
+// cuts short ends with error and response.failed.
+func TestResponsesStreamKeepAliveAndCut(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.KeepAlive = config.Duration(20 * time.Millisecond)
+	}})
+	g.Upstreams["alpha"].SetFaults(demo.Faults{ChunkDelay: 60 * time.Millisecond, CutAfter: 3})
+	evs, comments := responsesEventsComments(t, g, `{"model":"test/chat","stream":true,"input":"a b c d e f"}`)
+	if comments == 0 {
+		t.Errorf("no keep-alive while the upstream was silent")
+	}
+	types := eventTypes(evs)
+	if len(types) < 4 || types[0] != "response.created" || types[len(types)-2] != "error" || types[len(types)-1] != "response.failed" {
+		t.Fatalf("events %v", types)
+	}
+	failed := evs[len(evs)-1].Get("response")
+	if failed.Get("status").Str != "failed" || !strings.Contains(failed.Get("error.message").Str, "ended the stream before it was complete") {
+		t.Fatalf("failed %s", failed.Raw)
+	}
+}
+
+// A client that leaves a Responses stream cancels the upstream, as on
+// chat: the translating reader closes the pump.
+func TestResponsesClientDisconnectCancelsUpstream(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	up := g.Upstreams["alpha"]
+	up.SetFaults(demo.Faults{ChunkDelay: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", g.URL+"/responses",
+		strings.NewReader(`{"model":"test/chat","stream":true,"input":"one two three four five six seven"}`))
+	req.Header.Set("Authorization", "Bearer "+g.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	resp.Body.Close()
+	waitFor(t, "the upstream stream cancelled after the client went away", func() bool { return up.Cancelled() > 0 })
 }

@@ -20,7 +20,12 @@ type output struct {
 
 // json is the item as the Responses API shows it.
 func (o *output) json(status string) string {
-	if o.kind == "function_call" {
+	switch o.kind {
+	case "reasoning":
+		// The model's reasoning text, as a summary: what the SDKs and Codex
+		// show of reasoning. No encrypted_content: nothing to send back.
+		return `{"type":"reasoning","id":` + str(o.id) + `,"summary":[` + o.summaryPart() + `]}`
+	case "function_call":
 		return `{"type":"function_call","id":` + str(o.id) + `,"call_id":` + str(o.callID) + `,"name":` + str(o.name) +
 			`,"arguments":` + str(o.text.String()) + `,"status":` + str(status) + `}`
 	}
@@ -32,6 +37,10 @@ func (o *output) content() string {
 		return `[{"type":"refusal","refusal":` + str(o.refuse) + `}]`
 	}
 	return `[` + o.textPart() + `]`
+}
+
+func (o *output) summaryPart() string {
+	return `{"type":"summary_text","text":` + str(o.text.String()) + `}`
 }
 
 func (o *output) textPart() string {
@@ -62,8 +71,11 @@ func (a *answer) identify(chunk gjson.Result) {
 // item is a new output item of kind.
 func (a *answer) item(kind string) *output {
 	prefix := "msg_"
-	if kind == "function_call" {
+	switch kind {
+	case "function_call":
 		prefix = "fc_"
+	case "reasoning":
+		prefix = "rs_"
 	}
 	o := &output{kind: kind, id: prefix + a.base + "_" + strconv.Itoa(len(a.items)), index: len(a.items)}
 	a.items = append(a.items, o)
@@ -167,10 +179,22 @@ func usage(u gjson.Result) string {
 	return b.buf.String()
 }
 
-// addMessage adds a chat choice's message (or a chunk's delta, whole) to
-// the output: its text as a message item, each tool call as a
+// reasoningText is a chat message's or delta's reasoning (OpenRouter's
+// name, or reasoning_content).
+func reasoningText(m gjson.Result) string {
+	if r := m.Get("reasoning").Str; r != "" {
+		return r
+	}
+	return m.Get("reasoning_content").Str
+}
+
+// addMessage adds a chat choice's message to the output: its reasoning as
+// a reasoning item, its text as a message item, each tool call as a
 // function_call item.
 func (a *answer) addMessage(m gjson.Result) {
+	if r := reasoningText(m); r != "" {
+		a.item("reasoning").text.WriteString(r)
+	}
 	text, refusal := m.Get("content").Str, m.Get("refusal").Str
 	calls := m.Get("tool_calls").Array()
 	if text != "" || refusal != "" || len(calls) == 0 {

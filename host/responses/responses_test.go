@@ -142,6 +142,11 @@ func TestFromChat(t *testing.T) {
 			"output.#": "2", "output.0.type": "function_call", "output.0.id": "fc_x_0", "output.0.call_id": "call_1",
 			"output.0.arguments": `{"a":1}`, "output.1.call_id": "call_2", "output.1.status": "completed",
 		}},
+		{"reasoning", `{"id":"gen-r","created":1,"model":"m","choices":[{"message":{"role":"assistant","content":"42","reasoning":"Six times seven."},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":9,"total_tokens":10,"completion_tokens_details":{"reasoning_tokens":7}}}`, map[string]string{
+			"output.#": "2", "output.0.type": "reasoning", "output.0.id": "rs_r_0", "output.0.summary.0.type": "summary_text",
+			"output.0.summary.0.text": "Six times seven.", "output.0.encrypted_content": "", "output.1.type": "message",
+			"output.1.content.0.text": "42", "usage.output_tokens_details.reasoning_tokens": "7",
+		}},
 		{"cut by the limit", `{"id":"gen-y","created":1,"model":"m","choices":[{"message":{"role":"assistant","content":"Once upon"},"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":5,"total_tokens":6}}`, map[string]string{
 			"status": "incomplete", "incomplete_details.reason": "max_output_tokens", "output.0.content.0.text": "Once upon",
 		}},
@@ -288,5 +293,43 @@ func TestStreamEnds(t *testing.T) {
 				t.Fatalf("incomplete %s", last.data.Raw)
 			}
 		})
+	}
+}
+
+// Reasoning deltas become a reasoning item with one summary part, before
+// the message.
+func TestStreamReasoning(t *testing.T) {
+	const chat = `data: {"id":"gen-q","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","reasoning":"Think"}}]}
+
+data: {"id":"gen-q","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning":"ing."}}]}
+
+data: {"id":"gen-q","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Done"},"finish_reason":"stop"}]}
+
+data: [DONE]
+
+`
+	evs, _ := events(t, NewStream(Echo{}).Feed([]byte(chat)))
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.typ)
+	}
+	want := []string{
+		"response.created", "response.in_progress",
+		"response.output_item.added", "response.reasoning_summary_part.added",
+		"response.reasoning_summary_text.delta", "response.reasoning_summary_text.delta",
+		"response.reasoning_summary_text.done", "response.reasoning_summary_part.done", "response.output_item.done",
+		"response.output_item.added", "response.content_part.added", "response.output_text.delta",
+		"response.output_text.done", "response.content_part.done", "response.output_item.done",
+		"response.completed",
+	}
+	if strings.Join(types, " ") != strings.Join(want, " ") {
+		t.Fatalf("events\n%v\nwant\n%v", types, want)
+	}
+	if evs[6].data.Get("text").Str != "Thinking." || evs[9].data.Get("output_index").Int() != 1 {
+		t.Fatalf("events %s / %s", evs[6].data.Raw, evs[9].data.Raw)
+	}
+	done := evs[len(evs)-1].data.Get("response")
+	if done.Get("output.0.summary.0.text").Str != "Thinking." || done.Get("output.1.content.0.text").Str != "Done" {
+		t.Fatalf("completed %s", done.Raw)
 	}
 }

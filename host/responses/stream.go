@@ -17,23 +17,26 @@ import (
 // stream's size.
 //
 // Events, in order: response.created, response.in_progress; for each
-// output item output_item.added, then content_part.added,
+// output item output_item.added, then reasoning_summary_part.added,
+// reasoning_summary_text.delta…, reasoning_summary_text.done,
+// reasoning_summary_part.done (the model's reasoning), content_part.added,
 // output_text.delta…, output_text.done, content_part.done (a message) or
 // function_call_arguments.delta…, function_call_arguments.done (a call),
 // then output_item.done; finally response.completed (response.incomplete
 // when the token limit cut it), or error and response.failed when the
 // chat stream ended in its error chunk.
 type Stream struct {
-	a       answer
-	seq     int
-	started bool
-	ended   bool
-	open    *output         // the item receiving deltas, nil none
-	calls   map[int]*output // chat tool call index → its item
-	line    []byte          // an incomplete line carried to the next Feed
-	data    []byte          // the data lines of the event being read
-	hasData bool            // the event being read has a data line
-	out     []byte
+	a        answer
+	seq      int
+	started  bool
+	ended    bool
+	open     *output         // the item receiving deltas, nil none
+	calls    map[int]*output // chat tool call index → its item
+	line     []byte          // an incomplete line carried to the next Feed
+	data     []byte          // the data lines of the event being read
+	hasData  bool            // the event being read has a data line
+	answered bool            // a message or a function call was output
+	out      []byte
 }
 
 // NewStream starts a translation.
@@ -127,6 +130,9 @@ func (s *Stream) event(data []byte) {
 	if !d.Exists() {
 		d = choice.Get("message") // a whole completion (a plugin's answer)
 	}
+	if r := reasoningText(d); r != "" {
+		s.reasoning(r)
+	}
 	if t := d.Get("content").Str; t != "" {
 		s.text(t)
 	}
@@ -140,8 +146,24 @@ func (s *Stream) event(data []byte) {
 	})
 }
 
+// reasoning adds reasoning text to the open reasoning item (its one
+// summary part), opening one first.
+func (s *Stream) reasoning(t string) {
+	o := s.open
+	if o == nil || o.kind != "reasoning" {
+		s.closeOpen()
+		o = s.a.item("reasoning")
+		s.open = o
+		s.emit("response.output_item.added", s.at(o)+`,"item":{"type":"reasoning","id":`+str(o.id)+`,"summary":[]}`)
+		s.emit("response.reasoning_summary_part.added", s.summary(o)+`,"part":{"type":"summary_text","text":""}`)
+	}
+	o.text.WriteString(t)
+	s.emit("response.reasoning_summary_text.delta", s.summary(o)+`,"delta":`+str(t))
+}
+
 // text adds text to the open message, opening one first.
 func (s *Stream) text(t string) {
+	s.answered = true
 	o := s.open
 	if o == nil || o.kind != "message" {
 		s.closeOpen()
@@ -161,6 +183,7 @@ func (s *Stream) text(t string) {
 // toolCall adds one chat tool call delta: its first opens a function_call
 // item, its argument fragments are that item's deltas.
 func (s *Stream) toolCall(tc gjson.Result) {
+	s.answered = true
 	idx := int(tc.Get("index").Int())
 	if s.calls == nil {
 		s.calls = map[int]*output{}
@@ -187,10 +210,14 @@ func (s *Stream) closeOpen() {
 		return
 	}
 	s.open = nil
-	if o.kind == "message" {
+	switch o.kind {
+	case "reasoning":
+		s.emit("response.reasoning_summary_text.done", s.summary(o)+`,"text":`+str(o.text.String()))
+		s.emit("response.reasoning_summary_part.done", s.summary(o)+`,"part":`+o.summaryPart())
+	case "message":
 		s.emit("response.output_text.done", s.part(o)+`,"text":`+str(o.text.String())+`,"logprobs":[]`)
 		s.emit("response.content_part.done", s.part(o)+`,"part":`+o.textPart())
-	} else {
+	default:
 		s.emit("response.function_call_arguments.done", `"item_id":`+str(o.id)+`,"output_index":`+s.index(o)+
 			`,"name":`+str(o.name)+`,"arguments":`+str(o.text.String()))
 	}
@@ -202,8 +229,8 @@ func (s *Stream) complete() {
 	if !s.started {
 		return // nothing was answered: nothing to complete
 	}
-	if len(s.a.items) == 0 {
-		s.text("") // an empty answer is an empty message, as in FromChat
+	if !s.answered {
+		s.text("") // an answer without text or calls has an empty message, as in FromChat
 	}
 	s.closeOpen()
 	s.ended = true
@@ -244,6 +271,10 @@ func errorCode(status int) string {
 func (s *Stream) index(o *output) string { return strconv.Itoa(o.index) }
 
 func (s *Stream) at(o *output) string { return `"output_index":` + s.index(o) }
+
+func (s *Stream) summary(o *output) string {
+	return `"item_id":` + str(o.id) + `,"output_index":` + s.index(o) + `,"summary_index":0`
+}
 
 func (s *Stream) part(o *output) string {
 	return `"item_id":` + str(o.id) + `,"output_index":` + s.index(o) + `,"content_index":0`

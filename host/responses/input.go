@@ -39,7 +39,8 @@ func (m *message) json() string {
 }
 
 // messages is the chat messages array of instructions and input:
-// instructions become the first (system) message; a string input is one
+// instructions become the first (system) message (or messages, given as
+// items); a string input is one
 // user message; items map one to one, except that function_call items
 // join the assistant message before them (one chat turn holds the text and
 // the calls) and reasoning items are dropped — the chat upstream has no
@@ -47,13 +48,27 @@ func (m *message) json() string {
 // client could send back.
 func messages(instructions, input gjson.Result) (string, *apierr.Error) {
 	var out []*message
-	if instructions.Exists() && instructions.Type != gjson.Null {
-		if instructions.Type != gjson.String {
-			return "", bad("instructions", "must be a string")
-		}
+	switch {
+	case !instructions.Exists() || instructions.Type == gjson.Null:
+	case instructions.Type == gjson.String:
 		if instructions.Str != "" {
 			out = append(out, &message{role: "system", content: instructions.Raw})
 		}
+	case instructions.IsArray():
+		// Input items (a stored prompt's form): messages before the input.
+		var err *apierr.Error
+		i := 0
+		instructions.ForEach(func(_, it gjson.Result) bool {
+			out, err = item(out, i, it)
+			i++
+			return err == nil
+		})
+		if err != nil {
+			err.Message = "instructions" + strings.TrimPrefix(err.Message, "input")
+			return "", err
+		}
+	default:
+		return "", bad("instructions", "must be a string or an array of input items")
 	}
 	switch {
 	case !input.Exists() || input.Type == gjson.Null:

@@ -65,6 +65,9 @@ func TestToChat(t *testing.T) {
 		{"a namespace's functions flattened, cached-only web search left out", `{"model":"m","input":"x","tools":[{"type":"function","name":"a"},{"type":"namespace","name":"ns","description":"d","tools":[{"type":"function","name":"b","parameters":{"type":"object"}},{"type":"function","name":"c"}]},{"type":"web_search","external_web_access":false}]}`, map[string]string{
 			"tools.#": "3", "tools.0.function.name": "a", "tools.1.function.name": "b", "tools.1.function.parameters.type": "object", "tools.2.function.name": "c",
 		}},
+		{"instructions as items", `{"model":"m","instructions":[{"role":"developer","content":"rules"}],"input":"x"}`, map[string]string{
+			"messages.#": "2", "messages.0.role": "developer", "messages.0.content": "rules", "messages.1.content": "x",
+		}},
 		{"named tool choice and web search", `{"model":"m","input":"x","tools":[{"type":"web_search_preview"},{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}}`, map[string]string{
 			"tools.0.type": "service:web_search", "tools.1.function.name": "f", "tool_choice.function.name": "f",
 		}},
@@ -113,6 +116,7 @@ func TestToChatRefuses(t *testing.T) {
 		{"output without id", `{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, "input[0].call_id"},
 		{"bad format", `{"model":"m","input":"x","text":{"format":{"type":"yaml"}}}`, "text.format.type"},
 		{"hosted tool in a namespace", `{"model":"m","input":"x","tools":[{"type":"namespace","name":"n","tools":[{"type":"web_search"}]}]}`, "tools[0].tools[0].type"},
+		{"bad instructions item", `{"model":"m","instructions":[{"role":"robot","content":"x"}],"input":"x"}`, "instructions[0].role"},
 		{"bad tool choice", `{"model":"m","input":"x","tool_choice":"sometimes"}`, "tool_choice"},
 	}
 	for _, tc := range cases {

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -41,12 +42,13 @@ func (m *message) json() string {
 // messages is the chat messages array of instructions and input:
 // instructions become the first (system) message (or messages, given as
 // items); a string input is one
-// user message; items map one to one, except that function_call items
+// user message, after the stored conversation's items (history); items
+// map one to one, except that function_call items
 // join the assistant message before them (one chat turn holds the text and
 // the calls) and reasoning items are dropped — the chat upstream has no
 // field for them, and this gateway never hands out encrypted reasoning a
 // client could send back.
-func messages(instructions, input gjson.Result) (string, *apierr.Error) {
+func messages(instructions gjson.Result, history []json.RawMessage, input gjson.Result) (string, *apierr.Error) {
 	var out []*message
 	switch {
 	case !instructions.Exists() || instructions.Type == gjson.Null:
@@ -69,6 +71,13 @@ func messages(instructions, input gjson.Result) (string, *apierr.Error) {
 		}
 	default:
 		return "", bad("instructions", "must be a string or an array of input items")
+	}
+	for i, it := range history {
+		var err *apierr.Error
+		if out, err = item(out, i, gjson.ParseBytes(it)); err != nil {
+			err.Message = "previous_response_id: a stored item: " + err.Message
+			return "", err
+		}
 	}
 	switch {
 	case !input.Exists() || input.Type == gjson.Null:

@@ -5,13 +5,15 @@
 // object or event stream. Nothing here runs a request: host/server is the
 // glue that parses, admits and runs (docs/front-doors.md).
 //
-// The translation is stateless: store is accepted and nothing is kept, so
-// previous_response_id, conversation and item_reference are refused with a
-// 400 that says so.
+// Stored responses are host/responses/stored's; ToChat takes the items of
+// the conversation before (previous_response_id) from there.
+// conversation, prompt and item_reference are refused with a 400 that
+// says so.
 package responses
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -29,13 +31,20 @@ type Request struct {
 	Stream bool
 	// Echo is what the response object repeats of the request.
 	Echo Echo
+	// Store: the response is to be kept (store absent or true, OpenAI's
+	// default). Input are the request's input items to keep with it (a
+	// string input as its user message item).
+	Store bool
+	Input []json.RawMessage
 }
 
 // Echo holds the request fields every Responses object repeats, raw JSON
 // ("" when absent: the object then shows the API's default).
 type Echo struct {
 	Instructions, MaxOutputTokens, Temperature, TopP, Tools, ToolChoice,
-	ParallelToolCalls, Reasoning, Text, Truncation, Metadata, User, Store string
+	ParallelToolCalls, Reasoning, Text, Truncation, Metadata, User,
+	PreviousResponseID string
+	Store bool
 }
 
 // consumed are the Responses fields the translation reads or accepts
@@ -55,8 +64,10 @@ var consumed = map[string]bool{
 	"truncation": true, "safety_identifier": true, "prompt_cache_retention": true,
 }
 
-// ToChat translates a Responses request body.
-func ToChat(body []byte) (*Request, *apierr.Error) {
+// ToChat translates a Responses request body; history are the input and
+// output items of the stored conversation it continues
+// (previous_response_id), oldest first, nil for none.
+func ToChat(body []byte, history []json.RawMessage) (*Request, *apierr.Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, apierr.BadRequest("", "request body is empty; send a JSON Responses request")
 	}
@@ -79,13 +90,21 @@ func ToChat(body []byte) (*Request, *apierr.Error) {
 		return true
 	})
 
-	msgs, err := messages(root.Get("instructions"), root.Get("input"))
+	msgs, err := messages(root.Get("instructions"), history, root.Get("input"))
 	if err != nil {
 		return nil, err
 	}
 	b.raw("messages", msgs)
 
-	r := &Request{Stream: root.Get("stream").Bool()}
+	r := &Request{Stream: root.Get("stream").Bool(), Store: root.Get("store").Type != gjson.False}
+	if in := root.Get("input"); in.Type == gjson.String {
+		r.Input = []json.RawMessage{json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":` + in.Raw + `}]}`)}
+	} else {
+		in.ForEach(func(_, it gjson.Result) bool {
+			r.Input = append(r.Input, json.RawMessage(it.Raw))
+			return true
+		})
+	}
 	if r.Stream {
 		b.raw("stream", "true")
 	}
@@ -133,6 +152,7 @@ func ToChat(body []byte) (*Request, *apierr.Error) {
 		ParallelToolCalls: root.Get("parallel_tool_calls").Raw, Reasoning: root.Get("reasoning").Raw,
 		Text: root.Get("text").Raw, Truncation: root.Get("truncation").Raw,
 		Metadata: root.Get("metadata").Raw, User: root.Get("user").Raw,
+		PreviousResponseID: root.Get("previous_response_id").Raw, Store: r.Store,
 	}
 	return r, nil
 }
@@ -140,9 +160,9 @@ func ToChat(body []byte) (*Request, *apierr.Error) {
 // refuseStateful answers the fields that need stored responses or
 // conversations, which this gateway does not keep.
 func refuseStateful(root gjson.Result) *apierr.Error {
-	for _, f := range []string{"previous_response_id", "conversation", "prompt"} {
+	for _, f := range []string{"conversation", "prompt"} {
 		if v := root.Get(f); v.Exists() && v.Type != gjson.Null && v.Raw != `""` {
-			return apierr.BadRequest(f, "not supported: this gateway does not keep stored responses, conversations or prompts; send the whole conversation in input (store is accepted and nothing is kept)")
+			return apierr.BadRequest(f, "not supported: this gateway keeps no conversations or prompts; continue a conversation with previous_response_id, or send it whole in input")
 		}
 	}
 	if root.Get("background").Bool() {

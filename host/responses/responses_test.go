@@ -74,7 +74,7 @@ func TestToChat(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := ToChat([]byte(tc.body))
+			r, err := ToChat([]byte(tc.body), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,6 @@ func TestToChatRefuses(t *testing.T) {
 		{"empty", ``, "empty"},
 		{"not an object", `[1]`, "JSON object"},
 		{"no input", `{"model":"m"}`, "input: required"},
-		{"stored", `{"model":"m","input":"x","previous_response_id":"resp_1"}`, "previous_response_id"},
 		{"conversation", `{"model":"m","input":"x","conversation":"conv_1"}`, "conversation"},
 		{"background", `{"model":"m","input":"x","background":true}`, "background"},
 		{"item_reference", `{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`, "input[0].type"},
@@ -121,7 +120,7 @@ func TestToChatRefuses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ToChat([]byte(tc.body))
+			_, err := ToChat([]byte(tc.body), nil)
 			if err == nil || err.Status != 400 || !strings.Contains(err.Message, tc.want) {
 				t.Fatalf("error %v, want a 400 naming %q", err, tc.want)
 			}

@@ -26,6 +26,11 @@ import (
 // when the token limit cut it), or error and response.failed when the
 // chat stream ended in its error chunk.
 type Stream struct {
+	// Done, when set, is called with the response of response.completed
+	// (or response.incomplete) before that event is returned: where a
+	// stored response is kept.
+	Done func(response []byte)
+
 	a        answer
 	seq      int
 	started  bool
@@ -239,7 +244,11 @@ func (s *Stream) complete() {
 	if status == "incomplete" {
 		typ = "response.incomplete"
 	}
-	s.emit(typ, `"response":`+string(s.a.response(status, incomplete, "", true)))
+	resp := s.a.response(status, incomplete, "", true)
+	if s.Done != nil {
+		s.Done(resp)
+	}
+	s.emit(typ, `"response":`+string(resp))
 }
 
 // fail ends a stream whose chat stream ended in an error chunk: OpenAI's

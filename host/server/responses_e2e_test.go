@@ -251,7 +251,8 @@ func TestResponsesErrors(t *testing.T) {
 		status     int
 		msg        string
 	}{
-		{"previous_response_id", `{"model":"test/chat","input":"hi","previous_response_id":"resp_1"}`, 400, "does not keep stored responses"},
+		{"unknown previous_response_id", `{"model":"test/chat","input":"hi","previous_response_id":"resp_1"}`, 404, "previous_response_id"},
+		{"conversation", `{"model":"test/chat","input":"hi","conversation":"conv_1"}`, 400, "conversation"},
 		{"no input", `{"model":"test/chat"}`, 400, "input"},
 		{"not JSON", `{"model":`, 400, "not valid JSON"},
 		{"hosted tool", `{"model":"test/chat","input":"hi","tools":[{"type":"file_search"}]}`, 400, "tools[0].type"},
@@ -278,13 +279,13 @@ func TestResponsesErrors(t *testing.T) {
 		resp, body := post(t, g, "/responses", `{"model":"test/chat","input":"hi"}`, "Authorization", "Bearer sk-sy-v1-nope000000000000000000000000")
 		wantError(t, resp, body, 401, "Invalid API key")
 	})
-	t.Run("stored responses", func(t *testing.T) {
+	t.Run("unknown stored response", func(t *testing.T) {
 		for _, m := range []string{"GET", "DELETE"} {
 			resp, b, err := g.Request(m, "/responses/resp_abc", "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantError(t, resp, gjson.ParseBytes(b), 404, "does not store responses")
+			wantError(t, resp, gjson.ParseBytes(b), 404, "not found")
 		}
 	})
 }
@@ -386,4 +387,90 @@ func TestResponsesClientDisconnectCancelsUpstream(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	waitFor(t, "the upstream stream cancelled after the client went away", func() bool { return up.Cancelled() > 0 })
+}
+
+func getJSON(t *testing.T, g *gatewaytest.Gateway, method, path, key string) (*http.Response, gjson.Result) {
+	t.Helper()
+	resp, b, err := g.Request(method, path, "", "Authorization", "Bearer "+key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, gjson.ParseBytes(b)
+}
+
+// Responses are kept per account (store defaults to true): readable by
+// id, their input items listed, continued with previous_response_id —
+// streamed or not, a function call answered by its output alone — deleted,
+// never seen by another account, and not kept with store:false.
+func TestResponsesStored(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	resp, first := post(t, g, "/responses", `{"model":"test/chat","instructions":"be brief","input":"remember lighthouse","tools":`+weatherTool+`}`)
+	if resp.StatusCode != 200 || first.Get("store").Bool() != true {
+		t.Fatalf("%d %s", resp.StatusCode, first.Raw)
+	}
+	id := first.Get("id").Str
+	resp, got := getJSON(t, g, "GET", "/responses/"+id, g.Key)
+	if resp.StatusCode != 200 || got.Raw != first.Raw {
+		t.Fatalf("GET %d %s\nwant %s", resp.StatusCode, got.Raw, first.Raw)
+	}
+	resp, items := getJSON(t, g, "GET", "/responses/"+id+"/input_items", g.Key)
+	if resp.StatusCode != 200 || items.Get("object").Str != "list" || items.Get("data.#").Int() != 1 ||
+		items.Get("data.0.content.0.text").Str != "remember lighthouse" || items.Get("data.0.id").Str == "" ||
+		items.Get("first_id").Str != items.Get("data.0.id").Str || items.Get("has_more").Bool() {
+		t.Fatalf("input_items %d %s", resp.StatusCode, items.Raw)
+	}
+
+	// Continued, streamed: the stored turn comes first, the instructions
+	// do not carry over (OpenAI's rule).
+	evs := responsesEvents(t, g, `{"model":"test/chat","stream":true,"previous_response_id":"`+id+`","input":"call:get_weather now","tools":`+weatherTool+`}`)
+	second := evs[len(evs)-1].Get("response")
+	up := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body).Get("messages")
+	if up.Get("#").Int() != 3 || up.Get("0.content.0.text").Str != "remember lighthouse" || up.Get("1.role").Str != "assistant" ||
+		!strings.Contains(up.Get("1.content").Str, "You said: remember lighthouse") || up.Get("2.content").Str != "call:get_weather now" {
+		t.Fatalf("upstream messages %s", up.Raw)
+	}
+	if second.Get("previous_response_id").Str != id {
+		t.Fatalf("second %s", second.Raw)
+	}
+	call := second.Get(`output.#(type=="function_call")`)
+	if call.Get("call_id").Str == "" {
+		t.Fatalf("no call in %s", second.Raw)
+	}
+	if resp, got := getJSON(t, g, "GET", "/responses/"+second.Get("id").Str, g.Key); resp.StatusCode != 200 || got.Get("output").Raw != second.Get("output").Raw {
+		t.Fatalf("the streamed response was not kept: %d %s", resp.StatusCode, got.Raw)
+	}
+
+	// The call answered by its output alone.
+	resp, third := post(t, g, "/responses", `{"model":"test/chat","previous_response_id":"`+second.Get("id").Str+
+		`","input":[{"type":"function_call_output","call_id":`+call.Get("call_id").Raw+`,"output":"foggy"}],"tools":`+weatherTool+`,"store":false}`)
+	if resp.StatusCode != 200 || !strings.Contains(third.Get("output.0.content.0.text").Str, "foggy") || third.Get("store").Bool() {
+		t.Fatalf("%d %s", resp.StatusCode, third.Raw)
+	}
+	up = gjson.ParseBytes(g.Upstreams["alpha"].Last().Body).Get("messages")
+	if up.Get("#").Int() != 5 || up.Get("3.tool_calls.0.id").Str != call.Get("call_id").Str || up.Get("4.tool_call_id").Str != call.Get("call_id").Str {
+		t.Fatalf("upstream messages %s", up.Raw)
+	}
+	if resp, _ := getJSON(t, g, "GET", "/responses/"+third.Get("id").Str, g.Key); resp.StatusCode != 404 {
+		t.Fatalf("a store:false response was kept: %d", resp.StatusCode)
+	}
+
+	// Another account sees none of it.
+	_, other := newAccount(t, g, "other", 1_000_000_000)
+	for _, path := range []string{"/responses/" + id, "/responses/" + id + "/input_items"} {
+		resp, body := getJSON(t, g, "GET", path, other)
+		wantError(t, resp, body, 404, "not found")
+	}
+	resp, body := getJSON(t, g, "DELETE", "/responses/"+id, other)
+	wantError(t, resp, body, 404, "not found")
+	resp, body = post(t, g, "/responses", `{"model":"test/chat","previous_response_id":"`+id+`","input":"hi"}`, "Authorization", "Bearer "+other)
+	wantError(t, resp, body, 404, "previous_response_id")
+
+	// Deleted: gone for its owner too.
+	resp, body = getJSON(t, g, "DELETE", "/responses/"+id, g.Key)
+	if resp.StatusCode != 200 || !body.Get("deleted").Bool() {
+		t.Fatalf("DELETE %d %s", resp.StatusCode, body.Raw)
+	}
+	if resp, _ := getJSON(t, g, "GET", "/responses/"+id, g.Key); resp.StatusCode != 404 {
+		t.Fatalf("GET after DELETE: %d", resp.StatusCode)
+	}
 }

@@ -101,8 +101,12 @@ test('streamed function call', async () => {
 
 test('errors raise the SDK classes', async () => {
   await assert.rejects(
+    client.responses.create({ model: 'test/chat', input: 'hi', conversation: 'conv_x' }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /conversation/.test(e.message),
+  );
+  await assert.rejects(
     client.responses.create({ model: 'test/chat', input: 'hi', previous_response_id: 'resp_x' }),
-    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /stored responses/.test(e.message),
+    (e) => e instanceof OpenAI.NotFoundError && /previous_response_id/.test(e.message),
   );
   await assert.rejects(
     client.responses.create({ model: 'nobody/no-model', input: 'hi' }),
@@ -114,4 +118,24 @@ test('errors raise the SDK classes', async () => {
     (e) => e instanceof OpenAI.AuthenticationError && e.status === 401,
   );
   await assert.rejects(client.responses.retrieve('resp_missing'), (e) => e instanceof OpenAI.NotFoundError);
+});
+
+test('stored responses: retrieve, previous_response_id, input items, delete', async () => {
+  const first = await client.responses.create({ model: 'test/chat', input: 'remember the lighthouse' });
+  const got = await client.responses.retrieve(first.id);
+  assert.equal(got.id, first.id);
+  assert.equal(got.output[0].content[0].text, first.output[0].content[0].text);
+
+  const second = await client.responses.create({ model: 'test/chat', previous_response_id: first.id, input: 'and now?' });
+  assert.equal(second.previous_response_id, first.id);
+  assert.match(second.output_text, /You said: and now\?/);
+
+  const items = [];
+  for await (const item of client.responses.inputItems.list(first.id)) items.push(item);
+  assert.equal(items.length, 1);
+  assert.equal(items[0].content[0].text, 'remember the lighthouse');
+  assert.ok(items[0].id);
+
+  await client.responses.delete(first.id);
+  await assert.rejects(client.responses.retrieve(first.id), (e) => e instanceof OpenAI.NotFoundError);
 });

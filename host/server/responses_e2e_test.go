@@ -474,3 +474,34 @@ func TestResponsesStored(t *testing.T) {
 		t.Fatalf("GET after DELETE: %d", resp.StatusCode)
 	}
 }
+
+// Credits and rate limits are chat's: no credits is a 402 before any
+// upstream call, and a key's requests per minute count Responses requests
+// (refused ones included) with chat's.
+func TestResponsesCreditsAndLimits(t *testing.T) {
+	t.Run("no credits", func(t *testing.T) {
+		g := start(t, gatewaytest.Options{Credits: -1})
+		resp, body := post(t, g, "/responses", `{"model":"test/chat","input":"hi"}`)
+		wantError(t, resp, body, 402, "")
+		if g.Upstreams["alpha"].Count() != 0 {
+			t.Fatal("a request without credits reached the upstream")
+		}
+	})
+	t.Run("rate limit", func(t *testing.T) {
+		g := start(t, gatewaytest.Options{})
+		key := limitedKey(t, g, "rl", `{"requests_per_minute":3}`)
+		if resp, b := call(t, g, key, "/chat/completions", hello); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		if resp, b := call(t, g, key, "/responses", `{"model":"test/chat","input":"hi"}`); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		if resp, b := call(t, g, key, "/responses", `{"model":"test/chat"}`); resp.StatusCode != 400 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		resp, b := call(t, g, key, "/responses", `{"model":"test/chat","input":"hi"}`)
+		if resp.StatusCode != 429 {
+			t.Fatalf("fourth request of a 3-per-minute key: %d %s", resp.StatusCode, b)
+		}
+	})
+}

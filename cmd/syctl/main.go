@@ -22,6 +22,7 @@
 //	syctl -db PATH module publish -manifest FILE -wasm FILE [-scope ACCOUNT] [-activate]
 //	syctl -db PATH module activate [-scope ACCOUNT] NAME VERSION
 //	syctl -db PATH module rollback [-scope ACCOUNT] NAME
+//	syctl -db PATH module delete [-scope ACCOUNT] NAME [VERSION]
 //	syctl migrate -to postgres://… [-from FILE] [-force]
 //
 // -db defaults to $SWITCHYARD_DB and must name an existing store (the gateway
@@ -76,6 +77,7 @@ commands:
   module publish -manifest FILE -wasm FILE [-scope ACCOUNT] [-activate]
   module activate [-scope ACCOUNT] NAME VERSION
   module rollback [-scope ACCOUNT] NAME
+  module delete [-scope ACCOUNT] NAME [VERSION]   (a version that is not active, or the whole module)
   migrate -to postgres://… [-from FILE] [-force]   (schema; copy a bbolt store into PostgreSQL)
 
 -db defaults to $SWITCHYARD_DB, then $SWITCHYARD_STORE_DSN; a bbolt file must exist
@@ -194,7 +196,7 @@ func (c *cli) dispatch(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("syctl "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	switch cmd {
-	case "module list", "module publish", "module activate", "module rollback":
+	case "module list", "module publish", "module activate", "module rollback", "module delete":
 		return c.module(cmd, fs, rest)
 	case "key set-rate-limits", "account set-rate-limits":
 		return c.rateLimits(cmd, fs, rest)

@@ -84,6 +84,24 @@ func (c *cli) module(cmd string, fs *flag.FlagSet, args []string) error {
 		}
 		fmt.Fprintf(c.out, "rolled back %s to %s\n", fs.Arg(0), v)
 		return nil
+	case "module delete":
+		// NAME deletes the whole module; NAME VERSION one version that is
+		// not the active one.
+		switch fs.NArg() {
+		case 1:
+			n, err := reg.DeleteModule(ctx, modules.Scoped(*scope, fs.Arg(0)))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.out, "deleted %s (%d versions)\n", fs.Arg(0), n)
+			return nil
+		case 2:
+			if err := reg.DeleteVersion(modules.Scoped(*scope, fs.Arg(0)), fs.Arg(1)); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.out, "deleted %s@%s\n", fs.Arg(0), fs.Arg(1))
+			return nil
+		}
 	}
 	return errUsage
 }

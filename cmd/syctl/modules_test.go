@@ -47,6 +47,13 @@ func TestModuleCommands(t *testing.T) {
 		{[]string{"module", "rollback", "openai"}, 1, "", ""},
 		{[]string{"module", "activate", "openai", "9.9.9"}, 1, "", ""},
 		{[]string{"module", "activate", "openai"}, 2, "", ""},
+		// 1.0.0 is active again: it cannot go alone, 1.0.1 can.
+		{[]string{"module", "delete", "openai", "1.0.0"}, 1, "", "openai@1.0.0 is the active version"},
+		{[]string{"module", "delete", "openai", "1.0.1"}, 0, "deleted openai@1.0.1", ""},
+		{[]string{"module", "delete", "openai", "1.0.1"}, 1, "", "openai@1.0.1 is not published"},
+		{[]string{"module", "delete", "openai"}, 0, "deleted openai (1 versions)", ""},
+		{[]string{"module", "list"}, 0, "NAME", ""},
+		{[]string{"module", "delete", "openai"}, 1, "", "module openai is not published"},
 	} {
 		code, out, stderr := syctl(t, db, tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.want) || !strings.Contains(stderr, tc.wantErr) {

@@ -132,6 +132,11 @@ try {
   await page.locator('#modules tr.active[data-module="healer"] input[type=checkbox]').check();
   await page.getByText("healer is now default-on.").waitFor();
   assert.ok(await page.locator('#modules tr.active[data-module="healer"] input[type=checkbox]').isChecked());
+  // The version no longer active goes (after the confirmation dialog).
+  page.once("dialog", (d) => d.accept());
+  await page.locator('#modules tr[data-module="healer"]:not(.active) button', { hasText: "Delete" }).click();
+  await page.getByText("Deleted healer@1.1.0.").waitFor();
+  assert.equal(await healer.count(), 1, "one version of healer left after the delete");
   await shot("modules");
   // 7. Provider health.
   await page.click("nav a[href='#/providers']");

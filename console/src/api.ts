@@ -57,6 +57,7 @@ export const get = <T = any>(path: string) => call<T>("GET", path);
 export const post = <T = any>(path: string, body?: unknown) => call<T>("POST", path, body ?? {});
 export const patch = <T = any>(path: string, body: unknown) => call<T>("PATCH", path, body);
 export const put = <T = any>(path: string, body: unknown) => call<T>("PUT", path, body);
+export const del = <T = any>(path: string) => call<T>("DELETE", path);
 
 export function qs(params: Record<string, string | number | undefined | null>): string {
   const u = new URLSearchParams();

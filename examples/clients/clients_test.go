@@ -45,6 +45,16 @@ func TestNodeOpenAIResponses(t *testing.T) {
 	runNodeTests(t, gateway(t), "test/responses.test.mjs")
 }
 
+// TestNodeAnthropicSDK runs the npm Anthropic client against the Messages
+// front door alone (test/anthropic.test.mjs; TestNodeOpenAISDK runs it
+// too, with the rest of test/).
+func TestNodeAnthropicSDK(t *testing.T) {
+	out := runNodeTests(t, gateway(t), "test/anthropic.test.mjs")
+	if !strings.Contains(out, "# pass 8\n") {
+		t.Fatalf("not every test ran:\n%s", out)
+	}
+}
+
 // runNodeTests runs the npm openai client's tests in node/<dir> (node's
 // own runner) against g, fails unless every one passed, and returns the
 // runner's output.

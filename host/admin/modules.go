@@ -27,6 +27,46 @@ func (h *handlers) registerModules(api fiber.Router) {
 	g.Post("/:name/activate", h.activateModule)
 	g.Post("/:name/rollback", h.rollbackModule)
 	g.Put("/:name/default", h.defaultModule)
+	g.Delete("/:name/versions/:version", h.deleteVersion)
+	g.Delete("/:name", h.deleteModule)
+}
+
+// deleteScope is a DELETE's scope: the query's ?scope=account|global
+// (a body is accepted too, as the other module calls take it).
+func (h *handlers) deleteScope(c *fiber.Ctx) (string, *apierr.Error) {
+	if s := c.Query("scope"); s != "" {
+		return h.scopeOf(c, s)
+	}
+	_, scope, aerr := h.parseScopeBody(c)
+	return scope, aerr
+}
+
+// deleteVersion removes a stored version that is not the active one.
+func (h *handlers) deleteVersion(c *fiber.Ctx) error {
+	scope, aerr := h.deleteScope(c)
+	if aerr != nil {
+		return aerr
+	}
+	version := strings.Clone(c.Params("version"))
+	if err := h.mods.DeleteVersion(modules.Scoped(scope, moduleParam(c)), version); err != nil {
+		return moduleError(err, moduleParam(c))
+	}
+	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "version": version, "deleted": true}})
+}
+
+// deleteModule removes every version of a module and stops running it.
+func (h *handlers) deleteModule(c *fiber.Ctx) error {
+	scope, aerr := h.deleteScope(c)
+	if aerr != nil {
+		return aerr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := h.mods.DeleteModule(ctx, modules.Scoped(scope, moduleParam(c)))
+	if err != nil {
+		return moduleError(err, moduleParam(c))
+	}
+	return c.JSON(fiber.Map{"data": fiber.Map{"name": moduleParam(c), "versions_deleted": n, "deleted": true}})
 }
 
 // scopeOf maps the API's scope ("account", default, or "global") to a
@@ -172,7 +212,8 @@ func activated(c *fiber.Ctx, version string) error {
 // caller's to fix (422); the active version is untouched.
 func moduleError(err error, name string) *apierr.Error {
 	switch {
-	case errors.Is(err, modules.ErrExists), errors.Is(err, modules.ErrNotPublished):
+	case errors.Is(err, modules.ErrExists), errors.Is(err, modules.ErrNotPublished),
+		errors.Is(err, modules.ErrActiveVersion), errors.Is(err, modules.ErrQuota):
 		return apierr.From(err) // the registry's own 409 or 404, with its message
 	case errors.Is(err, modules.ErrNoEarlier):
 		return apierr.Wrap(http.StatusConflict, err, "module %s has no earlier version to roll back to", name)

@@ -157,6 +157,9 @@ type Modules struct {
 	// addresses (an intranet page, a local search engine). Everything else
 	// stays behind the SSRF guard.
 	PrivateHosts []string `yaml:"private_hosts"`
+	// PrivateHostAccounts are the accounts whose own modules may reach
+	// PrivateHosts as well; by default only the gateway-wide modules may.
+	PrivateHostAccounts []string `yaml:"private_host_accounts"`
 	// TenantSecrets names the secrets modules published by accounts may
 	// use (none by default: only the operator's modules get secrets).
 	TenantSecrets []string `yaml:"tenant_secrets"`
@@ -256,6 +259,27 @@ type TenantModules struct {
 	PoolSize        int    `yaml:"pool_size"`
 	ConcurrentCalls int    `yaml:"concurrent_calls"`
 	CPUMsPerMinute  int64  `yaml:"cpu_ms_per_minute"`
+	// What one account may keep stored (issue 31 item 2): module names,
+	// versions of one module, and bytes of binaries in all. 0 = the
+	// default (16, 8, 128 MiB), -1 = unlimited.
+	MaxModules           int   `yaml:"max_modules"`
+	MaxVersionsPerModule int   `yaml:"max_versions_per_module"`
+	MaxBytes             int64 `yaml:"max_bytes"`
+}
+
+// Quota is the account quota of stored modules, defaults applied; 0 in
+// a field is unlimited.
+func (t TenantModules) Quota() (modules, versions int, bytes int64) {
+	pick := func(v, def int64) int64 {
+		switch {
+		case v == 0:
+			return def
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	return int(pick(int64(t.MaxModules), 16)), int(pick(int64(t.MaxVersionsPerModule), 8)), pick(t.MaxBytes, 128<<20)
 }
 
 // ModuleLogs budget what modules write to the log, per call and per account

@@ -12,10 +12,10 @@ type Limits struct {
 	// each client connection can have an upstream connection too.
 	MaxConnections int `yaml:"max_connections"`
 	// MaxConnectionsPerIP caps open connections from one client address
-	// (an IPv6 client by its /64); 0 = a tenth of MaxConnections (at least
-	// 8), not applied to loopback clients (a proxy or sidecar on the same
-	// host); -1 = no per-address cap (behind a reverse proxy); a value set
-	// here applies to loopback clients too.
+	// (an IPv6 client by its /64), loopback ones included; 0 = a tenth of
+	// MaxConnections (at least 8), binding once half of MaxConnections is
+	// in use; -1 = no per-address cap (behind a reverse proxy, local or
+	// remote); a value set here binds at any load.
 	MaxConnectionsPerIP int `yaml:"max_connections_per_ip"`
 	// HeaderTimeout bounds how long a new connection may take to send its
 	// request line and headers (and, while idle, its next request after

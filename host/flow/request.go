@@ -48,6 +48,9 @@ type Request struct {
 	// client's. A sub-request shares its parent's group and adds its
 	// charge to the parent's spend.
 	parent *Request
+	// subsInFlight counts its sub-requests running now: one beside
+	// another takes a concurrent slot of its own (Admission.also).
+	subsInFlight atomic.Int32
 	// routed is what its router plugin decided (routers.go); nil when
 	// none ran. routerPlugin is that plugin's id; answerPlugin the
 	// answering router its model names (fusion for switchyard/fusion),

@@ -350,7 +350,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		r, aerr := l.first, (*apierr.Error)(nil)
 		if l.first != nil {
 			l.first = nil // sent before the stream opened
-		} else {
+		} else if aerr = l.admitTurn(); aerr == nil {
 			r, aerr = l.req.core.Dispatcher.Run(ctx, l.job(l.set.Body(l.body, turn), id))
 		}
 		l.turns++
@@ -423,6 +423,19 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 			turn = tools.Next
 		}
 	}
+}
+
+// admitTurn counts a turn past the first against the request's rate
+// limits as one more request, in the request's concurrent slot. Its tokens
+// are not estimated here: the request's admission records the usage of
+// every turn when it ends.
+func (l *toolLoop) admitTurn() *apierr.Error {
+	if l.turns == 0 {
+		return nil // the client's request itself, admitted already
+	}
+	adm, aerr := l.req.adm.also(0, false)
+	adm.End()
+	return aerr
 }
 
 // midLoop words an error of a later turn: the earlier turns were served and
@@ -703,7 +716,16 @@ func (parent *Request) subChat(subs *atomic.Int32) func(ctx context.Context, bod
 			// parent may open its stream now (prestream.go).
 			parent.group.start()
 		}
-		req := &Request{ChatRequest: vr, Key: parent.Key, ID: id, core: parent.core, spend: &spend{}, group: parent.group, parent: parent}
+		// Counted against the caller's rate limits as a request of its
+		// own; beside another sub-request of the same caller it takes a
+		// concurrent slot too.
+		parallel := parent.subsInFlight.Add(1) > 1
+		defer parent.subsInFlight.Add(-1)
+		adm, aerr := parent.adm.also(int64(vr.PromptTokens), parallel)
+		if aerr != nil {
+			return aerr.Status, aerr.Envelope(nil), nil
+		}
+		req := &Request{ChatRequest: vr, Key: parent.Key, ID: id, core: parent.core, spend: &spend{}, group: parent.group, parent: parent, adm: adm}
 		req.ctx = withCallEnv(ctx, req, id, nil, nil)
 		req.refs.Store(1)
 		defer req.Close()

@@ -189,6 +189,10 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	ecfg.Natives = native.Hooks()
 	tm, ml := cfg.TenantModules, cfg.ModuleLogs
 	ecfg.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute}
+	// The gateway's own modules are metered against the calling account's
+	// module time (tenant_modules.cpu_ms_per_minute), the operator's
+	// requests excepted.
+	ecfg.Unmetered = func(account string) bool { return account == g.Keys.OperatorAccount() }
 	ecfg.Logs = wasm.LogLimits{BytesPerCall: ml.BytesPerCall, LinesPerCall: ml.LinesPerCall, BytesPerMinute: ml.BytesPerMinute, LinesPerMinute: ml.LinesPerMinute}
 	g.Engine = wasm.NewEngine(ecfg)
 	g.closers = append(g.closers, func() { _ = g.Engine.Close(ctx) })
@@ -206,6 +210,8 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	g.Modules.SetSettings(settings)
+	qm, qv, qb := cfg.TenantModules.Quota()
+	g.Modules.SetQuota(modules.Quota{Modules: qm, VersionsPerModule: qv, Bytes: qb})
 	if err := g.openRedis(); err != nil {
 		return nil, err
 	}
@@ -264,7 +270,7 @@ func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 	ecfg := wasm.Config{
 		HTTP: wasm.HTTPLimits{
 			CallsPerRequest: mc.HTTP.CallsPerRequest, MaxResponseBytes: mc.HTTP.MaxResponseBytes,
-			Timeout: time.Duration(mc.HTTP.Timeout), PrivateHosts: mc.PrivateHosts, RootCAs: roots,
+			Timeout: time.Duration(mc.HTTP.Timeout), PrivateHosts: mc.PrivateHosts, PrivateHostAccounts: mc.PrivateHostAccounts, RootCAs: roots,
 		},
 		ChatCallsPerRequest: mc.ChatCallsPerRequest,
 		Secrets:             g.Config.ResolveSecrets(os.Environ()),

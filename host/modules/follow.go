@@ -142,6 +142,11 @@ func (r *Registry) converge() {
 		}
 		r.converge1(name, version)
 	}
+	for name := range *r.active.Load() {
+		if _, ok := want[name]; !ok {
+			r.forget(name)
+		}
+	}
 }
 
 // converge1 loads and swaps in name@version unless an activation here got

@@ -59,6 +59,19 @@ func TestActivationReachesOtherGateways(t *testing.T) {
 	if d := two.Defaults(""); len(d) != 1 || d[0] != "openai" {
 		t.Fatalf("defaults on the other gateway: %v", d)
 	}
+
+	// Deleted on one, the module stops running on the other too, and its
+	// default-on flag goes with it.
+	if n, err := two.DeleteModule(ctx, "openai"); err != nil || n != 2 {
+		t.Fatalf("delete: %d %v", n, err)
+	}
+	waitActive(one, "")
+	if d := one.Defaults(""); len(d) != 0 {
+		t.Fatalf("defaults after the delete: %v", d)
+	}
+	if list := one.List(""); len(list) != 0 {
+		t.Fatalf("versions after the delete: %v", list)
+	}
 }
 
 // A version published on one gateway is compiled on the others before it

@@ -79,6 +79,8 @@ type Registry struct {
 	// settings are the operator's settings of global modules (config
 	// module_settings), by module name, as JSON.
 	settings map[string][]byte
+	// quota bounds each account's scope (delete.go).
+	quota Quota
 
 	// Following other gateways on a shared store (follow.go).
 	stop      chan struct{}
@@ -281,6 +283,10 @@ func (r *Registry) publish(ctx context.Context, scope string, manifestJSON, bin 
 	if r.stored(name, m.Version).SHA256 != "" {
 		return nil, nil, errExists(name, m.Version)
 	}
+	// The quota too, before the load; the write checks it again.
+	if err := r.db.View(func(tx store.Tx) error { return r.checkQuota(tx, name, len(bin)) }); err != nil {
+		return nil, nil, err
+	}
 	if r.db.Shared() {
 		return r.publishShared(ctx, name, m, manifestJSON, bin, source)
 	}
@@ -307,6 +313,9 @@ func (r *Registry) publishShared(ctx context.Context, name string, m *manifest.M
 	}
 	id := name + "@" + m.Version
 	if err := r.db.Update(func(tx store.Tx) error {
+		if err := r.checkQuota(tx, name, len(bin)); err != nil {
+			return err
+		}
 		if err := storeTx(tx, name, m.Version, manifestJSON, bin, sha256.Sum256(bin), source, false, time.Now().UTC()); err != nil {
 			return err
 		}
@@ -345,6 +354,11 @@ func (r *Registry) load(ctx context.Context, name string, m *manifest.Manifest, 
 // same version from the build directory).
 func (r *Registry) store(name, version string, manifestJSON, bin []byte, source string, replace bool) error {
 	return r.db.Update(func(tx store.Tx) error {
+		if !replace {
+			if err := r.checkQuota(tx, name, len(bin)); err != nil {
+				return err
+			}
+		}
 		return storeTx(tx, name, version, manifestJSON, bin, sha256.Sum256(bin), source, replace, time.Now().UTC())
 	})
 }

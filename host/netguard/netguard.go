@@ -41,11 +41,13 @@ type Config struct {
 	// MaxConnsPerIP caps open connections from one client address (an IPv6
 	// client by its /64, the block one host usually holds); 0 = the default,
 	// negative = no per-address cap (behind a reverse proxy, where every
-	// connection comes from the proxy's address). The default cap leaves
-	// loopback clients out: a connection from the gateway's own host is a
-	// local proxy or sidecar carrying many clients (or the operator), not
-	// one remote client hogging the server; the total cap still counts
-	// them. A cap set explicitly applies to every address.
+	// connection comes from the proxy's address, on this host or another).
+	// Every address is capped alike, loopback included: exempting loopback
+	// let one reconnecting local client hold the whole total cap (issue 31
+	// item 11). The default cap binds once half the total cap is in use:
+	// below that one address (a load generator, a sidecar carrying many
+	// clients) may open more, and no address can take more than half the
+	// connections from the others. A cap set explicitly always binds.
 	MaxConnsPerIP int
 	// RetryAfter is the Retry-After of a refusal; 0 = 1 s.
 	RetryAfter time.Duration
@@ -69,9 +71,9 @@ const (
 type Listener struct {
 	net.Listener
 	maxConns, maxPerIP int
-	// capLoopback: the per-address cap applies to loopback clients too
-	// (it was set explicitly).
-	capLoopback bool
+	// strictPerIP: the per-address cap binds at any load (it was set
+	// explicitly); otherwise only from half the total cap on.
+	strictPerIP bool
 	refusal     []byte
 	logf        func(string, ...any)
 	linger      *Lingerer
@@ -112,7 +114,7 @@ func Wrap(inner net.Listener, cfg Config) *Listener {
 		Listener:    inner,
 		maxConns:    total,
 		maxPerIP:    perIP,
-		capLoopback: cfg.MaxConnsPerIP > 0,
+		strictPerIP: cfg.MaxConnsPerIP > 0,
 		refusal:     refusal(retry),
 		logf:        cfg.Logf,
 		linger:      cfg.Linger,
@@ -185,13 +187,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 			continue
 		}
 		delay = 0
-		key := clientKey(c.RemoteAddr())
-		addr := key
-		if !l.capLoopback && isLoopback(c.RemoteAddr()) {
-			addr = "" // counted in the total only
-		}
+		addr := clientKey(c.RemoteAddr())
 		if !l.admit(addr) {
-			l.refuse(c, key)
+			l.refuse(c, addr)
 			continue
 		}
 		return &conn{Conn: c, l: l, addr: addr}, nil
@@ -202,7 +200,8 @@ func (l *Listener) admit(addr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	perIP := l.maxPerIP > 0 && addr != ""
-	if l.open >= l.maxConns || (perIP && l.perIP[addr] >= l.maxPerIP) {
+	contended := l.strictPerIP || 2*l.open >= l.maxConns
+	if l.open >= l.maxConns || (perIP && contended && l.perIP[addr] >= l.maxPerIP) {
 		return false
 	}
 	l.open++
@@ -210,11 +209,6 @@ func (l *Listener) admit(addr string) bool {
 		l.perIP[addr]++
 	}
 	return true
-}
-
-func isLoopback(a net.Addr) bool {
-	t, ok := a.(*net.TCPAddr)
-	return ok && t.IP.IsLoopback()
 }
 
 func (l *Listener) release(addr string) {

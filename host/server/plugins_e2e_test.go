@@ -331,15 +331,28 @@ func TestHotSwapUnderLoad(t *testing.T) {
 		}
 		return up.AdapterFor("probe " + tag)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Each phase lasts until the load has completed some requests in it
+	// (not a fixed sleep, which a loaded machine may fill with nothing);
+	// the cap only stops a stalled test.
+	progress := func(phase string) {
+		t.Helper()
+		from := ok.Load() + failed.Load()
+		for cap := time.Now().Add(2 * time.Minute); ok.Load()+failed.Load() < from+10; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(cap) {
+				stop.Store(true)
+				wg.Wait()
+				t.Fatalf("%s: the load made no progress (%d ok, %d failed)", phase, ok.Load(), failed.Load())
+			}
+		}
+	}
+	progress("before the swap")
 	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "openai-variant.wasm"), variant, "global", true); resp.StatusCode != 201 {
 		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
 	}
-	switched := time.Now()
 	if got := probe("after-activate"); got != "openai/variant" {
 		t.Fatalf("a request after activation used %q", got)
 	}
-	time.Sleep(300 * time.Millisecond)
+	progress("after activation")
 	resp, b, _ := g.Request("POST", "/modules/openai/rollback", `{"scope":"global"}`)
 	if resp.StatusCode != 200 {
 		t.Fatalf("rollback: %d %s", resp.StatusCode, b)
@@ -347,17 +360,11 @@ func TestHotSwapUnderLoad(t *testing.T) {
 	if got := probe("after-rollback"); got != "openai/1.0.0" {
 		t.Fatalf("a request after rollback used %q", got)
 	}
-	if time.Since(switched) > 30*time.Second {
-		t.Fatal("the swap took too long to observe")
-	}
-	time.Sleep(300 * time.Millisecond)
+	progress("after rollback")
 	stop.Store(true)
 	wg.Wait()
 	if failed.Load() != 0 {
 		t.Fatalf("%d of %d requests failed during the swaps: %v", failed.Load(), failed.Load()+ok.Load(), failures[:min(3, len(failures))])
-	}
-	if ok.Load() < 20 {
-		t.Fatalf("only %d requests ran during the swaps", ok.Load())
 	}
 }
 

@@ -264,3 +264,51 @@ func TestRateLimitAccountShared(t *testing.T) {
 		t.Fatalf("operator: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestRateLimitCountsEveryUpstreamCall (issue 31, item 3): a module's
+// chat sub-request and a server-tool turn past the first are requests of
+// their own to the caller's limits. Before, a key limited to 3 requests a
+// minute had every sub-request and turn pass (1,800 upstream calls in
+// half a second); now the fourth upstream call of the minute is refused,
+// whoever makes it.
+func TestRateLimitCountsEveryUpstreamCall(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	wasmPath, mf := testPlugin(t)
+	if resp, body := publish(t, g, g.Key, wasmPath, mf, "global", true); resp.StatusCode != 201 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	up := g.Upstreams["alpha"]
+	sub := withPlugins(`[{"id":"testplugin","mode":"subchat","sub":[]}]`)
+	t.Run("sub-requests", func(t *testing.T) {
+		key := limitedKey(t, g, "rpm3-sub", `{"requests_per_minute":3}`)
+		before := up.Count()
+		// 1 and 2: the request and its sub-request.
+		resp, body := call(t, g, key, "/chat/completions", sub)
+		if got := gjson.Get(body, "choices.0.message.content").Str; resp.StatusCode != 200 || !strings.HasPrefix(got, "sub-request 200: ") {
+			t.Fatalf("first: %d %s", resp.StatusCode, body)
+		}
+		// 3: the request; its sub-request is the fourth call, refused.
+		resp, body = call(t, g, key, "/chat/completions", sub)
+		if got := gjson.Get(body, "choices.0.message.content").Str; resp.StatusCode != 200 || !strings.HasPrefix(got, "sub-request 429: Rate limit exceeded") {
+			t.Fatalf("second: the sub-request past the limit got %d %s", resp.StatusCode, body)
+		}
+		resp, body = call(t, g, key, "/chat/completions", sub)
+		want429(t, resp, body, "key_requests_per_minute")
+		if n := up.Count() - before; n != 1 {
+			t.Fatalf("%d upstream calls, want 1 (the first sub-request; the plugin answers the requests)", n)
+		}
+	})
+	t.Run("server-tool turns", func(t *testing.T) {
+		key := limitedKey(t, g, "rpm1-tools", `{"requests_per_minute":2}`)
+		// Turn 1 and 2 of a loop: the limit of 2.
+		resp, body := call(t, g, key, "/chat/completions", toolsBody("call:datetime", "", ""))
+		if resp.StatusCode != 200 || gjson.Get(body, "usage.server_tool_use_details.turns").Int() != 2 {
+			t.Fatalf("a two-turn loop within the limit: %d %s", resp.StatusCode, body)
+		}
+		key = limitedKey(t, g, "rpm1-tools-b", `{"requests_per_minute":1}`)
+		resp, body = call(t, g, key, "/chat/completions", toolsBody("call:datetime", "", ""))
+		if resp.StatusCode != 429 || !strings.Contains(gjson.Get(body, "error.message").Str, "stopped at turn 2") {
+			t.Fatalf("the second turn past a limit of 1: %d %s", resp.StatusCode, body)
+		}
+	})
+}

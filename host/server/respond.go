@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/messages"
 	"github.com/switchyard/switchyard/host/wire"
 )
 
@@ -22,5 +23,9 @@ func (s *Server) writeError(c *fiber.Ctx, e *apierr.Error, meta *wire.Metadata) 
 		c.Set(fiber.HeaderRetryAfter, "1")
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	if isMessagesRoute(c) {
+		// Anthropic's envelope, which its clients parse (host/messages).
+		return c.Status(e.Status).Send(messages.Envelope(e))
+	}
 	return c.Status(e.Status).Send(e.Envelope(meta.JSON()))
 }

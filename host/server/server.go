@@ -155,6 +155,8 @@ func New(d Deps) *Server {
 	api.Delete("/responses/:id", s.deleteResponse)
 	api.Get("/responses/:id/input_items", s.inputItems)
 	api.Post("/embeddings", s.openRouterNames(s.embeddings))
+	api.Post("/messages", s.messages) // Anthropic's Messages (messages.go)
+	api.Post("/messages/count_tokens", s.countTokens)
 	api.Get("/embeddings/models", s.listModels(catalog.KindEmbedding, false))
 	api.Get("/models", s.listModels("", false))
 	api.Get("/models/count", s.countModels)
@@ -180,9 +182,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.app.ShutdownWithContext(ctx)
 }
 
-// authenticate resolves the bearer key (spec section 5).
+// authenticate resolves the bearer key (spec section 5). The Messages
+// front door also takes it as x-api-key, as Anthropic's clients send it
+// (Claude Code sends either).
 func (s *Server) authenticate(c *fiber.Ctx) error {
 	h := c.Get(fiber.HeaderAuthorization)
+	if strings.TrimSpace(h) == "" && isMessagesRoute(c) {
+		if k := strings.TrimSpace(c.Get("X-Api-Key")); k != "" {
+			h = "Bearer " + k
+		}
+	}
 	if strings.TrimSpace(h) == "" {
 		return apierr.New(http.StatusUnauthorized, "Missing Authentication header")
 	}

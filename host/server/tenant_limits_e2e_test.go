@@ -106,9 +106,14 @@ func TestTenantModuleCeilings(t *testing.T) {
 // keeps the previous prompt in a global and answers with it has nothing to
 // leak, neither to the next request of the same account nor to another's.
 func TestTenantPluginMemoryDoesNotOutliveACall(t *testing.T) {
-	g := start(t, gatewaytest.Options{})
-	keyA := tenant(t, g, "tenant-a", "")
-	keyB := tenant(t, g, "tenant-b", "")
+	// What is asserted is memory isolation, not time: the limits are
+	// generous so a loaded machine (a CI run under -race) cannot turn a
+	// slow call into a 502 or a 429.
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.TenantModules.TimeoutMS, c.TenantModules.CPUMsPerMinute = 20_000, 10*60_000
+	}})
+	keyA := tenant(t, g, "tenant-a", `{"memory_pages": 256, "timeout_ms": 20000, "pool_size": 4}`)
+	keyB := tenant(t, g, "tenant-b", `{"memory_pages": 256, "timeout_ms": 20000, "pool_size": 4}`)
 	remember := `[{"id":"testplugin","mode":"remember"}]`
 	for i, c := range []struct{ key, prompt string }{
 		{keyA, "secret of A number one"}, {keyA, "secret of A number two"},

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // TestUpstreamRestartNo502 (issue 31, item 7): a plain-HTTP provider that
@@ -307,5 +310,156 @@ func TestPluginSubRequestRunsOwnAccountPlugin(t *testing.T) {
 	st, body := postAs(t, g, key, promptWith("hello", `[{"id":"testplugin","mode":"subchat","sub":[{"id":"testplugin","mode":"respond"}]}]`))
 	if st != 200 || body.Get("choices.0.message.content").Str != "sub-request 200: answered by testplugin" {
 		t.Fatalf("%d %s", st, body.Raw)
+	}
+}
+
+// TestTenantPluginNotToPrivateHosts (issue 31, item 6): the operator's
+// modules.private_hosts are for the gateway's own modules. A tenant's
+// plugin that grants itself every domain ("*") is refused there, before
+// any byte reaches the host; the same binary published gateway-wide
+// reaches it.
+func TestTenantPluginNotToPrivateHosts(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		// The alpha upstream stands for an intranet host the operator
+		// opened to its own modules.
+		for _, p := range c.Providers {
+			if p.Slug == "alpha" {
+				u, _ := url.Parse(p.BaseURL)
+				c.Modules.PrivateHosts = []string{u.Host}
+			}
+		}
+	}})
+	if len(g.Config.Modules.PrivateHosts) != 1 {
+		t.Fatalf("private hosts %v", g.Config.Modules.PrivateHosts)
+	}
+	wasmPath, mf := testPlugin(t)
+	mf, _ = sjson.Set(mf, "grants.http_domains", []string{"*"})
+	target := g.UpstreamURL["alpha"] + "/models"
+	fetch := func(key string) string {
+		t.Helper()
+		status, body := postAs(t, g, key, promptWith("x", `[{"id":"testplugin","mode":"fetch","url":"`+target+`"}]`))
+		if status != 200 {
+			t.Fatalf("%d %s", status, body.Raw)
+		}
+		return body.Get("choices.0.message.content").Str
+	}
+	_, tenantKey := newAccount(t, g, "intruder", 1_000_000_000_000)
+	if resp, body := publish(t, g, tenantKey, wasmPath, mf, "account", true); resp.StatusCode != 201 {
+		t.Fatalf("tenant publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	before := g.Upstreams["alpha"].Count()
+	if got := fetch(tenantKey); !strings.HasPrefix(got, "fetch denied") {
+		t.Fatalf("a tenant's plugin reached the operator's private host: %q", got)
+	}
+	if n := g.Upstreams["alpha"].Count() - before; n != 0 {
+		t.Fatalf("the private host saw %d requests from a tenant's plugin", n)
+	}
+	if resp, body := publish(t, g, g.Key, wasmPath, mf, "global", true); resp.StatusCode != 201 {
+		t.Fatalf("gateway publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	if got := fetch(g.Key); !strings.HasPrefix(got, "fetched 200: ") {
+		t.Fatalf("the gateway's own plugin was refused its private host: %q", got)
+	}
+}
+
+// TestTenantModuleQuotaAndDelete (issue 31, item 2): an account publishes
+// within a quota of module names, versions per module and bytes, and can
+// delete what it no longer needs (a version that is not active, or a whole
+// module, which then stops running) to make room; another account cannot
+// touch its modules.
+func TestTenantModuleQuotaAndDelete(t *testing.T) {
+	wasmPath, mf := testPlugin(t)
+	fi, err := os.Stat(wasmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.TenantModules.MaxModules, c.TenantModules.MaxVersionsPerModule = 2, 2
+		c.TenantModules.MaxBytes = 3*fi.Size() + fi.Size()/2 // three binaries
+	}})
+	_, key := newAccount(t, g, "publisher", 1_000_000_000_000)
+	_, other := newAccount(t, g, "neighbour", 1_000_000_000_000)
+	version := func(name, v string) string {
+		m := strings.Replace(mf, `"version": "1.0.0"`, `"version": "`+v+`"`, 1)
+		return strings.Replace(m, `"name": "testplugin"`, `"name": "`+name+`"`, 1)
+	}
+	pub := func(name, v string, activate bool, want int, msg string) {
+		t.Helper()
+		resp, body := publish(t, g, key, wasmPath, version(name, v), "account", activate)
+		if resp.StatusCode != want || !strings.Contains(body.Get("error.message").Str, msg) {
+			t.Fatalf("publish %s@%s: %d %s; want %d %q", name, v, resp.StatusCode, body.Raw, want, msg)
+		}
+	}
+	del := func(k, path string, want int, msg string) {
+		t.Helper()
+		resp, b, err := g.Request(http.MethodDelete, path, "", "Authorization", "Bearer "+k)
+		if err != nil || resp.StatusCode != want || !strings.Contains(gjson.GetBytes(b, "error.message").Str, msg) {
+			t.Fatalf("DELETE %s: %v %d %s; want %d %q", path, err, resp.StatusCode, b, want, msg)
+		}
+	}
+	pub("testplugin", "1.0.0", true, 201, "")
+	pub("testplugin", "1.0.1", false, 201, "")
+	pub("testplugin", "1.0.2", false, 403, "keeps 2 versions of module testplugin, its quota")
+	pub("second", "1.0.0", false, 201, "")
+	pub("third", "1.0.0", false, 403, "keeps 2 modules, its quota")
+	pub("second", "1.0.1", false, 403, "past its quota of") // a fourth binary: bytes
+
+	del(other, "/modules/testplugin/versions/1.0.1", 404, "not published")
+	del(key, "/modules/testplugin/versions/1.0.0", 409, "is the active version")
+	del(key, "/modules/testplugin/versions/1.0.1", 200, "")
+	pub("testplugin", "1.0.2", false, 201, "")
+
+	plugin := promptWith("x", `[{"id":"testplugin","mode":"respond"}]`)
+	if status, body := postAs(t, g, key, plugin); status != 200 {
+		t.Fatalf("the active plugin: %d %s", status, body.Raw)
+	}
+	del(other, "/modules/testplugin", 404, "not published")
+	del(key, "/modules/testplugin", 200, "")
+	if status, body := postAs(t, g, key, plugin); status == 200 {
+		t.Fatalf("a deleted plugin still runs: %s", body.Raw)
+	}
+	_, b, _ := g.Request(http.MethodGet, "/modules", "", "Authorization", "Bearer "+key)
+	if names := gjson.GetBytes(b, "data.#.name").Raw; strings.Contains(names, "testplugin") || !strings.Contains(names, "second") {
+		t.Fatalf("modules after the delete: %s", names)
+	}
+	pub("third", "1.0.0", false, 201, "")
+}
+
+// TestGatewayPluginsMeteredPerAccount (issue 31, item 1): a call of one of
+// the gateway's own plugins draws on the calling account's module time,
+// the budget its own plugins have, and a call that fails (here: past its
+// time limit) counts too. Before, a tenant could make a gateway-wide plugin
+// work for as long as it liked for nothing. Other accounts keep theirs; the
+// operator's requests are not metered.
+func TestGatewayPluginsMeteredPerAccount(t *testing.T) {
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		// 10 ms a second: one spin of a second leaves the budget
+		// negative for the rest of the test.
+		c.TenantModules.CPUMsPerMinute = 600
+	}})
+	wasmPath, mf := testPlugin(t)
+	if resp, body := publish(t, g, g.Key, wasmPath, mf, "global", true); resp.StatusCode != 201 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	_, attacker := newAccount(t, g, "spinner", 1_000_000_000_000)
+	_, other := newAccount(t, g, "bystander", 1_000_000_000_000)
+	spin := promptWith("x", `[{"id":"testplugin","mode":"spin"}]`)
+	respond := promptWith("x", `[{"id":"testplugin","mode":"respond"}]`)
+	if status, body := postAs(t, g, attacker, spin); status != 502 || !strings.Contains(body.Get("error.message").Str, "exceeded its time limit") {
+		t.Fatalf("first spin: %d %s", status, body.Raw)
+	}
+	for _, body := range []string{spin, respond} {
+		status, b := postAs(t, g, attacker, body)
+		if status != 429 || !strings.Contains(b.Get("error.message").Str, "used their module time") {
+			t.Fatalf("after a failed second of the gateway's plugin: %d %s, want the account's module time spent", status, b.Raw)
+		}
+	}
+	if status, b := postAs(t, g, other, respond); status != 200 {
+		t.Fatalf("another account: %d %s", status, b.Raw)
+	}
+	for range 2 {
+		if status, b := postAs(t, g, g.Key, spin); status != 502 {
+			t.Fatalf("the operator's spin: %d %s, want the plugin's own time limit (502), not a budget", status, b.Raw)
+		}
 	}
 }

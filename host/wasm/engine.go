@@ -83,6 +83,10 @@ type Config struct {
 	// operator's key to a server of the tenant's choosing).
 	Secrets       map[string]string
 	TenantSecrets []string
+	// Unmetered reports the accounts whose requests' calls of the
+	// gateway's own modules are not metered against a module-time budget
+	// (the operator's); nil meters every account.
+	Unmetered func(account string) bool
 }
 
 // clone is c with its own copies of the maps and slices the caller could
@@ -91,6 +95,7 @@ func (c Config) clone() Config {
 	c.Natives = maps.Clone(c.Natives)
 	c.Secrets = maps.Clone(c.Secrets)
 	c.TenantSecrets = slices.Clone(c.TenantSecrets)
+	c.HTTP.PrivateHostAccounts = slices.Clone(c.HTTP.PrivateHostAccounts)
 	c.HTTP.PrivateHosts = slices.Clone(c.HTTP.PrivateHosts)
 	return c
 }
@@ -107,7 +112,10 @@ type Engine struct {
 	resets    [memsnap.Ways]atomic.Uint64 // tenants' instance resets: Resets
 	instances sync.Map                    // instance name → *instance, for host functions
 	httpOnce  sync.Once
-	client    *http.Client
+	client    *http.Client // every address guarded
+	// privateClient also reaches the operator's private hosts, for the
+	// modules HTTPLimits.mayReachPrivate lets.
+	privateClient *http.Client
 
 	mu       sync.Mutex // guards runtimes
 	runtimes map[runtimeKey]*runtime

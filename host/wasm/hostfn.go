@@ -65,6 +65,10 @@ func (e *Engine) hostCall(ctx context.Context, mod *Module, name string, fields 
 	if !ok {
 		return fail(dst, abi.HostFailed, "unknown host function "+name)
 	}
+	switch name {
+	case abi.HostChat, abi.HostChatBatch, abi.HostChatReserve:
+		defer waitedSince(ctx, time.Now()) // a sub-request: not module time
+	}
 	return h.serve(hostRequest{ctx: ctx, engine: e, mod: mod, env: envOf(ctx), fields: fields}, dst)
 }
 

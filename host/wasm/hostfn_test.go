@@ -435,6 +435,56 @@ func TestHTTPLimits(t *testing.T) {
 	wantHostCode(t, out, abi.HostBudget)
 }
 
+// TestPrivateHostsByScope: the operator's private hosts are reached by
+// its own modules and by the modules of accounts it names, never by
+// another account's, even when its manifest grants every domain.
+func TestPrivateHostsByScope(t *testing.T) {
+	srv := newEchoServer(t, 10)
+	grants := `{"host_functions":["log","http","chat","count_tokens","kv"],"http_domains":["*"]}`
+	for _, tc := range []struct {
+		name    string
+		account string // "" = gateway-wide
+		named   []string
+		want    bool // reached
+	}{
+		{"gateway-wide module", "", nil, true},
+		{"account module", "tenant", nil, false},
+		{"account module of another named account", "tenant", []string{"other"}, false},
+		{"account module of a named account", "tenant", []string{"tenant"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := hostEngine(t, nil, func(c *wasm.Config) {
+				c.HTTP.PrivateHosts = []string{srv.hostPort()}
+				c.HTTP.PrivateHostAccounts = tc.named
+				c.Tenants = wasm.TenantLimits{TimeoutMS: 10_000}
+			})
+			var mod *wasm.Module
+			if tc.account == "" {
+				mod = loadKit(t, e, grants)
+			} else {
+				var err error
+				if mod, err = e.LoadTenant(context.Background(), tc.account, kitManifest(t, grants), kitGuest(t)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := len(srv.received())
+			// Twice: the second call could find a pooled connection.
+			for range 2 {
+				out := kitCall(t, mod, context.Background(), "http", nil, "method", "GET", "url", srv.URL+"/p")
+				if tc.want && (len(out) != 3 || string(out[0]) != "200") {
+					t.Fatalf("call failed: %s", fields(out))
+				}
+				if !tc.want && (len(out) != 2 || string(out[0]) != "denied") {
+					t.Fatalf("got %s, want the call denied", fields(out))
+				}
+			}
+			if reached := len(srv.received()) - before; tc.want != (reached == 2) {
+				t.Fatalf("the private host got %d requests", reached)
+			}
+		})
+	}
+}
+
 // TestHTTPSecrets: ${secret:NAME} reaches the server only when granted and
 // set, never the module's view of the exchange nor the log.
 func TestHTTPSecrets(t *testing.T) {
@@ -468,6 +518,7 @@ func TestHTTPSecrets(t *testing.T) {
 			var log syncBuffer
 			e, _ := hostEngine(t, &log, func(c *wasm.Config) {
 				c.HTTP.PrivateHosts = []string{srv.hostPort(), strings.TrimPrefix(closedURL, "http://")}
+				c.HTTP.PrivateHostAccounts = []string{"tenant"} // the test server stands for a public one
 				c.Secrets = map[string]string{"EXA_API_KEY": secret}
 				c.TenantSecrets = tc.tenantOK
 				c.Tenants = wasm.TenantLimits{TimeoutMS: 10_000}

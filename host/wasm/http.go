@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,6 +44,11 @@ type HTTPLimits struct {
 	// (an intranet page, a test server). The module still needs the host
 	// in grants.http_domains; every other destination stays public-only.
 	PrivateHosts []string
+	// PrivateHostAccounts are the accounts whose own modules may reach
+	// PrivateHosts too; by default only the operator's (gateway-wide)
+	// modules may: a tenant granting itself http_domains ["*"] must not
+	// reach the operator's intranet.
+	PrivateHostAccounts []string
 	// RootCAs, when set, are the certificate authorities https calls
 	// trust (the operator's extra CAs on top of the system's); nil: the
 	// system's.
@@ -150,40 +156,59 @@ func isPublic(ip netip.Addr) bool {
 	return true
 }
 
-func (e *Engine) httpClient() *http.Client {
+// mayReachPrivate reports whether mod may reach the operator's private
+// hosts: the operator's own modules, and those of accounts the operator
+// names.
+func (l HTTPLimits) mayReachPrivate(mod *Module) bool {
+	return mod.account == "" || slices.Contains(l.PrivateHostAccounts, mod.account)
+}
+
+// httpClient is the client mod's calls use. There are two, built once:
+// one whose dialer lets the operator's private hosts through, for modules
+// that may reach them, and one that guards every address, for the rest.
+// Two transports (not one dialer asking per call) so a pooled connection
+// to a private host is never handed to a module that may not reach it.
+func (e *Engine) httpClient(mod *Module) *http.Client {
 	e.httpOnce.Do(func() {
 		lim := e.cfg.HTTP.withDefaults()
-		open := &net.Dialer{Timeout: 5 * time.Second}
-		guarded := &net.Dialer{Timeout: 5 * time.Second}
-		if !e.cfg.AllowPrivateNetworks {
-			guarded.Control = publicOnly
-		}
-		// addr is the URL's host and port, before resolution: the
-		// operator's private hosts are granted by name, and their
-		// connections are pooled apart from everyone else's by it.
-		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if lim.privateHost(addr) {
-				return open.DialContext(ctx, network, addr)
-			}
-			return guarded.DialContext(ctx, network, addr)
-		}
-		var tlsConf *tls.Config
-		if lim.RootCAs != nil {
-			tlsConf = &tls.Config{RootCAs: lim.RootCAs}
-		}
-		e.client = &http.Client{
-			Timeout: lim.Timeout,
-			Transport: &http.Transport{
-				DialContext:         dial,
-				MaxIdleConnsPerHost: 16,
-				TLSHandshakeTimeout: 5 * time.Second,
-				TLSClientConfig:     tlsConf,
-				Proxy:               nil, // a proxy would dial on the module's behalf, past the check
-			},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		e.privateClient = e.newHTTPClient(lim, true)
+		e.client = e.newHTTPClient(lim, false)
 	})
+	if e.cfg.HTTP.mayReachPrivate(mod) {
+		return e.privateClient
+	}
 	return e.client
+}
+
+func (e *Engine) newHTTPClient(lim HTTPLimits, private bool) *http.Client {
+	open := &net.Dialer{Timeout: 5 * time.Second}
+	guarded := &net.Dialer{Timeout: 5 * time.Second}
+	if !e.cfg.AllowPrivateNetworks {
+		guarded.Control = publicOnly
+	}
+	// addr is the URL's host and port, before resolution: the
+	// operator's private hosts are granted by name.
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if private && lim.privateHost(addr) {
+			return open.DialContext(ctx, network, addr)
+		}
+		return guarded.DialContext(ctx, network, addr)
+	}
+	var tlsConf *tls.Config
+	if lim.RootCAs != nil {
+		tlsConf = &tls.Config{RootCAs: lim.RootCAs}
+	}
+	return &http.Client{
+		Timeout: lim.Timeout,
+		Transport: &http.Transport{
+			DialContext:         dial,
+			MaxIdleConnsPerHost: 16,
+			TLSHandshakeTimeout: 5 * time.Second,
+			TLSClientConfig:     tlsConf,
+			Proxy:               nil, // a proxy would dial on the module's behalf, past the check
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // hostHTTPRequest implements http_request for the calling instance.
@@ -192,6 +217,7 @@ func (e *Engine) hostHTTPRequest(ctx context.Context, m api.Module, ptr, n uint3
 	if in == nil {
 		return abi.HTTPFailed
 	}
+	defer waitedSince(ctx, time.Now()) // the network: not module time
 	var code int64
 	in.pending, code = e.httpCall(ctx, in.owner, m, ptr, n)
 	return code
@@ -234,7 +260,7 @@ func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n
 	if !mod.Manifest.GrantsDomain(u.Hostname()) {
 		return fail(abi.HTTPDenied, "domain %s is not granted to this module", u.Hostname())
 	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !isPublic(ip) && !e.cfg.AllowPrivateNetworks && !lim.privateHost(hostPort(u)) {
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !isPublic(ip) && !e.cfg.AllowPrivateNetworks && !(lim.mayReachPrivate(mod) && lim.privateHost(hostPort(u))) {
 		return fail(abi.HTTPDenied, "%v: %s", errNotPublic, ip)
 	}
 	// Secrets go in only now that the destination is known to be granted,
@@ -262,7 +288,7 @@ func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n
 			}
 		}
 	}
-	resp, err := e.httpClient().Do(req)
+	resp, err := e.httpClient(mod).Do(req)
 	if err != nil {
 		if errors.Is(err, errNotPublic) {
 			return fail(abi.HTTPDenied, "%s resolves to an address that is not public", u.Hostname())

@@ -358,7 +358,23 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 			return nil, m.fail(hook, "does not load: "+shortReason(lerr.Error()))
 		}
 	}
+	// The gateway's own modules draw on the calling account's module
+	// time (a tenant's are metered in callTenant); a failed call counts
+	// too.
+	lim := m.engine.tenantLimits()
+	meter := (*account)(nil)
+	if m.slots == nil {
+		if meter = m.engine.meterFor(ctx); meter != nil {
+			if aerr := meter.check(lim); aerr != nil {
+				return nil, aerr
+			}
+		}
+	}
+	start := time.Now()
 	if f := m.native[hook]; f != nil {
+		if meter != nil {
+			defer func() { meter.charge(lim, time.Since(start)) }()
+		}
 		return m.callNative(ctx, hook, f, fields)
 	}
 	input := 0
@@ -377,6 +393,9 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 	}
 	ctx = context.WithValue(ctx, callLogKey{}, cl)
 	defer m.engine.droppedNote(ctx, m, cl)
+	if meter != nil {
+		defer func() { meter.charge(lim, time.Since(start)-time.Duration(cl.waited.Load())) }()
+	}
 
 	var out []byte
 	var err error
@@ -390,6 +409,7 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		if in, err = m.get(ctx); err != nil {
 			return nil, m.fail(hook, "no instance available: "+err.Error())
 		}
+		start = time.Now() // waiting for an instance is not module time
 		if out, err = in.call(ctx, hook, fields); err != nil {
 			// A trapped or interrupted instance may hold broken state.
 			m.discard(in)
@@ -434,7 +454,7 @@ func (m *Module) callTenant(ctx context.Context, hook abi.Hook, fields [][]byte,
 	// runs in its slot.
 	ctx = context.WithValue(ctx, slotKey{}, m.acct)
 	start := time.Now()
-	defer func() { release(time.Since(start)) }()
+	defer func() { release(time.Since(start) - time.Duration(logOf(ctx).waited.Load())) }()
 	select {
 	case m.slots <- struct{}{}:
 	case <-ctx.Done():

@@ -156,14 +156,8 @@ type slotKey struct{}
 // checks its CPU budget for the minute. release gives the slot back and
 // charges the call's time.
 func (a *account) admit(ctx context.Context, lim TenantLimits, wait time.Duration) (release func(time.Duration), err *apierr.Error) {
-	a.mu.Lock()
-	left := a.refill(lim, time.Now())
-	a.mu.Unlock()
-	if left <= 0 {
-		rate := float64(lim.CPUMsPerMinute) / 60_000 // ms of budget per ms
-		e := apierr.New(http.StatusTooManyRequests, "this account's plugins used their module time (%d ms per minute, the operator's limit); retry later", lim.CPUMsPerMinute)
-		e.Metadata = map[string]any{"retry_after_seconds": int64(-left/rate/1000) + 1}
-		return nil, e
+	if err := a.check(lim); err != nil {
+		return nil, err
 	}
 	if held, _ := ctx.Value(slotKey{}).(*account); held == a {
 		// Called from within a call of this account (a plugin's chat
@@ -185,11 +179,49 @@ func (a *account) admit(ctx context.Context, lim TenantLimits, wait time.Duratio
 	}
 	return func(d time.Duration) {
 		<-a.slots
-		a.mu.Lock()
-		a.refill(lim, time.Now())
-		a.budget -= float64(d) / float64(time.Millisecond)
-		a.mu.Unlock()
+		a.charge(lim, d)
 	}, nil
+}
+
+// check refuses a call (429) while the account's module time is spent.
+func (a *account) check(lim TenantLimits) *apierr.Error {
+	a.mu.Lock()
+	left := a.refill(lim, time.Now())
+	a.mu.Unlock()
+	if left > 0 {
+		return nil
+	}
+	rate := float64(lim.CPUMsPerMinute) / 60_000 // ms of budget per ms
+	e := apierr.New(http.StatusTooManyRequests, "this account's plugins used their module time (%d ms per minute, the operator's limit); retry later", lim.CPUMsPerMinute)
+	e.Metadata = map[string]any{"retry_after_seconds": int64(-left/rate/1000) + 1}
+	return e
+}
+
+// charge takes d of module time from the account's budget.
+func (a *account) charge(lim TenantLimits, d time.Duration) {
+	a.mu.Lock()
+	a.refill(lim, time.Now())
+	a.budget -= float64(max(d, 0)) / float64(time.Millisecond)
+	a.mu.Unlock()
+}
+
+// meterFor is the account a call of one of the gateway's own modules is
+// metered against (issue 31 item 1): the calling request's account, whose
+// module-time budget its own plugins draw on too — so a request that makes
+// the file-parser or moderation work for seconds spends its account's
+// minute, not everyone's — unless the operator's (Config.Unmetered), or
+// the call runs inside a call of that account's own plugin, whose time
+// already counts it. nil: not metered.
+func (e *Engine) meterFor(ctx context.Context) *account {
+	env := CallEnvFrom(ctx)
+	if env == nil || env.Account == "" || (e.cfg.Unmetered != nil && e.cfg.Unmetered(env.Account)) {
+		return nil
+	}
+	a := e.accountFor(env.Account, true)
+	if held, _ := ctx.Value(slotKey{}).(*account); held == a {
+		return nil
+	}
+	return a
 }
 
 // refill adds the budget earned since the last refill and returns what is
@@ -216,6 +248,18 @@ type callLog struct {
 	bytes   int64
 	lines   int64
 	dropped atomic.Int64
+	// waited is the time (ns) the call spent in host functions that wait
+	// on the network or a sub-request (http, chat): not module time, which
+	// the account's budget counts.
+	waited atomic.Int64
+}
+
+// waitedSince adds the time since start to the wait of the call ctx
+// belongs to.
+func waitedSince(ctx context.Context, start time.Time) {
+	if c := logOf(ctx); c != nil {
+		c.waited.Add(int64(time.Since(start)))
+	}
 }
 
 // allow reports whether a line of n bytes may be written, charging it to

@@ -1,4 +1,4 @@
-import { get, post, put } from "../api";
+import { del, get, post, put } from "../api";
 import { clear, h, when } from "../dom";
 import { errorBox, fail, ok } from "../ui";
 
@@ -82,11 +82,23 @@ export async function modulesView(root: HTMLElement): Promise<void> {
               if (!m.active) {
                 const b = h("button", { type: "button", class: "small" }, "Activate");
                 b.addEventListener("click", () => void act(`Activated ${m.name}@${m.version}.`, () => post(`${path}/activate`, { version: m.version, scope: sc })));
-                actions.push(b);
+                // A version that is not active can go on its own (the
+                // account's quota counts stored versions).
+                const d = h("button", { type: "button", class: "small danger" }, "Delete");
+                d.addEventListener("click", () => {
+                  if (confirm(`Delete ${m.name}@${m.version}? It cannot be activated again.`))
+                    void act(`Deleted ${m.name}@${m.version}.`, () => del(`${path}/versions/${encodeURIComponent(m.version)}?scope=${sc}`));
+                });
+                actions.push(b, d);
               } else {
                 const b = h("button", { type: "button", class: "small" }, "Roll back");
                 b.addEventListener("click", () => void act(`Rolled ${m.name} back.`, () => post(`${path}/rollback`, { scope: sc })));
-                actions.push(b);
+                const d = h("button", { type: "button", class: "small danger" }, "Delete module");
+                d.addEventListener("click", () => {
+                  if (confirm(`Delete every version of ${m.name}? It stops running now.`))
+                    void act(`Deleted ${m.name}.`, () => del(`${path}?scope=${sc}`));
+                });
+                actions.push(b, d);
               }
               const def = h("input", { type: "checkbox", checked: m.default, "aria-label": `default-on ${m.name}` });
               def.addEventListener("change", () => void act(`${m.name} is ${def.checked ? "now" : "no longer"} default-on.`, () => put(`${path}/default`, { enabled: def.checked, scope: sc })));

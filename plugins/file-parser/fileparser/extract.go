@@ -107,6 +107,9 @@ func openPDF(data []byte, lim Limits) (*pdf.Reader, []pdf.Value, error) {
 	if err := checkObjectCounts(data); err != nil {
 		return nil, nil, err
 	}
+	if err := checkXrefChain(data); err != nil {
+		return nil, nil, err
+	}
 	// Encrypted files are refused even when the empty user password would
 	// open them: the library's decryption is partial (no AES-256), and a
 	// text that half decrypts would be worse than a clear refusal.
@@ -437,4 +440,130 @@ func (d *Doc) Text(name string) string {
 		b.WriteString("\n[no text layer: a scanned PDF? its pages are images, which engine pdf-text does not read]")
 	}
 	return b.String()
+}
+
+// checkXrefChain follows the cross-reference sections' /Prev chain from
+// the last startxref as the PDF library will, and refuses one that loops.
+// The library follows /Prev without remembering where it has been, so a
+// 622-byte file whose trailer names its own section as /Prev kept it
+// busy until the call's deadline (issue 31 item 1). Linear in the file:
+// each section's dictionary is read once, and the bytes read over all
+// sections are bounded by a few times the file's size.
+func checkXrefChain(data []byte) *FileError {
+	off, ok := lastStartxref(data)
+	seen := map[int]bool{}
+	budget := 4*len(data) + 4096
+	for ok {
+		if seen[off] {
+			return fileErr("malformed", "the PDF's cross-reference sections form a loop (/Prev)")
+		}
+		seen[off] = true
+		var read int
+		off, ok, read = prevOf(data, off)
+		if budget -= read; budget < 0 {
+			return fileErr("malformed", "the PDF has too many cross-reference sections")
+		}
+	}
+	return nil
+}
+
+// lastStartxref is the offset the file's last startxref names.
+func lastStartxref(data []byte) (int, bool) {
+	i := bytes.LastIndex(data, []byte("startxref"))
+	if i < 0 {
+		return 0, false
+	}
+	return readInt(data[i+len("startxref"):])
+}
+
+// prevOf reads the section at off — a classic table ("xref" … "trailer"
+// << … >>) or a stream object (N G obj << … >>) — and returns its
+// dictionary's top-level /Prev, whether it has one, and how many bytes
+// it read.
+func prevOf(data []byte, off int) (prev int, ok bool, read int) {
+	if off < 0 || off >= len(data) {
+		return 0, false, 0
+	}
+	rest := data[off:]
+	if bytes.HasPrefix(bytes.TrimLeft(rest, " \t\r\n\f\x00"), []byte("xref")) {
+		t := bytes.Index(rest, []byte("trailer"))
+		if t < 0 {
+			return 0, false, len(rest)
+		}
+		read = t
+		rest = rest[t:]
+	}
+	d := bytes.Index(rest, []byte("<<"))
+	if d < 0 {
+		return 0, false, read + len(rest)
+	}
+	prev, ok, n := dictPrev(rest[d:])
+	return prev, ok, read + d + n
+}
+
+// dictPrev scans the dictionary at the start of b (it begins with "<<")
+// for a /Prev at its top level, skipping strings, comments and nested
+// dictionaries; it returns the bytes scanned.
+func dictPrev(b []byte) (prev int, ok bool, n int) {
+	depth, found := 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '(':
+			i = skipString(b, i)
+		case c == '%':
+			for i < len(b) && b[i] != '\n' && b[i] != '\r' {
+				i++
+			}
+		case c == '<' && i+1 < len(b) && b[i+1] == '<':
+			depth++
+			i++
+		case c == '>' && i+1 < len(b) && b[i+1] == '>':
+			if depth--; depth == 0 {
+				return prev, found, i + 2
+			}
+			i++
+		case c == '/' && depth == 1 && bytes.HasPrefix(b[i+1:], []byte("Prev")) && (i+5 >= len(b) || !isRegular(b[i+5])):
+			prev, found = readInt(b[i+5:])
+		}
+	}
+	return prev, found, len(b)
+}
+
+// skipString returns the index of the ')' closing the literal string
+// opened at b[i] (nested parentheses and escapes as PDF has them).
+func skipString(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
+
+// isRegular reports whether c continues a name (not whitespace or a
+// delimiter).
+func isRegular(c byte) bool {
+	return !strings.ContainsRune(" \t\r\n\f\x00()<>[]{}/%", rune(c))
+}
+
+// readInt reads the non-negative integer after optional whitespace.
+func readInt(b []byte) (int, bool) {
+	b = bytes.TrimLeft(b, " \t\r\n\f\x00")
+	n, digits := 0, 0
+	for _, c := range b {
+		if c < '0' || c > '9' || digits == 10 {
+			break
+		}
+		n = n*10 + int(c-'0')
+		digits++
+	}
+	return n, digits > 0
 }

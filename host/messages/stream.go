@@ -1,0 +1,349 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strconv"
+
+	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/tidwall/gjson"
+)
+
+// Stream translates the gateway's chat SSE stream (data: chunk events, the
+// final usage chunk, an error chunk, [DONE]; comment keep-alives) into
+// Anthropic's Messages events, event by event as the bytes come: Feed
+// takes the chat stream's bytes in any pieces and returns the Anthropic
+// events of the chat events they complete. Work and memory are linear in
+// the stream's size; only an incomplete event is held.
+//
+// The events, as the SDKs parse them: message_start (the message with no
+// content), then per block content_block_start, content_block_delta
+// (text_delta, or input_json_delta for a tool call's arguments; one block
+// per tool call index) and content_block_stop, then message_delta
+// (stop_reason, usage) and message_stop. A failure is an error event, and
+// ends the stream. Reasoning deltas are dropped, as in FromChat.
+type Stream struct {
+	model string
+	in    []byte // the chat stream's bytes not yet a complete line
+	data  []byte // the data of the event being read
+	has   bool   // the event has a data line
+
+	started bool          // message_start sent
+	ended   bool          // message_stop or error sent: nothing more
+	index   int           // the open block's index; -1 when none is open
+	next    int           // the next block's index
+	kind    string        // the open block's type
+	tools   map[int64]int // tool call index → its block's index
+	stop    string
+	usage   Usage
+}
+
+// NewStream translates a chat stream for the model the client asked for.
+func NewStream(model string) *Stream {
+	return &Stream{model: model, index: -1, tools: map[int64]int{}}
+}
+
+// Feed appends to out the Anthropic events of the chat events p
+// completes. A comment line (the gateway's keep-alive) becomes a ping.
+func (s *Stream) Feed(out, p []byte) []byte {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.in = append(s.in, p...)
+			return out
+		}
+		line := p[:i]
+		if len(s.in) > 0 {
+			s.in = append(s.in, line...)
+			line = s.in
+		}
+		out = s.line(out, bytes.TrimSuffix(line, []byte("\r")))
+		s.in = s.in[:0]
+		p = p[i+1:]
+	}
+	return out
+}
+
+// Close ends the translation at the end of the chat stream: an event cut
+// off without its blank line is still handled, and a stream that never
+// ended ([DONE] or an error) ends with an error event.
+func (s *Stream) Close(out []byte) []byte {
+	if len(s.in) > 0 {
+		out = s.line(out, s.in)
+		s.in = s.in[:0]
+	}
+	out = s.line(out, nil)
+	if !s.ended {
+		out = s.fail(out, apierr.New(502, "the stream ended before the answer was complete"))
+	}
+	return out
+}
+
+func (s *Stream) line(out, line []byte) []byte {
+	switch {
+	case len(line) == 0:
+		if s.has {
+			out = s.event(out, s.data)
+			s.data, s.has = s.data[:0], false
+		}
+	case line[0] == ':':
+		if !s.ended {
+			out = appendEvent(out, "ping", []byte(`{"type":"ping"}`))
+		}
+	case bytes.HasPrefix(line, []byte("data:")):
+		v := bytes.TrimPrefix(line[5:], []byte(" "))
+		if s.has {
+			s.data = append(s.data, '\n')
+		}
+		s.data, s.has = append(s.data, v...), true
+	}
+	return out
+}
+
+// event translates one chat event.
+func (s *Stream) event(out, data []byte) []byte {
+	if s.ended {
+		return out
+	}
+	if string(data) == "[DONE]" {
+		return s.finish(out)
+	}
+	c := gjson.ParseBytes(data)
+	if e := c.Get("error"); e.Exists() {
+		status := int(e.Get("code").Int())
+		if status == 0 {
+			status = 502
+		}
+		return s.fail(out, &apierr.Error{Status: status, Message: e.Get("message").Str})
+	}
+	out = s.start(out, c.Get("id").Str, c.Get("model").Str)
+	if u := c.Get("usage"); u.IsObject() {
+		s.usage = usageOf(u)
+	}
+	c.Get("choices").ForEach(func(_, ch gjson.Result) bool {
+		if ch.Get("index").Int() != 0 {
+			return true // Messages has one answer
+		}
+		d := ch.Get("delta")
+		if t := d.Get("content"); t.Type == gjson.String && t.Str != "" {
+			out = s.text(out, t.Str)
+		}
+		d.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+			out = s.toolCall(out, tc)
+			return true
+		})
+		if f := ch.Get("finish_reason"); f.Type == gjson.String && f.Str != "" {
+			s.stop = StopReason(f.Str)
+		}
+		return true
+	})
+	return out
+}
+
+// start sends message_start before anything else.
+// model is the model that answers, as the chunk names it (a fallback's
+// when one answered), or the one asked for.
+func (s *Stream) start(out []byte, id, model string) []byte {
+	if s.started {
+		return out
+	}
+	s.started = true
+	if model == "" {
+		model = s.model
+	}
+	m := Message{ID: MessageID(id), Type: "message", Role: "assistant", Model: model, Content: []Block{}}
+	b, _ := json.Marshal(struct {
+		Type    string  `json:"type"`
+		Message Message `json:"message"`
+	}{"message_start", m})
+	return appendEvent(out, "message_start", b)
+}
+
+func (s *Stream) text(out []byte, t string) []byte {
+	if s.kind != "text" {
+		out = s.stopBlock(out)
+		out = s.openBlock(out, "text", `{"type":"text","text":""}`)
+	}
+	b, _ := json.Marshal(t)
+	return appendEvent(out, "content_block_delta", s.delta(`{"type":"text_delta","text":`, b))
+}
+
+// toolCall handles one tool call delta: its first opens a tool_use block
+// (id and name), each arguments piece is an input_json_delta.
+func (s *Stream) toolCall(out []byte, tc gjson.Result) []byte {
+	idx := tc.Get("index").Int()
+	block, seen := s.tools[idx]
+	if !seen {
+		out = s.stopBlock(out)
+		b, _ := json.Marshal(Block{Type: "tool_use", ID: tc.Get("id").Str, Name: tc.Get("function.name").Str, Input: json.RawMessage(`{}`)})
+		out = s.openBlock(out, "tool_use", string(b))
+		block = s.index
+		s.tools[idx] = block
+	}
+	if a := tc.Get("function.arguments").Str; a != "" {
+		b, _ := json.Marshal(a)
+		saved := s.index
+		s.index = block // a late piece of an earlier call goes to its block
+		out = appendEvent(out, "content_block_delta", s.delta(`{"type":"input_json_delta","partial_json":`, b))
+		s.index = saved
+	}
+	return out
+}
+
+func (s *Stream) openBlock(out []byte, kind, block string) []byte {
+	s.index, s.kind = s.next, kind
+	s.next++
+	b := append([]byte(`{"type":"content_block_start","index":`), strconv.Itoa(s.index)...)
+	b = append(append(append(b, `,"content_block":`...), block...), '}')
+	return appendEvent(out, "content_block_start", b)
+}
+
+func (s *Stream) stopBlock(out []byte) []byte {
+	if s.index < 0 {
+		return out
+	}
+	b := append([]byte(`{"type":"content_block_stop","index":`), strconv.Itoa(s.index)...)
+	s.index, s.kind = -1, ""
+	return appendEvent(out, "content_block_stop", append(b, '}'))
+}
+
+// delta is a content_block_delta of the open block; head opens its delta
+// object, value ends it.
+func (s *Stream) delta(head string, value []byte) []byte {
+	b := append([]byte(`{"type":"content_block_delta","index":`), strconv.Itoa(s.index)...)
+	b = append(append(append(b, `,"delta":`...), head...), value...)
+	return append(b, '}', '}')
+}
+
+// finish ends a completed stream: message_delta (stop reason, usage) and
+// message_stop.
+func (s *Stream) finish(out []byte) []byte {
+	out = s.start(out, "", "")
+	out = s.stopBlock(out)
+	s.ended = true
+	stop := s.stop
+	if stop == "" {
+		stop = "end_turn"
+	}
+	b, _ := json.Marshal(struct {
+		Type  string `json:"type"`
+		Delta struct {
+			StopReason   string  `json:"stop_reason"`
+			StopSequence *string `json:"stop_sequence"`
+		} `json:"delta"`
+		Usage Usage `json:"usage"`
+	}{Type: "message_delta", Delta: struct {
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	}{StopReason: stop}, Usage: s.usage})
+	out = appendEvent(out, "message_delta", b)
+	return appendEvent(out, "message_stop", []byte(`{"type":"message_stop"}`))
+}
+
+// fail ends the stream with an error event.
+func (s *Stream) fail(out []byte, e *apierr.Error) []byte {
+	s.ended = true
+	return appendEvent(out, "error", Envelope(e))
+}
+
+// appendEvent appends one named event; data is one line of JSON.
+func appendEvent(out []byte, name string, data []byte) []byte {
+	out = append(append(append(out, "event: "...), name...), '\n')
+	out = append(append(append(out, "data: "...), data...), '\n', '\n')
+	return out
+}
+
+// Reader is a chat stream read as Anthropic events: the transport pulls
+// it as the response body. It reads its source only when it has nothing
+// to return, so when the source waits (for the upstream) all that was
+// translated has been taken — what lets the gateway's pulled stream write
+// its keep-alives between events (flow.Pump.Attach).
+type Reader struct {
+	src  io.Reader
+	s    *Stream
+	buf  []byte
+	out  []byte
+	sent int
+	done bool
+}
+
+// NewReader translates src, a chat SSE stream, for model.
+func NewReader(src io.Reader, model string) *Reader {
+	return &Reader{src: src, s: NewStream(model), buf: make([]byte, 4096)}
+}
+
+// Read returns the next translated bytes; io.EOF after the last.
+func (r *Reader) Read(p []byte) (int, error) {
+	for r.sent == len(r.out) {
+		if r.done {
+			return 0, io.EOF
+		}
+		r.out, r.sent = r.out[:0], 0
+		n, err := r.src.Read(r.buf)
+		r.out = r.s.Feed(r.out, r.buf[:n])
+		if err != nil {
+			r.done = true
+			if err == io.EOF {
+				r.out = r.s.Close(r.out)
+			}
+		}
+	}
+	n := copy(p, r.out[r.sent:])
+	r.sent += n
+	return n, nil
+}
+
+// Close closes the source when it is a Closer (the pump ends the stream
+// where it is: the client went away).
+func (r *Reader) Close() error {
+	if c, ok := r.src.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Writer translates a chat stream written to it, writing the events to
+// dst and flushing them: a pushed stream (the gateway's server-tool loop,
+// a stream opened while a plugin works) writes through it.
+type Writer struct {
+	dst interface {
+		io.Writer
+		Flush() error
+	}
+	s   *Stream
+	out []byte
+}
+
+// NewWriter translates into dst for model.
+func NewWriter(dst interface {
+	io.Writer
+	Flush() error
+}, model string) *Writer {
+	return &Writer{dst: dst, s: NewStream(model)}
+}
+
+// Write translates p; what it completes goes to dst, flushed.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.out = w.s.Feed(w.out[:0], p)
+	if err := w.emit(); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Close ends the translation (Stream.Close) once the pushed stream ended.
+func (w *Writer) Close() error {
+	w.out = w.s.Close(w.out[:0])
+	return w.emit()
+}
+
+func (w *Writer) emit() error {
+	if len(w.out) == 0 {
+		return nil
+	}
+	if _, err := w.dst.Write(w.out); err != nil {
+		return err
+	}
+	return w.dst.Flush()
+}

@@ -39,6 +39,12 @@ func TestNodeOpenAISDK(t *testing.T) {
 	runNodeTests(t, gateway(t), "test/")
 }
 
+// TestNodeOpenAIResponses runs the npm client's Responses API tests alone
+// (TestNodeOpenAISDK runs them with the rest of test/).
+func TestNodeOpenAIResponses(t *testing.T) {
+	runNodeTests(t, gateway(t), "test/responses.test.mjs")
+}
+
 // TestNodeAnthropicSDK runs the npm Anthropic client against the Messages
 // front door alone (test/anthropic.test.mjs; TestNodeOpenAISDK runs it
 // too, with the rest of test/).

@@ -11,6 +11,7 @@ import (
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/telemetry"
+	"github.com/switchyard/switchyard/host/validate"
 )
 
 // chat serves POST /chat/completions: the HTTP side of the request core
@@ -23,6 +24,13 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	if aerr != nil {
 		return s.refused(c, aerr)
 	}
+	return s.run(c, vr, unsupported, nil)
+}
+
+// run admits a parsed chat request, runs it through the request core and
+// writes its answer, translated by tr (nil: as chat). Every front door
+// (chat, Responses) ends here.
+func (s *Server) run(c *fiber.Ctx, vr *validate.ChatRequest, unsupported []string, tr translator) error {
 	key := c.Locals(localsKey).(*keys.Key)
 	adm, aerr := s.admit(c, key, int64(vr.PromptTokens))
 	if aerr != nil {
@@ -37,11 +45,25 @@ func (s *Server) chat(c *fiber.Ctx) error {
 	req := s.Core.NewRequest(ctx, cancel, vr, key, adm)
 	defer req.Close()
 	req.Meta, req.OpenRouterMeta, req.Unsupported = metadataRequested(c), openRouterMetadataAsked(c), unsupported
-	return s.write(c, req, req.Run())
+	return s.write(c, req, req.Run(), tr)
 }
 
-// write answers with what a request's Run produced.
-func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome) error {
+// translator turns a chat answer into another API's (host/responses):
+// JSON a completion, Stream a translation of a chat event stream.
+type translator interface {
+	JSON(chat []byte) []byte
+	Stream() streamTranslator
+}
+
+// streamTranslator translates a chat event stream as it goes
+// (responses.Stream): Feed takes any split of it.
+type streamTranslator interface {
+	Feed(chatEvents []byte) []byte
+}
+
+// write answers with what a request's Run produced, translated by tr
+// (nil: as it is). Errors keep the chat envelope, which is OpenAI's.
+func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr translator) error {
 	if o.Charged {
 		c.Set("X-Generation-Id", req.ID)
 	}
@@ -57,16 +79,36 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome) error {
 		switch st := o.Stream.(type) {
 		case *flow.Pump:
 			fc.Response.ImmediateHeaderFlush = st.Attach(fc.Conn())
-			fc.Response.SetBodyStream(st, -1)
+			if tr != nil {
+				fc.Response.SetBodyStream(&translatedReader{src: st, t: tr.Stream()}, -1)
+			} else {
+				fc.Response.SetBodyStream(st, -1)
+			}
 		case flow.Pusher:
-			fc.SetBodyStreamWriter(func(w *bufio.Writer) { st.Push(w) })
+			fc.SetBodyStreamWriter(func(w *bufio.Writer) {
+				if tr != nil {
+					// Push flushes after every write: the small buffer
+					// hands each write on to the translation at once.
+					tw := bufio.NewWriterSize(&translatedWriter{w: w, t: tr.Stream()}, 512)
+					st.Push(tw)
+					_ = tw.Flush()
+					return
+				}
+				st.Push(w)
+			})
 		}
 		return nil
 	case o.Events != nil:
 		setStreamHeaders(c)
+		if tr != nil {
+			return c.Send(tr.Stream().Feed(o.Events))
+		}
 		return c.Send(o.Events)
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	if tr != nil {
+		return c.Send(tr.JSON(o.Body))
+	}
 	return c.Send(o.Body)
 }
 

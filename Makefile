@@ -124,11 +124,13 @@ vet:
 
 # The npm `openai` client's dependencies, for the client tests, and npm
 # `jsonrepair`, the response-healing plugin's anchor
-# (plugins/response-healing/heal, TestAtLeastJSONRepair); Claude Code, in
-# its own directory (a large native binary), for TestClaudeCodeToolRoundTrip.
+# (plugins/response-healing/heal, TestAtLeastJSONRepair); Claude Code and
+# the Codex CLI, each in its own directory (large native binaries), for
+# TestClaudeCodeToolRoundTrip and TestCodexCLI.
 clients:
 	cd examples/clients/node && npm ci --no-audit --no-fund --loglevel=error
 	cd examples/clients/node/claudecode && npm ci --no-audit --no-fund --loglevel=error
+	cd examples/clients/node/codex && npm ci --no-audit --no-fund --loglevel=error
 
 gotest:
 	$(GO) test -race -count=1 -timeout 45m ./...

@@ -9,35 +9,43 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
 
-// codexBinary is the Codex CLI (npm @openai/codex) to run: $CODEX_BIN, or
-// codex on the PATH. It is not among the npm dependencies of `make
-// clients` (its native binary is some 400 MB), so the test skips without it.
+// codexBinary is the Codex CLI (npm @openai/codex): $CODEX_BIN, or the
+// pinned one `make clients` installs in node/codex.
 func codexBinary(t *testing.T) string {
+	t.Helper()
 	if bin := os.Getenv("CODEX_BIN"); bin != "" {
 		return bin
 	}
-	bin, err := exec.LookPath("codex")
-	if err != nil {
-		t.Skip("Codex CLI not installed (npm i -g @openai/codex, or set CODEX_BIN)")
+	p := filepath.Join(gatewaytest.Root(), "examples", "clients", "node", "codex", "node_modules", ".bin", "codex")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatal("Codex CLI missing: run `make clients` (part of `make test`), or set CODEX_BIN")
 	}
-	return bin
+	return p
 }
 
-// TestCodexCLI runs `codex exec` against the gateway's Responses API
-// (wire_api = "responses"), offline: the demo model answers, Codex prints
-// the answer. A scratch HOME and CODEX_HOME keep the user's own away.
+// TestCodexCLI runs `codex exec` against what `make run` serves (the
+// embedded default configuration, its offline demo provider and
+// demo/agent), through the gateway's Responses API (wire_api =
+// "responses"): the demo model answers, Codex prints the answer; then a
+// tool round trip. A scratch HOME and CODEX_HOME keep the user's own away.
 func TestCodexCLI(t *testing.T) {
 	bin := codexBinary(t)
-	g := gateway(t)
+	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, ConfigYAML: string(config.Default())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
 	home := t.TempDir()
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	config := `model = "test/chat"
+	config := `model = "demo/agent"
 model_provider = "sy"
 [model_providers.sy]
 name = "Switchyard"
@@ -64,30 +72,22 @@ wire_api = "responses"
 	if out := run("hello from codex"); !strings.Contains(out, "You said: hello from codex") {
 		t.Fatalf("codex did not print the gateway's answer:\n%s", out)
 	}
-	// What Codex sent reached the upstream as a chat request.
-	up := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body)
-	if !up.Get("messages").IsArray() || !up.Get("stream").Bool() {
-		t.Fatalf("upstream body %s", up.Raw)
-	}
-
 	// A tool round trip: the demo model calls Codex's exec_command
 	// (function_call), Codex runs it and sends function_call_output, the
 	// model answers quoting the result. Whether the sandbox lets the
 	// command run here or not, its output goes back as the call's result.
 	out := run(`call:exec_command args:{"cmd":"pwd"}`)
-	up = gjson.ParseBytes(g.Upstreams["alpha"].Last().Body)
-	msgs := up.Get("messages").Array()
-	var callID string
-	for _, m := range msgs {
-		if m.Get("role").Str == "assistant" && m.Get("tool_calls.0.function.name").Str == "exec_command" {
-			callID = m.Get("tool_calls.0.id").Str
-		}
-	}
-	last := msgs[len(msgs)-1]
-	if callID == "" || last.Get("role").Str != "tool" || last.Get("tool_call_id").Str != callID {
-		t.Fatalf("no function_call_output came back for the call:\n%s\n%s", up.Get("messages").Raw, out)
-	}
 	if !strings.Contains(out, "Tool results:") {
 		t.Fatalf("codex did not print the answer after the tool:\n%s", out)
+	}
+	// Both turns went through the gateway and were recorded: the one that
+	// called exec_command and the one that answered from its result.
+	_, b, err := g.Request("GET", "/generations?model=demo/agent", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	finishes := gjson.GetBytes(b, "data.#.finish_reason").Raw
+	if !strings.Contains(finishes, "tool_calls") || strings.Count(finishes, "stop") < 2 {
+		t.Fatalf("generations of demo/agent: %s", b)
 	}
 }

@@ -2,11 +2,9 @@ package messages
 
 import (
 	"encoding/json"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/tidwall/gjson"
@@ -364,32 +362,22 @@ func TestStream(t *testing.T) {
 	if got := string(s.Close(s.Feed(nil, []byte(chatStream)))); got != wantEvents {
 		t.Fatalf("got\n%s\nwant\n%s", got, wantEvents)
 	}
-	got, err := io.ReadAll(NewReader(iotest.OneByteReader(strings.NewReader(chatStream)), "asked/model"))
-	if err != nil || string(got) != wantEvents {
-		t.Fatalf("read one byte at a time: %v\n%s", err, got)
+	s = NewStream("asked/model")
+	var got []byte
+	for i := range len(chatStream) {
+		got = s.Feed(got, []byte(chatStream[i:i+1]))
 	}
-}
-
-type flushBuffer struct {
-	strings.Builder
-	flushes int
-}
-
-func (f *flushBuffer) Flush() error { f.flushes++; return nil }
-
-func TestStreamWriter(t *testing.T) {
-	var dst flushBuffer
-	w := NewWriter(&dst, "asked/model")
+	if got = s.Close(got); string(got) != wantEvents {
+		t.Fatalf("fed one byte at a time:\n%s", got)
+	}
+	// Event by event, as a pushed stream writes it.
+	s = NewStream("asked/model")
+	got = got[:0]
 	for _, piece := range strings.SplitAfter(chatStream, "\n\n") {
-		if _, err := w.Write([]byte(piece)); err != nil {
-			t.Fatal(err)
-		}
+		got = s.Feed(got, []byte(piece))
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if dst.String() != wantEvents || dst.flushes == 0 {
-		t.Fatalf("flushes %d, got\n%s", dst.flushes, dst.String())
+	if got = s.Close(got); string(got) != wantEvents {
+		t.Fatalf("fed event by event:\n%s", got)
 	}
 }
 

@@ -3,7 +3,6 @@ package messages
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"strconv"
 
 	"github.com/switchyard/switchyard/host/apierr"
@@ -252,98 +251,4 @@ func appendEvent(out []byte, name string, data []byte) []byte {
 	out = append(append(append(out, "event: "...), name...), '\n')
 	out = append(append(append(out, "data: "...), data...), '\n', '\n')
 	return out
-}
-
-// Reader is a chat stream read as Anthropic events: the transport pulls
-// it as the response body. It reads its source only when it has nothing
-// to return, so when the source waits (for the upstream) all that was
-// translated has been taken — what lets the gateway's pulled stream write
-// its keep-alives between events (flow.Pump.Attach).
-type Reader struct {
-	src  io.Reader
-	s    *Stream
-	buf  []byte
-	out  []byte
-	sent int
-	done bool
-}
-
-// NewReader translates src, a chat SSE stream, for model.
-func NewReader(src io.Reader, model string) *Reader {
-	return &Reader{src: src, s: NewStream(model), buf: make([]byte, 4096)}
-}
-
-// Read returns the next translated bytes; io.EOF after the last.
-func (r *Reader) Read(p []byte) (int, error) {
-	for r.sent == len(r.out) {
-		if r.done {
-			return 0, io.EOF
-		}
-		r.out, r.sent = r.out[:0], 0
-		n, err := r.src.Read(r.buf)
-		r.out = r.s.Feed(r.out, r.buf[:n])
-		if err != nil {
-			r.done = true
-			if err == io.EOF {
-				r.out = r.s.Close(r.out)
-			}
-		}
-	}
-	n := copy(p, r.out[r.sent:])
-	r.sent += n
-	return n, nil
-}
-
-// Close closes the source when it is a Closer (the pump ends the stream
-// where it is: the client went away).
-func (r *Reader) Close() error {
-	if c, ok := r.src.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
-
-// Writer translates a chat stream written to it, writing the events to
-// dst and flushing them: a pushed stream (the gateway's server-tool loop,
-// a stream opened while a plugin works) writes through it.
-type Writer struct {
-	dst interface {
-		io.Writer
-		Flush() error
-	}
-	s   *Stream
-	out []byte
-}
-
-// NewWriter translates into dst for model.
-func NewWriter(dst interface {
-	io.Writer
-	Flush() error
-}, model string) *Writer {
-	return &Writer{dst: dst, s: NewStream(model)}
-}
-
-// Write translates p; what it completes goes to dst, flushed.
-func (w *Writer) Write(p []byte) (int, error) {
-	w.out = w.s.Feed(w.out[:0], p)
-	if err := w.emit(); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// Close ends the translation (Stream.Close) once the pushed stream ended.
-func (w *Writer) Close() error {
-	w.out = w.s.Close(w.out[:0])
-	return w.emit()
-}
-
-func (w *Writer) emit() error {
-	if len(w.out) == 0 {
-		return nil
-	}
-	if _, err := w.dst.Write(w.out); err != nil {
-		return err
-	}
-	return w.dst.Flush()
 }

@@ -336,3 +336,21 @@ data: [DONE]
 		t.Fatalf("completed %s", done.Raw)
 	}
 }
+
+// TestStreamEndCut: a chat stream that stops without [DONE] or an error
+// chunk still ends as the SDK expects (error, then response.failed), and
+// one that ended adds nothing.
+func TestStreamEndCut(t *testing.T) {
+	chunk := `data: {"id":"gen-1","model":"m","choices":[{"index":0,"delta":{"content":"Hel"}}]}` + "\n\n"
+	s := NewStream(Echo{})
+	out := string(s.Feed([]byte(chunk)))
+	end := string(s.End())
+	if !strings.Contains(out, "response.output_text.delta") || !strings.Contains(end, "event: error") || !strings.Contains(end, "response.failed") {
+		t.Fatalf("fed:\n%s\nend:\n%s", out, end)
+	}
+	s = NewStream(Echo{})
+	s.Feed([]byte(chunk + `data: {"id":"gen-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"))
+	if end := s.End(); len(end) != 0 {
+		t.Fatalf("a stream that ended got %s", end)
+	}
+}

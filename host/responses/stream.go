@@ -73,6 +73,30 @@ func (s *Stream) Feed(p []byte) []byte {
 	return s.out
 }
 
+// End translates the end of the chat stream: one that stopped without its
+// end ([DONE] or an error chunk), which the gateway's own streams do not
+// do, still ends as the SDK expects, failed. The result is valid until
+// the next call.
+func (s *Stream) End() []byte {
+	s.out = s.out[:0]
+	if len(s.line) > 0 {
+		s.handleLine(append(s.line, '\n'))
+		s.line = s.line[:0]
+	}
+	if s.hasData {
+		s.event(s.data)
+		s.data, s.hasData = s.data[:0], false
+	}
+	if !s.ended {
+		if !s.started {
+			s.started = true
+			s.emit("response.created", `"response":`+string(s.a.response("in_progress", "", "", false)))
+		}
+		s.fail(gjson.Parse(`{"code":502,"message":"the stream ended before the answer did"}`))
+	}
+	return s.out
+}
+
 // handleLine handles one line, its "\n" included.
 func (s *Stream) handleLine(l []byte) {
 	body := bytes.TrimRight(l, "\r\n")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
@@ -48,17 +49,22 @@ func (s *Server) run(c *fiber.Ctx, vr *validate.ChatRequest, unsupported []strin
 	return s.write(c, req, req.Run(), tr)
 }
 
-// translator turns a chat answer into another API's (host/responses):
-// JSON a completion, Stream a translation of a chat event stream.
+// translator turns a chat answer into another API's (host/responses,
+// host/messages): JSON a completion, Stream a translation of a chat event
+// stream. Errors keep their status; the front door's envelope is
+// writeError's.
 type translator interface {
-	JSON(chat []byte) []byte
+	JSON(chat []byte) ([]byte, *apierr.Error)
 	Stream() streamTranslator
 }
 
-// streamTranslator translates a chat event stream as it goes
-// (responses.Stream): Feed takes any split of it.
+// streamTranslator translates a chat event stream as it goes: Feed takes
+// any split of it, End what follows its last byte (the front door's
+// ending of a stream cut short). Each result is valid until the next
+// call.
 type streamTranslator interface {
 	Feed(chatEvents []byte) []byte
+	End() []byte
 }
 
 // write answers with what a request's Run produced, translated by tr
@@ -89,9 +95,11 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 				if tr != nil {
 					// Push flushes after every write: the small buffer
 					// hands each write on to the translation at once.
-					tw := bufio.NewWriterSize(&translatedWriter{w: w, t: tr.Stream()}, 512)
+					t := &translatedWriter{w: w, t: tr.Stream()}
+					tw := bufio.NewWriterSize(t, 512)
 					st.Push(tw)
 					_ = tw.Flush()
+					_ = t.End()
 					return
 				}
 				st.Push(w)
@@ -101,14 +109,19 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 	case o.Events != nil:
 		setStreamHeaders(c)
 		if tr != nil {
-			return c.Send(tr.Stream().Feed(o.Events))
+			st := tr.Stream()
+			return c.Send(append(slices.Clone(st.Feed(o.Events)), st.End()...))
 		}
 		return c.Send(o.Events)
 	}
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	if tr != nil {
-		return c.Send(tr.JSON(o.Body))
+		body, aerr := tr.JSON(o.Body)
+		if aerr != nil {
+			return s.writeError(c, aerr, nil)
+		}
+		o.Body = body
 	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(o.Body)
 }
 

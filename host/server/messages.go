@@ -1,15 +1,11 @@
 package server
 
 import (
-	"bufio"
-	"context"
 	"net/http"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
-	"github.com/switchyard/switchyard/host/flow"
-	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/messages"
 	"github.com/switchyard/switchyard/host/telemetry"
@@ -48,61 +44,29 @@ func (s *Server) messages(c *fiber.Ctx) error {
 	if aerr != nil {
 		return s.refused(c, aerr)
 	}
-	key := c.Locals(localsKey).(*keys.Key)
-	adm, aerr := s.admit(c, key, int64(vr.PromptTokens))
-	if aerr != nil {
-		return aerr
-	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), s.Dispatcher.RequestTimeout)
-	ctx, stopWatch := hangup.Watch(ctx, cancel, c.Context().Conn())
-	defer stopWatch.Stop()
-	req := s.Core.NewRequest(ctx, cancel, vr, key, adm)
-	defer req.Close()
-	req.Unsupported = unsupported
-	return s.writeMessages(c, req, mr.Model, req.Run())
+	return s.run(c, vr, unsupported, messagesTranslator{model: mr.Model})
 }
 
-// writeMessages answers with what Run produced, in Anthropic's shapes; it
-// is Server.write with a translation on each way out.
-func (s *Server) writeMessages(c *fiber.Ctx, req *flow.Request, model string, o flow.Outcome) error {
-	if o.Charged {
-		c.Set("X-Generation-Id", req.ID)
-	}
-	switch {
-	case o.Err != nil:
-		return s.writeError(c, o.Err, nil)
-	case o.Stream != nil:
-		req.AddCloser(s.keepShedSlot(c))
-		setStreamHeaders(c)
-		fc := c.Context()
-		switch st := o.Stream.(type) {
-		case *flow.Pump:
-			// The pump's keep-alives go to the connection as SSE
-			// comments, between events, which the SDKs skip.
-			fc.Response.ImmediateHeaderFlush = st.Attach(fc.Conn())
-			fc.Response.SetBodyStream(messages.NewReader(st, model), -1)
-		case flow.Pusher:
-			fc.SetBodyStreamWriter(func(w *bufio.Writer) {
-				tw := messages.NewWriter(w, model)
-				bw := bufio.NewWriterSize(tw, 4096)
-				st.Push(bw)
-				_ = bw.Flush()
-				_ = tw.Close()
-			})
-		}
-		return nil
-	case o.Events != nil:
-		setStreamHeaders(c)
-		st := messages.NewStream(model)
-		return c.Send(st.Close(st.Feed(nil, o.Events)))
-	}
-	body, aerr := messages.FromChat(o.Body, model)
-	if aerr != nil {
-		return s.writeError(c, aerr, nil)
-	}
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(body)
+// messagesTranslator answers in Anthropic's shapes, naming the model the
+// client asked for.
+type messagesTranslator struct{ model string }
+
+func (t messagesTranslator) JSON(chat []byte) ([]byte, *apierr.Error) {
+	return messages.FromChat(chat, t.model)
 }
+
+func (t messagesTranslator) Stream() streamTranslator {
+	return &messagesStream{s: messages.NewStream(t.model)}
+}
+
+// messagesStream is messages.Stream as a streamTranslator.
+type messagesStream struct {
+	s   *messages.Stream
+	out []byte
+}
+
+func (m *messagesStream) Feed(p []byte) []byte { m.out = m.s.Feed(m.out[:0], p); return m.out }
+func (m *messagesStream) End() []byte          { m.out = m.s.Close(m.out[:0]); return m.out }
 
 // countTokens serves POST /messages/count_tokens: the prompt tokens of
 // the equivalent chat request, by the gateway's tokenizer for the model

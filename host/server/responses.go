@@ -73,12 +73,12 @@ type responsesTranslator struct {
 	save func(response []byte)
 }
 
-func (t responsesTranslator) JSON(chat []byte) []byte {
+func (t responsesTranslator) JSON(chat []byte) ([]byte, *apierr.Error) {
 	resp := responses.FromChat(chat, t.echo)
 	if t.save != nil {
 		t.save(resp)
 	}
-	return resp
+	return resp, nil
 }
 
 func (t responsesTranslator) Stream() streamTranslator {

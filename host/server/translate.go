@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"io"
+	"slices"
 )
 
 // translatedReader is a chat event stream (src, the pump) read as its
@@ -33,6 +34,9 @@ func (r *translatedReader) Read(b []byte) (int, error) {
 		r.out, r.sent = r.t.Feed(r.buf[:n]), 0
 		if err == io.EOF {
 			r.eof = true
+			// Feed's result is valid until the next call: kept first.
+			fed := slices.Clone(r.out)
+			r.out = append(fed, r.t.End()...)
 		} else if err != nil {
 			return 0, err
 		}
@@ -54,13 +58,21 @@ type translatedWriter struct {
 }
 
 func (tw *translatedWriter) Write(p []byte) (int, error) {
-	if out := tw.t.Feed(p); len(out) > 0 {
-		if _, err := tw.w.Write(out); err != nil {
-			return 0, err
-		}
-		if err := tw.w.Flush(); err != nil {
-			return 0, err
-		}
+	if err := tw.emit(tw.t.Feed(p)); err != nil {
+		return 0, err
 	}
 	return len(p), nil
+}
+
+// End writes the translation's ending once the pushed stream is over.
+func (tw *translatedWriter) End() error { return tw.emit(tw.t.End()) }
+
+func (tw *translatedWriter) emit(out []byte) error {
+	if len(out) == 0 {
+		return nil
+	}
+	if _, err := tw.w.Write(out); err != nil {
+		return err
+	}
+	return tw.w.Flush()
 }

@@ -274,6 +274,9 @@ func TestRateLimitAccountShared(t *testing.T) {
 func TestRateLimitCountsEveryUpstreamCall(t *testing.T) {
 	g := start(t, gatewaytest.Options{})
 	wasmPath, mf := testPlugin(t)
+	// The plugin's call waits for its sub-request: a time limit a loaded
+	// machine (a CI run under -race) cannot run into (1 s did).
+	mf = strings.Replace(mf, `"timeout_ms": 1000`, `"timeout_ms": 30000`, 1)
 	if resp, body := publish(t, g, g.Key, wasmPath, mf, "global", true); resp.StatusCode != 201 {
 		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
 	}

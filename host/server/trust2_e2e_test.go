@@ -304,9 +304,11 @@ func TestUpstreamFinishReasonNormalised(t *testing.T) {
 // held, and get 429.
 func TestPluginSubRequestRunsOwnAccountPlugin(t *testing.T) {
 	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
-		c.TenantModules = config.TenantModules{TimeoutMS: 2000, ConcurrentCalls: 1, CPUMsPerMinute: 600_000}
+		// The call waits for its sub-request: a time limit a loaded
+		// machine cannot run into.
+		c.TenantModules = config.TenantModules{TimeoutMS: 30_000, ConcurrentCalls: 1, CPUMsPerMinute: 600_000}
 	}})
-	key := tenant(t, g, "nested", "")
+	key := tenant(t, g, "nested", `{"memory_pages": 256, "timeout_ms": 30000, "pool_size": 4}`)
 	st, body := postAs(t, g, key, promptWith("hello", `[{"id":"testplugin","mode":"subchat","sub":[{"id":"testplugin","mode":"respond"}]}]`))
 	if st != 200 || body.Get("choices.0.message.content").Str != "sub-request 200: answered by testplugin" {
 		t.Fatalf("%d %s", st, body.Raw)

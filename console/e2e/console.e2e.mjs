@@ -116,7 +116,9 @@ try {
   const manifest = JSON.parse(readFileSync(join(wasmDir, "response-healing.json"), "utf8"));
   for (const version of ["1.0.0", "1.1.0"]) {
     const mf = join(tmp, `healer-${version}.json`);
-    writeFileSync(mf, JSON.stringify({ ...manifest, name: "healer", version, config_schema: { ...manifest.config_schema, properties: { id: { const: "healer" }, enabled: { type: "boolean" } } } }));
+    // A time limit a loaded machine cannot run into while the module's
+    // runtime initialises (the gateway's ceiling is raised to match).
+    writeFileSync(mf, JSON.stringify({ ...manifest, name: "healer", version, limits: { ...manifest.limits, timeout_ms: 20000 }, config_schema: { ...manifest.config_schema, properties: { id: { const: "healer" }, enabled: { type: "boolean" } } } }));
     await page.setInputFiles("#publish-module input[name=manifest]", mf);
     await page.setInputFiles("#publish-module input[name=wasm]", join(wasmDir, "response-healing.wasm"));
     await page.selectOption("#publish-module select[name=scope]", "account");

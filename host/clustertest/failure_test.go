@@ -100,12 +100,13 @@ func TestClusterSurvivesCrashAndStoreOutage(t *testing.T) {
 	secret, hash := newKey(t, c.lb.URL, 50)
 
 	l := startLoad(c.lb.URL, secret, 40, 5000)
-	waitFor(t, 60*time.Second, "the load to be answered", func() bool { return l.count(200) >= 20 })
+	time.Sleep(2 * time.Second)
+	before := l.count(200)
 	c.gws[0].Kill()
-	// The survivors keep answering: a count, not a deadline (the cap
-	// only stops a stalled test on a loaded machine).
-	killed := l.count(200)
-	waitFor(t, 60*time.Second, "requests to be answered after one of three gateways was killed", func() bool { return l.count(200) >= killed+20 })
+	time.Sleep(3 * time.Second)
+	if after := l.count(200); after <= before {
+		t.Fatalf("no request was answered in the 3 s after one of three gateways was killed (%d before, %d after)", before, after)
+	}
 	l.finish()
 	t.Logf("crash phase: %v, %d client errors (streams cut by the kill)", l.byStatus, l.errs.Load())
 	// The survivors reconcile the dead gateway after its heartbeat has
@@ -142,13 +143,10 @@ func TestClusterSurvivesCrashAndStoreOutage(t *testing.T) {
 
 	// PostgreSQL away for 10 s.
 	l = startLoad(c.lb.URL, secret, 20, 5000)
-	waitFor(t, 60*time.Second, "the load to be answered", func() bool { return l.count(200) >= 10 })
+	time.Sleep(time.Second)
 	c.pg.Stop()
-	// Down until the gateways have noticed and refused some requests
-	// (at least the 10 s the outage is meant to last).
-	down := time.Now()
-	waitFor(t, 60*time.Second, "a request to be refused with 503 while PostgreSQL is down", func() bool { return l.count(503) > 0 })
-	time.Sleep(10*time.Second - time.Since(down))
+	time.Sleep(10 * time.Second)
+	during := l.count(503)
 	if err := c.pg.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +164,9 @@ func TestClusterSurvivesCrashAndStoreOutage(t *testing.T) {
 	waitFor(t, 60*time.Second, "requests to succeed again after PostgreSQL came back", func() bool { return l.count(200) > okBefore+20 })
 	l.finish()
 	t.Logf("outage phase: %v, %d client errors", l.byStatus, l.errs.Load())
+	if during == 0 {
+		t.Fatal("no request was refused with 503 while PostgreSQL was down")
+	}
 	if n := l.count(401); n > 0 {
 		t.Fatalf("%d requests with a valid key were answered 401 during the outage", n)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/console"
+	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 )
 
@@ -48,7 +49,12 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatal("the console is not built into this test binary: run `make console` (part of `make build`)")
 	}
 	browser := chromium(t)
-	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true})
+	// The page publishes a plugin in its account's scope: tenant limits a
+	// loaded machine (a CI run under -race) cannot run into while the
+	// module's runtime initialises (500 ms did).
+	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, Mutate: func(c *config.Config) {
+		c.TenantModules.TimeoutMS, c.TenantModules.CPUMsPerMinute = 20_000, 10*60_000
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

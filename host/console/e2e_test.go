@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 )
 

@@ -4,44 +4,18 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/switchyard/switchyard/host/config"
-	"github.com/switchyard/switchyard/host/gatewaytest"
-	"github.com/tidwall/gjson"
 )
-
-// claudeBinary is Claude Code's CLI: $SWITCHYARD_CLAUDE, or the pinned one
-// `make clients` installs in node/claudecode.
-func claudeBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SWITCHYARD_CLAUDE"); p != "" {
-		return p
-	}
-	p := filepath.Join(gatewaytest.Root(), "examples", "clients", "node", "claudecode", "node_modules", ".bin", "claude")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatal("Claude Code missing: run `make clients` (part of `make test`), or set SWITCHYARD_CLAUDE")
-	}
-	return p
-}
 
 // Claude Code itself, offline, against the Messages front door: a tool
 // round trip in print mode. The demo model calls Bash (the prompt's
 // call:Bash with its arguments), Claude Code runs the command and sends
 // its output back as a tool_result, and the model's answer quotes it.
 func TestClaudeCodeToolRoundTrip(t *testing.T) {
-	bin := claudeBinary(t)
-	// What `make run` serves: the embedded default configuration, its
-	// offline demo provider, and demo/agent, the model with a context for
-	// Claude Code's 15,000-token prompt.
-	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, ConfigYAML: string(config.Default())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	bin := pinnedCLI(t, "SWITCHYARD_CLAUDE", "claudecode", "claude")
+	g := makeRunGateway(t)
 	home := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -67,13 +41,9 @@ func TestClaudeCodeToolRoundTrip(t *testing.T) {
 	}
 	// Both turns went through the gateway and were charged: the one that
 	// called Bash and the one that answered from its result.
-	_, b, err := g.Request("GET", "/generations?model=demo/agent", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gens := gjson.GetBytes(b, "data")
-	finishes := gens.Get("#.finish_reason").Raw
-	if len(gens.Array()) < 2 || !strings.Contains(finishes, "tool_calls") || !strings.Contains(finishes, "stop") {
+	// (Two finish reasons, tool_calls and stop: at least two generations.)
+	finishes, b := agentFinishes(t, g)
+	if !strings.Contains(finishes, "tool_calls") || !strings.Contains(finishes, "stop") {
 		t.Fatalf("generations of demo/agent: %s", b)
 	}
 }

@@ -8,25 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/switchyard/switchyard/host/config"
-	"github.com/switchyard/switchyard/host/gatewaytest"
-	"github.com/tidwall/gjson"
 )
-
-// codexBinary is the Codex CLI (npm @openai/codex): $CODEX_BIN, or the
-// pinned one `make clients` installs in node/codex.
-func codexBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("CODEX_BIN"); bin != "" {
-		return bin
-	}
-	p := filepath.Join(gatewaytest.Root(), "examples", "clients", "node", "codex", "node_modules", ".bin", "codex")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatal("Codex CLI missing: run `make clients` (part of `make test`), or set CODEX_BIN")
-	}
-	return p
-}
 
 // TestCodexCLI runs `codex exec` against what `make run` serves (the
 // embedded default configuration, its offline demo provider and
@@ -34,12 +16,8 @@ func codexBinary(t *testing.T) string {
 // "responses"): the demo model answers, Codex prints the answer; then a
 // tool round trip. A scratch HOME and CODEX_HOME keep the user's own away.
 func TestCodexCLI(t *testing.T) {
-	bin := codexBinary(t)
-	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, ConfigYAML: string(config.Default())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	bin := pinnedCLI(t, "CODEX_BIN", "codex", "codex")
+	g := makeRunGateway(t)
 	home := t.TempDir()
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
@@ -82,11 +60,7 @@ wire_api = "responses"
 	}
 	// Both turns went through the gateway and were recorded: the one that
 	// called exec_command and the one that answered from its result.
-	_, b, err := g.Request("GET", "/generations?model=demo/agent", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	finishes := gjson.GetBytes(b, "data.#.finish_reason").Raw
+	finishes, b := agentFinishes(t, g)
 	if !strings.Contains(finishes, "tool_calls") || strings.Count(finishes, "stop") < 2 {
 		t.Fatalf("generations of demo/agent: %s", b)
 	}

@@ -223,10 +223,10 @@ func (e *statusError) Unwrap() []error { return []error{e.sentinel, e.api} }
 // the account id.
 func errExists(scopedName, version string) error {
 	where := "the gateway-wide scope"
-	name := scopedName
-	if i := strings.LastIndexByte(scopedName, '/'); i >= 0 {
-		name, where = scopedName[i+1:], "this account's scope"
+	if strings.Contains(scopedName, "/") {
+		where = "this account's scope"
 	}
+	name := publicName(scopedName)
 	return &statusError{sentinel: ErrExists, api: apierr.New(http.StatusConflict,
 		"module %s@%s is already published in %s; a published version cannot be replaced, publish it under a new version", name, version, where)}
 }

@@ -2,6 +2,8 @@ package billing
 
 import (
 	"crypto/rand"
+	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 
@@ -93,4 +95,51 @@ func TestNewIDIsOrderedAndUnique(t *testing.T) {
 func pageAlloc(db store.DB) int64 {
 	s := db.(*store.Bolt).Bolt().Stats()
 	return s.TxStats.GetPageAlloc()
+}
+
+// BenchmarkSettleModes is one request's ledger work (Reserve then Settle)
+// under the three settle modes of config.Settle, with 1 request in flight
+// (ns/op is the latency a lone client sees) and 16 per CPU (the group
+// commits share their fsyncs): memory (acknowledged from memory), journal
+// (the default: acknowledged once fsynced in the journal) and commit
+// (acknowledged once the store committed it).
+func BenchmarkSettleModes(b *testing.B) {
+	for _, mode := range []string{"memory", "journal", "commit"} {
+		for _, par := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/inflight=%d", mode, par), func(b *testing.B) {
+				var opts Options
+				switch mode {
+				case "memory":
+					opts.AsyncSettle = true
+				case "journal":
+					opts.AsyncSettle, opts.Journal = true, filepath.Join(b.TempDir(), "journal")
+				}
+				e, k := newEnv(b, 1_000_000*NanosPerUSD, nil, "", opts)
+				u := Usage{PromptTokens: 900, CompletionTokens: 300, Requests: 1}
+				one := func() {
+					r, aerr := e.l.Reserve(k, testReq(NewID()))
+					if aerr != nil {
+						b.Fatal(aerr)
+					}
+					if _, err := r.Settle(Outcome{Usage: u}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				if par == 1 {
+					for range b.N {
+						one()
+					}
+					return
+				}
+				b.SetParallelism(par)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						one()
+					}
+				})
+			})
+		}
+	}
 }

@@ -70,6 +70,13 @@ type Options struct {
 	// charge or an overdraft, since holds are released in memory only. See
 	// billing.md.
 	AsyncSettle bool
+	// Journal, with AsyncSettle, is a directory for the settlement journal
+	// (journal.go): Settle then returns once its record is appended there
+	// and fsynced, so a hard crash loses no acknowledged charge — the next
+	// Open replays the journal into the store — while the store still
+	// commits a window of writes at a time. Empty: no journal (a crash can
+	// lose up to a commit window of acknowledged charges).
+	Journal string
 	// CommitWindow, with AsyncSettle, is how long the writer gathers
 	// writes nobody waits on (settlements, holds, checkpoints) before it
 	// commits them together; a write someone waits on (a top-up, a key's
@@ -132,6 +139,7 @@ type Ledger struct {
 	seed   maphash.Seed
 	shards [numShards]shard
 	w      *writer
+	j      *journal // nil: no journal (Options.Journal)
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	closed atomic.Bool
@@ -232,9 +240,25 @@ func Open(db store.DB, opts Options) (*Ledger, error) {
 	for i := range l.shards {
 		l.shards[i].accounts = map[string]*account{}
 	}
+	if opts.AsyncSettle && opts.Journal != "" {
+		// Before the balances are read: they must include what the journal
+		// adds.
+		n, err := l.replayJournal(opts.Journal)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 && opts.Logf != nil {
+			opts.Logf("billing: journal: replayed %d acknowledged settlements the store had not committed", n)
+		}
+	}
 	holds, err := l.load()
 	if err != nil {
 		return nil, err
+	}
+	if opts.AsyncSettle && opts.Journal != "" {
+		if l.j, err = openJournal(opts.Journal, opts.Logf); err != nil {
+			return nil, err
+		}
 	}
 	var window time.Duration
 	if opts.AsyncSettle {
@@ -258,6 +282,7 @@ func Open(db store.DB, opts Options) (*Ledger, error) {
 		l.beat()
 		if l.beatOK.Load() == 0 {
 			l.w.close()
+			l.closeJournal()
 			return nil, fmt.Errorf("billing: cannot register this instance in the shared store: %w", store.ErrUnavailable)
 		}
 		l.wg.Add(1)
@@ -269,6 +294,7 @@ func Open(db store.DB, opts Options) (*Ledger, error) {
 	}
 	if err := l.recover(holds); err != nil {
 		l.w.close()
+		l.closeJournal()
 		return nil, err
 	}
 	l.wg.Add(1)
@@ -314,7 +340,16 @@ func (l *Ledger) Close() error {
 		}
 	}
 	l.w.close()
+	l.closeJournal()
 	return nil
+}
+
+// closeJournal closes the journal after the writer: the segments whose
+// settlements the writer committed are deleted, the rest kept for replay.
+func (l *Ledger) closeJournal() {
+	if l.j != nil {
+		l.j.close()
+	}
 }
 
 // Sync waits until every write queued so far (including the background

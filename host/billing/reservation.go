@@ -377,13 +377,34 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	a.mu.Unlock()
 
 	if l.opts.AsyncSettle {
+		o := l.settleOp(g)
+		if l.j != nil {
+			// Durable in the journal before it is acknowledged; the store
+			// commits it with the next window (journal.go). A journal that
+			// cannot write falls back to waiting for the store.
+			seg, err := l.j.append(journalPayload(l.leaseOwner(), g))
+			if err == nil {
+				o.journaled = seg
+				l.w.submit(o)
+				r.result = g
+				return g, nil
+			}
+			return r.settleDurably(o, charge, now)
+		}
 		// Acknowledge from memory; the group-committing writer makes it
 		// durable within one commit (see Options.AsyncSettle).
-		l.w.submit(l.settleOp(g))
+		l.w.submit(o)
 		r.result = g
 		return g, nil
 	}
-	err := l.w.doOp(l.settleOp(g))
+	return r.settleDurably(l.settleOp(g), charge, now)
+}
+
+// settleDurably queues the settlement o, already charged in memory, and
+// returns once the store has committed it; settleMu is held.
+func (r *Reservation) settleDurably(o op, charge Nanos, now time.Time) (*Generation, error) {
+	l, a, ks := r.l, r.acct, r.key
+	err := l.w.doOp(o)
 	if err != nil {
 		// Not durable: undo the charge and reopen with nothing held, so a
 		// retry charges from the available balance and never overdraws.
@@ -394,8 +415,8 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 		a.mu.Unlock()
 		return nil, err
 	}
-	r.result = g
-	return g, nil
+	r.result = o.gen
+	return o.gen, nil
 }
 
 // charge debits amount (negative: credits back) at time t; a.mu is held.

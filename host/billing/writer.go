@@ -63,6 +63,9 @@ type op struct {
 	// gen is the record a settlement writes (with settles): until it is
 	// committed, the ledger answers reads of it from here (pending).
 	gen *Generation
+	// journaled is the journal segment holding the settlement (journal.go),
+	// told once the store has committed it.
+	journaled *segment
 }
 
 func newWriter(db store.DB, logf func(string, ...any), window time.Duration) *writer {
@@ -256,6 +259,9 @@ func (w *writer) flush() bool {
 	w.flushing = nil
 	w.mu.Unlock()
 	for i, o := range batch {
+		if o.journaled != nil && (errs == nil || errs[i] == nil) {
+			o.journaled.committed()
+		}
 		if o.done != nil {
 			if errs != nil {
 				o.done <- errs[i]

@@ -112,13 +112,15 @@ func TestClusterSurvivesCrashAndStoreOutage(t *testing.T) {
 	// The survivors reconcile the dead gateway after its heartbeat has
 	// stood still for 10 s (billing.Options.DeadAfter).
 	waitFor(t, 60*time.Second, "the dead gateway's holds to be settled", func() bool { return c.openHolds(t) == 0 })
-	// Settlements are acknowledged from memory and group-committed within
-	// milliseconds (durable_settle: false, the default). The survivors'
-	// are all written; the killed gateway's last group commit — the
-	// requests it answered in the milliseconds before SIGKILL — can be lost
-	// with it: under-charges, never a charge nobody was told of
-	// (docs/billing.md). So: never more records or dollars than the
-	// clients saw, and at most a commit window's worth fewer.
+	// Settlements are acknowledged once in the gateway's local journal and
+	// committed to the shared store within milliseconds (settle: journal,
+	// the default). The survivors' are all written; the killed gateway's
+	// last group commit — the requests it answered in the milliseconds
+	// before SIGKILL — is in its journal, which only its own restart
+	// replays, and this test does not restart it: under-charges, never a
+	// charge nobody was told of (docs/billing.md). So: never more records
+	// or dollars than the clients saw, and at most a commit window's worth
+	// fewer.
 	var recs recs
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if recs = c.records(t, hash); recs.n[billing.StatusSuccess] >= l.count(200) {

@@ -77,9 +77,17 @@ type Config struct {
 	// BootstrapCredits (USD) funds the bootstrap account once, when it is
 	// created, so a fresh install can make requests.
 	BootstrapCredits float64 `yaml:"bootstrap_credits"`
-	// DurableSettle makes every response wait until its charge is fsynced.
-	// Off, charges are acknowledged from memory and group-committed within
-	// settle_commit_window (docs/billing.md has the trade-off and figures).
+	// Settle says what a response waits for before it tells the client
+	// its cost (docs/billing.md has the trade-offs and figures):
+	//   - journal (default, ""): the charge appended to a local journal in
+	//     data_dir and fsynced (group commit); the store commits it within
+	//     settle_commit_window. A hard crash loses no acknowledged charge:
+	//     the next start replays the journal.
+	//   - commit: the store's own commit (bbolt: two fsyncs per group).
+	//   - memory: nothing; a hard crash loses up to settle_commit_window of
+	//     acknowledged charges (under-charges).
+	Settle string `yaml:"settle"`
+	// DurableSettle true is the older spelling of settle: commit.
 	DurableSettle bool `yaml:"durable_settle"`
 	// SettleCommitWindow is, with durable_settle off, how long acknowledged
 	// charges gather in memory before one commit writes them all: what a
@@ -377,6 +385,25 @@ type Endpoint struct {
 // endpoint understands when its configuration does not say otherwise.
 var DefaultSupported = chatparams.Names(chatparams.Default)
 
+// Settle modes (Config.Settle).
+const (
+	SettleJournal = "journal"
+	SettleCommit  = "commit"
+	SettleMemory  = "memory"
+)
+
+// SettleMode is the settle setting in effect: durable_settle: true is
+// commit, unset is journal.
+func (c *Config) SettleMode() string {
+	switch {
+	case c.DurableSettle:
+		return SettleCommit
+	case c.Settle == "":
+		return SettleJournal
+	}
+	return c.Settle
+}
+
 // Parse decodes YAML, rejecting unknown fields so typos surface.
 func Parse(data []byte) (*Config, error) {
 	c := &Config{}
@@ -402,6 +429,14 @@ func Parse(data []byte) (*Config, error) {
 	// request) and a crash loses all of it.
 	if w := time.Duration(c.SettleCommitWindow); w < 0 || w > time.Second {
 		return nil, fmt.Errorf("config: settle_commit_window: want a duration of at most 1s (unset or 0: 100ms, or 5ms with store postgres), not %s", w)
+	}
+	switch c.Settle {
+	case "", SettleJournal, SettleCommit, SettleMemory:
+	default:
+		return nil, fmt.Errorf("config: settle: want journal (the default: no acknowledged charge lost), commit or memory, not %q", c.Settle)
+	}
+	if c.DurableSettle && c.Settle != "" && c.Settle != SettleCommit {
+		return nil, fmt.Errorf("config: durable_settle: true means settle: commit, which contradicts settle: %s; keep one of them", c.Settle)
 	}
 	if c.Limits.MaxToolCallsPerTurn < 0 {
 		return nil, fmt.Errorf("config: limits.max_tool_calls_per_turn: want a number of calls (0 or unset: %d), not %d", DefaultMaxToolCallsPerTurn, c.Limits.MaxToolCallsPerTurn)

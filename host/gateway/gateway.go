@@ -148,9 +148,14 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if err := activity.Open(g.DB); err != nil {
 		return nil, err
 	}
+	journal := ""
+	if cfg.SettleMode() == config.SettleJournal {
+		journal = filepath.Join(cfg.DataDir, "journal")
+	}
 	g.Ledger, err = billing.Open(g.DB, activity.Indexing(billing.Options{
 		RequestDeadline: time.Duration(cfg.Timeouts.Request),
-		AsyncSettle:     !cfg.DurableSettle,
+		AsyncSettle:     cfg.SettleMode() != config.SettleCommit,
+		Journal:         journal,
 		CommitWindow:    time.Duration(cfg.SettleCommitWindow),
 		Now:             opts.Now,
 		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },

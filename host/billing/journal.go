@@ -1,0 +1,510 @@
+package billing
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/switchyard/switchyard/host/store"
+)
+
+// The settlement journal makes an acknowledged charge durable without
+// waiting for the store's commit (Options.Journal, docs/billing.md):
+// Settle appends the generation record to a local append-only file and
+// waits for that file's fdatasync, then queues the store write as before.
+// A crash loses nothing acknowledged: the next Open replays every record
+// of the journal that the store does not have yet, before it serves.
+//
+// Why not wait for the store: a bbolt commit costs two fsyncs and rewrites
+// the last pages of each tree it touches (~1.2 ms per request measured);
+// a record appended to a preallocated file costs one fdatasync of the
+// pages written (~0.5 ms on the development machine), shared by every
+// settlement that arrives while the previous one is in flight (group
+// commit: the flusher writes what accumulated, syncs, and wakes all of
+// their waiters at once). The store still gathers a commit window of
+// writes into one transaction, so its cost per request is unchanged.
+//
+// On disk: segments journal-<n>.log in one directory, each preallocated
+// with zeros (so a write of records already allocated needs no metadata
+// flush) and filled with frames [length u32][crc32c u32][epoch u32]
+// [payload]. A zero length ends a segment; a frame whose checksum fails is
+// a write torn by the crash (never acknowledged: its waiters were not
+// woken) and ends it too. When every settlement of the current segment is
+// in the store, the next write starts again at its beginning with the
+// next epoch, and a frame of an older epoch ends the segment; a segment
+// that fills up, or that has kept settlements for journalMaxAge, is
+// sealed and a new one started, and a sealed segment is deleted once
+// every settlement in it is in the store. So the journal holds only
+// settlements the store may lack and ones committed minutes ago —
+// never a record old enough for retention to have pruned it, which a
+// replay would charge again. Whatever is left at Open is replayed; replay
+// is idempotent because a settlement commits only when its generation
+// record is absent (commitSettlement).
+type journal struct {
+	dir  string
+	lock *os.File // flock: one process per journal directory
+	logf func(string, ...any)
+
+	// flushMu is held by whoever writes: a settling goroutine that found
+	// nobody writing, or the flusher goroutine (loop).
+	flushMu sync.Mutex
+	mu      sync.Mutex
+	buf     []byte  // frames waiting for the next write
+	next    *jbatch // the batch buf's frames belong to
+	closed  bool
+
+	wake   chan struct{}
+	quit   chan struct{}
+	exited chan struct{}
+
+	// With flushMu held.
+	seg   *segment
+	segN  uint64
+	spare []byte
+}
+
+// jbatch is one group commit of the journal: done is closed when its
+// frames are durable (err nil) or failed.
+type jbatch struct {
+	done chan struct{}
+	n    int64
+	seg  *segment
+	err  error
+}
+
+// segment is one journal file. pending counts its settlements not yet
+// committed to the store; a sealed segment (no more appends) with none
+// pending is deleted.
+type segment struct {
+	path    string
+	f       *os.File
+	off     int64
+	size    int64
+	epoch   uint32
+	born    time.Time // when the epoch's first frame was written
+	pending atomic.Int64
+	sealed  atomic.Bool
+	removed atomic.Bool
+	logf    func(string, ...any)
+}
+
+// journalSegment is a segment's preallocated size: about 5,000 settlements
+// of a 1 KB chat. A larger batch gets a segment of its own size.
+const journalSegment = 4 << 20
+
+// journalMaxAge bounds how long a segment keeps frames (its epoch's first
+// one) before it is sealed: far inside config.MinRetention (an hour), the
+// age of the youngest generation record retention may delete.
+const journalMaxAge = 5 * time.Minute
+
+// frameHeader is a frame's length, checksum and epoch.
+const frameHeader = 12
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// openJournal takes the directory's lock. Segments left by an earlier
+// process must have been replayed (replayJournal) before: new segments
+// are numbered after them, and the old ones are deleted by replay.
+func openJournal(dir string, logf func(string, ...any)) (*journal, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("billing: journal: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	segs, err := journalSegments(dir)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	j := &journal{dir: dir, lock: lock, logf: logf, next: &jbatch{done: make(chan struct{})},
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
+	if len(segs) > 0 {
+		j.segN = segs[len(segs)-1].n
+	}
+	go j.loop()
+	return j, nil
+}
+
+// lockDir takes an exclusive lock on dir/LOCK for this process's life: two
+// gateways appending to one journal would each replay the other's
+// records as their own.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("billing: journal: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("billing: journal %s is in use by another process (one gateway per data_dir): %w", dir, err)
+	}
+	return f, nil
+}
+
+type segFile struct {
+	n    uint64
+	path string
+}
+
+// journalSegments lists dir's segments in order.
+func journalSegments(dir string) ([]segFile, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("billing: journal: %w", err)
+	}
+	var segs []segFile
+	for _, e := range ents {
+		name := e.Name()
+		num, ok := strings.CutPrefix(name, "journal-")
+		num, ok2 := strings.CutSuffix(num, ".log")
+		if !ok || !ok2 {
+			continue
+		}
+		n, err := strconv.ParseUint(num, 10, 64)
+		if err != nil {
+			continue
+		}
+		segs = append(segs, segFile{n: n, path: filepath.Join(dir, name)})
+	}
+	slices.SortFunc(segs, func(a, b segFile) int { return cmpU64(a.n, b.n) })
+	return segs, nil
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// append makes payload durable and returns the segment it is in (for
+// committed, once the store has it). It waits for the group commit the
+// payload joins.
+func (j *journal) append(payload []byte) (*segment, error) {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil, ErrClosed
+	}
+	// The epoch is written by the flusher, which knows the segment.
+	var hdr [frameHeader]byte
+	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(hdr[4:], crc32.Checksum(payload, crcTable))
+	j.buf = append(append(j.buf, hdr[:]...), payload...)
+	b := j.next
+	b.n++
+	j.mu.Unlock()
+	// Nobody flushing: this goroutine writes the batch itself, which saves
+	// a lone client two goroutine hand-offs per request. Otherwise the
+	// flusher goroutine takes it, after the flush in progress.
+	if j.flushMu.TryLock() {
+		j.flush()
+		j.flushMu.Unlock()
+	}
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+	<-b.done
+	return b.seg, b.err
+}
+
+func (j *journal) loop() {
+	defer close(j.exited)
+	for {
+		select {
+		case <-j.wake:
+		case <-j.quit:
+			j.mu.Lock()
+			j.closed = true
+			j.mu.Unlock()
+		}
+		j.flushMu.Lock()
+		for j.flush() {
+		}
+		j.flushMu.Unlock()
+		select {
+		case <-j.quit:
+			return
+		default:
+		}
+	}
+}
+
+// flush writes and syncs what accumulated, then wakes its waiters; it
+// reports whether there was anything. flushMu is held.
+func (j *journal) flush() bool {
+	j.mu.Lock()
+	buf, b := j.buf, j.next
+	if len(buf) == 0 {
+		j.mu.Unlock()
+		return false
+	}
+	j.buf, j.spare = j.spare[:0], nil
+	j.next = &jbatch{done: make(chan struct{})}
+	j.mu.Unlock()
+
+	b.err = j.write(buf)
+	if b.err == nil {
+		b.seg = j.seg
+		j.seg.pending.Add(b.n)
+	} else if j.logf != nil {
+		j.logf("billing: journal write failed (settlements wait for the store instead): %v", b.err)
+	}
+	close(b.done)
+	j.mu.Lock()
+	j.spare = buf[:0]
+	j.mu.Unlock()
+	return true
+}
+
+// write puts buf at the end of the current segment — at its beginning,
+// in a new epoch, when the store has all of it — starting a new segment
+// when it does not fit or is too old, and syncs it.
+func (j *journal) write(buf []byte) error {
+	now := time.Now()
+	if s := j.seg; s != nil && s.off > 0 && s.pending.Load() == 0 {
+		s.off, s.epoch, s.born = 0, s.epoch+1, now
+	}
+	if s := j.seg; s == nil || s.off+int64(len(buf)) > s.size || (s.off > 0 && now.Sub(s.born) > journalMaxAge) {
+		if err := j.rotate(max(journalSegment, int64(len(buf))+frameHeader)); err != nil {
+			return err
+		}
+	}
+	s := j.seg
+	if s.off == 0 {
+		s.born = now
+	}
+	for off := 0; off < len(buf); off += frameHeader + int(binary.LittleEndian.Uint32(buf[off:])) {
+		binary.LittleEndian.PutUint32(buf[off+8:], s.epoch)
+	}
+	if _, err := s.f.WriteAt(buf, s.off); err != nil {
+		// The segment may hold part of buf: nothing more goes into it (a
+		// torn frame ends a segment at replay).
+		j.seal()
+		return err
+	}
+	if err := syscall.Fdatasync(int(s.f.Fd())); err != nil {
+		j.seal()
+		return err
+	}
+	s.off += int64(len(buf))
+	return nil
+}
+
+// rotate seals the current segment and starts a preallocated new one.
+func (j *journal) rotate(size int64) error {
+	j.seal()
+	j.segN++
+	path := filepath.Join(j.dir, fmt.Sprintf("journal-%020d.log", j.segN))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	// Zeros written (not fallocate's unwritten extents): overwriting
+	// allocated, initialised blocks needs no metadata in each fdatasync.
+	zeros := make([]byte, 64<<10)
+	for off := int64(0); off < size; off += int64(len(zeros)) {
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off); err != nil {
+			f.Close()
+			os.Remove(path)
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	if err := syncDir(j.dir); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	j.seg = &segment{path: path, f: f, size: size, logf: j.logf}
+	return nil
+}
+
+// seal ends appends to the current segment.
+func (j *journal) seal() {
+	if s := j.seg; s != nil {
+		j.seg = nil
+		s.sealed.Store(true)
+		s.maybeRemove()
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// committed records that one of the segment's settlements is in the store.
+func (s *segment) committed() {
+	if s.pending.Add(-1) == 0 {
+		s.maybeRemove()
+	}
+}
+
+func (s *segment) maybeRemove() {
+	if !s.sealed.Load() || s.pending.Load() != 0 || !s.removed.CompareAndSwap(false, true) {
+		return
+	}
+	s.f.Close()
+	if err := os.Remove(s.path); err != nil && s.logf != nil {
+		s.logf("billing: journal: %v", err)
+	}
+}
+
+// close stops appends and deletes the segments whose settlements are all
+// in the store; the store's writer must have been closed first. A segment
+// with settlements the store never got (it stayed unreachable) is kept for
+// the next Open to replay.
+func (j *journal) close() {
+	close(j.quit)
+	<-j.exited
+	j.seal()
+	j.lock.Close()
+}
+
+// journalPayload is what a journal frame holds: the lease owner the
+// settlement draws on (cluster mode; empty on one gateway), a newline and
+// the generation record as the store keeps it.
+func journalPayload(owner string, g *Generation) []byte {
+	b := make([]byte, 0, 1024)
+	b = append(append(b, owner...), '\n')
+	return appendGeneration(b, g)
+}
+
+// readJournal returns the settlements of one segment, up to its end: a
+// zero length, a torn frame or a frame of an earlier epoch.
+func readJournal(path string) (owners []string, gens []*Generation, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	first, epoch := true, uint32(0)
+	for len(data) >= frameHeader {
+		n := binary.LittleEndian.Uint32(data[:4])
+		if n == 0 || int64(n) > int64(len(data)-frameHeader) {
+			break
+		}
+		e := binary.LittleEndian.Uint32(data[8:12])
+		if first {
+			first, epoch = false, e
+		}
+		payload := data[frameHeader : frameHeader+int(n)]
+		if e != epoch || crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(data[4:8]) {
+			break
+		}
+		data = data[frameHeader+int(n):]
+		owner, rec, ok := bytes.Cut(payload, []byte{'\n'})
+		if !ok {
+			return nil, nil, fmt.Errorf("billing: journal %s: a frame without an owner line", path)
+		}
+		g := new(Generation)
+		if err := json.Unmarshal(rec, g); err != nil {
+			return nil, nil, fmt.Errorf("billing: journal %s: %w", path, err)
+		}
+		owners = append(owners, string(owner))
+		gens = append(gens, g)
+	}
+	return owners, gens, nil
+}
+
+// replayJournal commits every settlement of dir's journal that the store
+// does not have yet, then deletes the segments. It runs in Open before
+// the balances are loaded, so memory starts from the replayed store.
+//
+// On a shared store a settlement drew on its instance's leases; when that
+// instance was reconciled meanwhile (its heartbeat record is gone, its
+// leases returned) the charge comes from the balance alone. A settlement
+// older than pruneSafe is not replayed there: another gateway's retention
+// may have pruned its record, and replaying it would charge it twice.
+func (l *Ledger) replayJournal(dir string) (int, error) {
+	segs, err := journalSegments(dir)
+	if err != nil || len(segs) == 0 {
+		return 0, err
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer lock.Close()
+	replayed := 0
+	now := l.now()
+	for _, s := range segs {
+		owners, gens, err := readJournal(s.path)
+		if err != nil {
+			return replayed, err
+		}
+		for start := 0; start < len(gens); start += 1000 {
+			end := min(start+1000, len(gens))
+			err := l.db.Update(func(tx store.Tx) error {
+				for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketHolds, bucketGenerations, bucketLeases, bucketInstances} {
+					if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+						return err
+					}
+				}
+				for i := start; i < end; i++ {
+					g, owner := gens[i], owners[i]
+					if l.shared {
+						if now.Sub(g.SettledAt) > pruneSafe {
+							if l.opts.Logf != nil {
+								l.opts.Logf("billing: journal: settlement %s (%s charged) is older than %s and not replayed on a shared store", g.ID, g.Charged, pruneSafe)
+							}
+							continue
+						}
+						if owner != "" && tx.Bucket(bucketInstances).Get([]byte(owner)) == nil {
+							owner = ""
+						}
+					}
+					if tx.Bucket(bucketGenerations).Get([]byte(g.ID)) == nil {
+						replayed++
+					}
+					if err := l.commit(tx, g, owner); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return replayed, fmt.Errorf("billing: journal replay: %w", err)
+			}
+		}
+	}
+	for _, s := range segs {
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return replayed, err
+		}
+	}
+	return replayed, syncDir(dir)
+}
+
+// pruneSafe bounds the age of a settlement replayed on a shared store: well
+// inside config.MinRetention (an hour), the youngest record retention may
+// delete.
+const pruneSafe = 45 * time.Minute

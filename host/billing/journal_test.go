@@ -1,0 +1,169 @@
+package billing
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// copyJournal copies dir's segments to dst as they are now.
+func copyJournal(t *testing.T, dir, dst string) int {
+	t.Helper()
+	segs, err := journalSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range segs {
+		b, err := os.ReadFile(s.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(s.path)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return len(segs)
+}
+
+// A journal whose settlements the store already committed (a crash after
+// the commit, before the segment was deleted) replays to nothing: nothing
+// is charged twice, the books stay as they were.
+func TestJournalReplayIsIdempotent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	opts := Options{AsyncSettle: true, Journal: dir, CommitWindow: time.Hour}
+	e, k := newEnv(t, 10*NanosPerUSD, nil, "", opts)
+	acks := map[string]Nanos{}
+	for i := range 20 {
+		r, aerr := e.l.Reserve(k, testReq(fmt.Sprintf("gen-j-%d", i)))
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		g, err := r.Settle(Outcome{Usage: Usage{PromptTokens: 100, CompletionTokens: 50, Requests: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		acks[g.ID] = g.Charged
+	}
+	// The commit window is an hour: every settlement is in the journal
+	// only. Keep a copy of it as a crash would leave it.
+	saved := filepath.Join(t.TempDir(), "saved")
+	if n := copyJournal(t, dir, saved); n != 1 {
+		t.Fatalf("%d journal segments for 20 settlements, want 1", n)
+	}
+	path, acct := e.path, e.acct
+	e.close() // commits everything and deletes the journal
+	if segs, _ := journalSegments(dir); len(segs) != 0 {
+		t.Fatalf("segments left after a clean close: %v", segs)
+	}
+	plain := openEnv(t, path, Options{})
+	before := plain.l.Balance(acct)
+	plain.close()
+	for range 2 {
+		copyJournal(t, saved, dir)
+		e2 := openEnv(t, path, opts)
+		if after := e2.l.Balance(acct); after != before {
+			t.Fatalf("replaying committed settlements changed the balance: %+v → %+v", before, after)
+		}
+		for id, c := range acks {
+			if g, err := e2.l.Generation(id); err != nil || g.Charged != c {
+				t.Fatalf("%s: %+v %v", id, g, err)
+			}
+		}
+		mustAudit(t, e2.l)
+		e2.close()
+	}
+}
+
+// The journal's frames: a torn last frame (its checksum fails) ends the
+// segment, and so do zeros (the preallocated, unwritten rest).
+func TestReadJournalStopsAtTornFrame(t *testing.T) {
+	dir := t.TempDir()
+	j, err := openJournal(dir, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		g := &Generation{ID: fmt.Sprintf("gen-%d", i), AccountID: "a", KeyHash: "k", Charged: Nanos(i + 1), SettledAt: time.Now().UTC()}
+		if _, err := j.append(journalPayload("owner", g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.close()
+	segs, _ := journalSegments(dir)
+	if len(segs) != 1 {
+		t.Fatalf("segments %v (three settlements nobody committed must be kept)", segs)
+	}
+	owners, gens, err := readJournal(segs[0].path)
+	if err != nil || len(gens) != 3 || owners[2] != "owner" || gens[2].ID != "gen-2" || gens[2].Charged != 3 {
+		t.Fatalf("%v %+v %v", owners, gens, err)
+	}
+	if st, _ := os.Stat(segs[0].path); st.Size() != journalSegment {
+		t.Fatalf("segment of %d bytes, want preallocated %d", st.Size(), journalSegment)
+	}
+	// Tear the last frame: flip a byte of its payload.
+	data, _ := os.ReadFile(segs[0].path)
+	end := 0
+	for i := 0; i < 3; i++ {
+		end += frameHeader + int(binary.LittleEndian.Uint32(data[end:]))
+	}
+	data[end-2] ^= 0xff
+	if err := os.WriteFile(segs[0].path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, gens, err := readJournal(segs[0].path); err != nil || len(gens) != 2 {
+		t.Fatalf("after tearing the third frame: %d frames, %v", len(gens), err)
+	}
+}
+
+// Two processes never append to one journal.
+func TestJournalIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	j, err := openJournal(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	if _, err := openJournal(dir, nil); err == nil {
+		t.Fatal("a second journal opened the same directory")
+	}
+}
+
+func FuzzReadJournal(f *testing.F) {
+	frame := func(p []byte) []byte {
+		var h [frameHeader]byte
+		binary.LittleEndian.PutUint32(h[:4], uint32(len(p)))
+		binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(p, crcTable))
+		return append(h[:], p...)
+	}
+	good := journalPayload("o", &Generation{ID: "gen-1", AccountID: "a", Charged: 5})
+	f.Add(frame(good))
+	f.Add(append(frame(good), frame([]byte("x\n{"))...))
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'x'})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "journal-1.log")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		owners, gens, err := readJournal(path)
+		if err != nil {
+			return
+		}
+		if len(owners) != len(gens) {
+			t.Fatalf("%d owners, %d records", len(owners), len(gens))
+		}
+		// Every record returned came from a frame whose checksum holds.
+		for _, o := range owners {
+			if bytes.IndexByte([]byte(o), '\n') >= 0 {
+				t.Fatalf("owner %q holds a newline", o)
+			}
+		}
+	})
+}

@@ -43,6 +43,24 @@ func TestDefaultCatalog(t *testing.T) {
 	}
 }
 
+func TestSettleMode(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"listen: x\n", SettleJournal},
+		{"settle: memory\n", SettleMemory},
+		{"settle: commit\n", SettleCommit},
+		{"durable_settle: true\n", SettleCommit},
+		{"durable_settle: false\n", SettleJournal},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.SettleMode(); got != tc.want {
+			t.Errorf("%q: settle mode %s, want %s", tc.yaml, got, tc.want)
+		}
+	}
+}
+
 func TestParseRejects(t *testing.T) {
 	cases := []struct{ name, yaml, want string }{
 		{"unknown field", "listen: x\nlisten_addr: y\n", "listen_addr"},
@@ -55,6 +73,8 @@ func TestParseRejects(t *testing.T) {
 		{"gc_percent below off", "gc_percent: -2\n", "gc_percent"},
 		{"negative commit window", "settle_commit_window: -1ms\n", "settle_commit_window"},
 		{"commit window over a second", "settle_commit_window: 2s\n", "at most 1s"},
+		{"unknown settle mode", "settle: fsync\n", "want journal"},
+		{"durable_settle contradicting settle", "durable_settle: true\nsettle: memory\n", "contradicts"},
 	}
 	for _, tc := range cases {
 		if _, err := Parse([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {

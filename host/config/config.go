@@ -546,97 +546,20 @@ func (c *Config) Catalog(demoURL string, getenv func(string) string) (*catalog.C
 	cat := &catalog.Catalog{Models: map[string]*catalog.Model{}, Providers: map[string]*catalog.Provider{}}
 	supported := map[string][]string{}
 	for _, p := range c.Providers {
-		if p.Slug == "" || p.Adapter == "" {
-			return nil, fmt.Errorf("config: provider %q needs slug and adapter", p.Slug)
+		prov, err := p.catalogProvider(cat, demoURL, getenv)
+		if err != nil {
+			return nil, err
 		}
-		if p.MaxMessages < 0 {
-			return nil, fmt.Errorf("config: provider %q: max_messages must not be negative (0 = no limit)", p.Slug)
-		}
-		if _, dup := cat.Providers[p.Slug]; dup {
-			return nil, fmt.Errorf("config: provider %q defined twice", p.Slug)
-		}
-		prov := &catalog.Provider{
-			Slug: p.Slug, Name: p.Name, BaseURL: strings.TrimRight(p.BaseURL, "/"), Adapter: p.Adapter,
-			DataCollection: p.DataCollection, ZDR: p.ZDR, Region: p.Region,
-			EmbeddingTokenIDs: p.Adapter == "openai", RequiresModeration: p.RequiresModeration, MaxMessages: p.MaxMessages,
-		}
-		if p.EmbeddingTokenIDs != nil {
-			prov.EmbeddingTokenIDs = *p.EmbeddingTokenIDs
-		}
-		if prov.DataCollection == "" {
-			prov.DataCollection = "allow"
-		}
-		if p.Slug == "demo" {
-			if demoURL == "" {
-				continue
-			}
-			prov.BaseURL, prov.Demo = demoURL, true
-		}
-		if p.APIKeyEnv != "" {
-			prov.APIKey = getenv(p.APIKeyEnv)
-			if prov.APIKey == "" {
-				continue
-			}
-		}
-		if prov.BaseURL == "" {
-			return nil, fmt.Errorf("config: provider %q needs base_url", p.Slug)
+		if prov == nil {
+			continue // switched off
 		}
 		cat.Providers[p.Slug] = prov
 		supported[p.Slug] = p.SupportedParameters
 	}
 	for _, m := range c.Models {
-		// The same rule requests are validated with: a model that could
-		// not be asked for is a configuration error.
-		if vendor, name, ok := strings.Cut(m.ID, "/"); !ok || vendor == "" || name == "" || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("config: model id %q must be <vendor>/<model_name> with one slash", m.ID)
-		}
-		if _, dup := cat.Models[m.ID]; dup {
-			return nil, fmt.Errorf("config: model %q defined twice", m.ID)
-		}
-		kind := catalog.Kind(m.Kind)
-		if kind == "" {
-			kind = catalog.KindChat
-		}
-		if kind != catalog.KindChat && kind != catalog.KindEmbedding {
-			return nil, fmt.Errorf("config: model %q: kind %q must be chat or embedding", m.ID, m.Kind)
-		}
-		if err := checkScores(m.ID, m.Scores); err != nil {
+		mod, err := m.catalogModel(cat, supported)
+		if err != nil {
 			return nil, err
-		}
-		mod := &catalog.Model{
-			ID: m.ID, Name: m.Name, Kind: kind, ContextLength: m.ContextLength,
-			Distillable: m.Distillable, InputModalities: m.InputModalities, Scores: m.Scores,
-		}
-		if len(mod.InputModalities) == 0 {
-			mod.InputModalities = []string{"text"}
-		}
-		for _, e := range m.Endpoints {
-			prov, ok := cat.Providers[e.Provider]
-			if !ok {
-				continue // provider unknown or switched off
-			}
-			params := e.SupportedParameters
-			if params == nil {
-				params = supported[e.Provider]
-			}
-			if params == nil {
-				params = DefaultSupported
-			}
-			ep := &catalog.Endpoint{
-				Model: mod, Provider: prov, UpstreamModel: e.UpstreamModel, Price: e.Price,
-				ContextLength: e.ContextLength, MaxOutput: e.MaxOutput, Quantization: e.Quantization,
-				Supported: map[string]bool{},
-			}
-			if ep.UpstreamModel == "" {
-				ep.UpstreamModel = m.ID[strings.IndexByte(m.ID, '/')+1:]
-			}
-			if ep.ContextLength == 0 {
-				ep.ContextLength = m.ContextLength
-			}
-			for _, p := range params {
-				ep.Supported[p] = true
-			}
-			mod.Endpoints = append(mod.Endpoints, ep)
 		}
 		if len(mod.Endpoints) > 0 {
 			cat.Models[m.ID] = mod
@@ -646,6 +569,116 @@ func (c *Config) Catalog(demoURL string, getenv func(string) string) (*catalog.C
 		return nil, err
 	}
 	return cat, nil
+}
+
+// catalogProvider checks provider p against the providers of cat so far
+// and returns it as the catalog's; nil when it is switched off (demo
+// without demoURL, or its key variable unset).
+func (p *Provider) catalogProvider(cat *catalog.Catalog, demoURL string, getenv func(string) string) (*catalog.Provider, error) {
+	if p.Slug == "" || p.Adapter == "" {
+		return nil, fmt.Errorf("config: provider %q needs slug and adapter", p.Slug)
+	}
+	if p.MaxMessages < 0 {
+		return nil, fmt.Errorf("config: provider %q: max_messages must not be negative (0 = no limit)", p.Slug)
+	}
+	if _, dup := cat.Providers[p.Slug]; dup {
+		return nil, fmt.Errorf("config: provider %q defined twice", p.Slug)
+	}
+	prov := &catalog.Provider{
+		Slug: p.Slug, Name: p.Name, BaseURL: strings.TrimRight(p.BaseURL, "/"), Adapter: p.Adapter,
+		DataCollection: p.DataCollection, ZDR: p.ZDR, Region: p.Region,
+		EmbeddingTokenIDs: p.Adapter == "openai", RequiresModeration: p.RequiresModeration, MaxMessages: p.MaxMessages,
+	}
+	if p.EmbeddingTokenIDs != nil {
+		prov.EmbeddingTokenIDs = *p.EmbeddingTokenIDs
+	}
+	if prov.DataCollection == "" {
+		prov.DataCollection = "allow"
+	}
+	if p.Slug == "demo" {
+		if demoURL == "" {
+			return nil, nil
+		}
+		prov.BaseURL, prov.Demo = demoURL, true
+	}
+	if p.APIKeyEnv != "" {
+		prov.APIKey = getenv(p.APIKeyEnv)
+		if prov.APIKey == "" {
+			return nil, nil
+		}
+	}
+	if prov.BaseURL == "" {
+		return nil, fmt.Errorf("config: provider %q needs base_url", p.Slug)
+	}
+	return prov, nil
+}
+
+// catalogModel checks model m against the models of cat so far and
+// returns it as the catalog's, with its endpoints on the providers of cat
+// (supported: each provider's supported_parameters). It has no endpoint
+// when every provider of it is unknown or switched off.
+func (m *Model) catalogModel(cat *catalog.Catalog, supported map[string][]string) (*catalog.Model, error) {
+	// The same rule requests are validated with: a model that could
+	// not be asked for is a configuration error.
+	if vendor, name, ok := strings.Cut(m.ID, "/"); !ok || vendor == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("config: model id %q must be <vendor>/<model_name> with one slash", m.ID)
+	}
+	if _, dup := cat.Models[m.ID]; dup {
+		return nil, fmt.Errorf("config: model %q defined twice", m.ID)
+	}
+	kind := catalog.Kind(m.Kind)
+	if kind == "" {
+		kind = catalog.KindChat
+	}
+	if kind != catalog.KindChat && kind != catalog.KindEmbedding {
+		return nil, fmt.Errorf("config: model %q: kind %q must be chat or embedding", m.ID, m.Kind)
+	}
+	if err := checkScores(m.ID, m.Scores); err != nil {
+		return nil, err
+	}
+	mod := &catalog.Model{
+		ID: m.ID, Name: m.Name, Kind: kind, ContextLength: m.ContextLength,
+		Distillable: m.Distillable, InputModalities: m.InputModalities, Scores: m.Scores,
+	}
+	if len(mod.InputModalities) == 0 {
+		mod.InputModalities = []string{"text"}
+	}
+	for _, e := range m.Endpoints {
+		prov, ok := cat.Providers[e.Provider]
+		if !ok {
+			continue // provider unknown or switched off
+		}
+		mod.Endpoints = append(mod.Endpoints, m.catalogEndpoint(mod, prov, &e, supported[e.Provider]))
+	}
+	return mod, nil
+}
+
+// catalogEndpoint is endpoint e of model m on prov, as the catalog's
+// endpoint of mod; provSupported is the provider's supported_parameters,
+// the default when e names none.
+func (m *Model) catalogEndpoint(mod *catalog.Model, prov *catalog.Provider, e *Endpoint, provSupported []string) *catalog.Endpoint {
+	params := e.SupportedParameters
+	if params == nil {
+		params = provSupported
+	}
+	if params == nil {
+		params = DefaultSupported
+	}
+	ep := &catalog.Endpoint{
+		Model: mod, Provider: prov, UpstreamModel: e.UpstreamModel, Price: e.Price,
+		ContextLength: e.ContextLength, MaxOutput: e.MaxOutput, Quantization: e.Quantization,
+		Supported: map[string]bool{},
+	}
+	if ep.UpstreamModel == "" {
+		ep.UpstreamModel = m.ID[strings.IndexByte(m.ID, '/')+1:]
+	}
+	if ep.ContextLength == 0 {
+		ep.ContextLength = m.ContextLength
+	}
+	for _, p := range params {
+		ep.Supported[p] = true
+	}
+	return ep
 }
 
 // aliases fills cat.Aliases from the top-level map and the models' lists.

@@ -38,87 +38,26 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if r.Method != http.MethodPost || strings.TrimPrefix(r.URL.Path, "/v1") != "/messages" {
-		anthropicError(w, http.StatusNotFound, "not_found_error", "Not found")
+	req, ok := readAnthropicRequest(w, r, body)
+	if !ok {
 		return
 	}
-	if r.Header.Get("anthropic-version") == "" {
-		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
-		return
-	}
-	var req struct {
-		Model     string `json:"model"`
-		MaxTokens int    `json:"max_tokens"`
-		Stream    bool   `json:"stream"`
-		Messages  []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-		ToolChoice struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-		} `json:"tool_choice"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "invalid JSON body")
-		return
-	}
-	switch {
-	case req.Model == "":
-		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "model: Field required")
-		return
-	case req.MaxTokens < 1:
-		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "max_tokens: Field required")
-		return
-	case len(req.Messages) == 0:
-		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "messages: at least one message is required")
-		return
-	}
-	lastUser := ""
-	input := 0
-	var results []string // tool_result contents after the last user text
-	var images []string  // the last user message's images
-	for _, m := range req.Messages {
-		t := text(m.Content)
-		input += words(t) + 3
-		if m.Role != "user" {
-			continue
-		}
-		if t != "" {
-			lastUser, results = t, nil
-		}
-		images = anthropicImages(m.Content)
-		input += 85 * len(images)
-		var blocks []struct {
-			Type    string          `json:"type"`
-			Content json.RawMessage `json:"content"`
-		}
-		_ = json.Unmarshal(m.Content, &blocks)
-		for _, b := range blocks {
-			if b.Type == "tool_result" {
-				results = append(results, text(b.Content))
-				input += words(text(b.Content))
-			}
-		}
-	}
+	conv := req.conversation()
 	var offered []string
 	for _, t := range req.Tools {
 		offered = append(offered, t.Name)
 	}
 	choice := map[string]string{"none": "none", "auto": "auto", "any": "required", "tool": req.ToolChoice.Name}[req.ToolChoice.Type]
-	turn := plan(offered, choice, lastUser, results, "This is the Switchyard demo of Anthropic (offline).")
+	turn := plan(offered, choice, conv.lastUser, conv.results, "This is the Switchyard demo of Anthropic (offline).")
 	reply := f.Reply
 	if reply == "" && IsVisionModel(req.Model) {
-		reply = visionReply(images) // vision.go
+		reply = visionReply(conv.images) // vision.go
 	}
 	if reply == "" {
 		reply = turn.reply
 	}
 	if reply == "" {
-		reply = "This is the Switchyard demo of Anthropic (offline). You said: " + lastUser
+		reply = "This is the Switchyard demo of Anthropic (offline). You said: " + conv.lastUser
 	}
 	toks := strings.SplitAfter(reply, " ")
 	stop := "end_turn"
@@ -126,26 +65,125 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		toks, stop = toks[:req.MaxTokens], "max_tokens"
 	}
 	var tool string
-	if len(req.Tools) > 0 && strings.Contains(lastUser, "weather") {
+	if len(req.Tools) > 0 && strings.Contains(conv.lastUser, "weather") {
 		tool, stop = req.Tools[0].Name, "tool_use"
 	} else if len(turn.calls) > 0 {
-		a.toolUse(w, r, req.Model, req.Stream, turn.calls, input, f)
+		a.toolUse(w, r, req.Model, req.Stream, turn.calls, conv.input, f)
 		return
 	}
 	id := fmt.Sprintf("msg_demo%d", time.Now().UnixNano())
 	if !req.Stream {
-		content := []map[string]any{{"type": "text", "text": strings.Join(toks, "")}}
-		if tool != "" {
-			content = append(content, map[string]any{"type": "tool_use", "id": "toolu_demo1", "name": tool, "input": map[string]any{"city": "Oslo"}})
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": content,
-			"stop_reason": stop, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": input, "output_tokens": len(toks), "cache_read_input_tokens": 2},
-		})
+		anthropicMessage(w, id, req.Model, toks, stop, tool, conv.input)
 		return
 	}
+	a.stream(w, r, f, id, req.Model, toks, stop, tool, conv.input)
+}
+
+// anthropicRequest is what the fake reads of a Messages request.
+type anthropicRequest struct {
+	Model     string `json:"model"`
+	MaxTokens int    `json:"max_tokens"`
+	Stream    bool   `json:"stream"`
+	Messages  []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Tools []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+	ToolChoice struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	} `json:"tool_choice"`
+}
+
+// readAnthropicRequest checks the route, the headers and the body as
+// Anthropic does, and answers its error when one is wrong (false).
+func readAnthropicRequest(w http.ResponseWriter, r *http.Request, body []byte) (*anthropicRequest, bool) {
+	if r.Method != http.MethodPost || strings.TrimPrefix(r.URL.Path, "/v1") != "/messages" {
+		anthropicError(w, http.StatusNotFound, "not_found_error", "Not found")
+		return nil, false
+	}
+	if r.Header.Get("anthropic-version") == "" {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
+		return nil, false
+	}
+	var req anthropicRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "invalid JSON body")
+		return nil, false
+	}
+	switch {
+	case req.Model == "":
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "model: Field required")
+		return nil, false
+	case req.MaxTokens < 1:
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "max_tokens: Field required")
+		return nil, false
+	case len(req.Messages) == 0:
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "messages: at least one message is required")
+		return nil, false
+	}
+	return &req, true
+}
+
+// anthropicConversation is what the fake answers from: the last user text,
+// the tool results after it, the last user message's images, and the input
+// tokens it counts.
+type anthropicConversation struct {
+	lastUser string
+	input    int
+	results  []string // tool_result contents after the last user text
+	images   []string // the last user message's images
+}
+
+// conversation reads the request's messages.
+func (req *anthropicRequest) conversation() anthropicConversation {
+	var c anthropicConversation
+	for _, m := range req.Messages {
+		t := text(m.Content)
+		c.input += words(t) + 3
+		if m.Role != "user" {
+			continue
+		}
+		if t != "" {
+			c.lastUser, c.results = t, nil
+		}
+		c.images = anthropicImages(m.Content)
+		c.input += 85 * len(c.images)
+		var blocks []struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		}
+		_ = json.Unmarshal(m.Content, &blocks)
+		for _, b := range blocks {
+			if b.Type == "tool_result" {
+				c.results = append(c.results, text(b.Content))
+				c.input += words(text(b.Content))
+			}
+		}
+	}
+	return c
+}
+
+// anthropicMessage answers with one message: the reply's text, and a call
+// of tool when it is set.
+func anthropicMessage(w http.ResponseWriter, id, model string, toks []string, stop, tool string, input int) {
+	content := []map[string]any{{"type": "text", "text": strings.Join(toks, "")}}
+	if tool != "" {
+		content = append(content, map[string]any{"type": "tool_use", "id": "toolu_demo1", "name": tool, "input": map[string]any{"city": "Oslo"}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": model, "content": content,
+		"stop_reason": stop, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": input, "output_tokens": len(toks), "cache_read_input_tokens": 2},
+	})
+}
+
+// stream answers with the named SSE events of a stream, one text delta a
+// token, cut after f.CutAfter events when that is set.
+func (a *Anthropic) stream(w http.ResponseWriter, r *http.Request, f Faults, id, model string, toks []string, stop, tool string, input int) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	n := 0
@@ -156,7 +194,7 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n++
 		return a.emit(w, r, "event: "+event+"\ndata: "+data+"\n\n", f.ChunkDelay)
 	}
-	ok = send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%s,"type":"message","role":"assistant","content":[],"model":%s,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":2,"output_tokens":1}}}`, jsonstr.Quote(id), jsonstr.Quote(req.Model), input)) &&
+	ok := send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%s,"type":"message","role":"assistant","content":[],"model":%s,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":2,"output_tokens":1}}}`, jsonstr.Quote(id), jsonstr.Quote(model), input)) &&
 		send("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) &&
 		send("ping", `{"type": "ping"}`)
 	for _, t := range toks {

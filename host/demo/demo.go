@@ -226,53 +226,103 @@ func text(raw json.RawMessage) string {
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Faults) {
-	var req chatReq
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request.", "invalid_request_error", "")
+	req, ok := readChat(w, body)
+	if !ok {
 		return
 	}
-	if len(req.Messages) == 0 {
-		writeError(w, http.StatusBadRequest, "[] is too short - 'messages'", "invalid_request_error", "")
-		return
-	}
-	if req.Model != "echo" && req.Model != "" && !strings.HasPrefix(req.Model, "echo") {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model), "invalid_request_error", "model_not_found")
-		return
-	}
-	prompt := 0
-	lastUser := ""
-	var results []string // tool results after the last user message
-	var images []string  // the last user message's images
-	for _, m := range req.Messages {
-		t := text(m.Content)
-		prompt += words(t) + 3
-		switch m.Role {
-		case "user":
-			lastUser, results = t, nil
-			images = openAIImages(m.Content)
-			prompt += 85 * len(images) // OpenAI's count for a low-detail image
-		case "tool":
-			results = append(results, t)
-		}
-	}
+	conv := req.conversation()
 	var offered []string
 	for _, t := range req.Tools {
 		offered = append(offered, t.Function.Name)
 	}
-	turn := plan(offered, openAIChoice(req.ToolChoice), lastUser, results, "This is the Switchyard demo provider (offline, no model behind it).")
+	turn := plan(offered, openAIChoice(req.ToolChoice), conv.lastUser, conv.results, "This is the Switchyard demo provider (offline, no model behind it).")
 	if len(turn.calls) > 0 {
-		s.toolCalls(w, r, req, turn.calls, prompt, f)
+		s.toolCalls(w, r, req, turn.calls, conv.prompt, f)
 		return
 	}
 	s.mu.Lock()
 	if s.adapters == nil || len(s.adapters) > 100000 {
 		s.adapters = map[string]string{}
 	}
-	s.adapters[lastUser] = r.Header.Get("X-Switchyard-Adapter")
+	s.adapters[conv.lastUser] = r.Header.Get("X-Switchyard-Adapter")
 	s.mu.Unlock()
+	toks := strings.SplitAfter(chatReply(&req, f, turn, conv), " ")
+	finish := "stop"
+	if req.MaxTokens != nil && *req.MaxTokens < len(toks) {
+		toks, finish = toks[:*req.MaxTokens], "length"
+	}
+	completion := len(toks)
+	c := chatAnswer{id: "chatcmpl-demo" + fmt.Sprint(time.Now().UnixNano()), created: time.Now().Unix(), model: req.Model, toks: toks, finish: finish}
+	// n choices, as OpenAI generates them (JSON only): each is the same
+	// reply here, and each one's tokens are billed.
+	choices := max(req.N, 1)
+	if req.Stream {
+		choices = 1
+	}
+	c.usage = fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, conv.prompt, choices*completion, conv.prompt+choices*completion)
+	if f.Usage != "" {
+		c.usage = f.Usage
+	}
+	if !req.Stream {
+		c.writeJSON(w, choices, f)
+		return
+	}
+	s.streamChat(w, r, c, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, f)
+}
+
+// readChat parses and checks a chat request as OpenAI does, and answers its
+// error when it is wrong (false).
+func readChat(w http.ResponseWriter, body []byte) (chatReq, bool) {
+	var req chatReq
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request.", "invalid_request_error", "")
+		return req, false
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "[] is too short - 'messages'", "invalid_request_error", "")
+		return req, false
+	}
+	if req.Model != "echo" && req.Model != "" && !strings.HasPrefix(req.Model, "echo") {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model), "invalid_request_error", "model_not_found")
+		return req, false
+	}
+	return req, true
+}
+
+// chatConversation is what the fake answers from: the last user message,
+// the tool results after it, its images, and the prompt tokens it counts.
+type chatConversation struct {
+	prompt   int
+	lastUser string
+	results  []string // tool results after the last user message
+	images   []string // the last user message's images
+}
+
+// conversation reads the request's messages.
+func (req *chatReq) conversation() chatConversation {
+	var c chatConversation
+	for _, m := range req.Messages {
+		t := text(m.Content)
+		c.prompt += words(t) + 3
+		switch m.Role {
+		case "user":
+			c.lastUser, c.results = t, nil
+			c.images = openAIImages(m.Content)
+			c.prompt += 85 * len(c.images) // OpenAI's count for a low-detail image
+		case "tool":
+			c.results = append(c.results, t)
+		}
+	}
+	return c
+}
+
+// chatReply is the text the fake answers with: the fault's, a vision
+// model's description, the agent turn's, an instance of a json_schema, or
+// the echo of the last user message.
+func chatReply(req *chatReq, f Faults, turn agentTurn, conv chatConversation) string {
 	reply := f.Reply
 	if reply == "" && IsVisionModel(req.Model) {
-		reply = visionReply(images) // vision.go
+		reply = visionReply(conv.images) // vision.go
 	}
 	if reply == "" {
 		reply = turn.reply
@@ -280,52 +330,52 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 	if reply == "" && req.ResponseFormat != nil && req.ResponseFormat.Type == "json_schema" && req.ResponseFormat.JSONSchema != nil {
 		// Structured output: an instance of the schema, as a model that
 		// honours strict json_schema answers.
-		reply = Instance(req.ResponseFormat.JSONSchema.Schema, req.Model+": "+firstWords(lastUser, 8))
+		reply = Instance(req.ResponseFormat.JSONSchema.Schema, req.Model+": "+firstWords(conv.lastUser, 8))
 	}
 	if reply == "" && req.Model != "echo" && req.Model != "" {
 		// The demo's other models (echo-<name>) answer in their own words,
 		// so a request that asks several of them shows who said what.
-		reply = "This is the Switchyard demo provider (offline, no model behind it), answering as " + req.Model + ". You said: " + lastUser
+		reply = "This is the Switchyard demo provider (offline, no model behind it), answering as " + req.Model + ". You said: " + conv.lastUser
 	}
 	if reply == "" {
-		reply = "This is the Switchyard demo provider (offline, no model behind it). You said: " + lastUser
+		reply = "This is the Switchyard demo provider (offline, no model behind it). You said: " + conv.lastUser
 	}
-	toks := strings.SplitAfter(reply, " ")
-	finish := "stop"
-	if req.MaxTokens != nil && *req.MaxTokens < len(toks) {
-		toks, finish = toks[:*req.MaxTokens], "length"
+	return reply
+}
+
+// chatAnswer is one chat completion the fake sends: its reply in tokens,
+// why it finished, and its usage object.
+type chatAnswer struct {
+	id      string
+	created int64
+	model   string
+	toks    []string
+	finish  string
+	usage   string
+}
+
+// writeJSON answers with a chat.completion of n identical choices.
+func (c *chatAnswer) writeJSON(w http.ResponseWriter, n int, f Faults) {
+	content, _ := json.Marshal(strings.Join(c.toks, ""))
+	w.Header().Set("Content-Type", "application/json")
+	u := `,"usage":` + c.usage
+	if f.NoUsage {
+		u = ""
 	}
-	completion := len(toks)
-	id := "chatcmpl-demo" + fmt.Sprint(time.Now().UnixNano())
-	created := time.Now().Unix()
-	// n choices, as OpenAI generates them (JSON only): each is the same
-	// reply here, and each one's tokens are billed.
-	choices := max(req.N, 1)
-	if req.Stream {
-		choices = 1
-	}
-	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, choices*completion, prompt+choices*completion)
-	if f.Usage != "" {
-		usage = f.Usage
-	}
-	if !req.Stream {
-		content, _ := json.Marshal(strings.Join(toks, ""))
-		w.Header().Set("Content-Type", "application/json")
-		u := `,"usage":` + usage
-		if f.NoUsage {
-			u = ""
+	var cs strings.Builder
+	for i := range n {
+		if i > 0 {
+			cs.WriteByte(',')
 		}
-		var cs strings.Builder
-		for i := range choices {
-			if i > 0 {
-				cs.WriteByte(',')
-			}
-			fmt.Fprintf(&cs, `{"index":%d,"message":{"role":"assistant","content":%s,"refusal":null},"logprobs":null,"finish_reason":%s}`, i, content, jsonstr.Quote(finish))
-		}
-		fmt.Fprintf(w, `{"id":%s,"object":"chat.completion","created":%d,"model":%s,"choices":[%s]%s,"system_fingerprint":"fp_demo"}`,
-			jsonstr.Quote(id), created, jsonstr.Quote(req.Model), cs.String(), u)
-		return
+		fmt.Fprintf(&cs, `{"index":%d,"message":{"role":"assistant","content":%s,"refusal":null},"logprobs":null,"finish_reason":%s}`, i, content, jsonstr.Quote(c.finish))
 	}
+	fmt.Fprintf(w, `{"id":%s,"object":"chat.completion","created":%d,"model":%s,"choices":[%s]%s,"system_fingerprint":"fp_demo"}`,
+		jsonstr.Quote(c.id), c.created, jsonstr.Quote(c.model), cs.String(), u)
+}
+
+// streamChat answers with the chunks of a stream, one a token, and a usage
+// chunk when includeUsage; cut after f.CutAfter events when that is set.
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c chatAnswer, includeUsage bool, f Faults) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -337,21 +387,21 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 		n++
 		return s.emit(w, r, "data: "+data+"\n\n", f.ChunkDelay)
 	}
-	head := fmt.Sprintf(`{"id":%s,"object":"chat.completion.chunk","created":%d,"model":%s,"system_fingerprint":"fp_demo","choices":`, jsonstr.Quote(id), created, jsonstr.Quote(req.Model))
+	head := fmt.Sprintf(`{"id":%s,"object":"chat.completion.chunk","created":%d,"model":%s,"system_fingerprint":"fp_demo","choices":`, jsonstr.Quote(c.id), c.created, jsonstr.Quote(c.model))
 	if !send(head + `[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`) {
 		return
 	}
-	for _, t := range toks {
-		c, _ := json.Marshal(t)
-		if !send(head + `[{"index":0,"delta":{"content":` + string(c) + `},"logprobs":null,"finish_reason":null}]}`) {
+	for _, t := range c.toks {
+		b, _ := json.Marshal(t)
+		if !send(head + `[{"index":0,"delta":{"content":` + string(b) + `},"logprobs":null,"finish_reason":null}]}`) {
 			return
 		}
 	}
-	if !send(head + `[{"index":0,"delta":{},"logprobs":null,"finish_reason":"` + finish + `"}]}`) {
+	if !send(head + `[{"index":0,"delta":{},"logprobs":null,"finish_reason":"` + c.finish + `"}]}`) {
 		return
 	}
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && !f.NoUsage {
-		if !send(head + `[],"usage":` + usage + `}`) {
+	if includeUsage && !f.NoUsage {
+		if !send(head + `[],"usage":` + c.usage + `}`) {
 			return
 		}
 	}

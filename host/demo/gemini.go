@@ -100,87 +100,30 @@ func (g *Gemini) embed(w http.ResponseWriter, body []byte) {
 }
 
 func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f Faults, model string, stream bool) {
-	var req struct {
-		Contents []struct {
-			Role  string       `json:"role"`
-			Parts []geminiPart `json:"parts"`
-		} `json:"contents"`
-		Tools []struct {
-			FunctionDeclarations []struct {
-				Name string `json:"name"`
-			} `json:"functionDeclarations"`
-		} `json:"tools"`
-		ToolConfig struct {
-			FunctionCallingConfig struct {
-				Mode                 string   `json:"mode"`
-				AllowedFunctionNames []string `json:"allowedFunctionNames"`
-			} `json:"functionCallingConfig"`
-		} `json:"toolConfig"`
-	}
+	var req geminiRequest
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Contents) == 0 {
 		geminiError(w, http.StatusBadRequest, "* GenerateContentRequest.contents: contents is not specified")
 		return
 	}
-	lastUser, prompt := "", 0
-	var results []string // function responses after the last user text
-	var images []string  // the last user content's inline images
-	for _, c := range req.Contents {
-		if c.Role == "user" {
-			images = geminiImages(c.Parts) // vision.go
-			prompt += 258 * len(images)    // Gemini's count for a small image
-		}
-		for _, p := range c.Parts {
-			prompt += words(p.Text) + 1
-			if c.Role == "user" && p.Text != "" {
-				lastUser, results = p.Text, nil
-			}
-			if p.FunctionResponse != nil {
-				results = append(results, string(p.FunctionResponse.Response))
-				prompt += words(string(p.FunctionResponse.Response))
-			}
-		}
-	}
-	var offered []string
-	for _, t := range req.Tools {
-		for _, d := range t.FunctionDeclarations {
-			offered = append(offered, d.Name)
-		}
-	}
-	choice := ""
-	switch fc := req.ToolConfig.FunctionCallingConfig; {
-	case fc.Mode == "NONE":
-		choice = "none"
-	case fc.Mode == "ANY" && len(fc.AllowedFunctionNames) == 1:
-		choice = fc.AllowedFunctionNames[0]
-	case fc.Mode == "ANY":
-		choice = "required"
-	}
-	turn := plan(offered, choice, lastUser, results, "This is the Switchyard demo of Gemini (offline).")
+	conv := req.conversation()
+	offered, choice := req.toolChoice()
+	turn := plan(offered, choice, conv.lastUser, conv.results, "This is the Switchyard demo of Gemini (offline).")
 	reply := f.Reply
 	if reply == "" && IsVisionModel(model) {
-		reply = visionReply(images) // vision.go
+		reply = visionReply(conv.images) // vision.go
 	}
 	if reply == "" {
 		reply = turn.reply
 	}
 	if reply == "" {
-		reply = "This is the Switchyard demo of Gemini (offline). You said: " + lastUser
+		reply = "This is the Switchyard demo of Gemini (offline). You said: " + conv.lastUser
 	}
 	toks := strings.SplitAfter(reply, " ")
-	call := ""
-	if len(req.Tools) > 0 && len(req.Tools[0].FunctionDeclarations) > 0 && strings.Contains(lastUser, "weather") {
-		call = `{"functionCall":{"name":"` + req.Tools[0].FunctionDeclarations[0].Name + `","args":{"city":"Oslo"}}}`
-	} else if len(turn.calls) > 0 {
-		// Gemini answers a tool turn with functionCall parts only (and
-		// finishReason STOP, as it does).
-		var calls []string
-		for _, c := range turn.calls {
-			calls = append(calls, `{"functionCall":{"name":`+jsonstr.Quote(c.Name)+`,"args":`+c.Args+`}}`)
-		}
-		call = strings.Join(calls, ",")
+	call, callsOnly := req.functionCalls(turn, conv.lastUser)
+	if callsOnly {
 		toks = []string{""}
 	}
-	usage := fmt.Sprintf(`"usageMetadata":{"promptTokenCount":%d,"candidatesTokenCount":%d,"totalTokenCount":%d,"cachedContentTokenCount":1}`, prompt, len(toks), prompt+len(toks))
+	usage := fmt.Sprintf(`"usageMetadata":{"promptTokenCount":%d,"candidatesTokenCount":%d,"totalTokenCount":%d,"cachedContentTokenCount":1}`, conv.prompt, len(toks), conv.prompt+len(toks))
 	head := fmt.Sprintf(`"modelVersion":%s,"responseId":"resp_demo%d"`, jsonstr.Quote(model), time.Now().UnixNano())
 	if !stream {
 		t, _ := json.Marshal(strings.Join(toks, ""))
@@ -192,6 +135,102 @@ func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f
 		fmt.Fprintf(w, `{"candidates":[{"content":{"parts":[%s],"role":"model"},"finishReason":"STOP","index":0}],%s,%s}`, parts, usage, head)
 		return
 	}
+	g.stream(w, r, f, toks, call, usage, head)
+}
+
+// geminiRequest is what the fake reads of a generateContent request.
+type geminiRequest struct {
+	Contents []struct {
+		Role  string       `json:"role"`
+		Parts []geminiPart `json:"parts"`
+	} `json:"contents"`
+	Tools []struct {
+		FunctionDeclarations []struct {
+			Name string `json:"name"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
+	ToolConfig struct {
+		FunctionCallingConfig struct {
+			Mode                 string   `json:"mode"`
+			AllowedFunctionNames []string `json:"allowedFunctionNames"`
+		} `json:"functionCallingConfig"`
+	} `json:"toolConfig"`
+}
+
+// geminiConversation is what the fake answers from: the last user text,
+// the function responses after it, the last user content's images, and the
+// prompt tokens it counts.
+type geminiConversation struct {
+	lastUser string
+	prompt   int
+	results  []string // function responses after the last user text
+	images   []string // the last user content's inline images
+}
+
+// conversation reads the request's contents.
+func (req *geminiRequest) conversation() geminiConversation {
+	var cv geminiConversation
+	for _, c := range req.Contents {
+		if c.Role == "user" {
+			cv.images = geminiImages(c.Parts) // vision.go
+			cv.prompt += 258 * len(cv.images) // Gemini's count for a small image
+		}
+		for _, p := range c.Parts {
+			cv.prompt += words(p.Text) + 1
+			if c.Role == "user" && p.Text != "" {
+				cv.lastUser, cv.results = p.Text, nil
+			}
+			if p.FunctionResponse != nil {
+				cv.results = append(cv.results, string(p.FunctionResponse.Response))
+				cv.prompt += words(string(p.FunctionResponse.Response))
+			}
+		}
+	}
+	return cv
+}
+
+// toolChoice is the functions offered and what toolConfig asks of them, in
+// the terms plan takes ("none", "required", or the one function allowed).
+func (req *geminiRequest) toolChoice() (offered []string, choice string) {
+	for _, t := range req.Tools {
+		for _, d := range t.FunctionDeclarations {
+			offered = append(offered, d.Name)
+		}
+	}
+	switch fc := req.ToolConfig.FunctionCallingConfig; {
+	case fc.Mode == "NONE":
+		choice = "none"
+	case fc.Mode == "ANY" && len(fc.AllowedFunctionNames) == 1:
+		choice = fc.AllowedFunctionNames[0]
+	case fc.Mode == "ANY":
+		choice = "required"
+	}
+	return offered, choice
+}
+
+// functionCalls is the functionCall parts of the answer, "" for none: the
+// first function's when the last user text mentions "weather", or the
+// agent turn's calls — then the answer has those parts only (callsOnly).
+func (req *geminiRequest) functionCalls(turn agentTurn, lastUser string) (call string, callsOnly bool) {
+	if len(req.Tools) > 0 && len(req.Tools[0].FunctionDeclarations) > 0 && strings.Contains(lastUser, "weather") {
+		return `{"functionCall":{"name":"` + req.Tools[0].FunctionDeclarations[0].Name + `","args":{"city":"Oslo"}}}`, false
+	}
+	if len(turn.calls) == 0 {
+		return "", false
+	}
+	// Gemini answers a tool turn with functionCall parts only (and
+	// finishReason STOP, as it does).
+	var calls []string
+	for _, c := range turn.calls {
+		calls = append(calls, `{"functionCall":{"name":`+jsonstr.Quote(c.Name)+`,"args":`+c.Args+`}}`)
+	}
+	return strings.Join(calls, ","), true
+}
+
+// stream answers with one SSE event a token (separated by CRLF blank
+// lines); the last carries the function calls, finishReason and usage.
+// It is cut after f.CutAfter events when that is set.
+func (g *Gemini) stream(w http.ResponseWriter, r *http.Request, f Faults, toks []string, call, usage, head string) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	for i, tok := range toks {

@@ -505,38 +505,14 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	jobs := map[string]*startJob{} // by name: at most one version of a module is loaded for activation
-	var extra []*startJob          // seeded versions loaded only to prove they load
 	if stored {
-		act := map[string]string{}
-		_ = r.db.View(func(tx store.Tx) error {
-			return tx.Bucket(bucketActive).ForEach(func(k, v []byte) error {
-				act[string(k)] = string(v)
-				return nil
-			})
-		})
-		for name, version := range act {
-			j := &startJob{name: name, version: version, activate: true}
-			if j.m, j.bin, j.err = r.read(name, version); j.err != nil {
-				r.log.Error("active module does not load", "module", name+"@"+version, "err", j.err)
-				skipped = errors.Join(skipped, j.err)
-				continue
-			}
-			jobs[name] = j
-		}
+		skipped = r.activeJobs(jobs)
 	}
+	var extra []*startJob // seeded versions loaded only to prove they load
 	if seedDir != "" {
-		seeds, err := r.seeds(seedDir)
-		if err != nil {
+		var err error
+		if extra, err = r.seedJobs(seedDir, jobs); err != nil {
 			return skipped, err
-		}
-		vouchStamp(seedDir) // the build validated them (StampSeeds)
-		for _, j := range seeds {
-			if cur := r.ActiveVersion(j.name); cur == "" || cur == j.version {
-				j.activate = true
-				jobs[j.name] = j // the seed supersedes the stored copy of the same version
-			} else if j.changed {
-				extra = append(extra, j)
-			}
 		}
 	}
 	all := extra
@@ -545,6 +521,72 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 	}
 	r.loadAll(ctx, all)
 
+	if skipped, fatal = r.loadFailures(all, skipped); fatal != nil {
+		closeJobs(ctx, all)
+		return skipped, fatal
+	}
+	if err := r.storeSeeds(all); err != nil {
+		closeJobs(ctx, all)
+		return skipped, err
+	}
+	act := r.toActivate(ctx, all)
+	if err := r.activateJobs(act); err != nil {
+		closeJobs(ctx, all)
+		return skipped, err
+	}
+	for _, j := range act {
+		r.swap(strings.Clone(j.name), j.mod)
+		r.log.Info("module activated", "module", j.mod.ID)
+	}
+	return skipped, nil
+}
+
+// activeJobs adds to jobs the stored active version of every module, and
+// returns the ones it could not read (logged and skipped).
+func (r *Registry) activeJobs(jobs map[string]*startJob) (skipped error) {
+	act := map[string]string{}
+	_ = r.db.View(func(tx store.Tx) error {
+		return tx.Bucket(bucketActive).ForEach(func(k, v []byte) error {
+			act[string(k)] = string(v)
+			return nil
+		})
+	})
+	for name, version := range act {
+		j := &startJob{name: name, version: version, activate: true}
+		if j.m, j.bin, j.err = r.read(name, version); j.err != nil {
+			r.log.Error("active module does not load", "module", name+"@"+version, "err", j.err)
+			skipped = errors.Join(skipped, j.err)
+			continue
+		}
+		jobs[name] = j
+	}
+	return skipped
+}
+
+// seedJobs reads the built modules in seedDir: one to activate (no version
+// of it is active, or the active one is the version seeded) replaces the
+// module's job in jobs; another is returned when it is new or rebuilt, to
+// be loaded only to prove it loads.
+func (r *Registry) seedJobs(seedDir string, jobs map[string]*startJob) (extra []*startJob, err error) {
+	seeds, err := r.seeds(seedDir)
+	if err != nil {
+		return nil, err
+	}
+	vouchStamp(seedDir) // the build validated them (StampSeeds)
+	for _, j := range seeds {
+		if cur := r.ActiveVersion(j.name); cur == "" || cur == j.version {
+			j.activate = true
+			jobs[j.name] = j // the seed supersedes the stored copy of the same version
+		} else if j.changed {
+			extra = append(extra, j)
+		}
+	}
+	return extra, nil
+}
+
+// loadFailures sorts the jobs that did not load: a seed's failure is fatal,
+// a stored version's is logged and added to skipped.
+func (r *Registry) loadFailures(all []*startJob, skipped error) (_, fatal error) {
 	for _, j := range all {
 		switch {
 		case j.err != nil && j.seeded:
@@ -554,23 +596,25 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 			skipped = errors.Join(skipped, j.err)
 		}
 	}
-	// closeFrom closes the loaded modules not handed to the registry.
-	closeFrom := func(i int) {
-		for _, j := range all[i:] {
-			if j.mod != nil {
-				_ = j.mod.Close(ctx)
-			}
+	return skipped, fatal
+}
+
+// closeJobs closes the loaded modules not handed to the registry.
+func closeJobs(ctx context.Context, all []*startJob) {
+	for _, j := range all {
+		if j.mod != nil {
+			_ = j.mod.Close(ctx)
 		}
 	}
-	if fatal != nil {
-		closeFrom(0)
-		return skipped, fatal
-	}
-	// The seeds and the activations are written in one transaction each
-	// (two fsyncs, not two per module): a fresh start stores megabytes of
-	// binaries, and each commit waits on the disk.
+}
+
+// storeSeeds stores the new and rebuilt seeds that loaded. The seeds and
+// the activations are written in one transaction each (two fsyncs, not two
+// per module): a fresh start stores megabytes of binaries, and each commit
+// waits on the disk.
+func (r *Registry) storeSeeds(all []*startJob) error {
 	now := time.Now().UTC()
-	err := r.db.Update(func(tx store.Tx) error {
+	return r.db.Update(func(tx store.Tx) error {
 		for _, j := range all {
 			if j.err == nil && j.changed {
 				if err := storeTx(tx, j.name, j.version, j.mj, j.bin, j.sum, "seed", true, now); err != nil {
@@ -580,10 +624,11 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 		}
 		return nil
 	})
-	if err != nil {
-		closeFrom(0)
-		return skipped, err
-	}
+}
+
+// toActivate returns the loaded jobs to activate, and closes the modules
+// of the others (seeds loaded only to prove they load).
+func (r *Registry) toActivate(ctx context.Context, all []*startJob) []*startJob {
 	var act []*startJob
 	for _, j := range all {
 		switch {
@@ -598,7 +643,13 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 			_ = j.mod.Close(ctx)
 		}
 	}
-	if err := r.db.Update(func(tx store.Tx) error {
+	return act
+}
+
+// activateJobs records the jobs' versions as active, in one transaction,
+// and tells the other instances.
+func (r *Registry) activateJobs(act []*startJob) error {
+	return r.db.Update(func(tx store.Tx) error {
 		for _, j := range act {
 			if err := tx.Bucket(bucketActive).Put([]byte(j.name), []byte(j.version)); err != nil {
 				return err
@@ -608,15 +659,7 @@ func (r *Registry) start(ctx context.Context, stored bool, seedDir string) (skip
 			}
 		}
 		return nil
-	}); err != nil {
-		closeFrom(0)
-		return skipped, err
-	}
-	for _, j := range act {
-		r.swap(strings.Clone(j.name), j.mod)
-		r.log.Info("module activated", "module", j.mod.ID)
-	}
-	return skipped, nil
+	})
 }
 
 // seeds reads the built modules in dir.

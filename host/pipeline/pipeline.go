@@ -212,104 +212,81 @@ func (r *Runner) BuildWith(account, model string, plugins gjson.Result, extra Ex
 // default-on plugins first; first is the position of plugins' first item
 // in the request's plugins array (for error paths; -1: added by the host).
 func (r *Runner) build(account, model string, plugins gjson.Result, extra Extra, defaults bool, first int) (*Pipeline, *apierr.Error) {
-	moderatedBy := extra.ModeratedBy
-	p := &Pipeline{Stages: []map[string]any{}} // [] not null in service_metadata
-	disabled := map[string]bool{}
-	type want struct {
-		id    string
-		index int
-		item  string
+	b := builder{r: r, account: account, model: model, extra: extra,
+		p:        &Pipeline{Stages: []map[string]any{}}, // [] not null in service_metadata
+		disabled: map[string]bool{}}
+	b.read(plugins, first)
+	b.seen = map[string]bool{}
+	for _, id := range extra.Skip {
+		b.seen[id] = true
 	}
-	var listed []want
+	if err := b.addAll(defaults); err != nil {
+		b.p.Release()
+		return nil, err
+	}
+	return b.p, nil
+}
+
+// builder is one pipeline being built: what the request asks for and the
+// stages added so far.
+type builder struct {
+	r              *Runner
+	account, model string
+	extra          Extra
+	p              *Pipeline
+	disabled       map[string]bool // turned off by the request ("enabled": false)
+	listed         []listed        // the request's plugins, in its order
+	seen           map[string]bool // added already, or skipped (Extra.Skip)
+}
+
+// listed is one plugin the request's plugins array turns on.
+type listed struct {
+	id    string
+	index int    // its position in the request's plugins array
+	item  string // its plugins[] entry, raw
+}
+
+// read sorts the request's plugins items into those it disables and those
+// it lists; first is the first item's position in the request.
+func (b *builder) read(plugins gjson.Result, first int) {
 	i := first
 	plugins.ForEach(func(_, item gjson.Result) bool {
 		id := item.Get("id").Str
 		if e := item.Get("enabled"); e.Exists() && !e.Bool() {
-			disabled[id] = true
+			b.disabled[id] = true
 		} else {
-			listed = append(listed, want{id: id, index: i, item: item.Raw})
+			b.listed = append(b.listed, listed{id: id, index: i, item: item.Raw})
 		}
 		i++
 		return true
 	})
-	seen := map[string]bool{}
-	for _, id := range extra.Skip {
-		seen[id] = true
-	}
-	add := func(id string, index int, item string) *apierr.Error {
-		if seen[id] {
-			return nil
-		}
-		mod, release, scoped := r.acquire(account, id)
-		if mod == nil {
-			if index == requiredIndex {
-				return &apierr.Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("provider %s requires moderation, and the moderation plugin is not installed", strings.Join(moderatedBy, ", "))}
-			}
-			if index < 0 {
-				return nil // a default that was deactivated since
-			}
-			return apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "unknown plugin %q: no such plugin is installed for this account", id)
-		}
-		if mod.Manifest.Kind != manifest.KindPlugin {
-			release()
-			return apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "%q is not a plugin", id)
-		}
-		if err := r.checkConfig(mod, index, id, item); err != nil {
-			release()
-			return err
-		}
-		seen[id] = true
-		if item == "" {
-			item = `{"id":` + jsonstr.Quote(id) + `}`
-		}
-		base := `{"config":` + item + `,"model":` + jsonstr.Quote(model) + `,"scope":` + jsonstr.Quote(scoped)
-		var required []string
-		if id == Moderation {
-			required = moderatedBy
-		}
-		// The operator's settings of a global module (a first-party
-		// module's endpoints, defaults and fees), never handed to a
-		// tenant's module of the same name.
-		if st := r.settings(id, account, required); len(st) > 0 && scoped == "global" {
-			base += `,"settings":` + string(st)
-		}
-		if index == -1 {
-			base += `,"default":true`
-		}
-		if len(required) > 0 {
-			b, _ := json.Marshal(required)
-			base += `,"required_by":` + string(b)
-		}
-		if len(extra.Context) > 0 {
-			base += `,"context":` + string(extra.Context)
-		}
-		ctx := []byte(base + `}`)
-		p.stages = append(p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx, base: []byte(base)})
-		return nil
-	}
+}
+
+// addAll adds the stages in the order they run: the configured defaults
+// (with defaults), the request's list, the host's defaults for this
+// request, and the moderation a provider requires.
+func (b *builder) addAll(defaults bool) *apierr.Error {
 	var configured []string
 	if defaults {
-		configured = r.Modules.Defaults(account)
+		configured = b.r.Modules.Defaults(b.account)
 	}
 	for _, id := range configured {
-		if disabled[id] {
+		if b.disabled[id] {
 			continue
 		}
 		item := ""
-		for _, w := range listed {
+		for _, w := range b.listed {
 			if w.id == id {
 				item = w.item
 			}
 		}
-		if err := add(id, -1, item); err != nil {
-			p.Release()
-			return nil, err
+		if err := b.add(id, -1, item); err != nil {
+			return err
 		}
 	}
-	for _, w := range listed {
-		if err := add(w.id, w.index, w.item); err != nil {
-			p.Release()
-			return nil, err
+	for _, w := range b.listed {
+		if err := b.add(w.id, w.index, w.item); err != nil {
+			return err
 		}
 	}
 	// The host's own defaults for this request run after every plugin the
@@ -317,22 +294,80 @@ func (r *Runner) build(account, model string, plugins gjson.Result, extra Extra,
 	// prompt as it will go upstream, after file-parser has turned a PDF
 	// into text or web has injected results (a request listing it runs it
 	// where it listed it).
-	for _, id := range extra.Defaults {
-		if disabled[id] {
+	for _, id := range b.extra.Defaults {
+		if b.disabled[id] {
 			continue
 		}
-		if err := add(id, -1, ""); err != nil {
-			p.Release()
-			return nil, err
+		if err := b.add(id, -1, ""); err != nil {
+			return err
 		}
 	}
-	if len(moderatedBy) > 0 {
-		if err := add(Moderation, requiredIndex, ""); err != nil {
-			p.Release()
-			return nil, err
-		}
+	if len(b.extra.ModeratedBy) > 0 {
+		return b.add(Moderation, requiredIndex, "")
 	}
-	return p, nil
+	return nil
+}
+
+// add pins plugin id and appends its stage, once per pipeline; index is
+// its position in the request's plugins (-1: a default, requiredIndex:
+// required by a provider), item its plugins[] entry ("" when none).
+func (b *builder) add(id string, index int, item string) *apierr.Error {
+	if b.seen[id] {
+		return nil
+	}
+	mod, release, scoped := b.r.acquire(b.account, id)
+	if mod == nil {
+		if index == requiredIndex {
+			return &apierr.Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("provider %s requires moderation, and the moderation plugin is not installed", strings.Join(b.extra.ModeratedBy, ", "))}
+		}
+		if index < 0 {
+			return nil // a default that was deactivated since
+		}
+		return apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "unknown plugin %q: no such plugin is installed for this account", id)
+	}
+	if mod.Manifest.Kind != manifest.KindPlugin {
+		release()
+		return apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "%q is not a plugin", id)
+	}
+	if err := b.r.checkConfig(mod, index, id, item); err != nil {
+		release()
+		return err
+	}
+	b.seen[id] = true
+	base := b.ctx(id, index, item, scoped)
+	ctx := []byte(base + `}`)
+	b.p.stages = append(b.p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx, base: []byte(base)})
+	return nil
+}
+
+// ctx is the ctx field of plugin id's hooks without its closing brace
+// (stage.base): its config, the model, its scope, and what the host adds.
+func (b *builder) ctx(id string, index int, item, scoped string) string {
+	if item == "" {
+		item = `{"id":` + jsonstr.Quote(id) + `}`
+	}
+	base := `{"config":` + item + `,"model":` + jsonstr.Quote(b.model) + `,"scope":` + jsonstr.Quote(scoped)
+	var required []string
+	if id == Moderation {
+		required = b.extra.ModeratedBy
+	}
+	// The operator's settings of a global module (a first-party
+	// module's endpoints, defaults and fees), never handed to a
+	// tenant's module of the same name.
+	if st := b.r.settings(id, b.account, required); len(st) > 0 && scoped == "global" {
+		base += `,"settings":` + string(st)
+	}
+	if index == -1 {
+		base += `,"default":true`
+	}
+	if len(required) > 0 {
+		bs, _ := json.Marshal(required)
+		base += `,"required_by":` + string(bs)
+	}
+	if len(b.extra.Context) > 0 {
+		base += `,"context":` + string(b.extra.Context)
+	}
+	return base
 }
 
 // Installed reports whether plugin id is installed for account (its own

@@ -336,18 +336,48 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 	if len(req.Models) == 0 {
 		return nil, apierr.BadRequest("model", "is required")
 	}
+	plan := &Plan{}
+	var states [4]*modelState
+	t := r.tab.Load()
+	sts, err := plan.resolve(t, &req, states[:0])
+	if err != nil {
+		return nil, err
+	}
+	plan.available()
+
+	now := r.opts.Now().UnixNano()
+	sc := r.pool.Get().(*scratch)
+	defer r.putScratch(sc)
+	p := &req.Prefs
+
+	var rejected [nConstraints]int
+	cands := sc.eligible(sts, &req, now, &rejected)
+	if len(cands) == 0 {
+		return nil, noEndpoint(plan.models, &req, &rejected)
+	}
+	plan.Strategy = r.keys(cands, now, p)
+	order := sc.ranked()
+	if req.SessionID != "" && plan.Strategy == "load-balance" && r.stick(t, req.SessionID, order, now) {
+		plan.Strategy = "sticky"
+	}
+	plan.attempts(order, p.NoFallbacks)
+	plan.dropped(&req)
+	return plan, nil
+}
+
+// resolve looks up the requested models in t, in order and without
+// duplicates, into plan.models and their states (appended to sts, whose
+// backing array the caller keeps on its stack). Every model must exist and
+// be of the request's kind.
+func (p *Plan) resolve(t *table, req *Request, sts []*modelState) ([]*modelState, *apierr.Error) {
 	kind := req.Kind
 	if kind == "" {
 		kind = catalog.KindChat
 	}
-	plan := &Plan{}
-	ms := plan.inline[:0]
-	if len(req.Models) > len(plan.inline) {
+	ms := p.inline[:0]
+	if len(req.Models) > len(p.inline) {
 		ms = make([]*catalog.Model, 0, len(req.Models))
 	}
-	var states [4]*modelState
-	sts := states[:0]
-	t := r.tab.Load()
 	for _, id := range req.Models {
 		st := t.models[id]
 		if st == nil {
@@ -368,33 +398,41 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 			ms = append(ms, st.m)
 		}
 	}
-	plan.models = ms
-	if len(ms) == 1 {
-		plan.Available = ms[0].Endpoints
-	} else {
-		n := 0
-		for _, m := range ms {
-			n += len(m.Endpoints)
-		}
-		plan.Available = make([]*catalog.Endpoint, 0, n)
-		for _, m := range ms {
-			plan.Available = append(plan.Available, m.Endpoints...)
-		}
-	}
+	p.models = ms
+	return sts, nil
+}
 
-	now := r.opts.Now().UnixNano()
-	sc := r.pool.Get().(*scratch)
-	defer r.putScratch(sc)
+// available fills p.Available with every endpoint of the plan's models.
+// One model's list is shared with the catalog rather than copied: the
+// common case costs no allocation.
+func (p *Plan) available() {
+	ms := p.models
+	if len(ms) == 1 {
+		p.Available = ms[0].Endpoints
+		return
+	}
+	n := 0
+	for _, m := range ms {
+		n += len(m.Endpoints)
+	}
+	p.Available = make([]*catalog.Endpoint, 0, n)
+	for _, m := range ms {
+		p.Available = append(p.Available, m.Endpoints...)
+	}
+}
+
+// eligible collects into sc.cands the endpoints of sts that pass every
+// constraint of req, counting in rejected, per constraint, the endpoints it
+// eliminated (for the error when none is left).
+func (sc *scratch) eligible(sts []*modelState, req *Request, now int64, rejected *[nConstraints]int) []cand {
 	p := &req.Prefs
 	none := p.partitionNone()
-
-	var rejected [nConstraints]int
 	for mi, st := range sts {
 		for ei, ep := range st.m.Endpoints {
 			if ep == nil || ep.Provider == nil {
 				continue
 			}
-			if bits := check(st.m, ep, &req); bits != 0 {
+			if bits := check(st.m, ep, req); bits != 0 {
 				for ; bits != 0; bits &= bits - 1 {
 					rejected[trailingZeros(bits)]++
 				}
@@ -411,42 +449,26 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 			sc.cands = append(sc.cands, c)
 		}
 	}
-	cands := sc.cands
-	if len(cands) == 0 {
-		return nil, noEndpoint(ms, &req, &rejected)
-	}
+	return sc.cands
+}
 
+// keys sets each candidate's sort key (and tie-breaker, threshold miss and
+// unknown flags) for the strategy the preferences ask for, or the
+// load-balancing weights, and returns the strategy's name.
+func (r *Router) keys(cands []cand, now int64, p *Preferences) string {
 	thresholds := !p.PreferredMaxLatency.IsZero() || !p.PreferredMinThroughput.IsZero()
 	switch {
 	case len(p.Order) > 0:
-		plan.Strategy = "order"
 		for i := range cands {
 			cands[i].key = float64(orderIndex(cands[i].ep.Provider, p.Order))
 		}
+		return "order"
 	case p.Sort != SortNone:
-		plan.Strategy = sortStrategy[p.Sort]
 		for i := range cands {
-			c := &cands[i]
-			price := blended(c.ep)
-			if p.Sort == SortPrice {
-				c.key, c.tie = price, c.ep.Price.Request
-			} else {
-				c.tie = price
-			}
-			if p.Sort == SortPrice && !thresholds {
-				continue
-			}
-			st := c.h.stats(now, &r.opts)
-			c.miss = thresholds && misses(&st.Stats, p)
-			switch p.Sort {
-			case SortThroughput:
-				c.key, c.unknown = -st.Throughput.P50, st.Throughput.P50 == 0
-			case SortLatency:
-				c.key, c.unknown = st.Latency.P50, st.Latency.P50 == 0
-			}
+			r.sortKey(&cands[i], now, p, thresholds)
 		}
+		return sortStrategy[p.Sort]
 	default:
-		plan.Strategy = "load-balance"
 		for lo := 0; lo < len(cands); {
 			hi := lo + 1
 			for hi < len(cands) && cands[hi].group == cands[lo].group {
@@ -455,7 +477,37 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 			r.balance(cands[lo:hi], now, thresholds, p)
 			lo = hi
 		}
+		return "load-balance"
 	}
+}
+
+// sortKey keys c for provider.sort: by blended price (request price breaks
+// ties), or by live throughput or latency (blended price breaks ties). Live
+// statistics are read only when the key or the thresholds need them.
+func (r *Router) sortKey(c *cand, now int64, p *Preferences, thresholds bool) {
+	price := blended(c.ep)
+	if p.Sort == SortPrice {
+		c.key, c.tie = price, c.ep.Price.Request
+	} else {
+		c.tie = price
+	}
+	if p.Sort == SortPrice && !thresholds {
+		return
+	}
+	st := c.h.stats(now, &r.opts)
+	c.miss = thresholds && misses(&st.Stats, p)
+	switch p.Sort {
+	case SortThroughput:
+		c.key, c.unknown = -st.Throughput.P50, st.Throughput.P50 == 0
+	case SortLatency:
+		c.key, c.unknown = st.Latency.P50, st.Latency.P50 == 0
+	}
+}
+
+// ranked packs each candidate's rank and returns sc.order, the candidates
+// sorted by compare.
+func (sc *scratch) ranked() []*cand {
+	cands := sc.cands
 	order := sc.order[:0]
 	for i := range cands {
 		c := &cands[i]
@@ -473,43 +525,56 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 	}
 	sc.order = order
 	slices.SortStableFunc(order, compare)
+	return order
+}
 
-	if req.SessionID != "" && plan.Strategy == "load-balance" {
-		if ep, shared := r.session(t, req.SessionID, now); ep != nil && promote(order, ep) {
-			if shared {
-				t.sessions.put(req.SessionID, ep, now) // the local copy, for when Redis is away
-			} else {
-				t.sessions.touch(req.SessionID, ep, now)
-			}
-			if order[0].ep == ep {
-				plan.Strategy = "sticky"
-			}
-		}
+// stick moves the endpoint the session is pinned to, when it is among the
+// candidates, to the front of its group and renews the pin; it reports
+// whether that endpoint now leads the whole order.
+func (r *Router) stick(t *table, sessionID string, order []*cand, now int64) bool {
+	ep, shared := r.session(t, sessionID, now)
+	if ep == nil || !promote(order, ep) {
+		return false
 	}
+	if shared {
+		t.sessions.put(sessionID, ep, now) // the local copy, for when Redis is away
+	} else {
+		t.sessions.touch(sessionID, ep, now)
+	}
+	return order[0].ep == ep
+}
 
-	n := len(cands)
-	if p.NoFallbacks {
+// attempts fills p.Attempts from the sorted candidates: all of them, or
+// only the first without fallbacks. They live in p.buf when they fit.
+func (p *Plan) attempts(order []*cand, noFallbacks bool) {
+	n := len(order)
+	if noFallbacks {
 		n = 1
 	}
-	if n <= len(plan.buf) {
-		plan.Attempts = plan.buf[:n]
+	if n <= len(p.buf) {
+		p.Attempts = p.buf[:n]
 	} else {
-		plan.Attempts = make([]*catalog.Endpoint, n)
+		p.Attempts = make([]*catalog.Endpoint, n)
 	}
 	for i := range n {
-		plan.Attempts[i] = order[i].ep
+		p.Attempts[i] = order[i].ep
 	}
-	if !p.RequireParameters && len(req.Params) > 0 {
-		for _, ep := range plan.Attempts {
-			if miss := unsupported(ep, req.Params); miss != nil {
-				if plan.Dropped == nil {
-					plan.Dropped = make(map[*catalog.Endpoint][]string)
-				}
-				plan.Dropped[ep] = miss
+}
+
+// dropped records, per attempt, the request parameters its endpoint does
+// not support; with require_parameters such an endpoint was not eligible.
+func (p *Plan) dropped(req *Request) {
+	if req.Prefs.RequireParameters || len(req.Params) == 0 {
+		return
+	}
+	for _, ep := range p.Attempts {
+		if miss := unsupported(ep, req.Params); miss != nil {
+			if p.Dropped == nil {
+				p.Dropped = make(map[*catalog.Endpoint][]string)
 			}
+			p.Dropped[ep] = miss
 		}
 	}
-	return plan, nil
 }
 
 func (r *Router) putScratch(sc *scratch) {

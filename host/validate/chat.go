@@ -133,7 +133,8 @@ func checkChat(body []byte, req *ChatRequest) *apierr.Error {
 	return v.checkChoiceServer(st.tools, st.serverChoice)
 }
 
-// chatField checks one top-level member; the path is already k.
+// chatField checks one top-level member; the path is already k. The
+// sampling and output parameters are left to samplingField.
 func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.Error {
 	switch k {
 	case "messages":
@@ -151,69 +152,9 @@ func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.E
 	case "stream":
 		return v.nullBool(x)
 	case "stream_options":
-		if isNull(x) {
-			return nil
-		}
-		return v.strict(x, func(k string, y gjson.Result) *apierr.Error {
-			switch k {
-			case "include_usage":
-				return v.boolean(y)
-			case "include_obfuscation":
-				// OpenAI's stream padding; the gateway's chunks carry none,
-				// so it has no effect here (and the host removes it).
-				v.nulls = true
-				return v.nullBool(y)
-			}
-			return v.unknown()
-		})
-	case "temperature":
-		return v.nullNumber(x, 0, 2)
-	case "top_p", "min_p", "top_a":
-		return v.nullNumber(x, 0, 1)
-	case "frequency_penalty", "presence_penalty":
-		return v.nullNumber(x, -2, 2)
-	case "repetition_penalty":
-		if isNull(x) {
-			return nil
-		}
-		if x.Type != gjson.Number || !(x.Num > 0 && x.Num <= 2) {
-			return v.fail("must be a number greater than 0 and at most 2 (1 means no penalty), got %s", shown(x))
-		}
-		return nil
-	case "top_k":
-		return v.nullInteger(x, 0, math.MaxInt64)
-	case "top_logprobs":
-		return v.nullInteger(x, 0, maxTopLogprobs)
-	case "max_completion_tokens", "max_tokens":
-		return v.nullInteger(x, 1, math.MaxInt64)
-	case "seed":
-		return v.nullInteger(x, math.MinInt64, math.MaxInt64)
-	case "logprobs", "parallel_tool_calls":
-		return v.nullBool(x)
-	case "logit_bias":
-		if isNull(x) {
-			return nil
-		}
-		return v.logitBias(x)
-	case "stop":
-		return v.stop(x)
-	case "response_format":
-		if isNull(x) {
-			return nil
-		}
-		return v.responseFormat(x)
+		return v.streamOptions(x)
 	case "tools":
-		if isNull(x) {
-			return nil
-		}
-		if !st.tools.Exists() {
-			st.tools = x
-		}
-		// A null in a tool's function may be one the host removes; the
-		// byte search is cheaper than knowing (a schema's "default": null
-		// costs one needless compatibility walk).
-		v.nulls = v.nulls || strings.Contains(x.Raw, "null")
-		return v.items(x, 0, -1, func(_ int, t gjson.Result) *apierr.Error { return v.tool(t) })
+		return v.tools(st, x)
 	case "tool_choice":
 		if isNull(x) {
 			return nil
@@ -256,26 +197,116 @@ func (v *validator) chatField(st *chatState, k string, x gjson.Result) *apierr.E
 	case "cache_control":
 		return v.cacheControl(x)
 	case "debug":
-		return v.strict(x, func(k string, y gjson.Result) *apierr.Error {
-			if k == "echo_upstream_body" {
-				return v.boolean(y)
-			}
-			return v.unknown()
-		})
+		return v.debug(x)
 	case "trace":
 		return v.object(x) // its fields are not specified
 	case "stop_server_tools_when":
 		return v.items(x, 1, -1, func(_ int, c gjson.Result) *apierr.Error { return v.stopCondition(c) })
 	case "max_tool_calls":
+		return v.maxToolCalls(x)
+	}
+	return v.samplingField(k, x)
+}
+
+// samplingField checks one top-level sampling or output parameter
+// (temperature, the penalties, token limits, stop, response_format); the
+// path is already k.
+func (v *validator) samplingField(k string, x gjson.Result) *apierr.Error {
+	switch k {
+	case "temperature":
+		return v.nullNumber(x, 0, 2)
+	case "top_p", "min_p", "top_a":
+		return v.nullNumber(x, 0, 1)
+	case "frequency_penalty", "presence_penalty":
+		return v.nullNumber(x, -2, 2)
+	case "repetition_penalty":
 		if isNull(x) {
 			return nil
 		}
-		if x.Type != gjson.Number || x.Num != float64(int64(x.Num)) || x.Num < 1 || x.Num > MaxToolCalls {
-			return v.fail("must be an integer from 1 to %d (server-tool calls per request; default %d), got %s", MaxToolCalls, DefaultMaxToolCalls, shown(x))
+		if x.Type != gjson.Number || !(x.Num > 0 && x.Num <= 2) {
+			return v.fail("must be a number greater than 0 and at most 2 (1 means no penalty), got %s", shown(x))
 		}
 		return nil
+	case "top_k":
+		return v.nullInteger(x, 0, math.MaxInt64)
+	case "top_logprobs":
+		return v.nullInteger(x, 0, maxTopLogprobs)
+	case "max_completion_tokens", "max_tokens":
+		return v.nullInteger(x, 1, math.MaxInt64)
+	case "seed":
+		return v.nullInteger(x, math.MinInt64, math.MaxInt64)
+	case "logprobs", "parallel_tool_calls":
+		return v.nullBool(x)
+	case "logit_bias":
+		if isNull(x) {
+			return nil
+		}
+		return v.logitBias(x)
+	case "stop":
+		return v.stop(x)
+	case "response_format":
+		if isNull(x) {
+			return nil
+		}
+		return v.responseFormat(x)
 	}
 	return nil // unknown top-level fields are accepted: see the package comment
+}
+
+// streamOptions checks stream_options.
+func (v *validator) streamOptions(x gjson.Result) *apierr.Error {
+	if isNull(x) {
+		return nil
+	}
+	return v.strict(x, func(k string, y gjson.Result) *apierr.Error {
+		switch k {
+		case "include_usage":
+			return v.boolean(y)
+		case "include_obfuscation":
+			// OpenAI's stream padding; the gateway's chunks carry none,
+			// so it has no effect here (and the host removes it).
+			v.nulls = true
+			return v.nullBool(y)
+		}
+		return v.unknown()
+	})
+}
+
+// tools checks tools, and keeps the first in st for the tool_choice checks
+// that follow the walk.
+func (v *validator) tools(st *chatState, x gjson.Result) *apierr.Error {
+	if isNull(x) {
+		return nil
+	}
+	if !st.tools.Exists() {
+		st.tools = x
+	}
+	// A null in a tool's function may be one the host removes; the
+	// byte search is cheaper than knowing (a schema's "default": null
+	// costs one needless compatibility walk).
+	v.nulls = v.nulls || strings.Contains(x.Raw, "null")
+	return v.items(x, 0, -1, func(_ int, t gjson.Result) *apierr.Error { return v.tool(t) })
+}
+
+// debug checks debug, whose one field is echo_upstream_body.
+func (v *validator) debug(x gjson.Result) *apierr.Error {
+	return v.strict(x, func(k string, y gjson.Result) *apierr.Error {
+		if k == "echo_upstream_body" {
+			return v.boolean(y)
+		}
+		return v.unknown()
+	})
+}
+
+// maxToolCalls checks max_tool_calls, the bound on server-tool calls.
+func (v *validator) maxToolCalls(x gjson.Result) *apierr.Error {
+	if isNull(x) {
+		return nil
+	}
+	if x.Type != gjson.Number || x.Num != float64(int64(x.Num)) || x.Num < 1 || x.Num > MaxToolCalls {
+		return v.fail("must be an integer from 1 to %d (server-tool calls per request; default %d), got %s", MaxToolCalls, DefaultMaxToolCalls, shown(x))
+	}
+	return nil
 }
 
 // strict checks an object whose every member fn knows; fn returns

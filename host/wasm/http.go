@@ -234,94 +234,163 @@ func (e *Engine) hostHTTPRequest(ctx context.Context, m api.Module, ptr, n uint3
 // httpCall makes the outbound call the frame at ptr asks for and returns
 // the response frame and its size, or a message and a negative code.
 func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n uint32) ([]byte, int64) {
-	var secrets []usedSecret
-	fail := func(code int64, format string, args ...any) ([]byte, int64) {
+	o := outbound{e: e, mod: mod}
+	out, herr := o.call(ctx, m, ptr, n)
+	if herr != nil {
 		// A message may quote the URL (the client's errors do): never
 		// with a secret in it.
-		return abi.AppendFieldString(nil, scrub(fmt.Sprintf(format, args...), secrets)), code
+		return abi.AppendFieldString(nil, scrub(herr.msg, o.secrets)), herr.code
 	}
-	if !mod.Manifest.GrantsHostFunction(abi.HostHTTPRequest) {
-		return fail(abi.HTTPDenied, "http is not granted")
+	return out, int64(len(out))
+}
+
+// outbound is one http_request of module mod: the limits it runs under and
+// the operator secrets substituted into it so far (scrubbed from what the
+// module reads back).
+type outbound struct {
+	e       *Engine
+	mod     *Module
+	lim     HTTPLimits
+	secrets []usedSecret
+}
+
+// httpErr is a refused or failed http_request: the negative code the guest
+// gets and the message (secrets not yet scrubbed).
+type httpErr struct {
+	code int64
+	msg  string
+}
+
+func refuse(code int64, format string, args ...any) *httpErr {
+	return &httpErr{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// call checks the request frame at ptr, makes the call and returns the
+// response frame.
+func (o *outbound) call(ctx context.Context, m api.Module, ptr, n uint32) ([]byte, *httpErr) {
+	fields, herr := o.frame(m, ptr, n)
+	if herr != nil {
+		return nil, herr
 	}
-	frame, ok := m.Memory().Read(ptr, n)
-	if !ok {
-		return fail(abi.HTTPFailed, "request outside module memory")
-	}
-	fields, err := abi.Fields(nil, frame)
-	if err != nil || len(fields) < 2 {
-		return fail(abi.HTTPFailed, "malformed request frame")
-	}
-	lim := e.cfg.HTTP.withDefaults()
+	o.lim = o.e.cfg.HTTP.withDefaults()
 	env := envOf(ctx)
 	budget := env.HTTPCalls
 	if budget <= 0 {
-		budget = lim.CallsPerRequest
+		budget = o.lim.CallsPerRequest
 	}
 	if !spend(&env.httpUsed, budget) {
-		return fail(abi.HTTPBudget, "this request's budget of %d http calls is spent", budget)
+		return nil, refuse(abi.HTTPBudget, "this request's budget of %d http calls is spent", budget)
 	}
-	method, rawURL := string(fields[0]), string(fields[1])
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return fail(abi.HTTPDenied, "url %q is not an http(s) URL", rawURL)
-	}
-	if !mod.Manifest.GrantsDomain(u.Hostname()) {
-		return fail(abi.HTTPDenied, "domain %s is not granted to this module", u.Hostname())
-	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !isPublic(ip) && !e.cfg.AllowPrivateNetworks && !(lim.mayReachPrivate(mod) && lim.privateHost(hostPort(u))) {
-		return fail(abi.HTTPDenied, "%v: %s", errNotPublic, ip)
-	}
-	// Secrets go in only now that the destination is known to be granted,
-	// and only into the query and header values.
-	if u.RawQuery, secrets, err = e.substituteSecrets(mod, u.RawQuery, true, secrets); err != nil {
-		return fail(abi.HTTPDenied, "%v", err)
+	u, herr := o.target(string(fields[1]))
+	if herr != nil {
+		return nil, herr
 	}
 	var body io.Reader
 	if len(fields) > 3 {
 		body = bytes.NewReader(fields[3])
 	}
-	ctx, cancelTimeout := context.WithTimeout(ctx, lim.Timeout)
+	ctx, cancelTimeout := context.WithTimeout(ctx, o.lim.Timeout)
 	defer cancelTimeout()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	req, err := http.NewRequestWithContext(ctx, string(fields[0]), u.String(), body)
 	if err != nil {
-		return fail(abi.HTTPFailed, "%v", err)
+		return nil, refuse(abi.HTTPFailed, "%v", err)
 	}
 	if len(fields) > 2 {
-		for _, line := range strings.Split(string(fields[2]), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
-				if v, secrets, err = e.substituteSecrets(mod, strings.TrimSpace(v), false, secrets); err != nil {
-					return fail(abi.HTTPDenied, "%v", err)
-				}
-				req.Header.Add(strings.TrimSpace(k), v)
-			}
+		if herr := o.headers(req, fields[2]); herr != nil {
+			return nil, herr
 		}
 	}
-	resp, err := e.httpClient(mod).Do(req)
+	return o.do(ctx, req, u.Hostname(), cancel)
+}
+
+// frame reads the request frame at ptr (method, URL, headers, body) of a
+// module granted http.
+func (o *outbound) frame(m api.Module, ptr, n uint32) ([][]byte, *httpErr) {
+	if !o.mod.Manifest.GrantsHostFunction(abi.HostHTTPRequest) {
+		return nil, refuse(abi.HTTPDenied, "http is not granted")
+	}
+	frame, ok := m.Memory().Read(ptr, n)
+	if !ok {
+		return nil, refuse(abi.HTTPFailed, "request outside module memory")
+	}
+	fields, err := abi.Fields(nil, frame)
+	if err != nil || len(fields) < 2 {
+		return nil, refuse(abi.HTTPFailed, "malformed request frame")
+	}
+	return fields, nil
+}
+
+// target parses rawURL and checks that the module may call it: http(s),
+// a granted domain, and not a private address by IP unless allowed. The
+// secrets go into its query only then.
+func (o *outbound) target(rawURL string) (*url.URL, *httpErr) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		return nil, refuse(abi.HTTPDenied, "url %q is not an http(s) URL", rawURL)
+	}
+	if !o.mod.Manifest.GrantsDomain(u.Hostname()) {
+		return nil, refuse(abi.HTTPDenied, "domain %s is not granted to this module", u.Hostname())
+	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !isPublic(ip) && !o.e.cfg.AllowPrivateNetworks && !(o.lim.mayReachPrivate(o.mod) && o.lim.privateHost(hostPort(u))) {
+		return nil, refuse(abi.HTTPDenied, "%v: %s", errNotPublic, ip)
+	}
+	// Secrets go in only now that the destination is known to be granted,
+	// and only into the query and header values.
+	if u.RawQuery, o.secrets, err = o.e.substituteSecrets(o.mod, u.RawQuery, true, o.secrets); err != nil {
+		return nil, refuse(abi.HTTPDenied, "%v", err)
+	}
+	return u, nil
+}
+
+// headers adds the frame's header lines ("Name: value") to req, with the
+// secrets substituted into the values.
+func (o *outbound) headers(req *http.Request, lines []byte) *httpErr {
+	for _, line := range strings.Split(string(lines), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
+			var err error
+			if v, o.secrets, err = o.e.substituteSecrets(o.mod, strings.TrimSpace(v), false, o.secrets); err != nil {
+				return refuse(abi.HTTPDenied, "%v", err)
+			}
+			req.Header.Add(strings.TrimSpace(k), v)
+		}
+	}
+	return nil
+}
+
+// do sends req (to host) and reads the response within the limits: its
+// size, and the rate floor (cancel ends a body that falls behind it).
+func (o *outbound) do(ctx context.Context, req *http.Request, host string, cancel context.CancelCauseFunc) ([]byte, *httpErr) {
+	resp, err := o.e.httpClient(o.mod).Do(req)
 	if err != nil {
 		if errors.Is(err, errNotPublic) {
-			return fail(abi.HTTPDenied, "%s resolves to an address that is not public", u.Hostname())
+			return nil, refuse(abi.HTTPDenied, "%s resolves to an address that is not public", host)
 		}
-		return fail(abi.HTTPFailed, "request failed: %v", err)
+		return nil, refuse(abi.HTTPFailed, "request failed: %v", err)
 	}
 	defer resp.Body.Close()
 	var src io.Reader = resp.Body
-	if lim.MinBytesPerSecond > 0 {
-		g := newRateGuard(float64(lim.MinBytesPerSecond), cancel)
+	if o.lim.MinBytesPerSecond > 0 {
+		g := newRateGuard(float64(o.lim.MinBytesPerSecond), cancel)
 		defer g.stop()
 		src = g.reader(resp.Body)
 	}
-	b, err := io.ReadAll(io.LimitReader(src, lim.MaxResponseBytes+1))
+	b, err := io.ReadAll(io.LimitReader(src, o.lim.MaxResponseBytes+1))
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, errTooSlow) {
 			err = cause
 		}
-		return fail(abi.HTTPFailed, "reading the response: %v", err)
+		return nil, refuse(abi.HTTPFailed, "reading the response: %v", err)
 	}
-	if int64(len(b)) > lim.MaxResponseBytes {
-		return fail(abi.HTTPFailed, "response larger than %d bytes", lim.MaxResponseBytes)
+	if int64(len(b)) > o.lim.MaxResponseBytes {
+		return nil, refuse(abi.HTTPFailed, "response larger than %d bytes", o.lim.MaxResponseBytes)
 	}
+	return o.response(resp, b), nil
+}
+
+// response is the frame the module reads: status, header lines, body.
+func (o *outbound) response(resp *http.Response, b []byte) []byte {
 	var hdr strings.Builder
 	for k, vs := range resp.Header {
 		for _, v := range vs {
@@ -330,13 +399,12 @@ func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n
 	}
 	// A server that echoes the request (or a hostile one on a granted
 	// domain) must not hand the secret to the module.
-	if len(secrets) > 0 {
-		b = scrubBytes(b, secrets)
+	if len(o.secrets) > 0 {
+		b = scrubBytes(b, o.secrets)
 	}
 	out := abi.AppendFieldString(nil, strconv.Itoa(resp.StatusCode))
-	out = abi.AppendFieldString(out, scrub(hdr.String(), secrets))
-	out = abi.AppendField(out, b)
-	return out, int64(len(out))
+	out = abi.AppendFieldString(out, scrub(hdr.String(), o.secrets))
+	return abi.AppendField(out, b)
 }
 
 // hostPort is u's host and port, the port defaulted from the scheme.

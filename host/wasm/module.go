@@ -343,13 +343,9 @@ func (m *Module) Account() string { return m.account }
 // of module time. The client's message names the module, the hook and a
 // short reason; a trap's wasm stack trace goes to the log only.
 func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Output, error) {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, m.fail(hook, "module was unloaded")
+	if aerr := m.enter(hook); aerr != nil {
+		return nil, aerr
 	}
-	m.calls.Add(1)
-	m.mu.Unlock()
 	defer m.calls.Done()
 
 	if m.slots == nil && m.ext == nil {
@@ -361,17 +357,10 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 			return nil, m.fail(hook, "does not load: "+shortReason(lerr.Error()))
 		}
 	}
-	// The gateway's own modules draw on the calling account's module
-	// time (a tenant's are metered in callTenant); a failed call counts
-	// too.
 	lim := m.engine.tenantLimits()
-	meter := (*account)(nil)
-	if m.slots == nil {
-		if meter = m.engine.meterFor(ctx); meter != nil {
-			if aerr := meter.check(lim); aerr != nil {
-				return nil, aerr
-			}
-		}
+	meter, aerr := m.meter(ctx, lim)
+	if aerr != nil {
+		return nil, aerr
 	}
 	start := time.Now()
 	if f := m.native[hook]; f != nil {
@@ -380,21 +369,13 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		}
 		return m.callNative(ctx, hook, f, fields)
 	}
-	input := 0
-	for _, f := range fields {
-		input += len(f)
-	}
-	timeout := callTimeout(time.Duration(m.Manifest.Limits.TimeoutMS)*time.Millisecond, input)
+	timeout := m.timeout(fields)
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	cl := &callLog{acct: m.acct, lim: m.engine.cfg.Logs.withDefaults()}
-	if cl.env = CallEnvFrom(ctx); cl.env == nil {
-		cl.env = &cl.local
-	}
-	ctx = context.WithValue(ctx, callLogKey{}, cl)
+	ctx, cl := m.withCallLog(ctx)
 	defer m.engine.droppedNote(ctx, m, cl)
 	if meter != nil {
 		defer func() { meter.charge(lim, time.Since(start)-time.Duration(cl.waited.Load())) }()
@@ -420,13 +401,75 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 			return nil, m.fail(hook, "no instance available: "+err.Error())
 		}
 		start = time.Now() // waiting for an instance is not module time
-		if out, err = in.call(ctx, hook, fields); err != nil {
-			// A trapped or interrupted instance may hold broken state.
-			m.discard(in)
-		} else {
-			m.put(in)
+		out, err = m.callPooled(ctx, in, hook, fields)
+	}
+	return m.output(ctx, hook, out, err, timeout)
+}
+
+// enter counts a call in, so that Close waits for it; a closed module
+// takes none.
+func (m *Module) enter(hook abi.Hook) *apierr.Error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return m.fail(hook, "module was unloaded")
+	}
+	m.calls.Add(1)
+	return nil
+}
+
+// meter is the calling account whose module time a call of the gateway's
+// own module draws on (a tenant's are metered in callTenant; a failed call
+// counts too), nil when none is; a 429 when that account has none left.
+func (m *Module) meter(ctx context.Context, lim TenantLimits) (*account, *apierr.Error) {
+	if m.slots != nil {
+		return nil, nil
+	}
+	meter := m.engine.meterFor(ctx)
+	if meter != nil {
+		if aerr := meter.check(lim); aerr != nil {
+			return nil, aerr
 		}
 	}
+	return meter, nil
+}
+
+// timeout is a guest call's time limit for this input (callTimeout).
+func (m *Module) timeout(fields [][]byte) time.Duration {
+	input := 0
+	for _, f := range fields {
+		input += len(f)
+	}
+	return callTimeout(time.Duration(m.Manifest.Limits.TimeoutMS)*time.Millisecond, input)
+}
+
+// withCallLog gives the call its log (what its host functions record,
+// and the time they waited) in the context.
+func (m *Module) withCallLog(ctx context.Context) (context.Context, *callLog) {
+	cl := &callLog{acct: m.acct, lim: m.engine.cfg.Logs.withDefaults()}
+	if cl.env = CallEnvFrom(ctx); cl.env == nil {
+		cl.env = &cl.local
+	}
+	return context.WithValue(ctx, callLogKey{}, cl), cl
+}
+
+// callPooled runs the call on in, one of the module's pooled instances,
+// and puts it back, or discards it when the call failed: a trapped or
+// interrupted instance may hold broken state.
+func (m *Module) callPooled(ctx context.Context, in *instance, hook abi.Hook, fields [][]byte) ([]byte, error) {
+	out, err := in.call(ctx, hook, fields)
+	if err != nil {
+		m.discard(in)
+	} else {
+		m.put(in)
+	}
+	return out, err
+}
+
+// output decodes what the guest returned (a status byte, then the fields'
+// frame) into the hook's Output, or the 502 the client reads: err is the
+// call's failure, timeout its time limit.
+func (m *Module) output(ctx context.Context, hook abi.Hook, out []byte, err error, timeout time.Duration) (*Output, error) {
 	if err != nil {
 		if ctx.Err() != nil && timeout > 0 {
 			return nil, m.fail(hook, fmt.Sprintf("exceeded its time limit of %d ms", timeout.Milliseconds()))

@@ -61,19 +61,33 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 	if !root.IsObject() {
 		return nil, append(r.fixes, "not a JSON object"), false
 	}
+	choices, ok := r.top(root, msgField)
+	if !ok {
+		return nil, r.fixes, false
+	}
+	r.choices(choices, msgField)
+	return r.b, r.fixes, true
+}
+
+// top checks the top-level members (choices, created, usage) and returns
+// choices; false when the document cannot be a chunk or a completion (the
+// last fix says why).
+func (r *repairer) top(root gjson.Result, msgField string) (gjson.Result, bool) {
 	var top [3]gjson.Result
 	r.pick(root, topNames, top[:])
 	choices := top[0]
 	switch {
 	case !choices.Exists():
 		if msgField == "message" {
-			return nil, append(r.fixes, "no choices array"), false
+			r.fixes = append(r.fixes, "no choices array")
+			return choices, false
 		}
 		// A chunk carrying only usage or an error: no choices is an
 		// empty list.
 		r.b, _ = sjson.SetRawBytes(r.b, "choices", []byte("[]"))
 	case !choices.IsArray():
-		return nil, append(r.fixes, "choices is not an array"), false
+		r.fixes = append(r.fixes, "choices is not an array")
+		return choices, false
 	}
 	if c := top[1]; c.Exists() && c.Type != gjson.Number {
 		r.edit("created", "", "is not a number: removed")
@@ -81,62 +95,76 @@ func repair(b []byte, msgField string) ([]byte, []string, bool) {
 	if u := top[2]; u.Exists() && u.Type != gjson.Null && !u.IsObject() {
 		r.edit("usage", "", "is not an object: removed")
 	}
+	return choices, true
+}
+
+// choices checks every choice, last first: removing a choice shifts only
+// the ones after it.
+func (r *repairer) choices(choices gjson.Result, msgField string) {
 	var small [4]gjson.Result
 	arr := small[:0]
-	d.Elements(choices, func(_ int, c gjson.Result) bool { arr = append(arr, c); return true })
-	// Backwards: removing a choice shifts only the ones after it. Paths
-	// are built only for an edit (most answers need none).
+	r.d.Elements(choices, func(_ int, c gjson.Result) bool { arr = append(arr, c); return true })
 	for i := len(arr) - 1; i >= 0; i-- {
-		c := arr[i]
-		if !c.IsObject() {
-			r.edit(index("choices", i), "", "is not an object: removed")
-			continue
-		}
-		var f [4]gjson.Result
-		r.pick(c, choiceNames(msgField), f[:])
-		switch x := f[0]; {
-		case !x.Exists():
-			r.edit(index("choices", i)+".index", strconv.Itoa(i), "")
-		case x.Type != gjson.Number:
-			r.edit(index("choices", i)+".index", strconv.Itoa(i), "is not a number: set to its position")
-		}
-		if fr := f[1]; fr.Exists() && fr.Type != gjson.String && fr.Type != gjson.Null {
-			r.edit(index("choices", i)+".finish_reason", "", "is not a string: removed")
-		} else if fr.Type == gjson.String {
-			if to, known := FinishReason(fr.Str); to != fr.Str {
-				// The upstream's value is kept beside the documented one
-				// (OpenRouter's native_finish_reason).
-				why := ""
-				if !known {
-					why = "is not a documented value: set to stop"
-				}
-				r.edit(index("choices", i)+".native_finish_reason", jsonstr.Quote(fr.Str), "")
-				r.edit(index("choices", i)+".finish_reason", `"`+to+`"`, why)
-			}
-		}
-		if lp := f[2]; lp.Exists() && lp.Type != gjson.Null && !lp.IsObject() {
-			r.edit(index("choices", i)+".logprobs", "", "is not an object: removed")
-		}
-		m := f[3]
-		mp := func() string { return index("choices", i) + "." + msgField }
-		switch {
-		case !m.Exists() && msgField == "delta":
-			r.edit(mp(), "{}", "")
-			continue
-		case !m.Exists():
-			r.edit(mp(), `{"role":"assistant","content":null}`, "is missing: set to an empty assistant message")
-			continue
-		case !m.IsObject():
-			if msgField == "delta" {
-				r.edit(mp(), "{}", "is not an object: set to {}")
-			} else {
-				r.edit(mp(), `{"role":"assistant","content":null}`, "is not an object: set to an empty assistant message")
-			}
-			continue
-		}
-		r.message(m, mp)
+		r.choice(arr[i], i, msgField)
 	}
-	return r.b, r.fixes, true
+}
+
+// choice checks choice i: its index, finish_reason, logprobs and message
+// (or delta). Paths are built only for an edit (most answers need none).
+func (r *repairer) choice(c gjson.Result, i int, msgField string) {
+	if !c.IsObject() {
+		r.edit(index("choices", i), "", "is not an object: removed")
+		return
+	}
+	var f [4]gjson.Result
+	r.pick(c, choiceNames(msgField), f[:])
+	switch x := f[0]; {
+	case !x.Exists():
+		r.edit(index("choices", i)+".index", strconv.Itoa(i), "")
+	case x.Type != gjson.Number:
+		r.edit(index("choices", i)+".index", strconv.Itoa(i), "is not a number: set to its position")
+	}
+	r.finishReason(f[1], i)
+	if lp := f[2]; lp.Exists() && lp.Type != gjson.Null && !lp.IsObject() {
+		r.edit(index("choices", i)+".logprobs", "", "is not an object: removed")
+	}
+	m := f[3]
+	mp := func() string { return index("choices", i) + "." + msgField }
+	switch {
+	case !m.Exists() && msgField == "delta":
+		r.edit(mp(), "{}", "")
+		return
+	case !m.Exists():
+		r.edit(mp(), `{"role":"assistant","content":null}`, "is missing: set to an empty assistant message")
+		return
+	case !m.IsObject():
+		if msgField == "delta" {
+			r.edit(mp(), "{}", "is not an object: set to {}")
+		} else {
+			r.edit(mp(), `{"role":"assistant","content":null}`, "is not an object: set to an empty assistant message")
+		}
+		return
+	}
+	r.message(m, mp)
+}
+
+// finishReason checks choice i's finish_reason fr: a string of the
+// documented values, or null.
+func (r *repairer) finishReason(fr gjson.Result, i int) {
+	if fr.Exists() && fr.Type != gjson.String && fr.Type != gjson.Null {
+		r.edit(index("choices", i)+".finish_reason", "", "is not a string: removed")
+	} else if fr.Type == gjson.String {
+		if to, known := FinishReason(fr.Str); to != fr.Str {
+			// The upstream's value is kept beside the documented one
+			// (OpenRouter's native_finish_reason).
+			why := ""
+			if !known {
+				why = "is not a documented value: set to stop"
+			}
+			r.edit(index("choices", i)+".native_finish_reason", jsonstr.Quote(fr.Str), "")
+			r.edit(index("choices", i)+".finish_reason", `"`+to+`"`, why)
+		}
+	}
 }
 
 // repairer is one repair in progress: the walked document, the body as

@@ -1,14 +1,50 @@
 package sdk
 
-import "github.com/switchyard/switchyard/abi"
+import (
+	"fmt"
+	"runtime"
+	"strings"
 
-// call decodes one input frame into in and runs h, writing to out.
-func call(h Handler, in *In, out *Out, frame []byte) error {
-	var err error
+	"github.com/switchyard/switchyard/abi"
+)
+
+// call decodes one input frame into in and runs h, writing to out. A panic
+// in h becomes the hook's error, with the panic's value and the line of
+// the plugin's code it came from: left alone it would trap the instance,
+// and the gateway would report only "wasm error: unreachable" (the Go
+// runtime's message goes to a stderr nobody reads).
+func call(h Handler, in *In, out *Out, frame []byte) (err error) {
 	if in.fields, err = abi.Fields(in.fields, frame); err != nil {
 		return err
 	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = errorString(panicMessage(v))
+		}
+	}()
 	return h(in, out)
+}
+
+// panicMessage describes a recovered panic: "panic: <value> (at
+// file.go:42)", where it was raised: the first frame below the deferred
+// recovery that is not the Go runtime's own.
+func panicMessage(v any) string {
+	msg := fmt.Sprint(v)
+	if e, ok := v.(error); ok {
+		msg = e.Error()
+	}
+	var pcs [32]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
+	for {
+		f, more := frames.Next()
+		if f.File != "" && !strings.HasPrefix(f.Function, "runtime.") {
+			i := strings.LastIndexByte(f.File, '/')
+			return fmt.Sprintf("panic: %s (at %s:%d)", msg, f.File[i+1:], f.Line)
+		}
+		if !more {
+			return "panic: " + msg
+		}
+	}
 }
 
 // Run calls h natively with the given input fields, through the same frame

@@ -327,3 +327,35 @@ func TestError(t *testing.T) {
 		t.Fatalf("Error gave %v", err)
 	}
 }
+
+// A handler's panic is the hook's error, naming the value and the line of
+// the handler it came from, instead of a trap.
+func TestPanicBecomesError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    Handler
+		want string
+	}{
+		{"index", func(in *In, out *Out) error {
+			var xs []int
+			_ = xs[len(in.fields)+2]
+			return nil
+		}, "index out of range"},
+		{"value", func(*In, *Out) error { panic("boom") }, "panic: boom (at sdk_test.go:"},
+		{"nil map", func(*In, *Out) error {
+			var m map[string]int
+			m["x"] = 1
+			return nil
+		}, "assignment to entry in nil map"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(tc.h, []byte(`{}`))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "panic: ") {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), "sdk_test.go:") {
+				t.Fatalf("error %v does not name the handler's line", err)
+			}
+		})
+	}
+}

@@ -17,9 +17,12 @@
 //     fake sub-request function, result copied through a small buffer).
 //   - CheckGuest checks a guest: a third-party adapter or plugin, native or
 //     Extism. It loads the module on a host and calls every hook it declares
-//     with typical inputs; every answer must have the shape its hook's
-//     output has in docs/abi.md, and a passthrough hook the module
-//     implements anyway must return its input unchanged.
+//     with typical inputs and with inputs over 64 KiB; every answer must
+//     have the shape its hook's output has in docs/abi.md, a passthrough
+//     hook the module implements anyway must return its input unchanged,
+//     and no call may trap, run out of time or say the module does not
+//     implement a hook its manifest declares (a hook may refuse an input
+//     with a message).
 //
 // A host plugs in through Host and Module: a thin adapter over its own
 // loader (see host/wasm/kithost for Switchyard's). The kit is in the spirit
@@ -72,6 +75,10 @@ type Module interface {
 type Failure struct {
 	Status  int
 	Message string
+	// Broke says the call trapped or ran out of time (the instance broke)
+	// rather than the hook answering with an error: a guest check fails
+	// for it.
+	Broke bool
 }
 
 func (f *Failure) Error() string { return fmt.Sprintf("%d: %s", f.Status, f.Message) }

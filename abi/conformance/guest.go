@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -76,37 +77,118 @@ func CheckGuest(t *testing.T, host Host, manifestJSON, wasm []byte) {
 			t.Errorf("unknown hook %q", name)
 			continue
 		}
-		t.Run(name, func(t *testing.T) {
-			in := sampleInput(hook)
-			out, err := m.Call(context.Background(), hook, append([][]byte{sampleCtx}, in...)...)
-			var f *Failure
-			switch {
-			case errors.As(err, &f):
-				if f.Status != http.StatusBadGateway || f.Message == "" {
-					t.Errorf("a failed hook must give 502 and a message, got %d %q", f.Status, f.Message)
+		for _, size := range []string{"typical", "large"} {
+			t.Run(name+"/"+size, func(t *testing.T) {
+				in := sampleInput(hook)
+				if size == "large" {
+					in = largeInput(hook)
 				}
-				if !passthrough[name] {
-					t.Logf("refused the sample input: %s", f.Message)
-				}
-				return
-			case err != nil:
-				t.Fatalf("call: %v", err)
-			}
-			if passthrough[name] {
-				if hook == abi.HookChatStreamEvent {
-					if len(out) != 2 || !bytes.Equal(out[1], in[0]) {
-						t.Errorf("passthrough hook changed its input: got %s", show(out))
-					}
-				} else if len(out) != 1 || !bytes.Equal(out[0], in[0]) {
-					t.Errorf("passthrough hook changed its input: got %s", show(out))
-				}
-				return
-			}
-			if msg := checkOutput(hook, out); msg != "" {
-				t.Errorf("%s: %s", msg, show(out))
-			}
-		})
+				checkCall(t, m, hook, in, passthrough[name])
+			})
+		}
 	}
+}
+
+// checkCall calls hook on in and checks the answer. The hook may refuse
+// the input with a message (status byte 1, a 502); it must not trap, run
+// out of time, or say it does not implement a hook its manifest declares.
+func checkCall(t *testing.T, m Module, hook abi.Hook, in [][]byte, passthrough bool) {
+	t.Helper()
+	problem, note := callProblem(m, hook, in, passthrough)
+	if note != "" {
+		t.Log(note)
+	}
+	if problem != "" {
+		t.Error(problem)
+	}
+}
+
+// callProblem is checkCall's verdict: what is wrong ("" if nothing), and
+// a note worth showing (a refusal of the sample input).
+func callProblem(m Module, hook abi.Hook, in [][]byte, passthrough bool) (problem, note string) {
+	out, err := m.Call(context.Background(), hook, append([][]byte{sampleCtx}, in...)...)
+	var f *Failure
+	switch {
+	case errors.As(err, &f):
+		// "not implemented": the Go SDK's answer for a hook with no
+		// handler; "unknown function": Extism's, for a missing export.
+		missing := strings.Contains(f.Message, "not implemented") || strings.Contains(f.Message, "unknown function")
+		switch {
+		case missing && passthrough:
+			return "", "" // the host never calls a passthrough hook: it need not exist
+		case missing:
+			return fmt.Sprintf("the manifest declares %s, which the module does not implement: %s", hook, f.Message), ""
+		case f.Broke:
+			return fmt.Sprintf("the call broke (a trap or the time limit) on %d bytes of input: %s", inputSize(in), f.Message), ""
+		case f.Status != http.StatusBadGateway || f.Message == "":
+			return fmt.Sprintf("a failed hook must give 502 and a message, got %d %q", f.Status, f.Message), ""
+		case !passthrough:
+			return "", "refused the sample input: " + f.Message
+		}
+		return "", ""
+	case err != nil:
+		return fmt.Sprintf("call: %v", err), ""
+	}
+	if passthrough {
+		if hook == abi.HookChatStreamEvent {
+			if len(out) != 2 || !bytes.Equal(out[1], in[0]) {
+				return "passthrough hook changed its input: got " + show(out), ""
+			}
+		} else if len(out) != 1 || !bytes.Equal(out[0], in[0]) {
+			return "passthrough hook changed its input: got " + show(out), ""
+		}
+		return "", ""
+	}
+	if msg := checkOutput(hook, out); msg != "" {
+		return msg + ": " + show(out), ""
+	}
+	return "", ""
+}
+
+func inputSize(in [][]byte) int {
+	n := 0
+	for _, f := range in {
+		n += len(f)
+	}
+	return n
+}
+
+// largeText is the text of the large inputs: past 64 KiB, so a guest that
+// misreads a frame's length (one byte of it, or two) reads garbage, and
+// every byte a JSON string may carry unescaped (UTF-8 of 2, 3 and 4
+// bytes), with the escapes it must keep (the text goes into JSON strings
+// as it is: it is already escaped).
+var largeText = func() string {
+	unit := `Lorem ipsum — «ÿ» 漢字 🙂 \"quoted\" back\\slash tab\t. `
+	var b strings.Builder
+	for b.Len() < 80<<10 {
+		b.WriteString(unit)
+	}
+	return b.String()
+}()
+
+// largeInput is sampleInput with a text of over 64 KiB where the hook's
+// input has one (a message, a completion, a chunk, an error message).
+func largeInput(hook abi.Hook) [][]byte {
+	in := sampleInput(hook)
+	grow := func(b []byte, small string) []byte {
+		return bytes.Replace(b, []byte(small), []byte(largeText), 1)
+	}
+	out := make([][]byte, len(in))
+	copy(out, in)
+	switch hook {
+	case abi.HookChatRequest, abi.HookPreRequest:
+		out[0] = grow(in[0], "Hello")
+	case abi.HookChatResponse, abi.HookPostResponse, abi.HookChatStreamEvent, abi.HookPostChunk:
+		out[0] = grow(in[0], "Hi")
+	case abi.HookEmbedRequest:
+		out[0] = grow(in[0], "Hello")
+	case abi.HookError:
+		out[1] = grow(in[1], "rate limited")
+	case abi.HookToolCall:
+		out[1] = grow(in[1], "switchyard gateway")
+	}
+	return out
 }
 
 // checkOutput says what is wrong with a hook's output fields ("" if

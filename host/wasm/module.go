@@ -472,10 +472,10 @@ func (m *Module) callPooled(ctx context.Context, in *instance, hook abi.Hook, fi
 func (m *Module) output(ctx context.Context, hook abi.Hook, out []byte, err error, timeout time.Duration) (*Output, error) {
 	if err != nil {
 		if ctx.Err() != nil && timeout > 0 {
-			return nil, m.fail(hook, fmt.Sprintf("exceeded its time limit of %d ms", timeout.Milliseconds()))
+			return nil, m.broke(hook, fmt.Sprintf("exceeded its time limit of %d ms", timeout.Milliseconds()))
 		}
 		m.engine.log.ErrorContext(ctx, "module trapped", "module", m.ID, "account", m.account, "hook", hook.String(), "err", err.Error())
-		return nil, m.fail(hook, "trapped: "+shortReason(err.Error()))
+		return nil, m.broke(hook, "trapped: "+shortReason(err.Error()))
 	}
 	if len(out) == 0 {
 		return nil, m.fail(hook, "returned no output")
@@ -557,6 +557,18 @@ func (m *Module) fail(hook abi.Hook, msg string) *apierr.Error {
 		Status:  http.StatusBadGateway,
 		Message: fmt.Sprintf("module %s failed in %s: %s", m.ID, hook, msg),
 	}
+}
+
+// ErrBroke is the cause of a call whose instance trapped or ran out of
+// time, as opposed to a hook that answered with an error of its own: the
+// conformance kit fails a guest for the first and accepts the second.
+var ErrBroke = errors.New("wasm: the call trapped or ran out of time")
+
+// broke is fail for a call that trapped or ran out of time.
+func (m *Module) broke(hook abi.Hook, msg string) *apierr.Error {
+	e := m.fail(hook, msg)
+	e.Cause = ErrBroke
+	return e
 }
 
 var errOutOfRange = errors.New("output outside module memory")

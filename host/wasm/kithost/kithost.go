@@ -94,7 +94,7 @@ func (m module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) ([][]
 	if err != nil {
 		var ae *apierr.Error
 		if errors.As(err, &ae) {
-			return nil, &conformance.Failure{Status: ae.Status, Message: ae.Message}
+			return nil, &conformance.Failure{Status: ae.Status, Message: ae.Message, Broke: errors.Is(err, wasm.ErrBroke)}
 		}
 		return nil, err
 	}

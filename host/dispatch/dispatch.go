@@ -232,7 +232,7 @@ func (d *Dispatcher) attempt(ctx context.Context, job *Job, ep *catalog.Endpoint
 	started := time.Now()
 	actx := wire.AdapterCtx{Model: ep.UpstreamModel, Provider: ep.Provider.Slug, Stream: job.Stream, Drop: drop,
 		GenerationID: job.GenID, CatalogModel: ep.Model.ID}
-	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx, job.EchoSent, job.Native)
+	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx, job.EchoSent, job.nativeFor(ep))
 	if err != nil {
 		if call == nil {
 			call = &Call{Started: started}

@@ -206,6 +206,38 @@ func TestMessagesNativeStream(t *testing.T) {
 	if rec.Get("tokens_prompt").Int() != 25+1800 || rec.Get("tokens_completion").Int() != 15 || rec.Get("status").Str != "success" || rec.Get("total_cost").Float() <= 0 {
 		t.Fatalf("generation %s", rec.Raw)
 	}
+
+	// An error event the provider sends inside the stream ends it with the
+	// gateway's error event, once (no message_stop), and the generation
+	// failed.
+	start, _, _ := bytes.Cut(f.sse, []byte("\n\n"))
+	start = append(start, "\n\n"...)
+	streamErr, err := os.ReadFile(filepath.Join("..", "..", "plugins", "anthropic", "testdata", "stream_error.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sse = append(bytes.Clone(start), streamErr...)
+	resp, b, err = g.Request(http.MethodPost, "/messages?beta=true", string(req), anthropicHeaders(g.Key)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for line := range bytes.Lines(b) {
+		if !bytes.HasPrefix(line, []byte(":")) {
+			got = append(got, line...)
+		}
+	}
+	rest, ok := bytes.CutPrefix(got, start)
+	if resp.StatusCode != 200 || !ok || bytes.Count(rest, []byte("event: error\n")) != 1 || bytes.Contains(rest, []byte("message_stop")) {
+		t.Fatalf("%d %s", resp.StatusCode, got)
+	}
+	data := gjson.GetBytes(bytes.TrimPrefix(bytes.TrimSpace(rest), []byte("event: error\ndata: ")), "error")
+	if !strings.Contains(data.Get("message").Str, "Overloaded") || data.Get("type").Str == "" {
+		t.Fatalf("error event %s", rest)
+	}
+	if rec := generation(t, g, g.Key, resp.Header.Get("X-Generation-Id")); rec.Get("status").Str != "error" {
+		t.Fatalf("generation %s", rec.Raw)
+	}
 }
 
 // Routed to an endpoint that does not speak Messages — named, or as a

@@ -375,13 +375,12 @@ func (p *Pump) finish(err error) {
 		usage := p.r.Usage(final, p.text)
 		p.req.adm.Record(usage)
 		var aerr *apierr.Error
-		if final, aerr = p.r.Settle(final, usage, p.ev.finishReason); aerr == nil && p.native {
-			// The upstream's message_stop (or its API's end) went out.
+		if final, aerr = p.r.Settle(final, usage, p.ev.finishReason); aerr == nil {
 			p.held = nil
-			p.r.Succeeded(p.ev.ttft, int(usage.CompletionTokens))
-			return
-		} else if aerr == nil {
-			p.held = nil
+			if p.native { // the upstream's own end (message_stop) went out
+				p.r.Succeeded(p.ev.ttft, int(usage.CompletionTokens))
+				return
+			}
 			final = p.req.spend.includeSubs(final) // chat sub-requests its plugins made
 			p.emit(p.meta.WithStages(p.req.spend.withStages(p.req.pl.Stages)).Set(final))
 			p.emit(done)

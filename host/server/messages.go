@@ -49,6 +49,9 @@ func (s *Server) messages(c *fiber.Ctx) error {
 	}
 	// Native mode (docs/front-doors.md): an attempt on a provider that
 	// speaks Messages itself sends the client's body, not its translation.
+	// The body may alias c.Body(), valid until this handler returns: only
+	// Run's attempts read it (the adapter copies it into its upstream
+	// request), and a stream's attempt is made before Run returns.
 	native := &dispatch.Native{API: "messages", Capability: manifest.CapabilityMessagesNative,
 		Body: messages.Native(c.Body()), Beta: anthropicBeta(c)}
 	return s.runWith(c, vr, unsupported, messagesTranslator{model: mr.Model}, func(req *flow.Request) {

@@ -74,6 +74,14 @@ type Manifest struct {
 // a file on instead of extracting its text (route.Window.NativeFiles).
 const CapabilityFileInput = "file_input"
 
+// CapabilityMessagesNative: the adapter's provider speaks Anthropic's
+// Messages API, and its chat_request hook takes a Messages body as it is
+// when the adapter context says "native":"messages" (only the model set);
+// its response hooks read the provider's answers either way. The
+// Messages front door then sends a client's request through unchanged
+// (docs/front-doors.md, "Native mode").
+const CapabilityMessagesNative = "messages_native"
+
 // Router is a router plugin's role.
 type Router struct {
 	// Model is the model id a request names to be routed by the plugin
@@ -332,8 +340,8 @@ func (m *Manifest) Validate() error {
 		return fmt.Errorf("manifest %s: config_schema is not valid JSON", m.Name)
 	}
 	for _, c := range m.Capabilities {
-		if c != CapabilityFileInput || m.Kind != KindAdapter {
-			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %q)", m.Name, c, m.Kind, CapabilityFileInput)
+		if (c != CapabilityFileInput && c != CapabilityMessagesNative) || m.Kind != KindAdapter {
+			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %q or %q)", m.Name, c, m.Kind, CapabilityFileInput, CapabilityMessagesNative)
 		}
 	}
 	if err := m.validateRouter(declared[abi.HookPreRequest.String()]); err != nil {

@@ -97,6 +97,7 @@ func TestParseRejects(t *testing.T) {
 		{"pool negative", strings.Replace(good, `"pool_size":4`, `"pool_size":-4`, 1), "pool_size"},
 		{"trailing data", good + `{}`, "trailing"},
 		{"bad schema", strings.Replace(good, `"limits"`, `"config_schema":"x","limits"`, 1), ""},
+		{"unknown capability", strings.Replace(good, `"limits"`, `"capabilities":["file_input","messages_nativ"],"limits"`, 1), "unknown capability \"messages_nativ\""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,5 +199,13 @@ func TestGrantsDomain(t *testing.T) {
 		if _, err := Parse([]byte(strings.Replace(good, `"grants":{"host_functions":["log"]}`, `"grants":{"http_domains":["`+d+`"]}`, 1))); err == nil {
 			t.Errorf("http_domains %q accepted", d)
 		}
+	}
+}
+
+// An adapter may declare both capabilities.
+func TestCapabilities(t *testing.T) {
+	m, err := Parse([]byte(strings.Replace(good, `"limits"`, `"capabilities":["file_input","messages_native"],"limits"`, 1)))
+	if err != nil || len(m.Capabilities) != 2 || m.Capabilities[1] != CapabilityMessagesNative {
+		t.Fatalf("%v %v", m, err)
 	}
 }

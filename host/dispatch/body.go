@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/switchyard/switchyard/abi/chatparams"
@@ -69,4 +70,25 @@ func withoutCustomTools(body []byte) []byte {
 		body, _ = sjson.DeleteBytes(body, "tool_choice")
 	}
 	return body
+}
+
+// nativeFor is Job.Native as ep gets it: a max_tokens above the endpoint's
+// maximum output clamped to it, as the chat body's is (the hold is taken
+// for the clamped bound); otherwise the client's body as it is. A new
+// Native when it changes: the job's is shared by every attempt.
+func (job *Job) nativeFor(ep *catalog.Endpoint) *Native {
+	if job.Native == nil {
+		return nil
+	}
+	n := gjson.GetBytes(job.Native.Body, "max_tokens")
+	if n.Type != gjson.Number {
+		return job.Native
+	}
+	limit, ok := route.ClampedOutput(ep, int(n.Int()))
+	if !ok {
+		return job.Native
+	}
+	clamped := *job.Native
+	clamped.Body, _ = sjson.SetBytes(bytes.Clone(job.Native.Body), "max_tokens", limit)
+	return &clamped
 }

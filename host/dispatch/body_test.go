@@ -78,3 +78,23 @@ func TestInterned(t *testing.T) {
 		t.Fatalf("the table grew to %d entries (bound %d)", n, maxInterned)
 	}
 }
+
+// TestNativeFor: a native body's max_tokens above the endpoint's maximum
+// is clamped as the chat body's is, in a copy; the rest is the client's.
+func TestNativeFor(t *testing.T) {
+	const body = `{"model":"m", "max_tokens":500,"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"}]}]}`
+	job := &Job{Route: routeKind(catalog.KindChat), Native: &Native{API: "messages", Body: []byte(body), Beta: "b"}}
+	small := &catalog.Endpoint{MaxOutput: 100, Provider: &catalog.Provider{}}
+	large := &catalog.Endpoint{Provider: &catalog.Provider{}}
+	if n := job.nativeFor(large); n != job.Native {
+		t.Fatalf("unclamped: %s", n.Body)
+	}
+	n := job.nativeFor(small)
+	want := `{"model":"m", "max_tokens":100,"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"}]}]}`
+	if string(n.Body) != want || n.Beta != "b" || n.API != "messages" || string(job.Native.Body) != body {
+		t.Fatalf("clamped %s (job's now %s)", n.Body, job.Native.Body)
+	}
+	if (&Job{}).nativeFor(small) != nil {
+		t.Fatal("no native request")
+	}
+}

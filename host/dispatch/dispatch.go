@@ -89,6 +89,25 @@ type Job struct {
 	// belongs to (a module's planned sub-requests): its hold is drawn from
 	// it first (billing.Ledger.Hold).
 	Envelope *billing.Envelope
+	// Native, when set, is the request as the client sent it in another
+	// API (a front door's): an attempt on an endpoint whose adapter
+	// speaks that API (its manifest's capability) sends it instead of
+	// Body, and its answer reaches the client as the provider gave it
+	// (Result.Native). Other attempts send Body, as always.
+	Native *Native
+}
+
+// Native is a front-door request to send through unchanged to providers
+// that speak its API.
+type Native struct {
+	// API is the front door's API ("messages"); Capability is the adapter
+	// capability that takes it (manifest.CapabilityMessagesNative).
+	API, Capability string
+	// Body is the client's request without the gateway's own fields; the
+	// adapter sets its model.
+	Body []byte
+	// Beta is the client's anthropic-beta header, forwarded.
+	Beta string
 }
 
 func (j *Job) pluginTime() time.Duration {
@@ -109,6 +128,10 @@ type Result struct {
 	// and Body holds the translated result.
 	Call *Call
 	Body []byte
+	// NativeBody is the provider's own answer to a native attempt (Job.Native),
+	// as it sent it, beside Body (its chat translation, which billing reads);
+	// nil otherwise. A native stream is told by Call.Native().
+	NativeBody []byte
 
 	d      *Dispatcher
 	job    *Job
@@ -209,7 +232,7 @@ func (d *Dispatcher) attempt(ctx context.Context, job *Job, ep *catalog.Endpoint
 	started := time.Now()
 	actx := wire.AdapterCtx{Model: ep.UpstreamModel, Provider: ep.Provider.Slug, Stream: job.Stream, Drop: drop,
 		GenerationID: job.GenID, CatalogModel: ep.Model.ID}
-	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx, job.EchoSent)
+	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx, job.EchoSent, job.nativeFor(ep))
 	if err != nil {
 		if call == nil {
 			call = &Call{Started: started}
@@ -224,6 +247,7 @@ func (d *Dispatcher) attempt(ctx context.Context, job *Job, ep *catalog.Endpoint
 	if r.Body, err = job.Read(ctx, call); err != nil {
 		return call, err
 	}
+	r.NativeBody = call.nativeBody
 	return call, nil
 }
 

@@ -63,6 +63,11 @@ func (u *Call) readTranslated(ctx context.Context, hook abi.Hook) ([]byte, *apie
 	if aerr != nil {
 		return nil, aerr
 	}
+	if u.Native() {
+		// The client gets the provider's answer as it is; the hook's
+		// translation below is what billing and the record read.
+		u.nativeBody = raw
+	}
 	if u.Module.Manifest.IsPassthrough(hook) {
 		return raw, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -38,7 +39,11 @@ type Call struct {
 	SentBody []byte
 	Started  time.Time
 	// Ctx is the adapter context of this attempt, for the response hooks.
+	// Ctx.Native names the API of a native attempt (Job.Native).
 	Ctx wire.AdapterCtx
+	// nativeBody is a native attempt's answer as the provider sent it
+	// (readTranslated).
+	nativeBody []byte
 
 	d *Dispatcher
 	// sent reports the request went out to the upstream: from then on the
@@ -49,6 +54,10 @@ type Call struct {
 	timer    *time.Timer
 	timedOut atomic.Bool
 }
+
+// Native reports an attempt that sent the client's own request (Job.Native):
+// its answer, JSON or stream, is the provider's own API's.
+func (u *Call) Native() bool { return u != nil && u.Ctx.Native != "" }
 
 // Close ends the attempt: the upstream connection and the module pin.
 func (u *Call) Close() {
@@ -86,11 +95,16 @@ func (u *Call) Hook(ctx context.Context, hook abi.Hook, fields ...[]byte) (*wasm
 // the caller owns the returned call and must close it; on a failure after
 // the request went out the call is returned closed, to date the attempt
 // and say it was sent.
-func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Hook, body []byte, actx wire.AdapterCtx, keepSent bool) (*Call, *apierr.Error) {
+func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Hook, body []byte, actx wire.AdapterCtx, keepSent bool, native *Native) (*Call, *apierr.Error) {
 	mod, release := d.Modules.Acquire(ep.Provider.Adapter)
 	if mod == nil {
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
 			Message: fmt.Sprintf("provider %s: its adapter module %q is not loaded", ep.Provider.Slug, ep.Provider.Adapter)}
+	}
+	if native != nil && hook == abi.HookChatRequest && slices.Contains(mod.Manifest.Capabilities, native.Capability) {
+		// The adapter (the version pinned for this attempt) speaks the
+		// client's API: the client's body goes, not its chat translation.
+		body, actx.Native, actx.Beta = native.Body, native.API, native.Beta
 	}
 	u := &Call{Endpoint: ep, Module: mod, Ctx: actx, d: d, release: release, Started: time.Now()}
 	out, err := mod.Call(ctx, hook, actx.JSON(), body)

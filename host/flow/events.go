@@ -38,6 +38,10 @@ type Events struct {
 	// read it ended is not the upstream's fault. Nil: never.
 	gone *atomic.Bool
 
+	// raw, when set, is given every upstream event as it was read, before
+	// its translation (a native stream's pump relays them so).
+	raw func(sse.Event)
+
 	state   []byte            // the adapter's stream state
 	chunks  *wire.ChunkStream // the repair and identity of each chunk
 	pending [][]byte          // the current event's chunks not yet returned
@@ -106,6 +110,9 @@ func (e *Events) Next(wait bool) ([]byte, *wire.ChunkFacts, error) {
 		}
 		if err != nil {
 			return nil, nil, e.ended(err)
+		}
+		if e.raw != nil {
+			e.raw(ev)
 		}
 		if string(ev.Data) == "[DONE]" {
 			e.finished = true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/tools"
@@ -34,6 +35,13 @@ type Request struct {
 	// Unsupported are the plugin options accepted and not implemented
 	// ("web.mode"), for service_metadata.unsupported (openrouter.go).
 	Unsupported []string
+	// Native is the request as a front door's client sent it, for
+	// providers that speak that API themselves (dispatch.Native): set by
+	// the front door before Run. It is used only while nothing edits the
+	// request (nativeJob); NativeError frames a failure as an event of
+	// that API's stream.
+	Native      *dispatch.Native
+	NativeError func(out []byte, e *apierr.Error) []byte
 
 	core   *Core
 	ctx    context.Context
@@ -132,6 +140,9 @@ type Outcome struct {
 	// served, or it failed after its plugins' sub-requests were charged
 	// (their records are <id>-sub<n>).
 	Charged bool
+	// Native: Body, or the Stream's events, are the provider's answer in
+	// the API of Request.Native, not chat's.
+	Native bool
 }
 
 // Stream is an SSE response that outlives Run: a *Pump, which the

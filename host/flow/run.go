@@ -64,7 +64,7 @@ func (r *Request) Run() Outcome {
 	}
 	res.AddFees(r.core.pluginFees(r.pl)...)
 	if r.Stream {
-		return Outcome{Stream: r.newPump(res), Charged: true}
+		return Outcome{Stream: r.newPump(res), Charged: true, Native: res.Call.Native()}
 	}
 	return r.complete(res)
 }
@@ -160,6 +160,12 @@ func (r *Request) complete(res *dispatch.Result) Outcome {
 		return fail(aerr, meta)
 	}
 	res.Succeeded(0, int(usage.CompletionTokens))
+	if res.NativeBody != nil {
+		// Settled on its chat translation; the client gets the provider's
+		// own answer, as it came (no usage.cost, no service_metadata: the
+		// generation record has both).
+		return Outcome{Body: res.NativeBody, Charged: true, Native: true}
+	}
 	raw = r.spend.includeSubs(raw) // chat sub-requests its plugins made
 	return Outcome{Body: meta.Set(raw), Charged: true}
 }
@@ -278,8 +284,21 @@ func (r *Request) job(id string) *dispatch.Job {
 		Envelope: r.group.hold(),
 		Key:      r.Key, GenID: id, Body: r.Body, Stream: r.Stream, EchoSent: r.EchoUpstream, MaxOutput: r.MaxOutput, Choices: r.N,
 		PromptBound: r.PromptBound, Images: r.Images, Read: dispatch.ReadChat,
-		Route: r.routeRequest(), PluginTime: r.pl.Time,
+		Route: r.routeRequest(), PluginTime: r.pl.Time, Native: r.nativeJob(),
 	}
+}
+
+// nativeJob is the client's own request for providers that speak its API
+// (Request.Native), or nil when the request is not the client's as it
+// sent it: a plugin in its pipeline (which may edit the chat body or the
+// answer: web, file-parser, context-compression, response-healing, a
+// router's stage, moderation …), server tools (the gateway's loop runs
+// on chat), or a sub-request. Those run translated, every attempt.
+func (r *Request) nativeJob() *dispatch.Native {
+	if r.Native == nil || !r.pl.Empty() || r.ServerTools || r.parent != nil || r.routerPlugin != "" || r.answerPlugin != "" {
+		return nil
+	}
+	return r.Native
 }
 
 // metadata is service_metadata of a served request, or nil when the caller

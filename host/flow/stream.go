@@ -59,6 +59,11 @@ type Pump struct {
 	id   wire.Identity
 	meta *wire.Metadata
 
+	// native: the upstream's events go to the client as they came (the
+	// provider speaks the client's API, Request.Native); its chunks are
+	// only accounted.
+	native bool
+
 	ev    *Events // the upstream's events; made by the first advance
 	out   []byte  // what goes to the client next, framed
 	sent  int     // of out, what Read returned already
@@ -91,7 +96,7 @@ type Pump struct {
 // newPump is the Pump of res for r, holding a reference to r.
 func (r *Request) newPump(res *dispatch.Result) *Pump {
 	r.Keep()
-	return &Pump{r: res, req: r, id: res.Identity(), meta: r.metadata(res)}
+	return &Pump{r: res, req: r, id: res.Identity(), meta: r.metadata(res), native: res.Call.Native()}
 }
 
 func (*Pump) sse() {}
@@ -186,7 +191,9 @@ func (p *Pump) push(w *pushWriter) {
 func (p *Pump) advance() {
 	if p.ev == nil {
 		p.ev = p.req.newEvents(p.req.ctx, p.r, upstreamReader{p}, p.id, &p.gone)
-		if p.req.EchoUpstream {
+		if p.native {
+			p.ev.raw = p.relayRaw
+		} else if p.req.EchoUpstream {
 			p.emit(p.id.DebugChunk(p.r.Call.SentBody))
 		}
 		p.startKeepAlive()
@@ -216,12 +223,34 @@ func (p *Pump) advance() {
 // relay passes one chunk on to the client; the chunk carrying the usage
 // is held for the final chunk.
 func (p *Pump) relay(ch []byte, facts *wire.ChunkFacts) error {
+	if p.native { // the upstream's own event went out already (relayRaw)
+		if facts.Usage {
+			p.held = append(p.held[:0], ch...)
+		}
+		return nil
+	}
 	p.flushHeld()
 	if facts.Usage {
 		p.held = append(p.held[:0], ch...) // ch may alias the reader's buffer
 		return nil
 	}
 	return p.emitThroughPlugins(ch)
+}
+
+// relayRaw passes one upstream event of a native stream on as it came,
+// framed again. An error event is not: the stream's failure is written by
+// finish, once, from the error the adapter read in it.
+func (p *Pump) relayRaw(ev sse.Event) {
+	if ev.Name == "error" {
+		return
+	}
+	if ev.Name != "" {
+		p.out = append(append(append(p.out, "event: "...), ev.Name...), '\n')
+	}
+	for line := range bytes.SplitSeq(ev.Data, []byte{'\n'}) {
+		p.out = append(append(append(p.out, "data: "...), line...), '\n')
+	}
+	p.out = append(p.out, '\n')
 }
 
 // text is the completion streamed so far.
@@ -348,6 +377,10 @@ func (p *Pump) finish(err error) {
 		var aerr *apierr.Error
 		if final, aerr = p.r.Settle(final, usage, p.ev.finishReason); aerr == nil {
 			p.held = nil
+			if p.native { // the upstream's own end (message_stop) went out
+				p.r.Succeeded(p.ev.ttft, int(usage.CompletionTokens))
+				return
+			}
 			final = p.req.spend.includeSubs(final) // chat sub-requests its plugins made
 			p.emit(p.meta.WithStages(p.req.spend.withStages(p.req.pl.Stages)).Set(final))
 			p.emit(done)
@@ -358,8 +391,13 @@ func (p *Pump) finish(err error) {
 	}
 	e := apierr.From(err)
 	p.req.core.LogCause("/chat/completions (stream "+p.id.GenID+")", e)
-	p.flushHeld()
-	p.emit(p.id.ErrorChunk(e))
+	if p.native {
+		p.held = nil
+		p.out = p.req.NativeError(p.out, e)
+	} else {
+		p.flushHeld()
+		p.emit(p.id.ErrorChunk(e))
+	}
 	// The client received what was generated before the failure, and pays
 	// for that; a failure before any content costs nothing.
 	var u billing.Usage
@@ -368,7 +406,9 @@ func (p *Pump) finish(err error) {
 	}
 	p.req.adm.Record(u)
 	p.r.Fail(e, u)
-	p.emit(done)
+	if !p.native {
+		p.emit(done)
+	}
 }
 
 // flushHeld emits the held usage chunk, if any.

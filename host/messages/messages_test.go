@@ -437,3 +437,22 @@ data: [DONE]`,
 		})
 	}
 }
+
+// Native is the client's body without the gateway's own fields, the rest
+// byte for byte (the native mode's upstream body).
+func TestNative(t *testing.T) {
+	body := `{"model":"test/claude", "models":["a/b","c/d"],"max_tokens":10,"provider":{"order":["x"]},
+ "messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"sig=="},{"type":"redacted_thinking","data":"abc"}]},
+  {"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}],"session_id":"s","cache_control":{"type":"ephemeral"}}`
+	got := string(Native([]byte(body)))
+	want := `{"model":"test/claude","max_tokens":10,
+ "messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"sig=="},{"type":"redacted_thinking","data":"abc"}]},
+  {"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}],"cache_control":{"type":"ephemeral"}}`
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	plain := `{"model":"m","max_tokens":1,"messages":[]}`
+	if got := string(Native([]byte(plain))); got != plain {
+		t.Fatalf("got %s", got)
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // Request is a Messages body translated.
@@ -39,6 +40,28 @@ var passThrough = map[string]bool{
 	"models": true, "provider": true, "plugins": true, "session_id": true, "route": true,
 	"transforms": true, "usage": true, "debug": true, "trace": true, "max_tool_calls": true,
 	"stop_server_tools_when": true, "reasoning": true,
+}
+
+// Native is body as an Anthropic-format provider takes it (the gateway's
+// native mode, docs/front-doors.md): the client's request byte for byte,
+// without the gateway's own fields (passThrough). Call it on a body
+// ToChat accepted.
+func Native(body []byte) []byte {
+	var drop []string
+	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+		if passThrough[k.Str] {
+			drop = append(drop, k.Str)
+		}
+		return true
+	})
+	if len(drop) == 0 {
+		return body
+	}
+	out := bytes.Clone(body)
+	for _, k := range drop {
+		out, _ = sjson.DeleteBytes(out, k) // plain names: no path syntax in them
+	}
+	return out
 }
 
 // ignored are Anthropic fields accepted and dropped: nothing in a chat

@@ -246,6 +246,10 @@ func (s *Stream) fail(out []byte, e *apierr.Error) []byte {
 	return appendEvent(out, "error", Envelope(e))
 }
 
+// ErrorEvent appends the error event that ends a stream with e: what a
+// native stream (the provider's own events) ends with when it fails.
+func ErrorEvent(out []byte, e *apierr.Error) []byte { return appendEvent(out, "error", Envelope(e)) }
+
 // appendEvent appends one named event; data is one line of JSON.
 func appendEvent(out []byte, name string, data []byte) []byte {
 	out = append(append(append(out, "event: "...), name...), '\n')

@@ -32,6 +32,12 @@ func (s *Server) chat(c *fiber.Ctx) error {
 // writes its answer, translated by tr (nil: as chat). Every front door
 // (chat, Responses) ends here.
 func (s *Server) run(c *fiber.Ctx, vr *validate.ChatRequest, unsupported []string, tr translator) error {
+	return s.runWith(c, vr, unsupported, tr, nil)
+}
+
+// runWith is run with set, when not nil, given the Request before it runs
+// (a front door's native request).
+func (s *Server) runWith(c *fiber.Ctx, vr *validate.ChatRequest, unsupported []string, tr translator, set func(*flow.Request)) error {
 	key := c.Locals(localsKey).(*keys.Key)
 	adm, aerr := s.admit(c, key, int64(vr.PromptTokens))
 	if aerr != nil {
@@ -46,6 +52,9 @@ func (s *Server) run(c *fiber.Ctx, vr *validate.ChatRequest, unsupported []strin
 	req := s.Core.NewRequest(ctx, cancel, vr, key, adm)
 	defer req.Close()
 	req.Meta, req.OpenRouterMeta, req.Unsupported = metadataRequested(c), openRouterMetadataAsked(c), unsupported
+	if set != nil {
+		set(req)
+	}
 	return s.write(c, req, req.Run(), tr)
 }
 
@@ -72,6 +81,9 @@ type streamTranslator interface {
 func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr translator) error {
 	if o.Charged {
 		c.Set("X-Generation-Id", req.ID)
+	}
+	if o.Native {
+		tr = nil // the provider's answer in the client's own API: as it came
 	}
 	switch {
 	case o.Err != nil:

@@ -5,7 +5,10 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/flow"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/messages"
 	"github.com/switchyard/switchyard/host/telemetry"
@@ -44,7 +47,28 @@ func (s *Server) messages(c *fiber.Ctx) error {
 	if aerr != nil {
 		return s.refused(c, aerr)
 	}
-	return s.run(c, vr, unsupported, messagesTranslator{model: mr.Model})
+	// Native mode (docs/front-doors.md): an attempt on a provider that
+	// speaks Messages itself sends the client's body, not its translation.
+	// The body may alias c.Body(), valid until this handler returns: only
+	// Run's attempts read it (the adapter copies it into its upstream
+	// request), and a stream's attempt is made before Run returns.
+	native := &dispatch.Native{API: "messages", Capability: manifest.CapabilityMessagesNative,
+		Body: messages.Native(c.Body()), Beta: anthropicBeta(c)}
+	return s.runWith(c, vr, unsupported, messagesTranslator{model: mr.Model}, func(req *flow.Request) {
+		req.Native, req.NativeError = native, messages.ErrorEvent
+	})
+}
+
+// anthropicBeta is the request's anthropic-beta header, its repeats
+// joined with commas as the header's list allows.
+func anthropicBeta(c *fiber.Ctx) string {
+	var vals []string
+	for _, v := range c.Request().Header.PeekAll("anthropic-beta") {
+		if v := strings.TrimSpace(string(v)); v != "" {
+			vals = append(vals, v)
+		}
+	}
+	return strings.Join(vals, ",")
 }
 
 // messagesTranslator answers in Anthropic's shapes, naming the model the

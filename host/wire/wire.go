@@ -380,6 +380,12 @@ type AdapterCtx struct {
 	Drop         []string // optional parameters this endpoint does not support
 	GenerationID string
 	CatalogModel string
+	// Native names the API of a body the client sent in the provider's
+	// own format ("messages"): the adapter sends it as it is, only the
+	// model set (manifest.CapabilityMessagesNative). Beta is the client's
+	// anthropic-beta header, forwarded with it. Both are absent from the
+	// JSON when empty.
+	Native, Beta string
 }
 
 // JSON renders ctx without reflection: it is built for every hook call.
@@ -402,5 +408,11 @@ func (c AdapterCtx) JSON() []byte {
 	b = jsonstr.Append(b, c.GenerationID)
 	b = append(b, `,"catalog_model":`...)
 	b = jsonstr.Append(b, c.CatalogModel)
+	if c.Native != "" {
+		b = append(b, `,"native":`...)
+		b = jsonstr.Append(b, c.Native)
+		b = append(b, `,"beta":`...)
+		b = jsonstr.Append(b, c.Beta)
+	}
 	return append(b, '}')
 }

@@ -48,8 +48,13 @@ func TestAdapterCtx(t *testing.T) {
 	if got.Model != `up"model` || got.Provider != "p" || !got.Stream || len(got.Drop) != 2 || got.GenerationID != "gen-1" || got.CatalogModel != "v/m" {
 		t.Fatalf("%s", b)
 	}
-	if b := (AdapterCtx{}).JSON(); !gjson.ValidBytes(b) || !gjson.GetBytes(b, "drop").IsArray() {
+	if b := (AdapterCtx{}).JSON(); !gjson.ValidBytes(b) || !gjson.GetBytes(b, "drop").IsArray() || gjson.GetBytes(b, "native").Exists() {
 		t.Fatalf("empty ctx %s", b)
+	}
+	// A native attempt names its API and the client's beta header.
+	b = AdapterCtx{Model: "m", Native: "messages", Beta: `a,"b"`}.JSON()
+	if !gjson.ValidBytes(b) || gjson.GetBytes(b, "native").Str != "messages" || gjson.GetBytes(b, "beta").Str != `a,"b"` {
+		t.Fatalf("native ctx %s", b)
 	}
 }
 

@@ -36,15 +36,45 @@ var thinkingBudget = map[string]int{
 	"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32000, "max": 32000,
 }
 
+// headers are the upstream request's headers; beta, when not empty, is
+// the client's anthropic-beta header, forwarded.
+func (a *Adapter) headers(beta string) string {
+	h := "x-api-key: " + abi.APIKeyPlaceholder + "\nanthropic-version: 2023-06-01\nContent-Type: application/json\nX-Switchyard-Adapter: " + a.Build + "\n"
+	if beta = strings.NewReplacer("\r", "", "\n", "").Replace(beta); beta != "" {
+		h += "anthropic-beta: " + beta + "\n"
+	}
+	return h
+}
+
+// nativeRequest is the chat_request hook for a Messages body the client
+// sent (the host's native mode, manifest capability messages_native): it
+// goes upstream as it is, only its model set to the endpoint's, with the
+// client's anthropic-beta header. Thinking blocks and their signatures,
+// cache_control and everything else the client wrote arrive unchanged.
+func (a *Adapter) nativeRequest(ctx, body []byte, out *sdk.Out) error {
+	body, err := sjson.SetBytes(body, "model", sdk.Get(ctx, "model").Str)
+	if err != nil {
+		return err
+	}
+	out.FieldString("POST")
+	out.FieldString("/messages")
+	out.FieldString(a.headers(sdk.Get(ctx, "beta").Str))
+	out.Field(body)
+	return nil
+}
+
 // ChatRequest is the chat_request hook.
 func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	ctx := in.Field(0)
+	if sdk.Get(ctx, "native").Str == "messages" {
+		return a.nativeRequest(ctx, in.Field(1), out)
+	}
 	var p sdk.Params
 	req := p.Load(ctx, in.Field(1))
 
 	out.FieldString("POST")
 	out.FieldString("/messages")
-	out.FieldString("x-api-key: " + abi.APIKeyPlaceholder + "\nanthropic-version: 2023-06-01\nContent-Type: application/json\nX-Switchyard-Adapter: " + a.Build + "\n")
+	out.FieldString(a.headers(""))
 	out.Open()
 	out.Byte('{')
 	out.MemberString("model", sdk.Get(ctx, "model").Str)

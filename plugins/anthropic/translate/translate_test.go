@@ -157,3 +157,34 @@ func TestMapError(t *testing.T) {
 		{Status: "401", Body: body("error_authentication.json"), WantStatus: "502", WantMsg: "the provider rejected the gateway's credentials"},
 	})
 }
+
+// Native mode (host native "messages", manifest capability
+// messages_native): the client's Messages body goes upstream byte for byte,
+// only its model the endpoint's; the client's anthropic-beta is forwarded.
+func TestNativeRequest(t *testing.T) {
+	body := `{"model":"anthropic/claude-sonnet-4.5", "max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":2000},
+  "messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"…","signature":"EqQBCgIYAh…"}]},
+  {"role":"user","content":[{"type":"text","text":"more","cache_control":{"type":"ephemeral"}}]}]}`
+	ctx := `{"model":"claude-sonnet-4-5-20250929","provider":"anthropic","stream":false,"drop":[],"generation_id":"gen-1","catalog_model":"anthropic/claude-sonnet-4.5","native":"messages","beta":"interleaved-thinking-2025-05-14,context-1m-2025-08-07"}`
+	out := fixture.Call(t, adapter.ChatRequest, ctx, body)
+	if out[0] != "POST" || out[1] != "/messages" {
+		t.Fatalf("%s %s", out[0], out[1])
+	}
+	if !strings.Contains(out[2], "anthropic-beta: interleaved-thinking-2025-05-14,context-1m-2025-08-07\n") || !strings.Contains(out[2], "x-api-key: ${API_KEY}") {
+		t.Fatalf("headers %q", out[2])
+	}
+	want := strings.Replace(body, `"anthropic/claude-sonnet-4.5"`, `"claude-sonnet-4-5-20250929"`, 1)
+	if out[3] != want {
+		t.Fatalf("body\n%s\nwant\n%s", out[3], want)
+	}
+	// Without a beta, no anthropic-beta header; a line break in one cannot
+	// add a header.
+	out = fixture.Call(t, adapter.ChatRequest, strings.Replace(ctx, `"beta":"interleaved-thinking-2025-05-14,context-1m-2025-08-07"`, `"beta":""`, 1), body)
+	if strings.Contains(out[2], "anthropic-beta") {
+		t.Fatalf("headers %q", out[2])
+	}
+	out = fixture.Call(t, adapter.ChatRequest, strings.Replace(ctx, `"beta":"interleaved-thinking-2025-05-14,context-1m-2025-08-07"`, `"beta":"a\nx-evil: 1"`, 1), body)
+	if strings.Contains(out[2], "\nx-evil") {
+		t.Fatalf("headers %q", out[2])
+	}
+}

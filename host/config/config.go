@@ -272,6 +272,9 @@ type TenantModules struct {
 	PoolSize        int    `yaml:"pool_size"`
 	ConcurrentCalls int    `yaml:"concurrent_calls"`
 	CPUMsPerMinute  int64  `yaml:"cpu_ms_per_minute"`
+	// IdleMemoryBytes is the memory one account's idle (warm) module
+	// instances may keep; 0 = concurrent_calls × memory_pages × 64 KiB.
+	IdleMemoryBytes int64 `yaml:"idle_memory_bytes"`
 	// What one account may keep stored (issue 31 item 2): module names,
 	// versions of one module, and bytes of binaries in all. 0 = the
 	// default (16, 8, 128 MiB), -1 = unlimited.

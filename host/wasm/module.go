@@ -92,6 +92,9 @@ type instance struct {
 	// measured from there (put). A module whose start fills a large
 	// memory (data tables) is not a grown instance.
 	started uint32
+	// idleBytes is what the instance counts against its account's idle
+	// budget while it waits in the pool (keepIdle).
+	idleBytes int64
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {

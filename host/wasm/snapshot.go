@@ -143,7 +143,7 @@ func (in *instance) reset() bool {
 func (m *Module) tenantInstance(ctx context.Context) (*instance, error) {
 	select {
 	case in := <-m.pool:
-		m.acct.idle.Add(-1)
+		m.acct.idleBytes.Add(-in.idleBytes)
 		m.noteIdle()
 		return in, nil
 	default:
@@ -156,22 +156,32 @@ func (m *Module) tenantInstance(ctx context.Context) (*instance, error) {
 }
 
 // keepIdle puts a reset instance of a tenant's module in the pool, unless
-// the account already has as many idle instances as it may run calls at
-// once (its modules' idle instances cost memory whether or not it calls
-// them again).
+// its memory would take the account's idle instances past their budget
+// (TenantLimits.IdleBytes: idle instances cost memory whether or not the
+// account calls them again).
 func (m *Module) keepIdle(in *instance) bool {
-	if m.acct.idle.Add(1) > int32(m.engine.tenantLimits().ConcurrentCalls) {
-		m.acct.idle.Add(-1)
+	in.idleBytes = in.memoryBytes()
+	if m.acct.idleBytes.Add(in.idleBytes) > m.engine.tenantLimits().IdleBytes {
+		m.acct.idleBytes.Add(-in.idleBytes)
 		return false
 	}
 	m.pool <- in // never blocks: at most PoolSize instances exist
 	return true
 }
 
+// memoryBytes is the instance's linear memory now; for an Extism instance,
+// whose memories the SDK does not show, the module's ceiling.
+func (in *instance) memoryBytes() int64 {
+	if in.mem != nil {
+		return int64(in.mem.Size())
+	}
+	return int64(in.owner.engine.tenantLimits().MemoryPages) << 16
+}
+
 // dropIdle closes an instance taken from the pool by a trim or Close.
 func (m *Module) dropIdle(in *instance) {
 	if m.slots != nil {
-		m.acct.idle.Add(-1)
+		m.acct.idleBytes.Add(-in.idleBytes)
 	}
 	m.discard(in)
 }

@@ -169,3 +169,49 @@ func TestTenantInstanceMappingsFreed(t *testing.T) {
 		}
 	}
 }
+
+// An account's modules each keep a warm instance while their memory fits
+// the account's idle budget (TenantLimits.IdleBytes). Until 2026-11-29
+// the budget was ConcurrentCalls instances across all of an account's
+// modules: with one slot, two plugins called in turn kept one instance
+// between them, and the other was instantiated on every call.
+func TestTenantIdleBudgetCountsMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("instances are reset on Linux only")
+	}
+	m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		idleBytes int64
+		live      [2]int // instances each module keeps after its calls
+	}{
+		{"default budget: both kept", 0, [2]int{1, 1}},
+		{"room for one 64 KiB memory", 64 << 10, [2]int{1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := wasm.NewEngine(wasm.Config{Tenants: wasm.TenantLimits{TimeoutMS: 1000, MemoryPages: 16, ConcurrentCalls: 1, IdleBytes: tc.idleBytes}})
+			t.Cleanup(func() { _ = e.Close(context.Background()) })
+			var mods [2]*wasm.Module
+			for i := range mods {
+				if mods[i], err = e.LoadTenant(context.Background(), "acct_a", m, counterModule(nil, false)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for round := range 3 {
+				for i, mod := range mods {
+					if _, err := mod.Call(context.Background(), abi.HookPreRequest, []byte(`{}`), []byte(`{}`)); err != nil {
+						t.Fatalf("round %d, module %d: %v", round, i, err)
+					}
+				}
+			}
+			for i, mod := range mods {
+				if got := mod.Live(); got != tc.live[i] {
+					t.Errorf("module %d keeps %d instances, want %d", i, got, tc.live[i])
+				}
+			}
+		})
+	}
+}

@@ -37,6 +37,17 @@ type TenantLimits struct {
 	// a tenant whose every call loops to its share on average, where
 	// ConcurrentCalls bounds it at any instant.
 	CPUMsPerMinute int64
+	// IdleBytes is how much memory the idle instances of one account's
+	// modules may keep between calls (each is reset to its state after
+	// start and reused, saving an instantiation per call — milliseconds
+	// for a Go module). Default: ConcurrentCalls instances at MemoryPages,
+	// the most the account's calls can hold at once anyway, so keeping
+	// them costs no more than running them; counted by each instance's
+	// actual memory, so an account whose modules are small keeps one of
+	// each warm instead of only ConcurrentCalls in all (until 2026-11-29,
+	// two plugins of one account on 2 cores alternated one warm instance
+	// and the other paid 9–16 ms per call).
+	IdleBytes int64
 }
 
 // LogLimits bound what modules write to the gateway's log, per call and per
@@ -70,6 +81,9 @@ func (t TenantLimits) withDefaults() TenantLimits {
 	orDefault(&t.MemoryPages, d.MemoryPages)
 	orDefault(&t.PoolSize, d.PoolSize)
 	orDefault(&t.ConcurrentCalls, d.ConcurrentCalls)
+	if t.IdleBytes <= 0 {
+		t.IdleBytes = int64(t.ConcurrentCalls) * int64(t.MemoryPages) << 16
+	}
 	orDefault(&t.CPUMsPerMinute, d.CPUMsPerMinute)
 	return t
 }
@@ -113,9 +127,9 @@ func (t TenantLimits) Clamp(l manifest.Limits) manifest.Limits {
 type account struct {
 	id    string
 	slots chan struct{} // nil for the gateway's own modules
-	// idle counts the instances of the account's modules kept between
-	// calls (snapshot.go), at most as many as it may run calls at once.
-	idle atomic.Int32
+	// idleBytes is the memory of the instances of the account's modules
+	// kept between calls (snapshot.go), at most TenantLimits.IdleBytes.
+	idleBytes atomic.Int64
 
 	mu       sync.Mutex
 	minute   int64 // unix minute the log counters belong to

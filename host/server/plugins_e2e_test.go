@@ -101,6 +101,11 @@ func TestPluginPipeline(t *testing.T) {
 				t.Fatalf("%s", b.Raw)
 			}
 		}},
+		{"a Go panic is the hook's error, with its line", `[{"id":"testplugin","mode":"panic"}]`, 502, func(t *testing.T, b gjson.Result, n int64) {
+			if m := b.Get("error.message").Str; !strings.Contains(m, "failed in pre_request: panic: runtime error: invalid memory address") || !strings.Contains(m, "(at main.go:") {
+				t.Fatalf("%s", b.Raw)
+			}
+		}},
 		{"spin is cut at the time limit", `[{"id":"testplugin","mode":"spin"}]`, 502, func(t *testing.T, b gjson.Result, n int64) {
 			if !strings.Contains(b.Get("error.message").Str, "time limit of 1000 ms") {
 				t.Fatalf("%s", b.Raw)

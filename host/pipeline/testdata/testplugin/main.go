@@ -11,6 +11,8 @@
 package main
 
 import (
+	"runtime/debug"
+
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
@@ -66,8 +68,14 @@ func pre(in *sdk.In, out *sdk.Out) error {
 		out.Field(b)
 		out.Field(nil)
 	case "trap":
+		// A fatal error of the Go runtime (not a panic, which the SDK
+		// recovers into the hook's error): the stack overflows a small
+		// limit and the runtime aborts — a Wasm trap.
+		debug.SetMaxStack(64 << 10)
+		sink = recurse(1)
+	case "panic":
 		var p *int
-		sink = *p // nil dereference: a Wasm trap
+		sink = *p // a Go panic: the SDK answers it as the hook's error
 	case "spin":
 		for {
 			sink++
@@ -208,3 +216,6 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
 }
+
+// recurse never returns: each call adds a frame.
+func recurse(n int) int { return recurse(n+1) + n }

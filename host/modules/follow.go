@@ -118,6 +118,14 @@ func (r *Registry) follow() {
 	}()
 }
 
+// runs reports whether m, the module loaded under a registry name, is
+// version. Its ID cannot say: an account's module is named without its
+// scope there (acct/name's ID is name@version), and comparing the two
+// made every activation reload every account module on every gateway.
+func runs(m *wasm.Module, version string) bool {
+	return m != nil && m.Manifest != nil && m.Manifest.Version == version
+}
+
 // converge loads the stored active version of every module whose loaded
 // version differs.
 func (r *Registry) converge() {
@@ -137,7 +145,7 @@ func (r *Registry) converge() {
 			return
 		default:
 		}
-		if m := (*r.active.Load())[name]; m != nil && m.ID == name+"@"+version {
+		if runs((*r.active.Load())[name], version) {
 			continue
 		}
 		r.converge1(name, version)
@@ -155,7 +163,7 @@ func (r *Registry) converge1(name, version string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id := name + "@" + version
-	if m := (*r.active.Load())[name]; (m != nil && m.ID == id) || r.unloadable[id] {
+	if runs((*r.active.Load())[name], version) || r.unloadable[id] {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -206,7 +214,7 @@ func (r *Registry) warmUp(id string) {
 		return
 	}
 	name, version := id[:i], id[i+1:]
-	if m := (*r.active.Load())[name]; m != nil && m.ID == id {
+	if runs((*r.active.Load())[name], version) {
 		return
 	}
 	w := &warmMod{ready: make(chan struct{}), at: time.Now()}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/abi"
 )
@@ -55,56 +56,83 @@ func sampleInput(hook abi.Hook) [][]byte {
 // A passthrough hook is skipped by the host, so a module need not implement
 // it, but if it does, it must return its input unchanged.
 func CheckGuest(t *testing.T, host Host, manifestJSON, wasm []byte) {
+	results, err := GuestReport(context.Background(), host, manifestJSON, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Input == "" { // a hook name the ABI does not have
+			t.Error(r.Problem)
+			continue
+		}
+		t.Run(r.Hook+"/"+r.Input, func(t *testing.T) {
+			if r.Note != "" {
+				t.Log(r.Note)
+			}
+			if r.Problem != "" {
+				t.Error(r.Problem)
+			}
+		})
+	}
+}
+
+// Result is the verdict on one call of the guest check.
+type Result struct {
+	Hook  string
+	Input string // "typical" or "large" (over 64 KiB)
+	Bytes int    // the input's size
+	// Problem is what is wrong ("" when the call passed); Note is worth
+	// showing even so (the hook refused the sample input).
+	Problem, Note string
+	Time          time.Duration
+}
+
+// GuestReport runs the guest check (CheckGuest) and returns a verdict per
+// call instead of failing a test: `syctl plugin test` prints it. An error
+// means the module could not be checked at all (its manifest, or a host
+// that refuses to load it, with the reason).
+func GuestReport(ctx context.Context, host Host, manifestJSON, wasm []byte) ([]Result, error) {
 	var mf struct {
 		Hooks       []string `json:"hooks"`
 		Passthrough []string `json:"passthrough"`
 	}
 	if err := json.Unmarshal(manifestJSON, &mf); err != nil {
-		t.Fatalf("manifest: %v", err)
+		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	m, err := host.Load(context.Background(), manifestJSON, wasm)
+	m, err := host.Load(ctx, manifestJSON, wasm)
 	if err != nil {
-		t.Fatalf("does not load: %v", err)
+		return nil, fmt.Errorf("does not load: %w", err)
 	}
-	defer m.Close(context.Background())
+	defer m.Close(ctx)
 	passthrough := map[string]bool{}
 	for _, h := range mf.Passthrough {
 		passthrough[h] = true
 	}
+	var out []Result
 	for _, name := range mf.Hooks {
 		hook, ok := abi.HookByName(name)
 		if !ok {
-			t.Errorf("unknown hook %q", name)
+			out = append(out, Result{Hook: name, Problem: fmt.Sprintf("unknown hook %q", name)})
 			continue
 		}
 		for _, size := range []string{"typical", "large"} {
-			t.Run(name+"/"+size, func(t *testing.T) {
-				in := sampleInput(hook)
-				if size == "large" {
-					in = largeInput(hook)
-				}
-				checkCall(t, m, hook, in, passthrough[name])
-			})
+			in := sampleInput(hook)
+			if size == "large" {
+				in = largeInput(hook)
+			}
+			start := time.Now()
+			problem, note := callProblem(m, hook, in, passthrough[name])
+			out = append(out, Result{Hook: name, Input: size, Bytes: inputSize(in), Problem: problem, Note: note, Time: time.Since(start)})
 		}
 	}
+	return out, nil
 }
 
-// checkCall calls hook on in and checks the answer. The hook may refuse
-// the input with a message (status byte 1, a 502); it must not trap, run
-// out of time, or say it does not implement a hook its manifest declares.
-func checkCall(t *testing.T, m Module, hook abi.Hook, in [][]byte, passthrough bool) {
-	t.Helper()
-	problem, note := callProblem(m, hook, in, passthrough)
-	if note != "" {
-		t.Log(note)
-	}
-	if problem != "" {
-		t.Error(problem)
-	}
-}
-
-// callProblem is checkCall's verdict: what is wrong ("" if nothing), and
-// a note worth showing (a refusal of the sample input).
+// callProblem calls hook on in and judges the answer. The hook may
+// refuse the input with a message (status byte 1, a 502); it must not
+// trap, run out of time, or say it does not implement a hook its manifest
+// declares. It returns what is wrong ("" if nothing), and a note worth
+// showing (a refusal of the sample input).
 func callProblem(m Module, hook abi.Hook, in [][]byte, passthrough bool) (problem, note string) {
 	out, err := m.Call(context.Background(), hook, append([][]byte{sampleCtx}, in...)...)
 	var f *Failure

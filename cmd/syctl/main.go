@@ -24,6 +24,7 @@
 //	syctl -db PATH module rollback [-scope ACCOUNT] NAME
 //	syctl -db PATH module delete [-scope ACCOUNT] NAME [VERSION]
 //	syctl migrate -to postgres://… [-from FILE] [-force]
+//	syctl plugin test [-manifest FILE] MODULE.wasm
 //
 // -db defaults to $SWITCHYARD_DB and must name an existing store (the gateway
 // creates it on first start); -create makes a new, empty one. Module
@@ -78,6 +79,7 @@ commands:
   module activate [-scope ACCOUNT] NAME VERSION
   module rollback [-scope ACCOUNT] NAME
   module delete [-scope ACCOUNT] NAME [VERSION]   (a version that is not active, or the whole module)
+  plugin test [-manifest FILE] MODULE.wasm   (no -db: the ABI conformance check of a module, every declared hook on typical and 64 KiB+ inputs)
   migrate -to postgres://… [-from FILE] [-force]   (schema; copy a bbolt store into PostgreSQL)
 
 -db defaults to $SWITCHYARD_DB, then $SWITCHYARD_STORE_DSN; a bbolt file must exist
@@ -116,6 +118,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if rest[0] == "migrate" { // migrate.go: PostgreSQL, not the -db file
 		return runMigrate(rest[1:], stdout, stderr)
+	}
+	if rest[0] == "plugin" { // plugin.go: no store
+		return runPlugin(rest[1:], stdout, stderr)
 	}
 	if *dbPath == "" {
 		fmt.Fprintln(stderr, "syctl: -db (or SWITCHYARD_DB, or SWITCHYARD_STORE_DSN) is required")

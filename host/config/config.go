@@ -403,6 +403,9 @@ func Parse(data []byte) (*Config, error) {
 	if w := time.Duration(c.SettleCommitWindow); w < 0 || w > time.Second {
 		return nil, fmt.Errorf("config: settle_commit_window: want a duration of at most 1s (unset or 0: 100ms, or 5ms with store postgres), not %s", w)
 	}
+	if f := c.Limits.MaxToolFeePerCall; f < 0 || f > 1e6 || f != f {
+		return nil, fmt.Errorf("config: limits.max_tool_fee_per_call: want a dollar amount from 0 (unset: $%g) to 1000000, not %g", DefaultMaxToolFeePerCall, f)
+	}
 	if c.Limits.MaxToolCallsPerTurn < 0 {
 		return nil, fmt.Errorf("config: limits.max_tool_calls_per_turn: want a number of calls (0 or unset: %d), not %d", DefaultMaxToolCallsPerTurn, c.Limits.MaxToolCallsPerTurn)
 	}

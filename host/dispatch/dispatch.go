@@ -320,6 +320,12 @@ func (r *Result) Record() *billing.Generation {
 // AddFees adds server-tool fees to this run's charge (billing.Reservation.AddFees).
 func (r *Result) AddFees(fees ...billing.Fee) { r.res.AddFees(fees...) }
 
+// HoldFees grows this run's hold before tools run (billing.Reservation.HoldFees).
+func (r *Result) HoldFees(amount billing.Nanos) *apierr.Error { return r.res.HoldFees(amount) }
+
+// Note records an anomaly on this run's generation (billing.Reservation.Note).
+func (r *Result) Note(anomaly string) { r.res.Note(anomaly) }
+
 // Fail settles a request that failed after its attempt succeeded (e.g. a
 // stream broke): u is what the client received and pays for.
 func (r *Result) Fail(e *apierr.Error, u billing.Usage) {

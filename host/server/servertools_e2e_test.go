@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
@@ -484,9 +485,12 @@ func TestChatSubRequest(t *testing.T) {
 // Credits that run out mid-loop stop it with the 402 of the turn that
 // could not be held; the turns before it were served and stay charged.
 func TestServerToolCreditsRunOut(t *testing.T) {
-	g := start(t, gatewaytest.Options{})
+	// A fee ceiling of one nano-dollar: turn 1's hold for its call's fee
+	// (TestToolFeeHeldBeforeCall) fits, the next turn's hold does not.
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) { c.Limits.MaxToolFeePerCall = 1e-9 }})
 	req := toolsBody("call:datetime", "", `,"max_tokens":50`)
-	// What turn 1 holds, from a run on the unlimited key.
+	// What turn 1 holds (its fee hold included), from a run on the
+	// unlimited key.
 	_, probe := post(t, g, "/chat/completions", req)
 	held := generation(t, g, g.Key, probe.Get("id").Str).Get("held")
 	// A key whose limit is exactly turn 1's hold: turn 1 runs, and after

@@ -157,6 +157,13 @@ func (r *Reservation) Hold() Nanos {
 	return r.hold
 }
 
+// FailedCost is what the failed attempts so far cost.
+func (r *Reservation) FailedCost() Nanos {
+	r.acct.mu.Lock()
+	defer r.acct.mu.Unlock()
+	return r.failedCost.Total
+}
+
 func (r *Reservation) expiry() time.Time {
 	d := r.l.opts.RequestDeadline
 	if r.recovered {

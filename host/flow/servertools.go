@@ -52,6 +52,7 @@ type toolLoop struct {
 	calls    []map[string]any
 	stopped  string // the budget that ended the loop, if one did
 	last     *dispatch.Result
+	prev     []byte      // the last turn's completion, for an answer that stops before the next (stopEarly)
 	tw       *pushWriter // the client's stream; nil for a JSON answer
 	// streaming: turns stream from the upstream; first is the first
 	// turn's run when it was made before the stream opened.
@@ -351,7 +352,25 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		if l.first != nil {
 			l.first = nil // sent before the stream opened
 		} else if aerr = l.admitTurn(); aerr == nil {
-			r, aerr = l.req.core.Dispatcher.Run(ctx, l.job(l.set.Body(l.body, turn), id))
+			j := l.job(l.set.Body(l.body, turn), id)
+			if l.turns > 0 {
+				// A later turn runs only if its worst case fits what
+				// max_cost leaves, and the credits: else the loop ends
+				// with the answer so far.
+				b, limited := l.budget()
+				if limited && b <= 0 {
+					return l.stopEarly("max_cost"), nil
+				}
+				j.Budget = b
+			}
+			r, aerr = l.req.core.Dispatcher.Run(ctx, j)
+			if l.turns > 0 && r == nil && aerr != nil && aerr.Status == http.StatusPaymentRequired {
+				why := "insufficient_credits"
+				if aerr == dispatch.ErrOverBudget {
+					why = "max_cost"
+				}
+				return l.stopEarly(why), nil
+			}
 		}
 		l.turns++
 		if aerr != nil {
@@ -385,6 +404,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 			u = r.Usage(raw, func() string { return wire.CompletionText(raw) })
 			finish = gjson.GetBytes(raw, "choices.0.finish_reason").Str
 		}
+		l.prev = raw
 		msg := gjson.GetBytes(raw, "choices.0.message")
 		server, client := l.split(msg)
 		if turn == tools.Final || len(server) == 0 || len(client) > 0 {
@@ -434,6 +454,43 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 			turn = tools.Next
 		}
 	}
+}
+
+// budget is what the request's max_cost conditions leave (the least of
+// them, less what the request was charged so far); limited is false
+// without one.
+func (l *toolLoop) budget() (b billing.Nanos, limited bool) {
+	spent := l.req.spend.total()
+	l.req.StopWhen.ForEach(func(_, c gjson.Result) bool {
+		if c.Get("type").Str != "max_cost" {
+			return true
+		}
+		if max, err := billing.ParseUSD(c.Get("max_cost_in_dollars").Raw); err == nil {
+			if rest := max - spent; !limited || rest < b {
+				b = rest
+			}
+			limited = true
+		}
+		return true
+	})
+	return b, limited
+}
+
+// stopEarly ends the loop before a turn that does not fit (why: max_cost,
+// or insufficient_credits): the answer is the last turn's, settled
+// already — its text (often empty: it called tools), without its server
+// calls, with finish_reason "length" and native_finish_reason why.
+func (l *toolLoop) stopEarly(why string) []byte {
+	l.stopped = why
+	raw := l.prev
+	msg := gjson.GetBytes(raw, "choices.0.message")
+	raw, _ = l.dropServerCalls(raw, msg, nil, "")
+	if c := gjson.GetBytes(raw, "choices.0.message.content"); c.Type == gjson.Null {
+		raw, _ = sjson.SetBytes(raw, "choices.0.message.content", "")
+	}
+	raw, _ = sjson.SetBytes(raw, "choices.0.finish_reason", "length")
+	raw, _ = sjson.SetBytes(raw, "choices.0.native_finish_reason", why)
+	return l.answer(raw, l.last)
 }
 
 // admitTurn counts a turn past the first against the request's rate

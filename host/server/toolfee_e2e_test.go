@@ -77,3 +77,52 @@ func TestToolFeeHeldBeforeCall(t *testing.T) {
 		t.Fatalf("message %q does not say what was charged (%s)", body.Get("error.message").Str, used.USD())
 	}
 }
+
+// max_cost is held before each turn (issue 31 item 12: max_cost 0.05 ended
+// at 0.11): a turn after the first runs only if its worst case fits what
+// max_cost leaves, else the loop ends with the answer so far (200,
+// finish_reason "length", native_finish_reason "max_cost") and the request
+// is charged no more than max_cost.
+func TestServerToolMaxCostHeld(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	forever := toolsBody("call:datetime again", "", `,"max_tokens":50,"stop_server_tools_when":[{"type":"step_count_is","step_count":3}]`)
+	// A run without max_cost: what turns 1 and 2 cost and hold.
+	_, probe := post(t, g, "/chat/completions", forever)
+	id := probe.Get("id").Str
+	cost1 := usd(t, generation(t, g, g.Key, id).Get("total_cost"))
+	t2 := generation(t, g, g.Key, id+"-2")
+	// Its hold less the fee hold of its one call (the $1 ceiling).
+	held2, cost2 := usd(t, t2.Get("held"))-1_000_000_000, usd(t, t2.Get("total_cost"))
+	// Room for turn 2's worst case, not for turn 3's (whose prompt is
+	// longer, and turn 2 cost something).
+	max := cost1 + held2 + cost2/2
+	for _, tc := range []struct {
+		name, max string
+		turns     int64
+	}{
+		{"room for two turns", max.USD(), 2},
+		{"room for one", "0.0000001", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := g.Ledger.Balance(g.AccountID)
+			resp, body := post(t, g, "/chat/completions", toolsBody("call:datetime again", "", `,"max_tokens":50,"stop_server_tools_when":[{"type":"max_cost","max_cost_in_dollars":`+tc.max+`}]`), "X-Service-Metadata", "enabled")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+			}
+			d := body.Get("usage.server_tool_use_details")
+			if d.Get("turns").Int() != tc.turns || toolStage(t, body).Get("data.stopped_by").Str != "max_cost" {
+				t.Fatalf("turns %d, stopped by %q; want %d, max_cost", d.Get("turns").Int(), toolStage(t, body).Get("data.stopped_by").Str, tc.turns)
+			}
+			ch := body.Get("choices.0")
+			if ch.Get("finish_reason").Str != "length" || ch.Get("native_finish_reason").Str != "max_cost" || ch.Get("message.tool_calls").Exists() {
+				t.Fatalf("answer %s", ch.Raw)
+			}
+			wantSums(t, g, body, before, 0)
+			if tc.turns == 2 {
+				if charged := usd(t, body.Get("usage.cost")); charged > max {
+					t.Fatalf("charged %s, max_cost %s", charged, max)
+				}
+			}
+		})
+	}
+}

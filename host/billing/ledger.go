@@ -695,6 +695,7 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 		l: l, ID: req.ID, keyHash: k.Hash, keyName: k.Name, limit: k.Limit, reset: k.LimitReset,
 		model: req.Model, provider: req.Provider, streamed: req.Streamed, created: now,
 		promptEst: req.PromptTokens, maxOut: output, images: req.Images, choices: max(req.Choices, 1), rates: rates,
+		env: req.Envelope,
 	}
 	a := l.account(k.AccountID)
 	r.acct = a

@@ -50,8 +50,9 @@ type Reservation struct {
 	done       bool
 	fees       []Fee // server-tool fees (AddFees)
 	feeTotal   Nanos
-	feeHold    Nanos  // held for fees not yet reported (HoldFees)
-	notes      string // anomalies the caller saw (Note), for the record
+	feeHold    Nanos     // held for fees not yet reported (HoldFees)
+	env        *Envelope // the group hold the reservation draws from (Request.Envelope)
+	notes      string    // anomalies the caller saw (Note), for the record
 }
 
 // Outcome is how a request ended, for Settle.
@@ -239,15 +240,16 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 // HoldFees grows the hold by amount before tools run whose fees are not
 // known yet (the server-tool loop holds the per-call ceiling for each call
 // of a turn). It refuses with 402, holding nothing more, when the account's
-// available balance or the key's remaining limit cannot cover it. Fees
-// added later come out of it first (AddFees).
+// available balance or the key's remaining limit cannot cover it. A
+// reservation drawn from a group's hold (Request.Envelope) draws the fees
+// from it first. Fees added later come out of it first (AddFees).
 func (r *Reservation) HoldFees(amount Nanos) *apierr.Error {
 	if amount <= 0 {
 		return nil
 	}
 	a := r.acct
 	if r.l.shared {
-		if e := r.l.leaseFor(a, r.keyHash, r.limit, r.reset, r.keyName, amount, nil); e != nil {
+		if e := r.l.leaseFor(a, r.keyHash, r.limit, r.reset, r.keyName, amount, r.env); e != nil {
 			return e
 		}
 	}
@@ -256,7 +258,9 @@ func (r *Reservation) HoldFees(amount Nanos) *apierr.Error {
 		a.mu.Unlock()
 		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID)
 	}
+	drawn := r.env.draw(a, r.key, amount) // a group's hold (a fusion's) covers its calls' fees first
 	if e := r.l.fits(a, r.key, r, amount, r.l.now()); e != nil {
+		r.env.undraw(drawn)
 		a.mu.Unlock()
 		return e
 	}

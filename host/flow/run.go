@@ -390,5 +390,5 @@ func (s *Core) feeCeiling() billing.Nanos {
 func (s *Core) feeAboveCeiling(who string, fee billing.Nanos) string {
 	c := s.feeCeiling()
 	s.Log.Warn("a fee above limits.max_tool_fee_per_call was charged at the ceiling", "module", who, "reported", fee.USD(), "ceiling", c.USD())
-	return fmt.Sprintf("%s reported a fee of %s, above this gateway's ceiling of %s a call (limits.max_tool_fee_per_call): charged %s", who, fee.USD(), c.USD(), c.USD())
+	return fmt.Sprintf("%s reported a fee of %s, above this gateway's ceiling of %s a call (limits.max_tool_fee_per_call): charged %s", who, fee, c, c)
 }

@@ -521,7 +521,7 @@ func (l *toolLoop) midLoop(e *apierr.Error) *apierr.Error {
 func (l *toolLoop) feesRefused(e *apierr.Error, calls int) *apierr.Error {
 	out := *e
 	out.Message = fmt.Sprintf("the server-tool loop stopped at turn %d before running its %d tool call(s): their fees are held at this gateway's ceiling of %s a call (limits.max_tool_fee_per_call) before they run, and that hold was refused: %s (the %d turn(s) so far were charged: %s)",
-		l.turns, calls, l.req.core.feeCeiling().USD(), e.Message, l.turns, l.req.spend.total().USD())
+		l.turns, calls, l.req.core.feeCeiling(), e.Message, l.turns, l.req.spend.total())
 	return &out
 }
 

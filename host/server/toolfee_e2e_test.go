@@ -73,7 +73,7 @@ func TestToolFeeHeldBeforeCall(t *testing.T) {
 	if len(recs) != 1 || used == 0 || used > held || recs[0].Charged != used || recs[0].FeesCost != 0 || len(recs[0].Fees) != 0 {
 		t.Fatalf("charged %s (turn 1's hold %s); records %+v", used, held, recs)
 	}
-	if !strings.Contains(body.Get("error.message").Str, used.USD()) {
+	if !strings.Contains(body.Get("error.message").Str, used.String()) {
 		t.Fatalf("message %q does not say what was charged (%s)", body.Get("error.message").Str, used.USD())
 	}
 }
@@ -124,5 +124,34 @@ func TestServerToolMaxCostHeld(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A fusion whose panel runs server tools holds their fees at the ceiling
+// in its reservation (chat_reserve), and the members' fee holds draw from
+// it: an account funded with exactly what the fusion holds is served in
+// full, never a member refused after the fusion was charged (issue 31 item
+// 12).
+func TestFusionToolFeesReserved(t *testing.T) {
+	req := fusionBody("please search the docs for fusion",
+		`{"id":"fusion","analysis_models":["test/sage","test/claude"],"tools":[{"type":"service:web_search"}],"max_tool_calls":2}`, "")
+	probe := startFusion(t, 0)
+	resp, body := post(t, probe, "/chat/completions", req, "X-Service-Metadata", "enabled")
+	if resp.StatusCode != 200 {
+		t.Fatalf("probe: %d %s", resp.StatusCode, body.Raw)
+	}
+	held := usd(t, fusionStage(t, body.Get("service_metadata")).Get("data.held"))
+	if held < 4*1_000_000_000 { // 2 members × 2 calls at the $1 ceiling, and the turns
+		t.Fatalf("the fusion held %s", held)
+	}
+	g := startFusion(t, float64(held)/1e9)
+	resp, body = post(t, g, "/chat/completions", req, "X-Service-Metadata", "enabled")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	for _, p := range fusionStage(t, body.Get("service_metadata")).Get("data.panel").Array() {
+		if p.Get("status").Str != "ok" || p.Get("tool_calls").Int() < 1 {
+			t.Fatalf("member %s", p.Raw)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/keys"
+	"github.com/tidwall/gjson"
 )
 
 // A tool fee above limits.max_tool_fee_per_call (default $1) is charged at
@@ -153,5 +154,34 @@ func TestFusionToolFeesReserved(t *testing.T) {
 		if p.Get("status").Str != "ok" || p.Get("tool_calls").Int() < 1 {
 			t.Fatalf("member %s", p.Raw)
 		}
+	}
+}
+
+// Streamed, a loop that max_cost ends before its next turn ends the stream
+// as an answer: finish_reason "length", native_finish_reason "max_cost",
+// the usage chunk and [DONE], no error event.
+func TestServerToolMaxCostHeldStream(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	raw := readStream(t, g, toolsBody("call:datetime again", "", `,"stream":true,"max_tokens":50,"stop_server_tools_when":[{"type":"max_cost","max_cost_in_dollars":0.0000001}]`))
+	var finish, usage gjson.Result
+	for _, line := range strings.Split(raw, "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok || d == "[DONE]" {
+			continue
+		}
+		ev := gjson.Parse(d)
+		if ev.Get("error").Exists() {
+			t.Fatalf("error event %s", d)
+		}
+		if f := ev.Get("choices.0.finish_reason"); f.Exists() && f.Type != gjson.Null {
+			finish = ev.Get("choices.0")
+		}
+		if u := ev.Get("usage"); u.Exists() && u.Type != gjson.Null {
+			usage = u
+		}
+	}
+	if finish.Get("finish_reason").Str != "length" || !strings.HasSuffix(strings.TrimSpace(raw), "data: [DONE]") ||
+		usage.Get("server_tool_use_details.turns").Int() != 1 {
+		t.Fatalf("finish %s usage %s\n%s", finish.Raw, usage.Raw, raw)
 	}
 }

@@ -694,6 +694,21 @@ func mulSat(a, b int64) int64 {
 	return a * b
 }
 
+// At is req moved to target t (a fallback's endpoint), as Retarget moves a
+// hold.
+func (req Request) At(t Target) Request {
+	req.Provider, req.Price, req.MaxOutputTokens, req.ContextLength = t.Provider, t.Price, t.MaxOutputTokens, t.ContextLength
+	return req
+}
+
+// WorstCase is what Reserve would hold for req: its prompt and output
+// bounds at the dearest of its prices (a caller checks a budget before
+// reserving).
+func WorstCase(req Request) Nanos {
+	prompt, output := req.bound()
+	return RatesOf(req.Price).WorstCase(prompt, output, req.Images)
+}
+
 // Reserve holds the worst-case cost of req against the key's account and
 // limit. It refuses with 402 when the account's available balance or the
 // key's remaining limit cannot cover the hold; the message says which and by
@@ -715,6 +730,7 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 		l: l, ID: req.ID, keyHash: k.Hash, keyName: k.Name, limit: k.Limit, reset: k.LimitReset,
 		model: req.Model, provider: req.Provider, streamed: req.Streamed, created: now,
 		promptEst: req.PromptTokens, maxOut: output, images: req.Images, choices: max(req.Choices, 1), rates: rates,
+		env: req.Envelope,
 	}
 	a := l.account(k.AccountID)
 	r.acct = a

@@ -571,3 +571,39 @@ func TestFees(t *testing.T) {
 		})
 	}
 }
+
+// HoldFees holds tool fees before the tools run: refused (402, nothing more
+// held) when the credit cannot cover it; once held, the fees come out of it
+// and are charged in full, and what was not used is released at Settle.
+func TestHoldFees(t *testing.T) {
+	e, k := newEnv(t, testHold+5_000_000, nil, "", Options{})
+	r, aerr := e.l.Reserve(k, testReq("gen-holdfees"))
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	if aerr := r.HoldFees(6_000_000); aerr == nil || aerr.Status != 402 {
+		t.Fatalf("a fee hold past the credit: %v", aerr)
+	}
+	if r.Hold() != testHold {
+		t.Fatalf("hold %s after a refused fee hold", r.Hold())
+	}
+	if aerr := r.HoldFees(4_000_000); aerr != nil {
+		t.Fatal(aerr)
+	}
+	r.AddFees(Fee{Tool: "service:web_search", Calls: 1, Cost: 3_000_000})
+	if r.Hold() != testHold+4_000_000 {
+		t.Fatalf("hold %s: the fee should come out of the fee hold", r.Hold())
+	}
+	r.Note("a note")
+	g, err := r.Settle(Outcome{Usage: Usage{PromptTokens: 100, CompletionTokens: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Charged != 120_000+3_000_000 || g.Uncollected != 0 || g.Anomaly != "a note" {
+		t.Fatalf("charged %s uncollected %s anomaly %q", g.Charged, g.Uncollected, g.Anomaly)
+	}
+	if b := e.l.Balance(e.acct); b.Held != 0 || b.Usage != g.Charged {
+		t.Fatalf("balance %+v", b)
+	}
+	mustAudit(t, e.l)
+}

@@ -50,6 +50,9 @@ type Reservation struct {
 	done       bool
 	fees       []Fee // server-tool fees (AddFees)
 	feeTotal   Nanos
+	feeHold    Nanos     // held for fees not yet reported (HoldFees)
+	env        *Envelope // the group hold the reservation draws from (Request.Envelope)
+	notes      string    // anomalies the caller saw (Note), for the record
 }
 
 // Outcome is how a request ended, for Settle.
@@ -155,6 +158,13 @@ func (r *Reservation) Hold() Nanos {
 	return r.hold
 }
 
+// FailedCost is what the failed attempts so far cost.
+func (r *Reservation) FailedCost() Nanos {
+	r.acct.mu.Lock()
+	defer r.acct.mu.Unlock()
+	return r.failedCost.Total
+}
+
 func (r *Reservation) expiry() time.Time {
 	d := r.l.opts.RequestDeadline
 	if r.recovered {
@@ -227,11 +237,65 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 	return nil
 }
 
+// HoldFees grows the hold by amount before tools run whose fees are not
+// known yet (the server-tool loop holds the per-call ceiling for each call
+// of a turn). It refuses with 402, holding nothing more, when the account's
+// available balance or the key's remaining limit cannot cover it. A
+// reservation drawn from a group's hold (Request.Envelope) draws the fees
+// from it first. Fees added later come out of it first (AddFees).
+func (r *Reservation) HoldFees(amount Nanos) *apierr.Error {
+	if amount <= 0 {
+		return nil
+	}
+	a := r.acct
+	if r.l.shared {
+		if e := r.l.leaseFor(a, r.keyHash, r.limit, r.reset, r.keyName, amount, r.env); e != nil {
+			return e
+		}
+	}
+	a.mu.Lock()
+	if r.done {
+		a.mu.Unlock()
+		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID)
+	}
+	drawn := r.env.draw(a, r.key, amount) // a group's hold (a fusion's) covers its calls' fees first
+	if e := r.l.fits(a, r.key, r, amount, r.l.now()); e != nil {
+		r.env.undraw(drawn)
+		a.mu.Unlock()
+		return e
+	}
+	a.held += amount
+	r.key.held += amount
+	r.hold += amount
+	r.feeHold += amount
+	rec := r.record()
+	a.mu.Unlock()
+	r.l.putHold(rec)
+	return nil
+}
+
+// Note records an anomaly the caller saw (a tool fee above the operator's
+// ceiling, charged at it) on the generation record, beside any the
+// settlement finds.
+func (r *Reservation) Note(anomaly string) {
+	a := r.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r.done || anomaly == "" {
+		return
+	}
+	if r.notes != "" {
+		r.notes += "; "
+	}
+	r.notes += anomaly
+}
+
 // AddFees adds server-tool fees to the charge. The tools have run already,
-// so it never refuses: the hold grows by as much of the fees as the
-// account's available balance and the key's remaining limit allow, and
-// what does not fit is recorded as Uncollected at settlement, as any cost
-// beyond the hold is (docs/server-tools.md).
+// so it never refuses: the fees come out of what HoldFees held for them,
+// and past that the hold grows by as much as the account's available
+// balance and the key's remaining limit allow; what does not fit is
+// recorded as Uncollected at settlement, as any cost beyond the hold is
+// (docs/server-tools.md).
 func (r *Reservation) AddFees(fees ...Fee) {
 	var sum Nanos
 	for _, f := range fees {
@@ -243,8 +307,10 @@ func (r *Reservation) AddFees(fees ...Fee) {
 		a.mu.Unlock()
 		return
 	}
+	covered := min(sum, r.feeHold)
+	r.feeHold -= covered
 	freeA, freeK := r.l.freeOf(a, r.key, r.limit, r.reset, r.l.now())
-	grow := min(sum, max(freeA, 0), max(freeK, 0))
+	grow := min(sum-covered, max(freeA, 0), max(freeK, 0))
 	a.held += grow
 	r.key.held += grow
 	r.hold += grow
@@ -352,6 +418,12 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	}
 	if anomaly == "" && o.Usage.ZeroReported {
 		anomaly = fmt.Sprintf("%s reported zero usage; charged the gateway's count of what was sent and received", r.provider)
+	}
+	if r.notes != "" {
+		if anomaly != "" {
+			anomaly += "; "
+		}
+		anomaly += r.notes
 	}
 	g := &Generation{
 		ID: r.ID, AccountID: a.id, KeyHash: r.keyHash, Model: r.model, Provider: r.provider,

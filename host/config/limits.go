@@ -44,11 +44,24 @@ type Limits struct {
 	// upstream's fault; another endpoint may answer). 0 =
 	// DefaultMaxToolCallsPerTurn.
 	MaxToolCallsPerTurn int `yaml:"max_tool_calls_per_turn"`
+	// MaxToolFeePerCall is the most one server-tool call (or one plugin
+	// hook) may charge, in dollars: a larger reported fee is charged at
+	// it and recorded as an anomaly; the server-tool loop holds it for
+	// every call of a turn before running them. 0 =
+	// DefaultMaxToolFeePerCall.
+	MaxToolFeePerCall float64 `yaml:"max_tool_fee_per_call"`
 }
 
 // DefaultMaxToolCallsPerTurn is limits.max_tool_calls_per_turn's default:
 // far above the parallel calls models make (a handful, rarely dozens).
 const DefaultMaxToolCallsPerTurn = 128
+
+// DefaultMaxToolFeePerCall is limits.max_tool_fee_per_call's default, $1:
+// some 50 times the dearest per-call price of the search and fetch APIs
+// tools wrap ($0.005–$0.02 a request), so no honest fee meets it, while a
+// broken or hostile module takes at most $1 a call — and a turn holds at
+// most $1 per call it runs (8 by default) before running them.
+const DefaultMaxToolFeePerCall = 1.0
 
 func (l *Limits) fillDefaults() {
 	if l.HeaderTimeout == 0 {
@@ -71,5 +84,8 @@ func (l *Limits) fillDefaults() {
 	}
 	if l.MaxToolCallsPerTurn == 0 {
 		l.MaxToolCallsPerTurn = DefaultMaxToolCallsPerTurn
+	}
+	if l.MaxToolFeePerCall == 0 {
+		l.MaxToolFeePerCall = DefaultMaxToolFeePerCall
 	}
 }

@@ -89,6 +89,12 @@ type Job struct {
 	// belongs to (a module's planned sub-requests): its hold is drawn from
 	// it first (billing.Ledger.Hold).
 	Envelope *billing.Envelope
+	// Budget, when > 0, is the most this run may hold: its worst case at
+	// the first endpoint must fit, else Run returns ErrOverBudget before
+	// holding or sending anything; a fallback whose worst case (with the
+	// failed attempts) does not fit is not made (the run fails with the
+	// last attempt's error). The server-tool loop sets it from max_cost.
+	Budget billing.Nanos
 	// Native, when set, is the request as the client sent it in another
 	// API (a front door's): an attempt on an endpoint whose adapter
 	// speaks that API (its manifest's capability) sends it instead of
@@ -109,6 +115,10 @@ type Native struct {
 	// Beta is the client's anthropic-beta header, forwarded.
 	Beta string
 }
+
+// ErrOverBudget is Run's error when a job's worst case does not fit its
+// Budget: nothing was held, attempted or charged.
+var ErrOverBudget = apierr.New(http.StatusPaymentRequired, "this turn's worst case does not fit the request's remaining budget")
 
 func (j *Job) pluginTime() time.Duration {
 	if j.PluginTime == nil {
@@ -154,13 +164,17 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 	}
 	first := plan.Attempts[0]
 	t := target(first, job.MaxOutput)
-	_, endSpan = obs.Span(ctx, "billing.reserve")
-	res, err := d.Ledger.Reserve(job.Key, billing.Request{
+	breq := billing.Request{
 		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
 		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
 		Envelope: job.Envelope,
-	})
+	}
+	if job.Budget > 0 && billing.WorstCase(breq) > job.Budget {
+		return nil, ErrOverBudget
+	}
+	_, endSpan = obs.Span(ctx, "billing.reserve")
+	res, err := d.Ledger.Reserve(job.Key, breq)
 	endSpan(err)
 	if err != nil {
 		return nil, err
@@ -169,6 +183,9 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 	var last *apierr.Error
 	for i, ep := range plan.Attempts {
 		if i > 0 {
+			if job.Budget > 0 && res.FailedCost()+billing.WorstCase(breq.At(target(ep, job.MaxOutput))) > job.Budget {
+				break // last: the failure so far
+			}
 			// Each endpoint bounds its own worst case.
 			if err := res.Retarget(target(ep, job.MaxOutput)); err != nil {
 				last = err
@@ -343,6 +360,12 @@ func (r *Result) Record() *billing.Generation {
 
 // AddFees adds server-tool fees to this run's charge (billing.Reservation.AddFees).
 func (r *Result) AddFees(fees ...billing.Fee) { r.res.AddFees(fees...) }
+
+// HoldFees grows this run's hold before tools run (billing.Reservation.HoldFees).
+func (r *Result) HoldFees(amount billing.Nanos) *apierr.Error { return r.res.HoldFees(amount) }
+
+// Note records an anomaly on this run's generation (billing.Reservation.Note).
+func (r *Result) Note(anomaly string) { r.res.Note(anomaly) }
 
 // Fail settles a request that failed after its attempt succeeded (e.g. a
 // stream broke): u is what the client received and pays for.

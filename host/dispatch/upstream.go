@@ -216,8 +216,7 @@ func (u *Call) TransportError(ctx context.Context, err error) *apierr.Error {
 		return &apierr.Error{Status: apierr.StatusEdgeTimeout, Retryable: true,
 			Message: fmt.Sprintf("provider %s did not respond within %s", slug, u.d.AttemptTimeout)}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return &apierr.Error{Status: http.StatusRequestTimeout,
-			Message: fmt.Sprintf("request exceeded the gateway's time limit of %s", u.d.RequestTimeout)}
+		return DeadlineError(ctx, u.d.RequestTimeout)
 	case ctx.Err() != nil:
 		return apierr.ClientClosed()
 	}
@@ -344,3 +343,17 @@ var internTable = func() *atomic.Pointer[map[string]string] {
 	p.Store(&map[string]string{"POST": "POST", "GET": "GET"})
 	return &p
 }()
+
+// DeadlineError is the error of work whose context's deadline ran out: the
+// request's (408, naming timeouts.request), or — when the deadline was a
+// module call's (a plugin's chat sub-request) — the module's own error,
+// which names the module and its time limit (context.Cause).
+func DeadlineError(ctx context.Context, request time.Duration) *apierr.Error {
+	var e *apierr.Error
+	if errors.As(context.Cause(ctx), &e) {
+		out := *e
+		return &out
+	}
+	return &apierr.Error{Status: http.StatusRequestTimeout,
+		Message: fmt.Sprintf("request exceeded the gateway's time limit of %s", request)}
+}

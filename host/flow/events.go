@@ -135,7 +135,7 @@ func (e *Events) ended(rerr error) error {
 		return apierr.New(http.StatusBadGateway, "provider %s ended the stream before it was complete", e.slug)
 	case errors.Is(e.ctx.Err(), context.DeadlineExceeded):
 		// The request's deadline ended the upstream read.
-		return apierr.New(http.StatusRequestTimeout, "request exceeded the gateway's time limit of %s", e.timeout)
+		return dispatch.DeadlineError(e.ctx, e.timeout)
 	}
 	if te := e.r.Call.TransportError(e.ctx, rerr); te.Status != 499 {
 		return te

@@ -188,6 +188,6 @@ func (r *Request) streamContinued(tw *pushWriter) {
 		tw.write(sse.AppendEvent(nil, done))
 		return
 	}
-	res.AddFees(r.core.pluginFees(r.pl)...)
+	r.core.chargePluginFees(res, r.pl)
 	r.newPump(res).push(tw)
 }

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/pipeline"
@@ -62,7 +64,7 @@ func (r *Request) Run() Outcome {
 	if aerr != nil {
 		return r.dispatchFailed(res, aerr)
 	}
-	res.AddFees(r.core.pluginFees(r.pl)...)
+	r.core.chargePluginFees(res, r.pl)
 	if r.Stream {
 		return Outcome{Stream: r.newPump(res), Charged: true, Native: res.Call.Native()}
 	}
@@ -354,14 +356,23 @@ func (r *Request) pluginAnswer(result []byte) Outcome {
 	return Outcome{Events: sse.AppendEvent(out, done), Charged: true}
 }
 
-// pluginFees turns the fees plugins reported (a paid search engine's) into
-// charges itemised on the generation as "plugin:<id>". They are charged
-// with the request's generation, so only when a model answered: a request
-// that failed costs nothing. A cost that is not a non-negative dollar
-// amount is a broken module: logged and not charged.
-func (s *Core) pluginFees(pl *pipeline.Pipeline) []billing.Fee {
+// feeSink is what plugin and tool fees are charged to: a run's
+// reservation (dispatch.Result).
+type feeSink interface {
+	AddFees(...billing.Fee)
+	Note(string)
+}
+
+// chargePluginFees charges the fees plugins reported (a paid search
+// engine's) on res, itemised on the generation as "plugin:<id>". They are
+// charged with the request's generation, so only when a model answered: a
+// request that failed costs nothing. A cost that is not a non-negative
+// dollar amount is a broken module: logged and not charged; one above
+// limits.max_tool_fee_per_call is charged at that ceiling, logged and
+// noted on the record.
+func (s *Core) chargePluginFees(res feeSink, pl *pipeline.Pipeline) {
 	if pl == nil {
-		return nil
+		return
 	}
 	var fees []billing.Fee
 	for _, f := range pl.Fees {
@@ -370,9 +381,33 @@ func (s *Core) pluginFees(pl *pipeline.Pipeline) []billing.Fee {
 			s.Log.Warn("a plugin reported a cost that is not a dollar amount; not charged", "plugin", f.Plugin, "cost", f.Cost)
 			continue
 		}
+		if n > s.feeCeiling() {
+			res.Note(s.feeAboveCeiling("plugin "+f.Plugin, n))
+			n = s.feeCeiling()
+		}
 		if n > 0 {
 			fees = append(fees, billing.Fee{Tool: "plugin:" + f.Plugin, Calls: 1, Cost: n})
 		}
 	}
-	return fees
+	if len(fees) > 0 {
+		res.AddFees(fees...)
+	}
+}
+
+// feeCeiling is limits.max_tool_fee_per_call: the most one tool call or
+// plugin hook is charged.
+func (s *Core) feeCeiling() billing.Nanos {
+	f := s.Config.Limits.MaxToolFeePerCall
+	if f <= 0 {
+		f = config.DefaultMaxToolFeePerCall
+	}
+	return billing.FromUSD(f)
+}
+
+// feeAboveCeiling logs a fee above the ceiling and words it for the
+// generation record (upstream_anomaly; syctl audit lists it).
+func (s *Core) feeAboveCeiling(who string, fee billing.Nanos) string {
+	c := s.feeCeiling()
+	s.Log.Warn("a fee above limits.max_tool_fee_per_call was charged at the ceiling", "module", who, "reported", fee.USD(), "ceiling", c.USD())
+	return fmt.Sprintf("%s reported a fee of %s, above this gateway's ceiling of %s a call (limits.max_tool_fee_per_call): charged %s", who, fee, c, c)
 }

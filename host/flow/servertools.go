@@ -52,6 +52,7 @@ type toolLoop struct {
 	calls    []map[string]any
 	stopped  string // the budget that ended the loop, if one did
 	last     *dispatch.Result
+	prev     []byte      // the last turn's completion, for an answer that stops before the next (stopEarly)
 	tw       *pushWriter // the client's stream; nil for a JSON answer
 	// streaming: turns stream from the upstream; first is the first
 	// turn's run when it was made before the stream opened.
@@ -351,7 +352,25 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		if l.first != nil {
 			l.first = nil // sent before the stream opened
 		} else if aerr = l.admitTurn(); aerr == nil {
-			r, aerr = l.req.core.Dispatcher.Run(ctx, l.job(l.set.Body(l.body, turn), id))
+			j := l.job(l.set.Body(l.body, turn), id)
+			if l.turns > 0 {
+				// A later turn runs only if its worst case fits what
+				// max_cost leaves, and the credits: else the loop ends
+				// with the answer so far.
+				b, limited := l.budget()
+				if limited && b <= 0 {
+					return l.stopEarly("max_cost"), nil
+				}
+				j.Budget = b
+			}
+			r, aerr = l.req.core.Dispatcher.Run(ctx, j)
+			if l.turns > 0 && r == nil && aerr != nil && aerr.Status == http.StatusPaymentRequired {
+				why := "insufficient_credits"
+				if aerr == dispatch.ErrOverBudget {
+					why = "max_cost"
+				}
+				return l.stopEarly(why), nil
+			}
 		}
 		l.turns++
 		if aerr != nil {
@@ -365,7 +384,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		}
 		l.last = r
 		if l.turns == 1 {
-			r.AddFees(l.req.core.pluginFees(l.req.pl)...) // the pipeline ran once, before the first turn
+			l.req.core.chargePluginFees(r, l.req.pl) // the pipeline ran once, before the first turn
 		}
 		var raw []byte
 		var u billing.Usage
@@ -385,6 +404,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 			u = r.Usage(raw, func() string { return wire.CompletionText(raw) })
 			finish = gjson.GetBytes(raw, "choices.0.finish_reason").Str
 		}
+		l.prev = raw
 		msg := gjson.GetBytes(raw, "choices.0.message")
 		server, client := l.split(msg)
 		if turn == tools.Final || len(server) == 0 || len(client) > 0 {
@@ -403,7 +423,18 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		}
 		l.steps++
 		l.asked += len(server)
-		outs := l.runCalls(ctx, server)
+		// The calls' fees are held at the ceiling before they run: a turn
+		// whose hold cannot grow by that much runs none of them.
+		if aerr := r.HoldFees(l.req.core.feeCeiling() * billing.Nanos(l.toRun(len(server)))); aerr != nil {
+			_, g, serr := r.SettleRecord(raw, u, finish)
+			if serr != nil {
+				return nil, serr
+			}
+			l.req.spend.add(g)
+			r.Succeeded(0, int(u.CompletionTokens))
+			return nil, l.feesRefused(aerr, l.toRun(len(server)))
+		}
+		outs := l.runCalls(ctx, r, server)
 		if fees := feesOf(outs); len(fees) > 0 {
 			r.AddFees(fees...)
 		}
@@ -425,6 +456,43 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 	}
 }
 
+// budget is what the request's max_cost conditions leave (the least of
+// them, less what the request was charged so far); limited is false
+// without one.
+func (l *toolLoop) budget() (b billing.Nanos, limited bool) {
+	spent := l.req.spend.total()
+	l.req.StopWhen.ForEach(func(_, c gjson.Result) bool {
+		if c.Get("type").Str != "max_cost" {
+			return true
+		}
+		if max, err := billing.ParseUSD(c.Get("max_cost_in_dollars").Raw); err == nil {
+			if rest := max - spent; !limited || rest < b {
+				b = rest
+			}
+			limited = true
+		}
+		return true
+	})
+	return b, limited
+}
+
+// stopEarly ends the loop before a turn that does not fit (why: max_cost,
+// or insufficient_credits): the answer is the last turn's, settled
+// already — its text (often empty: it called tools), without its server
+// calls, with finish_reason "length" and native_finish_reason why.
+func (l *toolLoop) stopEarly(why string) []byte {
+	l.stopped = why
+	raw := l.prev
+	msg := gjson.GetBytes(raw, "choices.0.message")
+	raw, _ = l.dropServerCalls(raw, msg, nil, "")
+	if c := gjson.GetBytes(raw, "choices.0.message.content"); c.Type == gjson.Null {
+		raw, _ = sjson.SetBytes(raw, "choices.0.message.content", "")
+	}
+	raw, _ = sjson.SetBytes(raw, "choices.0.finish_reason", "length")
+	raw, _ = sjson.SetBytes(raw, "choices.0.native_finish_reason", why)
+	return l.answer(raw, l.last)
+}
+
 // admitTurn counts a turn past the first against the request's rate
 // limits as one more request, in the request's concurrent slot. Its tokens
 // are not estimated here: the request's admission records the usage of
@@ -444,6 +512,16 @@ func (l *toolLoop) midLoop(e *apierr.Error) *apierr.Error {
 	out := *e
 	out.Message = fmt.Sprintf("the server-tool loop stopped at turn %d: %s (the %d turn(s) before it and their tool calls were charged: %s)",
 		l.turns, e.Message, l.turns-1, l.req.spend.total().USD())
+	return &out
+}
+
+// feesRefused words the 402 of a turn whose tool calls were not run: the
+// hold could not cover their fees at the ceiling. The turn itself (and
+// the turns before it) were served and charged.
+func (l *toolLoop) feesRefused(e *apierr.Error, calls int) *apierr.Error {
+	out := *e
+	out.Message = fmt.Sprintf("the server-tool loop stopped at turn %d before running its %d tool call(s): their fees are held at this gateway's ceiling of %s a call (limits.max_tool_fee_per_call) before they run, and that hold was refused: %s (the %d turn(s) so far were charged: %s)",
+		l.turns, calls, l.req.core.feeCeiling(), e.Message, l.turns, l.req.spend.total())
 	return &out
 }
 
@@ -545,24 +623,44 @@ func (l *toolLoop) dropServerCalls(raw []byte, msg gjson.Result, client []tools.
 
 // runCalls runs a turn's server-tool calls within the request's budget;
 // calls past it get a result saying so (every call needs a result).
-func (l *toolLoop) runCalls(ctx context.Context, calls []tools.Call) []tools.Outcome {
-	n := min(len(calls), max(l.maxCalls-l.executed, 0))
+// A fee above limits.max_tool_fee_per_call is charged at the ceiling and
+// noted on the turn's record (f).
+func (l *toolLoop) runCalls(ctx context.Context, f feeSink, calls []tools.Call) []tools.Outcome {
+	n := l.toRun(len(calls))
 	outs := make([]tools.Outcome, 0, len(calls))
 	outs = append(outs, l.set.RunAll(ctx, l.env, calls[:n])...)
+	reported := make([]billing.Nanos, len(outs))
+	for i := range outs {
+		if c := l.req.core.feeCeiling(); outs[i].Cost > c {
+			reported[i] = outs[i].Cost
+			f.Note(l.req.core.feeAboveCeiling("tool "+outs[i].Type, outs[i].Cost))
+			outs[i].Cost = c
+		}
+	}
 	for _, c := range calls[n:] {
 		outs = append(outs, tools.Skipped(l.set.Named(c.Name), c,
 			fmt.Sprintf("not run: this request's limit of %d server-tool calls (max_tool_calls) is reached; answer with what you have", l.maxCalls)))
 	}
 	l.executed += n
-	for _, o := range outs {
+	for i, o := range outs {
 		if o.Status != "skipped" && o.Type == "service:web_search" {
 			l.searches++
 		}
-		l.calls = append(l.calls, map[string]any{"tool": o.Type, "name": o.Name, "id": o.ID,
+		entry := map[string]any{"tool": o.Type, "name": o.Name, "id": o.ID,
 			"arguments": clip([]byte(o.Arguments), 200), "status": o.Status, "error": o.Error,
-			"cost": o.Cost, "duration_ms": o.Duration.Milliseconds(), "turn": l.turns})
+			"cost": o.Cost, "duration_ms": o.Duration.Milliseconds(), "turn": l.turns}
+		if i < len(reported) && reported[i] > 0 {
+			entry["reported_cost"] = reported[i]
+		}
+		l.calls = append(l.calls, entry)
 	}
 	return outs
+}
+
+// toRun is how many of a turn's n server-tool calls run: those within the
+// request's budget (max_tool_calls).
+func (l *toolLoop) toRun(n int) int {
+	return min(n, max(l.maxCalls-l.executed, 0))
 }
 
 // feesOf itemises a turn's tool costs by tool.

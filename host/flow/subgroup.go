@@ -88,7 +88,8 @@ func (g *subGroup) release() {
 // reserveFor is CallEnv.Reserve for a request (abi chat_reserve): it
 // estimates the worst case of every planned call at the endpoint routing
 // would try first — (prompt + max output) at its prices, times the call's
-// turns (a member with server tools makes up to max_tool_calls + 1) — and
+// turns (a member with server tools makes up to max_tool_calls + 1), plus
+// the fee ceiling for each of its tool calls (turns - 1) — and
 // holds the sum against the account before any call runs. The request's
 // sub-requests then draw their own holds from it. One reservation per
 // request.
@@ -174,5 +175,8 @@ func (s *Core) worstCase(parent *Request, c gjson.Result) (billing.Nanos, int, *
 		p = min(p, int64(ep.ContextLength))
 	}
 	one := billing.RatesOf(ep.Price).WorstCase(p, int64(out), 0)
-	return one * billing.Nanos(turns), turns, nil
+	// A call of several turns runs server tools: up to turns-1 calls, each
+	// held at the fee ceiling before it runs (limits.max_tool_fee_per_call).
+	fees := s.feeCeiling() * billing.Nanos(turns-1)
+	return one*billing.Nanos(turns) + fees, turns, nil
 }

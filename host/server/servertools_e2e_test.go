@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/tidwall/gjson"
 )
@@ -145,7 +146,6 @@ func TestServerToolBudgets(t *testing.T) {
 		{"default max_tool_calls", forever, ``, 8, 9, "max_tool_calls"},
 		{"max_tool_calls", forever, `,"max_tool_calls":3`, 3, 4, "max_tool_calls"},
 		{"step_count_is", forever, `,"stop_server_tools_when":[{"type":"step_count_is","step_count":2}]`, 2, 3, "step_count_is"},
-		{"max_cost", forever, `,"stop_server_tools_when":[{"type":"max_cost","max_cost_in_dollars":0.0000001}]`, 1, 2, "max_cost"},
 		{"has_tool_call", forever, `,"stop_server_tools_when":[{"type":"has_tool_call","tool_name":"datetime"}]`, 1, 2, "has_tool_call"},
 		{"max_tokens_used", forever, `,"stop_server_tools_when":[{"type":"max_tokens_used","max_tokens":1}]`, 1, 2, "max_tokens_used"},
 		{"finish_reason_is", forever, `,"stop_server_tools_when":[{"type":"finish_reason_is","reason":"tool_calls"}]`, 1, 2, "finish_reason_is"},
@@ -481,27 +481,38 @@ func TestChatSubRequest(t *testing.T) {
 	}
 }
 
-// Credits that run out mid-loop stop it with the 402 of the turn that
-// could not be held; the turns before it were served and stay charged.
+// Credits that run out mid-loop end it before the turn that could not be
+// held, with the answer so far (finish_reason "length",
+// native_finish_reason "insufficient_credits"), not a 402 after the
+// earlier turns were charged (issue 31 item 12); those turns stay charged.
 func TestServerToolCreditsRunOut(t *testing.T) {
-	g := start(t, gatewaytest.Options{})
+	// A fee ceiling of one nano-dollar: turn 1's hold for its call's fee
+	// (TestToolFeeHeldBeforeCall) fits, the next turn's hold does not.
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) { c.Limits.MaxToolFeePerCall = 1e-9 }})
 	req := toolsBody("call:datetime", "", `,"max_tokens":50`)
-	// What turn 1 holds, from a run on the unlimited key.
+	// What turn 1 holds (its fee hold included), from a run on the
+	// unlimited key.
 	_, probe := post(t, g, "/chat/completions", req)
 	held := generation(t, g, g.Key, probe.Get("id").Str).Get("held")
 	// A key whose limit is exactly turn 1's hold: turn 1 runs, and after
 	// its charge turn 2's (larger) hold no longer fits.
 	key := newLimitedKey(t, g, held.Raw)
 	before := g.Ledger.Balance(g.AccountID)
-	resp, body := post(t, g, "/chat/completions", req, "Authorization", "Bearer "+key)
-	wantError(t, resp, body, http.StatusPaymentRequired, "the server-tool loop stopped at turn 2")
-	wantError(t, resp, body, http.StatusPaymentRequired, "Key limit exceeded")
+	resp, body := post(t, g, "/chat/completions", req, "Authorization", "Bearer "+key, "X-Service-Metadata", "enabled")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
+	}
+	ch := body.Get("choices.0")
+	if ch.Get("finish_reason").Str != "length" || ch.Get("native_finish_reason").Str != "insufficient_credits" ||
+		body.Get("usage.server_tool_use_details.turns").Int() != 1 || toolStage(t, body).Get("data.stopped_by").Str != "insufficient_credits" {
+		t.Fatalf("answer %s", body.Raw)
+	}
 	if err := g.Ledger.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	used := g.Ledger.Balance(g.AccountID).Usage - before.Usage
-	if used == 0 || !strings.Contains(body.Get("error.message").Str, used.USD()) {
-		t.Fatalf("charged %s; message %q", used, body.Get("error.message").Str)
+	if used == 0 || used != usd(t, body.Get("usage.cost")) {
+		t.Fatalf("charged %s; usage.cost %s", used, body.Get("usage.cost").Raw)
 	}
 }
 

@@ -375,7 +375,7 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 	timeout := m.timeout(fields)
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, m.deadline(hook, timeout))
 		defer cancel()
 	}
 	ctx, cl := m.withCallLog(ctx)
@@ -553,6 +553,14 @@ func shortReason(s string) string {
 		s = s[:maxReason] + "…"
 	}
 	return s
+}
+
+// deadline is the cause of a call's context when its time limit runs out
+// (context.Cause): what the call's work still waiting then — a chat
+// sub-request's upstream call — reports, naming the module and its limit
+// instead of the request's deadline.
+func (m *Module) deadline(hook abi.Hook, timeout time.Duration) *apierr.Error {
+	return m.fail(hook, fmt.Sprintf("exceeded its time limit of %d ms (timeout_ms) before a call it was waiting for (a chat sub-request) was answered", timeout.Milliseconds()))
 }
 
 func (m *Module) fail(hook abi.Hook, msg string) *apierr.Error {

@@ -4,7 +4,7 @@
 // answers every call with its arguments, the request's tool parameters and
 // its config, for a fee of $0.0015, so tests can see what a tool module is
 // given and that its fee is charged; asked to, it fails or reports a
-// nonsense cost, or answers with a hostile result.
+// nonsense cost or the cost it is given, or answers with a hostile result.
 package main
 
 import (
@@ -50,6 +50,10 @@ func toolCall(in *sdk.In, out *sdk.Out) error {
 		`,"request_id":` + sdk.Quote(gjson.GetBytes(ctx, "request_id").Str) + `,"calls":` + gjson.GetBytes(ctx, "calls").Raw + `}`)
 	if gjson.GetBytes(args, "bad_cost").Bool() {
 		out.FieldString("lots")
+		return nil
+	}
+	if c := gjson.GetBytes(args, "cost"); c.Exists() {
+		out.FieldString(c.String()) // the fee asked for, however large
 		return nil
 	}
 	out.FieldString("0.0015")

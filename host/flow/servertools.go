@@ -444,8 +444,14 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		}
 		l.req.spend.add(g)
 		r.Succeeded(0, int(u.CompletionTokens))
-		if hangup.Gone(ctx) || ctx.Err() != nil {
+		if hangup.Gone(ctx) {
 			return nil, apierr.ClientClosed()
+		}
+		if ctx.Err() != nil {
+			// The request's time limit (or a caller's, for a sub-request)
+			// ran out during the calls: the client is still there and is
+			// told so, not answered 499 as if it had left.
+			return nil, l.afterTurn(dispatch.DeadlineError(ctx, l.req.core.Dispatcher.RequestTimeout))
 		}
 		l.body = appendTurn(l.body, msg, outs)
 		if l.stopped = l.stopWhy(finish, outs); l.stopped != "" {
@@ -512,6 +518,15 @@ func (l *toolLoop) midLoop(e *apierr.Error) *apierr.Error {
 	out := *e
 	out.Message = fmt.Sprintf("the server-tool loop stopped at turn %d: %s (the %d turn(s) before it and their tool calls were charged: %s)",
 		l.turns, e.Message, l.turns-1, l.req.spend.total().USD())
+	return &out
+}
+
+// afterTurn words an error that ends the loop once turn l.turns and its
+// calls were served and charged.
+func (l *toolLoop) afterTurn(e *apierr.Error) *apierr.Error {
+	out := *e
+	out.Message = fmt.Sprintf("the server-tool loop stopped after turn %d: %s (the %d turn(s) and their tool calls were charged: %s)",
+		l.turns, e.Message, l.turns, l.req.spend.total().USD())
 	return &out
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
@@ -638,5 +639,25 @@ func publishToolTest(t *testing.T, g *gatewaytest.Gateway) {
 	}
 	if resp, body := publish(t, g, g.Key, filepath.Join(root, "build", "testdata", "tooltest.wasm"), string(m), "", true); resp.StatusCode/100 != 2 {
 		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+}
+
+// The request's time limit running out while a turn's tool calls run is a
+// 408 naming the limit, not a 499 as if the client had gone: the client
+// is still there, and the turn it was charged for is said.
+func TestServerToolDeadlineIs408(t *testing.T) {
+	// 400 ms: less than the tool's own limit (500 ms, the tenant
+	// ceiling), so the request's runs out first; under a slow machine
+	// turn 1 itself may run out of it, which is the same 408.
+	g := start(t, gatewaytest.Options{Mutate: func(c *config.Config) {
+		c.Timeouts.Request = config.Duration(400 * time.Millisecond)
+	}})
+	publishToolTest(t, g)
+	resp, body := post(t, g, "/chat/completions", toolsBody(`call:tooltest args:{"spin":true}`, `[{"type":"service:tooltest"}]`, ""))
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("%d %s, want 408", resp.StatusCode, body.Raw)
+	}
+	if m := body.Get("error.message").Str; !strings.Contains(m, "time limit of 400ms") {
+		t.Fatalf("message %q does not name the request's time limit", m)
 	}
 }

@@ -20,10 +20,18 @@ func main() {}
 
 func init() { sdk.Handle(abi.HookToolCall, toolCall) }
 
+// spins is what {"spin": true} counts while it never returns.
+var spins int
+
 func toolCall(in *sdk.In, out *sdk.Out) error {
 	ctx, name, args := in.Field(0), in.Field(1), in.Field(2)
 	if gjson.GetBytes(args, "fail").Bool() {
 		return errors.New("tooltest was asked to fail")
+	}
+	if gjson.GetBytes(args, "spin").Bool() {
+		for { // until the host cuts the call (its time limit, or the request's)
+			spins++
+		}
 	}
 	if gjson.GetBytes(args, "hostile").Bool() {
 		// A valid JSON result whose string holds what a careless JSON

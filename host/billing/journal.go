@@ -42,8 +42,9 @@ import (
 // [payload]. A zero length ends a segment; a frame whose checksum fails is
 // a write torn by the crash (never acknowledged: its waiters were not
 // woken) and ends it too. When every settlement of the current segment is
-// in the store, the next write starts again at its beginning with the
-// next epoch, and a frame of an older epoch ends the segment; a segment
+// in the store, the flusher writes a zero length over its first frame
+// (retire) and the next write starts again at its beginning with the next
+// epoch; a frame of an older epoch ends the segment; a segment
 // that fills up, or that has kept settlements for journalMaxAge, is
 // sealed and a new one started, and a sealed segment is deleted once
 // every settlement in it is in the store. So the journal holds only
@@ -95,6 +96,9 @@ type segment struct {
 	epoch   uint32
 	born    time.Time // when the epoch's first frame was written
 	pending atomic.Int64
+	// idle wakes the flusher when no settlement of the segment is left
+	// uncommitted (retire).
+	idle    func()
 	sealed  atomic.Bool
 	removed atomic.Bool
 	logf    func(string, ...any)
@@ -228,6 +232,14 @@ func (j *journal) append(payload []byte) (*segment, error) {
 	return b.seg, b.err
 }
 
+// poke wakes the flusher goroutine.
+func (j *journal) poke() {
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
 func (j *journal) loop() {
 	defer close(j.exited)
 	for {
@@ -241,6 +253,7 @@ func (j *journal) loop() {
 		j.flushMu.Lock()
 		for j.flush() {
 		}
+		j.retire()
 		j.flushMu.Unlock()
 		select {
 		case <-j.quit:
@@ -275,6 +288,29 @@ func (j *journal) flush() bool {
 	j.spare = buf[:0]
 	j.mu.Unlock()
 	return true
+}
+
+// retire empties the current segment once the store has every settlement
+// in it: a zero length written over its first frame ends it for a replay.
+// Without it, a gateway that goes idle would keep its last settlements in
+// the journal indefinitely, and after retention pruned their records (an
+// hour at the least) a crash's replay would charge them again. flushMu is
+// held.
+func (j *journal) retire() {
+	s := j.seg
+	if s == nil || s.off == 0 || s.pending.Load() != 0 {
+		return
+	}
+	var zero [frameHeader]byte
+	if _, err := s.f.WriteAt(zero[:], 0); err != nil {
+		j.seal()
+		return
+	}
+	if err := syscall.Fdatasync(int(s.f.Fd())); err != nil {
+		j.seal()
+		return
+	}
+	s.off, s.epoch = 0, s.epoch+1
 }
 
 // write puts buf at the end of the current segment — at its beginning,
@@ -340,7 +376,7 @@ func (j *journal) rotate(size int64) error {
 		os.Remove(path)
 		return err
 	}
-	j.seg = &segment{path: path, f: f, size: size, logf: j.logf}
+	j.seg = &segment{path: path, f: f, size: size, logf: j.logf, idle: j.poke}
 	return nil
 }
 
@@ -366,6 +402,9 @@ func syncDir(dir string) error {
 func (s *segment) committed() {
 	if s.pending.Add(-1) == 0 {
 		s.maybeRemove()
+		if s.idle != nil {
+			s.idle() // the current segment: retire it
+		}
 	}
 }
 

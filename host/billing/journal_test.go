@@ -167,3 +167,57 @@ func FuzzReadJournal(f *testing.F) {
 		}
 	})
 }
+
+// Once the store has every settlement of the current segment, the segment
+// is emptied (a zero length over its first frame) without waiting for the
+// next write: a gateway that goes idle must not keep settlements whose
+// records retention may prune, or a crash's replay would charge them
+// again.
+func TestJournalRetiredWhenCommitted(t *testing.T) {
+	dir := t.TempDir()
+	j, err := openJournal(dir, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	var segs []*segment
+	for i := range 3 {
+		g := &Generation{ID: fmt.Sprintf("gen-%d", i), AccountID: "a", Charged: 1, SettledAt: time.Now().UTC()}
+		seg, err := j.append(journalPayload("", g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		segs = append(segs, seg)
+	}
+	files, _ := journalSegments(dir)
+	if len(files) != 1 {
+		t.Fatalf("segments %v", files)
+	}
+	if _, gens, _ := readJournal(files[0].path); len(gens) != 3 {
+		t.Fatalf("%d settlements in the journal before the store has them, want 3", len(gens))
+	}
+	for _, s := range segs[:2] {
+		s.committed()
+	}
+	if _, gens, _ := readJournal(files[0].path); len(gens) != 3 {
+		t.Fatalf("%d settlements in the journal with one not in the store, want 3", len(gens))
+	}
+	segs[2].committed()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		_, gens, err := readJournal(files[0].path)
+		if err == nil && len(gens) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d settlements still in the journal after the store had them all (%v)", len(gens), err)
+		}
+	}
+	// The segment serves the next settlement from its start, in a new
+	// epoch.
+	if _, err := j.append(journalPayload("", &Generation{ID: "gen-next", AccountID: "a", Charged: 1})); err != nil {
+		t.Fatal(err)
+	}
+	if _, gens, _ := readJournal(files[0].path); len(gens) != 1 || gens[0].ID != "gen-next" {
+		t.Fatalf("after the next settlement the journal holds %+v", gens)
+	}
+}

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -118,9 +119,10 @@ const frameHeader = 12
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// openJournal takes the directory's lock. Segments left by an earlier
-// process must have been replayed (replayJournal) before: new segments
-// are numbered after them, and the old ones are deleted by replay.
+// openJournal takes the directory's lock for the process's life. Segments
+// an earlier process left must be replayed (replayJournal, under this
+// lock) before the first append: replay deletes them, and new segments
+// are numbered from 1.
 func openJournal(dir string, logf func(string, ...any)) (*journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("billing: journal: %w", err)
@@ -129,16 +131,8 @@ func openJournal(dir string, logf func(string, ...any)) (*journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	segs, err := journalSegments(dir)
-	if err != nil {
-		lock.Close()
-		return nil, err
-	}
 	j := &journal{dir: dir, lock: lock, logf: logf, next: &jbatch{done: make(chan struct{})},
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
-	if len(segs) > 0 {
-		j.segN = segs[len(segs)-1].n
-	}
 	go j.loop()
 	return j, nil
 }
@@ -186,18 +180,8 @@ func journalSegments(dir string) ([]segFile, error) {
 		}
 		segs = append(segs, segFile{n: n, path: filepath.Join(dir, name)})
 	}
-	slices.SortFunc(segs, func(a, b segFile) int { return cmpU64(a.n, b.n) })
+	slices.SortFunc(segs, func(a, b segFile) int { return cmp.Compare(a.n, b.n) })
 	return segs, nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // append makes payload durable and returns the segment it is in (for
@@ -310,8 +294,13 @@ func (j *journal) retire() {
 		j.seal()
 		return
 	}
-	s.off, s.epoch = 0, s.epoch+1
+	s.restart()
 }
+
+// restart makes the segment's next frame its first, in a new epoch (a
+// frame of the old one, still on disk after the new ones, ends a replay).
+// flushMu is held.
+func (s *segment) restart() { s.off, s.epoch = 0, s.epoch+1 }
 
 // write puts buf at the end of the current segment — at its beginning,
 // in a new epoch, when the store has all of it — starting a new segment
@@ -319,7 +308,7 @@ func (j *journal) retire() {
 func (j *journal) write(buf []byte) error {
 	now := time.Now()
 	if s := j.seg; s != nil && s.off > 0 && s.pending.Load() == 0 {
-		s.off, s.epoch, s.born = 0, s.epoch+1, now
+		s.restart() // the store has it all: no need to keep it
 	}
 	if s := j.seg; s == nil || s.off+int64(len(buf)) > s.size || (s.off > 0 && now.Sub(s.born) > journalMaxAge) {
 		if err := j.rotate(max(journalSegment, int64(len(buf))+frameHeader)); err != nil {
@@ -474,25 +463,21 @@ func readJournal(path string) (owners []string, gens []*Generation, err error) {
 	return owners, gens, nil
 }
 
-// replayJournal commits every settlement of dir's journal that the store
-// does not have yet, then deletes the segments. It runs in Open before
-// the balances are loaded, so memory starts from the replayed store.
+// replayJournal commits every settlement of the journal's directory that
+// the store does not have yet, then deletes the segments. It runs in Open,
+// with the journal's lock held and before the first append, and before the
+// balances are loaded, so memory starts from the replayed store.
 //
 // On a shared store a settlement drew on its instance's leases; when that
 // instance was reconciled meanwhile (its heartbeat record is gone, its
 // leases returned) the charge comes from the balance alone. A settlement
 // older than pruneSafe is not replayed there: another gateway's retention
 // may have pruned its record, and replaying it would charge it twice.
-func (l *Ledger) replayJournal(dir string) (int, error) {
-	segs, err := journalSegments(dir)
+func (l *Ledger) replayJournal(j *journal) (int, error) {
+	segs, err := journalSegments(j.dir)
 	if err != nil || len(segs) == 0 {
 		return 0, err
 	}
-	lock, err := lockDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	defer lock.Close()
 	replayed := 0
 	now := l.now()
 	for _, s := range segs {
@@ -503,10 +488,8 @@ func (l *Ledger) replayJournal(dir string) (int, error) {
 		for start := 0; start < len(gens); start += 1000 {
 			end := min(start+1000, len(gens))
 			err := l.db.Update(func(tx store.Tx) error {
-				for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketHolds, bucketGenerations, bucketLeases, bucketInstances} {
-					if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-						return err
-					}
+				if err := createBuckets(tx); err != nil {
+					return err
 				}
 				for i := start; i < end; i++ {
 					g, owner := gens[i], owners[i]
@@ -540,7 +523,7 @@ func (l *Ledger) replayJournal(dir string) (int, error) {
 			return replayed, err
 		}
 	}
-	return replayed, syncDir(dir)
+	return replayed, syncDir(j.dir)
 }
 
 // pruneSafe bounds the age of a settlement replayed on a shared store: well

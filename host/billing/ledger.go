@@ -241,24 +241,26 @@ func Open(db store.DB, opts Options) (*Ledger, error) {
 		l.shards[i].accounts = map[string]*account{}
 	}
 	if opts.AsyncSettle && opts.Journal != "" {
+		j, err := openJournal(opts.Journal, opts.Logf)
+		if err != nil {
+			return nil, err
+		}
 		// Before the balances are read: they must include what the journal
 		// adds.
-		n, err := l.replayJournal(opts.Journal)
+		n, err := l.replayJournal(j)
 		if err != nil {
+			j.close()
 			return nil, err
 		}
 		if n > 0 && opts.Logf != nil {
 			opts.Logf("billing: journal: replayed %d acknowledged settlements the store had not committed", n)
 		}
+		l.j = j
 	}
 	holds, err := l.load()
 	if err != nil {
+		l.closeJournal()
 		return nil, err
-	}
-	if opts.AsyncSettle && opts.Journal != "" {
-		if l.j, err = openJournal(opts.Journal, opts.Logf); err != nil {
-			return nil, err
-		}
 	}
 	var window time.Duration
 	if opts.AsyncSettle {
@@ -358,16 +360,24 @@ func (l *Ledger) Sync() error { return l.w.sync() }
 
 func (l *Ledger) now() time.Time { return l.opts.Now().UTC() }
 
+// createBuckets creates the ledger's buckets where they do not exist.
+func createBuckets(tx store.Tx) error {
+	for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketHolds, bucketGenerations, bucketCredits,
+		bucketLeases, bucketInstances} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // load creates the buckets and reads balances and key usage into memory; it
 // returns the holds found on disk.
 func (l *Ledger) load() ([]holdRec, error) {
 	var holds []holdRec
 	err := l.db.Update(func(tx store.Tx) error {
-		for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketHolds, bucketGenerations, bucketCredits,
-			bucketLeases, bucketInstances} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
+		if err := createBuckets(tx); err != nil {
+			return err
 		}
 		err := tx.Bucket(bucketAccounts).ForEach(func(k, v []byte) error {
 			var r accountRec

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,17 +15,9 @@ import (
 // output.
 func TestBootstrapKeyNotPrintedToAPipe(t *testing.T) {
 	bin := crashBuild(t)
-	dir := t.TempDir()
-	modules, data, addr := gatewayDirs(t, dir)
-	cfg := filepath.Join(dir, "switchyard.yaml")
-	yml := fmt.Sprintf("listen: %s\ndata_dir: %s\nmodules_dir: %s\ndemo: false\n"+
-		"providers:\n  - {slug: up, adapter: openai, base_url: \"http://127.0.0.1:9/v1\", data_collection: deny}\n"+
-		"models:\n  - id: test/chat\n    endpoints:\n      - {provider: up, upstream_model: echo, max_output: 256, price: {prompt: 1, completion: 2}}\n",
-		addr, data, modules)
-	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(dir, "out.log")
+	run := newTestRun(t, "providers:\n  - {slug: up, adapter: openai, base_url: \"http://127.0.0.1:9/v1\", data_collection: deny}\n"+
+		"models:\n  - id: test/chat\n    endpoints:\n      - {provider: up, upstream_model: echo, max_output: 256, price: {prompt: 1, completion: 2}}\n")
+	data, addr, cfg, logFile := run.data, run.addr, run.cfg, run.log
 	// env -u: no bootstrap key given (startCommand sets one), so the
 	// gateway makes one, as on a first start.
 	g := startCommand(t, []string{"env", "-u", "SWITCHYARD_BOOTSTRAP_KEY", bin, "-config", cfg}, addr, logFile)

@@ -73,6 +73,31 @@ func gatewayDirs(t *testing.T, dir string) (modules, data, addr string) {
 	return modules, data, addr
 }
 
+// testRun is one gateway binary's files in a test: its config, data
+// directory, address and log.
+type testRun struct{ cfg, data, addr, log string }
+
+// newTestRun writes a config (the header every test needs — listen,
+// data_dir and modules_dir from gatewayDirs, no demo — then rest) and
+// prints the gateway's log if the test fails.
+func newTestRun(t *testing.T, rest string) testRun {
+	t.Helper()
+	dir := t.TempDir()
+	modules, data, addr := gatewayDirs(t, dir)
+	r := testRun{cfg: filepath.Join(dir, "switchyard.yaml"), data: data, addr: addr, log: filepath.Join(dir, "gateway.log")}
+	yml := fmt.Sprintf("listen: %s\ndata_dir: %s\nmodules_dir: %s\ndemo: false\n", addr, data, modules) + rest
+	if err := os.WriteFile(r.cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(r.log)
+			t.Logf("gateway log:\n%s", b)
+		}
+	})
+	return r
+}
+
 // crashBuild builds the gateway from the sources under test: a binary left
 // in build/bin by an earlier `make build` may predate them.
 func crashBuild(t *testing.T) string {
@@ -214,9 +239,6 @@ func TestCrashBillingRecovery(t *testing.T) {
 		urls = append(urls, hs.URL)
 	}
 
-	dir := t.TempDir()
-	modules, data, addr := gatewayDirs(t, dir)
-	cfg := filepath.Join(dir, "switchyard.yaml")
 	// The default settle (journal): a response that carries usage.cost is
 	// in the journal on disk before the client sees it, which is what "a
 	// request completed before the kill is still recorded" needs.
@@ -224,11 +246,7 @@ func TestCrashBillingRecovery(t *testing.T) {
 	// timeouts.request: 2m — far longer than the test: the holds of the
 	// killed process must be settled when the gateway restarts, not when
 	// the request deadline passes.
-	yml := fmt.Sprintf(`listen: %s
-data_dir: %s
-modules_dir: %s
-demo: false
-bootstrap_credits: 10
+	run := newTestRun(t, fmt.Sprintf(`bootstrap_credits: 10
 timeouts: {attempt: 20s, request: 2m}
 providers:
   - {slug: up, adapter: openai, base_url: "%s/v1", data_collection: deny}
@@ -240,22 +258,12 @@ models:
   - id: test/stuck
     endpoints:
       - {provider: stuck, upstream_model: echo, max_output: 256, price: {prompt: 1000, completion: 2000}}
-`, addr, data, modules, urls[0], urls[1])
-	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, urls[0], urls[1]))
 	t0 := time.Now()
 	bin := crashBuild(t)
 	t.Logf("%v: built", time.Since(t0).Round(time.Millisecond))
-	logFile := filepath.Join(dir, "gateway.log")
-	defer func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile)
-			t.Logf("gateway log:\n%s", b)
-		}
-	}()
 
-	g := crashStart(t, bin, cfg, addr, logFile)
+	g := crashStart(t, bin, run.cfg, run.addr, run.log)
 	t.Logf("%v: started", time.Since(t0).Round(time.Millisecond))
 	_, cr := g.do(t, "GET", "/credits", "")
 	initial := nanos(t, cr.Get("data.total_credits"))
@@ -350,7 +358,7 @@ models:
 		t.Fatalf("the in-flight JSON request: %v", err)
 	}
 
-	g = crashStart(t, bin, cfg, addr, logFile)
+	g = crashStart(t, bin, run.cfg, run.addr, run.log)
 	t.Logf("%v: restarted", time.Since(t0).Round(time.Millisecond))
 
 	// The interrupted stream has its record as soon as the gateway serves
@@ -439,14 +447,7 @@ func TestCrashUnderLoadLosesNoAcknowledgedCharge(t *testing.T) {
 	up := demo.New()
 	hs := httptest.NewServer(up)
 	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
-	dir := t.TempDir()
-	modules, data, addr := gatewayDirs(t, dir)
-	cfg := filepath.Join(dir, "switchyard.yaml")
-	yml := fmt.Sprintf(`listen: %s
-data_dir: %s
-modules_dir: %s
-demo: false
-bootstrap_credits: 1000
+	run := newTestRun(t, fmt.Sprintf(`bootstrap_credits: 1000
 timeouts: {attempt: 20s, request: 2m}
 rate_limits: {requests_per_minute: -1, tokens_per_minute: -1, concurrent: -1}
 key_rate_limits: {requests_per_minute: -1, tokens_per_minute: -1, concurrent: -1}
@@ -456,19 +457,9 @@ models:
   - id: test/chat
     endpoints:
       - {provider: up, upstream_model: echo, max_output: 256, price: {prompt: 1000, completion: 2000}}
-`, addr, data, modules, hs.URL)
-	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, hs.URL))
 	bin := crashBuild(t)
-	logFile := filepath.Join(dir, "gateway.log")
-	defer func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile)
-			t.Logf("gateway log:\n%s", b)
-		}
-	}()
-	g := crashStart(t, bin, cfg, addr, logFile)
+	g := crashStart(t, bin, run.cfg, run.addr, run.log)
 
 	// Eight clients, every third request a stream, each at most 2,000
 	// requests; they stop at the kill.
@@ -544,7 +535,7 @@ models:
 	wg.Wait()
 	t.Logf("%d requests answered before the kill", len(answers))
 
-	g = crashStart(t, bin, cfg, addr, logFile)
+	g = crashStart(t, bin, run.cfg, run.addr, run.log)
 	var sum int64
 	for _, a := range answers {
 		resp, body := g.do(t, "GET", "/generation?id="+a.id, "")
@@ -571,7 +562,7 @@ models:
 		t.Fatal(err)
 	}
 	<-g.exited
-	db, err := store.OpenBolt(filepath.Join(data, "switchyard.db"))
+	db, err := store.OpenBolt(filepath.Join(run.data, "switchyard.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

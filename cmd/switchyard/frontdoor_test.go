@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,14 +28,7 @@ import (
 // binary (to start it under a lower descriptor limit).
 func frontdoorStart(t *testing.T, limits, upstream string, wrap ...string) (*crashGateway, string) {
 	t.Helper()
-	dir := t.TempDir()
-	modules, data, addr := gatewayDirs(t, dir)
-	cfg := filepath.Join(dir, "switchyard.yaml")
-	yml := fmt.Sprintf(`listen: %s
-data_dir: %s
-modules_dir: %s
-demo: false
-bootstrap_credits: 10
+	run := newTestRun(t, fmt.Sprintf(`bootstrap_credits: 10
 timeouts: {attempt: 20s, request: 1m}
 limits: %s
 providers:
@@ -45,19 +37,9 @@ models:
   - id: test/chat
     endpoints:
       - {provider: up, upstream_model: echo, max_output: 256, price: {prompt: 1, completion: 2}}
-`, addr, data, modules, limits, upstream)
-	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(dir, "gateway.log")
-	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile)
-			t.Logf("gateway log:\n%s", b)
-		}
-	})
-	argv := append(append([]string{}, wrap...), crashBuild(t), "-config", cfg)
-	return startCommand(t, argv, addr, logFile), addr
+`, limits, upstream))
+	argv := append(append([]string{}, wrap...), crashBuild(t), "-config", run.cfg)
+	return startCommand(t, argv, run.addr, run.log), run.addr
 }
 
 // demoUpstream is an OpenAI-compatible fake upstream.

@@ -49,13 +49,7 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	choice := map[string]string{"none": "none", "auto": "auto", "any": "required", "tool": req.ToolChoice.Name}[req.ToolChoice.Type]
 	turn := plan(offered, choice, conv.lastUser, conv.results, "This is the Switchyard demo of Anthropic (offline).")
-	reply := f.Reply
-	if reply == "" && IsVisionModel(req.Model) {
-		reply = visionReply(conv.images) // vision.go
-	}
-	if reply == "" {
-		reply = turn.reply
-	}
+	reply := plannedReply(f, req.Model, conv.images, turn)
 	if reply == "" {
 		reply = "This is the Switchyard demo of Anthropic (offline). You said: " + conv.lastUser
 	}

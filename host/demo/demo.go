@@ -316,17 +316,25 @@ func (req *chatReq) conversation() chatConversation {
 	return c
 }
 
-// chatReply is the text the fake answers with: the fault's, a vision
-// model's description, the agent turn's, an instance of a json_schema, or
-// the echo of the last user message.
-func chatReply(req *chatReq, f Faults, turn agentTurn, conv chatConversation) string {
+// plannedReply is where every fake's reply starts: the fault's, a vision
+// model's description of the images (vision.go), or the agent turn's
+// text; "" when none applies, and each fake answers in its own words.
+func plannedReply(f Faults, model string, images []string, turn agentTurn) string {
 	reply := f.Reply
-	if reply == "" && IsVisionModel(req.Model) {
-		reply = visionReply(conv.images) // vision.go
+	if reply == "" && IsVisionModel(model) {
+		reply = visionReply(images)
 	}
 	if reply == "" {
 		reply = turn.reply
 	}
+	return reply
+}
+
+// chatReply is the text the fake answers with: the fault's, a vision
+// model's description, the agent turn's, an instance of a json_schema, or
+// the echo of the last user message.
+func chatReply(req *chatReq, f Faults, turn agentTurn, conv chatConversation) string {
+	reply := plannedReply(f, req.Model, conv.images, turn)
 	if reply == "" && req.ResponseFormat != nil && req.ResponseFormat.Type == "json_schema" && req.ResponseFormat.JSONSchema != nil {
 		// Structured output: an instance of the schema, as a model that
 		// honours strict json_schema answers.

@@ -108,13 +108,7 @@ func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, body []byte, f
 	conv := req.conversation()
 	offered, choice := req.toolChoice()
 	turn := plan(offered, choice, conv.lastUser, conv.results, "This is the Switchyard demo of Gemini (offline).")
-	reply := f.Reply
-	if reply == "" && IsVisionModel(model) {
-		reply = visionReply(conv.images) // vision.go
-	}
-	if reply == "" {
-		reply = turn.reply
-	}
+	reply := plannedReply(f, model, conv.images, turn)
 	if reply == "" {
 		reply = "This is the Switchyard demo of Gemini (offline). You said: " + conv.lastUser
 	}

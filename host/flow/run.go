@@ -356,13 +356,6 @@ func (r *Request) pluginAnswer(result []byte) Outcome {
 	return Outcome{Events: sse.AppendEvent(out, done), Charged: true}
 }
 
-// feeSink is what plugin and tool fees are charged to: a run's
-// reservation (dispatch.Result).
-type feeSink interface {
-	AddFees(...billing.Fee)
-	Note(string)
-}
-
 // chargePluginFees charges the fees plugins reported (a paid search
 // engine's) on res, itemised on the generation as "plugin:<id>". They are
 // charged with the request's generation, so only when a model answered: a
@@ -370,7 +363,7 @@ type feeSink interface {
 // dollar amount is a broken module: logged and not charged; one above
 // limits.max_tool_fee_per_call is charged at that ceiling, logged and
 // noted on the record.
-func (s *Core) chargePluginFees(res feeSink, pl *pipeline.Pipeline) {
+func (s *Core) chargePluginFees(res *dispatch.Result, pl *pipeline.Pipeline) {
 	if pl == nil {
 		return
 	}
@@ -381,11 +374,7 @@ func (s *Core) chargePluginFees(res feeSink, pl *pipeline.Pipeline) {
 			s.Log.Warn("a plugin reported a cost that is not a dollar amount; not charged", "plugin", f.Plugin, "cost", f.Cost)
 			continue
 		}
-		if n > s.feeCeiling() {
-			res.Note(s.feeAboveCeiling("plugin "+f.Plugin, n))
-			n = s.feeCeiling()
-		}
-		if n > 0 {
+		if n = s.capFee(res, "plugin "+f.Plugin, n); n > 0 {
 			fees = append(fees, billing.Fee{Tool: "plugin:" + f.Plugin, Calls: 1, Cost: n})
 		}
 	}
@@ -404,10 +393,15 @@ func (s *Core) feeCeiling() billing.Nanos {
 	return billing.FromUSD(f)
 }
 
-// feeAboveCeiling logs a fee above the ceiling and words it for the
-// generation record (upstream_anomaly; syctl audit lists it).
-func (s *Core) feeAboveCeiling(who string, fee billing.Nanos) string {
+// capFee is what a fee who reported is charged: itself, or the ceiling
+// when it is above it — then logged and noted on res's generation record
+// (upstream_anomaly; syctl audit lists it).
+func (s *Core) capFee(res *dispatch.Result, who string, fee billing.Nanos) billing.Nanos {
 	c := s.feeCeiling()
+	if fee <= c {
+		return fee
+	}
 	s.Log.Warn("a fee above limits.max_tool_fee_per_call was charged at the ceiling", "module", who, "reported", fee.USD(), "ceiling", c.USD())
-	return fmt.Sprintf("%s reported a fee of %s, above this gateway's ceiling of %s a call (limits.max_tool_fee_per_call): charged %s", who, fee, c, c)
+	res.Note(fmt.Sprintf("%s reported a fee of %s, above this gateway's ceiling of %s a call (limits.max_tool_fee_per_call): charged %s", who, fee, c, c))
+	return c
 }

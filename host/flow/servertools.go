@@ -640,16 +640,14 @@ func (l *toolLoop) dropServerCalls(raw []byte, msg gjson.Result, client []tools.
 // calls past it get a result saying so (every call needs a result).
 // A fee above limits.max_tool_fee_per_call is charged at the ceiling and
 // noted on the turn's record (f).
-func (l *toolLoop) runCalls(ctx context.Context, f feeSink, calls []tools.Call) []tools.Outcome {
+func (l *toolLoop) runCalls(ctx context.Context, f *dispatch.Result, calls []tools.Call) []tools.Outcome {
 	n := l.toRun(len(calls))
 	outs := make([]tools.Outcome, 0, len(calls))
 	outs = append(outs, l.set.RunAll(ctx, l.env, calls[:n])...)
 	reported := make([]billing.Nanos, len(outs))
 	for i := range outs {
-		if c := l.req.core.feeCeiling(); outs[i].Cost > c {
-			reported[i] = outs[i].Cost
-			f.Note(l.req.core.feeAboveCeiling("tool "+outs[i].Type, outs[i].Cost))
-			outs[i].Cost = c
+		if c := l.req.core.capFee(f, "tool "+outs[i].Type, outs[i].Cost); c != outs[i].Cost {
+			reported[i], outs[i].Cost = outs[i].Cost, c
 		}
 	}
 	for _, c := range calls[n:] {

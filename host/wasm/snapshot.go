@@ -160,22 +160,15 @@ func (m *Module) tenantInstance(ctx context.Context) (*instance, error) {
 // (TenantLimits.IdleBytes: idle instances cost memory whether or not the
 // account calls them again).
 func (m *Module) keepIdle(in *instance) bool {
-	in.idleBytes = in.memoryBytes()
+	// A kept instance has been reset (a snapshot of its memory): never an
+	// Extism one, whose memories the SDK does not show.
+	in.idleBytes = int64(in.mem.Size())
 	if m.acct.idleBytes.Add(in.idleBytes) > m.engine.tenantLimits().IdleBytes {
 		m.acct.idleBytes.Add(-in.idleBytes)
 		return false
 	}
 	m.pool <- in // never blocks: at most PoolSize instances exist
 	return true
-}
-
-// memoryBytes is the instance's linear memory now; for an Extism instance,
-// whose memories the SDK does not show, the module's ceiling.
-func (in *instance) memoryBytes() int64 {
-	if in.mem != nil {
-		return int64(in.mem.Size())
-	}
-	return int64(in.owner.engine.tenantLimits().MemoryPages) << 16
 }
 
 // dropIdle closes an instance taken from the pool by a trim or Close.

@@ -275,6 +275,10 @@ type TenantModules struct {
 	// IdleMemoryBytes is the memory one account's idle (warm) module
 	// instances may keep; 0 = concurrent_calls × memory_pages × 64 KiB.
 	IdleMemoryBytes int64 `yaml:"idle_memory_bytes"`
+	// CompiledIdle is how long an account's module may go uncalled before
+	// its compiled code is freed (compiled again from the store on its
+	// next call); 0 = 10 minutes, negative = never.
+	CompiledIdle Duration `yaml:"compiled_idle"`
 	// What one account may keep stored (issue 31 item 2): module names,
 	// versions of one module, and bytes of binaries in all. 0 = the
 	// default (16, 8, 128 MiB), -1 = unlimited.

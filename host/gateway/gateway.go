@@ -193,7 +193,7 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	// run in the host (host/native; docs/abi.md §native hooks).
 	ecfg.Natives = native.Hooks()
 	tm, ml := cfg.TenantModules, cfg.ModuleLogs
-	ecfg.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute, IdleBytes: tm.IdleMemoryBytes}
+	ecfg.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute, IdleBytes: tm.IdleMemoryBytes, CompiledIdle: time.Duration(tm.CompiledIdle)}
 	// The gateway's own modules are metered against the calling account's
 	// module time (tenant_modules.cpu_ms_per_minute), the operator's
 	// requests excepted.

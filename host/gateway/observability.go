@@ -37,6 +37,7 @@ func (g *Gateway) startTelemetry(ctx context.Context) (*telemetry.Telemetry, err
 			m := metrics.New()
 			m.Gauges(g.Ledger.WriterQueue, g.Modules.PoolSizes)
 			m.ModuleResets(g.Modules.InstanceResets)
+			m.ModuleCode(g.Modules.Compiled, g.Modules.Parks)
 			g.Ledger.ObserveCommits(m.LedgerCommit)
 			g.redisMetrics(m.Registry)
 			g.pruneMetrics(m.Registry)

@@ -131,6 +131,18 @@ func (m *Metrics) ModuleResets(resets func() map[string]uint64) {
 		"Resets of account plugins' instances to their state after start, by how their written pages were found.", []string{"how"}, nil)})
 }
 
+// ModuleCode registers the number of Wasm modules holding compiled code
+// and the count of idle account modules that gave theirs back (parked),
+// read at scrape time.
+func (m *Metrics) ModuleCode(compiled func() int64, parks func() uint64) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "switchyard_modules_compiled",
+		Help: "Wasm modules holding compiled code now (account modules idle past tenant_modules.compiled_idle do not)."},
+		func() float64 { return float64(compiled()) }))
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "switchyard_module_parks_total",
+		Help: "Idle account modules that gave their compiled code back, to be compiled again on their next call."},
+		func() float64 { return float64(parks()) }))
+}
+
 // mapCollector exposes a map read at scrape time, one series per key (the
 // desc's one label).
 type mapCollector[N int | uint64] struct {

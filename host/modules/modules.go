@@ -345,7 +345,10 @@ func (r *Registry) publishShared(ctx context.Context, name string, m *manifest.M
 func (r *Registry) load(ctx context.Context, name string, m *manifest.Manifest, bin []byte) (*wasm.Module, error) {
 	r.loads.Add(1)
 	if i := strings.LastIndexByte(name, '/'); i > 0 {
-		return r.engine.LoadTenant(ctx, name[:i], m, bin)
+		// bin nil: a stored version, compiled on its first call. Either
+		// way an idle one gives its compiled code back and reads its
+		// binary again from the store (wasm.LoadTenantStored).
+		return r.engine.LoadTenantStored(ctx, name[:i], m, bin, r.binary(name, m.Version))
 	}
 	return r.engine.Load(ctx, m, bin)
 }
@@ -723,9 +726,7 @@ func (r *Registry) seed(dir, name string) (*startJob, error) {
 // call, so a gateway keeps in memory only the code of the modules it
 // uses); a new or rebuilt seed is validated first unless the build's
 // record vouches for it (stamp.go), so a broken build still stops the
-// start. A tenant's module is loaded as when it was published,
-// compiled on one goroutine (wazero would otherwise spread it over all
-// CPUs, and the modules would compete for them).
+// start. A tenant's module is lazy too, and parks when idle.
 func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 	ctx = wasm.WithCompilationWorkers(ctx, 1)
 	// Largest first: the start waits for the last job, and a big module
@@ -739,8 +740,11 @@ func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			switch {
-			case strings.Contains(j.name, "/"): // a tenant's: loaded as published
-				j.mod, j.err = r.load(ctx, j.name, j.m, j.bin)
+			case strings.Contains(j.name, "/"):
+				// A tenant's, proven to load when it was published:
+				// compiled on its first call, so a restart does not
+				// compile (and keep) every module accounts ever activated.
+				j.mod, j.err = r.load(ctx, j.name, j.m, nil)
 			case j.changed:
 				// A new or rebuilt seed: validated now (a broken build stops
 				// the start) unless the build's record vouches for it,

@@ -141,10 +141,20 @@ func TestRegistryLifecycle(t *testing.T) {
 	} else {
 		rel()
 	}
+	// Nothing is compiled at the restart, the account's module included
+	// (issue 31 item 2: memory grows with the modules in use, not those
+	// stored); its first call compiles it from the store.
+	if n := r2.Compiled(); n != 0 {
+		t.Fatalf("%d modules compiled by the restart, want none before a call", n)
+	}
 	if m, rel := r2.Acquire(modules.Scoped("acct_a", "openai")); m == nil || m.ID != "openai@3.0.0" {
 		t.Fatalf("account module after restart: %v", m)
 	} else {
+		_, err := m.Call(ctx, abi.HookChatRequest, []byte(`{"model":"gpt-4o"}`), []byte(`{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}]}`))
 		rel()
+		if err != nil || r2.Compiled() != 1 {
+			t.Fatalf("first call of the account's module after restart: %v; %d compiled, want 1", err, r2.Compiled())
+		}
 	}
 	if d := r2.Defaults("acct_a"); len(d) != 1 {
 		t.Fatalf("defaults after restart %v", d)

@@ -17,6 +17,13 @@ func (r *Registry) PoolSizes() map[string]int {
 // their memory was put back (wasm.Engine.Resets).
 func (r *Registry) InstanceResets() map[string]uint64 { return r.engine.Resets() }
 
+// Compiled and Parks count the modules holding compiled code and the idle
+// account modules that gave theirs back (wasm.Engine.Compiled).
+func (r *Registry) Compiled() int64 { return r.engine.Compiled() }
+
+// Parks: see Compiled.
+func (r *Registry) Parks() uint64 { return r.engine.Parks() }
+
 // Loads counts the modules this registry compiled and instantiated
 // (publications, activations, versions compiled ahead); lazily loaded
 // start-up versions count when their first call loads them elsewhere, not

@@ -126,6 +126,14 @@ type Engine struct {
 	// compilation cache (nil without a cache directory).
 	extism     map[runtimeKey]*extismRuntime
 	extismMods map[*Module]wazero.CompilationCache
+
+	// Tenants' modules that give their compiled code back when idle
+	// (park.go), and the parker's stop.
+	parkMu    sync.Mutex
+	parkable  map[*Module]struct{}
+	parkStop  chan struct{}
+	compiledN atomic.Int64  // native modules holding compiled code: Compiled
+	parks     atomic.Uint64 // idle modules parked: Parks
 }
 
 // Runtimes differ in what is a runtime-wide setting in wazero: the memory
@@ -221,6 +229,7 @@ func moduleTag(instance string) string {
 
 // Close releases every runtime. Modules loaded by the engine stop working.
 func (e *Engine) Close(ctx context.Context) error {
+	e.stopParker()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.closed = true

@@ -1,6 +1,9 @@
 package wasm
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"time"
+)
 
 // Encoders for tests that assemble a module.
 var (
@@ -18,3 +21,7 @@ var (
 		}
 	}
 )
+
+// ParkIdle parks the engine's idle tenant modules as the parker would at
+// now (park.go), and returns how many it parked.
+func (e *Engine) ParkIdle(now time.Time) int { return e.parkIdle(now) }

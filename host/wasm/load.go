@@ -36,27 +36,47 @@ func (e *LoadError) Error() string { return "module " + e.Module + " refused: " 
 // snapshot.go, or made for the call), so nothing of one request survives
 // into the next (instances are never shared across accounts).
 func (e *Engine) LoadTenant(ctx context.Context, account string, m *manifest.Manifest, wasm []byte) (*Module, error) {
+	return e.LoadTenantStored(ctx, account, m, wasm, nil)
+}
+
+// LoadTenantStored is LoadTenant for a version kept in a store, which fetch
+// reads. With wasm nil the module is compiled on its first call (a stored
+// version proved it loads when it was published), and with fetch set an
+// idle module gives its compiled code back (TenantLimits.CompiledIdle,
+// park.go) and is compiled again on its next call: the gateway's memory
+// grows with the account modules in use, not with those stored.
+func (e *Engine) LoadTenantStored(ctx context.Context, account string, m *manifest.Manifest, wasm []byte, fetch func() ([]byte, error)) (*Module, error) {
 	c := *m
 	c.Limits = e.tenantLimits().Clamp(m.Limits)
 	if c.Limits != m.Limits {
 		e.log.Info("tenant module limits clamped to the operator's ceilings", "module", m.Name+"@"+m.Version, "account", account,
 			"timeout_ms", c.Limits.TimeoutMS, "memory_pages", c.Limits.MemoryPages, "pool_size", c.Limits.PoolSize)
 	}
-	mod, err := e.Load(ctx, &c, wasm)
+	mod, err := e.LoadLazyFrom(&c, wasm, fetch) // an Extism module loads now
 	if err != nil {
 		return nil, err
 	}
 	mod.account, mod.acct = account, e.accountFor(account, true)
 	mod.slots = make(chan struct{}, c.Limits.PoolSize)
-	// A tenant's calls are metered and isolated per call (callTenant);
-	// running one natively would leave its account's budgets out.
-	mod.native = nil
-	// The instance made at load proved the module instantiates; it has no
-	// snapshot, so a tenant's calls make their own.
-	select {
-	case in := <-mod.pool:
-		mod.discard(in)
-	default:
+	if mod.ext != nil {
+		// A tenant's calls are metered and isolated per call
+		// (callTenant): the instance made at load has no snapshot.
+		select {
+		case in := <-mod.pool:
+			mod.discard(in)
+		default:
+		}
+		return mod, nil
+	}
+	if wasm != nil {
+		mod.lazy = false
+		if err := mod.ensure(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if fetch != nil {
+		mod.refetch = fetch
+		e.addParkable(mod)
 	}
 	return mod, nil
 }
@@ -135,7 +155,12 @@ func (m *Module) ensure(ctx context.Context) error {
 	}
 	if m.loadErr = m.load(ctx); m.loadErr == nil {
 		m.bin, m.fetch = nil, nil // compiled: the binary is no longer needed
-		m.bindNatives(ctx)
+		if m.slots == nil {
+			// A tenant's calls are metered and isolated per call
+			// (callTenant): running one natively would leave its
+			// account's budgets out.
+			m.bindNatives(ctx)
+		}
 		m.ready.Store(true)
 		// Compiling leaves tens of MiB of garbage that the Go runtime would
 		// hand back to the OS only after heap growth forces a collection;
@@ -178,6 +203,13 @@ func (m *Module) load(ctx context.Context) error {
 		m.rt, m.compiled = nil, nil
 		_ = compiled.Close(ctx)
 		return refuse("does not instantiate: %v", err)
+	}
+	m.engine.compiledN.Add(1)
+	if m.slots != nil {
+		// A tenant's: the instance proved the module instantiates; it has
+		// no snapshot, so a tenant's calls make their own (callTenant).
+		first.close()
+		return nil
 	}
 	m.mu.Lock()
 	m.live++

@@ -58,6 +58,12 @@ type Module struct {
 	loadErr error
 	bin     []byte
 	fetch   func() ([]byte, error) // reads bin when it is nil (LoadLazyFrom)
+	// refetch, set for a tenant's module kept in a store
+	// (LoadTenantStored), reads the binary again after the module parked
+	// (park.go); lastCall (unix ns) and inflight say whether it is idle.
+	refetch  func() ([]byte, error)
+	lastCall atomic.Int64
+	inflight atomic.Int32
 
 	mu     sync.Mutex
 	live   int // instances alive (pooled or in use)
@@ -305,12 +311,14 @@ func (m *Module) Close(ctx context.Context) error {
 			if m.ext != nil {
 				return m.engine.closeExtismModule(ctx, m)
 			}
+			m.engine.removeParkable(m)
 			m.loadMu.Lock() // a load in progress finishes first
 			defer m.loadMu.Unlock()
 			m.bin, m.fetch = nil, nil
 			if m.compiled == nil {
-				return nil // never loaded
+				return nil // never loaded, or parked
 			}
+			m.engine.compiledN.Add(-1)
 			return m.compiled.Close(ctx)
 		}
 	}
@@ -349,13 +357,14 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 	if aerr := m.enter(hook); aerr != nil {
 		return nil, aerr
 	}
-	defer m.calls.Done()
+	defer m.leave()
 
-	if m.slots == nil && m.ext == nil {
-		// Compiled on first use (LoadLazy), without the request's
-		// deadline (a client that hangs up does not fail the load for
-		// everyone) and before the call's time limit starts: compiling a
-		// Go guest takes longer than most modules' whole limit.
+	if m.ext == nil {
+		// Compiled on first use (LoadLazy, or again after it parked),
+		// without the request's deadline (a client that hangs up does
+		// not fail the load for everyone) and before the call's time
+		// limit starts: compiling a Go guest takes longer than most
+		// modules' whole limit.
 		if lerr := m.ensure(context.WithoutCancel(ctx)); lerr != nil {
 			return nil, m.fail(hook, "does not load: "+shortReason(lerr.Error()))
 		}
@@ -418,7 +427,22 @@ func (m *Module) enter(hook abi.Hook) *apierr.Error {
 		return m.fail(hook, "module was unloaded")
 	}
 	m.calls.Add(1)
+	if m.refetch != nil {
+		// Under mu, which park holds: a call counted here keeps the
+		// module's compiled code until it leaves.
+		m.inflight.Add(1)
+		m.lastCall.Store(time.Now().UnixNano())
+	}
 	return nil
+}
+
+// leave counts a call out (enter).
+func (m *Module) leave() {
+	if m.refetch != nil {
+		m.lastCall.Store(time.Now().UnixNano()) // idle from the call's end
+		m.inflight.Add(-1)
+	}
+	m.calls.Done()
 }
 
 // meter is the calling account whose module time a call of the gateway's

@@ -48,6 +48,13 @@ type TenantLimits struct {
 	// two plugins of one account on 2 cores alternated one warm instance
 	// and the other paid 9–16 ms per call).
 	IdleBytes int64
+	// CompiledIdle is how long an account's module may go uncalled
+	// before its compiled code is freed (park.go); its next call
+	// compiles it again from the store. Default 10 minutes; negative:
+	// never. Compiled code is several MiB per module (a Go guest), so
+	// without it every module an account ever activated stays in
+	// memory.
+	CompiledIdle time.Duration
 }
 
 // LogLimits bound what modules write to the gateway's log, per call and per
@@ -67,6 +74,7 @@ func DefaultTenantLimits() TenantLimits {
 		PoolSize:        4,
 		ConcurrentCalls: max(1, goruntime.GOMAXPROCS(0)/2),
 		CPUMsPerMinute:  15_000, // a quarter of one core
+		CompiledIdle:    10 * time.Minute,
 	}
 }
 
@@ -85,6 +93,9 @@ func (t TenantLimits) withDefaults() TenantLimits {
 		t.IdleBytes = int64(t.ConcurrentCalls) * int64(t.MemoryPages) << 16
 	}
 	orDefault(&t.CPUMsPerMinute, d.CPUMsPerMinute)
+	if t.CompiledIdle == 0 {
+		t.CompiledIdle = d.CompiledIdle
+	}
 	return t
 }
 

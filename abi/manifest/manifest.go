@@ -109,6 +109,12 @@ type Tool struct {
 	Description string `json:"description"`
 	// Parameters is the JSON Schema of the call's arguments.
 	Parameters json.RawMessage `json:"parameters"`
+	// MaxFee, when set, is the most one call costs, in dollars (0: the
+	// tool is free). The host holds it, not the operator's per-call
+	// ceiling, before a call runs — a free tool needs no credit held —
+	// and charges a call that reports more at MaxFee. Unset: the
+	// ceiling (limits.max_tool_fee_per_call).
+	MaxFee *float64 `json:"max_fee,omitempty"`
 
 	// schema is Parameters compiled by Validate, so a call's arguments
 	// are checked without compiling the schema per call.
@@ -402,6 +408,8 @@ func (m *Manifest) validateTools(hasHook bool) error {
 			return fmt.Errorf("%s.parameters: required: a JSON Schema object for the arguments", at)
 		case seen["t:"+t.Type] || seen["n:"+t.Name]:
 			return fmt.Errorf("%s: type %q or name %q declared twice", at, t.Type, t.Name)
+		case t.MaxFee != nil && !(*t.MaxFee >= 0 && *t.MaxFee <= 1e6):
+			return fmt.Errorf("%s.max_fee: %v must be a dollar amount from 0 to 1000000", at, *t.MaxFee)
 		}
 		sch, err := CompileSchema("parameters.json", t.Parameters)
 		if err != nil {

@@ -135,6 +135,7 @@ func TestTools(t *testing.T) {
 		{"parameters missing", strings.Replace(toolModule, `,"parameters":{"type":"object"}`, ``, 1), "tools[0].parameters"},
 		{"parameters not a schema", strings.Replace(toolModule, `{"type":"object"}`, `{"type":"objekt"}`, 1), "tools[0].parameters: not a valid JSON Schema"},
 		{"parameters with a remote $ref", strings.Replace(toolModule, `{"type":"object"}`, `{"$ref":"https://example.com/s.json"}`, 1), "tools[0].parameters: not a valid JSON Schema"},
+		{"negative max_fee", strings.Replace(toolModule, `"description":"Current time"`, `"max_fee":-1,"description":"Current time"`, 1), "tools[0].max_fee"},
 		{"declared twice", strings.Replace(toolModule, `}]}`, `},{"type":"service:datetime","name":"clock","description":"x","parameters":{}}]}`, 1), "declared twice"},
 		{"tool_call on an adapter", strings.Replace(toolModule, `"plugin"`, `"adapter"`, 1), "not a hook of kind adapter"},
 	}

@@ -681,6 +681,12 @@ type Request struct {
 	// (Ledger.Hold): the reservation's hold is drawn from it first, and
 	// only the rest must fit the account.
 	Envelope *Envelope
+	// Fees is held beside the tokens for fees the run may add before it
+	// settles (a server-tool turn holds one call's fee ceiling: an
+	// account that cannot pay for one call is refused before the turn
+	// is sent, not charged for a turn whose calls cannot run). Fees
+	// added later come out of it first, as out of HoldFees.
+	Fees Nanos
 }
 
 // bound is the worst case of req: its prompt and each choice's output
@@ -716,7 +722,7 @@ func (req Request) At(t Target) Request {
 // reserving).
 func WorstCase(req Request) Nanos {
 	prompt, output := req.bound()
-	return RatesOf(req.Price).WorstCase(prompt, output, req.Images)
+	return usage.AddSat(RatesOf(req.Price).WorstCase(prompt, output, req.Images), max(req.Fees, 0))
 }
 
 // Reserve holds the worst-case cost of req against the key's account and
@@ -733,14 +739,14 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 		req.ID = NewID()
 	}
 	rates := RatesOf(req.Price)
-	prompt, output := req.bound()
-	hold := rates.WorstCase(prompt, output, req.Images)
+	hold := WorstCase(req)
+	_, output := req.bound()
 	now := l.now()
 	r := &Reservation{
 		l: l, ID: req.ID, keyHash: k.Hash, keyName: k.Name, limit: k.Limit, reset: k.LimitReset,
 		model: req.Model, provider: req.Provider, streamed: req.Streamed, created: now,
 		promptEst: req.PromptTokens, maxOut: output, images: req.Images, choices: max(req.Choices, 1), rates: rates,
-		env: req.Envelope,
+		env: req.Envelope, feeHold: max(req.Fees, 0),
 	}
 	a := l.account(k.AccountID)
 	r.acct = a

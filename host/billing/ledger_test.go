@@ -607,3 +607,48 @@ func TestHoldFees(t *testing.T) {
 	}
 	mustAudit(t, e.l)
 }
+
+// Request.Fees is held with the tokens (an account that cannot cover it is
+// refused before anything is sent), moves with them on a fallback
+// (Retarget), and pays the fees added later before the hold grows.
+func TestReserveHoldsFees(t *testing.T) {
+	e, k := newEnv(t, testHold+5_000_000, nil, "", Options{})
+	req := testReq("gen-fees-refused")
+	req.Fees = 6_000_000
+	if _, aerr := e.l.Reserve(k, req); aerr == nil || aerr.Status != 402 {
+		t.Fatalf("a fee hold past the credit: %v", aerr)
+	}
+	req = testReq("gen-fees")
+	req.Fees = 4_000_000
+	if w := WorstCase(req); w != testHold+4_000_000 {
+		t.Fatalf("worst case %s, want the tokens' and the fees'", w)
+	}
+	r, aerr := e.l.Reserve(k, req)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	if r.Hold() != testHold+4_000_000 || r.FeesHeld() != 4_000_000 {
+		t.Fatalf("hold %s, fees held %s", r.Hold(), r.FeesHeld())
+	}
+	if aerr := r.Retarget(Target{Provider: "p2", Price: testPrice, MaxOutputTokens: 500}); aerr != nil {
+		t.Fatal(aerr)
+	}
+	if r.Hold() != testHold+4_000_000 {
+		t.Fatalf("hold %s after a fallback: the fee hold must stay", r.Hold())
+	}
+	r.AddFees(Fee{Tool: "service:x", Calls: 1, Cost: 3_000_000})
+	if r.FeesHeld() != 1_000_000 || r.Hold() != testHold+4_000_000 {
+		t.Fatalf("fees held %s, hold %s: the fee comes out of the fee hold", r.FeesHeld(), r.Hold())
+	}
+	g, err := r.Settle(Outcome{Usage: Usage{PromptTokens: 100, CompletionTokens: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Charged != 120_000+3_000_000 || g.Uncollected != 0 {
+		t.Fatalf("charged %s uncollected %s", g.Charged, g.Uncollected)
+	}
+	if b := e.l.Balance(e.acct); b.Held != 0 || b.Usage != g.Charged {
+		t.Fatalf("balance %+v", b)
+	}
+	mustAudit(t, e.l)
+}

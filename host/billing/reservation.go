@@ -207,7 +207,7 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 	a := r.acct
 	if r.l.shared {
 		a.mu.Lock()
-		delta := usage.AddSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images)) - r.hold
+		delta := usage.AddSat(usage.AddSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images)), r.feeHold) - r.hold
 		a.mu.Unlock()
 		if delta > 0 {
 			if e := r.l.leaseFor(a, r.keyHash, r.limit, r.reset, r.keyName, delta, nil); e != nil {
@@ -220,7 +220,8 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 		a.mu.Unlock()
 		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID)
 	}
-	hold := usage.AddSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images))
+	// The fees held (Request.Fees) move with the tokens' worst case.
+	hold := usage.AddSat(usage.AddSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images)), r.feeHold)
 	if delta := hold - r.hold; delta > 0 {
 		if e := r.l.fits(a, r.key, r, delta, r.l.now()); e != nil {
 			a.mu.Unlock()
@@ -272,6 +273,15 @@ func (r *Reservation) HoldFees(amount Nanos) *apierr.Error {
 	a.mu.Unlock()
 	r.l.putHold(rec)
 	return nil
+}
+
+// FeesHeld is what the hold still keeps for fees not yet reported
+// (Request.Fees and HoldFees, less the fees AddFees took from it).
+func (r *Reservation) FeesHeld() Nanos {
+	a := r.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return r.feeHold
 }
 
 // Note records an anomaly the caller saw (a tool fee above the operator's

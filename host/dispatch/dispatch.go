@@ -89,6 +89,9 @@ type Job struct {
 	// belongs to (a module's planned sub-requests): its hold is drawn from
 	// it first (billing.Ledger.Hold).
 	Envelope *billing.Envelope
+	// Fees is held with the tokens for fees the run may add before it
+	// settles (billing.Request.Fees); counted in Budget's worst case.
+	Fees billing.Nanos
 	// Budget, when > 0, is the most this run may hold: its worst case at
 	// the first endpoint must fit, else Run returns ErrOverBudget before
 	// holding or sending anything; a fallback whose worst case (with the
@@ -168,7 +171,7 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
 		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
-		Envelope: job.Envelope,
+		Envelope: job.Envelope, Fees: job.Fees,
 	}
 	if job.Budget > 0 && billing.WorstCase(breq) > job.Budget {
 		return nil, ErrOverBudget
@@ -363,6 +366,10 @@ func (r *Result) AddFees(fees ...billing.Fee) { r.res.AddFees(fees...) }
 
 // HoldFees grows this run's hold before tools run (billing.Reservation.HoldFees).
 func (r *Result) HoldFees(amount billing.Nanos) *apierr.Error { return r.res.HoldFees(amount) }
+
+// FeesHeld is what this run's hold keeps for fees not yet reported
+// (billing.Reservation.FeesHeld).
+func (r *Result) FeesHeld() billing.Nanos { return r.res.FeesHeld() }
 
 // Note records an anomaly on this run's generation (billing.Reservation.Note).
 func (r *Result) Note(anomaly string) { r.res.Note(anomaly) }

@@ -374,7 +374,7 @@ func (s *Core) chargePluginFees(res *dispatch.Result, pl *pipeline.Pipeline) {
 			s.Log.Warn("a plugin reported a cost that is not a dollar amount; not charged", "plugin", f.Plugin, "cost", f.Cost)
 			continue
 		}
-		if n = s.capFee(res, "plugin "+f.Plugin, n); n > 0 {
+		if n = s.capFee(res, "plugin "+f.Plugin, n, s.feeCeiling()); n > 0 {
 			fees = append(fees, billing.Fee{Tool: "plugin:" + f.Plugin, Calls: 1, Cost: n})
 		}
 	}
@@ -393,15 +393,15 @@ func (s *Core) feeCeiling() billing.Nanos {
 	return billing.FromUSD(f)
 }
 
-// capFee is what a fee who reported is charged: itself, or the ceiling
-// when it is above it — then logged and noted on res's generation record
+// capFee is what a fee who reported is charged: itself, or ceiling (the
+// operator's limits.max_tool_fee_per_call, or a tool's lower max_fee) when
+// it is above it — then logged and noted on res's generation record
 // (upstream_anomaly; syctl audit lists it).
-func (s *Core) capFee(res *dispatch.Result, who string, fee billing.Nanos) billing.Nanos {
-	c := s.feeCeiling()
-	if fee <= c {
+func (s *Core) capFee(res *dispatch.Result, who string, fee, ceiling billing.Nanos) billing.Nanos {
+	if fee <= ceiling {
 		return fee
 	}
-	s.Log.Warn("a fee above limits.max_tool_fee_per_call was charged at the ceiling", "module", who, "reported", fee.USD(), "ceiling", c.USD())
-	res.Note(fmt.Sprintf("%s reported a fee of %s, above this gateway's ceiling of %s a call (limits.max_tool_fee_per_call): charged %s", who, fee, c, c))
-	return c
+	s.Log.Warn("a fee above its ceiling was charged at the ceiling", "module", who, "reported", fee.USD(), "ceiling", ceiling.USD())
+	res.Note(fmt.Sprintf("%s reported a fee of %s, above its ceiling of %s a call (the lower of limits.max_tool_fee_per_call and the tool's max_fee): charged %s", who, fee, ceiling, ceiling))
+	return ceiling
 }

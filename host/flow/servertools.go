@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/switchyard/switchyard/host/tools"
+	"github.com/switchyard/switchyard/host/usage"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/host/wire"
@@ -51,6 +52,9 @@ type toolLoop struct {
 	searches int    // service:web_search calls run
 	calls    []map[string]any
 	stopped  string // the budget that ended the loop, if one did
+	// unfunded: calls of the last turn did not run because their fees
+	// could not be held (holdFees); the loop then ends.
+	unfunded bool
 	last     *dispatch.Result
 	prev     []byte      // the last turn's completion, for an answer that stops before the next (stopEarly)
 	tw       *pushWriter // the client's stream; nil for a JSON answer
@@ -246,9 +250,10 @@ func (r *Request) serverTools() Outcome {
 		env: tools.Env{RequestID: r.ID, Account: r.Key.AccountID, Model: r.Model()}, maxCalls: maxToolCalls(r.ChatRequest)}
 	if r.Stream {
 		l.streaming = true
-		first, aerr := r.core.Dispatcher.Run(r.ctx, l.job(set.Body(r.Body, tools.First), r.ID))
+		j := l.job(set.Body(r.Body, tools.First), r.ID, tools.First)
+		first, aerr := r.core.Dispatcher.Run(r.ctx, j)
 		if aerr != nil {
-			return fail(aerr, r.failedMeta(first))
+			return fail(l.unfundedFirst(first, aerr, j), r.failedMeta(first))
 		}
 		l.first = first
 		r.Keep() // the stream's: closed when it ends
@@ -352,7 +357,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		if l.first != nil {
 			l.first = nil // sent before the stream opened
 		} else if aerr = l.admitTurn(); aerr == nil {
-			j := l.job(l.set.Body(l.body, turn), id)
+			j := l.job(l.set.Body(l.body, turn), id, turn)
 			if l.turns > 0 {
 				// A later turn runs only if its worst case fits what
 				// max_cost leaves, and the credits: else the loop ends
@@ -364,6 +369,9 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 				j.Budget = b
 			}
 			r, aerr = l.req.core.Dispatcher.Run(ctx, j)
+			if l.turns == 0 && aerr != nil {
+				aerr = l.unfundedFirst(r, aerr, j)
+			}
 			if l.turns > 0 && r == nil && aerr != nil && aerr.Status == http.StatusPaymentRequired {
 				why := "insufficient_credits"
 				if aerr == dispatch.ErrOverBudget {
@@ -423,18 +431,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		}
 		l.steps++
 		l.asked += len(server)
-		// The calls' fees are held at the ceiling before they run: a turn
-		// whose hold cannot grow by that much runs none of them.
-		if aerr := r.HoldFees(l.req.core.feeCeiling() * billing.Nanos(l.toRun(len(server)))); aerr != nil {
-			_, g, serr := r.SettleRecord(raw, u, finish)
-			if serr != nil {
-				return nil, serr
-			}
-			l.req.spend.add(g)
-			r.Succeeded(0, int(u.CompletionTokens))
-			return nil, l.feesRefused(aerr, l.toRun(len(server)))
-		}
-		outs := l.runCalls(ctx, r, server)
+		outs := l.runCalls(ctx, r, server, l.holdFees(r, server[:l.toRun(len(server))]))
 		if fees := feesOf(outs); len(fees) > 0 {
 			r.AddFees(fees...)
 		}
@@ -530,20 +527,82 @@ func (l *toolLoop) afterTurn(e *apierr.Error) *apierr.Error {
 	return &out
 }
 
-// feesRefused words the 402 of a turn whose tool calls were not run: the
-// hold could not cover their fees at the ceiling. The turn itself (and
-// the turns before it) were served and charged.
-func (l *toolLoop) feesRefused(e *apierr.Error, calls int) *apierr.Error {
+// unfundedFirst words the 402 of a first turn refused before it was sent
+// when its hold included a tool call's fee (Job.Fees): the client should
+// know that the fee, not the tokens alone, did not fit. Other errors pass.
+func (l *toolLoop) unfundedFirst(r *dispatch.Result, e *apierr.Error, j *dispatch.Job) *apierr.Error {
+	if r != nil || e.Status != http.StatusPaymentRequired || j.Fees <= 0 || e == dispatch.ErrOverBudget {
+		return e
+	}
 	out := *e
-	out.Message = fmt.Sprintf("the server-tool loop stopped at turn %d before running its %d tool call(s): their fees are held at this gateway's ceiling of %s a call (limits.max_tool_fee_per_call) before they run, and that hold was refused: %s (the %d turn(s) so far were charged: %s)",
-		l.turns, calls, l.req.core.feeCeiling(), e.Message, l.turns, l.req.spend.total())
+	out.Message = fmt.Sprintf("%s (a request with server tools holds, beside its tokens, the most one tool call may cost: %s, the lower of limits.max_tool_fee_per_call and the tool's max_fee; nothing was charged)", e.Message, j.Fees.USD())
 	return &out
+}
+
+// callCeiling is the most one call of the tool named name is charged and
+// what is held for it before it runs: limits.max_tool_fee_per_call, or
+// the tool's manifest max_fee when that is lower (a free tool holds
+// nothing).
+func (l *toolLoop) callCeiling(name string) billing.Nanos {
+	c := l.req.core.feeCeiling()
+	if t := l.set.Named(name); t != nil {
+		if m, ok := t.MaxFee(); ok && m < c {
+			return m
+		}
+	}
+	return c
+}
+
+// turnFees is what a turn holds with its tokens (Job.Fees): the most one
+// call of the request's server tools may cost, so that the account that
+// cannot pay for one call is refused before the turn is sent, and the
+// turn's first call can always run. Nothing on a turn that cannot call.
+func (l *toolLoop) turnFees(turn tools.Turn) billing.Nanos {
+	if turn == tools.Final || l.executed >= l.maxCalls {
+		return 0
+	}
+	var most billing.Nanos
+	for _, t := range l.set.Tools {
+		most = max(most, l.callCeiling(t.Name))
+	}
+	return most
+}
+
+// holdFees holds the fees of a turn's calls at their ceilings before they
+// run and returns how many of them may run: all of them, or the most
+// whose fees the account's credit and the key's limit can still cover.
+// The turn's reservation already holds one call's fee (turnFees), so at
+// least one runs. Holds only grow, so the largest prefix that fits is
+// found by bisection, each refused try holding nothing.
+func (l *toolLoop) holdFees(r *dispatch.Result, calls []tools.Call) int {
+	prefix := make([]billing.Nanos, len(calls)+1)
+	for i, c := range calls {
+		prefix[i+1] = usage.AddSat(prefix[i], l.callCeiling(c.Name))
+	}
+	fits := func(k int) bool {
+		need := prefix[k] - r.FeesHeld()
+		return need <= 0 || r.HoldFees(need) == nil
+	}
+	if fits(len(calls)) {
+		return len(calls)
+	}
+	lo, hi := 0, len(calls)-1 // fits(lo) holds; fits(len(calls)) did not
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	l.unfunded = true
+	return lo
 }
 
 // job is the dispatcher's request for one turn: the conversation so far,
 // streamed from the upstream when the client streams, with the prompt
 // bounds of this turn's body.
-func (l *toolLoop) job(body []byte, id string) *dispatch.Job {
+func (l *toolLoop) job(body []byte, id string, step tools.Turn) *dispatch.Job {
 	stream := l.streaming
 	body, _ = sjson.SetBytes(body, "stream", stream)
 	body, _ = sjson.DeleteBytes(body, "stream_options")
@@ -553,6 +612,7 @@ func (l *toolLoop) job(body []byte, id string) *dispatch.Job {
 	turn.PromptTokens = validate.EstimateTokens(len(gjson.GetBytes(body, "messages").Raw))
 	req := &Request{ChatRequest: &turn, Key: l.req.Key, core: l.req.core, group: l.req.group, pl: l.req.pl}
 	j := req.job(id)
+	j.Fees = l.turnFees(step)
 	if !stream {
 		j.Read = l.readTurn
 	}
@@ -640,21 +700,25 @@ func (l *toolLoop) dropServerCalls(raw []byte, msg gjson.Result, client []tools.
 // calls past it get a result saying so (every call needs a result).
 // A fee above limits.max_tool_fee_per_call is charged at the ceiling and
 // noted on the turn's record (f).
-func (l *toolLoop) runCalls(ctx context.Context, f *dispatch.Result, calls []tools.Call) []tools.Outcome {
+func (l *toolLoop) runCalls(ctx context.Context, f *dispatch.Result, calls []tools.Call, funded int) []tools.Outcome {
 	n := l.toRun(len(calls))
 	outs := make([]tools.Outcome, 0, len(calls))
-	outs = append(outs, l.set.RunAll(ctx, l.env, calls[:n])...)
+	outs = append(outs, l.set.RunAll(ctx, l.env, calls[:funded])...)
 	reported := make([]billing.Nanos, len(outs))
 	for i := range outs {
-		if c := l.req.core.capFee(f, "tool "+outs[i].Type, outs[i].Cost); c != outs[i].Cost {
+		if c := l.req.core.capFee(f, "tool "+outs[i].Type, outs[i].Cost, l.callCeiling(outs[i].Name)); c != outs[i].Cost {
 			reported[i], outs[i].Cost = outs[i].Cost, c
 		}
+	}
+	for _, c := range calls[funded:n] {
+		outs = append(outs, tools.Skipped(l.set.Named(c.Name), c,
+			fmt.Sprintf("not run: the fee this call may cost (up to %s) could not be held: the account's credit or the key's limit is used up; answer with what you have", l.callCeiling(c.Name).USD())))
 	}
 	for _, c := range calls[n:] {
 		outs = append(outs, tools.Skipped(l.set.Named(c.Name), c,
 			fmt.Sprintf("not run: this request's limit of %d server-tool calls (max_tool_calls) is reached; answer with what you have", l.maxCalls)))
 	}
-	l.executed += n
+	l.executed += funded
 	for i, o := range outs {
 		if o.Status != "skipped" && o.Type == "service:web_search" {
 			l.searches++
@@ -745,6 +809,9 @@ func (l *toolLoop) stopWhy(finish string, outs []tools.Outcome) string {
 	})
 	if why == "" && l.executed >= l.maxCalls {
 		why = "max_tool_calls"
+	}
+	if why == "" && l.unfunded {
+		why = "insufficient_credits"
 	}
 	return why
 }

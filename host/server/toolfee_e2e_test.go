@@ -40,42 +40,100 @@ func TestToolFeeCeiling(t *testing.T) {
 	}
 }
 
-// A turn's tool calls run only once the hold covers their fees at the
-// ceiling: a key whose limit leaves less than that after the turn's own
-// hold gets 402 before the tool runs, with the model's turn charged and
-// nothing more.
+// A turn that may call a tool holds one call's fee ceiling with its
+// tokens: a key whose limit leaves less than that is refused with 402
+// before the turn is sent, and nothing is charged (until 2026-11-29 the
+// turn was charged and the request ended with 402 before its call ran).
 func TestToolFeeHeldBeforeCall(t *testing.T) {
 	g := start(t, gatewaytest.Options{})
 	publishToolTest(t, g)
 	tl := `[{"type":"service:tooltest"}]`
-	// The same request without a call (same length): one turn, whose hold
-	// is what turn 1 holds for the model.
-	_, probe := post(t, g, "/chat/completions", toolsBody(`xxxx:tooltest args:{"cost":"0.0001"}`, tl, `,"max_tokens":50`))
-	held := usd(t, generation(t, g, g.Key, probe.Get("id").Str).Get("held"))
-	key := newLimitedKey(t, g, (held + 500_000_000).USD()) // $0.50 short of the $1 ceiling
+	tokens := turnTokenHold(t, g, tl)
+	key := newLimitedKey(t, g, (tokens + 500_000_000).USD()) // $0.50 short of the $1 ceiling
 	before := g.Ledger.Balance(g.AccountID)
 	resp, body := post(t, g, "/chat/completions", toolsBody(`call:tooltest args:{"cost":"0.0001"}`, tl, `,"max_tokens":50`), "Authorization", "Bearer "+key)
 	wantError(t, resp, body, http.StatusPaymentRequired, "limits.max_tool_fee_per_call")
 	wantError(t, resp, body, http.StatusPaymentRequired, "Key limit exceeded")
+	wantError(t, resp, body, http.StatusPaymentRequired, "nothing was charged")
 	if err := g.Ledger.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	used := g.Ledger.Balance(g.AccountID).Usage - before.Usage
-	var recs []*billing.Generation // the limited key's: turn 1's alone
+	if used := g.Ledger.Balance(g.AccountID).Usage - before.Usage; used != 0 {
+		t.Fatalf("charged %s for a request refused before it was sent", used)
+	}
+	if recs := keyRecords(t, g, key); len(recs) != 0 {
+		t.Fatalf("records of a refused request: %+v", recs)
+	}
+}
+
+// turnTokenHold is what the first turn of a request offering tl holds for
+// its tokens: a probe of the same length that calls no tool, its hold less
+// the $1 fee ceiling it holds beside them.
+func turnTokenHold(t *testing.T, g *gatewaytest.Gateway, tl string) billing.Nanos {
+	t.Helper()
+	_, probe := post(t, g, "/chat/completions", toolsBody(`xxxx:tooltest args:{"cost":"0.0001"}`, tl, `,"max_tokens":50`))
+	return usd(t, generation(t, g, g.Key, probe.Get("id").Str).Get("held")) - 1_000_000_000
+}
+
+// keyRecords are the generation records of key's requests.
+func keyRecords(t *testing.T, g *gatewaytest.Gateway, key string) []*billing.Generation {
+	t.Helper()
+	var recs []*billing.Generation
 	if err := g.Ledger.Generations(g.AccountID, func(r *billing.Generation) bool {
-		if r.KeyHash != keys.HashOf(key) {
-			return true
+		if r.KeyHash == keys.HashOf(key) {
+			recs = append(recs, r)
 		}
-		recs = append(recs, r)
 		return true
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 1 || used == 0 || used > held || recs[0].Charged != used || recs[0].FeesCost != 0 || len(recs[0].Fees) != 0 {
-		t.Fatalf("charged %s (turn 1's hold %s); records %+v", used, held, recs)
+	return recs
+}
+
+// A turn whose calls' fees do not all fit runs as many as the credit
+// covers — at least one, held with the turn — and tells the model the
+// others did not run; the loop then ends with an answer (200,
+// stopped_by insufficient_credits), every fee that ran charged once.
+func TestToolFeesRunAsManyAsFunded(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	publishToolTest(t, g)
+	tl := `[{"type":"service:tooltest"}]`
+	tokens := turnTokenHold(t, g, tl)
+	key := newLimitedKey(t, g, (tokens + 1_500_000_000).USD()) // one $1 ceiling and a half
+	resp, body := post(t, g, "/chat/completions", toolsBody(`call:tooltest call:tooltest args:{"cost":"0.0001"}`, tl, `,"max_tokens":50`),
+		"Authorization", "Bearer "+key, "X-Service-Metadata", "enabled")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
 	}
-	if !strings.Contains(body.Get("error.message").Str, used.String()) {
-		t.Fatalf("message %q does not say what was charged (%s)", body.Get("error.message").Str, used.USD())
+	stage := toolStage(t, body)
+	calls := stage.Get("data.calls").Array()
+	if len(calls) != 2 || calls[0].Get("status").Str != "completed" || calls[1].Get("status").Str != "skipped" ||
+		!strings.Contains(calls[1].Get("error").Str, "could not be held") || stage.Get("data.stopped_by").Str != "insufficient_credits" {
+		t.Fatalf("stage %s", stage.Raw)
+	}
+	if err := g.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	var fees billing.Nanos
+	for _, r := range keyRecords(t, g, key) {
+		fees += r.FeesCost
+	}
+	if fees != 100_000 { // $0.0001, the call that ran
+		t.Fatalf("fees charged %s, want $0.0001", fees)
+	}
+}
+
+// A free tool (max_fee 0 in its manifest: service:datetime) holds no fee:
+// a key with cents left runs it (until 2026-11-29 every call held the $1
+// ceiling, and such a key got 402).
+func TestFreeToolHoldsNoFee(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	_, probe := post(t, g, "/chat/completions", toolsBody("xxxx:datetime", "", `,"max_tokens":50`))
+	held := usd(t, generation(t, g, g.Key, probe.Get("id").Str).Get("held"))
+	key := newLimitedKey(t, g, (held + 50_000_000).USD()) // five cents more than a turn holds
+	resp, body := post(t, g, "/chat/completions", toolsBody("call:datetime", "", `,"max_tokens":50`), "Authorization", "Bearer "+key)
+	if resp.StatusCode != http.StatusOK || body.Get("usage.server_tool_use_details.turns").Int() != 2 {
+		t.Fatalf("%d %s", resp.StatusCode, body.Raw)
 	}
 }
 
@@ -92,8 +150,8 @@ func TestServerToolMaxCostHeld(t *testing.T) {
 	id := probe.Get("id").Str
 	cost1 := usd(t, generation(t, g, g.Key, id).Get("total_cost"))
 	t2 := generation(t, g, g.Key, id+"-2")
-	// Its hold less the fee hold of its one call (the $1 ceiling).
-	held2, cost2 := usd(t, t2.Get("held"))-1_000_000_000, usd(t, t2.Get("total_cost"))
+	// A datetime call holds no fee (max_fee 0): its hold is its tokens'.
+	held2, cost2 := usd(t, t2.Get("held")), usd(t, t2.Get("total_cost"))
 	// Room for turn 2's worst case, not for turn 3's (whose prompt is
 	// longer, and turn 2 cost something).
 	max := cost1 + held2 + cost2/2

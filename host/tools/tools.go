@@ -296,6 +296,15 @@ type Outcome struct {
 	Duration time.Duration
 }
 
+// MaxFee is the most one call of t costs by its manifest (max_fee), and
+// whether the manifest says.
+func (t *Tool) MaxFee() (billing.Nanos, bool) {
+	if t.decl == nil || t.decl.MaxFee == nil {
+		return 0, false
+	}
+	return billing.FromUSD(*t.decl.MaxFee), true
+}
+
 // Run runs one call of t. It never fails: a failure is a result the model
 // can read ({"error": …}), so the loop goes on.
 func (t *Tool) Run(ctx context.Context, env Env, c Call) Outcome {

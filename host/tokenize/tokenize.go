@@ -19,6 +19,7 @@ package tokenize
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -175,6 +176,37 @@ func (e *Encoder) Count(text string) int {
 	return n + e.bpe.encode(text, nil, nil)
 }
 
+// CountContext is Count for a caller with a deadline (a module's
+// count_tokens host call, inside the module's time limit): it counts in
+// segments of ctxSegmentBytes, cut where Count would give the same tokens
+// (segmentCut), and stops with ctx's error between two segments once ctx
+// is done. A text with no such cut past a point (64 KiB without a space
+// between letters) is counted whole from there.
+func (e *Encoder) CountContext(ctx context.Context, text string) (int, error) {
+	n := 0
+	for len(text) > ctxSegmentBytes {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		cut := segmentCut(text, ctxSegmentBytes)
+		if cut < 0 {
+			break
+		}
+		n += e.bpe.encode(text[:cut], nil, nil)
+		text = text[cut:]
+	}
+	if err := ctx.Err(); err != nil {
+		return n, err
+	}
+	if text == "" {
+		return n, nil
+	}
+	return n + e.bpe.encode(text, nil, nil), nil
+}
+
+// ctxSegmentBytes is CountContext's segment: about a millisecond of prose.
+const ctxSegmentBytes = 64 << 10
+
 // segmentBytes bounds the text encoded at once. It was for regexp2, which
 // held its whole input as []rune plus a match per piece (a 30 MB
 // completion cost about 400 MB); the splitters hold nothing, and the cut
@@ -204,6 +236,17 @@ func Count(model, text string) (int64, error) {
 		return 0, err
 	}
 	return int64(e.Count(text)), nil
+}
+
+// CountWithin is Count that gives up with ctx's error once ctx is done
+// (Encoder.CountContext).
+func CountWithin(ctx context.Context, model, text string) (int64, error) {
+	e, err := ForModel(model)
+	if err != nil {
+		return 0, err
+	}
+	n, err := e.CountContext(ctx, text)
+	return int64(n), err
 }
 
 // CountChatPrompt counts the prompt tokens of a chat request body and its

@@ -153,7 +153,13 @@ func (m *Module) ensure(ctx context.Context) error {
 	if m.loadErr != nil {
 		return m.loadErr
 	}
-	if m.loadErr = m.load(ctx); m.loadErr == nil {
+	err := m.load(ctx)
+	if err != nil && m.refetch != nil {
+		// A parked module compiled before: what failed is reading it
+		// again (a store that may answer the next call), not kept.
+		return err
+	}
+	if m.loadErr = err; m.loadErr == nil {
 		m.bin, m.fetch = nil, nil // compiled: the binary is no longer needed
 		if m.slots == nil {
 			// A tenant's calls are metered and isolated per call

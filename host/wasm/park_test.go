@@ -3,6 +3,7 @@ package wasm_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -133,4 +134,38 @@ func TestParkRacesCalls(t *testing.T) {
 	if int(fetches.Load()) != n+1 && int(fetches.Load()) != n {
 		t.Fatalf("%d parks but %d compilations: each park but a last one is followed by one compilation", n, fetches.Load())
 	}
+}
+
+// A parked module whose binary cannot be read again (the store failed)
+// fails that call with 502 and is read again on the next: a transient
+// store error does not break the module for good.
+func TestParkedModuleRefetchFailureIsNotKept(t *testing.T) {
+	e := wasm.NewEngine(wasm.Config{Tenants: wasm.TenantLimits{TimeoutMS: 1000, CompiledIdle: time.Hour}, PoolTrimEvery: 1 << 40})
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	m, err := manifest.Parse([]byte(`{"name":"t","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := counterModule(nil, false)
+	var fail atomic.Bool
+	mod, err := e.LoadTenantStored(context.Background(), "acct_a", m, bin, func() ([]byte, error) {
+		if fail.Load() {
+			return nil, fmt.Errorf("store unavailable")
+		}
+		return bin, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mod.Close(context.Background()) })
+	callCounter(t, mod)
+	if n := e.ParkIdle(time.Now().Add(2 * time.Hour)); n != 1 {
+		t.Fatalf("parked %d", n)
+	}
+	fail.Store(true)
+	if err := counterCall(mod); err == nil || !strings.Contains(err.Error(), "store unavailable") {
+		t.Fatalf("call with the store down: %v", err)
+	}
+	fail.Store(false)
+	callCounter(t, mod)
 }

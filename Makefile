@@ -155,7 +155,7 @@ bench:
 	$(GO) test -run=NONE -bench=PluginCall -benchmem -benchtime=2000x ./examples/
 	# The moderation module: precision and recall of its local engine on the
 	# labelled set, then its per-call cost at 1, 10 and 100 KB.
-	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/moderation/moderate/ | sed -n '/moderation local engine/,/benign texts/p'
+	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/moderation/moderate/ | sed -n '/moderation local engine/,/end of moderation tables/p'
 	$(GO) test -run=NONE -bench=Moderation -benchmem -benchtime=20x ./plugins/moderation/moderate/
 	# The response-healing module: each category's repair rate on its
 	# evaluation set (dev and held-out) beside npm jsonrepair's on the same

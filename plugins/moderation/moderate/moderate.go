@@ -64,7 +64,7 @@ func (s *Settings) action(cat string) string {
 		return a
 	}
 	switch cat {
-	case CatEmail, CatPhone, CatCard, CatSSN, CatIP, CatIBAN:
+	case CatEmail, CatPhone, CatCard, CatSSN, CatIP, CatIBAN, CatPassport, CatAddress, CatSecret:
 		if a, ok := s.Policy["pii"]; ok {
 			return a
 		}

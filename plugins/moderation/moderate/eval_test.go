@@ -126,13 +126,13 @@ func (res *evalResult) table(b *strings.Builder, title string) {
 	for _, g := range gs {
 		s := res.groups[g]
 		switch {
-		case strings.HasPrefix(g, "inj"):
-			fmt.Fprintf(b, "  %-24s %5d %5s %5d %9s %7.3f\n", "  injection "+strings.TrimPrefix(strings.TrimPrefix(g, "injection-"), "inj-"), s.tp, "", s.fn, "", s.recall())
-		case strings.HasPrefix(g, "benign") && len(gs) > 3:
+		case strings.HasPrefix(g, "inj") || g == "fresh-injection":
+			fmt.Fprintf(b, "  %-24s %5d %5s %5d %9s %7.3f\n", "  injection "+strings.TrimPrefix(strings.TrimPrefix(strings.TrimSuffix(g, "-injection"), "injection-"), "inj-"), s.tp, "", s.fn, "", s.recall())
+		case (strings.HasPrefix(g, "benign") || strings.HasSuffix(g, "-benign")) && len(gs) > 3:
 			fmt.Fprintf(b, "  %-24s %5s %5d %5s\n", "  "+g+" flagged", "", s.fp, "")
 		}
 	}
-	if title != "eval.jsonl, first set" {
+	if !strings.HasPrefix(title, "eval.jsonl") {
 		var p evalScore
 		for _, c := range LocalCategories {
 			if c != CatInjection {
@@ -158,25 +158,30 @@ func TestEvalSet(t *testing.T) {
 	if len(base) < 300 || len(real) < 200 {
 		t.Fatalf("the sets have %d and %d rows; they must have at least 300 and 200", len(base), len(real))
 	}
-	var dev, held []evalRow
+	var dev, held, fresh []evalRow
 	for _, r := range real {
-		if r.Split == "heldout" {
+		switch r.Split {
+		case "heldout":
 			held = append(held, r)
-		} else {
+		case "fresh":
+			fresh = append(fresh, r)
+		default:
 			dev = append(dev, r)
 		}
 	}
-	rb, rd, rh := evaluate(base), evaluate(dev), evaluate(held)
+	rb, rd, rh, rf := evaluate(base), evaluate(dev), evaluate(held), evaluate(fresh)
 	var b strings.Builder
 	fmt.Fprintln(&b, "moderation local engine (plugins/moderation/testdata):")
 	rb.table(&b, "eval.jsonl, first set")
 	rd.table(&b, "real.jsonl, dev split")
 	rh.table(&b, "real.jsonl, held-out split")
+	rf.table(&b, "real.jsonl, fresh split (written after the detector; reported, not gated)")
 	fmt.Fprintln(&b, "end of moderation tables")
 	t.Log("\n" + b.String())
 	misses := append(rb.misses, rd.misses...)
 	if os.Getenv("MODERATION_EVAL_HELDOUT") != "" {
 		misses = append(misses, rh.misses...)
+		misses = append(misses, rf.misses...)
 	}
 	for _, m := range misses {
 		t.Log(m)

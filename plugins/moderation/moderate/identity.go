@@ -95,9 +95,10 @@ func addresses(text string, add func(cat string, s, e int)) {
 			j++
 		}
 		w := text[i:j]
-		hit := streetWords[strings.ToLower(w)]
+		var buf [16]byte
+		hit := len(w) <= len(buf) && streetWords[string(lowerASCII(buf[:0], w))]
 		if !hit && len(w) > 6 {
-			l := strings.ToLower(w)
+			l := w[len(w)-7:]
 			hit = strings.HasSuffix(l, "straße") || strings.HasSuffix(l, "strasse") || strings.HasSuffix(l, "weg") || strings.HasSuffix(l, "allee") || strings.HasSuffix(l, "platz")
 		}
 		if hit {
@@ -136,3 +137,17 @@ func addresses(text string, add func(cat string, s, e int)) {
 // isLetterByte: an ASCII letter or a byte of a non-ASCII character (the
 // word scans treat "Musterstraße" as one word).
 func isLetterByte(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' || c >= 0x80 }
+
+// lowerASCII appends w lower-cased (ASCII letters only) to b: a map lookup
+// with string(b) does not allocate, where strings.ToLower on every word of
+// a long text would.
+func lowerASCII(b []byte, w string) []byte {
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}

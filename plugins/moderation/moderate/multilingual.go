@@ -134,7 +134,8 @@ func multilingual(text string) []Finding {
 			for j < len(text) && isLetterByte(text[j]) {
 				j++
 			}
-			if !gated && multiGate[strings.ToLower(text[i:j])] {
+			var buf [24]byte
+			if !gated && j-i <= len(buf) && multiGate[string(lowerASCII(buf[:0], text[i:j]))] {
 				gated = true
 			}
 			i = j

@@ -120,3 +120,26 @@ func BenchmarkModerationLocalNative(b *testing.B) {
 		})
 	}
 }
+
+// adversarial is text that wakes every gated pass of the engine — the
+// multilingual check (ignore verbs in five scripts), the decoders (ROT13
+// and reversed signs, percent escapes), Markdown images, street words,
+// secret prefixes and passport context — without completing a finding, so
+// every pass runs to the end: the engine's cost stays linear in the size.
+const adversarial = "Ignora el ruido de fondo. Забудь про встречу. 请忽略错别字。前の指示書を見て。 " +
+	"gur cyna naq lbh. metsys tpmorp. 100%25 of %41%42 done. ![a](https://x.example/i.png?a=b) " +
+	"Walk 12 blocks down the main street. sk-abc AKIA eyJ0 xoxb- ghp_ passport ok. "
+
+// BenchmarkModerationLocalAdversarial is the native engine on that text at
+// 1, 10 and 100 KB: time per byte must not grow with the size.
+func BenchmarkModerationLocalAdversarial(b *testing.B) {
+	for _, sz := range sizes {
+		b.Run(sz.name, func(b *testing.B) {
+			text := strings.Repeat(adversarial, sz.n/len(adversarial)+1)[:sz.n]
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				moderate.Local(text)
+			}
+		})
+	}
+}

@@ -43,6 +43,36 @@ var injectionRules = []rule{
 	{"new-task", "new real actual only instead", regexp.MustCompile(`\byour (?:new|real|actual|only) (?:task|role|job|instructions?|purpose|goal) (?:is|are|will be)\b|\bfollow (?:these|my) (?:new )?(?:instructions|commands|orders) (?:instead|only)\b|\bobey only\b|\bfollow my commands only\b`)},
 	{"fake-system-turn", "system assistant im_start im_end sys inst instruction", regexp.MustCompile(`</?\s*(?:system|assistant|im_start|im_end|sys)\s*>|\[/?(?:inst|sys)\]|^\s*(?:system|###\s*(?:system|instruction))\s*:[^.!?\n]{0,60}?\b(?:ignore|revoked?|obey|override|must|only|new|disregard|reveal)\b`)},
 	{"pwned", "pwned", regexp.MustCompile(`\bi have been pwned\b`)},
+	// Polite paraphrases: the same requests without the trigger verbs
+	// ("set aside the guidance you were given", "pay no attention to what
+	// the developers told you", "the exact wording of your instructions").
+	{"set-aside-instructions", "aside side mind head", regexp.MustCompile(`\b(?:set(?:ting)?|put(?:ting)?|lay(?:ing)?|push(?:ing)?|cast(?:ing)?)\b[^.!?\n]{0,60}?\b(?:aside|to one side|out of your (?:mind|head))\b`)},
+	{"let-go-of-instructions", "let attention listen", regexp.MustCompile(`\b(?:let go of|pay no attention to|(?:do not|don't|stop) pay(?:ing)? (?:any )?attention to|(?:do not|don't|stop) listen(?:ing)? to)\b[^.!?\n]{0,40}?\b(?:guidance|directions|directives|instructions|rules|polic(?:y|ies)|guidelines|told you|were told|developers?|system prompt|earlier|previous|prior)\b`)},
+	{"extract-wording", "wording word verbatim setup configures configuration hidden", regexp.MustCompile(`\b(?:exact wording|word for word|verbatim|everything in your)\b[^.!?\n]{0,60}?\b(?:instructions|prompt|setup|configuration|told you|wrote to you|directives)\b|\b(?:instructions|prompt|setup text|what the developers?|what you were told)\b[^.!?\n]{0,60}?\b(?:word for word|verbatim)\b|\b(?:what the developers? (?:wrote|told|said) (?:to )?you)\b|\b(?:your|the) (?:setup|configuration|hidden) text\b|\btext that (?:configures|sets you up|defines|instructs) you\b|\byour hidden (?:setup|configuration|instructions)\b`)},
+	{"no-limits", "limits policies rules restrictions filters guidelines", regexp.MustCompile(`\bwithout (?:your|the|any of your) (?:usual |normal |regular )?(?:limits|rules|restrictions|filters|guidelines|policies)\b|\bas if (?:there were|you had) no (?:rules|policies|restrictions|limits|filters|guidelines)\b`)},
+}
+
+// deviceWords: "developer mode" on a phone, browser or OS is a setting,
+// not a jailbreak.
+var deviceWords = regexp.MustCompile(`\b(?:android|phone|iphone|ipad|ios|pixel|samsung|galaxy|xiaomi|tablet|chrome|chromebook|firefox|edge|browser|extension|windows|macos|mac|xbox|playstation|settings|usb|debugging|sideload|device|app|apps|vs code|router|tv)\b`)
+
+// metaWords: a sentence that quotes an attack phrase to explain it
+// ("attackers type phrases like 'ignore all previous instructions'").
+var metaWords = regexp.MustCompile(`\b(?:attackers?|phrases? (?:like|such as)|such as|for example|e\.g|known as|called|article|explains?|explaining|defend|detect|training|researchers?|example|quote|quoted|means?)\b`)
+
+// exempt reports a match that is a harmless look-alike: developer mode on
+// a device, or an attack phrase quoted inside a sentence about attacks.
+func exempt(rule, sentence string, m0, m1 int) bool {
+	if rule == "developer-mode" && deviceWords.MatchString(sentence) {
+		return true
+	}
+	q0 := strings.LastIndexAny(sentence[:m0], "\"'“‘«")
+	q1 := strings.IndexAny(sentence[m1:], "\"'”’»")
+	if q0 < 0 || q1 < 0 {
+		return false
+	}
+	outside := sentence[:q0] + " " + sentence[m1+q1:]
+	return metaWords.MatchString(outside)
 }
 
 // ruleWords maps each gating word to the rules it wakes.
@@ -73,6 +103,12 @@ func Injection(text string) []Finding {
 		}
 		return fs
 	}
+	if fs := exfiltration(text); fs != nil {
+		return fs
+	}
+	if fs := multilingual(text); fs != nil {
+		return fs
+	}
 	type variant struct{ prefix, text string }
 	var vs []variant
 	spaced, leet := obfuscated(folded)
@@ -93,6 +129,16 @@ func Injection(text string) []Finding {
 	for _, d := range decodeHex(text) {
 		f, _ := fold(d)
 		vs = append(vs, variant{"hex:", collapse(f)})
+	}
+	if looksROT13(norm) {
+		vs = append(vs, variant{"rot13:", rot13(norm)})
+	}
+	if looksReversed(norm) {
+		vs = append(vs, variant{"reversed:", reverse(norm)})
+	}
+	if d, ok := percentDecode(text); ok {
+		f, _ := fold(d)
+		vs = append(vs, variant{"url:", collapse(f)})
 	}
 	for _, v := range vs {
 		if fs := matchRules(v.text, v.prefix); fs != nil {
@@ -117,6 +163,9 @@ func matchRules(s, prefix string) []Finding {
 		for _, r := range woke {
 			marked[r] = false
 			for _, m := range injectionRules[r].re.FindAllStringIndex(s[start:end], -1) {
+				if exempt(injectionRules[r].name, s[start:end], m[0], m[1]) {
+					continue
+				}
 				fs = append(fs, Finding{Category: CatInjection, Start: start + m[0], End: start + m[1], Pattern: prefix + injectionRules[r].name})
 			}
 		}

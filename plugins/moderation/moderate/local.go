@@ -17,15 +17,19 @@ const (
 	CatSSN       = "ssn"
 	CatIP        = "ip-address"
 	CatIBAN      = "iban"
+	CatPassport  = "passport"
+	CatAddress   = "address"
+	CatSecret    = "secret"
 	CatInjection = "prompt-injection"
 )
 
 // LocalCategories lists the local engine's categories in report order.
-var LocalCategories = []string{CatEmail, CatPhone, CatCard, CatSSN, CatIP, CatIBAN, CatInjection}
+var LocalCategories = []string{CatEmail, CatPhone, CatCard, CatSSN, CatIP, CatIBAN, CatPassport, CatAddress, CatSecret, CatInjection}
 
 var labels = map[string]string{
 	CatEmail: "[EMAIL]", CatPhone: "[PHONE]", CatCard: "[CREDIT_CARD]", CatSSN: "[SSN]",
-	CatIP: "[IP_ADDRESS]", CatIBAN: "[IBAN]", CatInjection: "[PROMPT_INJECTION]",
+	CatIP: "[IP_ADDRESS]", CatIBAN: "[IBAN]", CatPassport: "[PASSPORT]", CatAddress: "[ADDRESS]",
+	CatSecret: "[SECRET]", CatInjection: "[PROMPT_INJECTION]",
 }
 
 // Label is what redaction writes in place of a finding of category cat.
@@ -54,18 +58,26 @@ func (f Finding) Spanless() bool { return f.Start == 0 && f.End == 0 }
 // RE2 (Go's regexp) runs in time linear in the input, so no input can make
 // these patterns backtrack; \b is ASCII-only, which is what numbers need.
 var (
-	reEmail = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,24}`)
+	// E-mail, internationalised too (RFC 6531 local parts and IDNA
+	// domains: jürgen@müller.de, ivan@пример.рф, zhang@例子.中国).
+	reEmail = regexp.MustCompile(`[\p{L}\p{N}._%+\-]+@[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+)*\.(?:[A-Za-z]{2,24}|xn--[a-z0-9\-]{2,59}|\p{L}{2,24})`)
 	// Phone numbers: international (+CC …), NANP with separators, and
 	// national numbers with a trunk 0 written in groups. Bare digit runs
 	// are never phones: they are far more often ids, amounts or years.
 	rePhoneIntl = regexp.MustCompile(`\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){2,6}`)
 	rePhoneNANP = regexp.MustCompile(`(?:\(\d{3}\)\s?|\b\d{3}[.\- ])\d{3}[.\- ]\d{4}\b`)
-	rePhoneNat  = regexp.MustCompile(`\b0\d{2,4}[ \-]\d{3,6}(?:[ \-]\d{3,4})?\b`)
-	reCard      = regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`)
-	reSSN       = regexp.MustCompile(`\b(\d{3})([\- ])(\d{2})([\- ])(\d{4})\b`)
-	reIPv4      = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
-	reIPv6      = regexp.MustCompile(`[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}`)
-	reIBAN      = regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`)
+	// national numbers with a trunk 0: an area code and the subscriber
+	// number in groups (030 12345678, 030/9018 2235, 0161 496 0000), and
+	// the French ten digits in pairs with one kind of separator.
+	rePhoneNat = regexp.MustCompile(`\b0\d{2,4}(?:[ \-]|\s?/\s?)\d{3,8}(?:[ \-]\d{2,5})?\b`)
+	// Five pairs are also how lottery draws and dates are written, so the
+	// French format counts after a word that names a phone number.
+	rePhoneFR = regexp.MustCompile(`\b0[1-9](?: \d{2}){4}\b|\b0[1-9](?:\.\d{2}){4}\b|\b0[1-9](?:-\d{2}){4}\b`)
+	reCard    = regexp.MustCompile(`\b\d(?:[ .\-]?\d){12,18}\b`)
+	reSSN     = regexp.MustCompile(`\b(\d{3})([\- ])(\d{2})([\- ])(\d{4})\b`)
+	reIPv4    = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
+	reIPv6    = regexp.MustCompile(`[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}`)
+	reIBAN    = regexp.MustCompile(`\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?\b`)
 )
 
 // Local runs the local engine on one text.
@@ -98,12 +110,17 @@ func pii(text string) []Finding {
 	// numbers, around each "CC00" for IBANs and each "::"-bearing token for
 	// IPv6. Prose is mostly neither, so a long clean text costs a few
 	// byte scans (Go's regexp costs far more per byte than a scan).
+	// Credentials first: their digits must not read as cards or phones.
+	secrets(text, add)
 	for _, w := range around(text, "@", 64, 256) {
 		each(reEmail, text, w, func(s, e int) { add(CatEmail, s, e) })
 	}
 	if !hasDigit(text) {
+		sort.Slice(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
 		return fs
 	}
+	passports(text, add)
+	addresses(text, add)
 	for _, w := range ibanStarts(text) {
 		each(reIBAN, text, w, func(s, e int) {
 			if s == w[0] && bounded(text, s, s) {
@@ -161,6 +178,11 @@ func pii(text string) []Finding {
 					}
 				})
 			}
+			each(rePhoneFR, text, w, func(s, e int) {
+				if bounded(text, s, e) && !versionLike(text, s, e) && phoneBefore(text, s) {
+					add(CatPhone, s, e)
+				}
+			})
 		}
 	}
 	for _, w := range around(text, ":", 40, 40) {
@@ -241,23 +263,41 @@ func numericRuns(text string) [][2]int {
 	return ws
 }
 
-// ibanStarts returns windows starting at each "CC00" (two capitals, two
-// digits) that begins a word: where an IBAN may start.
+// ibanStarts returns windows starting at each "CC00" (two letters of one
+// case, two digits) that begins a word: where an IBAN may start (written
+// in lower case too: the checksum, not the case, tells an IBAN).
 func ibanStarts(text string) [][2]int {
 	var ws [][2]int
 	up := func(c byte) bool { return c >= 'A' && c <= 'Z' }
+	lo := func(c byte) bool { return c >= 'a' && c <= 'z' }
 	for i := 0; i+4 <= len(text); i++ {
-		if up(text[i]) && up(text[i+1]) && isDigit(text[i+2]) && isDigit(text[i+3]) && bounded(text, i, i) {
+		if (up(text[i]) && up(text[i+1]) || lo(text[i]) && lo(text[i+1])) && isDigit(text[i+2]) && isDigit(text[i+3]) && bounded(text, i, i) {
 			ws = append(ws, [2]int{i, min(len(text), i+42)})
 		}
 	}
 	return ws
 }
 
-// ssnBefore reports "SSN" (any case) just before position s.
+// ssnBefore reports a word naming an SSN ("SSN", "SS#", "social
+// security") just before position s: nine bare digits are an SSN only
+// then (Presidio's context words for its US_SSN recognizer).
 func ssnBefore(text string, s int) bool {
-	b := strings.ToLower(text[max(0, s-8):s])
-	return strings.Contains(b, "ssn")
+	b := strings.ToLower(text[max(0, s-32):s])
+	return strings.Contains(b, "ssn") || strings.Contains(b, "ss#") || strings.Contains(b, "social security") || strings.Contains(b, "soc. sec")
+}
+
+// phoneWords name a phone number in the languages whose formats the
+// engine knows.
+var phoneWords = []string{"phone", "tel", "call", "ring", "mobile", "cell", "fax", "contact", "reach", "appel", "numéro", "portable", "joignable", "fixe", "handy", "ruf", "nummer", "teléfono", "telefono", "llama", "chiama", "cellulare", "telefone", "ligue"}
+
+func phoneBefore(text string, s int) bool {
+	b := strings.ToLower(text[max(0, s-40):s])
+	for _, w := range phoneWords {
+		if strings.Contains(b, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasDigit(s string) bool {
@@ -374,9 +414,29 @@ func ipv4(text string, s, e int) bool {
 	if a, err := netip.ParseAddr(text[s:e]); err != nil || !a.Is4() {
 		return false // an octet above 255, or a leading zero
 	}
-	// "version 1.2.3.4" and "v1.2.3.4" are versions.
-	before := strings.ToLower(text[max(0, s-9):s])
-	return !strings.Contains(before, "version")
+	if mask(text[s:e]) {
+		return false
+	}
+	// "version 1.2.3.4", "upgrade from 1.2.3.4" are versions; a netmask
+	// is not an address either.
+	before := strings.ToLower(text[max(0, s-24):s])
+	for _, w := range []string{"version", "release", "upgrade", "update", "build", "firmware", "netmask", "mask"} {
+		if strings.Contains(before, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// mask reports a subnet mask (255.255.255.0): ones, then zeros.
+func mask(s string) bool {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() {
+		return false
+	}
+	b := a.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	return b[0] == 255 && (^v)&(^v+1) == 0
 }
 
 func ipv6(text string, s, e int) bool {
@@ -392,7 +452,7 @@ func ipv6(text string, s, e int) bool {
 // have swallowed a following word) until the ISO 7064 mod-97 check holds.
 func iban(text string, s, e int) (int, int, bool) {
 	for e-s >= 15 {
-		c := strings.ReplaceAll(text[s:e], " ", "")
+		c := strings.ToUpper(strings.ReplaceAll(text[s:e], " ", ""))
 		if n, ok := ibanLength[c[:2]]; (!ok || n == len(c)) && len(c) >= 15 && len(c) <= 34 && Mod97(c) {
 			return s, e, true
 		}

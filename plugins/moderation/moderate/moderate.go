@@ -11,6 +11,7 @@ package moderate
 
 import (
 	"encoding/json"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -64,7 +65,7 @@ func (s *Settings) action(cat string) string {
 		return a
 	}
 	switch cat {
-	case CatEmail, CatPhone, CatCard, CatSSN, CatIP, CatIBAN:
+	case CatEmail, CatPhone, CatCard, CatSSN, CatIP, CatIBAN, CatPassport, CatAddress, CatSecret:
 		if a, ok := s.Policy["pii"]; ok {
 			return a
 		}
@@ -315,7 +316,7 @@ func blockBody(hits []hit, texts []text, model string, requiredBy []string, d de
 	}
 	md := map[string]any{
 		"reasons":       reasons,
-		"flagged_input": Elide(texts[first.text].s, 100),
+		"flagged_input": Elide(maskSecrets(texts[first.text].s, hits, first.text), 100),
 		"engine":        first.engine,
 		"model_slug":    model,
 	}
@@ -339,6 +340,34 @@ func reason(x *hit) string {
 		return x.engine + ": " + x.Pattern
 	}
 	return x.engine + ": " + x.Category
+}
+
+// maskSecrets replaces the secrets found in text ti with their label: a
+// block echoes the input back as flagged_input, and a key must never be
+// in a response (nor in the logs that keep responses).
+func maskSecrets(s string, hits []hit, ti int) string {
+	var spans [][2]int
+	for _, x := range hits {
+		if x.text == ti && x.Category == CatSecret && !x.Spanless() {
+			spans = append(spans, [2]int{x.Start, x.End})
+		}
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
+	var b strings.Builder
+	last := 0
+	for _, sp := range spans {
+		if sp[0] < last {
+			continue
+		}
+		b.WriteString(s[last:sp[0]])
+		b.WriteString(Label(CatSecret))
+		last = sp[1]
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // Elide cuts s to at most n characters (runes), eliding the middle with

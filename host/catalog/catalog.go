@@ -4,7 +4,10 @@
 // for concurrent use without locks; live health lives elsewhere (host/route).
 package catalog
 
-import "sort"
+import (
+	"net/http"
+	"sort"
+)
 
 // Kind says which operation a model serves.
 type Kind string
@@ -36,6 +39,10 @@ type Provider struct {
 	// APIKey is the upstream secret. It never leaves the host: adapters emit
 	// the placeholder ${API_KEY} and the host substitutes it (see docs/abi.md).
 	APIKey string
+	// Auth, when set, is the host-side credential scheme (host/credentials)
+	// that authorizes the finished request instead of the key placeholder:
+	// SigV4 signing, OAuth tokens, Azure's api-key header.
+	Auth Authorizer
 	// DataCollection is "allow" when the provider may retain or train on
 	// prompts, "deny" when it does not.
 	DataCollection string
@@ -52,6 +59,18 @@ type Provider struct {
 	// MaxMessages is the most messages a chat request may have (0: no
 	// known limit); the context-compression plugin keeps to it.
 	MaxMessages int
+}
+
+// Authorizer adds a provider's credentials to the final upstream request
+// (implemented by host/credentials; an interface here so that the catalog
+// does not depend on cloud SDKs).
+type Authorizer interface {
+	// Authorize adds the credential to req, whose body is body; an error
+	// is an *apierr.Error with its status.
+	Authorize(req *http.Request, body []byte) error
+	// Scrub removes the scheme's secrets and tokens from text.
+	Scrub(text string) string
+	Name() string
 }
 
 // Endpoint is one model served by one provider.

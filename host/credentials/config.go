@@ -16,8 +16,8 @@ type Config struct {
 	Scheme string `yaml:"scheme"`
 
 	// aws-sigv4
-	Region             string `yaml:"region"`  // default $AWS_REGION, then $AWS_DEFAULT_REGION
-	Service            string `yaml:"service"` // signing name; default "bedrock"
+	Region             string `yaml:"region"`                // default $AWS_REGION, then $AWS_DEFAULT_REGION
+	Service            string `yaml:"service"`               // signing name; default "bedrock"
 	AccessKeyIDEnv     string `yaml:"access_key_id_env"`     // default AWS_ACCESS_KEY_ID
 	SecretAccessKeyEnv string `yaml:"secret_access_key_env"` // default AWS_SECRET_ACCESS_KEY
 	SessionTokenEnv    string `yaml:"session_token_env"`     // default AWS_SESSION_TOKEN

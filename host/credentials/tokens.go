@@ -122,7 +122,6 @@ func newAzureAD(tenant, clientID, secret, scope, tokenURL string) *bearer {
 	return b
 }
 
-
 // azureKey sends Azure's api-key header.
 type azureKey struct {
 	secrets

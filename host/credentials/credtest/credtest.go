@@ -252,4 +252,3 @@ func oauthError(w http.ResponseWriter, code, desc string) {
 	w.WriteHeader(http.StatusBadRequest)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": desc})
 }
-

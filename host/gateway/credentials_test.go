@@ -1,0 +1,176 @@
+package gateway_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard/switchyard/host/credentials/credtest"
+	"github.com/switchyard/switchyard/host/demo"
+	"github.com/switchyard/switchyard/host/gatewaytest"
+)
+
+// checked is an OpenAI-wire fake upstream (host/demo) behind a check of
+// the credential, the way the cloud's front door does it: a refusal is
+// the cloud's own error body and status.
+func checked(t *testing.T, check func(r *http.Request, body []byte) error) string {
+	up := demo.New()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := check(r, body); err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `{"message":%q}`, err.Error())
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		up.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+// TestProviderCredentialSchemes: a chat request reaches each kind of
+// cloud provider with the credential the cloud checks — a SigV4
+// signature recomputed from the secret (Bedrock's OpenAI-compatible
+// endpoint), a service-account token from a token endpoint that checks
+// the JWT (Vertex AI's OpenAI-compatible endpoint), Azure's api-key and
+// an Entra ID token — and never with the adapter's own key header; a
+// provider whose secret is wrong is an error that does not show it.
+func TestProviderCredentialSchemes(t *testing.T) {
+	const (
+		akid      = "AKIAIOSFODNN7EXAMPLE"
+		secret    = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+		azureKey  = "azurekey0123456789abcdef01234567"
+		adSecret  = "azure-client-secret-Q~0123456789abcdefghij"
+		saEmail   = "gateway@switchyard-test.iam.gserviceaccount.com"
+		wrongAWS  = "wrongSecretwrongSecretwrongSecretwrong00"
+		region    = "us-west-2"
+		noKeyHdrs = "no adapter key header"
+	)
+	key, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	sa, _ := json.Marshal(map[string]string{"type": "service_account", "client_email": saEmail, "private_key_id": "k1",
+		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))})
+	saPath := filepath.Join(t.TempDir(), "sa.json")
+	if err := os.WriteFile(saPath, sa, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	google := credtest.NewTokenServer(time.Hour, time.Now)
+	t.Cleanup(google.Close)
+	google.PublicKey, google.Issuer, google.Scope = &key.PublicKey, saEmail, "https://www.googleapis.com/auth/cloud-platform"
+	entra := credtest.NewTokenServer(time.Hour, time.Now)
+	t.Cleanup(entra.Close)
+	entra.ClientID, entra.ClientSecret, entra.Scope = "client-1", adSecret, "https://cognitiveservices.azure.com/.default"
+
+	noKey := func(r *http.Request) error {
+		if strings.Contains(r.Header.Get("Authorization"), "${") || r.URL.Query().Has("key") {
+			return fmt.Errorf("%s: %v", noKeyHdrs, r.Header)
+		}
+		return nil
+	}
+	sigv4 := func(r *http.Request, body []byte) error {
+		if r.Header.Get("Authorization") == "" {
+			return fmt.Errorf("no signature")
+		}
+		return credtest.VerifySigV4(r, body, akid, secret, "", time.Now())
+	}
+	urls := map[string]string{
+		"bedrock":     checked(t, sigv4),
+		"bedrock-bad": checked(t, sigv4),
+		"vertex": checked(t, func(r *http.Request, _ []byte) error {
+			if r.Header.Get("x-goog-api-key") != "" {
+				return fmt.Errorf("%s", noKeyHdrs)
+			}
+			return google.Check(r.Header.Get("Authorization"))
+		}),
+		"azure": checked(t, func(r *http.Request, _ []byte) error {
+			if r.Header.Get("api-key") != azureKey {
+				return fmt.Errorf("Access denied due to invalid subscription key or wrong API endpoint.")
+			}
+			if r.Header.Get("Authorization") != "" {
+				return fmt.Errorf("%s", noKeyHdrs)
+			}
+			return nil
+		}),
+		"azure-ad": checked(t, func(r *http.Request, _ []byte) error {
+			if err := noKey(r); err != nil {
+				return err
+			}
+			return entra.Check(r.Header.Get("Authorization"))
+		}),
+	}
+	yml := fmt.Sprintf(`demo: false
+timeouts: {attempt: 5s, request: 30s}
+providers:
+  - {slug: bedrock, adapter: openai, base_url: %q, auth: {scheme: aws-sigv4, region: %s}}
+  - {slug: bedrock-bad, adapter: openai, base_url: %q, auth: {scheme: aws-sigv4, region: %s, secret_access_key_env: WRONG_SECRET}}
+  - {slug: vertex, adapter: openai, base_url: %q, auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
+  - {slug: azure, adapter: openai, base_url: %q, api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
+  - {slug: azure-ad, adapter: openai, base_url: %q, auth: {scheme: azure-ad, tenant_id: t1, client_id: client-1, token_url: %q}}
+models:
+`, urls["bedrock"], region, urls["bedrock-bad"], region, urls["vertex"], saPath, google.URL, urls["azure"], urls["azure-ad"], entra.URL)
+	for _, slug := range []string{"bedrock", "bedrock-bad", "vertex", "azure", "azure-ad"} {
+		yml += fmt.Sprintf("  - {id: test/%s, endpoints: [{provider: %s, upstream_model: echo, price: {prompt: 1, completion: 2}}]}\n", slug, slug)
+	}
+	g, err := gatewaytest.Start(gatewaytest.Options{ConfigYAML: yml, Quiet: true, Env: map[string]string{
+		"AWS_ACCESS_KEY_ID": akid, "AWS_SECRET_ACCESS_KEY": secret, "WRONG_SECRET": wrongAWS,
+		"AZURE_OPENAI_API_KEY": azureKey, "AZURE_CLIENT_SECRET": adSecret,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+
+	for _, c := range []struct{ model, stream string }{
+		{"test/bedrock", "false"}, {"test/bedrock", "true"}, {"test/vertex", "false"},
+		{"test/azure", "false"}, {"test/azure-ad", "false"}, {"test/azure-ad", "true"},
+	} {
+		t.Run(c.model+" stream="+c.stream, func(t *testing.T) {
+			resp, b, err := g.Request("POST", "/chat/completions",
+				`{"model":"`+c.model+`","stream":`+c.stream+`,"messages":[{"role":"user","content":"hello there"}]}`)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%v %d %s", err, resp.StatusCode, b)
+			}
+			if c.stream == "false" && !strings.Contains(gjson.GetBytes(b, "choices.0.message.content").Str, "hello there") {
+				t.Fatalf("answer: %s", b)
+			}
+			if c.stream == "true" && !strings.Contains(string(b), "[DONE]") {
+				t.Fatalf("stream: %s", b)
+			}
+		})
+	}
+	if n := google.Minted(); n != 1 {
+		t.Fatalf("the service account's token was minted %d times for one request", n)
+	}
+	if n := entra.Minted(); n != 1 {
+		t.Fatalf("the Entra ID token was minted %d times for two requests, want once (cached)", n)
+	}
+
+	resp, b, err := g.Request("POST", "/chat/completions", `{"model":"test/bedrock-bad","messages":[{"role":"user","content":"hi"}]}`)
+	if err != nil || resp.StatusCode == 200 || gjson.GetBytes(b, "error.message").Str == "" {
+		t.Fatalf("a provider refusing the signature: %v %d %s", err, resp.StatusCode, b)
+	}
+	for _, s := range []string{wrongAWS, secret, wrongAWS[:12]} {
+		if strings.Contains(string(b), s) {
+			t.Fatalf("the response shows a secret: %s", b)
+		}
+	}
+}

@@ -28,7 +28,10 @@ import (
 // the credential, the way the cloud's front door does it: a refusal is
 // the cloud's own error body and status.
 func checked(t *testing.T, check func(r *http.Request, body []byte) error) string {
-	up := demo.New()
+	return checkedAt(t, demo.New(), "/v1", check)
+}
+
+func checkedAt(t *testing.T, up http.Handler, prefix string, check func(r *http.Request, body []byte) error) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if err := check(r, body); err != nil {
@@ -41,7 +44,7 @@ func checked(t *testing.T, check func(r *http.Request, body []byte) error) strin
 		up.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
+	return srv.URL + prefix
 }
 
 // TestProviderCredentialSchemes: a chat request reaches each kind of
@@ -101,6 +104,14 @@ func TestProviderCredentialSchemes(t *testing.T) {
 			}
 			return google.Check(r.Header.Get("Authorization"))
 		}),
+		// Gemini on Vertex AI: the Gemini adapter's paths under the
+		// project's publisher URL, a bearer token instead of the key.
+		"vertex-gemini": checkedAt(t, demo.NewGemini(), "/v1/projects/p1/locations/us-central1/publishers/google", func(r *http.Request, _ []byte) error {
+			if r.Header.Get("x-goog-api-key") != "" || !strings.HasPrefix(r.URL.Path, "/v1/projects/p1/locations/us-central1/publishers/google/models/gemini-test:") {
+				return fmt.Errorf("%s: %s %v", noKeyHdrs, r.URL.Path, r.Header)
+			}
+			return google.Check(r.Header.Get("Authorization"))
+		}),
 		"azure": checked(t, func(r *http.Request, _ []byte) error {
 			if r.Header.Get("api-key") != azureKey {
 				return fmt.Errorf("Access denied due to invalid subscription key or wrong API endpoint.")
@@ -123,12 +134,17 @@ providers:
   - {slug: bedrock, adapter: openai, base_url: %q, auth: {scheme: aws-sigv4, region: %s}}
   - {slug: bedrock-bad, adapter: openai, base_url: %q, auth: {scheme: aws-sigv4, region: %s, secret_access_key_env: WRONG_SECRET}}
   - {slug: vertex, adapter: openai, base_url: %q, auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
+  - {slug: vertex-gemini, adapter: gemini, base_url: %q, auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
   - {slug: azure, adapter: openai, base_url: %q, api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
   - {slug: azure-ad, adapter: openai, base_url: %q, auth: {scheme: azure-ad, tenant_id: t1, client_id: client-1, token_url: %q}}
 models:
-`, urls["bedrock"], region, urls["bedrock-bad"], region, urls["vertex"], saPath, google.URL, urls["azure"], urls["azure-ad"], entra.URL)
-	for _, slug := range []string{"bedrock", "bedrock-bad", "vertex", "azure", "azure-ad"} {
-		yml += fmt.Sprintf("  - {id: test/%s, endpoints: [{provider: %s, upstream_model: echo, price: {prompt: 1, completion: 2}}]}\n", slug, slug)
+`, urls["bedrock"], region, urls["bedrock-bad"], region, urls["vertex"], saPath, google.URL, urls["vertex-gemini"], saPath, google.URL, urls["azure"], urls["azure-ad"], entra.URL)
+	for _, slug := range []string{"bedrock", "bedrock-bad", "vertex", "vertex-gemini", "azure", "azure-ad"} {
+		upstream := "echo"
+		if slug == "vertex-gemini" {
+			upstream = "gemini-test"
+		}
+		yml += fmt.Sprintf("  - {id: test/%s, endpoints: [{provider: %s, upstream_model: %s, price: {prompt: 1, completion: 2}}]}\n", slug, slug, upstream)
 	}
 	g, err := gatewaytest.Start(gatewaytest.Options{ConfigYAML: yml, Quiet: true, Env: map[string]string{
 		"AWS_ACCESS_KEY_ID": akid, "AWS_SECRET_ACCESS_KEY": secret, "WRONG_SECRET": wrongAWS,
@@ -141,6 +157,7 @@ models:
 
 	for _, c := range []struct{ model, stream string }{
 		{"test/bedrock", "false"}, {"test/bedrock", "true"}, {"test/vertex", "false"},
+		{"test/vertex-gemini", "false"}, {"test/vertex-gemini", "true"},
 		{"test/azure", "false"}, {"test/azure-ad", "false"}, {"test/azure-ad", "true"},
 	} {
 		t.Run(c.model+" stream="+c.stream, func(t *testing.T) {
@@ -157,8 +174,9 @@ models:
 			}
 		})
 	}
-	if n := google.Minted(); n != 1 {
-		t.Fatalf("the service account's token was minted %d times for one request", n)
+	// Each provider caches its own token (two providers, one file here).
+	if n := google.Minted(); n != 2 {
+		t.Fatalf("the service account's tokens were minted %d times for three requests to two providers, want twice (cached)", n)
 	}
 	if n := entra.Minted(); n != 1 {
 		t.Fatalf("the Entra ID token was minted %d times for two requests, want once (cached)", n)

@@ -128,6 +128,25 @@ func TestProviderCredentialSchemes(t *testing.T) {
 			return entra.Check(r.Header.Get("Authorization"))
 		}),
 	}
+	// An Azure deployment whose content filter acts, answering the
+	// documented bodies (testdata/azure/SOURCES.md) by the prompt.
+	promptFiltered, _ := os.ReadFile("testdata/azure/prompt_filtered.json")
+	completionFiltered, _ := os.ReadFile("testdata/azure/completion_filtered.json")
+	filter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Header.Get("api-key") != azureKey:
+			w.WriteHeader(http.StatusUnauthorized)
+		case strings.Contains(string(body), "filtered prompt"):
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write(promptFiltered)
+		default:
+			w.Write(completionFiltered)
+		}
+	}))
+	t.Cleanup(filter.Close)
+	urls["azure-filter"] = filter.URL + "/openai/v1"
 	yml := fmt.Sprintf(`demo: false
 timeouts: {attempt: 5s, request: 30s}
 providers:
@@ -136,10 +155,11 @@ providers:
   - {slug: vertex, adapter: openai, base_url: %q, auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
   - {slug: vertex-gemini, adapter: gemini, base_url: %q, auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
   - {slug: azure, adapter: openai, base_url: %q, api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
+  - {slug: azure-filter, adapter: openai, base_url: %q, api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
   - {slug: azure-ad, adapter: openai, base_url: %q, auth: {scheme: azure-ad, tenant_id: t1, client_id: client-1, token_url: %q}}
 models:
-`, urls["bedrock"], region, urls["bedrock-bad"], region, urls["vertex"], saPath, google.URL, urls["vertex-gemini"], saPath, google.URL, urls["azure"], urls["azure-ad"], entra.URL)
-	for _, slug := range []string{"bedrock", "bedrock-bad", "vertex", "vertex-gemini", "azure", "azure-ad"} {
+`, urls["bedrock"], region, urls["bedrock-bad"], region, urls["vertex"], saPath, google.URL, urls["vertex-gemini"], saPath, google.URL, urls["azure"], urls["azure-filter"], urls["azure-ad"], entra.URL)
+	for _, slug := range []string{"bedrock", "bedrock-bad", "vertex", "vertex-gemini", "azure", "azure-filter", "azure-ad"} {
 		upstream := "echo"
 		if slug == "vertex-gemini" {
 			upstream = "gemini-test"
@@ -190,5 +210,17 @@ models:
 		if strings.Contains(string(b), s) {
 			t.Fatalf("the response shows a secret: %s", b)
 		}
+	}
+
+	// Azure's content filter: a filtered answer is finish_reason
+	// content_filter (not an empty "stop"), a filtered prompt a 400 that
+	// says why.
+	resp, b, err = g.Request("POST", "/chat/completions", `{"model":"test/azure-filter","messages":[{"role":"user","content":"a filtered answer"}]}`)
+	if err != nil || resp.StatusCode != 200 || gjson.GetBytes(b, "choices.0.finish_reason").Str != "content_filter" {
+		t.Fatalf("a filtered completion: %v %d %s", err, resp.StatusCode, b)
+	}
+	resp, b, err = g.Request("POST", "/chat/completions", `{"model":"test/azure-filter","messages":[{"role":"user","content":"a filtered prompt"}]}`)
+	if err != nil || resp.StatusCode != 400 || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "content management policy") {
+		t.Fatalf("a filtered prompt: %v %d %s", err, resp.StatusCode, b)
 	}
 }

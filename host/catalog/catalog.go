@@ -35,7 +35,10 @@ type Provider struct {
 	Slug    string // e.g. "openai", "demo"
 	Name    string // display name
 	BaseURL string // e.g. https://api.openai.com/v1, no trailing slash
-	Adapter string // name of the adapter module that speaks its wire format
+	// BaseQuery is the query of the configured base URL, sent with every
+	// request after the adapter's own (Azure OpenAI's api-version).
+	BaseQuery string
+	Adapter   string // name of the adapter module that speaks its wire format
 	// APIKey is the upstream secret. It never leaves the host: adapters emit
 	// the placeholder ${API_KEY} and the host substitutes it (see docs/abi.md).
 	APIKey string

@@ -637,6 +637,11 @@ func (p *Provider) catalogProvider(cat *catalog.Catalog, demoURL string, getenv 
 	if prov.BaseURL == "" {
 		return nil, fmt.Errorf("config: provider %q needs base_url", p.Slug)
 	}
+	// A query in the base URL (Azure OpenAI's ?api-version=) goes after
+	// the adapter's path, not before it.
+	if base, query, ok := strings.Cut(prov.BaseURL, "?"); ok {
+		prov.BaseURL, prov.BaseQuery = strings.TrimRight(base, "/"), query
+	}
 	return prov, nil
 }
 

@@ -129,7 +129,15 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 	if strings.Contains(path, abi.APIKeyPlaceholder) {
 		path = strings.ReplaceAll(path, abi.APIKeyPlaceholder, url.QueryEscape(key))
 	}
-	req, rerr := http.NewRequestWithContext(ctx, method, ep.Provider.BaseURL+path, bytes.NewReader(ubody))
+	target := ep.Provider.BaseURL + path
+	if q := ep.Provider.BaseQuery; q != "" {
+		if strings.Contains(path, "?") {
+			target += "&" + q
+		} else {
+			target += "?" + q
+		}
+	}
+	req, rerr := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(ubody))
 	if rerr != nil {
 		u.Close()
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,

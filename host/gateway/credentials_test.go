@@ -112,7 +112,13 @@ func TestProviderCredentialSchemes(t *testing.T) {
 			}
 			return google.Check(r.Header.Get("Authorization"))
 		}),
+		// Azure's deployment URL and api-version (the classic API; the
+		// v1 API is the same with /openai/v1 and no version).
 		"azure": checked(t, func(r *http.Request, _ []byte) error {
+			if r.URL.Path != "/v1/openai/deployments/gpt-4o-dep/chat/completions" || r.URL.Query().Get("api-version") != "2024-10-21" {
+				return fmt.Errorf("not a deployment URL with its api-version: %s", r.URL)
+			}
+			r.URL.Path = "/v1/chat/completions" // where the OpenAI-wire fake answers
 			if r.Header.Get("api-key") != azureKey {
 				return fmt.Errorf("Access denied due to invalid subscription key or wrong API endpoint.")
 			}
@@ -154,7 +160,7 @@ providers:
   - {slug: bedrock-bad, adapter: openai, base_url: %q, auth: {scheme: aws-sigv4, region: %s, secret_access_key_env: WRONG_SECRET}}
   - {slug: vertex, adapter: openai, base_url: %q, auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
   - {slug: vertex-gemini, adapter: gemini, base_url: %q, auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
-  - {slug: azure, adapter: openai, base_url: %q, api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
+  - {slug: azure, adapter: openai, base_url: "%s/openai/deployments/gpt-4o-dep?api-version=2024-10-21", api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
   - {slug: azure-filter, adapter: openai, base_url: %q, api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
   - {slug: azure-ad, adapter: openai, base_url: %q, auth: {scheme: azure-ad, tenant_id: t1, client_id: client-1, token_url: %q}}
 models:

@@ -116,3 +116,41 @@ func fixtureCallErr(fields ...string) ([][]byte, error) {
 	}
 	return sdk.Run(adapter.ChatRequest, bs...)
 }
+
+// FuzzStreamEvent: any event and state give chunks or an error, never a
+// panic (the state is the module's own, but an event is the upstream's).
+func FuzzStreamEvent(f *testing.F) {
+	for _, line := range strings.Split(strings.TrimSpace(string(fixture.Read(f, testdata("converse_stream_tool.jsonl")))), "\n") {
+		f.Add(line, `{"calls":1,"idx":{"1":0}}`)
+	}
+	f.Add(`{"throttlingException":{}}`, ``)
+	f.Fuzz(func(t *testing.T, ev, state string) {
+		_, _ = sdk.Run(translate.StreamEvent, []byte(`{}`), []byte(ev), []byte(state))
+	})
+}
+
+// BenchmarkChatRequest: a 1 KB chat with a tool, translated to Converse.
+func BenchmarkChatRequest(b *testing.B) {
+	body := []byte(`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 80) + `"}],` +
+		`"tools":[{"type":"function","function":{"name":"top_song","parameters":{"type":"object","properties":{"sign":{"type":"string"}}}}}],"max_tokens":512}`)
+	ctx := []byte(`{"model":"anthropic.claude-3-haiku-20240307-v1:0"}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := sdk.Run(adapter.ChatRequest, ctx, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStreamEvent: one text delta, the bulk of a stream.
+func BenchmarkStreamEvent(b *testing.B) {
+	ev := []byte(`{"contentBlockDelta":{"delta":{"text":"Hello, how can I help you today?"},"contentBlockIndex":0}}`)
+	st := []byte(`{"calls":0}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := sdk.Run(translate.StreamEvent, []byte(`{}`), ev, st); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

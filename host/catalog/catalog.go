@@ -35,6 +35,9 @@ type Provider struct {
 	Slug    string // e.g. "openai", "demo"
 	Name    string // display name
 	BaseURL string // e.g. https://api.openai.com/v1, no trailing slash
+	// API is the provider's form of its adapter's API, handed to the
+	// adapter in its ctx ("vertex": Anthropic on Vertex AI).
+	API string
 	// BaseQuery is the query of the configured base URL, sent with every
 	// request after the adapter's own (Azure OpenAI's api-version).
 	BaseQuery string

@@ -343,6 +343,9 @@ type Provider struct {
 	// google-service-account, azure-api-key, azure-ad) for providers a
 	// bare key cannot reach (docs/configuration.md, "Provider credentials").
 	Auth *credentials.Config `yaml:"auth"`
+	// API selects a cloud's form of the adapter's API: "vertex" with the
+	// anthropic adapter is Claude on Google Vertex AI (rawPredict).
+	API string `yaml:"api"`
 	// Optional means the provider is used only when its key is set; a
 	// provider without api_key_env (a local server) is always on.
 	DataCollection      string   `yaml:"data_collection"`
@@ -614,6 +617,13 @@ func (p *Provider) catalogProvider(cat *catalog.Catalog, demoURL string, getenv 
 	}
 	if p.Auth != nil && !credentials.UsesAPIKey(p.Auth.Scheme) && p.APIKeyEnv != "" {
 		return nil, fmt.Errorf("config: provider %q: api_key_env is not used by auth scheme %q (its credentials are in the auth block)", p.Slug, p.Auth.Scheme)
+	}
+	switch {
+	case p.API == "":
+	case p.API == "vertex" && p.Adapter == "anthropic":
+		prov.API = p.API
+	default:
+		return nil, fmt.Errorf("config: provider %q: api %q is not known for adapter %q (only vertex, with the anthropic adapter)", p.Slug, p.API, p.Adapter)
 	}
 	if p.Auth != nil && p.Auth.Scheme == credentials.AzureAPIKey && p.APIKeyEnv == "" {
 		return nil, fmt.Errorf("config: provider %q: auth scheme azure-api-key sends the key of api_key_env, which is not set", p.Slug)

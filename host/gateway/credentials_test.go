@@ -34,13 +34,13 @@ func checked(t *testing.T, check func(r *http.Request, body []byte) error) strin
 func checkedAt(t *testing.T, up http.Handler, prefix string, check func(r *http.Request, body []byte) error) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body)) // a check may replace it
 		if err := check(r, body); err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprintf(w, `{"message":%q}`, err.Error())
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		up.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
@@ -114,6 +114,28 @@ func TestProviderCredentialSchemes(t *testing.T) {
 		}),
 		// Azure's deployment URL and api-version (the classic API; the
 		// v1 API is the same with /openai/v1 and no version).
+		// Claude on Vertex AI: the model in the rawPredict URL, the
+		// version in the body, a bearer token; then the Messages fake.
+		"vertex-claude": checkedAt(t, demo.NewAnthropic(), "/v1/projects/p1/locations/us-east5/publishers/anthropic", func(r *http.Request, body []byte) error {
+			const prefix = "/v1/projects/p1/locations/us-east5/publishers/anthropic/models/claude-test@20250101:"
+			method, ok := strings.CutPrefix(r.URL.Path, prefix)
+			stream := gjson.GetBytes(body, "stream").Bool()
+			if !ok || (method != "rawPredict" && method != "streamRawPredict") || (method == "streamRawPredict") != stream {
+				return fmt.Errorf("not a Vertex Claude URL: %s", r.URL.Path)
+			}
+			if gjson.GetBytes(body, "anthropic_version").Str != "vertex-2023-10-16" || gjson.GetBytes(body, "model").Exists() || r.Header.Get("x-api-key") != "" {
+				return fmt.Errorf("not a Vertex Claude body: %s", body)
+			}
+			if err := google.Check(r.Header.Get("Authorization")); err != nil {
+				return err
+			}
+			// What Vertex hands to Claude: the Messages request.
+			r.URL.Path = "/v1/messages"
+			r.Header.Set("anthropic-version", "2023-06-01")
+			r.Header.Set("x-api-key", "vertex")
+			r.Body = io.NopCloser(strings.NewReader(`{"model":"claude-test",` + string(body[1:])))
+			return nil
+		}),
 		"azure": checked(t, func(r *http.Request, _ []byte) error {
 			if r.URL.Path != "/v1/openai/deployments/gpt-4o-dep/chat/completions" || r.URL.Query().Get("api-version") != "2024-10-21" {
 				return fmt.Errorf("not a deployment URL with its api-version: %s", r.URL)
@@ -160,15 +182,16 @@ providers:
   - {slug: bedrock-bad, adapter: openai, base_url: %q, auth: {scheme: aws-sigv4, region: %s, secret_access_key_env: WRONG_SECRET}}
   - {slug: vertex, adapter: openai, base_url: %q, auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
   - {slug: vertex-gemini, adapter: gemini, base_url: %q, auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
+  - {slug: vertex-claude, adapter: anthropic, api: vertex, base_url: %q, auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
   - {slug: azure, adapter: openai, base_url: "%s/openai/deployments/gpt-4o-dep?api-version=2024-10-21", api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
   - {slug: azure-filter, adapter: openai, base_url: %q, api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
   - {slug: azure-ad, adapter: openai, base_url: %q, auth: {scheme: azure-ad, tenant_id: t1, client_id: client-1, token_url: %q}}
 models:
-`, urls["bedrock"], region, urls["bedrock-bad"], region, urls["vertex"], saPath, google.URL, urls["vertex-gemini"], saPath, google.URL, urls["azure"], urls["azure-filter"], urls["azure-ad"], entra.URL)
-	for _, slug := range []string{"bedrock", "bedrock-bad", "vertex", "vertex-gemini", "azure", "azure-filter", "azure-ad"} {
-		upstream := "echo"
-		if slug == "vertex-gemini" {
-			upstream = "gemini-test"
+`, urls["bedrock"], region, urls["bedrock-bad"], region, urls["vertex"], saPath, google.URL, urls["vertex-gemini"], saPath, google.URL, urls["vertex-claude"], saPath, google.URL, urls["azure"], urls["azure-filter"], urls["azure-ad"], entra.URL)
+	for _, slug := range []string{"bedrock", "bedrock-bad", "vertex", "vertex-gemini", "vertex-claude", "azure", "azure-filter", "azure-ad"} {
+		upstream := map[string]string{"vertex-gemini": "gemini-test", "vertex-claude": "claude-test@20250101"}[slug]
+		if upstream == "" {
+			upstream = "echo"
 		}
 		yml += fmt.Sprintf("  - {id: test/%s, endpoints: [{provider: %s, upstream_model: %s, price: {prompt: 1, completion: 2}}]}\n", slug, slug, upstream)
 	}
@@ -184,6 +207,7 @@ models:
 	for _, c := range []struct{ model, stream string }{
 		{"test/bedrock", "false"}, {"test/bedrock", "true"}, {"test/vertex", "false"},
 		{"test/vertex-gemini", "false"}, {"test/vertex-gemini", "true"},
+		{"test/vertex-claude", "false"}, {"test/vertex-claude", "true"},
 		{"test/azure", "false"}, {"test/azure-ad", "false"}, {"test/azure-ad", "true"},
 	} {
 		t.Run(c.model+" stream="+c.stream, func(t *testing.T) {
@@ -200,9 +224,9 @@ models:
 			}
 		})
 	}
-	// Each provider caches its own token (two providers, one file here).
-	if n := google.Minted(); n != 2 {
-		t.Fatalf("the service account's tokens were minted %d times for three requests to two providers, want twice (cached)", n)
+	// Each provider caches its own token (three providers, one file here).
+	if n := google.Minted(); n != 3 {
+		t.Fatalf("the service account's tokens were minted %d times for five requests to three providers, want three (cached)", n)
 	}
 	if n := entra.Minted(); n != 1 {
 		t.Fatalf("the Entra ID token was minted %d times for two requests, want once (cached)", n)

@@ -55,7 +55,15 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	req.Get("messages").ForEach(func(_, m gjson.Result) bool {
 		switch m.Get("role").Str {
 		case "system", "developer":
-			if t := sdk.ContentText(m.Get("content")); t != "" {
+			if c := m.Get("content"); c.IsArray() {
+				c.ForEach(func(_, part gjson.Result) bool {
+					if t := part.Get("text").Str; t != "" {
+						system = append(system, `{"text":`+sdk.Quote(t)+`}`)
+						system = appendCachePoint(system, part)
+					}
+					return true
+				})
+			} else if t := sdk.ContentText(m.Get("content")); t != "" {
 				system = append(system, `{"text":`+sdk.Quote(t)+`}`)
 			}
 		case "user":
@@ -180,6 +188,7 @@ func userBlocks(c gjson.Result) ([]string, error) {
 		case "text":
 			if t := part.Get("text").Str; t != "" {
 				blocks = append(blocks, `{"text":`+sdk.Quote(t)+`}`)
+				blocks = appendCachePoint(blocks, part)
 			}
 		case "image_url":
 			mt, data, ok := sdk.DataURL(part.Get("image_url.url").Str)
@@ -201,6 +210,17 @@ func userBlocks(c gjson.Result) ([]string, error) {
 		return true
 	})
 	return blocks, err
+}
+
+// appendCachePoint marks the end of a cached prefix: a content part with
+// cache_control (Anthropic's marker, as OpenRouter-style clients send it)
+// is followed by Converse's cachePoint block, which caches everything
+// before it on the models that support prompt caching.
+func appendCachePoint(blocks []string, part gjson.Result) []string {
+	if part.Get("cache_control").Exists() {
+		blocks = append(blocks, `{"cachePoint":{"type":"default"}}`)
+	}
+	return blocks
 }
 
 // docName is a document's name as Bedrock allows it (letters, digits,

@@ -113,10 +113,17 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 		out.Member("system", "["+strings.Join(system, ",")+"]")
 	}
 	var ic []string
-	if v := p.Get("max_completion_tokens"); v.Exists() {
-		ic = append(ic, `"maxTokens":`+v.Raw)
-	} else if v := p.Get("max_tokens"); v.Exists() {
-		ic = append(ic, `"maxTokens":`+v.Raw)
+	budget := thinking(req, &p, sdk.Get(ctx, "model").Str)
+	maxTokens := p.Get("max_completion_tokens")
+	if !maxTokens.Exists() {
+		maxTokens = p.Get("max_tokens")
+	}
+	switch {
+	case budget > 0 && (!maxTokens.Exists() || maxTokens.Int() <= budget):
+		// Claude wants room to answer beyond its thinking budget.
+		ic = append(ic, `"maxTokens":`+itoa(budget+4096))
+	case maxTokens.Exists():
+		ic = append(ic, `"maxTokens":`+maxTokens.Raw)
 	}
 	for _, name := range [][2]string{{"temperature", "temperature"}, {"top_p", "topP"}} {
 		if v := p.Get(name[0]); v.Exists() {
@@ -136,14 +143,45 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	if tc := toolConfig(p.Get("tools"), p.Get("tool_choice")); tc != "" {
 		out.Member("toolConfig", tc)
 	}
+	// Model-specific fields, outside Converse's common ones: top_k (not in
+	// inferenceConfig; Anthropic's and others' models take it here) and
+	// Claude's extended thinking.
+	var extra []string
 	if v := p.Get("top_k"); v.Exists() {
-		// Not in Converse's inferenceConfig; Anthropic's and others' models
-		// take it as a model-specific field.
-		out.Member("additionalModelRequestFields", `{"top_k":`+v.Raw+`}`)
+		extra = append(extra, `"top_k":`+v.Raw)
+	}
+	if budget > 0 {
+		extra = append(extra, `"thinking":{"type":"enabled","budget_tokens":`+itoa(budget)+`}`)
+	}
+	if len(extra) > 0 {
+		out.Member("additionalModelRequestFields", "{"+strings.Join(extra, ",")+"}")
 	}
 	out.Byte('}')
 	out.Close()
 	return nil
+}
+
+// thinkingBudget is the thinking budget of each reasoning effort, as the
+// anthropic adapter sends it to Claude.
+var thinkingBudget = map[string]int64{"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32000, "max": 32000}
+
+// thinking is the thinking budget a request asks for (reasoning_effort,
+// reasoning.effort or reasoning.max_tokens), for Claude models only:
+// Converse passes reasoning settings through as model-specific fields,
+// and only Anthropic's take them in this form (model ids
+// anthropic.claude-…, or an inference profile us.anthropic.claude-…).
+func thinking(req gjson.Result, p *sdk.Params, model string) int64 {
+	if !strings.Contains(model, "anthropic.claude") || p.Dropped("reasoning") || p.Dropped("reasoning_effort") {
+		return 0
+	}
+	effort := req.Get("reasoning.effort").Str
+	if e := req.Get("reasoning_effort").Str; e != "" {
+		effort = e
+	}
+	if mt := req.Get("reasoning.max_tokens"); mt.Exists() {
+		return mt.Int()
+	}
+	return thinkingBudget[effort]
 }
 
 type message struct {

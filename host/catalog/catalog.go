@@ -4,7 +4,10 @@
 // for concurrent use without locks; live health lives elsewhere (host/route).
 package catalog
 
-import "sort"
+import (
+	"net/http"
+	"sort"
+)
 
 // Kind says which operation a model serves.
 type Kind string
@@ -32,10 +35,20 @@ type Provider struct {
 	Slug    string // e.g. "openai", "demo"
 	Name    string // display name
 	BaseURL string // e.g. https://api.openai.com/v1, no trailing slash
-	Adapter string // name of the adapter module that speaks its wire format
+	// API is the provider's form of its adapter's API, handed to the
+	// adapter in its ctx ("vertex": Anthropic on Vertex AI).
+	API string
+	// BaseQuery is the query of the configured base URL, sent with every
+	// request after the adapter's own (Azure OpenAI's api-version).
+	BaseQuery string
+	Adapter   string // name of the adapter module that speaks its wire format
 	// APIKey is the upstream secret. It never leaves the host: adapters emit
 	// the placeholder ${API_KEY} and the host substitutes it (see docs/abi.md).
 	APIKey string
+	// Auth, when set, is the host-side credential scheme (host/credentials)
+	// that authorizes the finished request instead of the key placeholder:
+	// SigV4 signing, OAuth tokens, Azure's api-key header.
+	Auth Authorizer
 	// DataCollection is "allow" when the provider may retain or train on
 	// prompts, "deny" when it does not.
 	DataCollection string
@@ -52,6 +65,18 @@ type Provider struct {
 	// MaxMessages is the most messages a chat request may have (0: no
 	// known limit); the context-compression plugin keeps to it.
 	MaxMessages int
+}
+
+// Authorizer adds a provider's credentials to the final upstream request
+// (implemented by host/credentials; an interface here so that the catalog
+// does not depend on cloud SDKs).
+type Authorizer interface {
+	// Authorize adds the credential to req, whose body is body; an error
+	// is an *apierr.Error with its status.
+	Authorize(req *http.Request, body []byte) error
+	// Scrub removes the scheme's secrets and tokens from text.
+	Scrub(text string) string
+	Name() string
 }
 
 // Endpoint is one model served by one provider.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/credentials"
 	"github.com/switchyard/switchyard/host/ratelimit"
 	"gopkg.in/yaml.v3"
 )
@@ -342,6 +343,13 @@ type Provider struct {
 	BaseURL   string `yaml:"base_url"`
 	Adapter   string `yaml:"adapter"`
 	APIKeyEnv string `yaml:"api_key_env"`
+	// Auth declares a host-side credential scheme (aws-sigv4,
+	// google-service-account, azure-api-key, azure-ad) for providers a
+	// bare key cannot reach (docs/configuration.md, "Provider credentials").
+	Auth *credentials.Config `yaml:"auth"`
+	// API selects a cloud's form of the adapter's API: "vertex" with the
+	// anthropic adapter is Claude on Google Vertex AI (rawPredict).
+	API string `yaml:"api"`
 	// Optional means the provider is used only when its key is set; a
 	// provider without api_key_env (a local server) is always on.
 	DataCollection      string   `yaml:"data_collection"`
@@ -611,14 +619,42 @@ func (p *Provider) catalogProvider(cat *catalog.Catalog, demoURL string, getenv 
 		}
 		prov.BaseURL, prov.Demo = demoURL, true
 	}
+	if p.Auth != nil && !credentials.UsesAPIKey(p.Auth.Scheme) && p.APIKeyEnv != "" {
+		return nil, fmt.Errorf("config: provider %q: api_key_env is not used by auth scheme %q (its credentials are in the auth block)", p.Slug, p.Auth.Scheme)
+	}
+	switch {
+	case p.API == "":
+	case p.API == "vertex" && p.Adapter == "anthropic":
+		prov.API = p.API
+	default:
+		return nil, fmt.Errorf("config: provider %q: api %q is not known for adapter %q (only vertex, with the anthropic adapter)", p.Slug, p.API, p.Adapter)
+	}
+	if p.Auth != nil && p.Auth.Scheme == credentials.AzureAPIKey && p.APIKeyEnv == "" {
+		return nil, fmt.Errorf("config: provider %q: auth scheme azure-api-key sends the key of api_key_env, which is not set", p.Slug)
+	}
 	if p.APIKeyEnv != "" {
 		prov.APIKey = getenv(p.APIKeyEnv)
 		if prov.APIKey == "" {
 			return nil, nil
 		}
 	}
+	if p.Auth != nil {
+		auth, err := credentials.New(p.Slug, *p.Auth, prov.APIKey, getenv)
+		if err != nil {
+			return nil, err
+		}
+		if auth == nil {
+			return nil, nil // its credentials are not set: switched off, like an unset api_key_env
+		}
+		prov.Auth = auth
+	}
 	if prov.BaseURL == "" {
 		return nil, fmt.Errorf("config: provider %q needs base_url", p.Slug)
+	}
+	// A query in the base URL (Azure OpenAI's ?api-version=) goes after
+	// the adapter's path, not before it.
+	if base, query, ok := strings.Cut(prov.BaseURL, "?"); ok {
+		prov.BaseURL, prov.BaseQuery = strings.TrimRight(base, "/"), query
 	}
 	return prov, nil
 }

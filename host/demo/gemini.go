@@ -48,7 +48,9 @@ func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if r.Header.Get("x-goog-api-key") == "" {
+	// The Gemini API takes a key; Vertex AI's form of it (the same paths
+	// under /projects/…/publishers/google) an OAuth bearer token.
+	if r.Header.Get("x-goog-api-key") == "" && !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
 		geminiError(w, http.StatusForbidden, "Method doesn't allow unregistered callers. Please use API Key.")
 		return
 	}

@@ -251,7 +251,7 @@ func (d *Dispatcher) attempt(ctx context.Context, job *Job, ep *catalog.Endpoint
 	}
 	started := time.Now()
 	actx := wire.AdapterCtx{Model: ep.UpstreamModel, Provider: ep.Provider.Slug, Stream: job.Stream, Drop: drop,
-		GenerationID: job.GenID, CatalogModel: ep.Model.ID}
+		GenerationID: job.GenID, CatalogModel: ep.Model.ID, API: ep.Provider.API}
 	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx, job.EchoSent, job.nativeFor(ep))
 	if err != nil {
 		if call == nil {

@@ -120,11 +120,24 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
 			Message: fmt.Sprintf("module %s returned an invalid upstream request (method %q, path %q)", mod.ID, method, path)}
 	}
-	key := ep.Provider.APIKey
+	key, auth := ep.Provider.APIKey, ep.Provider.Auth
+	if auth != nil {
+		// The scheme owns the credential: the adapter's key placeholder,
+		// in the URL or a header, carries nothing.
+		key = ""
+	}
 	if strings.Contains(path, abi.APIKeyPlaceholder) {
 		path = strings.ReplaceAll(path, abi.APIKeyPlaceholder, url.QueryEscape(key))
 	}
-	req, rerr := http.NewRequestWithContext(ctx, method, ep.Provider.BaseURL+path, bytes.NewReader(ubody))
+	target := ep.Provider.BaseURL + path
+	if q := ep.Provider.BaseQuery; q != "" {
+		if strings.Contains(path, "?") {
+			target += "&" + q
+		} else {
+			target += "?" + q
+		}
+	}
+	req, rerr := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(ubody))
 	if rerr != nil {
 		u.Close()
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
@@ -147,6 +160,15 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		req.Header.Set(strings.TrimSpace(name), value)
 	}
 	telemetry.From(ctx).Inject(ctx, req.Header) // W3C trace context of this attempt's span
+	if auth != nil {
+		// Last: a signature covers the request exactly as it is sent.
+		if err := auth.Authorize(req, ubody); err != nil {
+			u.Close()
+			e := apierr.From(err)
+			e.Retryable = true // another provider's credentials may work
+			return nil, e
+		}
+	}
 	if keepSent {
 		u.SentBody = ubody
 	}
@@ -313,7 +335,11 @@ func retryable(status int) bool {
 // scrub removes the provider's secret from text that may reach a client or
 // a log: upstream messages sometimes quote the credential they rejected.
 func (u *Call) Scrub(text string) string {
-	return redact.Secret(text, u.Endpoint.Provider.APIKey)
+	p := u.Endpoint.Provider
+	if p.Auth != nil {
+		text = p.Auth.Scrub(text)
+	}
+	return redact.Secret(text, p.APIKey)
 }
 
 // interned is string(b) for the methods and paths adapters return: a few

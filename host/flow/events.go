@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/dispatch"
+	"github.com/switchyard/switchyard/host/eventstream"
 	"github.com/switchyard/switchyard/host/sse"
 	"github.com/switchyard/switchyard/host/wire"
 )
@@ -66,6 +67,12 @@ var errWouldWait = errors.New("no event buffered")
 // keep-alives know when it waits) as the stream named id, within ctx (the
 // request's, or a stream's that ends when its client leaves).
 func (r *Request) newEvents(ctx context.Context, res *dispatch.Result, body io.Reader, id wire.Identity, gone *atomic.Bool) *Events {
+	if resp := res.Call.Resp; resp != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), eventstream.ContentType) {
+		// AWS's binary framing (Bedrock's ConverseStream): its frames are
+		// read as one event each, so the loop below and the adapter's
+		// stream hook are the same as for SSE (host/eventstream).
+		body = eventstream.NewSSE(body, 16<<20)
+	}
 	return &Events{r: res, ctx: ctx, log: r.core.Log, rd: sse.NewReader(body, 16<<20), id: id,
 		slug: res.Call.Endpoint.Provider.Slug, timeout: r.core.Dispatcher.RequestTimeout, gone: gone,
 		checkpointed: firstCheckpoint(time.Now())}

@@ -386,6 +386,10 @@ type AdapterCtx struct {
 	// anthropic-beta header, forwarded with it. Both are absent from the
 	// JSON when empty.
 	Native, Beta string
+	// API names the provider's form of the adapter's API ("vertex": the
+	// Anthropic adapter on Google Vertex AI), from the provider's api
+	// setting; absent from the JSON when empty.
+	API string
 }
 
 // JSON renders ctx without reflection: it is built for every hook call.
@@ -413,6 +417,10 @@ func (c AdapterCtx) JSON() []byte {
 		b = jsonstr.Append(b, c.Native)
 		b = append(b, `,"beta":`...)
 		b = jsonstr.Append(b, c.Beta)
+	}
+	if c.API != "" {
+		b = append(b, `,"api":`...)
+		b = jsonstr.Append(b, c.API)
 	}
 	return append(b, '}')
 }

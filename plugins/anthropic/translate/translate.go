@@ -38,8 +38,12 @@ var thinkingBudget = map[string]int{
 
 // headers are the upstream request's headers; beta, when not empty, is
 // the client's anthropic-beta header, forwarded.
-func (a *Adapter) headers(beta string) string {
+func (a *Adapter) headers(ctx []byte, beta string) string {
 	h := "x-api-key: " + abi.APIKeyPlaceholder + "\nanthropic-version: 2023-06-01\nContent-Type: application/json\nX-Switchyard-Adapter: " + a.Build + "\n"
+	if vertex(ctx) {
+		// The version is in the body; the host's scheme sends the token.
+		h = "Content-Type: application/json\nX-Switchyard-Adapter: " + a.Build + "\n"
+	}
 	if beta = strings.NewReplacer("\r", "", "\n", "").Replace(beta); beta != "" {
 		h += "anthropic-beta: " + beta + "\n"
 	}
@@ -52,15 +56,46 @@ func (a *Adapter) headers(beta string) string {
 // client's anthropic-beta header. Thinking blocks and their signatures,
 // cache_control and everything else the client wrote arrive unchanged.
 func (a *Adapter) nativeRequest(ctx, body []byte, out *sdk.Out) error {
-	body, err := sjson.SetBytes(body, "model", sdk.Get(ctx, "model").Str)
+	var err error
+	if vertex(ctx) {
+		body, err = sjson.DeleteBytes(body, "model")
+		if err == nil {
+			body, err = sjson.SetBytes(body, "anthropic_version", vertexVersion)
+		}
+	} else {
+		body, err = sjson.SetBytes(body, "model", sdk.Get(ctx, "model").Str)
+	}
 	if err != nil {
 		return err
 	}
 	out.FieldString("POST")
-	out.FieldString("/messages")
-	out.FieldString(a.headers(sdk.Get(ctx, "beta").Str))
+	out.FieldString(path(ctx, sdk.Get(body, "stream").Bool()))
+	out.FieldString(a.headers(ctx, sdk.Get(ctx, "beta").Str))
 	out.Field(body)
 	return nil
+}
+
+// vertexVersion is the API version Claude on Vertex AI takes in the body
+// (https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude).
+const vertexVersion = "vertex-2023-10-16"
+
+// vertex reports a provider that serves Claude through Vertex AI (api:
+// vertex): the model is in the URL, the version in the body, and the
+// host's google-service-account scheme authorizes it.
+func vertex(ctx []byte) bool { return sdk.Get(ctx, "api").Str == "vertex" }
+
+// path is the request's path: /messages, or on Vertex AI the model's
+// rawPredict (streamRawPredict for a stream, the same SSE events) under
+// the provider's .../publishers/anthropic base URL.
+func path(ctx []byte, stream bool) string {
+	if !vertex(ctx) {
+		return "/messages"
+	}
+	m := "/models/" + sdk.Get(ctx, "model").Str
+	if stream {
+		return m + ":streamRawPredict"
+	}
+	return m + ":rawPredict"
 }
 
 // ChatRequest is the chat_request hook.
@@ -73,11 +108,15 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	req := p.Load(ctx, in.Field(1))
 
 	out.FieldString("POST")
-	out.FieldString("/messages")
-	out.FieldString(a.headers(""))
+	out.FieldString(path(ctx, req.Get("stream").Bool()))
+	out.FieldString(a.headers(ctx, ""))
 	out.Open()
 	out.Byte('{')
-	out.MemberString("model", sdk.Get(ctx, "model").Str)
+	if vertex(ctx) {
+		out.MemberString("anthropic_version", vertexVersion)
+	} else {
+		out.MemberString("model", sdk.Get(ctx, "model").Str)
+	}
 
 	maxTokens := defaultMaxTokens
 	if v := p.Get("max_completion_tokens"); v.Exists() {

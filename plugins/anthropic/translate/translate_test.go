@@ -26,6 +26,25 @@ func TestChatRequestMatchesMessagesAPI(t *testing.T) {
 		"x-api-key: ${API_KEY}", "anthropic-version: 2023-06-01", "X-Switchyard-Adapter: anthropic/test")
 }
 
+// TestVertexRequest: with the provider's api vertex, the model goes in
+// the rawPredict URL, the version in the body, and no key header is
+// written (the host's google-service-account scheme sends the token).
+func TestVertexRequest(t *testing.T) {
+	fixture.CheckRequests(t, adapter.ChatRequest, testdata("requests_vertex.json"), "", "",
+		"Content-Type: application/json", "X-Switchyard-Adapter: anthropic/test")
+	out := fixture.Call(t, adapter.ChatRequest, `{"model":"claude-3-5-sonnet-v2@20241022","api":"vertex"}`, `{"messages":[{"role":"user","content":"hi"}]}`)
+	if strings.Contains(out[2], "x-api-key") || strings.Contains(out[2], "anthropic-version") {
+		t.Fatalf("Vertex headers %q", out[2])
+	}
+	// The client's own Messages body (native mode) likewise.
+	out = fixture.Call(t, adapter.ChatRequest, `{"model":"claude-3-5-sonnet-v2@20241022","api":"vertex","native":"messages"}`,
+		`{"model":"claude-3-5-sonnet-latest","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"Hey Claude!"}]}`)
+	if out[1] != "/models/claude-3-5-sonnet-v2@20241022:streamRawPredict" ||
+		!fixture.JSONEqual(t, out[3], `{"anthropic_version":"vertex-2023-10-16","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"Hey Claude!"}]}`) {
+		t.Fatalf("native on Vertex: %q", out)
+	}
+}
+
 func TestChatResponse(t *testing.T) {
 	fixture.CheckResponses(t, translate.ChatResponse, map[string]map[string]string{
 		testdata("message_tool_use.json"): {

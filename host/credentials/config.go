@@ -1,0 +1,106 @@
+package credentials
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Config is a provider's auth block. Secrets are never written in the
+// file: each is read from an environment variable the block names (or the
+// variable the cloud's own tools read, by default) or, for Google, from a
+// credentials file.
+type Config struct {
+	Scheme string `yaml:"scheme"`
+
+	// aws-sigv4
+	Region             string `yaml:"region"`                // default $AWS_REGION, then $AWS_DEFAULT_REGION
+	Service            string `yaml:"service"`               // signing name; default "bedrock"
+	AccessKeyIDEnv     string `yaml:"access_key_id_env"`     // default AWS_ACCESS_KEY_ID
+	SecretAccessKeyEnv string `yaml:"secret_access_key_env"` // default AWS_SECRET_ACCESS_KEY
+	SessionTokenEnv    string `yaml:"session_token_env"`     // default AWS_SESSION_TOKEN
+
+	// google-service-account
+	CredentialsFile string   `yaml:"credentials_file"` // default $GOOGLE_APPLICATION_CREDENTIALS, then gcloud's application default credentials
+	Scopes          []string `yaml:"scopes"`           // default cloud-platform
+
+	// azure-ad
+	TenantID        string `yaml:"tenant_id"`         // default $AZURE_TENANT_ID
+	ClientID        string `yaml:"client_id"`         // default $AZURE_CLIENT_ID
+	ClientSecretEnv string `yaml:"client_secret_env"` // default AZURE_CLIENT_SECRET
+	Scope           string `yaml:"scope"`             // default https://cognitiveservices.azure.com/.default
+
+	// TokenURL overrides the token endpoint of google-service-account and
+	// azure-ad (a private endpoint, or a test's fake).
+	TokenURL string `yaml:"token_url"`
+}
+
+// New builds the scheme of cfg for provider slug. apiKey is the value of
+// the provider's api_key_env (azure-api-key's key). It returns nil and no
+// error when the credentials are simply not there — the provider is then
+// switched off, as one whose api_key_env is unset — and an error when the
+// block is wrong or names a file that cannot be used.
+func New(slug string, cfg Config, apiKey string, getenv func(string) string) (Scheme, error) {
+	env := func(name, def string) string {
+		if name == "" {
+			name = def
+		}
+		return getenv(name)
+	}
+	switch cfg.Scheme {
+	case AWSSigV4:
+		id, secret := env(cfg.AccessKeyIDEnv, "AWS_ACCESS_KEY_ID"), env(cfg.SecretAccessKeyEnv, "AWS_SECRET_ACCESS_KEY")
+		if id == "" || secret == "" {
+			return nil, nil
+		}
+		region := cmp.Or(cfg.Region, getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION"))
+		if region == "" {
+			return nil, fmt.Errorf("config: provider %q: auth aws-sigv4 needs a region (auth.region, or AWS_REGION)", slug)
+		}
+		return newSigV4(id, secret, env(cfg.SessionTokenEnv, "AWS_SESSION_TOKEN"), region, cmp.Or(cfg.Service, "bedrock")), nil
+	case GoogleServiceAccount:
+		path := cmp.Or(cfg.CredentialsFile, getenv("GOOGLE_APPLICATION_CREDENTIALS"))
+		if path == "" {
+			// gcloud auth application-default login writes here.
+			if home := getenv("HOME"); home != "" {
+				p := filepath.Join(home, ".config", "gcloud", "application_default_credentials.json")
+				if _, err := os.Stat(p); err == nil {
+					path = p
+				}
+			}
+		}
+		if path == "" {
+			return nil, nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: provider %q: auth google-service-account: %w", slug, err)
+		}
+		s, err := newGoogle(data, cfg.Scopes, cfg.TokenURL)
+		if err != nil {
+			return nil, fmt.Errorf("config: provider %q: auth google-service-account: %s: %w", slug, path, err)
+		}
+		return s, nil
+	case AzureAPIKey:
+		if apiKey == "" {
+			return nil, nil
+		}
+		return newAzureKey(apiKey), nil
+	case AzureAD:
+		secret := env(cfg.ClientSecretEnv, "AZURE_CLIENT_SECRET")
+		if secret == "" {
+			return nil, nil
+		}
+		tenant, client := cmp.Or(cfg.TenantID, getenv("AZURE_TENANT_ID")), cmp.Or(cfg.ClientID, getenv("AZURE_CLIENT_ID"))
+		if client == "" || (tenant == "" && cfg.TokenURL == "") {
+			return nil, fmt.Errorf("config: provider %q: auth azure-ad needs tenant_id and client_id (or AZURE_TENANT_ID and AZURE_CLIENT_ID)", slug)
+		}
+		return newAzureAD(tenant, client, secret, cmp.Or(cfg.Scope, azureScope), cfg.TokenURL), nil
+	}
+	return nil, fmt.Errorf("config: provider %q: auth.scheme %q is not one of %s", slug, cfg.Scheme, strings.Join(Schemes, ", "))
+}
+
+// UsesAPIKey says whether the scheme takes the provider's api_key_env.
+func UsesAPIKey(scheme string) bool { return scheme == "" || scheme == AzureAPIKey }

@@ -1,0 +1,26 @@
+//go:build wasip1
+
+// Command bedrock is the adapter module for Amazon Bedrock's Converse and
+// ConverseStream APIs. The translation lives in package translate; this
+// is the glue that registers it.
+package main
+
+import (
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/plugins/bedrock/translate"
+	"github.com/switchyard/switchyard/sdk"
+)
+
+// build names this build of the module in a request header. Override with
+// -ldflags "-X main.build=…".
+var build = "bedrock/1.0.0"
+
+func main() {}
+
+func init() {
+	a := &translate.Adapter{Build: build}
+	sdk.Handle(abi.HookChatRequest, a.ChatRequest)
+	sdk.Handle(abi.HookChatResponse, translate.ChatResponse)
+	sdk.Handle(abi.HookChatStreamEvent, translate.StreamEvent)
+	sdk.Handle(abi.HookError, translate.MapError)
+}

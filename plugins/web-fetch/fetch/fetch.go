@@ -6,6 +6,7 @@
 package fetch
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,7 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding"
 )
 
 // Limits of one fetch.
@@ -202,7 +204,7 @@ func convert(u *url.URL, contentType string, body []byte) Result {
 	if kind == kindBinary {
 		return failed(u.String(), "the page is "+mt+", not text: binary content is not fetched")
 	}
-	text, ok := decode(body, charsetOf(params))
+	text, ok := decode(body, charsetOf(params), kind == kindHTML)
 	if !ok {
 		return failed(u.String(), "the page declares "+mt+" but its body is not text")
 	}
@@ -287,27 +289,50 @@ func charsetOf(params string) string {
 	return ""
 }
 
-// decode returns body as UTF-8. The single-byte Western charsets are
-// decoded (cheap: a 256-entry table each); anything else must already be
-// UTF-8, or it is not treated as text.
-func decode(body []byte, cs string) (string, bool) {
-	switch cs {
-	case "iso-8859-1", "latin1", "iso8859-1", "windows-1252", "cp1252":
-		s, err := charmap.Windows1252.NewDecoder().Bytes(body)
-		return string(s), err == nil
-	case "iso-8859-15", "latin-9":
-		s, err := charmap.ISO8859_15.NewDecoder().Bytes(body)
-		return string(s), err == nil
+// decode returns body as UTF-8. The charset is the one the Content-Type
+// header names, else (HTML) the page's BOM or its <meta charset> / <meta
+// http-equiv> in the first 1024 bytes, as the WHATWG encoding sniffing
+// algorithm finds them (golang.org/x/net/html/charset: its labels are the
+// Encoding Standard's, so "iso-8859-1" and "latin1" decode as windows-1252
+// as browsers do). A page that names no charset, or one that is unknown,
+// is read as UTF-8, with invalid bytes replaced. A body with NUL bytes in
+// its start is not text, whatever it declares, unless it is UTF-16.
+func decode(body []byte, cs string, isHTML bool) (string, bool) {
+	var enc encoding.Encoding
+	name := ""
+	if cs != "" {
+		enc, name = charset.Lookup(cs)
 	}
-	for _, c := range body[:min(len(body), 8192)] {
-		if c == 0 {
-			return "", false
+	if enc == nil && isHTML {
+		// DetermineEncoding falls back to windows-1252 when nothing is
+		// declared; only a declared one is trusted here, so an undeclared
+		// page that is UTF-8 stays UTF-8.
+		if e, n, _ := charset.DetermineEncoding(body[:min(len(body), 1024)], ""); n != "windows-1252" || declaresCharset(body) {
+			enc, name = e, n
+		}
+	}
+	if !strings.HasPrefix(name, "utf-16") {
+		for _, c := range body[:min(len(body), 8192)] {
+			if c == 0 {
+				return "", false
+			}
+		}
+	}
+	if enc != nil && name != "utf-8" {
+		if s, err := enc.NewDecoder().Bytes(body); err == nil {
+			return string(s), true
 		}
 	}
 	if utf8.Valid(body) {
 		return string(body), true
 	}
 	return strings.ToValidUTF8(string(body), "\uFFFD"), true
+}
+
+// declaresCharset reports whether the start of an HTML page names a
+// charset itself (<meta charset> or <meta http-equiv> with one).
+func declaresCharset(body []byte) bool {
+	return bytes.Contains(bytes.ToLower(body[:min(len(body), 1024)]), []byte("charset"))
 }
 
 func header(headers, name string) string {

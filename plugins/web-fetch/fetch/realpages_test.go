@@ -1,0 +1,193 @@
+package fetch
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/japanese"
+	"golang.org/x/text/encoding/unicode"
+)
+
+// servedPage is one response of pageServer.
+type servedPage struct {
+	contentType string
+	body        []byte
+}
+
+// pageServer serves pages by path over loopback and returns an Env whose
+// HTTP function reaches it whatever the URL's host, as the host's http
+// function reaches the web.
+func pageServer(t *testing.T, pages map[string]servedPage) *Env {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		p, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(rw, r)
+			return
+		}
+		rw.Header()["Content-Type"] = []string{p.contentType}
+		rw.Write(p.body)
+	}))
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}}
+	return &Env{
+		Now: func() time.Time { return time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC) },
+		HTTP: func(method, url, _ string, _ []byte) (int, string, []byte, error) {
+			resp, err := client.Get(url)
+			if err != nil {
+				return 0, "", nil, err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			return resp.StatusCode, "Content-Type: " + resp.Header.Get("Content-Type"), b, err
+		},
+	}
+}
+
+func encode(t *testing.T, e encoding.Encoding, s string) []byte {
+	t.Helper()
+	b, err := e.NewEncoder().Bytes([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestCharsets: a page decodes to the text a browser shows whether its
+// charset is in the Content-Type header, only in a <meta> (either form),
+// or in a byte-order mark; a page that declares nothing and is UTF-8 stays
+// UTF-8. Before x/net/html/charset, a <meta>-only windows-1252 page came
+// out as "Na\uFFFDve caf\uFFFD" and Shift_JIS and windows-1251 pages as
+// replacement characters.
+func TestCharsets(t *testing.T) {
+	const text = "Naïve café — “quoted”"
+	cases := []struct {
+		name, contentType string
+		body              []byte
+		want              string
+	}{
+		{"windows-1252 in meta charset only", "text/html",
+			encode(t, charmap.Windows1252, `<html><head><meta charset="windows-1252"><title>Café</title></head><body><p>`+text+`</p></body></html>`), text},
+		{"iso-8859-1 in meta http-equiv only", "text/html",
+			encode(t, charmap.Windows1252, `<html><head><meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1"></head><body><p>Crème brûlée à la carte</p></body></html>`), "Crème brûlée à la carte"},
+		{"shift_jis in meta only", "text/html",
+			encode(t, japanese.ShiftJIS, `<html><head><meta charset="shift_jis"></head><body><p>日本語のページです。</p></body></html>`), "日本語のページです。"},
+		{"windows-1251 in the header only", "text/html; charset=windows-1251",
+			encode(t, charmap.Windows1251, `<html><body><p>Привет, мир</p></body></html>`), "Привет, мир"},
+		{"the header wins over a wrong meta", "text/html; charset=utf-8",
+			[]byte(`<html><head><meta charset="iso-8859-1"></head><body><p>` + text + `</p></body></html>`), text},
+		{"undeclared UTF-8 stays UTF-8", "text/html",
+			[]byte(`<html><body><p>` + text + `</p></body></html>`), text},
+		{"UTF-16 with a byte-order mark", "text/html",
+			encode(t, unicode.UTF16(unicode.LittleEndian, unicode.UseBOM), `<html><body><p>`+text+`</p></body></html>`), text},
+		{"plain text in the header's charset", "text/plain; charset=iso-8859-15",
+			encode(t, charmap.ISO8859_15, "Prix : 5 €"), "Prix : 5 €"},
+	}
+	pages := map[string]servedPage{}
+	for i, c := range cases {
+		pages["/"+string(rune('a'+i))] = servedPage{c.contentType, c.body}
+	}
+	env := pageServer(t, pages)
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := env.Fetch(Options{}, "http://charsets.example/"+string(rune('a'+i)))
+			if r.Status != StatusCompleted {
+				t.Fatalf("status %s: %s", r.Status, r.Error)
+			}
+			if !strings.Contains(r.Content, c.want) || strings.ContainsRune(r.Content, '\uFFFD') {
+				t.Errorf("content %q, want it to hold %q", r.Content, c.want)
+			}
+		})
+	}
+}
+
+// mediaWikiPage is the shape of a MediaWiki (Wikipedia) article as the
+// Vector skin serves it: the jump links, the heading with its [edit]
+// link, citation markers, a navbox, the table of contents, a maintenance
+// banner and the category links, around content that quotes HTML.
+const mediaWikiPage = `<!DOCTYPE html><html><head><title>HTML element - Wikipedia</title></head><body>
+<a class="mw-jump-link" href="#mw-head">Jump to navigation</a> <a class="mw-jump-link" href="#searchInput">Jump to search</a>
+<div id="mw-page-base" class="noprint"></div>
+<div id="content" class="mw-body" role="main">
+<div class="mw-indicators"></div>
+<h1 id="firstHeading" class="firstHeading">HTML element</h1>
+<div id="bodyContent" class="vector-body">
+<div id="siteSub" class="noprint">From Wikipedia, the free encyclopedia</div>
+<div id="contentSub"></div>
+<div id="mw-content-text" class="mw-body-content"><div class="mw-parser-output">
+<table class="box-More_citations_needed plainlinks metadata ambox ambox-content"><tr><td>This article needs additional citations for verification.</td></tr></table>
+<p>An <b>HTML element</b> is written with a start tag such as &lt;p&gt; and an end tag such as &lt;/p&gt;.<sup id="cite_ref-1" class="reference"><a href="#cite_note-1">[1]</a></sup> To show a literal less-than sign, a page writes &amp;lt;.</p>
+<div id="toc" class="toc" role="navigation"><div class="toctitle"><h2>Contents</h2></div><ul><li><a href="#Syntax">1 Syntax</a></li></ul></div>
+<h2><span class="mw-headline" id="Syntax">Syntax</span><span class="mw-editsection"><span class="mw-editsection-bracket">[</span><a href="/w/index.php?title=HTML_element&amp;action=edit&amp;section=1" title="Edit section: Syntax">edit</a><span class="mw-editsection-bracket">]</span></span></h2>
+<p>Elements nest: <a href="/wiki/Document_Object_Model" title="Document Object Model">the DOM</a> is their tree. <a id="void">Void elements</a> have no end tag.</p>
+<div role="navigation" class="navbox" aria-labelledby="HTML"><table class="nowraplinks"><tr><th>HTML NAVBOX-NOISE</th><td><a href="/wiki/HTML5">HTML5</a> · <a href="/wiki/XHTML">XHTML</a></td></tr></table></div>
+</div></div>
+<div class="printfooter">Retrieved from "https://en.wikipedia.org/w/index.php?title=HTML_element"</div>
+<div id="catlinks" class="catlinks">Categories: <a href="/wiki/Category:HTML">HTML</a></div>
+</div></div></body></html>`
+
+// TestMarkdownShapes: what a reader of the Markdown would notice on
+// ordinary pages. Each case lists text that must be in it and text that
+// must not.
+func TestMarkdownShapes(t *testing.T) {
+	cases := []struct {
+		name    string
+		page    string
+		want    []string
+		notWant []string
+	}{
+		{"MediaWiki article", mediaWikiPage,
+			[]string{"# HTML element", "## Syntax", "start tag such as <p> and an end tag such as </p>.", "writes &lt;.",
+				"[the DOM](https://en.wikipedia.org/wiki/Document_Object_Model", "Void elements have no end tag"},
+			[]string{"Jump to", "[edit]", "edit]", "NAVBOX", "Categories:", "Contents", "needs additional citations",
+				"From Wikipedia", "Retrieved from", "[1]", "&lt;p&gt;", "&amp;"}},
+		{"entities decoded once", `<html><body><main><p>if a &lt; b &amp;&amp; c &gt; d</p><p>Write &amp;amp; for &amp;.</p><pre><code>x &lt; y &amp;&amp; "&amp;lt;"</code></pre></main></body></html>`,
+			[]string{"if a < b && c > d", "Write &amp; for &.", `x < y && "&lt;"`},
+			[]string{"&lt; b", "&gt; d"}},
+		{"anchors without href are text", `<html><body><main><p><a name="top">Top</a> of <a id="s1">section one</a>, <a href="#s1">back</a>, <a href="javascript:void(0)">menu</a>, <a href="/next">next</a>.</p></main></body></html>`,
+			[]string{"Top of section one, back, menu, [next](https://site.example/next)."},
+			[]string{"](https://site.example/page)", "[Top]", "[back]", "javascript"}},
+		{"table cells holding paragraphs and lists", `<html><body><main><table><tr><th>Name</th><th>Notes</th></tr>
+<tr><td><p>Alpha</p><p>Second paragraph</p></td><td><p>One</p><ul><li>first</li><li>second</li></ul></td></tr>
+<tr><td><div>Beta</div></td><td><h3>Heading in a cell</h3><hr><p>after the rule</p></td></tr></table></main></body></html>`,
+			[]string{"| Name | Notes |", "| Alpha<br />Second paragraph | One<br />• first<br />• second |", "| Beta | Heading in a cell<br />after the rule |"},
+			[]string{"NameNotes", "AlphaSecond", "paragraphOne"}},
+		{"a layout table inside a cell keeps its cells apart", `<html><body><main><table><tr><th>Item</th><th>Detail</th></tr>
+<tr><td>Kit</td><td><table><tr><td>Weight</td><td>2 kg</td></tr><tr><td>Size</td><td>M</td></tr></table></td></tr></table></main></body></html>`,
+			[]string{"| Kit | Weight | 2 kg<br />Size | M |"},
+			[]string{"Weight2 kg", "2 kgSize"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			u := "https://site.example/page"
+			if strings.Contains(c.page, "Wikipedia") {
+				u = "https://en.wikipedia.org/wiki/HTML_element"
+			}
+			_, md, err := Markdown([]byte(c.page), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(md, w) {
+					t.Errorf("missing %q in\n%s", w, md)
+				}
+			}
+			for _, w := range c.notWant {
+				if strings.Contains(md, w) {
+					t.Errorf("has %q in\n%s", w, md)
+				}
+			}
+		})
+	}
+}

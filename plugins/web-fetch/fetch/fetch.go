@@ -91,6 +91,9 @@ type Result struct {
 	// and service_metadata.
 	HTTPStatus int  `json:"http_status,omitempty"`
 	Truncated  bool `json:"truncated,omitempty"`
+	// fitted: cut to fit the model's context (the plugin form; never
+	// cached).
+	fitted bool
 }
 
 const (
@@ -228,7 +231,7 @@ func convert(u *url.URL, contentType string, body []byte) Result {
 		r.Content = text
 	}
 	if len(r.Content) > MaxCachedChars {
-		r.Content = cut(r.Content, MaxCachedChars) + truncMark
+		r.Content = cutBlock(r.Content, MaxCachedChars) + truncMark
 		r.Truncated = true
 	}
 	return r
@@ -408,8 +411,23 @@ func matchDomain(rule string, u *url.URL) bool {
 
 const truncMark = "\n\n[… content truncated]"
 
-// truncate cuts content to maxTokens (0: no limit) and marks the cut.
+// fitMark ends a page cut to fit the model's context (the plugin form).
+const fitMark = "\n\n[… content truncated to fit the model's context]"
+
+// truncate cuts content to maxTokens (0: no limit) at a block boundary and
+// marks the cut.
 func (env *Env) truncate(content, model string, maxTokens int) (string, bool) {
+	c, cut := env.fit(content, model, maxTokens)
+	if cut {
+		return c + truncMark, true
+	}
+	return content, false
+}
+
+// fit returns the longest prefix of content that ends at a block boundary
+// (cutBlock) and holds at most maxTokens tokens (maxTokens > 0), and
+// whether it cut.
+func (env *Env) fit(content, model string, maxTokens int) (string, bool) {
 	if maxTokens <= 0 {
 		return content, false
 	}
@@ -421,13 +439,32 @@ func (env *Env) truncate(content, model string, maxTokens int) (string, bool) {
 	// at most, since the ratio of bytes to tokens is steady within a page.
 	keep := len(content) * maxTokens / n
 	for i := 0; i < 4 && keep > 0; i++ {
-		c := cut(content, keep)
+		c := cutBlock(content, keep)
 		if m := env.tokens(model, c); m <= maxTokens {
-			return c + truncMark, true
+			return c, true
 		}
 		keep = keep * 9 / 10
 	}
-	return cut(content, keep) + truncMark, true
+	return cutBlock(content, keep), true
+}
+
+// cutBlock returns at most n bytes of s, ending at the end of a block (a
+// blank line: a paragraph, a list, a code block, a whole table) when one
+// ends in the second half of those bytes, else at the end of a line (a
+// list item, a table row), else on a rune boundary: a cut mid-sentence or
+// mid-row reads as if the page said less than it did.
+func cutBlock(s string, n int) string {
+	c := cut(s, n)
+	if len(c) == len(s) {
+		return c
+	}
+	if i := strings.LastIndex(c, "\n\n"); i > 0 && i >= len(c)/2 {
+		return c[:i]
+	}
+	if i := strings.LastIndexByte(c, '\n'); i > 0 && i >= len(c)/2 {
+		return c[:i]
+	}
+	return c
 }
 
 // tokens counts s with the host's tokenizer for model, or estimates 4

@@ -6,10 +6,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/sdk"
+	"github.com/tidwall/gjson"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/japanese"
@@ -187,6 +190,104 @@ func TestMarkdownShapes(t *testing.T) {
 				if strings.Contains(md, w) {
 					t.Errorf("has %q in\n%s", w, md)
 				}
+			}
+		})
+	}
+}
+
+// longArticle is an article of n paragraphs, each a complete sentence that
+// ends "(paragraph i)."; about 120 bytes a paragraph.
+func longArticle(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`<html><head><title>Long read</title></head><body><main><h1>Long read</h1>`)
+	for i := range n {
+		b.WriteString("<p>Sentence of the long article, which goes on for a while to make the page large (paragraph " + strconv.Itoa(i) + ").</p>\n")
+	}
+	b.WriteString("</main></body></html>")
+	return []byte(b.String())
+}
+
+// TestPreRequestFitsContext: with the plugin form, the pages fetched are
+// cut so that the request still fits the model's context (ctx.context,
+// the largest context it may be routed to) with room for the answer; the
+// cut ends at a paragraph and is marked, and service_metadata says so.
+// Before, the whole page went in and a small-context model answered 400.
+func TestPreRequestFitsContext(t *testing.T) {
+	env := pageServer(t, map[string]servedPage{
+		"/long":  {"text/html", longArticle(2000)}, // ~60K tokens by the 4-bytes estimate
+		"/short": {"text/html", longArticle(3)},
+	})
+	m := &Module{Env: env}
+	cases := []struct {
+		name      string
+		context   string // ctx.context, "" for none
+		maxTokens int
+		urls      string
+		wantCut   int // pages cut to fit
+		leftOut   bool
+	}{
+		{"no context known: the page whole", "", 0, "http://x.example/long", 0, false},
+		{"8K context: cut to fit", `{"max_context":8192,"max_output":4096}`, 0, "http://x.example/long", 1, false},
+		{"8K context and max_tokens 6000: less room", `{"max_context":8192}`, 6000, "http://x.example/long", 1, false},
+		{"a short page is not cut for a long one", `{"max_context":8192}`, 0, "http://x.example/short http://x.example/long", 1, false},
+		{"a large context takes the page whole", `{"max_context":1000000}`, 0, "http://x.example/long", 0, false},
+		{"no room left at all", `{"max_context":1000}`, 900, "http://x.example/long", 1, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := `{"config":{"id":"web-fetch"},"model":"m"`
+			if c.context != "" {
+				ctx += `,"context":` + c.context
+			}
+			ctx += "}"
+			body := `{"model":"m","messages":[{"role":"user","content":"Summarise ` + c.urls + `"}]`
+			if c.maxTokens > 0 {
+				body += `,"max_tokens":` + strconv.Itoa(c.maxTokens)
+			}
+			body += "}"
+			out, err := sdk.Run(m.PreRequest, []byte(ctx), []byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			inj := gjson.GetBytes(out[1], "messages.0.content").Str
+			sum := gjson.ParseBytes(out[2])
+			if got := int(sum.Get("data.fitted_to_context").Int()); got != c.wantCut {
+				t.Fatalf("fitted_to_context %d, want %d: %s", got, c.wantCut, out[2])
+			}
+			if strings.Contains(c.urls, "short") && !strings.Contains(inj, "(paragraph 2).\n</page>") {
+				t.Errorf("the short page was cut:\n%.400s", inj)
+			}
+			if c.wantCut == 0 {
+				if !strings.Contains(inj, "(paragraph 1999).") || strings.Contains(inj, "fit the model's context") {
+					t.Errorf("the page was cut without need")
+				}
+				return
+			}
+			if !strings.Contains(sum.Get("summary").Str, "cut to fit the model's context") {
+				t.Errorf("summary %q does not say the page was cut", sum.Get("summary").Str)
+			}
+			if c.leftOut {
+				if !strings.Contains(inj, "content left out: the model's context has no room left") {
+					t.Errorf("not marked as left out:\n%.300s", inj)
+				}
+				return
+			}
+			// The cut ends a paragraph and is marked.
+			if !strings.Contains(inj, ").\n\n[… content truncated to fit the model's context]\n</page>") {
+				t.Errorf("the cut does not end a paragraph with the mark:\n…%s", inj[max(0, len(inj)-300):])
+			}
+			// What the model gets, with room for its answer, fits the
+			// context (tokens estimated as the module counts them).
+			window := gjson.Get(c.context, "max_context").Int()
+			answer := int64(c.maxTokens)
+			if answer == 0 {
+				answer = min(4096, window/4)
+			}
+			if n := int64(env.tokens("m", string(out[1]))); n+answer > window {
+				t.Errorf("prompt of %d tokens + %d for the answer > context %d", n, answer, window)
+			}
+			if n := int64(env.tokens("m", string(out[1]))); n+answer < window*8/10 {
+				t.Errorf("prompt of %d tokens + %d for the answer leaves much of the context %d unused", n, answer, window)
 			}
 		})
 	}

@@ -94,6 +94,10 @@ var noiseWords = map[string]bool{
 	"footer": true, "header": true, "masthead": true, "share": true, "social": true,
 	"advert": true, "ads": true, "ad": true, "promo": true, "newsletter": true, "popup": true,
 	"modal": true, "skip": true,
+	// Below the content, not of it: a post's comment thread and the site's
+	// "related" / "you may also like" lists (tuned on the evaluation set's
+	// dev split: testdata/eval).
+	"comments": true, "related": true, "relatedposts": true, "recommendations": true,
 }
 
 // noiseClasses and noiseIDs are whole class names and ids of chrome that

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
@@ -291,4 +292,38 @@ func TestPreRequestFitsContext(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzMarkdown: any bytes convert without a panic to valid UTF-8 with no
+// private-use marker of literalAngles left over, and a cut of the result
+// (cutBlock) is a prefix of it.
+func FuzzMarkdown(f *testing.F) {
+	for _, s := range []string{articlePage, mediaWikiPage, string(longArticle(5)),
+		`<table><tr><td><p>a</p><table><tr><td><ul><li>x</li></ul></td></tr></table></td></tr></table>`,
+		`<a name=x><a href="#y">z</a></a><p>&lt;&amp;lt;&gt;` + "\uE000\uE001" + `</p>`,
+		"<meta charset=shift_jis><p>\x93\xfa\x96\x7b</p>"} {
+		f.Add([]byte(s), 40)
+	}
+	f.Fuzz(func(t *testing.T, page []byte, n int) {
+		if len(page) > 64<<10 {
+			return
+		}
+		text, ok := decode(page, "", true)
+		if !ok {
+			return
+		}
+		if !utf8.ValidString(text) {
+			t.Fatalf("decode gave invalid UTF-8")
+		}
+		_, md, err := Markdown([]byte(text), "https://fuzz.example/p")
+		if err != nil {
+			return
+		}
+		if !utf8.ValidString(md) || strings.ContainsAny(md, ltMark+gtMark) {
+			t.Fatalf("invalid output %q", md)
+		}
+		if c := cutBlock(md, max(n, 0)); !strings.HasPrefix(md, c) || len(c) > max(n, 0) && len(c) != len(md) {
+			t.Fatalf("cutBlock(%d) = %q", n, c)
+		}
+	})
 }

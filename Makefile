@@ -131,6 +131,7 @@ clients:
 	cd examples/clients/node && npm ci --no-audit --no-fund --loglevel=error
 	cd examples/clients/node/claudecode && npm ci --no-audit --no-fund --loglevel=error
 	cd examples/clients/node/codex && npm ci --no-audit --no-fund --loglevel=error
+	cd examples/clients/node/webfetch && npm ci --no-audit --no-fund --loglevel=error
 
 gotest:
 	$(GO) test -race -count=1 -timeout 45m ./...
@@ -166,6 +167,12 @@ bench:
 	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/response-healing/heal/ | sed -n '/response-healing on its/,/held-out split held to/p'
 	$(GO) test -run=NONE -bench=ResponseHealingModule -benchmem -benchtime=50x ./plugins/response-healing/healtest/
 	$(GO) test -run=NONE -bench=WebModule -benchmem -benchtime=2000x ./plugins/web/webtest/
+	# The web-fetch module: words of the marked main content kept and
+	# clutter per category (dev and held-out) beside Mozilla Readability +
+	# turndown on the same pages, then its conversion at 10 KB, 100 KB and
+	# 1 MB and one tool call through the module.
+	@test -f examples/clients/node/webfetch/node_modules/@mozilla/readability/package.json || $(MAKE) --no-print-directory clients
+	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/web-fetch/fetch/ | sed -n '/web-fetch on its/,/held-out split held to/p'
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=20x ./plugins/web-fetch/fetch/
 	$(GO) test -run=NONE -bench=ContextCompressionModule -benchmem -benchtime=50x ./plugins/context-compression/cctest/
 	$(GO) test -run=NONE -bench=FileParserModule -benchmem -benchtime=50x ./plugins/file-parser/fileparsertest/

@@ -7,6 +7,8 @@ import (
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/tokenize"
+	"github.com/switchyard/switchyard/host/tools"
+	"github.com/tidwall/gjson"
 )
 
 // compressionPlugin fits an over-long prompt into the context of the
@@ -25,6 +27,9 @@ const (
 // default. The router's pipeline, if one ran, is folded in first.
 func (r *Request) buildPipeline() *apierr.Error {
 	s := r.core
+	if aerr := r.checkFusionTools(); aerr != nil {
+		return aerr
+	}
 	w := s.Router.Window(r.routeRequest())
 	extra := pipeline.Extra{Context: windowJSON(w)}
 	if w.MaxContext > 0 && w.MaxContext <= compressionDefaultMax && mayNotFit(r, w.MaxContext, w.MaxOutput, w.MaxMessages) {
@@ -45,6 +50,22 @@ func (r *Request) buildPipeline() *apierr.Error {
 	pl.Prepend(r.pl) // released with pl from here on
 	r.pl = pl
 	return nil
+}
+
+// checkFusionTools checks the fusion plugin item's tools against the
+// server tools installed for the account (tools.CheckList): a 400 naming
+// plugins[i].tools[j] now, rather than every panel member failing on it.
+func (r *Request) checkFusionTools() *apierr.Error {
+	var aerr *apierr.Error
+	r.Plugins.ForEach(func(i, p gjson.Result) bool {
+		if p.Get("id").Str == "fusion" {
+			if t := p.Get("tools"); t.IsArray() {
+				aerr = tools.CheckList(r.core.Modules, r.Key.AccountID, "plugins["+strconv.Itoa(int(i.Int()))+"].tools", t)
+			}
+		}
+		return aerr == nil
+	})
+	return aerr
 }
 
 // windowJSON is ctx.context's window. By hand, not with fmt or

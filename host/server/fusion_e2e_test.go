@@ -259,6 +259,40 @@ func TestFusionPanelTools(t *testing.T) {
 	wantFusionSums(t, g, body.Get("id").Str, body.Get("usage"), before, 6)
 }
 
+// A fusion's tools entry that is no installed server tool, or one listed
+// twice, is a 400 naming the entry before anything is called; before,
+// every panel member failed on it and the fusion answered 502
+// all_panels_failed (a list of 8 entries, the spec's maximum, always did:
+// fewer server tools are installed).
+func TestFusionToolsChecked(t *testing.T) {
+	g := startFusion(t, 0)
+	eight := `{"type":"service:web_search"},{"type":"service:web_fetch"}`
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		eight += `,{"type":"service:lookup_` + n + `"}`
+	}
+	cases := []struct{ name, tools, field, msg string }{
+		{"not installed", `[{"type":"service:web_search"},{"type":"service:no_such_tool"}]`, "plugins[0].tools[1].type", `server tool "service:no_such_tool" is not installed`},
+		{"listed twice", `[{"type":"service:web_search"},{"type":"openrouter:web_search"}]`, "plugins[0].tools[1].type", `server tool "service:web_search" is listed twice`},
+		{"not a server tool", `[{"type":"function"}]`, "plugins[0].tools[0].type", `"function" is not a server tool`},
+		{"eight entries", "[" + eight + "]", "plugins[0].tools[2].type", `server tool "service:lookup_a" is not installed`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := upstreamCount(g)
+			resp, body := post(t, g, "/chat/completions", fusionBody("Is Pluto a planet?", `{"id":"fusion","tools":`+c.tools+`}`, ""))
+			wantError(t, resp, body, 400, c.field+": "+c.msg)
+			if n := upstreamCount(g) - before; n != 0 {
+				t.Fatalf("%d upstream requests for a refused fusion", n)
+			}
+		})
+	}
+	// The installed tools, once each, still run.
+	resp, body := post(t, g, "/chat/completions", fusionBody("Is Pluto a planet?", `{"id":"fusion","tools":[{"type":"service:web_search"},{"type":"service:web_fetch"}],"max_tool_calls":1}`, ""))
+	if resp.StatusCode != 200 {
+		t.Fatalf("installed tools: %d %s", resp.StatusCode, body.Raw)
+	}
+}
+
 func TestFusionMemberFails(t *testing.T) {
 	g := startFusion(t, 0)
 	g.Geminis["gem"].SetFaults(demo.Faults{Status: 500})

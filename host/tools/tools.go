@@ -148,6 +148,39 @@ func Resolve(reg *modules.Registry, account string, body []byte) (*Set, *apierr.
 	return s, nil
 }
 
+// CheckList checks a list of server tools a request names outside its
+// tools (the fusion plugin's tools option, at path at): each entry's type
+// is a server tool an active module declares for the account, listed
+// once. Each panel member's sub-request would otherwise fail on it with a
+// 400 of its own, and the fusion with a 502 naming no field of the request.
+func CheckList(reg *modules.Registry, account, at string, list gjson.Result) *apierr.Error {
+	var err *apierr.Error
+	seen := map[string]bool{}
+	list.ForEach(func(i, t gjson.Result) bool {
+		field := fmt.Sprintf("%s[%d].type", at, i.Int())
+		typ, server := validate.CanonicalServerTool(t.Get("type").Str)
+		switch {
+		case !server:
+			err = apierr.BadRequest(field, "%q is not a server tool: name one such as service:web_search or service:web_fetch", t.Get("type").Str)
+		case seen[typ]:
+			err = apierr.BadRequest(field, "server tool %q is listed twice", typ)
+		case !declared(reg, account, typ):
+			err = apierr.BadRequest(field, "server tool %q is not installed on this gateway: no active module %q declares it", typ, ModuleName(typ))
+		}
+		seen[typ] = true
+		return err == nil
+	})
+	return err
+}
+
+// declared reports whether an active module in the account's scope (or
+// the gateway's) declares server tool typ with a tool_call hook.
+func declared(reg *modules.Registry, account, typ string) bool {
+	mod, release, _ := acquire(reg, account, ModuleName(typ))
+	defer release()
+	return mod != nil && mod.Manifest.Has(abi.HookToolCall) && mod.Manifest.Tool(typ) != nil
+}
+
 func choiceAlias(c string) string {
 	if c == "web_search" || c == "web_search_preview" {
 		return "service:web_search"

@@ -107,7 +107,7 @@ func (f *fusion) run() Outcome {
 	if err != nil {
 		return f.hostFailure(err)
 	}
-	ok, cancelled, credits := 0, 0, 0
+	ok, cancelled, credits, refused := 0, 0, 0, 0
 	for i, r := range results {
 		p := f.panel[i]
 		p.read(r)
@@ -119,12 +119,21 @@ func (f *fusion) run() Outcome {
 		case r.Status == 402:
 			credits++
 		}
+		if p.Status != "ok" && r.Status >= 400 && r.Status < 500 {
+			refused++
+		}
 	}
 	switch {
 	case cancelled > 0:
 		return f.fail(499, "the fusion was cancelled: the client closed the request", ReasonCancelled)
 	case ok == 0 && credits == len(results):
 		return f.fail(402, "fusion: every panel member was refused for insufficient credits", ReasonInsufficientCredits)
+	case ok == 0 && refused == len(results):
+		// Every member refused the request as it was asked (a 400 on its
+		// parameters, a 404, a 413): the client's to change, not an
+		// upstream failure, so the status is the members' own (400 when
+		// they differ).
+		return f.fail(f.refusedStatus(), "fusion: every panel member refused the request ("+f.panelErrors()+")", ReasonAllPanelsFailed)
 	case ok == 0:
 		return f.fail(502, "fusion: every panel member failed ("+f.panelErrors()+")", ReasonAllPanelsFailed)
 	}
@@ -148,6 +157,18 @@ func (f *fusion) run() Outcome {
 		return out
 	}
 	return Outcome{Action: "respond", Body: f.result(), Summary: f.summary("")}
+}
+
+// refusedStatus is the panel's common 4xx status, or 400 when the members
+// were refused with different ones.
+func (f *fusion) refusedStatus() int {
+	st := f.panel[0].HTTPStatus
+	for _, p := range f.panel[1:] {
+		if p.HTTPStatus != st {
+			return 400
+		}
+	}
+	return st
 }
 
 // reserve holds the whole fusion's worst case before any call.

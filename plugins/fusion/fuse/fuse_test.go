@@ -133,6 +133,11 @@ func TestRun(t *testing.T) {
 		{"all answer", nil, 0, analysis, "respond", 0, ""},
 		{"a member fails and is dropped", map[string]int{"b/two": 502}, 0, analysis, "respond", 0, ""},
 		{"every member fails", map[string]int{"a/one": 502, "b/two": 429, "c/three": 500}, 0, analysis, "block", 502, ReasonAllPanelsFailed},
+		// A request every member refuses (a tools entry, a parameter) is the
+		// client's to fix: a 4xx, not a 502 upstream failure.
+		{"every member refuses with 400", map[string]int{"a/one": 400, "b/two": 400, "c/three": 400}, 0, analysis, "block", 400, ReasonAllPanelsFailed},
+		{"every member refuses, with different 4xx", map[string]int{"a/one": 400, "b/two": 404, "c/three": 413}, 0, analysis, "block", 400, ReasonAllPanelsFailed},
+		{"every member rate-limited", map[string]int{"a/one": 429, "b/two": 429, "c/three": 429}, 0, analysis, "block", 429, ReasonAllPanelsFailed},
 		{"cancelled", map[string]int{"a/one": 499}, 0, analysis, "block", 499, ReasonCancelled},
 		{"judge not JSON", nil, 0, "I think they agree.", "block", 502, ReasonJudgeNotJSON},
 		{"judge off schema", nil, 0, `{"consensus":[]}`, "block", 502, ReasonJudgeSchemaMismatch},

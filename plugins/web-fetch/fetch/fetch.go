@@ -6,6 +6,7 @@
 package fetch
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,7 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding"
 )
 
 // Limits of one fetch.
@@ -89,6 +91,9 @@ type Result struct {
 	// and service_metadata.
 	HTTPStatus int  `json:"http_status,omitempty"`
 	Truncated  bool `json:"truncated,omitempty"`
+	// fitted: cut to fit the model's context (the plugin form; never
+	// cached).
+	fitted bool
 }
 
 const (
@@ -202,7 +207,7 @@ func convert(u *url.URL, contentType string, body []byte) Result {
 	if kind == kindBinary {
 		return failed(u.String(), "the page is "+mt+", not text: binary content is not fetched")
 	}
-	text, ok := decode(body, charsetOf(params))
+	text, ok := decode(body, charsetOf(params), kind == kindHTML)
 	if !ok {
 		return failed(u.String(), "the page declares "+mt+" but its body is not text")
 	}
@@ -226,7 +231,7 @@ func convert(u *url.URL, contentType string, body []byte) Result {
 		r.Content = text
 	}
 	if len(r.Content) > MaxCachedChars {
-		r.Content = cut(r.Content, MaxCachedChars) + truncMark
+		r.Content = cutBlock(r.Content, MaxCachedChars) + truncMark
 		r.Truncated = true
 	}
 	return r
@@ -287,27 +292,50 @@ func charsetOf(params string) string {
 	return ""
 }
 
-// decode returns body as UTF-8. The single-byte Western charsets are
-// decoded (cheap: a 256-entry table each); anything else must already be
-// UTF-8, or it is not treated as text.
-func decode(body []byte, cs string) (string, bool) {
-	switch cs {
-	case "iso-8859-1", "latin1", "iso8859-1", "windows-1252", "cp1252":
-		s, err := charmap.Windows1252.NewDecoder().Bytes(body)
-		return string(s), err == nil
-	case "iso-8859-15", "latin-9":
-		s, err := charmap.ISO8859_15.NewDecoder().Bytes(body)
-		return string(s), err == nil
+// decode returns body as UTF-8. The charset is the one the Content-Type
+// header names, else (HTML) the page's BOM or its <meta charset> / <meta
+// http-equiv> in the first 1024 bytes, as the WHATWG encoding sniffing
+// algorithm finds them (golang.org/x/net/html/charset: its labels are the
+// Encoding Standard's, so "iso-8859-1" and "latin1" decode as windows-1252
+// as browsers do). A page that names no charset, or one that is unknown,
+// is read as UTF-8, with invalid bytes replaced. A body with NUL bytes in
+// its start is not text, whatever it declares, unless it is UTF-16.
+func decode(body []byte, cs string, isHTML bool) (string, bool) {
+	var enc encoding.Encoding
+	name := ""
+	if cs != "" {
+		enc, name = charset.Lookup(cs)
 	}
-	for _, c := range body[:min(len(body), 8192)] {
-		if c == 0 {
-			return "", false
+	if enc == nil && isHTML {
+		// DetermineEncoding falls back to windows-1252 when nothing is
+		// declared; only a declared one is trusted here, so an undeclared
+		// page that is UTF-8 stays UTF-8.
+		if e, n, _ := charset.DetermineEncoding(body[:min(len(body), 1024)], ""); n != "windows-1252" || declaresCharset(body) {
+			enc, name = e, n
+		}
+	}
+	if !strings.HasPrefix(name, "utf-16") {
+		for _, c := range body[:min(len(body), 8192)] {
+			if c == 0 {
+				return "", false
+			}
+		}
+	}
+	if enc != nil && name != "utf-8" {
+		if s, err := enc.NewDecoder().Bytes(body); err == nil {
+			return string(s), true
 		}
 	}
 	if utf8.Valid(body) {
 		return string(body), true
 	}
 	return strings.ToValidUTF8(string(body), "\uFFFD"), true
+}
+
+// declaresCharset reports whether the start of an HTML page names a
+// charset itself (<meta charset> or <meta http-equiv> with one).
+func declaresCharset(body []byte) bool {
+	return bytes.Contains(bytes.ToLower(body[:min(len(body), 1024)]), []byte("charset"))
 }
 
 func header(headers, name string) string {
@@ -383,8 +411,23 @@ func matchDomain(rule string, u *url.URL) bool {
 
 const truncMark = "\n\n[… content truncated]"
 
-// truncate cuts content to maxTokens (0: no limit) and marks the cut.
+// fitMark ends a page cut to fit the model's context (the plugin form).
+const fitMark = "\n\n[… content truncated to fit the model's context]"
+
+// truncate cuts content to maxTokens (0: no limit) at a block boundary and
+// marks the cut.
 func (env *Env) truncate(content, model string, maxTokens int) (string, bool) {
+	c, cut := env.fit(content, model, maxTokens)
+	if cut {
+		return c + truncMark, true
+	}
+	return content, false
+}
+
+// fit returns the longest prefix of content that ends at a block boundary
+// (cutBlock) and holds at most maxTokens tokens (maxTokens > 0), and
+// whether it cut.
+func (env *Env) fit(content, model string, maxTokens int) (string, bool) {
 	if maxTokens <= 0 {
 		return content, false
 	}
@@ -396,13 +439,32 @@ func (env *Env) truncate(content, model string, maxTokens int) (string, bool) {
 	// at most, since the ratio of bytes to tokens is steady within a page.
 	keep := len(content) * maxTokens / n
 	for i := 0; i < 4 && keep > 0; i++ {
-		c := cut(content, keep)
+		c := cutBlock(content, keep)
 		if m := env.tokens(model, c); m <= maxTokens {
-			return c + truncMark, true
+			return c, true
 		}
 		keep = keep * 9 / 10
 	}
-	return cut(content, keep) + truncMark, true
+	return cutBlock(content, keep), true
+}
+
+// cutBlock returns at most n bytes of s, ending at the end of a block (a
+// blank line: a paragraph, a list, a code block, a whole table) when one
+// ends in the second half of those bytes, else at the end of a line (a
+// list item, a table row), else on a rune boundary: a cut mid-sentence or
+// mid-row reads as if the page said less than it did.
+func cutBlock(s string, n int) string {
+	c := cut(s, n)
+	if len(c) == len(s) {
+		return c
+	}
+	if i := strings.LastIndex(c, "\n\n"); i > 0 && i >= len(c)/2 {
+		return c[:i]
+	}
+	if i := strings.LastIndexByte(c, '\n'); i > 0 && i >= len(c)/2 {
+		return c[:i]
+	}
+	return c
 }
 
 // tokens counts s with the host's tokenizer for model, or estimates 4

@@ -482,14 +482,19 @@ func TestPreRequest(t *testing.T) {
 
 // page100K is a 100 KB article page: chrome around a main of sections with
 // paragraphs, links, lists and a table.
-func page100K() []byte {
+func page100K() []byte { return pageOf(100_000) }
+
+// pageOf is an article page of about size bytes, built as page100K's.
+// Every tenth section has a table whose cells hold paragraphs and a list
+// (flattenCells' work) and a paragraph with entities.
+func pageOf(size int) []byte {
 	var b strings.Builder
 	b.WriteString(`<!doctype html><html><head><title>Big page</title><script>var x=1;</script><style>p{}</style></head><body><nav><a href="/">Home</a></nav><main>`)
-	for i := 0; b.Len() < 100_000; i++ {
+	for i := 0; b.Len() < size; i++ {
 		n := strconv.Itoa(i)
-		b.WriteString(`<h2>Section ` + n + `</h2><p>Paragraph ` + n + ` with <a href="/p/` + n + `">a link</a>, <em>emphasis</em> and <code>code</code>. Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p><ul><li>one</li><li>two</li></ul>`)
+		b.WriteString(`<h2>Section ` + n + `<span class="mw-editsection">[<a href="/edit">edit</a>]</span></h2><p>Paragraph ` + n + ` with <a href="/p/` + n + `">a link</a>, <a name="a` + n + `">an anchor</a>, <em>emphasis</em> and <code>code</code>. Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p><ul><li>one</li><li>two</li></ul>`)
 		if i%10 == 0 {
-			b.WriteString(`<table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>` + n + `</td></tr></table>`)
+			b.WriteString(`<table><tr><th>k</th><th>v</th></tr><tr><td><p>a</p><p>b</p></td><td>` + n + `<ul><li>x</li></ul></td></tr></table><p>if a &lt; b &amp;&amp; c</p>`)
 		}
 	}
 	b.WriteString(`</main><footer>footer</footer></body></html>`)
@@ -506,6 +511,24 @@ func BenchmarkMarkdown100K(b *testing.B) {
 		if _, _, err := Markdown(page, "https://x.example/"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkMarkdownSizes converts pages of 10 KB, 100 KB and 1 MB (the
+// largest converted, MaxHTMLBytes): the MB/s stays level when every step
+// is linear in the page's size.
+func BenchmarkMarkdownSizes(b *testing.B) {
+	for _, size := range []int{10_000, 100_000, MaxHTMLBytes} {
+		page := pageOf(size)
+		b.Run(strconv.Itoa(size/1000)+"KB", func(b *testing.B) {
+			b.SetBytes(int64(len(page)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := Markdown(page, "https://x.example/"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

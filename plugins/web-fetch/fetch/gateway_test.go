@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,6 +36,14 @@ func pages(t *testing.T) *httptest.Server {
 	mux.HandleFunc("/file.zip", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/zip")
 		w.Write([]byte("PK\x03\x04"))
+	})
+	mux.HandleFunc("/long", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><head><title>Long read</title></head><body><main><h1>Long read</h1>")
+		for i := range 1500 { // ~150 KB, some 35,000 tokens
+			io.WriteString(w, "<p>A sentence of the long article that goes on to make the page large, paragraph "+strconv.Itoa(i)+".</p>\n")
+		}
+		io.WriteString(w, "</main></body></html>")
 	})
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
@@ -87,6 +96,28 @@ func TestGatewayPlugin(t *testing.T) {
 	status, res = chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"hi"}],"plugins":[{"id":"web-fetch","max_pages":2}]}`)
 	if status != 400 || !strings.Contains(res.Get("error.message").Str, "max_pages") {
 		t.Fatalf("unknown option: %d %s", status, res.Raw)
+	}
+}
+
+// TestGatewayPluginFitsSmallContext: a page far larger than the model's
+// context (test/chat: 8,192 tokens) is cut to fit it, at a paragraph, and
+// the request is answered; before, the whole page went in and the
+// gateway answered 400 (the prompt does not fit the largest context).
+func TestGatewayPluginFitsSmallContext(t *testing.T) {
+	g := startGateway(t, true)
+	site := pages(t)
+	status, res := chat(t, g, `{"model":"test/chat","messages":[{"role":"user","content":"Summarise `+site.URL+`/long"}],"plugins":[{"id":"web-fetch"}]}`)
+	if status != 200 {
+		t.Fatalf("%d %s", status, res.Raw)
+	}
+	inj := gjson.ParseBytes(g.Upstreams["alpha"].Last().Body).Get("messages.0.content").Str
+	if !strings.Contains(inj, "paragraph 0.") || !strings.Contains(inj, ".\n\n[… content truncated to fit the model's context]\n</page>") || strings.Contains(inj, "paragraph 1499.") {
+		t.Fatalf("the page was not cut at a paragraph with the mark:\n…%s", inj[max(0, len(inj)-300):])
+	}
+	stage := res.Get(`service_metadata.pipeline.#(name=="web-fetch")`)
+	if stage.Get("data.fitted_to_context").Int() != 1 || !strings.Contains(stage.Get("summary").Str, "cut to fit the model's context") ||
+		!stage.Get("data.pages.0.fitted_to_context").Bool() {
+		t.Fatalf("stage %s", stage.Raw)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -201,12 +202,25 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 		Error  string `json:"error,omitempty"`
 		HTTP   int    `json:"http_status,omitempty"`
 		Chars  int    `json:"chars,omitempty"`
+		// Truncated: cut by max_content_tokens, the page-size bounds or
+		// the model's context; Fitted: cut (or left out) for the context.
+		Truncated bool `json:"truncated,omitempty"`
+		Fitted    bool `json:"fitted_to_context,omitempty"`
+	}
+	pages := make([]Result, len(urls))
+	for i, u := range urls {
+		pages[i] = m.Env.Fetch(o, u)
+	}
+	budget, bounded := m.Env.contextBudget(ctx, body, o.model, len(pages))
+	fitted := 0
+	if bounded {
+		fitted = m.Env.fitPages(pages, o.model, budget)
 	}
 	var items []item
 	ok := 0
-	for _, u := range urls {
-		r := m.Env.Fetch(o, u)
-		items = append(items, item{URL: u, Status: r.Status, Error: r.Error, HTTP: r.HTTPStatus, Chars: len(r.Content)})
+	for i, u := range urls {
+		r := pages[i]
+		items = append(items, item{URL: u, Status: r.Status, Error: r.Error, HTTP: r.HTTPStatus, Chars: len(r.Content), Truncated: r.Truncated, Fitted: r.fitted})
 		b.WriteString("\n\n<page url=")
 		b.WriteString(strconv.Quote(u))
 		if r.Status == StatusCompleted {
@@ -232,9 +246,98 @@ func (m *Module) PreRequest(in *sdk.In, out *sdk.Out) error {
 		return sdk.Error("web-fetch: " + err.Error())
 	}
 	out.Field(edited)
-	data, _ := json.Marshal(map[string]any{"fetched": ok, "failed": len(urls) - ok, "skipped": skipped, "pages": items})
-	out.FieldString(`{"type":"plugin","summary":"fetched ` + strconv.Itoa(ok) + ` of ` + strconv.Itoa(len(urls)) + ` URL(s) from the last user message","data":` + string(data) + `}`)
+	d := map[string]any{"fetched": ok, "failed": len(urls) - ok, "skipped": skipped, "pages": items}
+	summary := "fetched " + strconv.Itoa(ok) + " of " + strconv.Itoa(len(urls)) + " URL(s) from the last user message"
+	if bounded {
+		d["context_budget_tokens"] = max(budget, 0)
+	}
+	if fitted > 0 {
+		d["fitted_to_context"] = fitted
+		summary += "; " + strconv.Itoa(fitted) + " cut to fit the model's context"
+	}
+	data, _ := json.Marshal(d)
+	sum, _ := json.Marshal(summary)
+	out.FieldString(`{"type":"plugin","summary":` + string(sum) + `,"data":` + string(data) + `}`)
 	return nil
+}
+
+// Context fitting (the plugin form). The pages go into the prompt, so the
+// prompt with them must fit the model: ctx.context.max_context is the
+// largest context among the endpoints the request may be routed to (the
+// host routes a prompt that fits one of them there, and answers 400 when
+// none fits).
+const (
+	// pageFraming is what one <page …> wrapper and its attributes add, in
+	// tokens (a URL, a title, a date).
+	pageFraming = 64
+	// defaultAnswerTokens is the room kept for the answer when the request
+	// does not say (max_tokens): a quarter of the context at most.
+	defaultAnswerTokens = 4096
+)
+
+// contextBudget is how many tokens the pages' content may take: the
+// largest context, less the request's prompt, the answer's room (the
+// request's max_tokens, else the smaller of defaultAnswerTokens, a quarter
+// of the context and the endpoints' max output) and the framing, with 5%
+// kept back for the difference between tokenizers (the upstream's may
+// count more than the host's estimate). bounded is false when the host
+// gives no context.
+func (env *Env) contextBudget(ctx, body []byte, model string, pages int) (budget int, bounded bool) {
+	w := sdk.Get(ctx, "context")
+	c := int(w.Get("max_context").Int())
+	if c <= 0 {
+		return 0, false
+	}
+	answer := int(max(gjson.GetBytes(body, "max_completion_tokens").Int(), gjson.GetBytes(body, "max_tokens").Int()))
+	if answer <= 0 {
+		answer = min(defaultAnswerTokens, c/4)
+		if mo := int(w.Get("max_output").Int()); mo > 0 {
+			answer = min(answer, mo)
+		}
+	}
+	prompt := env.tokens(model, string(body))
+	framing := env.tokens(model, InjectLead) + pages*pageFraming
+	return (c*95)/100 - prompt - answer - framing, true
+}
+
+// fitPages cuts the completed pages' content so that together they hold
+// at most budget tokens: each gets an equal share, and what a short page
+// leaves of its share goes to the longer ones (so a small page is never
+// cut for a large one's sake). Cuts end at a block boundary and are
+// marked. It returns how many pages it cut.
+func (env *Env) fitPages(pages []Result, model string, budget int) int {
+	type sized struct{ i, tokens int }
+	var order []sized
+	for i, p := range pages {
+		if p.Status == StatusCompleted {
+			order = append(order, sized{i, env.tokens(model, p.Content)})
+		}
+	}
+	// Shortest first: each takes what it needs up to an equal share of
+	// what is left. Pages are few (max_uses), so sorting is nothing.
+	slices.SortFunc(order, func(a, b sized) int { return a.tokens - b.tokens })
+	left, cut := max(budget, 0), 0
+	for k, s := range order {
+		share := left / (len(order) - k)
+		if s.tokens <= share {
+			left -= s.tokens
+			continue
+		}
+		p := &pages[s.i]
+		c := ""
+		if share > 0 { // fit takes 0 for no limit
+			c, _ = env.fit(strings.TrimSuffix(p.Content, truncMark), model, share)
+		}
+		if strings.TrimSpace(c) == "" {
+			p.Content = "[content left out: the model's context has no room left for this page]"
+		} else {
+			p.Content = c + fitMark
+		}
+		p.Truncated, p.fitted = true, true
+		left -= share // it holds at most that
+		cut++
+	}
+	return cut
 }
 
 // contentText is a message's text: the string, or its text parts joined.

@@ -371,7 +371,8 @@ func isEncrypted(data []byte, err error) bool {
 }
 
 // clean drops the NUL and replacement characters a font without a
-// ToUnicode map produces, and trims each line.
+// ToUnicode map produces, trims each line, and keeps one blank line
+// between paragraphs.
 func clean(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if r == 0 || r == utf8.RuneError {
@@ -382,9 +383,14 @@ func clean(s string) string {
 	lines := strings.Split(s, "\n")
 	out := lines[:0]
 	for _, l := range lines {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
+		l = strings.TrimSpace(l)
+		if l == "" && (len(out) == 0 || out[len(out)-1] == "") {
+			continue
 		}
+		out = append(out, l)
+	}
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
 	}
 	return strings.Join(out, "\n")
 }

@@ -81,6 +81,12 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 	fonts := map[string]*font{}
 	for _, pv := range pages {
 		text := clean(pageText(pv, fonts))
+		if ff := formFields(pv); ff != "" {
+			if text != "" {
+				text += "\n\n"
+			}
+			text += "Form fields:\n" + ff
+		}
 		if total+len(text) > lim.Text {
 			text = cutUTF8(text, lim.Text-total)
 			doc.Truncated = true

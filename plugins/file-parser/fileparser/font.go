@@ -71,8 +71,7 @@ func num(v pdf.Value) float64 {
 	return 0
 }
 
-func loadFont(page pdf.Value, name string) *font {
-	fv := resources(page).Key("Font").Key(name)
+func loadFont(fv pdf.Value) *font {
 	f := &font{scale: 0.001}
 	var cm *cmap
 	if tu := fv.Key("ToUnicode"); tu.Kind() == pdf.Stream {

@@ -114,21 +114,44 @@ func (w *writer) place(t string, sx, sy, ex, ey, ux, uy, h float64) {
 	w.b.WriteString(t)
 }
 
+// maxFormDepth bounds form XObjects drawn inside form XObjects.
+const maxFormDepth = 8
+
 // pageText walks the page's content in stream order and lays its text out
-// (see writer). docFonts caches the document's fonts across its pages,
-// keyed by the font dictionary as written (its references unresolved):
-// pages share fonts.
+// (see writer), with the text of the form XObjects it draws. docFonts
+// caches the document's fonts across its pages, keyed by the font
+// dictionary as written (its references unresolved): pages share fonts.
+// budget is what is left of Limits.Decompressed: each form drawn and each
+// form's font's ToUnicode map takes its decoded size from it (a form drawn
+// a thousand times costs a thousand times), so a page of a million Do
+// operators is refused, not walked for ever.
 //
 // The cost is linear in the content: a glyph is a table lookup and a few
-// multiplications, the q stack is bounded, nothing recurses.
-func pageText(page pdf.Value, docFonts map[string]*font) string {
+// multiplications, the q stack is bounded, forms nest at most
+// maxFormDepth deep.
+func pageText(page pdf.Value, docFonts map[string]*font, budget *int, limit int) (string, error) {
 	contents := page.Key("Contents")
 	if contents.IsNull() {
-		return ""
+		return "", nil
 	}
+	k := &walk{docFonts: docFonts, budget: budget, limit: limit}
+	k.run(contents, resources(page), gstate{ctm: identity, th: 1}, 0)
+	return k.w.b.String(), k.err
+}
+
+type walk struct {
+	w        writer
+	docFonts map[string]*font
+	budget   *int
+	limit    int
+	err      error
+}
+
+// run interprets one content stream (the page's, or a form's) with its
+// resources from the graphics state gs.
+func (k *walk) run(contents, res pdf.Value, gs gstate, depth int) {
+	w := &k.w
 	fonts := map[string]*font{}
-	w := &writer{}
-	gs := gstate{ctm: identity, th: 1}
 	var saved []gstate
 	extra := 0 // saves past maxSaved
 	tm, tlm := identity, identity
@@ -191,6 +214,9 @@ func pageText(page pdf.Value, docFonts map[string]*font) string {
 		for i := n - 1; i >= 0; i-- {
 			args[i] = stk.Pop()
 		}
+		if k.err != nil {
+			return
+		}
 		arg := func(i int) float64 {
 			if i < n {
 				return num(args[i])
@@ -219,15 +245,27 @@ func pageText(page pdf.Value, docFonts map[string]*font) string {
 			if n >= 6 {
 				gs.ctm = mat().mul(gs.ctm)
 			}
+		case "Do":
+			if n >= 1 {
+				k.form(res.Key("XObject").Key(args[0].Name()), res, gs, depth)
+			}
 		case "Tf":
 			if n >= 2 {
 				name := args[0].Name()
 				if _, ok := fonts[name]; !ok {
-					key := resources(page).Key("Font").Key(name).String()
-					if docFonts[key] == nil {
-						docFonts[key] = loadFont(page, name)
+					fv := res.Key("Font").Key(name)
+					key := fv.String()
+					if k.docFonts[key] == nil {
+						if depth > 0 {
+							// A form's own fonts were not measured
+							// before the walk.
+							if *k.budget, k.err = spendContent(fv.Key("ToUnicode"), *k.budget, k.limit, 0); k.err != nil {
+								return
+							}
+						}
+						k.docFonts[key] = loadFont(fv)
 					}
-					fonts[name] = docFonts[key]
+					fonts[name] = k.docFonts[key]
 				}
 				gs.f, gs.fs = fonts[name], arg(1)
 			}
@@ -285,7 +323,27 @@ func pageText(page pdf.Value, docFonts map[string]*font) string {
 			}
 		}
 	})
-	return w.b.String()
+}
+
+// form walks a form XObject drawn by Do (an image is skipped): its content
+// with its own resources (else the drawer's), under its /Matrix, in a
+// graphics state the form cannot change for what follows. Headers,
+// footers and stamps are often forms, and so is every page some producers
+// write.
+func (k *walk) form(xo, res pdf.Value, gs gstate, depth int) {
+	if xo.Kind() != pdf.Stream || xo.Key("Subtype").Name() != "Form" || depth >= maxFormDepth {
+		return
+	}
+	if *k.budget, k.err = spendContent(xo, *k.budget, k.limit, 0); k.err != nil {
+		return
+	}
+	if m := xo.Key("Matrix"); m.Len() == 6 {
+		gs.ctm = matrix{num(m.Index(0)), num(m.Index(1)), num(m.Index(2)), num(m.Index(3)), num(m.Index(4)), num(m.Index(5))}.mul(gs.ctm)
+	}
+	if r := xo.Key("Resources"); r.Kind() == pdf.Dict {
+		res = r
+	}
+	k.run(xo, res, gs, depth+1)
 }
 
 func abs(v float64) float64 {

@@ -12,12 +12,16 @@ import (
 // (a font with no Unicode map: its codes 1-3 named g1-g3), F5 (Symbol),
 // all without /Widths, as ReportLab writes them; extra objects follow
 // from object 10 (annots names the page's /Annots, acro the catalog's
-// /AcroForm).
+// /AcroForm; a content drawing /X1 draws object 10 as an XObject).
 func textPDF(content, annots, acro string, extra ...string) []byte {
+	xobj := ""
+	if strings.Contains(content, "/X1 Do") {
+		xobj = " /XObject << /X1 10 0 R >>"
+	}
 	objs := map[int]string{
 		1: "<< /Type /Catalog /Pages 2 0 R" + acro + " >>",
 		2: "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		3: "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R /F2 6 0 R /F3 7 0 R /F4 8 0 R /F5 9 0 R >> >> /Contents 4 0 R" + annots + " >>",
+		3: "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R /F2 6 0 R /F3 7 0 R /F4 8 0 R /F5 9 0 R >>" + xobj + " >> /Contents 4 0 R" + annots + " >>",
 		4: fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content)+1, content),
 		5: "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
 		6: "<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman >>",
@@ -81,6 +85,44 @@ func TestLayout(t *testing.T) {
 			}
 		})
 	}
+}
+
+func formXObject(dict, content string) string {
+	return fmt.Sprintf("<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] %s /Length %d >>\nstream\n%s\nendstream", dict, len(content)+1, content)
+}
+
+// Text inside form XObjects (headers, footers, stamps) is read where the
+// form is drawn, under its matrix; forms nest only so deep, and every
+// drawing of a form takes its size from the decompressed-bytes budget.
+func TestFormXObjects(t *testing.T) {
+	t.Run("drawn twice under its matrix", func(t *testing.T) {
+		data := textPDF("BT /F1 12 Tf 72 720 Td (Body text) Tj ET q 1 0 0 1 0 -200 cm /X1 Do Q /X1 Do", "", "",
+			formXObject("/Matrix [1 0 0 1 0 -600] /Resources << /Font << /H 6 0 R >> >>", "BT /H 10 Tf 72 700 Td (Footer line) Tj ET"))
+		doc, err := ExtractPDF(data, DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "Body text\n\nFooter line\n\nFooter line"; doc.Pages[0] != want {
+			t.Errorf("got %q, want %q", doc.Pages[0], want)
+		}
+	})
+	t.Run("a form drawing itself", func(t *testing.T) {
+		data := textPDF("/X1 Do", "", "", formXObject("/Resources << /XObject << /X1 10 0 R >> /Font << /F1 5 0 R >> >>", "BT /F1 10 Tf 0 0 Td (again) Tj ET /X1 Do"))
+		doc, err := ExtractPDF(data, DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(doc.Pages[0], "again"); got != maxFormDepth {
+			t.Errorf("%d copies, want %d (the depth limit)", got, maxFormDepth)
+		}
+	})
+	t.Run("drawn past the budget", func(t *testing.T) {
+		data := textPDF(strings.Repeat("/X1 Do ", 5000), "", "", formXObject("", strings.Repeat("% padding\n", 100)))
+		_, err := ExtractPDF(data, Limits{Bytes: 1 << 20, Pages: 10, Decompressed: 1 << 20, Text: 1 << 20})
+		if fe, ok := err.(*FileError); !ok || fe.Reason != "decompressed_too_large" {
+			t.Fatalf("got %v, want decompressed_too_large", err)
+		}
+	})
 }
 
 // The values of a filled-in form come out under the page's text.
@@ -154,11 +196,13 @@ func FuzzPageText(f *testing.F) {
 		"BT /F3 12 Tf 13 TL [(\\001)-99999(\\002)] TJ (a) ' 1 2 (b) \" T* -3 TD 0 Tz (c) Tj ET",
 		"BT /F4 12 Tf (\\001\\002\\003\\000\\037) Tj /F5 12 Tf (abc) Tj 1 0 0 -1 0 0 cm ET",
 		"BT /F9 12 Tf (no font) Tj Tf Tj TJ Tm cm ET",
+		"q 2 0 0 2 0 0 cm /X1 Do Q /X1 Do /X2 Do Do",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, content string) {
-		doc, err := ExtractPDF(textPDF(content, "", ""), DefaultLimits)
+		form := formXObject("/Matrix [1 0 0 1 5 5] /Resources << /XObject << /X1 10 0 R >> /Font << /F1 5 0 R >> >>", "BT /F1 10 Tf (form) Tj ET /X1 Do")
+		doc, err := ExtractPDF(textPDF(content, "", "", form), DefaultLimits)
 		if err != nil {
 			return
 		}

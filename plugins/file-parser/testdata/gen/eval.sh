@@ -17,3 +17,9 @@ rsvg-convert -f pdf -o $E/heldout/cairo-orchard.pdf gen/eval/f.svg
 qpdf --object-streams=generate --compress-streams=y $E/hand-invoice.pdf $E/qpdf-invoice.pdf
 qpdf --object-streams=generate --compress-streams=y $E/groff-ferry.pdf $E/qpdf-groff-ferry.pdf
 qpdf --object-streams=generate --compress-streams=y $E/heldout/hand-letter.pdf $E/heldout/qpdf-letter.pdf
+# LaTeX (pdfTeX, TeX Live 2022): Type 1 Computer Modern subsets, ligatures.
+tmp=$(mktemp -d)
+(cd "$tmp" && pdflatex -interaction=batchmode "$OLDPWD/gen/eval/g.tex" >/dev/null && pdflatex -interaction=batchmode "$OLDPWD/gen/eval/h.tex" >/dev/null)
+cp "$tmp/g.pdf" $E/latex-migration.pdf
+cp "$tmp/h.pdf" $E/heldout/latex-castiron.pdf
+rm -r "$tmp"

@@ -82,7 +82,7 @@ func TestPdftotextAgreement(t *testing.T) {
 		for _, p := range names {
 			s := byProducer[p]
 			w, l := s.words/float64(s.files), s.lines/float64(s.files)
-			fmt.Printf("file-parser pdf-text vs pdftotext  %-13s %-8s files %d  words %.3f  line breaks %.3f\n", strings.TrimPrefix(part, "eval/"), p, s.files, w, l)
+			fmt.Printf("file-parser pdf-text vs pdftotext  %-8s %-12s files %d  words %.3f  line breaks %.3f\n", strings.TrimPrefix(part, "eval/"), p, s.files, w, l)
 			if w < minWords || l < minLines {
 				t.Errorf("%s %s: word agreement %.3f (min %.2f), line breaks %.3f (min %.2f)", part, p, w, minWords, l, minLines)
 			}

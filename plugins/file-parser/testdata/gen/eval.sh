@@ -23,3 +23,9 @@ tmp=$(mktemp -d)
 cp "$tmp/g.pdf" $E/latex-migration.pdf
 cp "$tmp/h.pdf" $E/heldout/latex-castiron.pdf
 rm -r "$tmp"
+# LibreOffice 7.4 (Debian 12 libreoffice-writer-nogui): HTML through Writer.
+tmp=$(mktemp -d)
+soffice --headless --infilter="HTML (StarWriter)" --convert-to pdf --outdir "$tmp" gen/eval/i.html gen/eval/j.html >/dev/null
+cp "$tmp/i.pdf" $E/libreoffice-pool.pdf
+cp "$tmp/j.pdf" $E/heldout/libreoffice-repair.pdf
+rm -r "$tmp"

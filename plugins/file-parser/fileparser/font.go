@@ -1,6 +1,7 @@
 package fileparser
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/ledongthuc/pdf"
@@ -146,6 +147,9 @@ func loadSimple(f *font, fv pdf.Value, cm *cmap) {
 				if code >= 0 && code < 256 {
 					names[code] = e.Name()
 					f.text[code] = glyphRune(e.Name())
+					if f.text[code] == "" {
+						f.text[code] = ownCode(e.Name(), code)
+					}
 					encR[code] = 0
 					for _, r := range f.text[code] {
 						encR[code] = r
@@ -201,6 +205,46 @@ func loadSimple(f *font, fv pdf.Value, cm *cmap) {
 			f.sw[c] = 500
 		}
 	}
+}
+
+// ownCode reads a glyph name that is its own code: pdfTeX's bitmap (Type
+// 3) fonts name code 97 /a97. Such fonts are TeX's EC fonts (bitmaps are
+// what LaTeX's T1 encoding falls back to without cm-super), so the codes
+// are read as T1: ASCII, T1's quotes, dashes and ligatures below 32, its
+// Latin-1-like upper quarter; the rest (accents as separate glyphs, T1's
+// Central European block) is dropped rather than guessed. Requiring the
+// number to equal the code keeps glyph indices ("g12" at code 3) from
+// being read as characters.
+func ownCode(name string, code int) string {
+	i := 0
+	for i < len(name) && i < 2 && (name[i] >= 'a' && name[i] <= 'z' || name[i] >= 'A' && name[i] <= 'Z') {
+		i++
+	}
+	digits := name[i:]
+	if i == 0 || len(digits) < 1 || len(digits) > 3 || strconv.Itoa(code) != digits {
+		return ""
+	}
+	switch {
+	case code >= 13 && code <= 22:
+		return [...]string{"‚", "‹", "›", "“", "”", "„", "«", "»", "–", "—"}[code-13]
+	case code >= 27 && code <= 31:
+		return [...]string{"ff", "fi", "fl", "ffi", "ffl"}[code-27]
+	case code >= 0x20 && code < 0x7F:
+		return string(rune(code))
+	case code == 0x7F:
+		return "-"
+	case code == 0xD7:
+		return "Œ"
+	case code == 0xF7:
+		return "œ"
+	case code == 0xDF:
+		return "SS"
+	case code == 0xFF:
+		return "ß"
+	case code >= 0xC0:
+		return string(rune(code))
+	}
+	return ""
 }
 
 // ucs2 decodes a Type0 font without a ToUnicode map as UTF-16BE, the best

@@ -7,7 +7,7 @@ import (
 )
 
 func BenchmarkExtractPDF(b *testing.B) {
-	for _, f := range []string{"groff.pdf", "long.pdf"} {
+	for _, f := range []string{"groff.pdf", "ghostscript.pdf", "fpdf-multilingual.pdf", "long.pdf", "eval/hand-weather.pdf"} {
 		data := readPDF(b, f)
 		b.Run(f, func(b *testing.B) {
 			b.ReportAllocs()

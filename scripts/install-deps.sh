@@ -32,6 +32,10 @@ have_postgres() {
 have_postgres || need+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 { command -v nginx || [ -x /usr/sbin/nginx ]; } >/dev/null 2>&1 || need+=(nginx)
+# poppler's pdftotext: the oracle the file-parser's pdf-text engine is
+# compared with (plugins/file-parser/fileparser, TestPdftotextAgreement);
+# a test tool only, never used by the gateway.
+command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)
 # wasm-ld as clang will look for it.
 if [ -z "$clang" ] || ! command -v "$("$clang" -print-prog-name=wasm-ld)" >/dev/null 2>&1; then
   command -v wasm-ld-14 >/dev/null 2>&1 || command -v wasm-ld >/dev/null 2>&1 || need+=(lld-14)

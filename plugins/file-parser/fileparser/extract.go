@@ -80,7 +80,17 @@ func ExtractPDF(data []byte, lim Limits) (doc *Doc, err error) {
 	total := 0
 	fonts := map[string]*font{}
 	for _, pv := range pages {
-		text := clean(pageText(pv, fonts))
+		raw, err := pageText(pv, fonts, &budget, lim.Decompressed)
+		if err != nil {
+			return nil, err
+		}
+		text := clean(raw)
+		if ff := formFields(pv); ff != "" {
+			if text != "" {
+				text += "\n\n"
+			}
+			text += "Form fields:\n" + ff
+		}
 		if total+len(text) > lim.Text {
 			text = cutUTF8(text, lim.Text-total)
 			doc.Truncated = true
@@ -352,12 +362,19 @@ func spendContent(v pdf.Value, budget, limit, depth int) (int, error) {
 	}
 	rc := v.Reader()
 	defer rc.Close()
-	n, err := io.Copy(&operandCounter{}, io.LimitReader(rc, int64(budget)+1))
+	oc := &operandCounter{}
+	n, err := io.Copy(oc, io.LimitReader(rc, int64(budget)+1))
 	if errors.Is(err, errTooManyOperands) {
 		return 0, fileErr("malformed", "a content stream has more than %d operands in a row", maxOperands)
 	}
 	if n > int64(budget) {
 		return 0, fileErr("decompressed_too_large", "the PDF's content decompresses to more than %d bytes (a decompression bomb?)", limit)
+	}
+	if oc.paren > 0 || oc.hex {
+		// The library's lexer reads past the end of a stream as
+		// newlines for ever: a string left open ("<" or "(" last)
+		// kept the module busy until the call's time limit.
+		return 0, fileErr("malformed", "a content stream ends inside a string")
 	}
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return 0, fileErr("malformed", "a content stream cannot be decoded (%s)", short(err.Error()))
@@ -371,7 +388,8 @@ func isEncrypted(data []byte, err error) bool {
 }
 
 // clean drops the NUL and replacement characters a font without a
-// ToUnicode map produces, and trims each line.
+// ToUnicode map produces, trims each line, and keeps one blank line
+// between paragraphs.
 func clean(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if r == 0 || r == utf8.RuneError {
@@ -382,9 +400,14 @@ func clean(s string) string {
 	lines := strings.Split(s, "\n")
 	out := lines[:0]
 	for _, l := range lines {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
+		l = strings.TrimSpace(l)
+		if l == "" && (len(out) == 0 || out[len(out)-1] == "") {
+			continue
 		}
+		out = append(out, l)
+	}
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
 	}
 	return strings.Join(out, "\n")
 }

@@ -28,6 +28,10 @@ func TestExtractProducers(t *testing.T) {
 		{"groff.pdf", [][]string{{"Switchyard Quarterly Report", "forty-two", "third quarter", "180 milliseconds", "Café", "résumé"}, {"Second page", "alpha, beta and gamma"}}},
 		{"ghostscript.pdf", [][]string{{"Switchyard Quarterly Report", "forty-two", "third quarter"}, {"Second page", "alpha, beta and gamma"}}},
 		{"fpdf-multilingual.pdf", [][]string{{"Отчёт о работе шлюза", "сорок два миллиона", "σαράντα δύο εκατομμύρια"}, {"příliš žluťoučký kůň"}}},
+		// Bitmap (Type 3) fonts with no Unicode map, glyphs named by
+		// their codes: ligatures and dashes read (pdftotext drops them:
+		// "eciently", "a fth").
+		{"latex-type3.pdf", [][]string{{"boil water efficiently; the first automatic", "In offices, the difficulty is scale", "a fifth over a year — descaling fixes it", "affect taste"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {

@@ -142,6 +142,10 @@ type Result struct {
 	// as it sent it, beside Body (its chat translation, which billing reads);
 	// nil otherwise. A native stream is told by Call.Native().
 	NativeBody []byte
+	// ToolCalls judges the served answer's tool calls (host/toolcheck),
+	// reported with its success for the :exacto variant; set by the caller
+	// before Succeeded.
+	ToolCalls route.ToolCallVerdict
 
 	d      *Dispatcher
 	job    *Job
@@ -392,7 +396,7 @@ func (r *Result) Succeeded(ttft time.Duration, outTokens int) {
 		ttft = d
 	}
 	r.d.Router.Report(r.Endpoint(), route.Outcome{Success: true, Status: http.StatusOK, TTFT: ttft,
-		Duration: d, OutputTokens: outTokens})
+		Duration: d, OutputTokens: outTokens, ToolCalls: r.ToolCalls})
 }
 
 // Settled reports whether the reservation has been settled.

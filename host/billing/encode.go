@@ -151,6 +151,9 @@ func appendGeneration(b []byte, g *Generation) []byte {
 	b = appendNanos(b, "failed_attempts_cost", g.FailedCost)
 	b = appendNanos(b, "total_cost", g.Charged)
 	b = appendNanos(b, "uncollected", g.Uncollected)
+	if g.Insured != 0 {
+		b = appendNanos(b, "insured", g.Insured)
+	}
 	b = appendNanos(b, "held", g.Held)
 	b = appendInt(b, "latency_ms", g.LatencyMs)
 	if g.TTFTMs != 0 {

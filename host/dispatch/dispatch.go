@@ -172,7 +172,7 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
 		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
-		Envelope: job.Envelope,
+		Envelope: job.Envelope, Insurable: first.Model.Kind == catalog.KindChat,
 	}
 	if job.Budget > 0 && billing.WorstCase(breq) > job.Budget {
 		return nil, ErrOverBudget

@@ -96,9 +96,14 @@ type Generation struct {
 	FailedCost   Nanos  `json:"failed_attempts_cost"` // billed failed attempts
 	Charged      Nanos  `json:"total_cost"`           // debited: Cost.Total + FailedCost, capped (see Uncollected)
 	Uncollected  Nanos  `json:"uncollected"`          // cost beyond the hold, never charged (see Anomaly)
-	Held         Nanos  `json:"held"`                 // the hold at settlement
-	LatencyMs    int64  `json:"latency_ms"`
-	TTFTMs       int64  `json:"time_to_first_token_ms,omitempty"`
+	// Insured is the inference cost waived by zero-completion insurance
+	// (billing.Insured): the answer produced no completion tokens and its
+	// finish reason is empty or "error". Tool fees are never insured.
+	// Charged + Uncollected + Insured = Cost.Total + FailedCost + FeesCost.
+	Insured   Nanos `json:"insured,omitempty"`
+	Held      Nanos `json:"held"` // the hold at settlement
+	LatencyMs int64 `json:"latency_ms"`
+	TTFTMs    int64 `json:"time_to_first_token_ms,omitempty"`
 	// PluginUs is the wall time of the request's plugin hook calls (µs),
 	// what tenants' module time is accounted by.
 	PluginUs int64  `json:"plugin_us,omitempty"`

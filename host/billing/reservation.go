@@ -27,13 +27,14 @@ type Reservation struct {
 	reset   string
 	created time.Time
 	// recovered marks a hold found on disk at start: its handler is gone.
-	recovered bool
-	insurable bool  // Request.Insurable
-	promptEst int64 // the prompt bound before any context cap
-	maxOut    int64 // output bound of the current endpoint, all choices
-	images    int64
-	choices   int64
-	streamed  bool
+	recovered   bool
+	insurable   bool              // Request.Insurable
+	attribution usage.Attribution // Request.Attribution
+	promptEst   int64             // the prompt bound before any context cap
+	maxOut      int64             // output bound of the current endpoint, all choices
+	images      int64
+	choices     int64
+	streamed    bool
 
 	firstToken atomic.Int64 // unix nanos of the first token, 0 until then
 
@@ -454,7 +455,7 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 		Attempts: r.failedN + 1, FailedCost: r.failedCost.Total, Charged: charge, Uncollected: total - charge, Insured: insured,
 		Held: r.hold, LatencyMs: o.Latency.Milliseconds(), Error: o.Error, Anomaly: anomaly,
 		PluginUs: o.PluginTime.Microseconds(), CreatedAt: r.created, SettledAt: now,
-		Fees: r.fees, FeesCost: r.feeTotal,
+		Fees: r.fees, FeesCost: r.feeTotal, Attribution: r.attribution,
 	}
 	if o.Provider != "" {
 		g.Provider = o.Provider

@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/telemetry"
+	"github.com/switchyard/switchyard/host/usage"
 	"github.com/switchyard/switchyard/host/wire"
 )
 
@@ -59,6 +60,9 @@ func (d *Dispatcher) log() *slog.Logger {
 type Job struct {
 	Key   *keys.Key
 	GenID string
+	// Attribution is the client's app (attribution headers), recorded on
+	// the generation.
+	Attribution usage.Attribution
 	// Route is what routing needs; its Kind picks the adapter hooks.
 	Route route.Request
 	// Body is the request for the adapters; bodyFor shapes it per endpoint.
@@ -172,7 +176,7 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
 		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
-		Envelope: job.Envelope, Insurable: first.Model.Kind == catalog.KindChat,
+		Envelope: job.Envelope, Insurable: first.Model.Kind == catalog.KindChat, Attribution: job.Attribution,
 	}
 	if job.Budget > 0 && billing.WorstCase(breq) > job.Budget {
 		return nil, ErrOverBudget

@@ -314,7 +314,7 @@ func (r *Request) job(id string) *dispatch.Job {
 		Envelope: r.group.hold(),
 		Key:      r.Key, GenID: id, Body: r.Body, Stream: r.Stream, EchoSent: r.EchoUpstream, MaxOutput: r.MaxOutput, Choices: r.N,
 		PromptBound: r.PromptBound, Images: r.Images, Read: dispatch.ReadChat,
-		Route: r.routeRequest(), PluginTime: r.pl.Time, Native: r.nativeJob(),
+		Route: r.routeRequest(), PluginTime: r.pl.Time, Native: r.nativeJob(), Attribution: r.Attribution,
 	}
 }
 

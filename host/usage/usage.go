@@ -80,6 +80,16 @@ type Fee struct {
 	Cost  Nanos  `json:"cost"`
 }
 
+// Attribution is the app a request came from, as its client named it in
+// OpenRouter's attribution headers (openrouter.ai/docs, "App
+// Attribution"). The values are the client's word: recorded and shown as
+// text, never trusted.
+type Attribution struct {
+	Referer    string   `json:"http_referer,omitempty"`
+	Title      string   `json:"app_title,omitempty"`
+	Categories []string `json:"app_categories,omitempty"`
+}
+
 // Generation is the record every reserved request leaves, keyed by its id.
 type Generation struct {
 	ID           string `json:"id"`
@@ -114,7 +124,11 @@ type Generation struct {
 	FeesCost Nanos `json:"tool_fees_cost,omitempty"`
 	// Anomaly says why the cost went past the hold (Uncollected): the
 	// upstream reported more usage than the request could have produced.
-	Anomaly   string    `json:"upstream_anomaly,omitempty"`
+	Anomaly string `json:"upstream_anomaly,omitempty"`
+	// Attribution is what the client said about itself in OpenRouter's
+	// attribution headers (HTTP-Referer, X-OpenRouter-Title or X-Title,
+	// X-OpenRouter-Categories), bounded; plain text, never markup.
+	Attribution
 	CreatedAt time.Time `json:"created_at"`
 	SettledAt time.Time `json:"settled_at"`
 }

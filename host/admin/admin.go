@@ -625,7 +625,7 @@ func (h *handlers) getGeneration(c *fiber.Ctx) error {
 // one name both use differently is "usage": OpenRouter's is the cost in
 // dollars, so the record's token counts are under "tokens" here (GET
 // /generations keeps the record as it is). What the gateway does not
-// record (app, referer, user agent, media counts, upstream id, …) is null.
+// record (app id, user agent, media counts, upstream id, …) is null.
 func openRouterGeneration(g *billing.Generation) map[string]json.RawMessage {
 	// Raw members: the record's amounts stay exact decimals (a float64
 	// round trip wrote 5e-09).
@@ -642,6 +642,10 @@ func openRouterGeneration(g *billing.Generation) map[string]json.RawMessage {
 	if g.FinishReason != "" {
 		finish = g.FinishReason
 	}
+	var referer any // the client's HTTP-Referer, recorded as text
+	if g.Referer != "" {
+		referer = g.Referer
+	}
 	genTime := g.LatencyMs
 	if g.TTFTMs > 0 && g.TTFTMs <= g.LatencyMs {
 		genTime = g.LatencyMs - g.TTFTMs
@@ -655,7 +659,7 @@ func openRouterGeneration(g *billing.Generation) map[string]json.RawMessage {
 		"latency": g.LatencyMs, "generation_time": genTime, "moderation_latency": nil,
 		"created_at": g.CreatedAt.UTC().Format(time.RFC3339Nano), "streamed": g.Streamed, "cancelled": g.Status == "cancelled",
 		"is_byok": false, "origin": "", "data_region": "global", "api_type": nil, "app_id": nil, "cache_discount": nil,
-		"external_user": nil, "http_referer": nil, "num_fetches": nil, "num_input_audio_prompt": nil, "num_media_completion": nil,
+		"external_user": nil, "http_referer": referer, "num_fetches": nil, "num_input_audio_prompt": nil, "num_media_completion": nil,
 		"num_media_prompt": nil, "num_search_results": nil, "preset_id": nil, "provider_responses": nil, "router": nil,
 		"service_tier": nil, "upstream_id": nil, "user_agent": nil, "web_search_engine": nil, "workspace_id": nil,
 	} {

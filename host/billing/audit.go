@@ -58,9 +58,9 @@ func (l *Ledger) Audit() ([]string, error) {
 			}
 			charged[g.AccountID] += g.Charged
 			byKey[g.KeyHash] += g.Charged
-			if g.Charged < 0 || g.Uncollected < 0 || g.Charged+g.Uncollected != g.Cost.Total+g.FailedCost+g.FeesCost {
-				problems = append(problems, fmt.Sprintf("generation %s: charged %s + uncollected %s != cost %s + failed %s + tool fees %s",
-					g.ID, g.Charged, g.Uncollected, g.Cost.Total, g.FailedCost, g.FeesCost))
+			if g.Charged < 0 || g.Uncollected < 0 || g.Insured < 0 || g.Charged+g.Uncollected+g.Insured != g.Cost.Total+g.FailedCost+g.FeesCost {
+				problems = append(problems, fmt.Sprintf("generation %s: charged %s + uncollected %s + insured %s != cost %s + failed %s + tool fees %s",
+					g.ID, g.Charged, g.Uncollected, g.Insured, g.Cost.Total, g.FailedCost, g.FeesCost))
 			}
 			return nil
 		})

@@ -151,6 +151,9 @@ func appendGeneration(b []byte, g *Generation) []byte {
 	b = appendNanos(b, "failed_attempts_cost", g.FailedCost)
 	b = appendNanos(b, "total_cost", g.Charged)
 	b = appendNanos(b, "uncollected", g.Uncollected)
+	if g.Insured != 0 {
+		b = appendNanos(b, "insured", g.Insured)
+	}
 	b = appendNanos(b, "held", g.Held)
 	b = appendInt(b, "latency_ms", g.LatencyMs)
 	if g.TTFTMs != 0 {
@@ -179,6 +182,22 @@ func appendGeneration(b []byte, g *Generation) []byte {
 	}
 	if g.Anomaly != "" {
 		b = appendStringField(b, "upstream_anomaly", g.Anomaly)
+	}
+	if g.Referer != "" {
+		b = appendStringField(b, "http_referer", g.Referer)
+	}
+	if g.Title != "" {
+		b = appendStringField(b, "app_title", g.Title)
+	}
+	if len(g.Categories) > 0 {
+		b = append(appendField(b, "app_categories", false), '[')
+		for i, c := range g.Categories {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, c)
+		}
+		b = append(b, ']')
 	}
 	b = appendTime(appendField(b, "created_at", false), g.CreatedAt)
 	b = appendTime(appendField(b, "settled_at", false), g.SettledAt)

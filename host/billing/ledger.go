@@ -677,6 +677,12 @@ type Request struct {
 	// Zero means one.
 	Choices  int64
 	Streamed bool
+	// Insurable: the generation is a completion (chat), so zero-completion
+	// insurance (Insured) applies to it; an embedding never completes.
+	Insurable bool
+	// Attribution is the client's app, from its attribution headers,
+	// recorded on the generation.
+	Attribution usage.Attribution
 	// Envelope, when set, is a hold taken for this request's group
 	// (Ledger.Hold): the reservation's hold is drawn from it first, and
 	// only the rest must fit the account.
@@ -744,7 +750,7 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 	now := l.now()
 	r := &Reservation{
 		l: l, ID: req.ID, keyHash: k.Hash, keyName: k.Name, limit: k.Limit, reset: k.LimitReset,
-		model: req.Model, provider: req.Provider, streamed: req.Streamed, created: now,
+		model: req.Model, provider: req.Provider, streamed: req.Streamed, insurable: req.Insurable, attribution: req.Attribution, created: now,
 		promptEst: req.PromptTokens, maxOut: output, images: req.Images, choices: max(req.Choices, 1), rates: rates,
 		env: req.Envelope, feeHold: max(req.Fees, 0),
 	}

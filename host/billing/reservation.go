@@ -27,12 +27,14 @@ type Reservation struct {
 	reset   string
 	created time.Time
 	// recovered marks a hold found on disk at start: its handler is gone.
-	recovered bool
-	promptEst int64 // the prompt bound before any context cap
-	maxOut    int64 // output bound of the current endpoint, all choices
-	images    int64
-	choices   int64
-	streamed  bool
+	recovered   bool
+	insurable   bool              // Request.Insurable
+	attribution usage.Attribution // Request.Attribution
+	promptEst   int64             // the prompt bound before any context cap
+	maxOut      int64             // output bound of the current endpoint, all choices
+	images      int64
+	choices     int64
+	streamed    bool
 
 	firstToken atomic.Int64 // unix nanos of the first token, 0 until then
 
@@ -391,6 +393,17 @@ func (r *Reservation) Settled() bool {
 	return r.result != nil
 }
 
+// Insured reports whether a generation's inference is covered by
+// zero-completion insurance, as OpenRouter defines it
+// (openrouter.ai/docs, "Zero Completion Insurance"): the answer produced no
+// completion tokens and its finish reason is empty or "error". Its
+// inference cost (the final attempt's and the failed attempts') is not
+// charged; server-tool fees are, since the tools ran.
+// Reservation.Settle applies it.
+func Insured(u Usage, finish string) bool {
+	return u.CompletionTokens == 0 && (finish == "" || finish == "error")
+}
+
 func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	r.settleMu.Lock()
 	defer r.settleMu.Unlock()
@@ -412,7 +425,18 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	}
 	ks := r.key
 	cost := r.rates.Compute(o.Usage)
-	total := usage.AddSat(usage.AddSat(cost.Total, r.failedCost.Total), r.feeTotal)
+	inference := usage.AddSat(cost.Total, r.failedCost.Total)
+	var insured Nanos
+	// Only an outcome the request reports is insured: a hold the janitor
+	// expires or recovery settles after a crash charges at least what its
+	// last checkpoint says (the crash-recovery invariant), whatever came
+	// after it. A request its client abandoned is the client's choice, not
+	// a failed completion: it is charged as docs/billing.md says (the
+	// prompt the provider received).
+	if r.insurable && !expired && o.Status != StatusCancelled && Insured(o.Usage, o.FinishReason) {
+		insured, inference = inference, 0
+	}
+	total := usage.AddSat(inference, r.feeTotal)
 	// The hold is the most the caller authorised: a bound on the prompt
 	// and on every choice's output. Usage that costs more than it is not
 	// something the caller asked for (an upstream that over-reports, or
@@ -422,7 +446,7 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	anomaly := ""
 	if total > r.hold {
 		anomaly = fmt.Sprintf("usage reported by %s costs %s, more than the %s the request authorised", r.provider, total, r.hold)
-		if r.feeTotal > 0 && usage.AddSat(cost.Total, r.failedCost.Total) <= r.hold {
+		if r.feeTotal > 0 && inference <= r.hold {
 			anomaly = fmt.Sprintf("server-tool fees of %s went past the account's available credit", r.feeTotal)
 		}
 	}
@@ -438,10 +462,10 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	g := &Generation{
 		ID: r.ID, AccountID: a.id, KeyHash: r.keyHash, Model: r.model, Provider: r.provider,
 		Status: o.Status, FinishReason: o.FinishReason, Streamed: r.streamed, Usage: o.Usage, Cost: cost,
-		Attempts: r.failedN + 1, FailedCost: r.failedCost.Total, Charged: charge, Uncollected: total - charge,
+		Attempts: r.failedN + 1, FailedCost: r.failedCost.Total, Charged: charge, Uncollected: total - charge, Insured: insured,
 		Held: r.hold, LatencyMs: o.Latency.Milliseconds(), Error: o.Error, Anomaly: anomaly,
 		PluginUs: o.PluginTime.Microseconds(), CreatedAt: r.created, SettledAt: now,
-		Fees: r.fees, FeesCost: r.feeTotal,
+		Fees: r.fees, FeesCost: r.feeTotal, Attribution: r.attribution,
 	}
 	if o.Provider != "" {
 		g.Provider = o.Provider

@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/telemetry"
+	"github.com/switchyard/switchyard/host/usage"
 	"github.com/switchyard/switchyard/host/wire"
 )
 
@@ -59,6 +60,9 @@ func (d *Dispatcher) log() *slog.Logger {
 type Job struct {
 	Key   *keys.Key
 	GenID string
+	// Attribution is the client's app (attribution headers), recorded on
+	// the generation.
+	Attribution usage.Attribution
 	// Route is what routing needs; its Kind picks the adapter hooks.
 	Route route.Request
 	// Body is the request for the adapters; bodyFor shapes it per endpoint.
@@ -145,6 +149,10 @@ type Result struct {
 	// as it sent it, beside Body (its chat translation, which billing reads);
 	// nil otherwise. A native stream is told by Call.Native().
 	NativeBody []byte
+	// ToolCalls judges the served answer's tool calls (host/toolcheck),
+	// reported with its success for the :exacto variant; set by the caller
+	// before Succeeded.
+	ToolCalls route.ToolCallVerdict
 
 	d      *Dispatcher
 	job    *Job
@@ -172,6 +180,7 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
 		Envelope: job.Envelope, Fees: job.Fees,
+		Insurable: first.Model.Kind == catalog.KindChat, Attribution: job.Attribution,
 	}
 	if job.Budget > 0 && billing.WorstCase(breq) > job.Budget {
 		return nil, ErrOverBudget
@@ -399,7 +408,7 @@ func (r *Result) Succeeded(ttft time.Duration, outTokens int) {
 		ttft = d
 	}
 	r.d.Router.Report(r.Endpoint(), route.Outcome{Success: true, Status: http.StatusOK, TTFT: ttft,
-		Duration: d, OutputTokens: outTokens})
+		Duration: d, OutputTokens: outTokens, ToolCalls: r.ToolCalls})
 }
 
 // Settled reports whether the reservation has been settled.

@@ -1,11 +1,13 @@
 package flow
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,7 +17,9 @@ import (
 	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/eventstream"
 	"github.com/switchyard/switchyard/host/sse"
+	"github.com/switchyard/switchyard/host/toolcheck"
 	"github.com/switchyard/switchyard/host/wire"
+	"github.com/tidwall/gjson"
 )
 
 // Events reads one upstream streaming response as the gateway's chunks.
@@ -57,7 +61,14 @@ type Events struct {
 	checkpointed time.Time
 	counted      int64 // completion tokens of Text[:countedTo], for checkpoints
 	countedTo    int
+
+	// judge: the request offered tools, so the answer's tool calls are
+	// collected into calls and judged when it ends (toolVerdict).
+	judge bool
+	calls toolcheck.Calls
 }
+
+var toolCallsKey = []byte(`"tool_calls"`)
 
 // errWouldWait is Next's answer, when it may not wait, to a call for which
 // no event is buffered.
@@ -75,7 +86,7 @@ func (r *Request) newEvents(ctx context.Context, res *dispatch.Result, body io.R
 	}
 	return &Events{r: res, ctx: ctx, log: r.core.Log, rd: sse.NewReader(body, 16<<20), id: id,
 		slug: res.Call.Endpoint.Provider.Slug, timeout: r.core.Dispatcher.RequestTimeout, gone: gone,
-		checkpointed: firstCheckpoint(time.Now())}
+		checkpointed: firstCheckpoint(time.Now()), judge: slices.Contains(r.Params, "tools")}
 }
 
 // Next returns the next chunk (which may alias the reader's buffer until
@@ -97,6 +108,14 @@ func (e *Events) Next(wait bool) ([]byte, *wire.ChunkFacts, error) {
 				return nil, nil, apierr.New(http.StatusBadGateway, "%s", e.r.Call.Scrub("provider "+e.slug+": "+msg.Get("message").Str))
 			}
 			e.account(facts)
+			if e.judge && bytes.Contains(out, toolCallsKey) {
+				gjson.GetBytes(out, "choices").ForEach(func(_, c gjson.Result) bool {
+					if tc := c.Get("delta.tool_calls"); tc.IsArray() {
+						e.calls.Delta(c.Get("index").Int(), tc)
+					}
+					return true
+				})
+			}
 			for _, c := range facts.Choices {
 				if c.Finished { // OpenRouter's native_finish_reason beside it
 					out = wire.NativeFinishReasons(out)

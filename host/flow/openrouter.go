@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -28,11 +29,20 @@ var openRouterModels = map[string]string{
 // "<plugin>.<option>" for service_metadata.unsupported). The request is
 // validated again when the body changed; a request with none of them is
 // returned as it is, after a look at its models and plugins only.
-func openRouterCompat(vr *validate.ChatRequest) (*validate.ChatRequest, []string, *apierr.Error) {
+//
+// known reports whether a model name is a catalog id or alias as it
+// stands: a catalog id ending in ":online" is a model, not the variant.
+// A model named with the :online variant loses the suffix and turns the
+// web plugin on (onlineVariant).
+func openRouterCompat(vr *validate.ChatRequest, known func(string) bool) (*validate.ChatRequest, []string, *apierr.Error) {
 	body := vr.Body
 	changed := slices.ContainsFunc(vr.Models, func(m string) bool { return openRouterModels[m] != "" })
 	if changed {
 		body = renameModels(body)
+	}
+	if slices.ContainsFunc(vr.Models, func(m string) bool { return isOnline(m, known) }) {
+		body = onlineVariant(body, known)
+		changed = true
 	}
 	var ignored []string
 	if vr.Plugins.IsArray() {
@@ -67,6 +77,40 @@ func renameModels(body []byte) []byte {
 		if to, ok := openRouterModels[m.Str]; ok {
 			body, _ = sjson.SetBytes(body, "models."+strconv.Itoa(i), to)
 		}
+	}
+	return body
+}
+
+// isOnline reports whether a model name carries the :online variant.
+func isOnline(m string, known func(string) bool) bool {
+	_, v := route.SplitVariant(m)
+	return v == route.Online && !known(m)
+}
+
+// onlineVariant is body with the :online suffix cut off model and models
+// and the web plugin listed, as OpenRouter defines the variant ("a
+// shortcut for plugins: [{id: web}]"). A web entry the request lists
+// already is kept as it is, enabled or not: the explicit entry says more
+// than the suffix.
+func onlineVariant(body []byte, known func(string) bool) []byte {
+	cut := func(path string, m gjson.Result) {
+		if m.Type == gjson.String && isOnline(m.Str, known) {
+			base, _ := route.SplitVariant(m.Str)
+			body, _ = sjson.SetBytes(body, path, base)
+		}
+	}
+	cut("model", gjson.GetBytes(body, "model"))
+	for i, m := range gjson.GetBytes(body, "models").Array() {
+		cut("models."+strconv.Itoa(i), m)
+	}
+	plugins := gjson.GetBytes(body, "plugins")
+	if slices.ContainsFunc(plugins.Array(), func(p gjson.Result) bool { return p.Get("id").Str == "web" }) {
+		return body
+	}
+	if plugins.IsArray() {
+		body, _ = sjson.SetRawBytes(body, "plugins.-1", []byte(`{"id":"web"}`))
+	} else {
+		body, _ = sjson.SetRawBytes(body, "plugins", []byte(`[{"id":"web"}]`))
 	}
 	return body
 }

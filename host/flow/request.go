@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/tools"
+	"github.com/switchyard/switchyard/host/usage"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/host/wire"
@@ -35,6 +36,10 @@ type Request struct {
 	// Unsupported are the plugin options accepted and not implemented
 	// ("web.mode"), for service_metadata.unsupported (openrouter.go).
 	Unsupported []string
+	// Attribution is the client's app from its attribution headers
+	// (HTTP-Referer, X-OpenRouter-Title/X-Title, X-OpenRouter-Categories),
+	// recorded on each of its generations.
+	Attribution usage.Attribution
 	// Native is the request as a front door's client sent it, for
 	// providers that speak that API themselves (dispatch.Native): set by
 	// the front door before Run. It is used only while nothing edits the

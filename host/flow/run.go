@@ -16,8 +16,10 @@ import (
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/sse"
+	"github.com/switchyard/switchyard/host/toolcheck"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/switchyard/switchyard/host/wire"
+	"github.com/tidwall/gjson"
 )
 
 // ParseChat is the typed request of a chat body: validated, OpenRouter's
@@ -31,7 +33,7 @@ func (s *Core) ParseChat(body []byte, session string) (vr *validate.ChatRequest,
 	if vr, aerr = validate.Chat(body); aerr != nil {
 		return nil, nil, aerr
 	}
-	if vr, unsupported, aerr = openRouterCompat(vr); aerr != nil {
+	if vr, unsupported, aerr = openRouterCompat(vr, s.knownModel); aerr != nil {
 		return nil, nil, aerr
 	}
 	if vr, aerr = s.normalizeChat(vr); aerr != nil {
@@ -42,6 +44,25 @@ func (s *Core) ParseChat(body []byte, session string) (vr *validate.ChatRequest,
 	}
 	return vr, unsupported, nil
 }
+
+// toolVerdict judges the tool calls collected from an answer against the
+// tools the request offered, as the router counts them.
+func (r *Request) toolVerdict(calls *toolcheck.Calls) route.ToolCallVerdict {
+	if calls.Len() == 0 {
+		return route.ToolCallsNone
+	}
+	switch calls.Judge(gjson.GetBytes(r.Body, "tools")) {
+	case toolcheck.Valid:
+		return route.ToolCallsValid
+	case toolcheck.Invalid:
+		return route.ToolCallsInvalid
+	}
+	return route.ToolCallsNone
+}
+
+// knownModel reports whether a model name is a catalog id or alias as it
+// stands.
+func (s *Core) knownModel(id string) bool { return s.Router.Catalog().Resolve(id) != "" }
 
 // Run runs the request through its phases: router plugin → pipeline →
 // pre_request → (server-tool loop | dispatch) → post → settle. What it
@@ -137,6 +158,13 @@ func (r *Request) complete(res *dispatch.Result) Outcome {
 	res.Body = nil // raw is the copy from here on; a 30 MB answer is not held twice
 	usage := res.UsageOr(reported, ok, func() string { return wire.CompletionText(raw) })
 	r.adm.Record(usage)
+	if slices.Contains(r.Params, "tools") {
+		// Judged as the endpoint answered, before a post plugin (such as
+		// response-healing) mends it: the :exacto variant ranks endpoints.
+		var calls toolcheck.Calls
+		calls.Message(gjson.GetBytes(raw, "choices"))
+		res.ToolCalls = r.toolVerdict(&calls)
+	}
 	// The generation happened whatever a post plugin decides: it is
 	// charged either way.
 	raw, postErr := r.post(raw)
@@ -286,7 +314,7 @@ func (r *Request) job(id string) *dispatch.Job {
 		Envelope: r.group.hold(),
 		Key:      r.Key, GenID: id, Body: r.Body, Stream: r.Stream, EchoSent: r.EchoUpstream, MaxOutput: r.MaxOutput, Choices: r.N,
 		PromptBound: r.PromptBound, Images: r.Images, Read: dispatch.ReadChat,
-		Route: r.routeRequest(), PluginTime: r.pl.Time, Native: r.nativeJob(),
+		Route: r.routeRequest(), PluginTime: r.pl.Time, Native: r.nativeJob(), Attribution: r.Attribution,
 	}
 }
 

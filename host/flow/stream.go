@@ -377,6 +377,9 @@ func (p *Pump) finish(err error) {
 		var aerr *apierr.Error
 		if final, aerr = p.r.Settle(final, usage, p.ev.finishReason); aerr == nil {
 			p.held = nil
+			if p.ev.judge {
+				p.r.ToolCalls = p.req.toolVerdict(&p.ev.calls)
+			}
 			if p.native { // the upstream's own end (message_stop) went out
 				p.r.Succeeded(p.ev.ttft, int(usage.CompletionTokens))
 				return

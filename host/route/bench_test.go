@@ -61,6 +61,7 @@ func BenchmarkPlan(b *testing.B) {
 		{"sort-latency", func(i int) Request {
 			return Request{Models: []string{ids[i%500]}, Prefs: Preferences{Sort: SortLatency}}
 		}},
+		{"variant-nitro", func(i int) Request { return Request{Models: []string{ids[i%500] + ":nitro"}} }},
 		{"order", func(i int) Request {
 			return Request{Models: []string{ids[i%500]}, Prefs: Preferences{Order: []string{"prov3", "prov8", "prov13", "prov18"}}}
 		}},

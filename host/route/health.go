@@ -26,7 +26,19 @@ type Outcome struct {
 	// the endpoint is in a cool-down at least that long (at most
 	// maxRetryAfterCoolDown), as the provider asked.
 	RetryAfter time.Duration
+	// ToolCalls judges a successful answer's tool calls, for the :exacto
+	// variant; ToolCallsNone when it made none (or nobody looked).
+	ToolCalls ToolCallVerdict
 }
+
+// ToolCallVerdict is what the caller found of an answer's tool calls.
+type ToolCallVerdict uint8
+
+const (
+	ToolCallsNone    ToolCallVerdict = iota // no tool call to judge
+	ToolCallsValid                          // every call named an offered function with arguments its schema accepts
+	ToolCallsInvalid                        // at least one call did not
+)
 
 // maxRetryAfterCoolDown bounds the cool-down an upstream's Retry-After
 // can ask for: past it the endpoint is tried again, as after any outage.
@@ -40,6 +52,11 @@ type Stats struct {
 	// Latency (TTFT, seconds) and Throughput (tokens/s) percentiles over the
 	// window's successful samples; zero fields mean no data.
 	Latency, Throughput Percentiles
+	// ToolCalls is the number of successful answers in the window that
+	// made tool calls, ToolCallRate the share of them whose calls were all
+	// valid (Outcome.ToolCalls); 0 with none. The :exacto variant ranks by it.
+	ToolCalls    int
+	ToolCallRate float64
 	// ConsecutiveFailures since the last success.
 	ConsecutiveFailures int
 	// Down is true while the endpoint is in an outage cool-down, until
@@ -58,6 +75,7 @@ type sample struct {
 	tps     float64 // tokens/s; 0 unknown
 	failed  bool
 	counted bool // counts toward the error-rate rule (see errSince)
+	tools   ToolCallVerdict
 }
 
 // snapshot is the immutable, lazily recomputed view readers get without a
@@ -96,6 +114,7 @@ func (h *health) report(now int64, o Outcome, cfg *Options) {
 	}
 	s := sample{at: now, failed: !o.Success, counted: true}
 	if o.Success {
+		s.tools = o.ToolCalls
 		ttft := o.TTFT
 		if ttft <= 0 {
 			ttft = o.Duration
@@ -202,7 +221,7 @@ func (h *health) compute(now int64, cfg *Options) *snapshot {
 	s := &snapshot{computed: now, validUntil: now + int64(cfg.Window), version: h.version.Load()}
 	win := now - int64(cfg.Window)
 	var lat, tps [sampleCap]float64
-	nl, nt := 0, 0
+	nl, nt, valid := 0, 0, 0
 	for i := range h.ring {
 		x := &h.ring[i]
 		if x.at < win {
@@ -224,6 +243,15 @@ func (h *health) compute(now int64, cfg *Options) *snapshot {
 			tps[nt] = x.tps
 			nt++
 		}
+		if x.tools != ToolCallsNone {
+			s.ToolCalls++
+			if x.tools == ToolCallsValid {
+				valid++
+			}
+		}
+	}
+	if s.ToolCalls > 0 {
+		s.ToolCallRate = float64(valid) / float64(s.ToolCalls)
 	}
 	if s.Samples > 0 {
 		s.ErrorRate = float64(s.Failures) / float64(s.Samples)

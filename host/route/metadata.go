@@ -59,7 +59,7 @@ func (p *Plan) Summary(requested string, selected *catalog.Endpoint, attempt int
 	b.WriteString(" via ")
 	b.WriteString(providerSlug(selected))
 	b.WriteString(" (")
-	if model != requested {
+	if base, _ := SplitVariant(requested); model != requested && model != base { // a variant is the model itself
 		b.WriteString("fallback from ")
 		b.WriteString(requested)
 		b.WriteString(", ")

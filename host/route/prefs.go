@@ -17,6 +17,10 @@ const (
 	SortPrice      SortBy = "price"
 	SortThroughput SortBy = "throughput"
 	SortLatency    SortBy = "latency"
+	// SortExacto is the :exacto variant's ranking, by the rate of valid
+	// tool-call answers (Stats.ToolCallRate). provider.sort does not take it:
+	// it is not one of OpenRouter's sort keys.
+	SortExacto SortBy = "exacto"
 )
 
 // Partition is provider.sort.partition: whether endpoints are ranked within

@@ -277,6 +277,11 @@ type Request struct {
 	// PromptTokens: an embeddings batch's longest input, since a provider
 	// embeds each input in a context of its own.
 	ContextTokens int
+
+	// vModels and variants: the requested models that carried a variant
+	// suffix (openai/gpt-4o:nitro) and theirs, set while planning.
+	vModels  []*catalog.Model
+	variants []Variant
 }
 
 // contextTokens is the prompt that one context must hold.
@@ -355,7 +360,7 @@ func (r *Router) Plan(req Request) (*Plan, *apierr.Error) {
 	if len(cands) == 0 {
 		return nil, noEndpoint(plan.models, &req, &rejected)
 	}
-	plan.Strategy = r.keys(cands, now, p)
+	plan.Strategy = r.keys(cands, now, &req)
 	order := sc.ranked()
 	if req.SessionID != "" && plan.Strategy == "load-balance" && r.stick(t, req.SessionID, order, now) {
 		plan.Strategy = "sticky"
@@ -379,13 +384,11 @@ func (p *Plan) resolve(t *table, req *Request, sts []*modelState) ([]*modelState
 		ms = make([]*catalog.Model, 0, len(req.Models))
 	}
 	for _, id := range req.Models {
-		st := t.models[id]
-		if st == nil {
-			st = t.models[t.cat.Resolve(id)]
-		}
+		st, v := t.lookup(id)
 		if st == nil {
 			return nil, unknownModel(t.cat, id)
 		}
+		req.noteVariant(st.m, v)
 		if st.m.Kind != kind {
 			what := "a chat"
 			if kind == catalog.KindEmbedding {
@@ -455,7 +458,8 @@ func (sc *scratch) eligible(sts []*modelState, req *Request, now int64, rejected
 // keys sets each candidate's sort key (and tie-breaker, threshold miss and
 // unknown flags) for the strategy the preferences ask for, or the
 // load-balancing weights, and returns the strategy's name.
-func (r *Router) keys(cands []cand, now int64, p *Preferences) string {
+func (r *Router) keys(cands []cand, now int64, req *Request) string {
+	p := &req.Prefs
 	thresholds := !p.PreferredMaxLatency.IsZero() || !p.PreferredMinThroughput.IsZero()
 	switch {
 	case len(p.Order) > 0:
@@ -465,42 +469,76 @@ func (r *Router) keys(cands []cand, now int64, p *Preferences) string {
 		return "order"
 	case p.Sort != SortNone:
 		for i := range cands {
-			r.sortKey(&cands[i], now, p, thresholds)
+			r.sortKey(&cands[i], now, p.Sort, p, thresholds)
 		}
 		return sortStrategy[p.Sort]
 	default:
+		// Each partition is load-balanced, unless a model of it was
+		// requested with a ranking variant (:nitro, :floor, :exacto): an
+		// explicit provider.sort or order above wins over a variant.
+		strategy := ""
 		for lo := 0; lo < len(cands); {
 			hi := lo + 1
 			for hi < len(cands) && cands[hi].group == cands[lo].group {
 				hi++
 			}
-			r.balance(cands[lo:hi], now, thresholds, p)
+			s := "load-balance"
+			if by := r.groupSort(cands[lo:hi], req); by != SortNone {
+				for i := lo; i < hi; i++ {
+					r.sortKey(&cands[i], now, by, p, thresholds)
+				}
+				s = sortStrategy[by]
+			} else {
+				r.balance(cands[lo:hi], now, thresholds, p)
+			}
+			if lo == 0 {
+				strategy = s // the first partition's: how the first attempt was chosen
+			}
 			lo = hi
 		}
-		return "load-balance"
+		return strategy
 	}
+}
+
+// groupSort is the ranking a partition's variants ask for: that of the
+// first of its models (in the request's order) whose variant ranks.
+func (r *Router) groupSort(cs []cand, req *Request) SortBy {
+	if len(req.vModels) == 0 {
+		return SortNone
+	}
+	for i := range cs {
+		if i > 0 && cs[i].model == cs[i-1].model {
+			continue
+		}
+		if by := variantSort[req.variant(cs[i].ep.Model)]; by != SortNone {
+			return by
+		}
+	}
+	return SortNone
 }
 
 // sortKey keys c for provider.sort: by blended price (request price breaks
 // ties), or by live throughput or latency (blended price breaks ties). Live
 // statistics are read only when the key or the thresholds need them.
-func (r *Router) sortKey(c *cand, now int64, p *Preferences, thresholds bool) {
+func (r *Router) sortKey(c *cand, now int64, by SortBy, p *Preferences, thresholds bool) {
 	price := blended(c.ep)
-	if p.Sort == SortPrice {
+	if by == SortPrice {
 		c.key, c.tie = price, c.ep.Price.Request
 	} else {
 		c.tie = price
 	}
-	if p.Sort == SortPrice && !thresholds {
+	if by == SortPrice && !thresholds {
 		return
 	}
 	st := c.h.stats(now, &r.opts)
 	c.miss = thresholds && misses(&st.Stats, p)
-	switch p.Sort {
+	switch by {
 	case SortThroughput:
 		c.key, c.unknown = -st.Throughput.P50, st.Throughput.P50 == 0
 	case SortLatency:
 		c.key, c.unknown = st.Latency.P50, st.Latency.P50 == 0
+	case SortExacto:
+		c.key, c.unknown = -st.ToolCallRate, st.ToolCalls == 0
 	}
 }
 
@@ -587,7 +625,7 @@ func (r *Router) putScratch(sc *scratch) {
 	r.pool.Put(sc)
 }
 
-var sortStrategy = map[SortBy]string{SortPrice: "sort:price", SortThroughput: "sort:throughput", SortLatency: "sort:latency"}
+var sortStrategy = map[SortBy]string{SortPrice: "sort:price", SortThroughput: "sort:throughput", SortLatency: "sort:latency", SortExacto: "sort:exacto"}
 
 // compare orders candidates by rank (healthy before down, then partition,
 // then those meeting the preferred thresholds, then those with live data for
@@ -805,6 +843,7 @@ const (
 	cPriceAudio
 	cContext
 	cMaxOutput
+	cFree
 	nConstraints
 )
 
@@ -875,6 +914,9 @@ func check(m *catalog.Model, ep *catalog.Endpoint, req *Request) uint32 {
 	}
 	if mp.Audio != nil && ep.Price.Audio > *mp.Audio {
 		bits |= 1 << cPriceAudio
+	}
+	if len(req.vModels) > 0 && req.variant(m) == Free && !isFree(ep) {
+		bits |= 1 << cFree
 	}
 	ctx := ep.ContextLength
 	if ctx <= 0 {
@@ -1010,6 +1052,8 @@ func describe(c int, req *Request) (name, desc string) {
 			" tokens (" + strconv.Itoa(req.contextTokens()) + " prompt + " + strconv.Itoa(req.MaxOutputTokens) + " max output)"
 	case cMaxOutput:
 		return "max_output_tokens", "provider.require_parameters=true with max output tokens " + strconv.Itoa(req.MaxOutputTokens)
+	case cFree:
+		return "variant.free", "the :free variant (only endpoints that charge nothing)"
 	}
 	return "unknown", "unknown"
 }
@@ -1080,6 +1124,12 @@ func (r *Router) Resolve(id string) (string, *apierr.Error) {
 	if to := cat.Resolve(id); to != "" {
 		return to, nil
 	}
+	if base, v := SplitVariant(id); v != NoVariant {
+		// An alias keeps its variant: gpt-4o:nitro is openai/gpt-4o:nitro.
+		if to := cat.Resolve(base); to != "" {
+			return to + ":" + v.String(), nil
+		}
+	}
 	if !strings.Contains(id, "/") {
 		return "", unknownModel(cat, id)
 	}
@@ -1093,7 +1143,7 @@ func (r *Router) Unrouted(models []string, strategy string) *Plan {
 	p := &Plan{Strategy: strategy}
 	t := r.tab.Load()
 	for _, id := range models {
-		st := t.models[t.cat.Resolve(id)]
+		st, _ := t.lookup(id)
 		if st == nil || slices.Contains(p.models, st.m) {
 			continue
 		}

@@ -41,13 +41,11 @@ func (r *Router) Window(req Request) Window {
 	endpoints, native := 0, 0
 	t := r.tab.Load() // one catalog for the whole window
 	for _, id := range req.Models {
-		st := t.models[id]
-		if st == nil {
-			st = t.models[t.cat.Resolve(id)]
-		}
+		st, v := t.lookup(id)
 		if st == nil || st.m.Kind != catalog.KindChat {
 			continue
 		}
+		req.noteVariant(st.m, v)
 		for _, ep := range st.m.Endpoints {
 			if ep == nil || ep.Provider == nil || check(st.m, ep, &req)&^(1<<cContext) != 0 {
 				continue

@@ -52,6 +52,7 @@ func (s *Server) runWith(c *fiber.Ctx, vr *validate.ChatRequest, unsupported []s
 	req := s.Core.NewRequest(ctx, cancel, vr, key, adm)
 	defer req.Close()
 	req.Meta, req.OpenRouterMeta, req.Unsupported = metadataRequested(c), openRouterMetadataAsked(c), unsupported
+	req.Attribution = attribution(c)
 	if set != nil {
 		set(req)
 	}

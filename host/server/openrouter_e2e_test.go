@@ -244,6 +244,18 @@ func TestOpenRouterAliases(t *testing.T) {
 			`"tools":[{"type":"openrouter:datetime"},{"type":"service:datetime"}]}`)
 		wantError(t, resp, b, 400, "listed twice")
 	})
+	t.Run("online variant", func(t *testing.T) {
+		// OpenRouter's :online is the web plugin on the model: it runs,
+		// and the model answering is the base model.
+		resp, b := post(t, g, "/chat/completions", `{"model":"test/chat:online","messages":[{"role":"user","content":"latest news"}]}`,
+			"X-Service-Metadata", "enabled")
+		if resp.StatusCode != 200 || b.Get("model").Str != "test/chat" {
+			t.Fatalf("%d %s", resp.StatusCode, b.Raw)
+		}
+		if st := b.Get(`service_metadata.pipeline.#(name=="web")`); st.Get("hook").Str != "pre_request" || st.Get("data.results").Int() == 0 {
+			t.Fatalf("the web plugin did not run: %s", b.Get("service_metadata").Raw)
+		}
+	})
 	t.Run("router model and metadata header", func(t *testing.T) {
 		g := start(t, gatewaytest.Options{ConfigYAML: modelsYAML, Providers: []string{"alpha", "beta"}}) // models with scores
 		for _, h := range []string{"X-OpenRouter-Metadata", "X-OpenRouter-Experimental-Metadata"} {

@@ -80,6 +80,16 @@ type Fee struct {
 	Cost  Nanos  `json:"cost"`
 }
 
+// Attribution is the app a request came from, as its client named it in
+// OpenRouter's attribution headers (openrouter.ai/docs, "App
+// Attribution"). The values are the client's word: recorded and shown as
+// text, never trusted.
+type Attribution struct {
+	Referer    string   `json:"http_referer,omitempty"`
+	Title      string   `json:"app_title,omitempty"`
+	Categories []string `json:"app_categories,omitempty"`
+}
+
 // Generation is the record every reserved request leaves, keyed by its id.
 type Generation struct {
 	ID           string `json:"id"`
@@ -96,9 +106,14 @@ type Generation struct {
 	FailedCost   Nanos  `json:"failed_attempts_cost"` // billed failed attempts
 	Charged      Nanos  `json:"total_cost"`           // debited: Cost.Total + FailedCost, capped (see Uncollected)
 	Uncollected  Nanos  `json:"uncollected"`          // cost beyond the hold, never charged (see Anomaly)
-	Held         Nanos  `json:"held"`                 // the hold at settlement
-	LatencyMs    int64  `json:"latency_ms"`
-	TTFTMs       int64  `json:"time_to_first_token_ms,omitempty"`
+	// Insured is the inference cost waived by zero-completion insurance
+	// (billing.Insured): the answer produced no completion tokens and its
+	// finish reason is empty or "error". Tool fees are never insured.
+	// Charged + Uncollected + Insured = Cost.Total + FailedCost + FeesCost.
+	Insured   Nanos `json:"insured,omitempty"`
+	Held      Nanos `json:"held"` // the hold at settlement
+	LatencyMs int64 `json:"latency_ms"`
+	TTFTMs    int64 `json:"time_to_first_token_ms,omitempty"`
 	// PluginUs is the wall time of the request's plugin hook calls (µs),
 	// what tenants' module time is accounted by.
 	PluginUs int64  `json:"plugin_us,omitempty"`
@@ -109,7 +124,11 @@ type Generation struct {
 	FeesCost Nanos `json:"tool_fees_cost,omitempty"`
 	// Anomaly says why the cost went past the hold (Uncollected): the
 	// upstream reported more usage than the request could have produced.
-	Anomaly   string    `json:"upstream_anomaly,omitempty"`
+	Anomaly string `json:"upstream_anomaly,omitempty"`
+	// Attribution is what the client said about itself in OpenRouter's
+	// attribution headers (HTTP-Referer, X-OpenRouter-Title or X-Title,
+	// X-OpenRouter-Categories), bounded; plain text, never markup.
+	Attribution
 	CreatedAt time.Time `json:"created_at"`
 	SettledAt time.Time `json:"settled_at"`
 }

@@ -215,6 +215,27 @@ test('OpenRouter names', () => checked(async () => {
   // reported in unsupported, which host/server's e2e tests read.)
 }));
 
+// Model variants as the SDK sends them (a suffix of the model string):
+// the base model answers, routed or extended as the variant says
+// (docs/routing.md, "Model variants").
+test('model variants', () => checked(async () => {
+  const hi = [{ role: 'user', content: 'variants' }];
+  const floor = await client.chat.send({ xOpenRouterMetadata: 'enabled', chatRequest: { model: 'test/chat:floor', messages: hi } });
+  assert.equal(floor.model, 'test/chat');
+  assert.equal(floor.openrouterMetadata.requested, 'test/chat:floor');
+  assert.equal(floor.openrouterMetadata.strategy, 'sort:price');
+  const nitro = await client.chat.send({ xOpenRouterMetadata: 'enabled', chatRequest: { model: 'test/chat:nitro', stream: true, messages: hi } });
+  let streamed = null;
+  for await (const chunk of nitro) streamed = chunk.openrouterMetadata ?? streamed;
+  assert.equal(streamed?.strategy, 'sort:throughput');
+  const online = await client.chat.send({ xOpenRouterMetadata: 'enabled', chatRequest: { model: 'test/chat:online', messages: [{ role: 'user', content: 'latest news' }] } });
+  assert.equal(online.model, 'test/chat');
+  const web = online.openrouterMetadata.pipeline.find((st) => st.name === 'web');
+  assert.ok(web && web.data.results > 0, `the web plugin ran: ${JSON.stringify(online.openrouterMetadata.pipeline)}`);
+  await assert.rejects(client.chat.send({ chatRequest: { model: 'test/chat:free', messages: hi } }),
+    (err) => err instanceof errors.NotFoundResponseError && /:free variant/.test(err.message));
+}));
+
 test('keys: create, list, get, update, delete', () => checked(async () => {
   const made = await client.apiKeys.create({ requestBody: { name: 'sdk-made', limit: 1.5 } });
   assert.match(made.key, /^sk-/);

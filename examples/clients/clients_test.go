@@ -212,6 +212,45 @@ func TestGoOpenAISDK(t *testing.T) {
 		}
 	})
 
+	// The legacy completions API (POST /completions): a prompt in, a
+	// text_completion out, JSON and streamed; a refused field is the
+	// SDK's typed 400.
+	t.Run("legacy completions", func(t *testing.T) {
+		res, err := client.Completions.New(ctx, openai.CompletionNewParams{
+			Model:  "test/chat",
+			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("complete from go")},
+			Echo:   openai.Bool(true),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Object != "text_completion" || !strings.HasPrefix(res.Choices[0].Text, "complete from go") ||
+			!strings.Contains(res.Choices[0].Text, "You said: complete from go") || res.Choices[0].FinishReason != "stop" || res.Usage.TotalTokens == 0 {
+			t.Fatalf("completion %+v", res)
+		}
+		stream := client.Completions.NewStreaming(ctx, openai.CompletionNewParams{
+			Model:  "test/chat",
+			Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfStrings: []string{"stream from go"}},
+		})
+		var text strings.Builder
+		for stream.Next() {
+			for _, c := range stream.Current().Choices {
+				text.WriteString(c.Text)
+			}
+		}
+		if err := stream.Err(); err != nil || !strings.Contains(text.String(), "You said: stream from go") {
+			t.Fatalf("stream: %v, text %q", err, text.String())
+		}
+		_, err = client.Completions.New(ctx, openai.CompletionNewParams{
+			Model:  "test/chat",
+			Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfStrings: []string{"one", "two"}},
+		})
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "prompt") {
+			t.Fatalf("two prompts: %v", err)
+		}
+	})
+
 	// What the SDK sends that the gateway once refused (issue 9).
 	upstream := func() gjson.Result { return gjson.ParseBytes(g.Upstreams["alpha"].Last().Body) }
 	t.Run("null fields", func(t *testing.T) {

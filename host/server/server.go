@@ -150,6 +150,7 @@ func New(d Deps) *Server {
 	s.app.Get("/health", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	api := s.app.Group("/api/v1", s.authenticate, s.readBody)
 	api.Post("/chat/completions", s.openRouterNames(s.chat))
+	api.Post("/completions", s.openRouterNames(s.textCompletions)) // legacy text completions (completions.go)
 	api.Post("/responses", s.openRouterNames(s.responsesAPI))
 	api.Get("/responses/:id", s.getResponse)
 	api.Delete("/responses/:id", s.deleteResponse)

@@ -33,6 +33,31 @@ test('streamText', async () => {
   assert.equal(typeof u?.costDetails?.upstreamInferenceCost, 'number', JSON.stringify(u));
 });
 
+// The provider's completion() model calls the legacy POST /completions
+// (prompt in, text_completion out) and validates the answer and every
+// chunk with its own zod schema. It is driven through its model interface
+// (doGenerate, doStream): ai 7's generateText always passes a toolChoice,
+// which this model refuses client-side before any request is sent.
+test('completion model (POST /completions)', async () => {
+  const model = openrouter.completion('test/chat');
+  const prompt = (text) => [{ role: 'user', content: [{ type: 'text', text }] }];
+  const res = await model.doGenerate({ prompt: prompt('complete from the ai sdk') });
+  assert.match(res.content[0].text, /You said: complete from the ai sdk/);
+  assert.equal(res.finishReason.unified, 'stop');
+  assert.ok(res.usage.outputTokens.total > 0, JSON.stringify(res.usage));
+  assert.equal(typeof res.providerMetadata.openrouter.usage.cost, 'number');
+  const { stream } = await model.doStream({ prompt: prompt('stream a completion') });
+  let text = '';
+  let finish;
+  for await (const part of stream) {
+    if (part.type === 'text-delta') text += part.delta;
+    if (part.type === 'error') assert.fail(JSON.stringify(part.error));
+    if (part.type === 'finish') finish = part.finishReason;
+  }
+  assert.match(text, /You said: stream a completion/);
+  assert.equal(finish?.unified, 'stop');
+});
+
 test('embeddings', async () => {
   const one = await embed({ model: openrouter.textEmbeddingModel('test/embed'), value: 'one', maxRetries: 0 });
   assert.equal(one.embedding.length, 16);

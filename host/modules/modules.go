@@ -611,23 +611,48 @@ func closeJobs(ctx context.Context, all []*startJob) {
 	}
 }
 
-// storeSeeds stores the new and rebuilt seeds that loaded. The seeds and
-// the activations are written in one transaction each (two fsyncs, not two
-// per module): a fresh start stores megabytes of binaries, and each commit
-// waits on the disk.
+// storeSeeds stores the new and rebuilt seeds that loaded, in
+// transactions of at most seedBatchBytes of binaries: few commits (each
+// waits on the disk, and a fresh start stores some 65 MB), and none that
+// holds the cluster store's write lock for long — in one transaction, a
+// loaded PostgreSQL took more than the store's 10 s timeout, and the
+// gateway did not start. A start cut short stores the rest the next time
+// (a seed is stored when it is new or changed).
 func (r *Registry) storeSeeds(all []*startJob) error {
 	now := time.Now().UTC()
-	return r.db.Update(func(tx store.Tx) error {
-		for _, j := range all {
-			if j.err == nil && j.changed {
+	var batch []*startJob
+	size := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := r.db.Update(func(tx store.Tx) error {
+			for _, j := range batch {
 				if err := storeTx(tx, j.name, j.version, j.mj, j.bin, j.sum, "seed", true, now); err != nil {
 					return err
 				}
 			}
+			return nil
+		})
+		batch, size = batch[:0], 0
+		return err
+	}
+	for _, j := range all {
+		if j.err != nil || !j.changed {
+			continue
 		}
-		return nil
-	})
+		if size > 0 && size+len(j.bin) > seedBatchBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch, size = append(batch, j), size+len(j.bin)
+	}
+	return flush()
 }
+
+// seedBatchBytes bounds the binaries one seeding transaction writes.
+const seedBatchBytes = 16 << 20
 
 // toActivate returns the loaded jobs to activate, and closes the modules
 // of the others (seeds loaded only to prove they load).

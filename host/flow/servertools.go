@@ -344,6 +344,32 @@ func (l *toolLoop) stream(ctx context.Context, w *bufio.Writer) {
 	tw.write(sse.AppendEvent(nil, done))
 }
 
+// send dispatches the next turn. A later turn runs only if its worst case
+// fits what max_cost leaves, and the credits: else stop says which ended
+// the loop (max_cost, insufficient_credits), with the answer so far.
+func (l *toolLoop) send(ctx context.Context, turn tools.Turn, id string) (_ *dispatch.Result, _ *apierr.Error, stop string) {
+	j := l.job(l.set.Body(l.body, turn), id, turn)
+	if l.turns > 0 {
+		b, limited := l.budget()
+		if limited && b <= 0 {
+			return nil, nil, "max_cost"
+		}
+		j.Budget = b
+	}
+	r, aerr := l.req.core.Dispatcher.Run(ctx, j)
+	switch {
+	case aerr == nil:
+	case l.turns == 0:
+		aerr = l.unfundedFirst(r, aerr, j)
+	case r == nil && aerr.Status == http.StatusPaymentRequired:
+		if aerr == dispatch.ErrOverBudget {
+			return nil, nil, "max_cost"
+		}
+		return nil, nil, "insufficient_credits"
+	}
+	return r, aerr, ""
+}
+
 // run makes turns until the model answers. It returns the answer with the
 // summed usage written into it; on error every turn made was settled.
 func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
@@ -357,27 +383,9 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		if l.first != nil {
 			l.first = nil // sent before the stream opened
 		} else if aerr = l.admitTurn(); aerr == nil {
-			j := l.job(l.set.Body(l.body, turn), id, turn)
-			if l.turns > 0 {
-				// A later turn runs only if its worst case fits what
-				// max_cost leaves, and the credits: else the loop ends
-				// with the answer so far.
-				b, limited := l.budget()
-				if limited && b <= 0 {
-					return l.stopEarly("max_cost"), nil
-				}
-				j.Budget = b
-			}
-			r, aerr = l.req.core.Dispatcher.Run(ctx, j)
-			if l.turns == 0 && aerr != nil {
-				aerr = l.unfundedFirst(r, aerr, j)
-			}
-			if l.turns > 0 && r == nil && aerr != nil && aerr.Status == http.StatusPaymentRequired {
-				why := "insufficient_credits"
-				if aerr == dispatch.ErrOverBudget {
-					why = "max_cost"
-				}
-				return l.stopEarly(why), nil
+			var stop string
+			if r, aerr, stop = l.send(ctx, turn, id); stop != "" {
+				return l.stopEarly(stop), nil
 			}
 		}
 		l.turns++

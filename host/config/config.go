@@ -440,6 +440,9 @@ func Parse(data []byte) (*Config, error) {
 	if err := CheckRetention(time.Duration(c.Retention.Generations)); err != nil {
 		return nil, fmt.Errorf("config: retention.generations: %w", err)
 	}
+	if d := c.Retention.ResponsesKeep(); d < 0 || (d > 0 && d < MinRetention) {
+		return nil, fmt.Errorf("config: retention.responses: %s: keep stored responses at least %s (e.g. 30d, the default), or 0 to keep them forever", FormatDuration(d), FormatDuration(MinRetention))
+	}
 	// At most a second: what is queued is held in memory (about 1.5 KB a
 	// request) and a crash loses all of it.
 	if w := time.Duration(c.SettleCommitWindow); w < 0 || w > time.Second {

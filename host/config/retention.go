@@ -16,6 +16,23 @@ type Retention struct {
 	// gateway's pruner. The daily activity totals and every balance stay.
 	// "90d", "2160h"; at least MinRetention.
 	Generations Duration `yaml:"generations"`
+	// Responses is how long a stored Responses API response (store: true,
+	// OpenAI's default) is kept for previous_response_id and GET
+	// /responses/{id}; unset: DefaultResponsesRetention, as OpenAI keeps
+	// them; 0: forever. Without it, every response an account ever made
+	// stays on the gateway's disk.
+	Responses *Duration `yaml:"responses"`
+}
+
+// DefaultResponsesRetention is retention.responses when unset: 30 days.
+const DefaultResponsesRetention = 30 * 24 * time.Hour
+
+// ResponsesKeep is how long stored responses are kept (0: forever).
+func (r Retention) ResponsesKeep() time.Duration {
+	if r.Responses == nil {
+		return DefaultResponsesRetention
+	}
+	return time.Duration(*r.Responses)
 }
 
 // MinRetention is the shortest retention accepted. An hour is far past

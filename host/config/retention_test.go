@@ -38,6 +38,33 @@ func TestRetention(t *testing.T) {
 	}
 }
 
+// retention.responses keeps stored responses 30 days when absent (as
+// OpenAI does), forever at 0, and refuses what would delete them by
+// mistake.
+func TestResponsesRetention(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want time.Duration
+		err  string
+	}{
+		{"listen: 127.0.0.1:1", 30 * 24 * time.Hour, ""},
+		{"retention: {responses: 7d}", 7 * 24 * time.Hour, ""},
+		{"retention: {responses: 0}", 0, ""},
+		{"retention: {responses: 10m}", 0, "retention.responses: 10m: keep stored responses at least 1h"},
+		{"retention: {responses: -1d}", 0, "retention.responses: -1d"},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want one containing %q", tc.yaml, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.yaml, err)
+		case tc.err == "" && c.Retention.ResponsesKeep() != tc.want:
+			t.Errorf("%q: kept %v, want %v", tc.yaml, c.Retention.ResponsesKeep(), tc.want)
+		}
+	}
+}
+
 func TestFormatDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{90 * 24 * time.Hour: "90d", time.Hour: "1h", 36 * time.Hour: "36h", 59 * time.Minute: "59m",
 		90 * time.Minute: "1h30m", 90 * time.Second: "1m30s", time.Second: "1s", 0: "0s"} {

@@ -165,6 +165,7 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	}
 	g.closers = append(g.closers, func() { _ = g.Ledger.Close() })
 	g.startPruner(opts.Now) // retention.go
+	g.startResponsesPruner()
 	// A key's limit changed (here or on another gateway of the cluster):
 	// its leases go back and are taken again against the new limit.
 	g.closers = append(g.closers, g.DB.Subscribe(keys.TopicKeys, func(hash string) {

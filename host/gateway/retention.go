@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/responses/stored"
 	"github.com/switchyard/switchyard/host/retention"
 )
 
@@ -45,4 +47,37 @@ func (g *Gateway) pruneMetrics(reg *prometheus.Registry) {
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "switchyard_generations_pruned_total",
 		Help: "Generation records this instance deleted because they were older than retention.generations."},
 		func() float64 { return float64(p.Pruned()) }))
+}
+
+// startResponsesPruner deletes the stored Responses API responses older
+// than retention.responses (30 days unless set; 0 keeps them) every
+// retention.DefaultInterval, until the gateway stops, before the store
+// closes. Deleting is idempotent: on a cluster every instance may run it.
+func (g *Gateway) startResponsesPruner() {
+	keep := g.Config.Retention.ResponsesKeep()
+	if keep <= 0 {
+		return
+	}
+	st := stored.Store{DB: g.Ledger.DB()}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(retention.DefaultInterval)
+		defer t.Stop()
+		for {
+			n, err := st.Prune(time.Now().Add(-keep), billing.PruneBatch)
+			switch {
+			case err != nil:
+				g.log.Warn("retention: pruning stored responses", "retention", config.FormatDuration(keep), "err", err)
+			case n > 0:
+				g.log.Info("retention: pruned stored responses", "responses", n, "retention", config.FormatDuration(keep))
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	g.closers = append(g.closers, func() { close(stop); <-done })
 }

@@ -11,15 +11,24 @@
 package stored
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/tidwall/gjson"
 )
 
-var bucket = []byte("responses")
+var (
+	bucket = []byte("responses")
+	// byTime indexes the records by when they were stored (8 bytes of
+	// big-endian unix nanoseconds, then the record's key), so Prune
+	// reads only what it deletes.
+	byTime = []byte("responses_by_time")
+)
 
 // MaxChain bounds how many responses a previous_response_id chain may
 // span: each is one read.
@@ -36,6 +45,9 @@ type Record struct {
 	Input []json.RawMessage `json:"input"`
 	// Response is the response object as answered.
 	Response json.RawMessage `json:"response"`
+	// Stored is when Put stored it (unix nanoseconds): its byTime key.
+	// 0 for a record stored before 2026-11-29, which Prune never finds.
+	Stored int64 `json:"stored,omitempty"`
 }
 
 // Store reads and writes records in db.
@@ -43,8 +55,11 @@ type Store struct{ DB store.DB }
 
 func key(account, id string) []byte { return []byte(account + "\x00" + id) }
 
-// Put stores rec as the account's response id.
+// Put stores rec as the account's response id, at now (rec.Stored).
 func (s Store) Put(account, id string, rec *Record) error {
+	if rec.Stored == 0 {
+		rec.Stored = time.Now().UnixNano()
+	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -54,8 +69,68 @@ func (s Store) Put(account, id string, rec *Record) error {
 		if err != nil {
 			return err
 		}
-		return bk.Put(key(account, id), b)
+		idx, err := tx.CreateBucketIfNotExists(byTime)
+		if err != nil {
+			return err
+		}
+		k := key(account, id)
+		if old := bk.Get(k); old != nil { // stored again: the old index entry goes
+			if err := idx.Delete(timeKey(storedAt(old), k)); err != nil {
+				return err
+			}
+		}
+		if err := idx.Put(timeKey(rec.Stored, k), nil); err != nil {
+			return err
+		}
+		return bk.Put(k, b)
 	})
+}
+
+// timeKey is a record's byTime key.
+func timeKey(stored int64, k []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(k)), uint64(stored)), k...)
+}
+
+// storedAt is the Stored time of an encoded record (0 when it has none).
+func storedAt(v []byte) int64 { return gjson.GetBytes(v, "stored").Int() }
+
+// Prune deletes the records stored before before, at most batch (> 0) per
+// transaction, and returns how many it deleted. A response a later one
+// continues goes too: that one's history then ends there, as when it is
+// deleted by id.
+func (s Store) Prune(before time.Time, batch int) (int, error) {
+	limit := timeKey(before.UnixNano(), nil)
+	total := 0
+	for {
+		n := 0
+		err := s.DB.Update(func(tx store.Tx) error {
+			idx, bk := tx.Bucket(byTime), tx.Bucket(bucket)
+			if idx == nil || bk == nil {
+				return nil
+			}
+			var keys [][]byte
+			c := idx.Cursor()
+			for k, _ := c.First(); k != nil && len(keys) < batch && bytes.Compare(k, limit) < 0; k, _ = c.Next() {
+				keys = append(keys, append([]byte(nil), k...))
+			}
+			for _, k := range keys {
+				if err := idx.Delete(k); err != nil {
+					return err
+				}
+				if len(k) > 8 {
+					if err := bk.Delete(k[8:]); err != nil {
+						return err
+					}
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		total += n
+		if err != nil || n < batch {
+			return total, err
+		}
+	}
 }
 
 // Get is the account's response id, nil when it has none by that id.
@@ -89,11 +164,21 @@ func get(tx store.Tx, account, id string) (*Record, error) {
 func (s Store) Delete(account, id string) (found bool, err error) {
 	err = s.DB.Update(func(tx store.Tx) error {
 		bk := tx.Bucket(bucket)
-		if bk == nil || bk.Get(key(account, id)) == nil {
+		if bk == nil {
+			return nil
+		}
+		k := key(account, id)
+		v := bk.Get(k)
+		if v == nil {
 			return nil
 		}
 		found = true
-		return bk.Delete(key(account, id))
+		if idx := tx.Bucket(byTime); idx != nil {
+			if err := idx.Delete(timeKey(storedAt(v), k)); err != nil {
+				return err
+			}
+		}
+		return bk.Delete(k)
 	})
 	return found, err
 }

@@ -3,9 +3,11 @@ package stored
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/store/pgtest"
@@ -21,6 +23,7 @@ func TestStore(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = db.Close() })
 		testStore(t, Store{DB: db})
+		testPrune(t, Store{DB: db})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		db, err := store.OpenPostgres(context.Background(), pgtest.Start(t), store.PostgresOptions{})
@@ -29,7 +32,50 @@ func TestStore(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = db.Close() })
 		testStore(t, Store{DB: db})
+		testPrune(t, Store{DB: db})
 	})
+}
+
+// Prune deletes what was stored before its time, in batches, and nothing
+// after it; a record stored again or deleted by id leaves no index entry
+// behind (the index holds exactly the records).
+func testPrune(t *testing.T, s Store) {
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		rec := &Record{Input: []json.RawMessage{raw(`{"type":"message"}`)}, Response: raw(`{"id":"x"}`), Stored: base.Add(time.Duration(i) * time.Hour).UnixNano()}
+		if err := s.Put("acct_p", fmt.Sprintf("resp_%d", i), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// resp_0 stored again later: it is no longer among the old ones.
+	if err := s.Put("acct_p", "resp_0", &Record{Response: raw(`{"id":"x"}`), Stored: base.Add(10 * time.Hour).UnixNano()}); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := s.Delete("acct_p", "resp_4"); !found || err != nil {
+		t.Fatalf("delete: %v %v", found, err)
+	}
+	n, err := s.Prune(base.Add(3*time.Hour), 1) // resp_1 and resp_2, one per transaction
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v; want 2", n, err)
+	}
+	for id, kept := range map[string]bool{"resp_0": true, "resp_1": false, "resp_2": false, "resp_3": true, "resp_4": false} {
+		if rec, err := s.Get("acct_p", id); err != nil || (rec != nil) != kept {
+			t.Fatalf("%s after the prune: %v %v, want kept %v", id, rec, err, kept)
+		}
+	}
+	if n, err := s.Prune(base.Add(100*time.Hour), 10); err != nil || n != 2 { // resp_0 and resp_3: no stale entry counted
+		t.Fatalf("second prune: %d %v, want 2", n, err)
+	}
+	if err := s.DB.View(func(tx store.Tx) error {
+		return tx.Bucket(byTime).ForEach(func(k, _ []byte) error {
+			if strings.Contains(string(k), "acct_p\x00") {
+				t.Errorf("index entry left: %q", k)
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }

@@ -17,8 +17,11 @@ type labelled struct {
 	Tools  bool   `json:"tools"`
 }
 
-func loadSet(t testing.TB) []labelled {
-	f, err := os.Open("../testdata/prompts.jsonl")
+func loadSet(t testing.TB) []labelled { return loadFile(t, "../testdata/prompts.jsonl") }
+
+// loadFile reads a labelled set, one JSON object a line.
+func loadFile(t testing.TB, path string) []labelled {
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,13 +64,33 @@ func (l labelled) body() []byte {
 // to move one family against another, not for a regression.
 const minTextAccuracy = 0.85
 
-// TestEvalSet checks the local classifier against the labelled set and
-// prints the confusion per family (make bench shows it).
+// minHeldOutAccuracy is what it must reach on the held-out prompts
+// (testdata/heldout.jsonl, written before the classifier's 2026-11-29
+// changes and not used to tune them; see testdata/README.md): 66.7%
+// (28/42) before those changes, 95.2% (40/42) after. The same author
+// wrote both sets, after reading issue 34's examples: read it as a
+// regression gate more than as the accuracy on users' prompts.
+const minHeldOutAccuracy = 0.85
+
+// TestEvalSet checks the local classifier against the labelled set (the
+// development set) and the held-out set, and prints the confusion per
+// family (make bench shows it).
 func TestEvalSet(t *testing.T) {
 	set := loadSet(t)
 	if len(set) < 200 {
 		t.Fatalf("the labelled set has %d prompts, want at least 200", len(set))
 	}
+	if ta := evalReport(t, "development", set); ta < minTextAccuracy {
+		t.Fatalf("text-only accuracy %.3f below %.2f", ta, minTextAccuracy)
+	}
+	if ta := evalReport(t, "held-out", loadFile(t, "../testdata/heldout.jsonl")); ta < minHeldOutAccuracy {
+		t.Fatalf("held-out text-only accuracy %.3f below %.2f", ta, minHeldOutAccuracy)
+	}
+}
+
+// evalReport classifies set, logs the confusion per family under name and
+// returns the accuracy on the text-only prompts.
+func evalReport(t *testing.T, name string, set []labelled) float64 {
 	type tally struct{ n, ok int }
 	per := map[string]*tally{}
 	wrong := map[string]map[string]int{}
@@ -95,7 +118,7 @@ func TestEvalSet(t *testing.T) {
 			}
 			wrong[l.Family][got]++
 			if testing.Verbose() && os.Getenv("EVAL_MISSES") != "" {
-				t.Logf("miss %s → %s: %q", l.Family, got, l.Prompt)
+				t.Logf("miss (%s) %s → %s: %q", name, l.Family, got, l.Prompt)
 			}
 		}
 	}
@@ -105,16 +128,14 @@ func TestEvalSet(t *testing.T) {
 	}
 	sort.Strings(fams)
 	var b strings.Builder
-	fmt.Fprintf(&b, "auto-router local classifier on %d labelled prompts\n", total.n)
+	fmt.Fprintf(&b, "auto-router local classifier on %d labelled prompts (%s set)\n", total.n, name)
 	for _, f := range fams {
 		p := per[f]
 		fmt.Fprintf(&b, "  %-13s %3d/%3d  %5.1f%%  misclassified as %v\n", f, p.ok, p.n, 100*float64(p.ok)/float64(p.n), wrong[f])
 	}
 	ta := float64(text.ok) / float64(text.n)
 	fmt.Fprintf(&b, "  all prompts   %3d/%3d  %5.1f%%\n", total.ok, total.n, 100*float64(total.ok)/float64(total.n))
-	fmt.Fprintf(&b, "  text-only     %3d/%3d  %5.1f%%  (threshold %.0f%%)\n", text.ok, text.n, 100*ta, 100*minTextAccuracy)
+	fmt.Fprintf(&b, "  text-only     %3d/%3d  %5.1f%%\n", text.ok, text.n, 100*ta)
 	t.Log("\n" + b.String())
-	if ta < minTextAccuracy {
-		t.Fatalf("text-only accuracy %.3f below %.2f", ta, minTextAccuracy)
-	}
+	return ta
 }

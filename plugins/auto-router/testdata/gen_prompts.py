@@ -260,6 +260,24 @@ P["tool_use"] = [
 "Query the sales database for last month's revenue.",
 "Remind me to water the plants every Sunday.",
 ]
+# Added 2026-11-29 for issue 34 (reasoning puzzles, trade-offs and telling
+# causes apart; front-end coding): the development set's share of the kinds
+# the classifier missed. heldout.jsonl was written before them and is not
+# generated here.
+P["reasoning"] += [
+"Three missionaries and three cannibals must cross a river in a boat for two; cannibals may never outnumber missionaries on either bank. Find a sequence of crossings.",
+"Walk me through the trade-offs of renting versus buying a flat if I might move cities in three years.",
+"Both the new fertiliser and the extra rain came this spring, and the harvest doubled. How would you work out which one made the difference?",
+"One of the three suspects is lying and the other two tell the truth. Alice says Bob did it, Bob says he didn't, Carol says she didn't. Who did it?",
+"Lay out the arguments for and against a four-day work week before giving your own view.",
+]
+P["coding"] += [
+"How do I make a sticky header that stays at the top while the page scrolls, using only CSS?",
+"My useState update doesn't show up right away when I log it. Why?",
+"How do I lazy-load images below the fold in a Next.js page?",
+"Why is my button's click handler firing twice in the browser?",
+"Convert this layout from floats to a two-column flexbox layout that stacks on phones.",
+]
 out = []
 for fam, ps in P.items():
     for p in ps:

@@ -15,10 +15,19 @@ import (
 // are 502; 408, 504 and 524 are 524 (the provider timed out); 401 and 403
 // are 502 with a fixed message, because they mean the gateway's provider
 // credentials are wrong and some providers quote the rejected key; 404 is
-// 502 (the provider does not serve the configured model).
+// 502 (the provider does not serve the configured model); 402 is 503: the
+// money the provider wants is the operator's, not the caller's (a client
+// told 402 would top up its own credits for nothing), and another
+// provider may serve the request (503 falls back).
 func UpstreamError(out *Out, status int, msg string) {
 	code := status
 	switch {
+	case status == 402:
+		code = 503
+		if msg == "" {
+			msg = "upstream returned status 402"
+		}
+		msg = "the provider refused for lack of credit on the gateway's account with it: " + msg
 	case status == 401 || status == 403:
 		code, msg = 502, "the provider rejected the gateway's credentials"
 	case status == 404:

@@ -204,6 +204,10 @@ func TestUpstreamError(t *testing.T) {
 	}{
 		{400, "bad field", "400", "bad field"},
 		{401, "invalid key sk-123", "502", "the provider rejected the gateway's credentials"},
+		// DeepSeek's documented 402 (api-docs.deepseek.com, "Error Codes"):
+		// the operator's balance, never the caller's 402.
+		{402, "Insufficient Balance", "503", "the provider refused for lack of credit on the gateway's account with it: Insufficient Balance"},
+		{402, "", "503", "the provider refused for lack of credit on the gateway's account with it: upstream returned status 402"},
 		{403, "", "502", "the provider rejected the gateway's credentials"},
 		{404, "", "502", "the provider does not serve this model"},
 		{404, "no such model", "502", "no such model"},

@@ -410,6 +410,10 @@ func TestRoutingFaults(t *testing.T) {
 		{name: "500", a: demo.Faults{Status: 500}, served: "b", calls: [2]int64{1, 1}},
 		{name: "429", a: demo.Faults{Status: 429}, served: "b", calls: [2]int64{1, 1}},
 		{name: "529", a: demo.Faults{Status: 529}, served: "b", calls: [2]int64{1, 1}},
+		// The provider's 402 is the operator's balance with it, not the
+		// caller's: 503, and the next provider serves (was a 400, no fallback).
+		{name: "402 from the provider falls back", a: demo.Faults{Status: 402}, served: "b", calls: [2]int64{1, 1}},
+		{name: "402 from the only provider is 503", a: demo.Faults{Status: 402}, prefs: `,"allow_fallbacks":false`, status: 503, errIn: "a", calls: [2]int64{1, 0}},
 		{name: "slow first byte", a: slow, served: "b", calls: [2]int64{1, 1}},
 		{name: "connection refused", aURL: refused, served: "b", calls: [2]int64{0, 1}},
 		{name: "headers then no body", aURL: stalled, served: "b", calls: [2]int64{1, 1}},

@@ -161,34 +161,29 @@ func (e *Encoder) Name() string { return e.name }
 // input (see bpe.go): a megabyte of one repeated character takes well under
 // a second, not the hours of a quadratic merge.
 func (e *Encoder) Count(text string) int {
-	n := 0
-	for len(text) > segmentBytes {
-		cut := segmentCut(text, segmentBytes)
-		if cut < 0 {
-			break
-		}
-		n += e.bpe.encode(text[:cut], nil, nil)
-		text = text[cut:]
-	}
-	if text == "" {
-		return n
-	}
-	return n + e.bpe.encode(text, nil, nil)
+	n, _ := e.countIn(context.Background(), text, segmentBytes)
+	return n
 }
 
 // CountContext is Count for a caller with a deadline (a module's
 // count_tokens host call, inside the module's time limit): it counts in
-// segments of ctxSegmentBytes, cut where Count would give the same tokens
-// (segmentCut), and stops with ctx's error between two segments once ctx
-// is done. A text with no such cut past a point (64 KiB without a space
-// between letters) is counted whole from there.
+// segments of ctxSegmentBytes and stops with ctx's error between two
+// segments once ctx is done. A text with no cut past a point (64 KiB
+// without a space between letters) is counted whole from there.
 func (e *Encoder) CountContext(ctx context.Context, text string) (int, error) {
+	return e.countIn(ctx, text, ctxSegmentBytes)
+}
+
+// countIn counts text in segments of about seg bytes, cut where counting
+// the parts apart gives the same tokens (segmentCut), checking ctx before
+// each.
+func (e *Encoder) countIn(ctx context.Context, text string, seg int) (int, error) {
 	n := 0
-	for len(text) > ctxSegmentBytes {
+	for len(text) > seg {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		cut := segmentCut(text, ctxSegmentBytes)
+		cut := segmentCut(text, seg)
 		if cut < 0 {
 			break
 		}

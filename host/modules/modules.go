@@ -419,6 +419,24 @@ func (r *Registry) read(name, version string) (*manifest.Manifest, []byte, error
 	return m, bin, err
 }
 
+// readManifest returns a stored version's manifest and its binary's size,
+// without reading the binary.
+func (r *Registry) readManifest(name, version string) (*manifest.Manifest, int, error) {
+	var rec Record
+	err := r.db.View(func(tx store.Tx) error {
+		v := tx.Bucket(bucketManifests).Get(key(name, version))
+		if v == nil {
+			return errNotPublished(name, version)
+		}
+		return json.Unmarshal(v, &rec)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	m, err := manifest.Parse(rec.Manifest)
+	return m, rec.Size, err
+}
+
 // commit records version as active and swaps the loaded mod in. The caller
 // holds r.mu; mod is closed when the record cannot be written.
 func (r *Registry) commit(ctx context.Context, name, version string, mod *wasm.Module) error {
@@ -492,7 +510,8 @@ func (r *Registry) Seed(ctx context.Context, dir string) error {
 type startJob struct {
 	name, version string
 	m             *manifest.Manifest
-	bin, mj       []byte
+	bin, mj       []byte // a seed's; a stored version's binary is read on first call
+	size          int    // of the binary, to load the largest first
 	sum           [sha256.Size]byte // of bin, for a seed (hashed once, in parallel)
 	seeded        bool              // from the seed directory: a failure is fatal
 	changed       bool              // seeded and new or rebuilt: store it
@@ -555,8 +574,12 @@ func (r *Registry) activeJobs(jobs map[string]*startJob) (skipped error) {
 		})
 	})
 	for name, version := range act {
+		// Only the manifest: every stored module is loaded lazily (its
+		// binary read on its first call), and a seed supersedes most of
+		// them — reading tens of MiB of binaries here made a start on
+		// the cluster store take seconds.
 		j := &startJob{name: name, version: version, activate: true}
-		if j.m, j.bin, j.err = r.read(name, version); j.err != nil {
+		if j.m, j.size, j.err = r.readManifest(name, version); j.err != nil {
 			r.log.Error("active module does not load", "module", name+"@"+version, "err", j.err)
 			skipped = errors.Join(skipped, j.err)
 			continue
@@ -741,7 +764,7 @@ func (r *Registry) seed(dir, name string) (*startJob, error) {
 	sum := sha256.Sum256(bin)
 	rec := r.stored(m.Name, m.Version)
 	return &startJob{
-		name: m.Name, version: m.Version, m: m, bin: bin, mj: mj, sum: sum, seeded: true,
+		name: m.Name, version: m.Version, m: m, bin: bin, mj: mj, size: len(bin), sum: sum, seeded: true,
 		changed: rec.SHA256 != hex.EncodeToString(sum[:]) || !sameJSON(rec.Manifest, mj),
 	}, nil
 }
@@ -756,7 +779,7 @@ func (r *Registry) loadAll(ctx context.Context, jobs []*startJob) {
 	ctx = wasm.WithCompilationWorkers(ctx, 1)
 	// Largest first: the start waits for the last job, and a big module
 	// started last would run alone on one CPU.
-	slices.SortStableFunc(jobs, func(a, b *startJob) int { return len(b.bin) - len(a.bin) })
+	slices.SortStableFunc(jobs, func(a, b *startJob) int { return b.size - a.size })
 	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for _, j := range jobs {

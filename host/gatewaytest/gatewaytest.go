@@ -158,31 +158,7 @@ func Start(opts Options) (*Gateway, error) {
 			g.Close()
 		}
 	}()
-	if len(opts.Providers) == 0 {
-		opts.Providers = []string{"alpha"}
-	}
-	yml := opts.ConfigYAML
-	if yml == "" {
-		yml = DefaultYAML(opts.Providers)
-	}
-	serve := func(slug string, h http.Handler) {
-		hs := httptest.NewServer(h)
-		g.closers = append(g.closers, hs.Close)
-		g.UpstreamURL[slug] = hs.URL + "/v1"
-		yml = strings.ReplaceAll(yml, "{{url:"+slug+"}}", hs.URL+"/v1")
-	}
-	for _, p := range opts.Providers {
-		g.Upstreams[p] = demo.New()
-		serve(p, g.Upstreams[p])
-	}
-	for _, p := range opts.Anthropic {
-		g.Anthropics[p] = demo.NewAnthropic()
-		serve(p, g.Anthropics[p])
-	}
-	for _, p := range opts.Gemini {
-		g.Geminis[p] = demo.NewGemini()
-		serve(p, g.Geminis[p])
-	}
+	yml := g.startUpstreams(&opts)
 	cfg, err := config.Parse([]byte(yml))
 	if err != nil {
 		return nil, err
@@ -219,6 +195,9 @@ func Start(opts Options) (*Gateway, error) {
 		opts.Credits = 1000
 	}
 	cfg.BootstrapKey, cfg.BootstrapCredits = Key, max(opts.Credits, 0)
+	if err := copyBoltTemplate(cfg); err != nil {
+		return nil, err
+	}
 	g.Config = cfg
 	// The gateway's own handler (cmd/switchyard), so the tests read the
 	// request lines it writes by hand.
@@ -231,10 +210,7 @@ func Start(opts Options) (*Gateway, error) {
 	}
 	gw, err := gateway.New(cfg, gateway.Options{
 		Log: log, Getenv: func(k string) string { return opts.Env[k] }, AllowPrivateNetworks: opts.AllowPrivateNetworks,
-		// One compilation cache for every test gateway: compiling a Go
-		// guest takes about half a second, loading it from the cache
-		// milliseconds.
-		CacheDir:   filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"),
+		CacheDir:   cacheDir(),
 		ConfigPath: g.ConfigPath,
 		Now:        opts.Now,
 		Secrets:    opts.Secrets,
@@ -262,6 +238,37 @@ func Start(opts Options) (*Gateway, error) {
 	g.URL = "http://" + ln.Addr().String() + "/api/v1"
 	ok = true
 	return g, nil
+}
+
+// startUpstreams starts the fake upstreams opts asks for and returns the
+// configuration with their URLs in place of its "{{url:slug}}".
+func (g *Gateway) startUpstreams(opts *Options) string {
+	if len(opts.Providers) == 0 {
+		opts.Providers = []string{"alpha"}
+	}
+	yml := opts.ConfigYAML
+	if yml == "" {
+		yml = DefaultYAML(opts.Providers)
+	}
+	serve := func(slug string, h http.Handler) {
+		hs := httptest.NewServer(h)
+		g.closers = append(g.closers, hs.Close)
+		g.UpstreamURL[slug] = hs.URL + "/v1"
+		yml = strings.ReplaceAll(yml, "{{url:"+slug+"}}", hs.URL+"/v1")
+	}
+	for _, p := range opts.Providers {
+		g.Upstreams[p] = demo.New()
+		serve(p, g.Upstreams[p])
+	}
+	for _, p := range opts.Anthropic {
+		g.Anthropics[p] = demo.NewAnthropic()
+		serve(p, g.Anthropics[p])
+	}
+	for _, p := range opts.Gemini {
+		g.Geminis[p] = demo.NewGemini()
+		serve(p, g.Geminis[p])
+	}
+	return yml
 }
 
 // WriteConfig replaces the configuration file (Options.ConfigFile) with

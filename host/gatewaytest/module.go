@@ -32,7 +32,7 @@ func BuiltModule(tb testing.TB, name string, configure func(*manifest.Manifest, 
 		tb.Fatal(err)
 	}
 	// The compilation cache every test gateway shares (Start).
-	cfg := wasm.Config{CacheDir: filepath.Join(os.TempDir(), "switchyard-test-wazero-cache")}
+	cfg := wasm.Config{CacheDir: cacheDir()}
 	if configure != nil {
 		configure(m, &cfg)
 	}

@@ -245,6 +245,25 @@ func (s *Server) dsn(db string) string {
 
 // CreateDB creates a fresh, empty database and returns its DSN.
 func (s *Server) CreateDB() (string, error) {
+	return s.createDB("")
+}
+
+// CreateDBFrom creates a database that is a copy of the template database
+// of dsn (one CreateDB returned, filled, and no longer connected to) and
+// returns the copy's DSN. PostgreSQL copies the template's files: a test
+// gateway then starts on a store already holding the first-party modules
+// instead of writing their 65 MB through the protocol (and compressing
+// them into TOAST) each time — seconds per gateway.
+func (s *Server) CreateDBFrom(dsn string) (string, error) {
+	i := strings.LastIndexByte(dsn, '/')
+	j := strings.IndexByte(dsn, '?')
+	if i < 0 || j < i {
+		return "", fmt.Errorf("pgtest: %q is not a DSN of this server", dsn)
+	}
+	return s.createDB(dsn[i+1 : j])
+}
+
+func (s *Server) createDB(template string) (string, error) {
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -253,7 +272,11 @@ func (s *Server) CreateDB() (string, error) {
 		return "", fmt.Errorf("pgtest: %w", err)
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	q := "CREATE DATABASE " + name
+	if template != "" {
+		q += " TEMPLATE " + pgx.Identifier{template}.Sanitize() + " STRATEGY FILE_COPY"
+	}
+	if _, err := conn.Exec(ctx, q); err != nil {
 		return "", fmt.Errorf("pgtest: create database: %w", err)
 	}
 	return s.dsn(name), nil

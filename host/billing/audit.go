@@ -18,133 +18,170 @@ import (
 // (none when the ledger is consistent). Open holds are not part of any
 // balance and are not checked.
 func (l *Ledger) Audit() ([]string, error) {
-	credits := map[string]Nanos{}
-	charged := map[string]Nanos{}
-	byKey := map[string]Nanos{}
-	var problems []string
+	a := &audit{credits: map[string]Nanos{}, charged: map[string]Nanos{}, byKey: map[string]Nanos{}}
 	err := l.db.View(func(tx store.Tx) error {
-		// Pruned records (prune.go) count through their archived totals.
-		archA, archK, err := archivedIn(tx)
-		if err != nil {
-			return err
-		}
-		for id, r := range archA {
-			charged[id] += r.Charged
-			if r.Charged < 0 || r.Records < 0 {
-				problems = append(problems, fmt.Sprintf("account %s: archived totals are negative (%s in %d records)", id, r.Charged, r.Records))
-			}
-		}
-		for hash, r := range archK {
-			byKey[hash] += r.Charged
-			if r.Charged < 0 || r.Records < 0 {
-				problems = append(problems, fmt.Sprintf("key %s: archived totals are negative (%s in %d records)", hash, r.Charged, r.Records))
-			}
-		}
-		err = tx.Bucket(bucketCredits).ForEach(func(_, v []byte) error {
-			var c creditRec
-			if err := json.Unmarshal(v, &c); err != nil {
+		for _, step := range []func(store.Tx) error{a.archived, a.topUps, a.generations, a.accounts, a.leases, a.keys} {
+			if err := step(tx); err != nil {
 				return err
-			}
-			credits[c.Account] += c.Amount
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		err = tx.Bucket(bucketGenerations).ForEach(func(_, v []byte) error {
-			var g Generation
-			if err := json.Unmarshal(v, &g); err != nil {
-				return err
-			}
-			charged[g.AccountID] += g.Charged
-			byKey[g.KeyHash] += g.Charged
-			if g.Charged < 0 || g.Uncollected < 0 || g.Insured < 0 || g.Charged+g.Uncollected+g.Insured != g.Cost.Total+g.FailedCost+g.FeesCost {
-				problems = append(problems, fmt.Sprintf("generation %s: charged %s + uncollected %s + insured %s != cost %s + failed %s + tool fees %s",
-					g.ID, g.Charged, g.Uncollected, g.Insured, g.Cost.Total, g.FailedCost, g.FeesCost))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		seen := map[string]bool{}
-		err = tx.Bucket(bucketAccounts).ForEach(func(k, v []byte) error {
-			var r accountRec
-			if err := json.Unmarshal(v, &r); err != nil {
-				return err
-			}
-			id := string(k)
-			seen[id] = true
-			if r.Credits != credits[id] {
-				problems = append(problems, fmt.Sprintf("account %s: credits %s, top-ups sum to %s", id, r.Credits, credits[id]))
-			}
-			if r.Usage != charged[id] {
-				problems = append(problems, fmt.Sprintf("account %s: usage %s, generations charge %s", id, r.Usage, charged[id]))
-			}
-			if r.Balance != r.Credits-r.Usage {
-				problems = append(problems, fmt.Sprintf("account %s: balance %s != credits %s - usage %s", id, r.Balance, r.Credits, r.Usage))
-			}
-			if r.Balance < 0 {
-				problems = append(problems, fmt.Sprintf("account %s: balance %s is negative", id, r.Balance))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for id, n := range charged {
-			if !seen[id] && n != 0 {
-				problems = append(problems, fmt.Sprintf("account %s: no account record but generations charge %s", id, n))
-			}
-		}
-		// Cluster mode: no lease is negative and an account's leases never
-		// exceed its balance (what makes N instances unable to overspend).
-		leased := map[string]Nanos{}
-		if lb := tx.Bucket(bucketLeases); lb != nil {
-			err = lb.ForEach(func(k, v []byte) error {
-				n := readNanos(v)
-				if n < 0 {
-					problems = append(problems, fmt.Sprintf("lease %s is negative (%s)", k, n))
-				}
-				if s := string(k); strings.HasPrefix(s, "a/") {
-					if i := strings.LastIndexByte(s, '/'); i > 2 {
-						leased[s[2:i]] += n
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		ab := tx.Bucket(bucketAccounts)
-		for id, n := range leased {
-			var r accountRec
-			if v := ab.Get([]byte(id)); v != nil {
-				if err := json.Unmarshal(v, &r); err != nil {
-					return err
-				}
-			}
-			if n > r.Balance {
-				problems = append(problems, fmt.Sprintf("account %s: leases total %s, more than its balance %s", id, n, r.Balance))
-			}
-		}
-		kb := tx.Bucket(bucketKeys)
-		for hash, n := range byKey {
-			var u keyUsage
-			if v := kb.Get([]byte(hash)); v != nil {
-				if err := json.Unmarshal(v, &u); err != nil {
-					return err
-				}
-			}
-			if u.Total != n {
-				problems = append(problems, fmt.Sprintf("key %s: usage %s, generations charge %s", hash, u.Total, n))
 			}
 		}
 		return nil
 	})
-	sort.Strings(problems)
-	return problems, err
+	sort.Strings(a.problems)
+	return a.problems, err
+}
+
+// audit is one Audit's sums and findings; each step reads one bucket
+// within the one read transaction.
+type audit struct {
+	credits  map[string]Nanos // top-ups by account
+	charged  map[string]Nanos // generations' charges by account
+	byKey    map[string]Nanos // generations' charges by key hash
+	problems []string
+}
+
+func (a *audit) problem(format string, args ...any) {
+	a.problems = append(a.problems, fmt.Sprintf(format, args...))
+}
+
+// archived counts pruned records (prune.go) through their archived totals.
+func (a *audit) archived(tx store.Tx) error {
+	archA, archK, err := archivedIn(tx)
+	if err != nil {
+		return err
+	}
+	for id, r := range archA {
+		a.charged[id] += r.Charged
+		if r.Charged < 0 || r.Records < 0 {
+			a.problem("account %s: archived totals are negative (%s in %d records)", id, r.Charged, r.Records)
+		}
+	}
+	for hash, r := range archK {
+		a.byKey[hash] += r.Charged
+		if r.Charged < 0 || r.Records < 0 {
+			a.problem("key %s: archived totals are negative (%s in %d records)", hash, r.Charged, r.Records)
+		}
+	}
+	return nil
+}
+
+func (a *audit) topUps(tx store.Tx) error {
+	return tx.Bucket(bucketCredits).ForEach(func(_, v []byte) error {
+		var c creditRec
+		if err := json.Unmarshal(v, &c); err != nil {
+			return err
+		}
+		a.credits[c.Account] += c.Amount
+		return nil
+	})
+}
+
+// generations sums the charges and checks each record's own arithmetic.
+func (a *audit) generations(tx store.Tx) error {
+	return tx.Bucket(bucketGenerations).ForEach(func(_, v []byte) error {
+		var g Generation
+		if err := json.Unmarshal(v, &g); err != nil {
+			return err
+		}
+		a.charged[g.AccountID] += g.Charged
+		a.byKey[g.KeyHash] += g.Charged
+		if g.Charged < 0 || g.Uncollected < 0 || g.Insured < 0 || g.Charged+g.Uncollected+g.Insured != g.Cost.Total+g.FailedCost+g.FeesCost {
+			a.problem("generation %s: charged %s + uncollected %s + insured %s != cost %s + failed %s + tool fees %s",
+				g.ID, g.Charged, g.Uncollected, g.Insured, g.Cost.Total, g.FailedCost, g.FeesCost)
+		}
+		return nil
+	})
+}
+
+// accounts checks each account's totals against the sums, and that no
+// charge belongs to an account without a record.
+func (a *audit) accounts(tx store.Tx) error {
+	seen := map[string]bool{}
+	err := tx.Bucket(bucketAccounts).ForEach(func(k, v []byte) error {
+		var r accountRec
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		id := string(k)
+		seen[id] = true
+		if r.Credits != a.credits[id] {
+			a.problem("account %s: credits %s, top-ups sum to %s", id, r.Credits, a.credits[id])
+		}
+		if r.Usage != a.charged[id] {
+			a.problem("account %s: usage %s, generations charge %s", id, r.Usage, a.charged[id])
+		}
+		if r.Balance != r.Credits-r.Usage {
+			a.problem("account %s: balance %s != credits %s - usage %s", id, r.Balance, r.Credits, r.Usage)
+		}
+		if r.Balance < 0 {
+			a.problem("account %s: balance %s is negative", id, r.Balance)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for id, n := range a.charged {
+		if !seen[id] && n != 0 {
+			a.problem("account %s: no account record but generations charge %s", id, n)
+		}
+	}
+	return nil
+}
+
+// leases checks cluster mode's leases: none is negative and an account's
+// never exceed its balance (what makes N instances unable to overspend).
+func (a *audit) leases(tx store.Tx) error {
+	lb := tx.Bucket(bucketLeases)
+	if lb == nil {
+		return nil
+	}
+	leased := map[string]Nanos{}
+	err := lb.ForEach(func(k, v []byte) error {
+		n := readNanos(v)
+		if n < 0 {
+			a.problem("lease %s is negative (%s)", k, n)
+		}
+		if s := string(k); strings.HasPrefix(s, "a/") {
+			if i := strings.LastIndexByte(s, '/'); i > 2 {
+				leased[s[2:i]] += n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ab := tx.Bucket(bucketAccounts)
+	for id, n := range leased {
+		var r accountRec
+		if v := ab.Get([]byte(id)); v != nil {
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+		}
+		if n > r.Balance {
+			a.problem("account %s: leases total %s, more than its balance %s", id, n, r.Balance)
+		}
+	}
+	return nil
+}
+
+// keys checks each key's usage against the generations charged to it.
+func (a *audit) keys(tx store.Tx) error {
+	kb := tx.Bucket(bucketKeys)
+	for hash, n := range a.byKey {
+		var u keyUsage
+		if v := kb.Get([]byte(hash)); v != nil {
+			if err := json.Unmarshal(v, &u); err != nil {
+				return err
+			}
+		}
+		if u.Total != n {
+			a.problem("key %s: usage %s, generations charge %s", hash, u.Total, n)
+		}
+	}
+	return nil
 }
 
 // OpenHolds returns the number of reservations not yet settled.

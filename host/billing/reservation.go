@@ -437,28 +437,8 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 		insured, inference = inference, 0
 	}
 	total := usage.AddSat(inference, r.feeTotal)
-	// The hold is the most the caller authorised: a bound on the prompt
-	// and on every choice's output. Usage that costs more than it is not
-	// something the caller asked for (an upstream that over-reports, or
-	// generates past max_tokens), so the excess is never charged; it is
-	// recorded as an anomaly for the operator (syctl audit) instead.
 	charge := min(total, r.hold)
-	anomaly := ""
-	if total > r.hold {
-		anomaly = fmt.Sprintf("usage reported by %s costs %s, more than the %s the request authorised", r.provider, total, r.hold)
-		if r.feeTotal > 0 && inference <= r.hold {
-			anomaly = fmt.Sprintf("server-tool fees of %s went past the account's available credit", r.feeTotal)
-		}
-	}
-	if anomaly == "" && o.Usage.ZeroReported {
-		anomaly = fmt.Sprintf("%s reported zero usage; charged the gateway's count of what was sent and received", r.provider)
-	}
-	if r.notes != "" {
-		if anomaly != "" {
-			anomaly += "; "
-		}
-		anomaly += r.notes
-	}
+	anomaly := r.anomaly(o, total, inference)
 	g := &Generation{
 		ID: r.ID, AccountID: a.id, KeyHash: r.keyHash, Model: r.model, Provider: r.provider,
 		Status: o.Status, FinishReason: o.FinishReason, Streamed: r.streamed, Usage: o.Usage, Cost: cost,
@@ -504,6 +484,33 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 		return g, nil
 	}
 	return r.settleDurably(l.settleOp(g), charge, now)
+}
+
+// anomaly is what the generation record tells the operator (syctl
+// audit) about a settlement of total, inference of it: usage costing more
+// than the hold, zero usage reported, and the reservation's notes. The
+// hold is the most the caller authorised: a bound on the prompt and on
+// every choice's output. Usage that costs more than it is not something
+// the caller asked for (an upstream that over-reports, or generates past
+// max_tokens), so the excess is never charged; it is recorded here.
+func (r *Reservation) anomaly(o Outcome, total, inference Nanos) string {
+	anomaly := ""
+	if total > r.hold {
+		anomaly = fmt.Sprintf("usage reported by %s costs %s, more than the %s the request authorised", r.provider, total, r.hold)
+		if r.feeTotal > 0 && inference <= r.hold {
+			anomaly = fmt.Sprintf("server-tool fees of %s went past the account's available credit", r.feeTotal)
+		}
+	}
+	if anomaly == "" && o.Usage.ZeroReported {
+		anomaly = fmt.Sprintf("%s reported zero usage; charged the gateway's count of what was sent and received", r.provider)
+	}
+	if r.notes != "" {
+		if anomaly != "" {
+			anomaly += "; "
+		}
+		anomaly += r.notes
+	}
+	return anomaly
 }
 
 // settleDurably queues the settlement o, already charged in memory, and

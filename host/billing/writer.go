@@ -166,77 +166,12 @@ func (w *writer) flush() bool {
 		return false
 	}
 	start := time.Now()
-	clear(w.settled)
-	for _, o := range batch {
-		if o.settles != "" {
-			if w.settled == nil {
-				w.settled = map[string]struct{}{}
-			}
-			w.settled[o.settles] = struct{}{}
-		}
-	}
-	skip := func(o *op) bool {
-		if o.hold == "" || len(w.settled) == 0 {
-			return false
-		}
-		_, ok := w.settled[o.hold]
-		return ok
-	}
-	err := w.db.Update(func(tx store.Tx) error {
-		if _, ok := tx.(store.Prefetcher); ok {
-			var refs []store.Ref
-			for i := range batch {
-				if o := &batch[i]; o.reads != nil && !skip(o) {
-					refs = o.reads(refs)
-				}
-			}
-			store.Prefetch(tx, refs)
-		}
-		g := groupTx{Tx: tx}
-		for i := range batch {
-			if o := &batch[i]; !skip(o) {
-				if err := o.fn(&g); err != nil {
-					return err
-				}
-			}
-		}
-		return g.writeBack()
-	})
+	err := w.commit(batch)
 	if f := w.observe.Load(); f != nil {
 		(*f)(len(batch), time.Since(start))
 	}
 	if err != nil && errors.Is(err, store.ErrUnavailable) && w.retrying() {
-		// The store cannot be reached (a shared store's outage): nothing in
-		// the group can commit now. Those waiting get the error; the
-		// writes nobody waits on — settlements acknowledged from memory —
-		// stay queued, in order, and are retried until the store is back,
-		// so an outage delays them and loses none. Each operation is safe
-		// to run again (see the type's comment) should the lost commit have
-		// gone through after all.
-		var keep []op
-		for _, o := range batch {
-			if o.done != nil {
-				o.done <- err
-			} else {
-				keep = append(keep, o)
-			}
-		}
-		w.mu.Lock()
-		w.queue = append(keep, w.queue...)
-		w.flushing = nil
-		w.mu.Unlock()
-		if w.logf != nil {
-			w.logf("billing: store unavailable, %d writes kept for retry: %v", len(keep), err)
-		}
-		select {
-		case <-time.After(w.backoff()):
-		case <-w.quit:
-		}
-		// Retry even if nothing new is submitted.
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.keepForRetry(batch, err)
 		return true
 	}
 	w.fails = 0
@@ -275,6 +210,84 @@ func (w *writer) flush() bool {
 	w.spare = batch[:0]
 	w.mu.Unlock()
 	return true
+}
+
+// commit runs batch in one transaction. An operation on a hold that an
+// operation of the same batch settles is skipped: the settlement is its
+// final word.
+func (w *writer) commit(batch []op) error {
+	clear(w.settled)
+	for _, o := range batch {
+		if o.settles != "" {
+			if w.settled == nil {
+				w.settled = map[string]struct{}{}
+			}
+			w.settled[o.settles] = struct{}{}
+		}
+	}
+	skip := func(o *op) bool {
+		if o.hold == "" || len(w.settled) == 0 {
+			return false
+		}
+		_, ok := w.settled[o.hold]
+		return ok
+	}
+	return w.db.Update(func(tx store.Tx) error {
+		if _, ok := tx.(store.Prefetcher); ok {
+			var refs []store.Ref
+			for i := range batch {
+				if o := &batch[i]; o.reads != nil && !skip(o) {
+					refs = o.reads(refs)
+				}
+			}
+			store.Prefetch(tx, refs)
+		}
+		g := groupTx{Tx: tx}
+		for i := range batch {
+			if o := &batch[i]; !skip(o) {
+				if err := o.fn(&g); err != nil {
+					return err
+				}
+			}
+		}
+		return g.writeBack()
+	})
+}
+
+// keepForRetry answers the batch's waiters with err and queues again, in
+// order, the writes nobody waits on, then wakes the writer after a backoff.
+func (w *writer) keepForRetry(batch []op, err error) {
+	// The store cannot be reached (a shared store's outage): nothing in
+	// the group can commit now. Those waiting get the error; the
+	// writes nobody waits on — settlements acknowledged from memory —
+	// stay queued, in order, and are retried until the store is back,
+	// so an outage delays them and loses none. Each operation is safe
+	// to run again (see the type's comment) should the lost commit have
+	// gone through after all.
+	var keep []op
+	for _, o := range batch {
+		if o.done != nil {
+			o.done <- err
+		} else {
+			keep = append(keep, o)
+		}
+	}
+	w.mu.Lock()
+	w.queue = append(keep, w.queue...)
+	w.flushing = nil
+	w.mu.Unlock()
+	if w.logf != nil {
+		w.logf("billing: store unavailable, %d writes kept for retry: %v", len(keep), err)
+	}
+	select {
+	case <-time.After(w.backoff()):
+	case <-w.quit:
+	}
+	// Retry even if nothing new is submitted.
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // pending returns the record of the settlement of id that is queued or

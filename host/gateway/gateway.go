@@ -136,43 +136,9 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 			g = nil
 		}
 	}()
-	if g.DB, err = store.Open(store.Config(cfg.Store), cfg.DataDir); err != nil {
+	if err := g.openLedger(opts); err != nil {
 		return nil, err
 	}
-	g.closers = append(g.closers, func() { _ = g.DB.Close() })
-	if g.Keys, err = keys.Open(g.DB); err != nil {
-		return nil, err
-	}
-	g.closers = append(g.closers, g.Keys.Close)
-	// The activity indexes are written with every generation record.
-	if err := activity.Open(g.DB); err != nil {
-		return nil, err
-	}
-	journal := ""
-	if cfg.SettleMode() == config.SettleJournal {
-		journal = filepath.Join(cfg.DataDir, "journal")
-	}
-	g.Ledger, err = billing.Open(g.DB, activity.Indexing(billing.Options{
-		RequestDeadline: time.Duration(cfg.Timeouts.Request),
-		AsyncSettle:     cfg.SettleMode() != config.SettleCommit,
-		Journal:         journal,
-		CommitWindow:    time.Duration(cfg.SettleCommitWindow),
-		Now:             opts.Now,
-		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },
-	}))
-	if err != nil {
-		return nil, err
-	}
-	g.closers = append(g.closers, func() { _ = g.Ledger.Close() })
-	g.startPruner(opts.Now) // retention.go
-	g.startResponsesPruner()
-	// A key's limit changed (here or on another gateway of the cluster):
-	// its leases go back and are taken again against the new limit.
-	g.closers = append(g.closers, g.DB.Subscribe(keys.TopicKeys, func(hash string) {
-		if hash != store.Resync {
-			g.Ledger.KeyChanged(hash)
-		}
-	}))
 	if err := g.bootstrap(); err != nil {
 		return nil, err
 	}
@@ -185,39 +151,9 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	ecfg, err := g.hostFunctions(opts)
-	if err != nil {
+	if err := g.startModules(ctx, opts); err != nil {
 		return nil, err
 	}
-	ecfg.CacheDir, ecfg.Log, ecfg.AllowPrivateNetworks = opts.CacheDir, log, opts.AllowPrivateNetworks
-	// Hooks a module declares native and proves it computes identically
-	// run in the host (host/native; docs/abi.md §native hooks).
-	ecfg.Natives = native.Hooks()
-	tm, ml := cfg.TenantModules, cfg.ModuleLogs
-	ecfg.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute, IdleBytes: tm.IdleMemoryBytes, CompiledIdle: time.Duration(tm.CompiledIdle)}
-	// The gateway's own modules are metered against the calling account's
-	// module time (tenant_modules.cpu_ms_per_minute), the operator's
-	// requests excepted.
-	ecfg.Unmetered = func(account string) bool { return account == g.Keys.OperatorAccount() }
-	ecfg.Logs = wasm.LogLimits{BytesPerCall: ml.BytesPerCall, LinesPerCall: ml.LinesPerCall, BytesPerMinute: ml.BytesPerMinute, LinesPerMinute: ml.LinesPerMinute}
-	g.Engine = wasm.NewEngine(ecfg)
-	g.closers = append(g.closers, func() { _ = g.Engine.Close(ctx) })
-	if g.Modules, err = modules.Open(g.DB, g.Engine, log); err != nil {
-		return nil, err
-	}
-	g.closers = append(g.closers, g.Modules.Close)
-	// Stored active versions and newly built ones, each compiled once, in
-	// parallel; a stored version that fails to load is logged by Start.
-	if err := g.Modules.Start(ctx, cfg.ModulesDir); err != nil {
-		return nil, err
-	}
-	settings, err := cfg.ModuleSettingsJSON()
-	if err != nil {
-		return nil, err
-	}
-	g.Modules.SetSettings(settings)
-	qm, qv, qb := cfg.TenantModules.Quota()
-	g.Modules.SetQuota(modules.Quota{Modules: qm, VersionsPerModule: qv, Bytes: qb})
 	if err := g.openRedis(); err != nil {
 		return nil, err
 	}
@@ -240,6 +176,90 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		},
 	})
 	return g, nil
+}
+
+// openLedger opens the store and what lives in it: keys, the activity
+// indexes and the ledger, with the pruners and the key-limit subscription.
+func (g *Gateway) openLedger(opts Options) (err error) {
+	cfg, log := g.Config, g.log
+	if g.DB, err = store.Open(store.Config(cfg.Store), cfg.DataDir); err != nil {
+		return err
+	}
+	g.closers = append(g.closers, func() { _ = g.DB.Close() })
+	if g.Keys, err = keys.Open(g.DB); err != nil {
+		return err
+	}
+	g.closers = append(g.closers, g.Keys.Close)
+	// The activity indexes are written with every generation record.
+	if err := activity.Open(g.DB); err != nil {
+		return err
+	}
+	journal := ""
+	if cfg.SettleMode() == config.SettleJournal {
+		journal = filepath.Join(cfg.DataDir, "journal")
+	}
+	g.Ledger, err = billing.Open(g.DB, activity.Indexing(billing.Options{
+		RequestDeadline: time.Duration(cfg.Timeouts.Request),
+		AsyncSettle:     cfg.SettleMode() != config.SettleCommit,
+		Journal:         journal,
+		CommitWindow:    time.Duration(cfg.SettleCommitWindow),
+		Now:             opts.Now,
+		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },
+	}))
+	if err != nil {
+		return err
+	}
+	g.closers = append(g.closers, func() { _ = g.Ledger.Close() })
+	g.startPruner(opts.Now) // retention.go
+	g.startResponsesPruner()
+	// A key's limit changed (here or on another gateway of the cluster):
+	// its leases go back and are taken again against the new limit.
+	g.closers = append(g.closers, g.DB.Subscribe(keys.TopicKeys, func(hash string) {
+		if hash != store.Resync {
+			g.Ledger.KeyChanged(hash)
+		}
+	}))
+	return nil
+}
+
+// startModules builds the Wasm engine from the configuration's host
+// functions and limits, and brings up the stored and seeded modules.
+func (g *Gateway) startModules(ctx context.Context, opts Options) (err error) {
+	cfg, log := g.Config, g.log
+	ecfg, err := g.hostFunctions(opts)
+	if err != nil {
+		return err
+	}
+	ecfg.CacheDir, ecfg.Log, ecfg.AllowPrivateNetworks = opts.CacheDir, log, opts.AllowPrivateNetworks
+	// Hooks a module declares native and proves it computes identically
+	// run in the host (host/native; docs/abi.md §native hooks).
+	ecfg.Natives = native.Hooks()
+	tm, ml := cfg.TenantModules, cfg.ModuleLogs
+	ecfg.Tenants = wasm.TenantLimits{TimeoutMS: tm.TimeoutMS, MemoryPages: tm.MemoryPages, PoolSize: tm.PoolSize, ConcurrentCalls: tm.ConcurrentCalls, CPUMsPerMinute: tm.CPUMsPerMinute, IdleBytes: tm.IdleMemoryBytes, CompiledIdle: time.Duration(tm.CompiledIdle)}
+	// The gateway's own modules are metered against the calling account's
+	// module time (tenant_modules.cpu_ms_per_minute), the operator's
+	// requests excepted.
+	ecfg.Unmetered = func(account string) bool { return account == g.Keys.OperatorAccount() }
+	ecfg.Logs = wasm.LogLimits{BytesPerCall: ml.BytesPerCall, LinesPerCall: ml.LinesPerCall, BytesPerMinute: ml.BytesPerMinute, LinesPerMinute: ml.LinesPerMinute}
+	g.Engine = wasm.NewEngine(ecfg)
+	g.closers = append(g.closers, func() { _ = g.Engine.Close(ctx) })
+	if g.Modules, err = modules.Open(g.DB, g.Engine, log); err != nil {
+		return err
+	}
+	g.closers = append(g.closers, g.Modules.Close)
+	// Stored active versions and newly built ones, each compiled once, in
+	// parallel; a stored version that fails to load is logged by Start.
+	if err := g.Modules.Start(ctx, cfg.ModulesDir); err != nil {
+		return err
+	}
+	settings, err := cfg.ModuleSettingsJSON()
+	if err != nil {
+		return err
+	}
+	g.Modules.SetSettings(settings)
+	qm, qv, qb := cfg.TenantModules.Quota()
+	g.Modules.SetQuota(modules.Quota{Modules: qm, VersionsPerModule: qv, Bytes: qb})
+	return nil
 }
 
 // rootCAs is the system's certificate pool plus the PEM files of

@@ -216,6 +216,9 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	g.Modules.SetSettings(settings)
+	if err := g.checkAPIs(g.Catalog); err != nil {
+		return nil, err
+	}
 	qm, qv, qb := cfg.TenantModules.Quota()
 	g.Modules.SetQuota(modules.Quota{Modules: qm, VersionsPerModule: qv, Bytes: qb})
 	if err := g.openRedis(); err != nil {

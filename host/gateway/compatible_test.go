@@ -1,0 +1,195 @@
+package gateway_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard/switchyard/host/gatewaytest"
+)
+
+// compatibleFake is one OpenAI-compatible provider as the openai adapter's
+// form for it (api:) must meet it: it answers with the payloads of its API
+// reference (plugins/openai/testdata/providers) and refuses, as the
+// provider documents, a request member it does not take.
+type compatibleFake struct {
+	api, model, json, sse string
+	// only: the provider refuses every other member (Mistral: 422).
+	only []string
+	// refused: members the provider answers with a 400.
+	refused []string
+}
+
+func (f compatibleFake) serve(t *testing.T, key string) *httptest.Server {
+	read := func(name string) []byte {
+		b, err := os.ReadFile("../../plugins/openai/testdata/providers/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	answer, stream := read(f.json), read(f.sse)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"message":"Invalid API key"}}`))
+			return
+		}
+		if r.URL.Path != "/chat/completions" || gjson.GetBytes(body, "model").Str != f.model {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		var bad string
+		gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+			if contains(f.refused, k.Str) || (f.only != nil && k.Str != "model" && !contains(f.only, k.Str)) {
+				bad = k.Str
+			}
+			return bad == ""
+		})
+		if bad != "" {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			w.Write([]byte(`{"object":"error","message":"` + bad + `: Extra inputs are not permitted","type":"invalid_request_error"}`))
+			return
+		}
+		if gjson.GetBytes(body, "stream").Bool() {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(stream)
+			return
+		}
+		w.Write(answer)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestOpenAICompatibleProviders: each provider the openai adapter speaks
+// through a form, end to end over loopback against a fake with its
+// documented payloads and refusals. The client sends the same request to
+// each (OpenAI's members, some a provider refuses); the answer, JSON and
+// streamed, carries the reasoning as the gateway's reasoning field, the
+// usage counted as OpenAI counts it, and the gateway's own cost.
+func TestOpenAICompatibleProviders(t *testing.T) {
+	const key = "sk-test-compatible"
+	cases := []struct {
+		fake                   compatibleFake
+		content, reasoning     string
+		completion, cached     int64
+		streamed, streamReason string
+		finish                 string
+	}{
+		{fake: compatibleFake{api: "mistral", model: "mistral-small-latest", json: "mistral_chat.json", sse: "mistral_stream.sse",
+			only: []string{"messages", "temperature", "top_p", "max_tokens", "stream", "stop", "random_seed", "response_format", "tools", "tool_choice", "presence_penalty", "frequency_penalty", "n", "prediction", "parallel_tool_calls", "safe_prompt"}},
+			content: "Claude Monet is often considered the best French painter.", completion: 11,
+			streamed: "Claude Monet is often", finish: "length"},
+		{fake: compatibleFake{api: "xai", model: "grok-3-mini", json: "xai_grok3mini.json", sse: "deepseek_reasoner_stream.sse"},
+			content: "The result of 101 multiplied by 3 is 303.", reasoning: "Let me calculate 101 multiplied by 3", completion: 324, cached: 6,
+			streamed: "9.8 is greater.", streamReason: "9.8 = 9.80 > 9.11", finish: "stop"},
+		{fake: compatibleFake{api: "deepseek", model: "deepseek-reasoner", json: "deepseek_reasoner.json", sse: "deepseek_reasoner_stream.sse"},
+			content: "9.8 is greater than 9.11.", reasoning: "Comparing 9.11 and 9.8", completion: 96,
+			streamed: "9.8 is greater.", streamReason: "9.8 = 9.80 > 9.11", finish: "stop"},
+		{fake: compatibleFake{api: "cerebras", model: "llama3.1-8b", json: "cerebras_chat.json", sse: "mistral_stream.sse",
+			refused: []string{"frequency_penalty", "logit_bias", "presence_penalty", "parallel_tool_calls", "service_tier"}},
+			content: "Hello! How can I assist you today?", completion: 10, streamed: "Claude Monet is often", finish: "length"},
+		{fake: compatibleFake{api: "fireworks", model: "accounts/fireworks/models/deepseek-r1", json: "fireworks_reasoning.json", sse: "deepseek_reasoner_stream.sse"},
+			content: "25 * 37 = 925.", reasoning: "25 * 37 = 25 * 40", completion: 50,
+			streamed: "9.8 is greater.", streamReason: "9.8 = 9.80 > 9.11", finish: "stop"},
+		{fake: compatibleFake{api: "openrouter", model: "deepseek/deepseek-r1", json: "openrouter_reasoning.json", sse: "openrouter_stream.sse"},
+			content: "9.8 is greater than 9.11.", reasoning: "Compare the tenths", completion: 120,
+			streamed: "9.8 is greater.", streamReason: "Compare the tenths", finish: "stop"},
+	}
+	var yml strings.Builder
+	yml.WriteString("demo: false\ntimeouts: {attempt: 5s, request: 30s}\nproviders:\n")
+	for _, tc := range cases {
+		srv := tc.fake.serve(t, key)
+		yml.WriteString("  - {slug: " + tc.fake.api + ", adapter: openai, api: " + tc.fake.api + ", base_url: \"" + srv.URL + "\", api_key_env: COMPAT_KEY}\n")
+	}
+	yml.WriteString("models:\n")
+	for _, tc := range cases {
+		yml.WriteString("  - {id: test/" + tc.fake.api + ", endpoints: [{provider: " + tc.fake.api + ", upstream_model: \"" + tc.fake.model + "\", price: {prompt: 1, completion: 1}}]}\n")
+	}
+	g, err := gatewaytest.Start(gatewaytest.Options{ConfigYAML: yml.String(), Quiet: true, Env: map[string]string{"COMPAT_KEY": key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	// OpenAI's members, some of which Mistral or Cerebras refuse.
+	ask := `"messages":[{"role":"user","content":"hi"}],"seed":7,"presence_penalty":0.1,"user":"u-1","reasoning":{"effort":"high"}`
+	for _, tc := range cases {
+		t.Run(tc.fake.api, func(t *testing.T) {
+			resp, b, err := g.Request("POST", "/chat/completions", `{"model":"test/`+tc.fake.api+`",`+ask+`}`)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%v %d %s", err, resp.StatusCode, b)
+			}
+			m := gjson.GetBytes(b, "choices.0.message")
+			if m.Get("content").Str != tc.content || !strings.HasPrefix(m.Get("reasoning").Str, tc.reasoning) ||
+				(tc.reasoning == "" && m.Get("reasoning").Exists()) || m.Get("reasoning_content").Exists() {
+				t.Errorf("message %s", m.Raw)
+			}
+			u := gjson.GetBytes(b, "usage")
+			if u.Get("completion_tokens").Int() != tc.completion || u.Get("prompt_tokens_details.cached_tokens").Int() != tc.cached {
+				t.Errorf("usage %s, want completion %d cached %d", u.Raw, tc.completion, tc.cached)
+			}
+			// The inference cost is the gateway's price of the tokens,
+			// never the upstream's own bill (OpenRouter's usage.cost).
+			// (usage.cost is what the account was charged, which the
+			// test key's hold may cap.)
+			want := float64(u.Get("prompt_tokens").Int()+u.Get("completion_tokens").Int()) / 1e6
+			if c := u.Get("cost_details.upstream_inference_cost").Float(); c < want*0.999 || c > want*1.001 {
+				t.Errorf("cost %v, want %v: %s", c, want, u.Raw)
+			}
+
+			resp, b, err = g.Request("POST", "/chat/completions", `{"model":"test/`+tc.fake.api+`","stream":true,`+ask+`}`)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("stream: %v %d %s", err, resp.StatusCode, b)
+			}
+			var content, reasoning, finish string
+			for _, line := range bytes.Split(b, []byte("\n")) {
+				data, ok := bytes.CutPrefix(line, []byte("data: "))
+				if !ok || string(data) == "[DONE]" {
+					continue
+				}
+				c := gjson.ParseBytes(data)
+				content += c.Get("choices.0.delta.content").Str
+				reasoning += c.Get("choices.0.delta.reasoning").Str
+				if f := c.Get("choices.0.finish_reason").Str; f != "" {
+					finish = f
+				}
+			}
+			if content != tc.streamed || reasoning != tc.streamReason || finish != tc.finish || bytes.Contains(b, []byte("reasoning_content")) {
+				t.Errorf("stream: content %q reasoning %q finish %q\n%s", content, reasoning, finish, b)
+			}
+		})
+	}
+}
+
+// TestProviderAPIForms: a provider's api must be a form its adapter's
+// manifest lists.
+func TestProviderAPIForms(t *testing.T) {
+	for _, tc := range []struct{ adapter, api string }{{"openai", "vertex"}, {"openai", "deepseek-v9"}, {"anthropic", "mistral"}} {
+		yml := "demo: false\nproviders:\n  - {slug: p, adapter: " + tc.adapter + ", api: " + tc.api + ", base_url: \"http://127.0.0.1:1\"}\nmodels:\n  - {id: test/m, endpoints: [{provider: p, upstream_model: m, price: {prompt: 1, completion: 1}}]}\n"
+		g, err := gatewaytest.Start(gatewaytest.Options{ConfigYAML: yml, Quiet: true})
+		if err == nil {
+			g.Close()
+			t.Errorf("%s with api %s started", tc.adapter, tc.api)
+		} else if !strings.Contains(err.Error(), `api "`+tc.api+`" is not a form adapter "`+tc.adapter+`" speaks`) {
+			t.Errorf("%s with api %s: %v", tc.adapter, tc.api, err)
+		}
+	}
+}

@@ -80,7 +80,7 @@ func contains(list []string, s string) bool {
 }
 
 // TestOpenAICompatibleProviders: each provider the openai adapter speaks
-// through a form, end to end over loopback against a fake with its
+// through a form (and Cohere, through its own adapter), end to end over loopback against a fake with its
 // documented payloads and refusals. The client sends the same request to
 // each (OpenAI's members, some a provider refuses); the answer, JSON and
 // streamed, carries the reasoning as the gateway's reasoning field, the
@@ -120,10 +120,15 @@ func TestOpenAICompatibleProviders(t *testing.T) {
 		srv := tc.fake.serve(t, key)
 		yml.WriteString("  - {slug: " + tc.fake.api + ", adapter: openai, api: " + tc.fake.api + ", base_url: \"" + srv.URL + "\", api_key_env: COMPAT_KEY}\n")
 	}
+	// Cohere has its own adapter; it shares this gateway (one start for
+	// all the providers keeps the test fast).
+	yml.WriteString("  - {slug: cohere, adapter: cohere, base_url: \"" + fakeCohere(t, key).URL + "\", api_key_env: COMPAT_KEY}\n")
 	yml.WriteString("models:\n")
 	for _, tc := range cases {
 		yml.WriteString("  - {id: test/" + tc.fake.api + ", endpoints: [{provider: " + tc.fake.api + ", upstream_model: \"" + tc.fake.model + "\", price: {prompt: 1, completion: 1}}]}\n")
 	}
+	yml.WriteString("  - {id: cohere/command-a, endpoints: [{provider: cohere, upstream_model: command-a-03-2025, price: {prompt: 2.5, completion: 10}}]}\n")
+	yml.WriteString("  - {id: cohere/embed-v4, kind: embedding, endpoints: [{provider: cohere, upstream_model: embed-v4.0, price: {prompt: 0.12}}]}\n")
 	g, err := gatewaytest.Start(gatewaytest.Options{ConfigYAML: yml.String(), Quiet: true, Env: map[string]string{"COMPAT_KEY": key}})
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +182,90 @@ func TestOpenAICompatibleProviders(t *testing.T) {
 			}
 		})
 	}
+	t.Run("cohere", func(t *testing.T) { cohere(t, g) })
+}
+
+// cohere checks the Cohere adapter end to end on the gateway of
+// TestOpenAICompatibleProviders: chat (JSON and streamed tool call),
+// embeddings and a throttled call, against fakeCohere.
+func cohere(t *testing.T, g *gatewaytest.Gateway) {
+	resp, b, err := g.Request("POST", "/chat/completions", `{"model":"cohere/command-a","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Tell me about LLMs"}],"stop":"END","top_p":0.5}`)
+	if err != nil || resp.StatusCode != 200 ||
+		!strings.HasPrefix(gjson.GetBytes(b, "choices.0.message.content").Str, "LLMs stand for Large Language Models") ||
+		gjson.GetBytes(b, "usage.prompt_tokens").Int() != 5 || gjson.GetBytes(b, "choices.0.finish_reason").Str != "stop" {
+		t.Fatalf("chat: %v %d %s", err, resp.StatusCode, b)
+	}
+	resp, b, err = g.Request("POST", "/chat/completions", `{"model":"cohere/command-a","stream":true,"messages":[{"role":"user","content":"weather in Toronto?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}]}`)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %d %s", err, resp.StatusCode, b)
+	}
+	var name, args, finish string
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok || string(data) == "[DONE]" {
+			continue
+		}
+		c := gjson.ParseBytes(data)
+		name += c.Get("choices.0.delta.tool_calls.0.function.name").Str
+		args += c.Get("choices.0.delta.tool_calls.0.function.arguments").Str
+		if f := c.Get("choices.0.finish_reason").Str; f != "" {
+			finish = f
+		}
+	}
+	if name != "get_weather" || args != `{"location":"Toronto"}` || finish != "tool_calls" {
+		t.Fatalf("stream: name %q args %q finish %q\n%s", name, args, finish, b)
+	}
+	resp, b, err = g.Request("POST", "/embeddings", `{"model":"cohere/embed-v4","input":["hello","goodbye"]}`)
+	if err != nil || resp.StatusCode != 200 || gjson.GetBytes(b, "data.#").Int() != 2 ||
+		gjson.GetBytes(b, "data.1.embedding.0").Float() != -0.0033473968 || gjson.GetBytes(b, "usage.prompt_tokens").Int() != 2 {
+		t.Fatalf("embeddings: %v %d %s", err, resp.StatusCode, b)
+	}
+	resp, b, err = g.Request("POST", "/chat/completions", `{"model":"cohere/command-a","messages":[{"role":"user","content":"throttle me"}]}`)
+	if err != nil || resp.StatusCode != 429 || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "Trial key") {
+		t.Fatalf("throttled: %v %d %s", err, resp.StatusCode, b)
+	}
+}
+
+// fakeCohere answers v2 Chat and Embed as Cohere does, with the API
+// reference's payloads (plugins/cohere/testdata), after checking the
+// bearer key and the request's shape (Cohere's names, not OpenAI's); the
+// message "throttle me" gets Cohere's 429.
+func fakeCohere(t *testing.T, key string) *httptest.Server {
+	read := func(name string) []byte {
+		b, err := os.ReadFile("../../plugins/cohere/testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	chat, stream, embed, throttled := read("chat_response.json"), read("stream_tool.sse"), read("embed_response.json"), read("error_rate_limit.json")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req := gjson.ParseBytes(body)
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(498)
+			w.Write(read("error_invalid_token.json"))
+			return
+		}
+		switch {
+		case r.URL.Path == "/v2/embed" && req.Get("input_type").Exists() && req.Get("embedding_types.0").Str == "float" && req.Get("texts.#").Int() == 2:
+			w.Write(embed)
+		case r.URL.Path != "/v2/chat" || req.Get("model").Str != "command-a-03-2025" || req.Get("stop").Exists() || req.Get("top_p").Exists():
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"id":"x","message":"invalid request: unknown field"}`))
+		case req.Get("messages.0.content").Str == "throttle me":
+			w.WriteHeader(http.StatusTooManyRequests)
+			w.Write(throttled)
+		case req.Get("stream").Bool():
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(stream)
+		default:
+			w.Write(chat)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // TestProviderAPIForms: a provider's api must be a form its adapter's

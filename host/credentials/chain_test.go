@@ -99,3 +99,33 @@ func TestSigV4CredentialChain(t *testing.T) {
 		t.Errorf("authorize with a failing process: %v", err)
 	}
 }
+
+// BenchmarkSigV4Chain is BenchmarkSigV4 with the credential chain's keys
+// (cached: a credential_process run once, its keys good for an hour).
+func BenchmarkSigV4Chain(b *testing.B) {
+	dir := b.TempDir()
+	creds, script, cfgFile := filepath.Join(dir, "creds.json"), filepath.Join(dir, "creds.sh"), filepath.Join(dir, "config")
+	doc := fmt.Sprintf(`{"Version":1,"AccessKeyId":"ASIABENCH","SecretAccessKey":"bench-secret","SessionToken":"bench-token","Expiration":%q}`,
+		time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	for _, f := range []struct{ path, text string }{{creds, doc}, {script, "#!/bin/sh\ncat " + creds + "\n"}, {cfgFile, "[profile bench]\ncredential_process = " + script + "\n"}} {
+		if err := os.WriteFile(f.path, []byte(f.text), 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s, err := credentials.New("bedrock", credentials.Config{Scheme: credentials.AWSSigV4, Region: "us-east-1",
+		CredentialChain: true, Profile: "bench", ConfigFile: cfgFile}, "", envOf(nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(strings.Repeat("x", 1024))
+	req, _ := http.NewRequest("POST", "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1:0/converse", nil)
+	req.Header.Set("Content-Type", "application/json")
+	req.ContentLength = int64(len(body))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := s.Authorize(req, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

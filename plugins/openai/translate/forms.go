@@ -177,10 +177,12 @@ func ChatStreamEvent(in *sdk.In, out *sdk.Out) error {
 	return nil
 }
 
-// unify renames each choice's reasoning_content (in its message or delta)
-// to reasoning, and copies a provider's cache-hit count to
-// prompt_tokens_details.cached_tokens, where the gateway's billing reads
-// cache reads. A body that is not JSON is handed on for the host to judge.
+// unify makes a form's answer (part: "message", or a chunk's "delta")
+// OpenAI's: its own finish reasons mapped, each choice's reasoning_content
+// renamed reasoning, reasoning tokens counted in completion_tokens, and a
+// cache-hit count copied to prompt_tokens_details.cached_tokens, where the
+// gateway's billing reads cache reads. A body that is not JSON is handed on
+// for the host to judge.
 func unify(f *form, body []byte, part string) []byte {
 	if !gjson.ValidBytes(body) {
 		return body

@@ -67,6 +67,14 @@ type Manifest struct {
 	// The host reads them from the active module, so a new adapter
 	// version that gains one needs no host release.
 	Capabilities []string `json:"capabilities,omitempty"`
+	// APIs are the forms of its provider's API an adapter speaks besides
+	// the plain one, which a provider selects with `api:` in its
+	// configuration and the adapter reads as ctx.api ("vertex" for Claude
+	// on Vertex AI; "deepseek", "mistral", … for the OpenAI adapter). The
+	// host refuses a provider naming a form its adapter does not list, and
+	// calls even a passthrough hook for a provider with a form: the form
+	// may answer differently (PassthroughFor).
+	APIs []string `json:"apis,omitempty"`
 }
 
 // CapabilityFileInput: the adapter translates chat file content parts
@@ -350,6 +358,11 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %q or %q)", m.Name, c, m.Kind, CapabilityFileInput, CapabilityMessagesNative)
 		}
 	}
+	for _, a := range m.APIs {
+		if !apiRe.MatchString(a) || m.Kind != KindAdapter {
+			return fmt.Errorf("manifest %s: apis: %q is not a form an adapter may declare (a lowercase word)", m.Name, a)
+		}
+	}
 	if err := m.validateRouter(declared[abi.HookPreRequest.String()]); err != nil {
 		return err
 	}
@@ -357,6 +370,7 @@ func (m *Manifest) Validate() error {
 }
 
 var (
+	apiRe            = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 	routerModelRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}/[a-z0-9][a-z0-9._:-]{0,127}$`)
 	routerStrategyRe = regexp.MustCompile(`^[a-z0-9][a-z0-9:_-]{0,31}$`)
 )
@@ -441,6 +455,17 @@ func (m *Manifest) Has(h abi.Hook) bool { return contains(m.Hooks, h.String()) }
 
 // IsPassthrough reports whether the host may skip calling hook.
 func (m *Manifest) IsPassthrough(h abi.Hook) bool { return contains(m.Passthrough, h.String()) }
+
+// PassthroughFor reports whether the host may skip calling hook for a
+// provider whose configuration selects the API form api ("" for none): a
+// form's answers may differ from the plain API's, so only the plain API
+// skips a passthrough hook.
+func (m *Manifest) PassthroughFor(h abi.Hook, api string) bool {
+	return api == "" && m.IsPassthrough(h)
+}
+
+// SpeaksAPI reports whether the adapter lists the API form api.
+func (m *Manifest) SpeaksAPI(api string) bool { return contains(m.APIs, api) }
 
 // GrantsHostFunction reports whether the module may import host function f
 // (an import name such as "http_request", or a grant name).

@@ -3,6 +3,8 @@ package manifest
 import (
 	"strings"
 	"testing"
+
+	"github.com/switchyard/switchyard/abi"
 )
 
 const good = `{"name":"openai","version":"1.0.0","abi":1,"kind":"adapter","hooks":["chat_request","error"],"passthrough":["error"],"grants":{"host_functions":["log"]},"limits":{"memory_pages":128,"timeout_ms":50,"pool_size":4}}`
@@ -208,5 +210,22 @@ func TestCapabilities(t *testing.T) {
 	m, err := Parse([]byte(strings.Replace(good, `"limits"`, `"capabilities":["file_input","messages_native"],"limits"`, 1)))
 	if err != nil || len(m.Capabilities) != 2 || m.Capabilities[1] != CapabilityMessagesNative {
 		t.Fatalf("%v %v", m, err)
+	}
+}
+
+// An adapter lists the API forms it speaks; a provider with one gets
+// even its passthrough hooks called.
+func TestAPIs(t *testing.T) {
+	m, err := Parse([]byte(strings.Replace(good, `"limits"`, `"apis":["deepseek","vertex"],"limits"`, 1)))
+	if err != nil || !m.SpeaksAPI("deepseek") || m.SpeaksAPI("mistral") {
+		t.Fatalf("%v %v", m, err)
+	}
+	if !m.PassthroughFor(abi.HookError, "") || m.PassthroughFor(abi.HookError, "deepseek") || m.PassthroughFor(abi.HookChatRequest, "") {
+		t.Error("PassthroughFor")
+	}
+	for _, bad := range []string{`"apis":["Deep Seek"]`, `"apis":[""]`} {
+		if _, err := Parse([]byte(strings.Replace(good, `"limits"`, bad+`,"limits"`, 1))); err == nil || !strings.Contains(err.Error(), "apis") {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }

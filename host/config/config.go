@@ -49,6 +49,10 @@ type Redis struct {
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
+// apiRe is the shape of a provider's api (a form an adapter's manifest
+// lists in "apis").
+var apiRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
 // ResolvedURL is URL with each ${VAR} replaced by getenv(VAR); a variable
 // that is not set is an error (a bare $ is left alone).
 func (r Redis) ResolvedURL(getenv func(string) string) (string, error) {
@@ -347,8 +351,11 @@ type Provider struct {
 	// google-service-account, azure-api-key, azure-ad) for providers a
 	// bare key cannot reach (docs/configuration.md, "Provider credentials").
 	Auth *credentials.Config `yaml:"auth"`
-	// API selects a cloud's form of the adapter's API: "vertex" with the
-	// anthropic adapter is Claude on Google Vertex AI (rawPredict).
+	// API selects a form of the adapter's API, one its manifest lists in
+	// "apis": "vertex" with the anthropic adapter is Claude on Google
+	// Vertex AI (rawPredict); "deepseek", "mistral", "xai", "cerebras",
+	// "fireworks" and "openrouter" with the openai adapter are those
+	// providers' differences from OpenAI's API (docs/providers.md).
 	API string `yaml:"api"`
 	// Optional means the provider is used only when its key is set; a
 	// provider without api_key_env (a local server) is always on.
@@ -625,13 +632,13 @@ func (p *Provider) catalogProvider(cat *catalog.Catalog, demoURL string, getenv 
 	if p.Auth != nil && !credentials.UsesAPIKey(p.Auth.Scheme) && p.APIKeyEnv != "" {
 		return nil, fmt.Errorf("config: provider %q: api_key_env is not used by auth scheme %q (its credentials are in the auth block)", p.Slug, p.Auth.Scheme)
 	}
-	switch {
-	case p.API == "":
-	case p.API == "vertex" && p.Adapter == "anthropic":
-		prov.API = p.API
-	default:
-		return nil, fmt.Errorf("config: provider %q: api %q is not known for adapter %q (only vertex, with the anthropic adapter)", p.Slug, p.API, p.Adapter)
+	// Which forms an adapter speaks is its manifest's "apis", checked
+	// when the catalog meets the loaded modules (gateway checkAdapters);
+	// here only the word's shape.
+	if p.API != "" && !apiRe.MatchString(p.API) {
+		return nil, fmt.Errorf("config: provider %q: api %q is not a form name (a lowercase word such as vertex or deepseek)", p.Slug, p.API)
 	}
+	prov.API = p.API
 	if p.Auth != nil && p.Auth.Scheme == credentials.AzureAPIKey && p.APIKeyEnv == "" {
 		return nil, fmt.Errorf("config: provider %q: auth scheme azure-api-key sends the key of api_key_env, which is not set", p.Slug)
 	}

@@ -21,6 +21,15 @@ type Config struct {
 	AccessKeyIDEnv     string `yaml:"access_key_id_env"`     // default AWS_ACCESS_KEY_ID
 	SecretAccessKeyEnv string `yaml:"secret_access_key_env"` // default AWS_SECRET_ACCESS_KEY
 	SessionTokenEnv    string `yaml:"session_token_env"`     // default AWS_SESSION_TOKEN
+	// CredentialChain takes the credentials from the AWS SDK's default
+	// chain instead of key variables: a shared-config profile (static
+	// keys, credential_process, SSO, an assumed role), web identity (EKS),
+	// container credentials (ECS, EKS Pod Identity) or the instance role.
+	// Temporary credentials are cached and fetched again 5 minutes before
+	// they expire.
+	CredentialChain bool   `yaml:"credential_chain"`
+	Profile         string `yaml:"profile"`     // the chain's profile; default $AWS_PROFILE, then default
+	ConfigFile      string `yaml:"config_file"` // the shared config file; default $AWS_CONFIG_FILE, then ~/.aws/config
 
 	// google-service-account
 	CredentialsFile string   `yaml:"credentials_file"` // default $GOOGLE_APPLICATION_CREDENTIALS, then gcloud's application default credentials
@@ -51,11 +60,17 @@ func New(slug string, cfg Config, apiKey string, getenv func(string) string) (Sc
 	}
 	switch cfg.Scheme {
 	case AWSSigV4:
+		region := cmp.Or(cfg.Region, getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION"))
+		if cfg.CredentialChain {
+			if region == "" {
+				return nil, fmt.Errorf("config: provider %q: auth aws-sigv4 needs a region (auth.region, or AWS_REGION)", slug)
+			}
+			return newSigV4Chain(slug, cfg, region)
+		}
 		id, secret := env(cfg.AccessKeyIDEnv, "AWS_ACCESS_KEY_ID"), env(cfg.SecretAccessKeyEnv, "AWS_SECRET_ACCESS_KEY")
 		if id == "" || secret == "" {
 			return nil, nil
 		}
-		region := cmp.Or(cfg.Region, getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION"))
 		if region == "" {
 			return nil, fmt.Errorf("config: provider %q: auth aws-sigv4 needs a region (auth.region, or AWS_REGION)", slug)
 		}

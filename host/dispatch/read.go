@@ -68,7 +68,7 @@ func (u *Call) readTranslated(ctx context.Context, hook abi.Hook) ([]byte, *apie
 		// translation below is what billing and the record read.
 		u.nativeBody = raw
 	}
-	if u.Module.Manifest.IsPassthrough(hook) {
+	if u.Module.Manifest.PassthroughFor(hook, u.Ctx.API) {
 		return raw, nil
 	}
 	out, err := u.Hook(ctx, hook, raw)

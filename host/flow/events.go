@@ -174,7 +174,7 @@ func (e *Events) ended(rerr error) error {
 // back with the next event: any pooled instance can take the next call.
 func (e *Events) translate(data []byte) ([][]byte, error) {
 	call := e.r.Call
-	if call.Module.Manifest.IsPassthrough(abi.HookChatStreamEvent) {
+	if call.Module.Manifest.PassthroughFor(abi.HookChatStreamEvent, call.Ctx.API) {
 		return [][]byte{data}, nil
 	}
 	out, err := call.Hook(e.ctx, abi.HookChatStreamEvent, data, e.state)

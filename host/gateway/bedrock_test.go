@@ -35,6 +35,8 @@ func fakeBedrock(t *testing.T, akid, secret string) *httptest.Server {
 			return false
 		})
 	}
+	titan, _ := os.ReadFile("../../plugins/bedrock/testdata/titan_embed_response.json")
+	cohere, _ := os.ReadFile("../../plugins/bedrock/testdata/cohere_embed_response.json")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -42,6 +44,19 @@ func fakeBedrock(t *testing.T, akid, secret string) *httptest.Server {
 			w.Header().Set("X-Amzn-Errortype", "InvalidSignatureException")
 			w.WriteHeader(http.StatusForbidden)
 			w.Write([]byte(`{"message":"` + err.Error() + `"}`))
+			return
+		}
+		// InvokeModel with each embedding family's own body.
+		switch {
+		case r.URL.Path == "/model/amazon.titan-embed-text-v2:0/invoke" && gjson.GetBytes(body, "inputText").Type == gjson.String:
+			w.Write(titan)
+			return
+		case r.URL.Path == "/model/cohere.embed-english-v3/invoke" && gjson.GetBytes(body, "texts.#").Int() == 2 && gjson.GetBytes(body, "input_type").Exists():
+			w.Write(cohere)
+			return
+		case strings.HasSuffix(r.URL.Path, "/invoke"):
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"message":"Malformed input request: #: required key [inputText] not found, please reformat your input and try again."}`))
 			return
 		}
 		if !gjson.GetBytes(body, "messages.0.content.0.text").Exists() {
@@ -82,6 +97,8 @@ providers:
 models:
   - {id: anthropic/claude-3-haiku, endpoints: [{provider: bedrock, upstream_model: "anthropic.claude-3-haiku-20240307-v1:0", price: {prompt: 0.25, completion: 1.25}}]}
   - {id: test/throttled, endpoints: [{provider: bedrock, upstream_model: throttled, price: {prompt: 1, completion: 1}}]}
+  - {id: amazon/titan-embed-v2, kind: embedding, endpoints: [{provider: bedrock, upstream_model: "amazon.titan-embed-text-v2:0", price: {prompt: 0.02}}]}
+  - {id: cohere/embed-english-v3, kind: embedding, endpoints: [{provider: bedrock, upstream_model: cohere.embed-english-v3, price: {prompt: 0.1}}]}
 `
 	g, err := gatewaytest.Start(gatewaytest.Options{ConfigYAML: yml, Quiet: true,
 		Env: map[string]string{"AWS_ACCESS_KEY_ID": akid, "AWS_SECRET_ACCESS_KEY": secret}})
@@ -126,7 +143,21 @@ models:
 	}
 
 	resp, b, err = g.Request("POST", "/chat/completions", `{"model":"test/throttled","messages":[{"role":"user","content":"hi"}]}`)
-	if err != nil || resp.StatusCode != 429 || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "Too many requests") {
-		t.Fatalf("throttled: %v %d %s", err, resp.StatusCode, b)
+	// Bedrock sends no Retry-After; the gateway's 429 carries its own
+	// (host/server writeError), which clients honour.
+	if err != nil || resp.StatusCode != 429 || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "Too many requests") || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("throttled: %v %d %v %s", err, resp.StatusCode, resp.Header, b)
+	}
+
+	// Embeddings: InvokeModel, signed, with Titan's and Cohere's bodies.
+	resp, b, err = g.Request("POST", "/embeddings", `{"model":"amazon/titan-embed-v2","input":"What are the different services that you offer?","dimensions":512}`)
+	if err != nil || resp.StatusCode != 200 || gjson.GetBytes(b, "data.0.embedding.#").Int() != 4 || gjson.GetBytes(b, "usage.prompt_tokens").Int() != 6 {
+		t.Fatalf("titan: %v %d %s", err, resp.StatusCode, b)
+	}
+	resp, b, err = g.Request("POST", "/embeddings", `{"model":"cohere/embed-english-v3","input":["hello","goodbye"]}`)
+	// Cohere on Bedrock reports no token count: the gateway counts them.
+	if err != nil || resp.StatusCode != 200 || gjson.GetBytes(b, "data.#").Int() != 2 || gjson.GetBytes(b, "data.1.embedding.2").Float() != 0.0037155 ||
+		gjson.GetBytes(b, "usage.prompt_tokens").Int() == 0 || !gjson.GetBytes(b, "usage.estimated").Bool() {
+		t.Fatalf("cohere: %v %d %s", err, resp.StatusCode, b)
 	}
 }

@@ -175,6 +175,22 @@ func TestProviderCredentialSchemes(t *testing.T) {
 	}))
 	t.Cleanup(filter.Close)
 	urls["azure-filter"] = filter.URL + "/openai/v1"
+	// Vertex AI's text embeddings: :predict under the publisher URL, with
+	// the service account's token (plugins/gemini/testdata, api: vertex).
+	vertexEmbed, _ := os.ReadFile("../../plugins/gemini/testdata/vertex_embed_response.json")
+	predict := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case google.Check(r.Header.Get("Authorization")) != nil || noKey(r) != nil:
+			w.WriteHeader(http.StatusUnauthorized)
+		case r.URL.Path != "/v1/projects/p1/locations/us-central1/publishers/google/models/text-embedding-004:predict" || gjson.GetBytes(body, "instances.#").Int() != 2:
+			w.WriteHeader(http.StatusNotFound)
+		default:
+			w.Write(vertexEmbed)
+		}
+	}))
+	t.Cleanup(predict.Close)
 	yml := fmt.Sprintf(`demo: false
 timeouts: {attempt: 5s, request: 30s}
 providers:
@@ -186,8 +202,10 @@ providers:
   - {slug: azure, adapter: openai, base_url: "%s/openai/deployments/gpt-4o-dep?api-version=2024-10-21", api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
   - {slug: azure-filter, adapter: openai, base_url: %q, api_key_env: AZURE_OPENAI_API_KEY, auth: {scheme: azure-api-key}}
   - {slug: azure-ad, adapter: openai, base_url: %q, auth: {scheme: azure-ad, tenant_id: t1, client_id: client-1, token_url: %q}}
+  - {slug: vertex-embed, adapter: gemini, api: vertex, base_url: "%s/v1/projects/p1/locations/us-central1/publishers/google", auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
 models:
-`, urls["bedrock"], region, urls["bedrock-bad"], region, urls["vertex"], saPath, google.URL, urls["vertex-gemini"], saPath, google.URL, urls["vertex-claude"], saPath, google.URL, urls["azure"], urls["azure-filter"], urls["azure-ad"], entra.URL)
+  - {id: google/text-embedding-004, kind: embedding, endpoints: [{provider: vertex-embed, upstream_model: text-embedding-004, price: {prompt: 0.025}}]}
+`, urls["bedrock"], region, urls["bedrock-bad"], region, urls["vertex"], saPath, google.URL, urls["vertex-gemini"], saPath, google.URL, urls["vertex-claude"], saPath, google.URL, urls["azure"], urls["azure-filter"], urls["azure-ad"], entra.URL, predict.URL, saPath, google.URL)
 	for _, slug := range []string{"bedrock", "bedrock-bad", "vertex", "vertex-gemini", "vertex-claude", "azure", "azure-filter", "azure-ad"} {
 		upstream := map[string]string{"vertex-gemini": "gemini-test", "vertex-claude": "claude-test@20250101"}[slug]
 		if upstream == "" {
@@ -232,7 +250,12 @@ models:
 		t.Fatalf("the Entra ID token was minted %d times for two requests, want once (cached)", n)
 	}
 
-	resp, b, err := g.Request("POST", "/chat/completions", `{"model":"test/bedrock-bad","messages":[{"role":"user","content":"hi"}]}`)
+	resp, b, err := g.Request("POST", "/embeddings", `{"model":"google/text-embedding-004","input":["What is life?","hello"],"dimensions":3}`)
+	if err != nil || resp.StatusCode != 200 || gjson.GetBytes(b, "data.#").Int() != 2 || gjson.GetBytes(b, "data.1.embedding.0").Float() != -0.027141398 || gjson.GetBytes(b, "usage.prompt_tokens").Int() != 10 {
+		t.Fatalf("vertex embeddings: %v %d %s", err, resp.StatusCode, b)
+	}
+
+	resp, b, err = g.Request("POST", "/chat/completions", `{"model":"test/bedrock-bad","messages":[{"role":"user","content":"hi"}]}`)
 	if err != nil || resp.StatusCode == 200 || gjson.GetBytes(b, "error.message").Str == "" {
 		t.Fatalf("a provider refusing the signature: %v %d %s", err, resp.StatusCode, b)
 	}

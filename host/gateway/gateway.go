@@ -257,6 +257,9 @@ func (g *Gateway) startModules(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	g.Modules.SetSettings(settings)
+	if err := g.checkAPIs(g.Catalog); err != nil {
+		return err
+	}
 	qm, qv, qb := cfg.TenantModules.Quota()
 	g.Modules.SetQuota(modules.Quota{Modules: qm, VersionsPerModule: qv, Bytes: qb})
 	return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/wasm"
 )
 
 // Reloaded describes a configuration reload that was applied.
@@ -91,7 +92,8 @@ func (g *Gateway) reload(trigger string) (*Reloaded, error) {
 }
 
 // checkAdapters refuses a catalog whose providers name an adapter module
-// the gateway has not loaded: every request to them would fail with 502.
+// the gateway has not loaded, or an api form the module does not list in
+// its manifest: every request to them would fail or be mistranslated.
 func (g *Gateway) checkAdapters(cat *catalog.Catalog) error {
 	slugs := make([]string, 0, len(cat.Providers))
 	for s := range cat.Providers {
@@ -104,7 +106,37 @@ func (g *Gateway) checkAdapters(cat *catalog.Catalog) error {
 		if mod == nil {
 			return fmt.Errorf("config: provider %q: adapter module %q is not loaded (publish and activate it first)", s, p.Adapter)
 		}
+		err := checkAPI(s, p, mod)
 		release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAPI refuses provider p's api form unless its adapter module mod
+// lists it in its manifest (config.Provider.API).
+func checkAPI(slug string, p *catalog.Provider, mod *wasm.Module) error {
+	if p.API == "" || mod.Manifest.SpeaksAPI(p.API) {
+		return nil
+	}
+	return fmt.Errorf("config: provider %q: api %q is not a form adapter %q speaks (its manifest lists %v)", slug, p.API, p.Adapter, mod.Manifest.APIs)
+}
+
+// checkAPIs is checkAPI for each provider whose adapter is loaded, at
+// start, when an adapter may still be published after the gateway starts.
+func (g *Gateway) checkAPIs(cat *catalog.Catalog) error {
+	for s, p := range cat.Providers {
+		mod, release := g.Modules.Acquire(p.Adapter)
+		if mod == nil {
+			continue
+		}
+		err := checkAPI(s, p, mod)
+		release()
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

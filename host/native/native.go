@@ -24,7 +24,7 @@ import (
 // an implementation computes gets a new name, so a module built against
 // the old one keeps being checked against what it was written for.
 const (
-	OpenAIChat  = "openai-chat/1"
+	OpenAIChat  = "openai-chat/2"
 	OpenAIEmbed = "openai-embed/1"
 )
 
@@ -95,6 +95,15 @@ var chatSamples = [][][]byte{
 		`{"model":"openai/gpt-4o:online","web_search_options":{"search_context_size":"high"},"plugins":[{"id":"web"}],"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"weather"}]}`),
 	fields(`{"model":"local-model","provider":"vllm","stream":true,"drop":[],"generation_id":"gen-7","catalog_model":"local/model"}`,
 		`{"messages":[{"role":"user","content":""},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"42"}],"stream":true,"unknown_field":{"x":[1,2,3]},"prediction":{"type":"content","content":"x"}}`),
+	// Provider forms (ctx.api, plugins/openai/translate/forms.go): only
+	// the members Mistral takes, renamed, no stream_options; OpenRouter's
+	// reasoning object; Cerebras's refused members.
+	fields(`{"model":"mistral-small-latest","provider":"mistral","stream":true,"drop":[],"generation_id":"gen-12","catalog_model":"mistralai/mistral-small","api":"mistral"}`,
+		`{"model":"mistralai/mistral-small","stream":true,"seed":7,"max_completion_tokens":64,"user":"u","logprobs":true,"reasoning":{"effort":"low"},"plugins":[{"id":"web"}],"messages":[{"role":"user","content":"Bonjour"}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}`),
+	fields(`{"model":"deepseek/deepseek-r1","provider":"openrouter","stream":false,"drop":[],"generation_id":"gen-13","catalog_model":"deepseek/deepseek-r1","api":"openrouter"}`,
+		`{"model":"deepseek/deepseek-r1","reasoning":{"effort":"high","exclude":false},"messages":[{"role":"user","content":"9.11 or 9.8?"}]}`),
+	fields(`{"model":"llama3.1-8b","provider":"cerebras","stream":false,"drop":[],"generation_id":"gen-14","catalog_model":"meta-llama/llama-3.1-8b","api":"cerebras"}`,
+		`{"model":"meta-llama/llama-3.1-8b","frequency_penalty":0.5,"presence_penalty":0.1,"logit_bias":{"1":2},"parallel_tool_calls":false,"service_tier":"auto","seed":1,"messages":[{"role":"user","content":"hi"}]}`),
 }
 
 // embedSamples cover strings, token ids, text-only multimodal items

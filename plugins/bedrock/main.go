@@ -22,5 +22,7 @@ func init() {
 	sdk.Handle(abi.HookChatRequest, a.ChatRequest)
 	sdk.Handle(abi.HookChatResponse, translate.ChatResponse)
 	sdk.Handle(abi.HookChatStreamEvent, translate.StreamEvent)
+	sdk.Handle(abi.HookEmbedRequest, a.EmbedRequest)
+	sdk.Handle(abi.HookEmbedResponse, translate.EmbedResponse)
 	sdk.Handle(abi.HookError, translate.MapError)
 }

@@ -20,8 +20,8 @@ func main() {}
 func init() {
 	a := &translate.Adapter{Build: build}
 	sdk.Handle(abi.HookChatRequest, a.ChatRequest)
-	sdk.Handle(abi.HookChatResponse, translate.PassBody)
-	sdk.Handle(abi.HookChatStreamEvent, translate.PassEvent)
+	sdk.Handle(abi.HookChatResponse, translate.ChatResponse)
+	sdk.Handle(abi.HookChatStreamEvent, translate.ChatStreamEvent)
 	sdk.Handle(abi.HookEmbedRequest, a.EmbedRequest)
 	sdk.Handle(abi.HookEmbedResponse, translate.PassBody)
 	sdk.Handle(abi.HookError, translate.MapError)

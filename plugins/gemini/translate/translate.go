@@ -466,11 +466,19 @@ func isASCII(s string) bool {
 	return true
 }
 
+// vertex reports a provider that serves Gemini through Vertex AI (api:
+// vertex): its chat paths are the Gemini API's under the publisher URL,
+// but its embedding models answer :predict, not batchEmbedContents.
+func vertex(ctx []byte) bool { return sdk.Get(ctx, "api").Str == "vertex" }
+
 // EmbedRequest is the embed_request hook.
 func (a *Adapter) EmbedRequest(in *sdk.In, out *sdk.Out) error {
 	ctx, body := in.Field(0), in.Field(1)
 	model := sdk.Get(ctx, "model").Str
 	req := gjson.ParseBytes(body)
+	if vertex(ctx) {
+		return a.vertexEmbed(model, req, out)
+	}
 	out.FieldString("POST")
 	out.FieldString("/models/" + model + ":batchEmbedContents")
 	out.FieldString(headers + "X-Switchyard-Adapter: " + a.Build + "\n")
@@ -498,8 +506,82 @@ func (a *Adapter) EmbedRequest(in *sdk.In, out *sdk.Out) error {
 	return nil
 }
 
+// vertexEmbed is a Vertex AI text embedding request
+// (https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/text-embeddings-api):
+// POST .../models/{model}:predict with one instance per input and the
+// dimensions as outputDimensionality. These models embed text: an item
+// with another part is refused, never dropped.
+func (a *Adapter) vertexEmbed(model string, req gjson.Result, out *sdk.Out) error {
+	var instances []string
+	var bad error
+	add := func(it gjson.Result) bool {
+		switch {
+		case it.Type == gjson.String:
+			instances = append(instances, `{"content":`+sdk.Quote(it.Str)+`}`)
+		case it.IsObject():
+			it.Get("content").ForEach(func(_, p gjson.Result) bool {
+				if p.Get("type").Str != "text" {
+					bad = sdk.Error("Vertex AI text embeddings take text, not " + sdk.Quote(p.Get("type").Str))
+				}
+				return bad == nil
+			})
+			instances = append(instances, `{"content":`+sdk.Quote(sdk.ContentText(it.Get("content")))+`}`)
+		default:
+			bad = sdk.Error("Vertex AI text embeddings take text, not token ids")
+		}
+		return bad == nil
+	}
+	input := req.Get("input")
+	if input.Type == gjson.String {
+		add(input)
+	} else {
+		input.ForEach(func(_, it gjson.Result) bool { return add(it) })
+	}
+	if bad != nil {
+		return bad
+	}
+	body := `{"instances":[` + strings.Join(instances, ",") + `]`
+	if d := req.Get("dimensions"); d.Type == gjson.Number {
+		body += `,"parameters":{"outputDimensionality":` + d.Raw + `}`
+	}
+	out.FieldString("POST")
+	out.FieldString("/models/" + model + ":predict")
+	out.FieldString(headers + "X-Switchyard-Adapter: " + a.Build + "\n")
+	out.FieldString(body + "}")
+	return nil
+}
+
+// vertexEmbedResponse is a Vertex AI :predict answer as an embeddings
+// list: each prediction's values, and the token counts of its statistics
+// as the usage.
+func vertexEmbedResponse(r gjson.Result, out *sdk.Out) error {
+	preds := r.Get("predictions")
+	if !preds.IsArray() {
+		return sdk.Error("upstream response holds no predictions")
+	}
+	var b strings.Builder
+	b.WriteString(`{"object":"list","data":[`)
+	var tokens int64
+	preds.ForEach(func(i, p gjson.Result) bool {
+		if i.Int() > 0 {
+			b.WriteByte(',')
+		}
+		e := p.Get("embeddings")
+		tokens += e.Get("statistics.token_count").Int()
+		b.WriteString(`{"object":"embedding","index":` + strconv.FormatInt(i.Int(), 10) + `,"embedding":` + e.Get("values").Raw + `}`)
+		return true
+	})
+	n := strconv.FormatInt(tokens, 10)
+	b.WriteString(`],"usage":{"prompt_tokens":` + n + `,"total_tokens":` + n + `}}`)
+	out.FieldString(b.String())
+	return nil
+}
+
 // EmbedResponse is the embed_response hook.
 func EmbedResponse(in *sdk.In, out *sdk.Out) error {
+	if vertex(in.Field(0)) {
+		return vertexEmbedResponse(gjson.ParseBytes(in.Field(1)), out)
+	}
 	var b strings.Builder
 	b.WriteString(`{"object":"list","data":[`)
 	i := 0

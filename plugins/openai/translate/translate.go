@@ -58,6 +58,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	ctx, body := in.Field(0), in.Field(1)
 	drops := &a.drops
 	drops.Load(ctx, nil) // only the drop list is read here
+	f := formOf(ctx)
 	out.FieldString("POST")
 	out.FieldString("/chat/completions")
 	a.headers(out)
@@ -68,7 +69,7 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 	// member of each name, as a Get would find) is noted on the way, not
 	// looked up with three more scans.
 	var effort, stream gjson.Result
-	hasEffort, hasSearch, hasPlugins := false, false, false
+	hasEffort, hasSearch, hasPlugins, hasReasoning := false, false, false, false
 	sdk.Members(body, func(key string, v gjson.Result) bool {
 		switch key {
 		case "stream":
@@ -84,28 +85,32 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 		case key == "model" || key == "stream_options":
 		case key == "reasoning":
 			effort = v.Get("effort")
-		case !forwarded[key] || drops.Dropped(key):
+			if f != nil && f.reasoningObject && !drops.Dropped(key) && !hasReasoning {
+				hasReasoning = true
+				out.Member(key, v.Raw)
+			}
+		case !forwarded[key] || drops.Dropped(key) || !f.keeps(key) || f.shadowed(key, body):
 		default:
 			if key == "reasoning_effort" {
 				hasEffort = true
 			}
-			out.Member(key, v.Raw)
+			out.Member(f.name(key), v.Raw)
 		}
 		return true
 	})
 	// The unified request carries reasoning.effort; OpenAI's chat API takes
 	// the flat reasoning_effort.
-	if !hasEffort && effort.Type == gjson.String && !drops.Dropped("reasoning_effort") {
+	if !hasEffort && !hasReasoning && effort.Type == gjson.String && !drops.Dropped("reasoning_effort") && f.keeps("reasoning_effort") {
 		out.Member("reasoning_effort", effort.Raw)
 	}
 	// The web plugin's native engine: OpenAI searches when the request
 	// carries web_search_options (forwarded above when the client sent it).
-	if !hasSearch && hasPlugins {
+	if !hasSearch && hasPlugins && f.keeps("web_search_options") {
 		if o, on := websearch.Requested(gjson.ParseBytes(body)); on {
 			out.Member("web_search_options", searchOptions(o))
 		}
 	}
-	if stream.Bool() {
+	if stream.Bool() && (f == nil || !f.noStreamOptions) {
 		// Usage arrives in a last chunk only when asked for; the gateway
 		// always reports full usage (spec 2.1 stream_options).
 		out.Member("stream_options", `{"include_usage":true}`)

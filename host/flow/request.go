@@ -148,6 +148,9 @@ type Outcome struct {
 	// Native: Body, or the Stream's events, are the provider's answer in
 	// the API of Request.Native, not chat's.
 	Native bool
+	// Cache is the X-Cache header: HIT or MISS when the response cache
+	// ran (cache.go), "" when it did not.
+	Cache string
 }
 
 // Stream is an SSE response that outlives Run: a *Pump, which the

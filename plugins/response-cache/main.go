@@ -20,13 +20,13 @@ func main() {}
 
 var hooks = cache.Hooks{Env: cache.Env{
 	KVGet: sdk.KVGet,
-	KVPut: func(key string, val []byte, ttl int) error {
-		err := sdk.KVPut(key, val, ttl)
+	KVPut: func(key string, val []byte, ttl int) (int, error) {
+		n, err := sdk.KVPutEvicting(key, val, ttl)
 		var he *sdk.HostError
 		if errors.As(err, &he) && he.Code == abi.HostQuota {
-			return cache.ErrFull
+			return 0, cache.ErrFull
 		}
-		return err
+		return n, err
 	},
 	Now: time.Now,
 }}

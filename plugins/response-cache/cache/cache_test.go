@@ -93,12 +93,12 @@ func (m *memKV) env() Env {
 			}
 			return v, true, nil
 		},
-		KVPut: func(k string, v []byte, ttl int) error {
+		KVPut: func(k string, v []byte, ttl int) (int, error) {
 			if _, ok := m.data[k]; !ok && len(m.data) >= m.max {
-				return ErrFull
+				return 0, ErrFull // the whole quota is smaller than the entry
 			}
 			m.data[k], m.exp[k] = append([]byte(nil), v...), m.now.Add(time.Duration(ttl)*time.Second)
-			return nil
+			return 0, nil
 		},
 		Now: func() time.Time { return m.now },
 	}
@@ -217,7 +217,7 @@ func TestHooks(t *testing.T) {
 		kv := newKV()
 		kv.max = 0
 		h := &Hooks{Env: kv.env()}
-		if _, _, s := round(t, h, ctx(``), q, answer); s.Get("summary").Str != "not stored: the account's cache is full" {
+		if _, _, s := round(t, h, ctx(``), q, answer); s.Get("summary").Str != "not stored: larger than the account's whole cache" {
 			t.Errorf("summary %s", s.Raw)
 		}
 	})

@@ -4,11 +4,13 @@ package cache_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
@@ -46,6 +48,10 @@ func startGateway(t *testing.T) *gatewaytest.Gateway {
 				c.ModuleSettings = map[string]any{}
 			}
 			c.ModuleSettings["response-cache"] = map[string]any{"hit_fee": 0.25}
+			// A small store, so eviction is reached in a few requests;
+			// every test keeps within it in its own account but
+			// TestTTLAndEviction.
+			c.Modules.KV.MaxKeys = 3
 		}})
 	})
 	if shared.err != nil {
@@ -259,4 +265,55 @@ func TestStreamReplayWithOpenAISDK(t *testing.T) {
 	if acc.Choices[0].FinishReason != "stop" || acc.Usage.PromptTokens != first.body.Get("usage.prompt_tokens").Int() || chunks < 3 {
 		t.Fatalf("finish %q, usage %+v, %d chunks", acc.Choices[0].FinishReason, acc.Usage, chunks)
 	}
+}
+
+// An entry lives its ttl; a full account's store makes room by evicting
+// the entry that expires soonest (the oldest, for one ttl).
+func TestTTLAndEviction(t *testing.T) {
+	g := startGateway(t)
+	_, key := newAccount(t, g, "evict")
+	q := func(n int) string {
+		return strings.Replace(question, "France", fmt.Sprintf("country number %d", n), 1)
+	}
+	short := strings.Replace(q(0), `{"id":"response-cache"}`, `{"id":"response-cache","ttl":1}`, 1)
+	ask(t, g, key, short)
+	if a := ask(t, g, key, short); a.xcache != "HIT" {
+		t.Fatalf("within the ttl: %q", a.xcache)
+	}
+	time.Sleep(1100 * time.Millisecond) // the kv store's clock is the wall clock here
+	if a := ask(t, g, key, short); a.xcache != "MISS" {
+		t.Fatalf("past the ttl: %q", a.xcache)
+	}
+	// The store holds 3 entries (modules.kv.max_keys above): q(0) again
+	// (stored on that miss), q(1), q(2); q(3) evicts q(0).
+	for n := 1; n <= 3; n++ {
+		a := ask(t, g, key, q(n))
+		stored := storedStage(a.body)
+		if a.xcache != "MISS" || !stored.Get("data.stored").Bool() {
+			t.Fatalf("q(%d): %q %s", n, a.xcache, a.body.Get("service_metadata.pipeline").Raw)
+		}
+		want := int64(0)
+		if n == 3 {
+			want = 1
+		}
+		if stored.Get("data.evicted").Int() != want {
+			t.Fatalf("q(%d) evicted %s, want %d", n, stored.Raw, want)
+		}
+	}
+	if a := ask(t, g, key, short); a.xcache != "MISS" {
+		t.Fatalf("the evicted entry: %q", a.xcache)
+	}
+	if a := ask(t, g, key, q(3)); a.xcache != "HIT" {
+		t.Fatalf("the newest entry: %q", a.xcache)
+	}
+}
+
+// storedStage is the cache's post_response stage of an answer.
+func storedStage(body gjson.Result) gjson.Result {
+	for _, st := range body.Get("service_metadata.pipeline").Array() {
+		if st.Get("name").Str == "response-cache" && st.Get("hook").Str == "post_response" {
+			return st
+		}
+	}
+	return gjson.Result{}
 }

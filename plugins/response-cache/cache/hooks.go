@@ -16,7 +16,9 @@ import (
 // clock. main.go fills it with the sdk's; tests with a map.
 type Env struct {
 	KVGet func(key string) ([]byte, bool, error)
-	KVPut func(key string, val []byte, ttlSeconds int) error
+	// KVPut stores with eviction (sdk.KVPutEvicting): a full store makes
+	// room by evicting the entries that expire soonest; it answers how many.
+	KVPut func(key string, val []byte, ttlSeconds int) (evicted int, err error)
 	Now   func() time.Time
 }
 
@@ -96,8 +98,8 @@ func storeKey(o Options, ctx gjson.Result, digest string) (string, bool) {
 	return "a:" + digest, true
 }
 
-// ErrFull is KVPut's error when the store of this module and account is
-// full (the host's HostQuota).
+// ErrFull is KVPut's error when an entry does not fit in the store of this
+// module and account even after eviction (the host's HostQuota).
 var ErrFull = errors.New("response-cache: the account's cache is full")
 
 // Hooks are the module's hooks over an Env.
@@ -229,14 +231,15 @@ func (h *Hooks) PostResponse(in *sdk.In, out *sdk.Out) error {
 		note(false, "not stored: "+strconv.Itoa(len(v))+" bytes, over the entry bound of "+strconv.Itoa(max))
 		return nil
 	}
-	if err := h.Env.KVPut(key, v, int(st.Get("ttl").Int())); err != nil {
+	evicted, err := h.Env.KVPut(key, v, int(st.Get("ttl").Int()))
+	if err != nil {
 		if errors.Is(err, ErrFull) {
-			note(false, "not stored: the account's cache is full")
+			note(false, "not stored: larger than the account's whole cache")
 			return nil
 		}
 		note(false, "not stored: "+err.Error())
 		return nil
 	}
-	note(true, "stored")
+	out.FieldString(`{"type":"cache","summary":"stored","data":{"stored":true,"bytes":` + strconv.Itoa(len(v)) + `,"evicted":` + strconv.Itoa(evicted) + `}}`)
 	return nil
 }

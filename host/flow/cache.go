@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -62,6 +63,27 @@ func (r *Request) cacheHeader() string {
 func (r *Request) cacheHit() bool {
 	st := r.cacheStage()
 	return st != nil && st["action"] == "respond"
+}
+
+// observeCache counts what the response cache did for the request on
+// /metrics: hit, miss or bypass, and the bytes it stored (a JSON answer's
+// post_response; a stream's answer is not stored).
+func (r *Request) observeCache() {
+	d := r.cacheData()
+	if d == nil {
+		return
+	}
+	status, _ := d["status"].(string)
+	stored := 0
+	for _, st := range r.pl.Stages {
+		if st["name"] == CachePlugin && st["hook"] == "post_response" {
+			if sd, ok := st["data"].(map[string]any); ok && sd["stored"] == true {
+				n, _ := sd["bytes"].(float64)
+				stored = int(n)
+			}
+		}
+	}
+	telemetry.From(r.ctx).Cache(status, stored)
 }
 
 // hitFeeFraction is module_settings.response-cache.hit_fee: the share of

@@ -72,6 +72,7 @@ func (r *Request) Run() Outcome {
 	o := r.run()
 	if o.Err == nil && r.parent == nil {
 		o.Cache = r.cacheHeader()
+		r.observeCache()
 	}
 	return o
 }

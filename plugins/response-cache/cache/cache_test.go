@@ -221,6 +221,24 @@ func TestHooks(t *testing.T) {
 			t.Errorf("summary %s", s.Raw)
 		}
 	})
+	t.Run("default-on by model", func(t *testing.T) {
+		kv := newKV()
+		h := &Hooks{Env: kv.env()}
+		def := func(model string) string {
+			return `{"config":{"id":"response-cache"},"model":"` + model + `","scope":"global","default":true,"settings":{"models":["openai/*","test/chat"]}}`
+		}
+		for model, runs := range map[string]bool{"openai/gpt-4o": true, "test/chat": true, "anthropic/claude": false, "test/chat-2": false} {
+			_, _, s := round(t, h, def(model), q, answer)
+			if got := s.Get("type").Str == "cache"; got != runs {
+				t.Errorf("%s: %s", model, s.Raw)
+			}
+		}
+		// Named in the request, it runs whatever the list says.
+		named := `{"config":{"id":"response-cache"},"model":"anthropic/claude","scope":"global","settings":{"models":["openai/*"]}}`
+		if _, _, s := round(t, h, named, q, answer); s.Get("type").Str != "cache" {
+			t.Errorf("named: %s", s.Raw)
+		}
+	})
 	t.Run("kv failure is a miss", func(t *testing.T) {
 		e := newKV().env()
 		e.KVGet = func(string) ([]byte, bool, error) { return nil, false, errors.New("down") }

@@ -5,8 +5,10 @@ package cache_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +54,7 @@ func startGateway(t *testing.T) *gatewaytest.Gateway {
 			// every test keeps within it in its own account but
 			// TestTTLAndEviction.
 			c.Modules.KV.MaxKeys = 3
+			c.Metrics.Listen = "127.0.0.1:0"
 		}})
 	})
 	if shared.err != nil {
@@ -306,6 +309,32 @@ func TestTTLAndEviction(t *testing.T) {
 	if a := ask(t, g, key, q(3)); a.xcache != "HIT" {
 		t.Fatalf("the newest entry: %q", a.xcache)
 	}
+	// /metrics counts them (other tests share the gateway: at least).
+	resp, err := http.Get(g.MetricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, series := range []string{`switchyard_response_cache_lookups_total{result="hit"}`, `switchyard_response_cache_lookups_total{result="miss"}`,
+		`switchyard_response_cache_stores_total`, `switchyard_response_cache_stored_bytes_total`, `switchyard_module_kv_evictions_total`} {
+		if v := metric(string(b), series); v < 1 {
+			t.Errorf("%s = %v", series, v)
+		}
+	}
+}
+
+// metric is the value of series in a Prometheus text exposition, or -1.
+func metric(text, series string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
 }
 
 // storedStage is the cache's post_response stage of an answer.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchyard/switchyard/abi"
@@ -70,6 +71,22 @@ func options(ctx gjson.Result) Options {
 		o.MaxEntryBytes = int(v.Int())
 	}
 	return o
+}
+
+// forModel reports whether a default-on cache runs for model: always
+// without a models list, else when the list names it or a prefix of it
+// ending in "/" or "*" ("openai/*").
+func forModel(models gjson.Result, model string) bool {
+	if !models.IsArray() {
+		return true
+	}
+	for _, m := range models.Array() {
+		p := m.Str
+		if p == model || strings.HasSuffix(p, "*") && strings.HasPrefix(model, strings.TrimSuffix(p, "*")) {
+			return true
+		}
+	}
+	return false
 }
 
 // Sampled reports whether a request's answer is drawn at random: a
@@ -141,6 +158,14 @@ func (h *Hooks) PreRequest(in *sdk.In, out *sdk.Out) error {
 		if state != "" {
 			out.FieldString(state)
 		}
+	}
+	if ctx.Get("default").Bool() && !forModel(ctx.Get("settings.models"), ctx.Get("model").Str) {
+		// On by default, but not for this model (module_settings
+		// .response-cache.models): as if it did not run.
+		out.FieldString(abi.ActionContinue)
+		out.Field(nil)
+		out.FieldString(`{"type":"plugin","summary":"default-on, not for this model (module_settings.response-cache.models)"}`)
+		return nil
 	}
 	if o.Mode != "exact" {
 		miss("bypass", "mode "+o.Mode+" is not built; nothing cached", "")

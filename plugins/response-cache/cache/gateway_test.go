@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/switchyard/switchyard/host/store/pgtest"
 	"github.com/tidwall/gjson"
 )
 
@@ -345,4 +346,34 @@ func storedStage(body gjson.Result) gjson.Result {
 		}
 	}
 	return gjson.Result{}
+}
+
+// Cluster mode: two gateways on one PostgreSQL share the kv store, so an
+// entry written through one is a hit on the other, and the hit is billed
+// against the original generation either records.
+func TestClusterHitAcrossGateways(t *testing.T) {
+	dsn := pgtest.Start(t)
+	start := func() *gatewaytest.Gateway {
+		g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, StoreDSN: dsn})
+		if err != nil {
+			t.Fatalf("%v (run make wasm)", err)
+		}
+		t.Cleanup(g.Close)
+		return g
+	}
+	a, b := start(), start()
+	first := ask(t, a, a.Key, question)
+	if first.status != 200 || first.xcache != "MISS" {
+		t.Fatalf("through a: %d %q %s", first.status, first.xcache, first.body.Raw)
+	}
+	if err := a.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	second := ask(t, b, b.Key, reordered)
+	if second.status != 200 || second.xcache != "HIT" || second.body.Get("service_metadata.cache.original_generation").Str != first.genID {
+		t.Fatalf("through b: %d %q %s", second.status, second.xcache, second.body.Get("service_metadata").Raw)
+	}
+	if b.Upstreams["alpha"].Count() != 0 {
+		t.Fatalf("b called its upstream %d times", b.Upstreams["alpha"].Count())
+	}
 }

@@ -22,10 +22,11 @@ import (
 const CachePlugin = "response-cache"
 
 // cacheStage is the response cache's pre_request stage of the request, or
-// nil when it did not run.
+// nil when it did not run. The first call after the pre_request hooks
+// finished takes it (markPre); later calls return that.
 func (r *Request) cacheStage() map[string]any {
-	if r.pl == nil {
-		return nil
+	if r.cacheSeen || r.pl == nil {
+		return r.cacheSt
 	}
 	for _, st := range r.pl.Stages {
 		if st["name"] == CachePlugin && st["hook"] == "pre_request" && st["type"] == "cache" {
@@ -33,6 +34,14 @@ func (r *Request) cacheStage() map[string]any {
 		}
 	}
 	return nil
+}
+
+// markPre takes the cache's stage once the pre_request hooks are done,
+// before anything runs that may add stages concurrently (a stream's
+// post_chunk hooks).
+func (r *Request) markPre() {
+	r.cacheSt = r.cacheStage()
+	r.cacheSeen = true
 }
 
 // cacheData is the cache stage's data (status, mode, similarity, age,
@@ -68,13 +77,18 @@ func (r *Request) cacheHit() bool {
 // observeCache counts what the response cache did for the request on
 // /metrics: hit, miss or bypass, and the bytes it stored (a JSON answer's
 // post_response; a stream's answer is not stored).
-func (r *Request) observeCache() {
+func (r *Request) observeCache(streamed bool) {
 	d := r.cacheData()
 	if d == nil {
 		return
 	}
 	status, _ := d["status"].(string)
 	stored := 0
+	if streamed {
+		// Nothing stored; and its chunk hooks may be adding stages.
+		telemetry.From(r.ctx).Cache(status, 0)
+		return
+	}
 	for _, st := range r.pl.Stages {
 		if st["name"] == CachePlugin && st["hook"] == "post_response" {
 			if sd, ok := st["data"].(map[string]any); ok && sd["stored"] == true {

@@ -70,9 +70,11 @@ func (s *Core) knownModel(id string) bool { return s.Router.Catalog().Resolve(id
 // (a Stream holds a reference of its own).
 func (r *Request) Run() Outcome {
 	o := r.run()
-	if o.Err == nil && r.parent == nil {
+	if o.Err == nil && r.parent == nil && r.cacheSeen {
+		// A stream opened while its pre_request hooks work (prestream.go)
+		// has no cache verdict yet: no header then.
 		o.Cache = r.cacheHeader()
-		r.observeCache()
+		r.observeCache(o.Stream != nil || o.Events != nil)
 	}
 	return o
 }
@@ -129,6 +131,7 @@ func (r *Request) pre() (Outcome, bool) {
 	} else {
 		answer, aerr = r.preRequest(r.pl)
 	}
+	r.markPre()
 	switch {
 	case aerr != nil:
 		// Its plugins' sub-requests were charged: their records are

@@ -82,7 +82,8 @@ func TestChunkAndCompletionIdentity(t *testing.T) {
 	if len(chunks) != 3 || gjson.GetBytes(chunks[0], "choices.0.delta.content").Str != "hi" ||
 		gjson.GetBytes(chunks[1], "choices.0.finish_reason").Str != "stop" || !gjson.GetBytes(chunks[2], "usage").IsObject() {
 		t.Errorf("chunks %s", chunks)
-	} // Tool calls travel in the content delta, each with its index, as
+	}
+	// Tool calls travel in the content delta, each with its index, as
 	// OpenAI streams them (a replayed cached answer that called tools).
 	r = PluginResult([]byte(`{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[`+
 		`{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},`+

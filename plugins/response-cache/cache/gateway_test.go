@@ -132,6 +132,9 @@ func TestExactHitMissAndBilling(t *testing.T) {
 	if got, want := second.body.Get("choices.0.message.content").Str, first.body.Get("choices.0.message.content").Str; got != want || got == "" {
 		t.Fatalf("hit content %q, want %q", got, want)
 	}
+	if second.body.Get("provider").Exists() || first.body.Get("provider").Str != "alpha" {
+		t.Fatalf("a hit names a provider: %s", second.body.Get("provider").Raw)
+	}
 	meta := second.body.Get("service_metadata.cache")
 	if meta.Get("status").Str != "hit" || meta.Get("mode").Str != "exact" || meta.Get("similarity").Float() != 1 ||
 		!meta.Get("age_seconds").Exists() || meta.Get("original_generation").Str != first.genID {

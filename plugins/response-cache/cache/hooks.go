@@ -248,9 +248,11 @@ func (h *Hooks) PostResponse(in *sdk.In, out *sdk.Out) error {
 		return nil
 	}
 	// What is stored is the answer without what belongs to this
-	// request alone: its service_metadata (a hit gets its own).
+	// request alone: its service_metadata (a hit gets its own) and the
+	// provider that served it (no provider serves a hit).
 	res := bytes.Clone(result)
 	res, _ = sjson.DeleteBytes(res, "service_metadata")
+	res, _ = sjson.DeleteBytes(res, "provider")
 	v := encodeEntry(entry{Created: h.Env.Now().Unix(), Gen: gjson.GetBytes(result, "id").Str, Result: res})
 	if max := int(st.Get("max").Int()); max > 0 && len(v) > max {
 		note(false, "not stored: "+strconv.Itoa(len(v))+" bytes, over the entry bound of "+strconv.Itoa(max))

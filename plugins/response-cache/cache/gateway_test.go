@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/store/pgtest"
 	"github.com/tidwall/gjson"
 )
@@ -378,5 +379,48 @@ func TestClusterHitAcrossGateways(t *testing.T) {
 	}
 	if b.Upstreams["alpha"].Count() != 0 {
 		t.Fatalf("b called its upstream %d times", b.Upstreams["alpha"].Count())
+	}
+}
+
+// A hit counts against the key's limit at its price: with nothing left
+// under the limit, a hit whose fee is above zero is refused (402) like any
+// request; with room for the fee, it is served and the key's spending
+// grows by the fee, once.
+func TestHitCountsAgainstKeyLimit(t *testing.T) {
+	g := startGateway(t)
+	acct, _ := newAccount(t, g, "limited")
+	secret, k, err := g.Keys.Create(acct, keys.Options{Name: "limited"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := ask(t, g, secret, question); a.xcache != "MISS" {
+		t.Fatalf("first %d %q %s", a.status, a.xcache, a.body.Raw)
+	}
+	if err := g.Ledger.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	setLimit := func(n billing.Nanos) {
+		t.Helper()
+		v := int64(n)
+		if _, err := g.Keys.Update(k.Hash, func(k *keys.Key) error { k.Limit = &v; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		g.Ledger.KeyChanged(k.Hash)
+	}
+	k, _ = g.Keys.Get(k.Hash)
+	spent := g.Ledger.KeyUsage(k).Total
+	setLimit(spent) // nothing left
+	if a := ask(t, g, secret, reordered); a.status != http.StatusPaymentRequired {
+		t.Fatalf("a hit over the key's limit: %d %q %s", a.status, a.xcache, a.body.Raw)
+	}
+	fee := billing.Nanos(float64(spent) * 0.25)
+	setLimit(spent + fee)
+	k, _ = g.Keys.Get(k.Hash)
+	a := ask(t, g, secret, reordered)
+	if a.status != 200 || a.xcache != "HIT" {
+		t.Fatalf("a hit within the limit: %d %q %s", a.status, a.xcache, a.body.Raw)
+	}
+	if got := g.Ledger.KeyUsage(k).Total; got != spent+fee {
+		t.Fatalf("key spending %d, want %d + %d", got, spent, fee)
 	}
 }

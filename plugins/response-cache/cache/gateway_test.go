@@ -424,3 +424,31 @@ func TestHitCountsAgainstKeyLimit(t *testing.T) {
 		t.Fatalf("key spending %d, want %d + %d", got, spent, fee)
 	}
 }
+
+// Default-on for the whole gateway (PUT /modules/response-cache/default):
+// a request that does not name the plugin is cached; one that turns it
+// off is not.
+func TestDefaultOn(t *testing.T) {
+	g := startGateway(t)
+	_, key := newAccount(t, g, "defaults")
+	set := func(on bool) {
+		t.Helper()
+		resp, b, err := g.Request("PUT", "/modules/response-cache/default", fmt.Sprintf(`{"enabled":%t,"scope":"global"}`, on))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("default %t: %v %s", on, err, b)
+		}
+	}
+	set(true)
+	t.Cleanup(func() { set(false) })
+	plain := `{"model":"test/chat","temperature":0,"messages":[{"role":"user","content":"Is the default on?"}]}`
+	if a := ask(t, g, key, plain); a.xcache != "MISS" {
+		t.Fatalf("first: %q %s", a.xcache, a.body.Raw)
+	}
+	if a := ask(t, g, key, plain); a.xcache != "HIT" {
+		t.Fatalf("second: %q", a.xcache)
+	}
+	off := strings.Replace(plain, `"messages"`, `"plugins":[{"id":"response-cache","enabled":false}],"messages"`, 1)
+	if a := ask(t, g, key, off); a.xcache != "" || a.status != 200 {
+		t.Fatalf("turned off: %d %q", a.status, a.xcache)
+	}
+}

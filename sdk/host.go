@@ -191,3 +191,22 @@ func KVPut(key string, val []byte, ttlSeconds int) error {
 	_, err := hostResultOf(hostKVPut(reqPtr(), int32(len(hostReq))))
 	return err
 }
+
+// KVPutEvicting is KVPut for a cache: when the module's store for this
+// account is full, the host evicts the entries that expire soonest until
+// val fits, and says how many it evicted (docs/abi.md section 5). It fails
+// with abi.HostQuota only for an entry larger than the whole quota.
+func KVPutEvicting(key string, val []byte, ttlSeconds int) (evicted int, err error) {
+	hostReq = abi.AppendFieldString(hostReq[:0], key)
+	hostReq = abi.AppendField(hostReq, val)
+	hostReq = abi.AppendFieldString(hostReq, strconv.Itoa(ttlSeconds))
+	hostReq = abi.AppendFieldString(hostReq, "evict")
+	f, err := hostResultOf(hostKVPut(reqPtr(), int32(len(hostReq))))
+	if err != nil {
+		return 0, err
+	}
+	if len(f) > 0 {
+		evicted, _ = strconv.Atoi(string(f[0]))
+	}
+	return evicted, nil
+}

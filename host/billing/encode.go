@@ -183,6 +183,9 @@ func appendGeneration(b []byte, g *Generation) []byte {
 	if g.Anomaly != "" {
 		b = appendStringField(b, "upstream_anomaly", g.Anomaly)
 	}
+	if g.CacheHitOf != "" {
+		b = appendStringField(b, "cache_hit_of", g.CacheHitOf)
+	}
 	if g.Referer != "" {
 		b = appendStringField(b, "http_referer", g.Referer)
 	}

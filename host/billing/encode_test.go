@@ -54,7 +54,7 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 			Provider: randString(rng), Status: randString(rng), FinishReason: randString(rng), Streamed: rng.IntN(2) == 0,
 			Usage: u, Cost: c, Attempts: int(randInt(rng)), FailedCost: randNanos(rng), Charged: randNanos(rng),
 			Uncollected: randNanos(rng), Held: randNanos(rng), LatencyMs: randInt(rng), TTFTMs: randInt(rng), PluginUs: randInt(rng),
-			Error: randString(rng), Anomaly: randString(rng), CreatedAt: randTime(rng), SettledAt: randTime(rng)}
+			Error: randString(rng), Anomaly: randString(rng), CacheHitOf: randString(rng), CreatedAt: randTime(rng), SettledAt: randTime(rng)}
 		for range rng.IntN(3) {
 			g.Fees = append(g.Fees, Fee{Tool: randString(rng), Calls: int(randInt(rng)), Cost: randNanos(rng)})
 			g.FeesCost += randNanos(rng)

@@ -77,6 +77,9 @@ type Outcome struct {
 	PluginTime time.Duration
 	// Error is a short description of the failure, for StatusError.
 	Error string
+	// CacheHitOf names the generation a response-cache hit replayed
+	// (Generation.CacheHitOf).
+	CacheHitOf string
 }
 
 // holdRec is an open reservation on disk.
@@ -445,7 +448,7 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 		Attempts: r.failedN + 1, FailedCost: r.failedCost.Total, Charged: charge, Uncollected: total - charge, Insured: insured,
 		Held: r.hold, LatencyMs: o.Latency.Milliseconds(), Error: o.Error, Anomaly: anomaly,
 		PluginUs: o.PluginTime.Microseconds(), CreatedAt: r.created, SettledAt: now,
-		Fees: r.fees, FeesCost: r.feeTotal, Attribution: r.attribution,
+		Fees: r.fees, FeesCost: r.feeTotal, Attribution: r.attribution, CacheHitOf: o.CacheHitOf,
 	}
 	if o.Provider != "" {
 		g.Provider = o.Provider

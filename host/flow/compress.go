@@ -31,7 +31,7 @@ func (r *Request) buildPipeline() *apierr.Error {
 		return aerr
 	}
 	w := s.Router.Window(r.routeRequest())
-	extra := pipeline.Extra{Context: windowJSON(w)}
+	extra := pipeline.Extra{Context: windowJSON(w), Key: keyID(r.Key.Hash)}
 	if w.MaxContext > 0 && w.MaxContext <= compressionDefaultMax && mayNotFit(r, w.MaxContext, w.MaxOutput, w.MaxMessages) {
 		extra.Defaults = []string{compressionPlugin}
 	}
@@ -50,6 +50,16 @@ func (r *Request) buildPipeline() *apierr.Error {
 	pl.Prepend(r.pl) // released with pl from here on
 	r.pl = pl
 	return nil
+}
+
+// keyID is ctx.key of a request's plugins: the first 16 hex digits of its
+// key's hash, enough to tell an account's keys apart and nothing a caller
+// could authenticate with.
+func keyID(hash string) string {
+	if len(hash) > 16 {
+		return hash[:16]
+	}
+	return hash
 }
 
 // checkFusionTools checks the fusion plugin item's tools against the

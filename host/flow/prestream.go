@@ -109,7 +109,13 @@ func (ps *preStream) Push(w *bufio.Writer) {
 		_ = tw.emit(r.ctx, id.ErrorChunk(&e))
 		tw.write(sse.AppendEvent(nil, done))
 	case o.answer != nil:
-		result := r.pluginMeta().Set(r.spend.answered(wire.PluginResult(o.answer, id), r.adm))
+		result, aerr := r.answerResult(o.answer, id)
+		if aerr != nil {
+			r.core.LogCause("/chat/completions (stream "+r.ID+")", aerr)
+			_ = tw.emit(r.ctx, id.ErrorChunk(aerr))
+			tw.write(sse.AppendEvent(nil, done))
+			return
+		}
 		for _, ch := range pieces(wire.ResultChunks(result, id)) {
 			if e := tw.emit(r.ctx, ch); e != nil {
 				return

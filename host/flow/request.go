@@ -75,6 +75,11 @@ type Request struct {
 	// server tools its tools name. Both are released by Close.
 	pl  *pipeline.Pipeline
 	set *tools.Set
+	// cacheSt is the response cache's pre_request stage, taken when the
+	// pre_request hooks are done (cache.go): read later without walking
+	// the stages a stream's chunk hooks may still be adding to.
+	cacheSt   map[string]any
+	cacheSeen bool
 	// closers are released by Close after everything else, last added
 	// first (a transport's place among the requests in flight).
 	closers []io.Closer
@@ -148,6 +153,9 @@ type Outcome struct {
 	// Native: Body, or the Stream's events, are the provider's answer in
 	// the API of Request.Native, not chat's.
 	Native bool
+	// Cache is the X-Cache header: HIT or MISS when the response cache
+	// ran (cache.go), "" when it did not.
+	Cache string
 }
 
 // Stream is an SSE response that outlives Run: a *Pump, which the

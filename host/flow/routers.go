@@ -220,6 +220,9 @@ func (req *Request) routerMeta(m *wire.Metadata) *wire.Metadata {
 	if m != nil && req.OpenRouterMeta {
 		m.Name = "openrouter_metadata"
 	}
+	if m != nil {
+		m.Cache = req.cacheData()
+	}
 	if m == nil || req.routed == nil {
 		return m
 	}

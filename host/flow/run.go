@@ -69,6 +69,17 @@ func (s *Core) knownModel(id string) bool { return s.Router.Catalog().Resolve(id
 // returns is answered as it is; the Request stays the caller's to Close
 // (a Stream holds a reference of its own).
 func (r *Request) Run() Outcome {
+	o := r.run()
+	if o.Err == nil && r.parent == nil && r.cacheSeen {
+		// A stream opened while its pre_request hooks work (prestream.go)
+		// has no cache verdict yet: no header then.
+		o.Cache = r.cacheHeader()
+		r.observeCache(o.Stream != nil || o.Events != nil)
+	}
+	return o
+}
+
+func (r *Request) run() Outcome {
 	if o, done := r.route(); done {
 		return o
 	}
@@ -120,6 +131,7 @@ func (r *Request) pre() (Outcome, bool) {
 	} else {
 		answer, aerr = r.preRequest(r.pl)
 	}
+	r.markPre()
 	switch {
 	case aerr != nil:
 		// Its plugins' sub-requests were charged: their records are
@@ -373,7 +385,10 @@ func (r *Request) pluginAnswer(result []byte) Outcome {
 	if r.parent != nil {
 		return Outcome{Body: wire.PluginResult(result, id)}
 	}
-	result = r.pluginMeta().Set(r.spend.answered(wire.PluginResult(result, id), r.adm))
+	result, aerr := r.answerResult(result, id)
+	if aerr != nil {
+		return Outcome{Err: aerr, Meta: r.pluginMeta(), Charged: r.spend.made()}
+	}
 	if !r.Stream {
 		return Outcome{Body: result, Charged: true}
 	}
@@ -382,6 +397,22 @@ func (r *Request) pluginAnswer(result []byte) Outcome {
 		out = sse.AppendEvent(out, ch)
 	}
 	return Outcome{Events: sse.AppendEvent(out, done), Charged: true}
+}
+
+// answerResult is the result a plugin answered with as the client gets
+// it: identity, usage of its sub-requests, or the charge of a cache hit
+// (cache.go), and service_metadata.
+func (r *Request) answerResult(result []byte, id wire.Identity) ([]byte, *apierr.Error) {
+	result = wire.PluginResult(result, id)
+	if r.cacheHit() {
+		var aerr *apierr.Error
+		if result, aerr = r.chargeHit(result); aerr != nil {
+			return nil, aerr
+		}
+	} else {
+		result = r.spend.answered(result, r.adm)
+	}
+	return r.pluginMeta().Set(result), nil
 }
 
 // chargePluginFees charges the fees plugins reported (a paid search

@@ -87,7 +87,9 @@ type Gateway struct {
 	// retention.generations.
 	Pruner *retention.Pruner
 
-	log     *slog.Logger
+	log *slog.Logger
+	// kv is the module key-value store (its evictions are on /metrics).
+	kv      *kv.Store
 	closers []func()
 
 	// redisLimiter and redisSessions share rate limits and sticky
@@ -316,6 +318,7 @@ func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 		return wasm.Config{}, err
 	}
 	ecfg.KV = kvs
+	g.kv = kvs
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

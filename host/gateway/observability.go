@@ -38,6 +38,9 @@ func (g *Gateway) startTelemetry(ctx context.Context) (*telemetry.Telemetry, err
 			m.Gauges(g.Ledger.WriterQueue, g.Modules.PoolSizes)
 			m.ModuleResets(g.Modules.InstanceResets)
 			m.ModuleCode(g.Modules.Compiled, g.Modules.Parks)
+			if g.kv != nil {
+				m.KVEvictions(g.kv.Evictions)
+			}
 			g.Ledger.ObserveCommits(m.LedgerCommit)
 			g.redisMetrics(m.Registry)
 			g.pruneMetrics(m.Registry)

@@ -13,10 +13,13 @@
 package kv
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchyard/switchyard/host/store"
@@ -97,8 +100,9 @@ func (s Scope) bucket() []byte {
 
 // Store is the module key-value store. It is safe for concurrent use.
 type Store struct {
-	db  store.DB
-	lim Limits
+	db        store.DB
+	lim       Limits
+	evictions atomic.Int64
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }
@@ -156,12 +160,32 @@ func (s *Store) Get(sc Scope, key string) ([]byte, bool, error) {
 // entry over the size caps and ErrQuota when the scope would go over its
 // quota even after its expired entries are dropped.
 func (s *Store) Put(sc Scope, key string, val []byte, ttl time.Duration) error {
+	_, err := s.put(sc, key, val, ttl, false)
+	return err
+}
+
+// PutEvicting is Put for a cache: when the scope would go over its quota
+// even after its expired entries are dropped, it evicts the entries that
+// expire soonest (for entries of one TTL, the oldest written) until the
+// new one fits, and returns how many it evicted. It fails with ErrQuota
+// only for an entry larger than the whole quota. A read does not write
+// (bbolt reads are lock-free; a write per hit would serialise them), so
+// this is not LRU: an entry read often goes as early as one never read.
+func (s *Store) PutEvicting(sc Scope, key string, val []byte, ttl time.Duration) (evicted int, err error) {
+	return s.put(sc, key, val, ttl, true)
+}
+
+// Evictions is how many entries PutEvicting has evicted since start.
+func (s *Store) Evictions() int64 { return s.evictions.Load() }
+
+func (s *Store) put(sc Scope, key string, val []byte, ttl time.Duration, evict bool) (int, error) {
 	if key == "" || len(key) > s.lim.MaxKeyBytes {
-		return fmt.Errorf("%w: a key is 1 to %d bytes", ErrTooLarge, s.lim.MaxKeyBytes)
+		return 0, fmt.Errorf("%w: a key is 1 to %d bytes", ErrTooLarge, s.lim.MaxKeyBytes)
 	}
 	if len(val) > s.lim.MaxValueBytes {
-		return fmt.Errorf("%w: a value is at most %d bytes", ErrTooLarge, s.lim.MaxValueBytes)
+		return 0, fmt.Errorf("%w: a value is at most %d bytes", ErrTooLarge, s.lim.MaxValueBytes)
 	}
+	evicted := 0
 	if ttl <= 0 || ttl > s.lim.MaxTTL {
 		ttl = s.lim.MaxTTL
 	}
@@ -196,6 +220,13 @@ func (s *Store) Put(sc Scope, key string, val []byte, ttl time.Duration) error {
 				return err
 			}
 			keys, size = keys-n, size-freed
+			if evict && (keys > int64(s.lim.MaxKeys) || size > s.lim.MaxBytes) {
+				n, freed, err := evictSoonest(data, k, keys-int64(s.lim.MaxKeys), size-s.lim.MaxBytes)
+				if err != nil {
+					return err
+				}
+				keys, size, evicted = keys-n, size-freed, int(n)
+			}
 			if keys > int64(s.lim.MaxKeys) || size > s.lim.MaxBytes {
 				return ErrQuota
 			}
@@ -209,12 +240,44 @@ func (s *Store) Put(sc Scope, key string, val []byte, ttl time.Duration) error {
 		return setUsage(scope, keys, size)
 	})
 	if errors.Is(err, ErrQuota) {
-		return fmt.Errorf("%w (%d keys, %d bytes)", ErrQuota, s.lim.MaxKeys, s.lim.MaxBytes)
+		return 0, fmt.Errorf("%w (%d keys, %d bytes)", ErrQuota, s.lim.MaxKeys, s.lim.MaxBytes)
 	}
 	if err != nil {
-		return fmt.Errorf("kv: %w", err)
+		return 0, fmt.Errorf("kv: %w", err)
 	}
-	return nil
+	s.evictions.Add(int64(evicted))
+	return evicted, nil
+}
+
+// evictSoonest deletes data's entries that expire soonest (except keep)
+// until at least overKeys keys and overBytes bytes are freed, and returns
+// how many and their bytes.
+func evictSoonest(data store.Bucket, keep []byte, overKeys, overBytes int64) (n, freed int64, err error) {
+	type ent struct {
+		k    []byte
+		exp  uint64
+		size int64
+	}
+	var all []ent
+	c := data.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) < headerLen || string(k) == string(keep) {
+			continue
+		}
+		all = append(all, ent{append([]byte{}, k...), binary.BigEndian.Uint64(v), int64(len(k) + len(v) - headerLen)})
+	}
+	slices.SortFunc(all, func(a, b ent) int { return cmp.Compare(a.exp, b.exp) })
+	for _, e := range all {
+		if n >= overKeys && freed >= overBytes {
+			break
+		}
+		if err := data.Delete(e.k); err != nil {
+			return 0, 0, err
+		}
+		n++
+		freed += e.size
+	}
+	return n, freed, nil
 }
 
 // Usage returns the keys and bytes scope holds, expired entries not yet

@@ -188,3 +188,51 @@ func TestSweep(t *testing.T) {
 		t.Error("sweep dropped a live entry")
 	}
 }
+
+// PutEvicting makes room by evicting the entries that expire soonest; a
+// plain Put still refuses when full; other scopes are never touched.
+func TestPutEvicting(t *testing.T) {
+	s, c := open(t, kv.Limits{MaxKeys: 3, MaxBytes: 1 << 20})
+	sc := kv.Scope{Module: "response-cache", Account: "a"}
+	other := kv.Scope{Module: "response-cache", Account: "b"}
+	if err := s.Put(other, "x", []byte("other account"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range []string{"k1", "k2", "k3"} {
+		if err := s.Put(sc, k, []byte("v"), time.Duration(10+i)*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		c.t = c.t.Add(time.Second)
+	}
+	if err := s.Put(sc, "k4", []byte("v"), time.Hour); !errors.Is(err, kv.ErrQuota) {
+		t.Fatalf("Put when full: %v", err)
+	}
+	n, err := s.PutEvicting(sc, "k4", []byte("v"), time.Hour)
+	if err != nil || n != 1 || s.Evictions() != 1 {
+		t.Fatalf("evicted %d (%d total), %v", n, s.Evictions(), err)
+	}
+	for k, want := range map[string]bool{"k1": false, "k2": true, "k3": true, "k4": true} {
+		if _, ok, _ := s.Get(sc, k); ok != want {
+			t.Errorf("%s present %v, want %v", k, ok, want)
+		}
+	}
+	if _, ok, _ := s.Get(other, "x"); !ok {
+		t.Error("another account's entry was evicted")
+	}
+	if keys, _, _ := s.Usage(sc); keys != 3 {
+		t.Errorf("usage %d keys", keys)
+	}
+	// By bytes: a big entry evicts as many as it needs.
+	s2, _ := open(t, kv.Limits{MaxKeys: 100, MaxBytes: 100})
+	for _, k := range []string{"a", "b", "c"} {
+		if err := s2.Put(sc, k, make([]byte, 29), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s2.PutEvicting(sc, "d", make([]byte, 59), time.Hour); err != nil || n != 2 {
+		t.Fatalf("evicted %d, %v", n, err)
+	}
+	if _, err := s2.PutEvicting(sc, "e", make([]byte, 100), time.Hour); !errors.Is(err, kv.ErrQuota) {
+		t.Fatalf("an entry over the whole quota: %v", err)
+	}
+}

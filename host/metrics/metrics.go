@@ -53,6 +53,9 @@ type Metrics struct {
 	openStreams   prometheus.Gauge
 	commitTime    prometheus.Histogram
 	commitOps     prometheus.Histogram
+	cacheLookups  *prometheus.CounterVec
+	cacheStores   prometheus.Counter
+	cacheBytes    prometheus.Counter
 	byRequest     sync.Map // requestLabels → *requestChildren
 	byModel       sync.Map // modelLabels → *modelChildren
 	byPlugin      sync.Map // pluginLabels → *pluginChildren
@@ -102,8 +105,15 @@ func New() *Metrics {
 		Help: "Time of one group commit of the ledger writer (fsync included).", Buckets: commitBuckets})
 	m.commitOps = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchyard_ledger_commit_operations",
 		Help: "Operations (settlements, holds, checkpoints) per group commit.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}})
+	m.cacheLookups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_response_cache_lookups_total",
+		Help: "Requests the response-cache plugin ran for, by result: hit, miss, bypass (not looked up: sampled, bypass option, mode off)."}, []string{"result"})
+	m.cacheStores = prometheus.NewCounter(prometheus.CounterOpts{Name: "switchyard_response_cache_stores_total",
+		Help: "Answers the response cache stored."})
+	m.cacheBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "switchyard_response_cache_stored_bytes_total",
+		Help: "Bytes of the entries the response cache stored (what it wrote, not what it holds now: entries expire and are evicted)."})
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.perToken, m.overhead, m.tokens, m.cost,
-		m.upstreamErr, m.fallbacks, m.refusals, m.pluginCalls, m.pluginTime, m.openStreams, m.commitTime, m.commitOps} {
+		m.upstreamErr, m.fallbacks, m.refusals, m.pluginCalls, m.pluginTime, m.openStreams, m.commitTime, m.commitOps,
+		m.cacheLookups, m.cacheStores, m.cacheBytes} {
 		f(c)
 	}
 	return m
@@ -320,4 +330,25 @@ func (m *Metrics) LedgerCommit(ops int, d time.Duration) {
 	}
 	m.commitTime.Observe(d.Seconds())
 	m.commitOps.Observe(float64(ops))
+}
+
+// Cache counts one request the response cache ran for: its result (hit,
+// miss, bypass) and the bytes of the entry it stored (0: none).
+func (m *Metrics) Cache(result string, storedBytes int) {
+	if m == nil || result == "" {
+		return
+	}
+	m.cacheLookups.WithLabelValues(result).Inc()
+	if storedBytes > 0 {
+		m.cacheStores.Inc()
+		m.cacheBytes.Add(float64(storedBytes))
+	}
+}
+
+// KVEvictions registers the count of module kv entries evicted to make
+// room (kv.Store.PutEvicting: the response cache's), read at scrape time.
+func (m *Metrics) KVEvictions(n func() int64) {
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "switchyard_module_kv_evictions_total",
+		Help: "Module kv entries evicted to make room for a new one (the response cache's evictions)."},
+		func() float64 { return float64(n()) }))
 }

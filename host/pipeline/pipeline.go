@@ -201,6 +201,10 @@ type Extra struct {
 	// Skip are plugins that already ran for this request in a pipeline of
 	// their own (the router plugin, BuildOne): left out even when listed.
 	Skip []string
+	// Key identifies the request's API key (a prefix of its hash, never
+	// the secret) as ctx.key, so a plugin can keep per-key state in its
+	// per-account kv store (response-cache's scope "key").
+	Key string
 }
 
 // BuildWith is Build with the host's extras.
@@ -303,9 +307,32 @@ func (b *builder) addAll(defaults bool) *apierr.Error {
 		}
 	}
 	if len(b.extra.ModeratedBy) > 0 {
-		return b.add(Moderation, requiredIndex, "")
+		if err := b.add(Moderation, requiredIndex, ""); err != nil {
+			return err
+		}
 	}
+	b.cacheLast()
 	return nil
+}
+
+// ResponseCache is the response cache plugin (docs/response-cache.md).
+const ResponseCache = "response-cache"
+
+// cacheLast moves the response cache's stage to the end of the pipeline,
+// wherever it was listed: its pre_request answers a hit without running
+// the stages after it, so every other plugin (moderation above all) must
+// have run first; and its key must be of the request as it goes upstream,
+// after the plugins that rewrite it. Its post_response then stores the
+// answer as the other plugins left it (response-healing's repair).
+func (b *builder) cacheLast() {
+	st := b.p.stages
+	for i, s := range st {
+		if s.name == ResponseCache && i < len(st)-1 {
+			copy(st[i:], st[i+1:])
+			st[len(st)-1] = s
+			return
+		}
+	}
 }
 
 // add pins plugin id and appends its stage, once per pipeline; index is
@@ -366,6 +393,9 @@ func (b *builder) ctx(id string, index int, item, scoped string) string {
 	}
 	if len(b.extra.Context) > 0 {
 		base += `,"context":` + string(b.extra.Context)
+	}
+	if b.extra.Key != "" {
+		base += `,"key":` + jsonstr.Quote(b.extra.Key)
 	}
 	return base
 }

@@ -83,6 +83,9 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 	if o.Charged {
 		c.Set("X-Generation-Id", req.ID)
 	}
+	if o.Cache != "" {
+		c.Set("X-Cache", o.Cache)
+	}
 	if o.Native {
 		tr = nil // the provider's answer in the client's own API: as it came
 	}

@@ -147,6 +147,14 @@ func (t *Telemetry) Middleware(c *fiber.Ctx) error {
 	return nil
 }
 
+// Cache reports what the response cache did for the request (metrics.Cache).
+func (r *Request) Cache(result string, storedBytes int) {
+	if r == nil {
+		return
+	}
+	r.t.o.Metrics.Cache(result, storedBytes)
+}
+
 // EndStream finishes a streamed request; completion is its text, logged
 // only when the account turned content logging on.
 func (r *Request) EndStream(completion string) {

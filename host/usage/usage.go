@@ -125,6 +125,10 @@ type Generation struct {
 	// Anomaly says why the cost went past the hold (Uncollected): the
 	// upstream reported more usage than the request could have produced.
 	Anomaly string `json:"upstream_anomaly,omitempty"`
+	// CacheHitOf is, for an answer the response cache served, the
+	// generation whose answer it was (docs/response-cache.md); the record's
+	// usage is that generation's and its charge the hit's fee.
+	CacheHitOf string `json:"cache_hit_of,omitempty"`
 	// Attribution is what the client said about itself in OpenRouter's
 	// attribution headers (HTTP-Referer, X-OpenRouter-Title or X-Title,
 	// X-OpenRouter-Categories), bounded; plain text, never markup.

@@ -260,12 +260,26 @@ func hostKVPut(r hostRequest, dst []byte) ([]byte, int64) {
 			return fail(dst, abi.HostFailed, "kv_put: the ttl must be a decimal number of seconds (0: the store's maximum)")
 		}
 	}
-	err := store.Put(r.kvScope(), string(r.field(0)), r.field(1), time.Duration(min(ttl, 1<<32))*time.Second)
+	d := time.Duration(min(ttl, 1<<32)) * time.Second
+	// A fourth field "evict": a cache's put, which makes room by evicting
+	// the entries that expire soonest, and answers how many it evicted.
+	evict := string(r.field(3)) == "evict"
+	var err error
+	evicted := 0
+	if evict {
+		evicted, err = store.PutEvicting(r.kvScope(), string(r.field(0)), r.field(1), d)
+	} else {
+		err = store.Put(r.kvScope(), string(r.field(0)), r.field(1), d)
+	}
 	switch {
 	case errors.Is(err, kv.ErrQuota):
 		return fail(dst, abi.HostQuota, err.Error())
 	case err != nil:
 		return fail(dst, abi.HostFailed, err.Error())
+	}
+	if evict {
+		dst = abi.AppendFieldString(dst, strconv.Itoa(evicted))
+		return dst, int64(len(dst))
 	}
 	return dst, 0
 }

@@ -26,6 +26,10 @@ type Metadata struct {
 	// Unsupported lists the request's options the gateway accepted and
 	// ignored ("web.mode": plugin options OpenRouter's SDKs send).
 	Unsupported []string `json:"unsupported,omitempty"`
+	// Cache is the response cache's verdict when it ran: status (hit,
+	// miss, bypass), mode, and for a hit similarity, age_seconds and
+	// original_generation (docs/response-cache.md).
+	Cache map[string]any `json:"cache,omitempty"`
 	// Name is the member Set writes: "service_metadata" when empty, or
 	// OpenRouter's "openrouter_metadata" for a client that asked with its
 	// header.

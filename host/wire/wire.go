@@ -319,14 +319,28 @@ func PluginResult(result []byte, id Identity) []byte {
 }
 
 // ResultChunks turns a complete chat result into the chunks of a stream
-// that says the same: per choice a content delta and a finish, then a final
-// chunk with usage and service_metadata.
+// that says the same: per choice a content delta (with its tool calls, if
+// any) and a finish, then a final chunk with usage and service_metadata.
 func ResultChunks(result []byte, id Identity) [][]byte {
 	head := id.ChunkHead()
 	var out [][]byte
 	gjson.GetBytes(result, "choices").ForEach(func(_, ch gjson.Result) bool {
 		idx := strconv.FormatInt(ch.Get("index").Int(), 10)
 		delta, _ := sjson.SetRawBytes([]byte(`{"role":"assistant"}`), "content", []byte(ch.Get("message.content").Raw))
+		if calls := ch.Get("message.tool_calls"); calls.IsArray() && len(calls.Array()) > 0 {
+			// A stream's tool call deltas carry their position in the
+			// message's list (OpenAI's chunk shape); a complete call
+			// fits in one delta.
+			list := []byte(`[]`)
+			for i, c := range calls.Array() {
+				if !c.IsObject() {
+					continue
+				}
+				call, _ := sjson.SetBytes([]byte(c.Raw), "index", i)
+				list, _ = sjson.SetRawBytes(list, "-1", call)
+			}
+			delta, _ = sjson.SetRawBytes(delta, "tool_calls", list)
+		}
 		out = append(out, []byte(head+`[{"index":`+idx+`,"delta":`+string(delta)+`,"finish_reason":null}]}`))
 		fr := ch.Get("finish_reason").Raw
 		if fr == "" {

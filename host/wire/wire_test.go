@@ -83,6 +83,17 @@ func TestChunkAndCompletionIdentity(t *testing.T) {
 		gjson.GetBytes(chunks[1], "choices.0.finish_reason").Str != "stop" || !gjson.GetBytes(chunks[2], "usage").IsObject() {
 		t.Errorf("chunks %s", chunks)
 	}
+	// Tool calls travel in the content delta, each with its index, as
+	// OpenAI streams them (a replayed cached answer that called tools).
+	r = PluginResult([]byte(`{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[`+
+		`{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},`+
+		`{"id":"call_2","type":"function","function":{"name":"get_time","arguments":"{}"}}]}}]}`), Identity{GenID: "gen-3", Model: "v/m"})
+	chunks = ResultChunks(r, Identity{GenID: "gen-3", Model: "v/m"})
+	d := gjson.GetBytes(chunks[0], "choices.0.delta")
+	if d.Get("tool_calls.#").Int() != 2 || d.Get("tool_calls.1.index").Int() != 1 || d.Get("tool_calls.0.function.arguments").Str != `{"city":"Paris"}` ||
+		d.Get("tool_calls.1.id").Str != "call_2" || gjson.GetBytes(chunks[1], "choices.0.finish_reason").Str != "tool_calls" {
+		t.Errorf("tool call chunks %s", chunks)
+	}
 }
 
 func TestMetadataNil(t *testing.T) {

@@ -640,7 +640,11 @@ func closeJobs(ctx context.Context, all []*startJob) {
 // holds the cluster store's write lock for long — in one transaction, a
 // loaded PostgreSQL took more than the store's 10 s timeout, and the
 // gateway did not start. A start cut short stores the rest the next time
-// (a seed is stored when it is new or changed).
+// (a seed is stored when it is new or changed). On bbolt (one process,
+// no lock to hold up others) they are stored in one transaction: bbolt
+// rewrites a leaf with every value in it, and each later transaction
+// that rewrote a leaf of binaries read the earlier ones back through its
+// mapping — a fresh start ended with nearly all 65 MB of them resident.
 func (r *Registry) storeSeeds(all []*startJob) error {
 	now := time.Now().UTC()
 	var batch []*startJob
@@ -664,7 +668,7 @@ func (r *Registry) storeSeeds(all []*startJob) error {
 		if j.err != nil || !j.changed {
 			continue
 		}
-		if size > 0 && size+len(j.bin) > seedBatchBytes {
+		if r.db.Shared() && size > 0 && size+len(j.bin) > seedBatchBytes {
 			if err := flush(); err != nil {
 				return err
 			}

@@ -159,95 +159,91 @@ func toChat(body []byte, count bool) (*Request, *apierr.Error) {
 	if !root.IsObject() {
 		return nil, apierr.New(http.StatusBadRequest, "request body must be a JSON object")
 	}
-	var cb chatBody
-	cb.Extra = map[string]gjson.Result{}
-	var system []chatMessage
+	t := translation{cb: chatBody{Extra: map[string]gjson.Result{}}}
 	var aerr *apierr.Error
-	var disableParallel, hasChoice bool
 	root.ForEach(func(k, v gjson.Result) bool {
-		key := k.String()
-		switch key {
-		case "model":
-			if v.Type != gjson.String || v.Str == "" {
-				aerr = bad("model", "must be a non-empty string")
-			}
-			cb.Model = v.Str
-		case "messages":
-			cb.Messages, aerr = messages(v)
-		case "system":
-			system, aerr = systemPrompt(v)
-		case "max_tokens":
-			if v.Type != gjson.Number || v.Int() < 1 || float64(v.Int()) != v.Num {
-				aerr = bad("max_tokens", "must be a positive integer")
-			}
-			n := v.Int()
-			cb.MaxTokens = &n
-		case "stream":
-			if v.Type != gjson.True && v.Type != gjson.False {
-				aerr = bad("stream", "must be a boolean")
-			}
-			cb.Stream = v.Type == gjson.True
-		case "stop_sequences":
-			if !v.IsArray() {
-				aerr = bad("stop_sequences", "must be an array of strings")
-				break
-			}
-			v.ForEach(func(_, s gjson.Result) bool {
-				if s.Type != gjson.String {
-					aerr = bad("stop_sequences", "must be an array of strings")
-					return false
-				}
-				cb.Stop = append(cb.Stop, s.Str)
-				return true
-			})
-		case "temperature", "top_p", "top_k":
-			if v.Type != gjson.Number {
-				aerr = bad(key, "must be a number")
-			}
-			raw := json.RawMessage(v.Raw)
-			switch key {
-			case "temperature":
-				cb.Temperature = raw
-			case "top_p":
-				cb.TopP = raw
-			default:
-				cb.TopK = raw
-			}
-		case "metadata":
-			if !v.IsObject() {
-				aerr = bad("metadata", "must be an object")
-				break
-			}
-			if u := v.Get("user_id"); u.Exists() && u.Type != gjson.Null {
-				if u.Type != gjson.String {
-					aerr = bad("metadata.user_id", "must be a string")
-					break
-				}
-				cb.User = u.Str
-			}
-		case "tools":
-			cb.Tools, aerr = tools(v)
-		case "tool_choice":
-			hasChoice = true
-			cb.ToolChoice, disableParallel, aerr = toolChoice(v)
-		case "thinking":
-			aerr = thinking(&cb, v)
-		case "output_config":
-			aerr = outputConfig(&cb, v)
-		default:
-			switch {
-			case passThrough[key]:
-				cb.Extra[key] = v
-			case ignored[key]:
-			default:
-				aerr = bad(key, "unknown field of a Messages request")
-			}
-		}
+		aerr = t.field(k.String(), v)
 		return aerr == nil
 	})
 	if aerr != nil {
 		return nil, aerr
 	}
+	return t.finish(count)
+}
+
+// translation is one Messages request being read into a chat body.
+type translation struct {
+	cb                         chatBody
+	system                     []chatMessage
+	disableParallel, hasChoice bool
+}
+
+// field reads one member of the request.
+func (t *translation) field(key string, v gjson.Result) *apierr.Error {
+	cb := &t.cb
+	var err *apierr.Error
+	switch key {
+	case "model":
+		if v.Type != gjson.String || v.Str == "" {
+			return bad("model", "must be a non-empty string")
+		}
+		cb.Model = v.Str
+	case "messages":
+		cb.Messages, err = messages(v)
+	case "system":
+		t.system, err = systemPrompt(v)
+	case "max_tokens":
+		if v.Type != gjson.Number || v.Int() < 1 || float64(v.Int()) != v.Num {
+			return bad("max_tokens", "must be a positive integer")
+		}
+		n := v.Int()
+		cb.MaxTokens = &n
+	case "stream":
+		if v.Type != gjson.True && v.Type != gjson.False {
+			return bad("stream", "must be a boolean")
+		}
+		cb.Stream = v.Type == gjson.True
+	case "stop_sequences":
+		cb.Stop, err = stopSequences(v)
+	case "temperature", "top_p", "top_k":
+		if v.Type != gjson.Number {
+			return bad(key, "must be a number")
+		}
+		raw := json.RawMessage(v.Raw)
+		switch key {
+		case "temperature":
+			cb.Temperature = raw
+		case "top_p":
+			cb.TopP = raw
+		default:
+			cb.TopK = raw
+		}
+	case "metadata":
+		cb.User, err = metadataUser(v)
+	case "tools":
+		cb.Tools, err = tools(v)
+	case "tool_choice":
+		t.hasChoice = true
+		cb.ToolChoice, t.disableParallel, err = toolChoice(v)
+	case "thinking":
+		err = thinking(cb, v)
+	case "output_config":
+		err = outputConfig(cb, v)
+	default:
+		switch {
+		case passThrough[key]:
+			cb.Extra[key] = v
+		case ignored[key]:
+		default:
+			return bad(key, "unknown field of a Messages request")
+		}
+	}
+	return err
+}
+
+// finish checks what the request must have and writes the chat body.
+func (t *translation) finish(count bool) (*Request, *apierr.Error) {
+	cb := &t.cb
 	switch {
 	case cb.Model == "" && !cb.Extra["models"].IsArray():
 		return nil, bad("model", "is required")
@@ -256,7 +252,7 @@ func toChat(body []byte, count bool) (*Request, *apierr.Error) {
 	case len(cb.Messages) == 0:
 		return nil, bad("messages", "is required and must hold at least one message")
 	}
-	if hasChoice && disableParallel && len(cb.Tools) > 0 {
+	if t.hasChoice && t.disableParallel && len(cb.Tools) > 0 {
 		f := false
 		cb.ParallelToolCalls = &f
 	}
@@ -270,7 +266,7 @@ func toChat(body []byte, count bool) (*Request, *apierr.Error) {
 		// The usage the answer's final events carry.
 		cb.StreamOptions = json.RawMessage(`{"include_usage":true}`)
 	}
-	cb.Messages = append(system, cb.Messages...)
+	cb.Messages = append(t.system, cb.Messages...)
 	out, err := json.Marshal(cb)
 	if err != nil {
 		return nil, apierr.Wrap(http.StatusInternalServerError, err, "translating the Messages request")
@@ -286,6 +282,40 @@ func toChat(body []byte, count bool) (*Request, *apierr.Error) {
 		out = append(out, '}')
 	}
 	return &Request{Chat: out, Model: cb.Model, Stream: cb.Stream}, nil
+}
+
+// stopSequences reads stop_sequences, an array of strings.
+func stopSequences(v gjson.Result) ([]string, *apierr.Error) {
+	if !v.IsArray() {
+		return nil, bad("stop_sequences", "must be an array of strings")
+	}
+	var out []string
+	var aerr *apierr.Error
+	v.ForEach(func(_, s gjson.Result) bool {
+		if s.Type != gjson.String {
+			aerr = bad("stop_sequences", "must be an array of strings")
+			return false
+		}
+		out = append(out, s.Str)
+		return true
+	})
+	return out, aerr
+}
+
+// metadataUser reads metadata, an object whose user_id (a string) is the
+// chat request's user.
+func metadataUser(v gjson.Result) (string, *apierr.Error) {
+	if !v.IsObject() {
+		return "", bad("metadata", "must be an object")
+	}
+	u := v.Get("user_id")
+	if !u.Exists() || u.Type == gjson.Null {
+		return "", nil
+	}
+	if u.Type != gjson.String {
+		return "", bad("metadata.user_id", "must be a string")
+	}
+	return u.Str, nil
 }
 
 // systemPrompt is system as one system message: a string, or text blocks

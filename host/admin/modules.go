@@ -213,8 +213,8 @@ func activated(c *fiber.Ctx, version string) error {
 func moduleError(err error, name string) *apierr.Error {
 	switch {
 	case errors.Is(err, modules.ErrExists), errors.Is(err, modules.ErrNotPublished),
-		errors.Is(err, modules.ErrActiveVersion), errors.Is(err, modules.ErrQuota):
-		return apierr.From(err) // the registry's own 409 or 404, with its message
+		errors.Is(err, modules.ErrActiveVersion), errors.Is(err, modules.ErrQuota), errors.Is(err, modules.ErrGuestCheck):
+		return apierr.From(err) // the registry's own 409, 404 or 400, with its message
 	case errors.Is(err, modules.ErrNoEarlier):
 		return apierr.Wrap(http.StatusConflict, err, "module %s has no earlier version to roll back to", name)
 	}

@@ -33,7 +33,9 @@ func TestPublishRefusesWhatCannotWork(t *testing.T) {
 	}
 	broken := read(filepath.Join(root, "build", "testdata", "broken.wasm"))
 	noshared := read(filepath.Join(root, "build", "testdata", "broken-noshared.wasm"))
-	mf := func(name string) []byte { return read(filepath.Join(root, "abi", "conformance", "testdata", "broken", name)) }
+	mf := func(name string) []byte {
+		return read(filepath.Join(root, "abi", "conformance", "testdata", "broken", name))
+	}
 	for _, tc := range []struct {
 		name, scope string
 		manifest    []byte

@@ -24,7 +24,8 @@
 //	syctl -db PATH module rollback [-scope ACCOUNT] NAME
 //	syctl -db PATH module delete [-scope ACCOUNT] NAME [VERSION]
 //	syctl migrate -to postgres://… [-from FILE] [-force]
-//	syctl plugin test [-manifest FILE] MODULE.wasm
+//	syctl plugin new NAME --lang go|c [--dir DIR] [--sdk CHECKOUT]
+//	syctl plugin test [--manifest FILE] [--cases DIR] MODULE.wasm
 //
 // -db defaults to $SWITCHYARD_DB and must name an existing store (the gateway
 // creates it on first start); -create makes a new, empty one. Module
@@ -79,7 +80,8 @@ commands:
   module activate [-scope ACCOUNT] NAME VERSION
   module rollback [-scope ACCOUNT] NAME
   module delete [-scope ACCOUNT] NAME [VERSION]   (a version that is not active, or the whole module)
-  plugin test [-manifest FILE] MODULE.wasm   (no -db: the ABI conformance check of a module, every declared hook on typical and 64 KiB+ inputs)
+  plugin new NAME --lang go|c [--dir DIR] [--sdk CHECKOUT]   (no -db: a ready plugin project; make builds it, make test checks it)
+  plugin test [--manifest FILE] [--cases DIR] MODULE.wasm   (no -db: the ABI conformance check of a module, every declared hook on typical and 64 KiB+ inputs, then recorded cases)
   migrate -to postgres://… [-from FILE] [-force]   (schema; copy a bbolt store into PostgreSQL)
 
 -db defaults to $SWITCHYARD_DB, then $SWITCHYARD_STORE_DSN; a bbolt file must exist

@@ -36,6 +36,13 @@ var assets embed.FS
 const pluginUsage = `usage:
   syctl plugin new NAME --lang go|c [--dir DIR] [--sdk CHECKOUT]
   syctl plugin test [--manifest FILE] [--cases DIR] MODULE.wasm
+  syctl plugin publish [--manifest FILE] [--activate] MODULE.wasm
+  syctl plugin activate NAME VERSION
+  syctl plugin rollback NAME
+  syctl plugin logs [--follow] NAME
+    (publish … logs talk to a running gateway: --url, default $SWITCHYARD_URL
+    or http://127.0.0.1:8080/api/v1; --key, default $SWITCHYARD_KEY, a
+    management key; --scope account (default) or global)
 `
 
 // runPlugin is `syctl plugin …`: tools for plugin authors that need no
@@ -47,6 +54,8 @@ func runPlugin(args []string, stdout, stderr io.Writer) int {
 			return pluginNew(args[1:], stdout, stderr)
 		case "test":
 			return pluginTest(args[1:], stdout, stderr)
+		case "publish", "activate", "rollback", "logs":
+			return pluginRemote(args[0], args[1:], stdout, stderr) // pluginremote.go
 		}
 	}
 	fmt.Fprint(stderr, pluginUsage)

@@ -909,3 +909,10 @@ func (r *Registry) Rollback(ctx context.Context, scopedName string) (string, err
 	}
 	return "", fmt.Errorf("module %s: %w", scopedName, ErrNoEarlier)
 }
+
+// Logs returns the last lines module name of scope (an account id, or ""
+// for the gateway's) logged through the log host function on this
+// gateway, oldest first (wasm.ModuleLogs: bounded, in memory).
+func (r *Registry) Logs(scope, name string) []wasm.LogLine {
+	return r.engine.ModuleLogs().Lines(scope, name)
+}

@@ -27,6 +27,12 @@ type Module interface {
 	Call(ctx context.Context, hook abi.Hook, fields ...[]byte) ([][]byte, error)
 }
 
+// MemoryCaller is a Module that also says the size in bytes of its
+// memory when a call returned (0: not known); Check reports it per call.
+type MemoryCaller interface {
+	CallMemory(ctx context.Context, hook abi.Hook, fields ...[]byte) ([][]byte, uint32, error)
+}
+
 // Failure is what a failed call returns: the HTTP status the gateway
 // answers the request with, and its message.
 type Failure struct {
@@ -82,6 +88,7 @@ type Result struct {
 	// showing even so (the hook refused the sample input).
 	Problem, Note string
 	Time          time.Duration
+	Memory        uint32 // the module's memory in bytes after the call (0: not known)
 }
 
 // Check calls every hook the manifest (JSON, docs/abi.md section 4)
@@ -118,11 +125,32 @@ func Check(ctx context.Context, m Module, manifestJSON []byte) ([]Result, error)
 				in = largeInput(hook)
 			}
 			start := time.Now()
-			problem, note := callProblem(ctx, m, hook, in, passthrough[name])
-			out = append(out, Result{Hook: name, Input: size, Bytes: inputSize(in), Problem: problem, Note: note, Time: time.Since(start)})
+			var mem uint32
+			problem, note := callProblem(ctx, memoryOf(m, &mem), hook, in, passthrough[name])
+			out = append(out, Result{Hook: name, Input: size, Bytes: inputSize(in), Problem: problem, Note: note, Time: time.Since(start), Memory: mem})
 		}
 	}
 	return out, nil
+}
+
+// memoryOf is m, recording its memory after each call in *mem when it
+// can say it.
+func memoryOf(m Module, mem *uint32) Module {
+	if mc, ok := m.(MemoryCaller); ok {
+		return memoryRecorder{mc, mem}
+	}
+	return m
+}
+
+type memoryRecorder struct {
+	m   MemoryCaller
+	mem *uint32
+}
+
+func (r memoryRecorder) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) ([][]byte, error) {
+	out, mem, err := r.m.CallMemory(ctx, hook, fields...)
+	*r.mem = mem
+	return out, err
 }
 
 // FirstProblem is the first failed call of results, as one line naming the

@@ -419,7 +419,7 @@ func pluginTest(args []string, stdout, stderr io.Writer) int {
 	failed := 0
 	fmt.Fprintln(stdout, "conformance (docs/abi.md section 8):")
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOOK\tINPUT\tBYTES\tTIME\tRESULT")
+	fmt.Fprintln(tw, "HOOK\tINPUT\tBYTES\tTIME\tMEMORY\tRESULT")
 	for _, r := range results {
 		verdict := "ok"
 		switch {
@@ -428,7 +428,11 @@ func pluginTest(args []string, stdout, stderr io.Writer) int {
 		case r.Note != "":
 			verdict = "ok (" + r.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.Hook, r.Input, r.Bytes, r.Time.Round(time.Microsecond), verdict)
+		mem := "-"
+		if r.Memory > 0 {
+			mem = fmt.Sprintf("%d KiB", r.Memory>>10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.Hook, r.Input, r.Bytes, r.Time.Round(time.Microsecond), mem, verdict)
 	}
 	tw.Flush()
 	logs := h.Logs()
@@ -473,8 +477,18 @@ func runCases(ctx context.Context, h conformance.Host, m conformance.Module, cas
 		}
 		hook, _ := abi.HookByName(c.Hook)
 		start := time.Now()
-		out, err := m.Call(h.WithEnv(ctx, conformance.Env{Account: "syctl"}), hook, in...)
-		took := time.Since(start).Round(time.Microsecond)
+		var out [][]byte
+		var mem uint32
+		cctx := h.WithEnv(ctx, conformance.Env{Account: "syctl"})
+		if mm, ok := m.(guestcheck.MemoryCaller); ok {
+			out, mem, err = mm.CallMemory(cctx, hook, in...)
+		} else {
+			out, err = m.Call(cctx, hook, in...)
+		}
+		took := time.Since(start).Round(time.Microsecond).String()
+		if mem > 0 {
+			took += fmt.Sprintf(", memory %d KiB", mem>>10)
+		}
 		var f *conformance.Failure
 		switch {
 		case errors.As(err, &f) && f.Broke:

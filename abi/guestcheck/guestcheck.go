@@ -56,6 +56,25 @@ var (
 	sampleError   = []byte(`{"error":{"message":"rate limited","type":"rate_limit_error"}}`)
 )
 
+// The ctx of a plugin's hooks (docs/plugins.md, "ctx") and of a server
+// tool's tool_call (docs/server-tools.md): what the gateway passes them,
+// as sampleCtx is an adapter's.
+var (
+	pluginCtx = []byte(`{"config":{"id":"kit"},"model":"kit/model","scope":"account"}`)
+	toolCtx   = []byte(`{"request_id":"gen-kit","account":"acct_kit","model":"kit/model","now":"2026-11-29T12:00:00Z","tool":{"type":"service:web_search","name":"web_search"},"calls":0,"parameters":{},"config":{}}`)
+)
+
+// ctxFor is the ctx the gateway passes hook.
+func ctxFor(hook abi.Hook) []byte {
+	switch hook {
+	case abi.HookPreRequest, abi.HookPostResponse, abi.HookPostChunk:
+		return pluginCtx
+	case abi.HookToolCall:
+		return toolCtx
+	}
+	return sampleCtx
+}
+
 // sampleInput is what the gateway would pass hook, after ctx.
 func sampleInput(hook abi.Hook) [][]byte {
 	switch hook {
@@ -175,7 +194,7 @@ func FirstProblem(results []Result) string {
 // declares. It returns what is wrong ("" if nothing), and a note worth
 // showing (a refusal of the sample input).
 func callProblem(ctx context.Context, m Module, hook abi.Hook, in [][]byte, passthrough bool) (problem, note string) {
-	out, err := m.Call(ctx, hook, append([][]byte{sampleCtx}, in...)...)
+	out, err := m.Call(ctx, hook, append([][]byte{ctxFor(hook)}, in...)...)
 	var f *Failure
 	switch {
 	case errors.As(err, &f):

@@ -518,11 +518,14 @@ func runCases(ctx context.Context, h conformance.Host, m conformance.Module, cas
 	return failed, ran
 }
 
+// clip shows a field on one line (headers are \n-separated lines),
+// shortened past n bytes.
 func clip(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
+	s := string(b)
+	if len(b) > n {
+		s = fmt.Sprintf("%s…(%d bytes)", b[:n], len(b))
 	}
-	return fmt.Sprintf("%s…(%d bytes)", b[:n], len(b))
+	return strings.ReplaceAll(s, "\n", `\n`)
 }
 
 // defaultManifest is NAME.json beside NAME.wasm (how `make build` lays out

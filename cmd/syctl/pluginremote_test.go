@@ -68,4 +68,18 @@ func TestPluginRemote(t *testing.T) {
 	if out := syctl(0, "logs", "testplugin", "--scope", "global"); out != "" {
 		t.Errorf("the gateway-wide testplugin (none) shows the account's lines:\n%.300s", out)
 	}
+	// Another account's management key reads its own testplugin, which
+	// logged nothing: not the first account's lines.
+	acct, err := g.Keys.CreateAccount("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := g.Keys.CreateKey(acct.ID, "other-admin", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	if code := run([]string{"plugin", "logs", "testplugin", "--url", g.URL, "--key", other}, &o, &e); code != 0 || o.Len() != 0 {
+		t.Errorf("another account's key: exit %d, read %.300s%s", code, o.String(), e.String())
+	}
 }

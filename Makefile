@@ -35,7 +35,8 @@ wasm: modules testwasm
 modules: $(foreach p,$(PLUGINS),$(WASM)/$(p).wasm $(WASM)/$(p).json)
 
 ## Modules only the tests load.
-testwasm: $(TESTWASM)/openai-variant.wasm $(TESTWASM)/failing.wasm $(TESTWASM)/testplugin.wasm $(TESTWASM)/conformance.wasm $(TESTWASM)/tooltest.wasm
+testwasm: $(TESTWASM)/openai-variant.wasm $(TESTWASM)/failing.wasm $(TESTWASM)/testplugin.wasm $(TESTWASM)/conformance.wasm $(TESTWASM)/tooltest.wasm \
+	$(TESTWASM)/broken.wasm $(TESTWASM)/broken-noshared.wasm
 
 $(WASM)/%.wasm: $(GUEST_SRC)
 	@mkdir -p $(WASM)
@@ -63,6 +64,17 @@ $(TESTWASM)/testplugin.wasm: $(GUEST_SRC) host/pipeline/testdata/testplugin/main
 $(TESTWASM)/tooltest.wasm: $(GUEST_SRC) host/tools/testdata/tooltest/main.go
 	@mkdir -p $(TESTWASM)
 	$(GUEST) -ldflags "$(GUEST_LD)" -o $@ ./host/tools/testdata/tooltest
+
+# A plugin the guest check must fail (abi/conformance/testdata/broken):
+# post_response panics, post_chunk is missing; and the same built without
+# -buildmode=c-shared, so every call traps.
+$(TESTWASM)/broken.wasm: $(GUEST_SRC)
+	@mkdir -p $(TESTWASM)
+	$(GUEST) -ldflags "$(GUEST_LD)" -o $@ ./abi/conformance/testdata/broken
+
+$(TESTWASM)/broken-noshared.wasm: $(GUEST_SRC)
+	@mkdir -p $(TESTWASM)
+	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -ldflags "$(GUEST_LD)" -o $@ ./abi/conformance/testdata/broken
 
 # The ABI conformance kit's guest (abi/conformance).
 $(TESTWASM)/conformance.wasm: $(GUEST_SRC)

@@ -31,9 +31,9 @@ package conformance
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/guestcheck"
 )
 
 // Host is the host under test: its module loader.
@@ -71,17 +71,9 @@ type Module interface {
 }
 
 // Failure is what a failed call returns: the HTTP status the gateway
-// answers the request with, and its message.
-type Failure struct {
-	Status  int
-	Message string
-	// Broke says the call trapped or ran out of time (the instance broke)
-	// rather than the hook answering with an error: a guest check fails
-	// for it.
-	Broke bool
-}
-
-func (f *Failure) Error() string { return fmt.Sprintf("%d: %s", f.Status, f.Message) }
+// answers the request with, its message, and whether the call broke (a
+// trap or the time limit: a guest check fails for it).
+type Failure = guestcheck.Failure
 
 // Log is one line a module logged.
 type Log struct {

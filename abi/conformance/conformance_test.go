@@ -76,3 +76,53 @@ func check(t *testing.T, h conformance.Host, manifestPath, wasmPath string) {
 	}
 	conformance.CheckGuest(t, h, mf, bin)
 }
+
+// The guest check fails the modules a newcomer broke (issue 37; until
+// 2026-11-29 the first and the third passed): a Go plugin whose
+// post_response panics on every call, the same built without
+// -buildmode=c-shared (every call traps), and a manifest declaring a
+// post_chunk the module does not implement. The hooks that work pass.
+func TestGuestFailsBrokenModules(t *testing.T) {
+	h, err := kithost.New(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	root := filepath.Join("..", "..")
+	for _, tc := range []struct {
+		name, wasm, manifest string
+		problems             map[string]string // hook/input → what its problem says; others must pass
+	}{
+		{"post_response panics", "broken.wasm", "manifest.json", map[string]string{
+			"post_response/typical": "panicked", "post_response/large": "panicked"}},
+		{"declared post_chunk missing", "broken.wasm", "lacking.json", map[string]string{
+			"post_chunk/typical": "declares post_chunk, which the module does not implement", "post_chunk/large": "declares post_chunk, which the module does not implement"}},
+		{"built without c-shared", "broken-noshared.wasm", "good.json", map[string]string{
+			"pre_request/typical": "the call broke", "pre_request/large": "the call broke"}},
+		{"the hooks that work", "broken.wasm", "good.json", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin, err := os.ReadFile(filepath.Join(root, "build", "testdata", tc.wasm))
+			if err != nil {
+				t.Fatalf("%v (run make wasm)", err)
+			}
+			mf, err := os.ReadFile(filepath.Join("testdata", "broken", tc.manifest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := conformance.GuestReport(context.Background(), h, mf, bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range results {
+				want, bad := tc.problems[r.Hook+"/"+r.Input]
+				switch {
+				case bad && !strings.Contains(r.Problem, want):
+					t.Errorf("%s/%s: problem %q, want one saying %q", r.Hook, r.Input, r.Problem, want)
+				case !bad && r.Problem != "":
+					t.Errorf("%s/%s failed: %s", r.Hook, r.Input, r.Problem)
+				}
+			}
+		})
+	}
+}

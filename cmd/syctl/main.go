@@ -24,7 +24,9 @@
 //	syctl -db PATH module rollback [-scope ACCOUNT] NAME
 //	syctl -db PATH module delete [-scope ACCOUNT] NAME [VERSION]
 //	syctl migrate -to postgres://… [-from FILE] [-force]
-//	syctl plugin test [-manifest FILE] MODULE.wasm
+//	syctl plugin new NAME --lang go|c [--dir DIR] [--sdk CHECKOUT]
+//	syctl plugin test [--manifest FILE] [--cases DIR] MODULE.wasm
+//	syctl plugin publish|activate|rollback|logs …   (a running gateway, --url and --key)
 //
 // -db defaults to $SWITCHYARD_DB and must name an existing store (the gateway
 // creates it on first start); -create makes a new, empty one. Module
@@ -79,7 +81,10 @@ commands:
   module activate [-scope ACCOUNT] NAME VERSION
   module rollback [-scope ACCOUNT] NAME
   module delete [-scope ACCOUNT] NAME [VERSION]   (a version that is not active, or the whole module)
-  plugin test [-manifest FILE] MODULE.wasm   (no -db: the ABI conformance check of a module, every declared hook on typical and 64 KiB+ inputs)
+  plugin new NAME --lang go|c [--dir DIR] [--sdk CHECKOUT]   (no -db: a ready plugin project; make builds it, make test checks it)
+  plugin test [--manifest FILE] [--cases DIR] MODULE.wasm   (no -db: the ABI conformance check of a module, every declared hook on typical and 64 KiB+ inputs, then recorded cases)
+  plugin publish [--manifest FILE] [--activate] MODULE.wasm | activate NAME VERSION | rollback NAME | logs [--follow] NAME
+        (no -db: a running gateway's management API, --url (SWITCHYARD_URL) and --key (SWITCHYARD_KEY), --scope account|global)
   migrate -to postgres://… [-from FILE] [-force]   (schema; copy a bbolt store into PostgreSQL)
 
 -db defaults to $SWITCHYARD_DB, then $SWITCHYARD_STORE_DSN; a bbolt file must exist

@@ -38,8 +38,8 @@ func TestPluginTest(t *testing.T) {
 		code           int
 		want           []string
 	}{
-		{"passes", good, 0, []string{"pre_request    large", "6 calls passed"}},
-		{"declared, not implemented", lying, 1, []string{"FAIL: the manifest declares tool_call, which the module does not implement", "2 of 8 calls failed"}},
+		{"passes", good, 0, []string{"pre_request    large", " KiB  ok", "memory ", "6 calls passed, 3 cases ran", "shipped/post_chunk (post_chunk)"}},
+		{"declared, not implemented", lying, 1, []string{"FAIL: the manifest declares tool_call, which the module does not implement", "2 of 8 calls failed the check"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -26,6 +26,7 @@ func (h *handlers) registerModules(api fiber.Router) {
 	g.Post("/", h.publishModule)
 	g.Post("/:name/activate", h.activateModule)
 	g.Post("/:name/rollback", h.rollbackModule)
+	g.Get("/:name/logs", h.moduleLogs)
 	g.Put("/:name/default", h.defaultModule)
 	g.Delete("/:name/versions/:version", h.deleteVersion)
 	g.Delete("/:name", h.deleteModule)
@@ -39,6 +40,18 @@ func (h *handlers) deleteScope(c *fiber.Ctx) (string, *apierr.Error) {
 	}
 	_, scope, aerr := h.parseScopeBody(c)
 	return scope, aerr
+}
+
+// moduleLogs returns the last lines a module of the key's scope logged
+// on this gateway (?scope=account, the default: the account's own module;
+// global for the operator): a tenant reads its own plugin's log lines and
+// no one else's.
+func (h *handlers) moduleLogs(c *fiber.Ctx) error {
+	scope, aerr := h.scopeOf(c, c.Query("scope"))
+	if aerr != nil {
+		return aerr
+	}
+	return c.JSON(fiber.Map{"data": h.mods.Logs(scope, moduleParam(c))})
 }
 
 // deleteVersion removes a stored version that is not the active one.
@@ -213,8 +226,8 @@ func activated(c *fiber.Ctx, version string) error {
 func moduleError(err error, name string) *apierr.Error {
 	switch {
 	case errors.Is(err, modules.ErrExists), errors.Is(err, modules.ErrNotPublished),
-		errors.Is(err, modules.ErrActiveVersion), errors.Is(err, modules.ErrQuota):
-		return apierr.From(err) // the registry's own 409 or 404, with its message
+		errors.Is(err, modules.ErrActiveVersion), errors.Is(err, modules.ErrQuota), errors.Is(err, modules.ErrGuestCheck):
+		return apierr.From(err) // the registry's own 409, 404 or 400, with its message
 	case errors.Is(err, modules.ErrNoEarlier):
 		return apierr.Wrap(http.StatusConflict, err, "module %s has no earlier version to roll back to", name)
 	}

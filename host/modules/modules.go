@@ -270,7 +270,8 @@ func (r *Registry) PublishAndActivate(ctx context.Context, scope string, manifes
 	return m, r.commit(ctx, Scoped(scope, m.Name), m.Version, mod)
 }
 
-// publish loads the module (proving it loads) and stores it, returning the
+// publish loads the module (proving it loads), runs the guest check on it
+// (proving its hooks answer: checkGuest) and stores it, returning the
 // loaded module.
 func (r *Registry) publish(ctx context.Context, scope string, manifestJSON, bin []byte, source string) (*manifest.Manifest, *wasm.Module, error) {
 	m, err := manifest.Parse(manifestJSON)
@@ -292,6 +293,10 @@ func (r *Registry) publish(ctx context.Context, scope string, manifestJSON, bin 
 	}
 	mod, err := r.load(ctx, name, m, bin)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkGuest(ctx, m, manifestJSON, mod); err != nil {
+		_ = mod.Close(ctx)
 		return nil, nil, err
 	}
 	if err := r.store(name, m.Version, manifestJSON, bin, source, false); err != nil {
@@ -324,6 +329,11 @@ func (r *Registry) publishShared(ctx context.Context, name string, m *manifest.M
 		return nil, nil, err
 	}
 	mod, err := r.load(ctx, name, m, bin)
+	if err == nil {
+		if err = checkGuest(ctx, m, manifestJSON, mod); err != nil {
+			_ = mod.Close(ctx)
+		}
+	}
 	if err != nil {
 		if derr := r.db.Update(func(tx store.Tx) error {
 			k := key(name, m.Version)
@@ -925,4 +935,11 @@ func (r *Registry) Rollback(ctx context.Context, scopedName string) (string, err
 		}
 	}
 	return "", fmt.Errorf("module %s: %w", scopedName, ErrNoEarlier)
+}
+
+// Logs returns the last lines module name of scope (an account id, or ""
+// for the gateway's) logged through the log host function on this
+// gateway, oldest first (wasm.ModuleLogs: bounded, in memory).
+func (r *Registry) Logs(scope, name string) []wasm.LogLine {
+	return r.engine.ModuleLogs().Lines(scope, name)
 }

@@ -419,3 +419,35 @@ func TestPluginOutboundHTTP(t *testing.T) {
 		t.Fatalf("granted fetch: %q", got)
 	}
 }
+
+// TestPublishRefusesBrokenModule: over the management API, a module that
+// loads but cannot work — its post_response panics on every call, or its
+// manifest declares a post_chunk it lacks — is a 400 naming the hook and
+// the problem (issue 37: it was published, and every request through it
+// failed), and it is not listed.
+func TestPublishRefusesBrokenModule(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	root := gatewaytest.Root()
+	wasmPath := filepath.Join(root, "build", "testdata", "broken.wasm")
+	for _, tc := range []struct{ manifest, want string }{
+		{"manifest.json", "post_response on the typical input"},
+		{"lacking.json", "declares post_chunk, which the module does not implement"},
+	} {
+		mf, err := os.ReadFile(filepath.Join(root, "abi", "conformance", "testdata", "broken", tc.manifest))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, body := publish(t, g, g.Key, wasmPath, string(mf), "account", true)
+		wantError(t, resp, body, 400, "fails the guest check")
+		if msg := body.Get("error.message").Str; !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: message %q lacks %q", tc.manifest, msg, tc.want)
+		}
+	}
+	_, list, err := g.Request("GET", "/modules", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(list), `"broken"`) {
+		t.Errorf("a refused module is listed: %s", list)
+	}
+}

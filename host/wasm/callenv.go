@@ -35,7 +35,9 @@ type CallEnv struct {
 	// HTTPCalls and ChatCalls are the request's budgets of http_request
 	// and chat calls (0: the engine's defaults, Config.HTTP.CallsPerRequest
 	// and Config.ChatCallsPerRequest). Past them the call answers
-	// HostBudget.
+	// HostBudget. HTTPCalls < 0: none at all (the publish-time guest
+	// check, which must not reach the network for a module not yet
+	// published).
 	HTTPCalls, ChatCalls int
 
 	httpUsed, chatUsed atomic.Int64

@@ -105,6 +105,7 @@ type Engine struct {
 	cfg      Config // never changed after NewEngine
 	cacheDir string
 	log      *slog.Logger
+	modLogs  ModuleLogs // the last lines each module logged (logring.go)
 
 	accounts sync.Map // account id → *account
 
@@ -217,6 +218,7 @@ func (e *Engine) moduleLog(ctx context.Context, level int32, msg []byte, module 
 		lv = slog.LevelError
 	}
 	e.log.Log(ctx, lv, string(msg), "module", module, "account", acct)
+	e.modLogs.add(acct, module, lv, string(msg))
 }
 
 // moduleTag strips the instance counter from an instance name.

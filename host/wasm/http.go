@@ -275,7 +275,10 @@ func (o *outbound) call(ctx context.Context, m api.Module, ptr, n uint32) ([]byt
 	o.lim = o.e.cfg.HTTP.withDefaults()
 	env := envOf(ctx)
 	budget := env.HTTPCalls
-	if budget <= 0 {
+	if budget < 0 {
+		return nil, refuse(abi.HTTPDenied, "no http calls in this call (a publish-time check)")
+	}
+	if budget == 0 {
 		budget = o.lim.CallsPerRequest
 	}
 	if !spend(&env.httpUsed, budget) {

@@ -334,6 +334,10 @@ func (m *Module) Live() int {
 // Output is what a hook returned.
 type Output struct {
 	Fields [][]byte // copies, owned by the caller
+	// Memory is the size in bytes of the instance's linear memory when
+	// the call returned (0 when not known: a native hook, an Extism
+	// module): what `syctl plugin test` prints per call.
+	Memory uint32
 }
 
 // Field returns field i or nil.
@@ -415,7 +419,11 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		start = time.Now() // waiting for an instance is not module time
 		out, err = m.callPooled(ctx, in, hook, fields)
 	}
-	return m.output(ctx, hook, out, err, timeout)
+	o, err := m.output(ctx, hook, out, err, timeout)
+	if o != nil {
+		o.Memory = cl.memory
+	}
+	return o, err
 }
 
 // enter counts a call in, so that Close waits for it; a closed module
@@ -636,6 +644,9 @@ func (in *instance) call(ctx context.Context, hook abi.Hook, fields [][]byte) ([
 	view, ok := in.mem.Read(uint32(r>>32), uint32(r))
 	if !ok {
 		return nil, errOutOfRange
+	}
+	if cl := logOf(ctx); cl != nil {
+		cl.memory = in.mem.Size()
 	}
 	return append([]byte(nil), view...), nil
 }

@@ -277,6 +277,9 @@ type callLog struct {
 	// on the network or a sub-request (http, chat): not module time, which
 	// the account's budget counts.
 	waited atomic.Int64
+	// memory is the instance's memory size when the call returned
+	// (Output.Memory), written by the call's own goroutine.
+	memory uint32
 }
 
 // waitedSince adds the time since start to the wait of the call ctx

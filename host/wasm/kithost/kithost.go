@@ -90,15 +90,23 @@ func (h *Host) Logs() []conformance.Log { return h.logs.take() }
 type module struct{ m *wasm.Module }
 
 func (m module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) ([][]byte, error) {
+	out, _, err := m.CallMemory(ctx, hook, fields...)
+	return out, err
+}
+
+// CallMemory is Call that also returns the size in bytes of the
+// instance's memory when the call returned (wasm.Output.Memory; 0 when
+// not known): `syctl plugin test` prints it.
+func (m module) CallMemory(ctx context.Context, hook abi.Hook, fields ...[]byte) ([][]byte, uint32, error) {
 	out, err := m.m.Call(ctx, hook, fields...)
 	if err != nil {
 		var ae *apierr.Error
 		if errors.As(err, &ae) {
-			return nil, &conformance.Failure{Status: ae.Status, Message: ae.Message, Broke: errors.Is(err, wasm.ErrBroke)}
+			return nil, 0, &conformance.Failure{Status: ae.Status, Message: ae.Message, Broke: errors.Is(err, wasm.ErrBroke)}
 		}
-		return nil, err
+		return nil, 0, err
 	}
-	return out.Fields, nil
+	return out.Fields, out.Memory, nil
 }
 
 func (m module) Close(ctx context.Context) error { return m.m.Close(ctx) }

@@ -1,4 +1,4 @@
-package conformance
+package guestcheck
 
 import (
 	"context"
@@ -24,9 +24,10 @@ func (m *fakeModule) Call(_ context.Context, _ abi.Hook, fields ...[]byte) ([][]
 func (m *fakeModule) Close(context.Context) error { return nil }
 
 // The guest check fails a module that breaks on a call (until 2026-11-29
-// a trap counted as "refused the sample input", shown only under -v) or
-// does not implement a hook its manifest declares, and accepts a hook
-// that refuses its input with a message.
+// a trap counted as "refused the sample input", shown only under -v),
+// panics (the Go SDK recovers it into an error) or does not implement a
+// hook its manifest declares, and accepts a hook that refuses its input
+// with a message.
 func TestCallVerdict(t *testing.T) {
 	result := sampleInput(abi.HookChatResponse)[0]
 	for _, tc := range []struct {
@@ -40,6 +41,8 @@ func TestCallVerdict(t *testing.T) {
 		{"refuses with a message", abi.HookChatResponse, &fakeModule{err: &Failure{Status: 502, Message: "module x failed in chat_response: not my format"}}, false, ""},
 		{"traps", abi.HookPostResponse, &fakeModule{err: &Failure{Status: 502, Message: "module x failed in post_response: trapped: wasm error: unreachable", Broke: true}}, false, "the call broke"},
 		{"runs out of time", abi.HookPreRequest, &fakeModule{err: &Failure{Status: 502, Message: "module x failed in pre_request: exceeded its time limit of 500 ms", Broke: true}}, false, "the call broke"},
+		{"panics (recovered by the Go SDK)", abi.HookPostResponse, &fakeModule{err: &Failure{Status: 502, Message: "module x failed in post_response: panic: runtime error: index out of range [3] with length 0 (at main.go:25)"}}, false, "panicked"},
+		{"refuses, quoting a panic", abi.HookPostResponse, &fakeModule{err: &Failure{Status: 502, Message: "module x failed in post_response: upstream said: panic: no"}}, false, ""},
 		{"declared, not implemented (Go SDK)", abi.HookPostChunk, &fakeModule{err: &Failure{Status: 502, Message: "module x failed in post_chunk: hook post_chunk is not implemented by this module"}}, false, "does not implement"},
 		{"declared, not exported (Extism)", abi.HookPostChunk, &fakeModule{err: &Failure{Status: 502, Message: "module x failed in post_chunk: trapped: unknown function: post_chunk", Broke: true}}, false, "does not implement"},
 		{"passthrough, not implemented", abi.HookPostResponse, &fakeModule{err: &Failure{Status: 502, Message: "trapped: unknown function: post_response", Broke: true}}, true, ""},
@@ -47,7 +50,7 @@ func TestCallVerdict(t *testing.T) {
 		{"wrong shape", abi.HookChatResponse, &fakeModule{out: [][]byte{[]byte(`{"x":1}`)}}, false, "want one field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			problem, _ := callProblem(tc.m, tc.hook, sampleInput(tc.hook), tc.passthrough)
+			problem, _ := callProblem(context.Background(), tc.m, tc.hook, sampleInput(tc.hook), tc.passthrough)
 			if (tc.problem == "") != (problem == "") || !strings.Contains(problem, tc.problem) {
 				t.Fatalf("verdict %q, want one containing %q", problem, tc.problem)
 			}

@@ -520,8 +520,8 @@ func (r *Registry) Seed(ctx context.Context, dir string) error {
 type startJob struct {
 	name, version string
 	m             *manifest.Manifest
-	bin, mj       []byte // a seed's; a stored version's binary is read on first call
-	size          int    // of the binary, to load the largest first
+	bin, mj       []byte            // a seed's; a stored version's binary is read on first call
+	size          int               // of the binary, to load the largest first
 	sum           [sha256.Size]byte // of bin, for a seed (hashed once, in parallel)
 	seeded        bool              // from the seed directory: a failure is fatal
 	changed       bool              // seeded and new or rebuilt: store it

@@ -106,6 +106,9 @@ type Model struct {
 	// Scores are the model's quality figures by family (ScoreFamilies),
 	// each citing its source; nil when the catalog has none.
 	Scores map[string]Score
+	// Created is when the model was added, Unix seconds: from the
+	// configuration, or the time the gateway first listed it.
+	Created int64
 }
 
 // Catalog is the immutable set of models and providers.

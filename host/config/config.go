@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -390,6 +391,10 @@ type Model struct {
 	// Scores are quality figures by family (catalog.ScoreFamilies), each
 	// with its source and date, for the router plugins.
 	Scores map[string]catalog.Score `yaml:"scores"`
+	// Created is when the model was added (GET /models' created): a date
+	// (2024-07-18), an RFC 3339 time or Unix seconds. Without it the
+	// gateway uses the time it first listed the model, kept in its store.
+	Created string `yaml:"created"`
 }
 
 // Endpoint is one provider's offer of a model.
@@ -692,9 +697,14 @@ func (m *Model) catalogModel(cat *catalog.Catalog, supported map[string][]string
 	if err := checkScores(m.ID, m.Scores); err != nil {
 		return nil, err
 	}
+	created, err := parseCreated(m.Created)
+	if err != nil {
+		return nil, fmt.Errorf("config: model %q: created: %w", m.ID, err)
+	}
 	mod := &catalog.Model{
 		ID: m.ID, Name: m.Name, Kind: kind, ContextLength: m.ContextLength,
 		Distillable: m.Distillable, InputModalities: m.InputModalities, Scores: m.Scores,
+		Created: created,
 	}
 	if len(mod.InputModalities) == 0 {
 		mod.InputModalities = []string{"text"}
@@ -802,4 +812,21 @@ func (c *Config) hasModel(id string) bool {
 		}
 	}
 	return false
+}
+
+// parseCreated reads a model's created: a date, an RFC 3339 time or Unix
+// seconds; 0 when empty.
+func parseCreated(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+		return n, nil
+	}
+	for _, layout := range []string{time.DateOnly, time.RFC3339} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.Unix(), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a date (2024-07-18), an RFC 3339 time or Unix seconds", v)
 }

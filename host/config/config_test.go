@@ -326,3 +326,23 @@ func TestMaxToolCallsPerTurn(t *testing.T) {
 		}
 	}
 }
+
+func TestParseCreated(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{in: "", want: 0},
+		{in: "2024-07-18", want: 1721260800},
+		{in: "2024-07-18T12:00:00Z", want: 1721304000},
+		{in: "1721260800", want: 1721260800},
+		{in: "July 2024", bad: true},
+		{in: "-5", bad: true},
+	} {
+		got, err := parseCreated(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("parseCreated(%q) = %d, %v; want %d (error: %t)", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}

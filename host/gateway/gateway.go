@@ -152,6 +152,13 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 	if g.Catalog, err = cfg.Catalog(g.DemoURL, opts.Getenv); err != nil {
 		return nil, err
 	}
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
+	if err := g.stampCreated(g.Catalog, now); err != nil {
+		return nil, err
+	}
 	ctx := context.Background()
 	if err := g.startModules(ctx, opts); err != nil {
 		return nil, err

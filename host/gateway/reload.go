@@ -79,6 +79,9 @@ func (g *Gateway) reload(trigger string) (*Reloaded, error) {
 	if err := g.checkAdapters(cat); err != nil {
 		return nil, err
 	}
+	if err := g.stampCreated(cat, time.Now()); err != nil {
+		return nil, err
+	}
 	// Everything is built and checked: publish. The router's swap is the
 	// one atomic step requests see; the rate-limit defaults follow.
 	g.Router.Swap(cat)

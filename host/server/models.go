@@ -147,7 +147,7 @@ func newModelEntry(m *catalog.Model, eps []*catalog.Endpoint) modelEntry {
 	e := modelEntry{ID: m.ID, CanonicalSlug: m.ID, Object: "model", Name: m.Name, Kind: m.Kind, ContextLength: intOrNull(m.ContextLength),
 		Modalities: m.InputModalities, OwnedBy: vendor, Architecture: newArchitecture(m.Kind, m.InputModalities, tok),
 		SupportedParameters: []string{}, Links: modelLinks{Details: "/api/v1/models/" + m.ID + "/endpoints"},
-		scores: m.Scores}
+		Created: m.Created, scores: m.Scores}
 	if e.Name == "" {
 		e.Name = m.ID
 	}

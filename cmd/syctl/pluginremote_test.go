@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/gatewaytest"
 )
 
@@ -16,7 +17,10 @@ import (
 // second version activates and rolls back, and after a request that makes
 // it log, `logs` prints its lines — the account's module only (issue 37).
 func TestPluginRemote(t *testing.T) {
-	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true})
+	// The account's module runs under the tenant limits; this test is
+	// about syctl, not them: room for a first call under -race on a
+	// loaded machine (its 500 ms default was exceeded in CI).
+	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, Mutate: func(c *config.Config) { c.TenantModules.TimeoutMS = 20000 }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,13 @@ func (g *Gateway) startResponsesPruner() {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
+		// Records from before the time index are indexed once, so the
+		// prune below finds them too.
+		if n, err := st.Backfill(time.Now(), billing.PruneBatch); err != nil {
+			g.log.Warn("retention: indexing stored responses by time", "err", err)
+		} else if n > 0 {
+			g.log.Info("retention: indexed stored responses by time", "responses", n)
+		}
 		t := time.NewTicker(retention.DefaultInterval)
 		defer t.Stop()
 		for {

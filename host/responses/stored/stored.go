@@ -28,6 +28,9 @@ var (
 	// big-endian unix nanoseconds, then the record's key), so Prune
 	// reads only what it deletes.
 	byTime = []byte("responses_by_time")
+	// meta holds markers of one-time work on the records (Backfill).
+	meta         = []byte("responses_meta")
+	backfillDone = []byte("backfilled_by_time")
 )
 
 // MaxChain bounds how many responses a previous_response_id chain may
@@ -46,7 +49,7 @@ type Record struct {
 	// Response is the response object as answered.
 	Response json.RawMessage `json:"response"`
 	// Stored is when Put stored it (unix nanoseconds): its byTime key.
-	// 0 for a record stored before 2026-11-29, which Prune never finds.
+	// 0 for a record stored before 2026-11-29 until Backfill indexes it.
 	Stored int64 `json:"stored,omitempty"`
 }
 
@@ -131,6 +134,103 @@ func (s Store) Prune(before time.Time, batch int) (int, error) {
 			return total, err
 		}
 	}
+}
+
+// Backfill indexes the records stored before the byTime index existed
+// (Stored 0), so Prune finds them too: each by its response's created_at
+// (Unix seconds, in every Responses object), or now when it has none — a
+// record is then kept one retention period longer, never deleted early.
+// It reads at most batch records per transaction and returns how many it
+// indexed. Once it has gone through the records it leaves a marker, so a
+// later start does not read them again; on a cluster two instances may
+// both run it, and indexing a record twice writes the same entry.
+func (s Store) Backfill(now time.Time, batch int) (int, error) {
+	done := false
+	_ = s.DB.View(func(tx store.Tx) error {
+		if m := tx.Bucket(meta); m != nil && m.Get(backfillDone) != nil {
+			done = true
+		}
+		return nil
+	})
+	if done {
+		return 0, nil
+	}
+	total := 0
+	var after []byte // the last key read
+	for {
+		var read, n int
+		var last []byte
+		err := s.DB.Update(func(tx store.Tx) error {
+			read, last = 0, nil // a store may run the function again
+			bk := tx.Bucket(bucket)
+			if bk == nil {
+				return nil
+			}
+			idx, err := tx.CreateBucketIfNotExists(byTime)
+			if err != nil {
+				return err
+			}
+			var keys, vals [][]byte
+			c := bk.Cursor()
+			k, v := c.First()
+			if after != nil {
+				if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil && read < batch; k, v = c.Next() {
+				read++
+				last = append(last[:0], k...)
+				if storedAt(v) == 0 {
+					keys, vals = append(keys, bytes.Clone(k)), append(vals, bytes.Clone(v))
+				}
+			}
+			// Written after the walk: a write may move a cursor.
+			for i, k := range keys {
+				at := now.UnixNano()
+				if sec := gjson.GetBytes(vals[i], "response.created_at").Int(); sec > 0 {
+					at = time.Unix(sec, 0).UnixNano()
+				}
+				nv, err := withStored(vals[i], at)
+				if err != nil {
+					return err
+				}
+				if err := idx.Put(timeKey(at, k), nil); err != nil {
+					return err
+				}
+				if err := bk.Put(k, nv); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if read < batch {
+			break
+		}
+		after = last
+	}
+	return total, s.DB.Update(func(tx store.Tx) error {
+		m, err := tx.CreateBucketIfNotExists(meta)
+		if err != nil {
+			return err
+		}
+		return m.Put(backfillDone, []byte(now.UTC().Format(time.RFC3339)))
+	})
+}
+
+// withStored is an encoded record with its Stored set to at.
+func withStored(v []byte, at int64) ([]byte, error) {
+	var rec Record
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return nil, fmt.Errorf("responses: a stored record does not decode: %w", err)
+	}
+	rec.Stored = at
+	return json.Marshal(&rec)
 }
 
 // Get is the account's response id, nil when it has none by that id.

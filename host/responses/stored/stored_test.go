@@ -24,6 +24,7 @@ func TestStore(t *testing.T) {
 		t.Cleanup(func() { _ = db.Close() })
 		testStore(t, Store{DB: db})
 		testPrune(t, Store{DB: db})
+		testBackfill(t, Store{DB: db})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		db, err := store.OpenPostgres(context.Background(), pgtest.Start(t), store.PostgresOptions{})
@@ -33,6 +34,7 @@ func TestStore(t *testing.T) {
 		t.Cleanup(func() { _ = db.Close() })
 		testStore(t, Store{DB: db})
 		testPrune(t, Store{DB: db})
+		testBackfill(t, Store{DB: db})
 	})
 }
 
@@ -131,5 +133,51 @@ func testStore(t *testing.T, s Store) {
 	}
 	if _, found, _ := s.History("acct", "r2"); found {
 		t.Fatal("a deleted response still continues")
+	}
+}
+
+// Records stored before the byTime index existed (no "stored") are
+// indexed by their response's created_at, or the backfill's time when
+// they have none, once: Prune then finds the old ones.
+func testBackfill(t *testing.T, s Store) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	old := map[string]string{
+		"acct_b\x00resp_old":   `{"input":[],"response":{"id":"resp_old","created_at":1759276800}}`, // 2025-10-01
+		"acct_b\x00resp_nodate": `{"input":[],"response":{"id":"resp_nodate"}}`,
+	}
+	if err := s.DB.Update(func(tx store.Tx) error {
+		bk, err := tx.CreateBucketIfNotExists(bucket)
+		if err != nil {
+			return err
+		}
+		for k, v := range old {
+			if err := bk.Put([]byte(k), []byte(v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put("acct_b", "resp_new", &Record{Response: raw(`{"id":"resp_new"}`), Stored: now.UnixNano()}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Backfill(now, 1) // one record per transaction
+	if err != nil || n != 2 {
+		t.Fatalf("backfill indexed %d, %v; want the 2 old records", n, err)
+	}
+	if n, err := s.Backfill(now.Add(time.Hour), 10); err != nil || n != 0 {
+		t.Fatalf("a second backfill indexed %d, %v; want none (it ran once)", n, err)
+	}
+	if n, err := s.Prune(now.Add(-24*time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v; want resp_old only", n, err)
+	}
+	for id, kept := range map[string]bool{"resp_old": false, "resp_nodate": true, "resp_new": true} {
+		if rec, err := s.Get("acct_b", id); err != nil || (rec != nil) != kept {
+			t.Errorf("%s after the prune: %v %v, want kept %v", id, rec, err, kept)
+		}
+	}
+	if n, err := s.Prune(now.Add(time.Second), 10); err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v; want resp_nodate (indexed at the backfill) and resp_new", n, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/guestcheck"
 )
 
 // GuestID is the name@version the kit's guest is loaded as.
@@ -225,7 +226,7 @@ func (r *runner) frames(t *testing.T) {
 				t.Fatalf("%s, input %d: %v", hook, i, err)
 			}
 			if want := wantFrame(hook, action, in); !equalFields(got, want) {
-				t.Errorf("%s, input %d: the output frame is not the one the guest wrote:\n got %s\nwant %s", hook, i, show(got), show(want))
+				t.Errorf("%s, input %d: the output frame is not the one the guest wrote:\n got %s\nwant %s", hook, i, guestcheck.Show(got), guestcheck.Show(want))
 			}
 		}
 	})
@@ -302,7 +303,7 @@ func (r *runner) streamState(t *testing.T) {
 					want = append(want, []byte(`{"event":`+strconv.Itoa(e)+`,"chunk":`+strconv.Itoa(i)+`}`))
 				}
 				if !equalFields(out, want) {
-					errs <- fmt.Errorf("stream %d event %d: got %s, want state then chunks %s", s, e, show(out), show(want))
+					errs <- fmt.Errorf("stream %d event %d: got %s, want state then chunks %s", s, e, guestcheck.Show(out), guestcheck.Show(want))
 					return
 				}
 				state = out[0]
@@ -333,7 +334,7 @@ func (r *runner) pool(t *testing.T) {
 				return
 			}
 			if !equalFields(out, [][]byte{[]byte(abi.ActionContinue), body}) {
-				errs <- fmt.Errorf("call %d got %s", i, show(out))
+				errs <- fmt.Errorf("call %d got %s", i, guestcheck.Show(out))
 			}
 		}()
 	}
@@ -393,7 +394,7 @@ func (r *runner) http(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(out) != 3 || string(out[0]) != "202" || !strings.Contains(string(out[1]), "X-Kit-Echo: PUT yes") || string(out[2]) != "echo:payload" {
-		t.Fatalf("granted call: got %s, want status 202, the echo header and body", show(out))
+		t.Fatalf("granted call: got %s, want status 202, the echo header and body", guestcheck.Show(out))
 	}
 	// A domain the manifest does not grant is refused by the host, and the
 	// guest learns it was denied (not that the call failed).
@@ -403,7 +404,7 @@ func (r *runner) http(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(out) != 2 || string(out[0]) != "denied" {
-		t.Fatalf("ungranted domain: got %s, want denied", show(out))
+		t.Fatalf("ungranted domain: got %s, want denied", guestcheck.Show(out))
 	}
 }
 
@@ -426,7 +427,7 @@ func (r *runner) hostCall(t *testing.T, m Module, env *Env, kase string, input [
 func wantCode(t *testing.T, what string, out [][]byte, code int64) {
 	t.Helper()
 	if len(out) != 3 || string(out[0]) != "error" || string(out[1]) != strconv.FormatInt(code, 10) || len(out[2]) == 0 {
-		t.Errorf("%s: got %s, want the host's code %d and a message", what, show(out), code)
+		t.Errorf("%s: got %s, want the host's code %d and a message", what, guestcheck.Show(out), code)
 	}
 }
 
@@ -440,7 +441,7 @@ func (r *runner) chat(t *testing.T) {
 	body := []byte(`{"model":"kit/model","messages":[{"role":"user","content":"judge this"}]}`)
 	out := r.hostCall(t, m, &env, "chat", body)
 	if len(out) != 3 || string(out[0]) != "ok" || string(out[1]) != "200" || !strings.Contains(string(out[2]), `"content":"sub"`) {
-		t.Errorf("chat: got %s, want ok, 200 and the sub-request's body", show(out))
+		t.Errorf("chat: got %s, want ok, 200 and the sub-request's body", guestcheck.Show(out))
 	}
 	if !bytes.Equal(got, body) {
 		t.Errorf("the sub-request got %q, want the module's body %q", got, body)
@@ -450,7 +451,7 @@ func (r *runner) chat(t *testing.T) {
 		return http.StatusPaymentRequired, []byte(`{"error":{"code":402,"message":"no credits"}}`), nil
 	}
 	if out := r.hostCall(t, m, &env, "chat", body); len(out) != 3 || string(out[1]) != "402" {
-		t.Errorf("chat answered 402: got %s, want ok, 402 and the error body", show(out))
+		t.Errorf("chat answered 402: got %s, want ok, 402 and the error body", guestcheck.Show(out))
 	}
 	env.Chat = func(context.Context, []byte) (int, []byte, error) { return 0, nil, errors.New("depth limit") }
 	wantCode(t, "chat that could not run", r.hostCall(t, m, &env, "chat", body), abi.HostFailed)
@@ -487,7 +488,7 @@ func (r *runner) chatBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(out) != 1+2*n || string(out[0]) != "ok" {
-		t.Fatalf("chat_batch: got %s, want ok and a status and body per request", show(out))
+		t.Fatalf("chat_batch: got %s, want ok and a status and body per request", guestcheck.Show(out))
 	}
 	for i, b := range bodies {
 		if string(out[1+2*i]) != "200" || !strings.Contains(string(out[2+2*i]), "re: "+string(b)) {
@@ -519,13 +520,13 @@ func (r *runner) chatReserve(t *testing.T) {
 	plan := []byte(`{"calls":[{"model":"kit/model","prompt_tokens":10,"max_tokens":5}]}`)
 	out := r.hostCall(t, m, &env, "chat_reserve", plan)
 	if len(out) != 3 || string(out[0]) != "ok" || string(out[1]) != "200" || !strings.Contains(string(out[2]), `"held":0.25`) || !bytes.Equal(got, plan) {
-		t.Errorf("chat_reserve: got %s (host saw %q)", show(out), got)
+		t.Errorf("chat_reserve: got %s (host saw %q)", guestcheck.Show(out), got)
 	}
 	env.Reserve = func(context.Context, []byte) (int, []byte, int, error) {
 		return http.StatusPaymentRequired, []byte(`{"error":{"code":402,"message":"no credits"}}`), 0, nil
 	}
 	if out := r.hostCall(t, m, &env, "chat_reserve", plan); len(out) != 3 || string(out[1]) != "402" {
-		t.Errorf("chat_reserve refused: got %s, want ok, 402 and the error body", show(out))
+		t.Errorf("chat_reserve refused: got %s, want ok, 402 and the error body", guestcheck.Show(out))
 	}
 	wantCode(t, "chat_reserve with no reserve function", r.hostCall(t, m, &Env{Account: "kit-chat", Chat: env.Chat}, "chat_reserve", plan), abi.HostDenied)
 }
@@ -535,7 +536,7 @@ func (r *runner) countTokens(t *testing.T) {
 	count := func(text string) int {
 		out := r.hostCall(t, m, nil, "count_tokens", []byte(text), "tok_model", "openai/gpt-4o")
 		if len(out) != 2 || string(out[0]) != "ok" {
-			t.Fatalf("count_tokens: got %s", show(out))
+			t.Fatalf("count_tokens: got %s", guestcheck.Show(out))
 		}
 		n, err := strconv.Atoi(string(out[1]))
 		if err != nil {
@@ -560,28 +561,28 @@ func (r *runner) kv(t *testing.T) {
 		return r.hostCall(t, m, env, "kv_put", []byte(val), "key", key, "ttl", ttl)
 	}
 	if out := get(a, "greeting"); len(out) != 1 || string(out[0]) != "missing" {
-		t.Fatalf("a key never written: got %s, want missing", show(out))
+		t.Fatalf("a key never written: got %s, want missing", guestcheck.Show(out))
 	}
 	if out := put(a, "greeting", "hello \x00 world", "3600"); len(out) != 1 || string(out[0]) != "ok" {
-		t.Fatalf("kv_put: got %s", show(out))
+		t.Fatalf("kv_put: got %s", guestcheck.Show(out))
 	}
 	if out := get(a, "greeting"); len(out) != 2 || string(out[0]) != "found" || string(out[1]) != "hello \x00 world" {
-		t.Errorf("kv_get after kv_put: got %s, want the value byte for byte", show(out))
+		t.Errorf("kv_get after kv_put: got %s, want the value byte for byte", guestcheck.Show(out))
 	}
 	if out := get(b, "greeting"); len(out) != 1 || string(out[0]) != "missing" {
-		t.Errorf("another account read the key: got %s", show(out))
+		t.Errorf("another account read the key: got %s", guestcheck.Show(out))
 	}
 	if out := put(a, "greeting", "", "0"); len(out) != 1 || string(out[0]) != "ok" {
-		t.Fatalf("kv_put of an empty value: got %s", show(out))
+		t.Fatalf("kv_put of an empty value: got %s", guestcheck.Show(out))
 	}
 	if out := get(a, "greeting"); len(out) != 1 || string(out[0]) != "missing" {
-		t.Errorf("an empty value deletes the key: got %s", show(out))
+		t.Errorf("an empty value deletes the key: got %s", guestcheck.Show(out))
 	}
 	// A full store answers HostQuota. The host's quota for the kit must be
 	// below what this writes (1024 values of 16 KiB).
 	out := r.hostCall(t, m, &Env{Account: "kit-kv-quota"}, "kv_fill", bytes.Repeat([]byte("q"), 16<<10), "max", "1024")
 	if n, _ := strconv.Atoi(string(out[0])); n == 0 || len(out) != 4 {
-		t.Fatalf("kv_fill: got %s, want some puts, then the quota code", show(out))
+		t.Fatalf("kv_fill: got %s, want some puts, then the quota code", guestcheck.Show(out))
 	}
 	wantCode(t, "kv_put over the quota", out[1:], abi.HostQuota)
 }
@@ -590,7 +591,7 @@ func (r *runner) result(t *testing.T) {
 	m := r.load(t, kit{kind: "plugin"})
 	out := r.hostCall(t, m, nil, "result_small", []byte("Hello, world."), "tok_model", "openai/gpt-4o")
 	if len(out) != 4 {
-		t.Fatalf("result_small: got %s", show(out))
+		t.Fatalf("result_small: got %s", guestcheck.Show(out))
 	}
 	full, _ := strconv.Atoi(string(out[0]))
 	fields, err := abi.Fields(nil, out[3])
@@ -612,21 +613,4 @@ func equalFields(a, b [][]byte) bool {
 		}
 	}
 	return true
-}
-
-// show prints fields for a failure message, shortening long ones.
-func show(fields [][]byte) string {
-	var b strings.Builder
-	b.WriteString("[")
-	for i, f := range fields {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if len(f) > 80 {
-			fmt.Fprintf(&b, "%q…(%d bytes)", f[:80], len(f))
-		} else {
-			fmt.Fprintf(&b, "%q", f)
-		}
-	}
-	return b.String() + "]"
 }

@@ -225,15 +225,15 @@ func callProblem(ctx context.Context, m Module, hook abi.Hook, in [][]byte, pass
 	if passthrough {
 		if hook == abi.HookChatStreamEvent {
 			if len(out) != 2 || !bytes.Equal(out[1], in[0]) {
-				return "passthrough hook changed its input: got " + show(out), ""
+				return "passthrough hook changed its input: got " + Show(out), ""
 			}
 		} else if len(out) != 1 || !bytes.Equal(out[0], in[0]) {
-			return "passthrough hook changed its input: got " + show(out), ""
+			return "passthrough hook changed its input: got " + Show(out), ""
 		}
 		return "", ""
 	}
 	if msg := checkOutput(hook, out); msg != "" {
-		return msg + ": " + show(out), ""
+		return msg + ": " + Show(out), ""
 	}
 	return "", ""
 }
@@ -392,8 +392,8 @@ func checkOutput(hook abi.Hook, out [][]byte) string {
 	return ""
 }
 
-// show prints fields for a message, shortening long ones.
-func show(fields [][]byte) string {
+// Show prints fields for a message, shortening long ones.
+func Show(fields [][]byte) string {
 	var b strings.Builder
 	b.WriteString("[")
 	for i, f := range fields {

@@ -142,7 +142,7 @@ func testStore(t *testing.T, s Store) {
 func testBackfill(t *testing.T, s Store) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	old := map[string]string{
-		"acct_b\x00resp_old":   `{"input":[],"response":{"id":"resp_old","created_at":1759276800}}`, // 2025-10-01
+		"acct_b\x00resp_old":    `{"input":[],"response":{"id":"resp_old","created_at":1759276800}}`, // 2025-10-01
 		"acct_b\x00resp_nodate": `{"input":[],"response":{"id":"resp_nodate"}}`,
 	}
 	if err := s.DB.Update(func(tx store.Tx) error {

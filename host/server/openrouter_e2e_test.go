@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/keys"
@@ -134,7 +135,7 @@ func TestOpenRouterModelRoutes(t *testing.T) {
 	}
 	m := b.Get(`data.#(id=="openai/gpt-test")`)
 	for path, want := range map[string]string{
-		"canonical_slug": `"openai/gpt-test"`, "created": `0`, "context_length": `8192`, "per_request_limits": `null`,
+		"canonical_slug": `"openai/gpt-test"`, "context_length": `8192`, "per_request_limits": `null`,
 		"default_parameters": `null`, "supported_voices": `null`, "links.details": `"/api/v1/models/openai/gpt-test/endpoints"`,
 		"architecture.input_modalities": `["text"]`, "architecture.output_modalities": `["text"]`,
 		"architecture.tokenizer": `"GPT"`, "top_provider.context_length": `16384`, "top_provider.max_completion_tokens": `2048`,
@@ -144,6 +145,10 @@ func TestOpenRouterModelRoutes(t *testing.T) {
 		if got := m.Get(path).Raw; got != want {
 			t.Errorf("%s = %s, want %s", path, got, want)
 		}
+	}
+	// No date configured: when the gateway first listed it (TestModelCreated).
+	if got := m.Get("created").Int(); got <= 0 || got > time.Now().Unix() {
+		t.Errorf("created = %d, want the time the gateway first listed the model", got)
 	}
 	if got := m.Get("architecture.modality").Str; got != "text->text" {
 		t.Errorf("modality %q", got)

@@ -177,6 +177,8 @@ func Start(opts Options) (*Gateway, error) {
 		if err != nil {
 			return nil, err
 		}
+		// After the gateway closes (closers run in reverse).
+		g.closers = append(g.closers, func() { _ = dropStoreDSN(dsn) })
 		cfg.Store = config.Store{Driver: "postgres", DSN: dsn}
 	}
 	if opts.ConfigFile {

@@ -19,8 +19,12 @@ import (
 
 // newStoreDSN, when set (Main with SWITCHYARD_TEST_STORE=postgres), gives
 // every test gateway a fresh database on one PostgreSQL instead of a bbolt
-// file: the same tests then run on the cluster store.
-var newStoreDSN func() (string, error)
+// file: the same tests then run on the cluster store. dropStoreDSN drops
+// it when the gateway closes.
+var (
+	newStoreDSN  func() (string, error)
+	dropStoreDSN func(string) error
+)
 
 // boltTemplate, when set (Main on bbolt), is a bbolt file holding the
 // seeded first-party modules, copied to a test gateway's data directory
@@ -81,6 +85,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	newStoreDSN = func() (string, error) { return s.CreateDBFrom(template) }
+	dropStoreDSN = s.DropDB
 	return m.Run()
 }
 

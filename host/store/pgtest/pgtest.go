@@ -263,6 +263,28 @@ func (s *Server) CreateDBFrom(dsn string) (string, error) {
 	return s.createDB(dsn[i+1 : j])
 }
 
+// DropDB drops the database of dsn (one CreateDB or CreateDBFrom
+// returned), closing its connections: a suite that copies a database of
+// some tens of MB per test keeps one at a time on disk, not hundreds.
+func (s *Server) DropDB(dsn string) error {
+	i := strings.LastIndexByte(dsn, '/')
+	j := strings.IndexByte(dsn, '?')
+	if i < 0 || j < i {
+		return fmt.Errorf("pgtest: %q is not a DSN of this server", dsn)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.DSN())
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{dsn[i+1 : j]}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("pgtest: drop database: %w", err)
+	}
+	return nil
+}
+
 func (s *Server) createDB(template string) (string, error) {
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

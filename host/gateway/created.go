@@ -25,13 +25,9 @@ func (g *Gateway) stampCreated(cat *catalog.Catalog, now time.Time) error {
 			if m.Created != 0 {
 				continue
 			}
-			if b != nil {
-				if n, err := strconv.ParseInt(string(b.Get([]byte(m.ID))), 10, 64); err == nil && n > 0 {
-					m.Created = n
-					continue
-				}
+			if m.Created = listedAt(b, m.ID); m.Created == 0 {
+				unseen = append(unseen, m)
 			}
-			unseen = append(unseen, m)
 		}
 		return nil
 	})
@@ -45,8 +41,7 @@ func (g *Gateway) stampCreated(cat *catalog.Catalog, now time.Time) error {
 		}
 		for _, m := range unseen {
 			// Another gateway of the cluster may have listed it since.
-			if n, err := strconv.ParseInt(string(b.Get([]byte(m.ID))), 10, 64); err == nil && n > 0 {
-				m.Created = n
+			if m.Created = listedAt(b, m.ID); m.Created != 0 {
 				continue
 			}
 			m.Created = now.Unix()
@@ -56,4 +51,17 @@ func (g *Gateway) stampCreated(cat *catalog.Catalog, now time.Time) error {
 		}
 		return nil
 	})
+}
+
+// listedAt is when the model id was first listed by b's record, 0 when
+// b (which may be nil) has none.
+func listedAt(b store.Bucket, id string) int64 {
+	if b == nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(b.Get([]byte(id))), 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
 }

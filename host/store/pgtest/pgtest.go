@@ -255,31 +255,22 @@ func (s *Server) CreateDB() (string, error) {
 // instead of writing their 65 MB through the protocol (and compressing
 // them into TOAST) each time — seconds per gateway.
 func (s *Server) CreateDBFrom(dsn string) (string, error) {
-	i := strings.LastIndexByte(dsn, '/')
-	j := strings.IndexByte(dsn, '?')
-	if i < 0 || j < i {
-		return "", fmt.Errorf("pgtest: %q is not a DSN of this server", dsn)
+	template, err := dbName(dsn)
+	if err != nil {
+		return "", err
 	}
-	return s.createDB(dsn[i+1 : j])
+	return s.createDB(template)
 }
 
 // DropDB drops the database of dsn (one CreateDB or CreateDBFrom
 // returned), closing its connections: a suite that copies a database of
 // some tens of MB per test keeps one at a time on disk, not hundreds.
 func (s *Server) DropDB(dsn string) error {
-	i := strings.LastIndexByte(dsn, '/')
-	j := strings.IndexByte(dsn, '?')
-	if i < 0 || j < i {
-		return fmt.Errorf("pgtest: %q is not a DSN of this server", dsn)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.DSN())
+	name, err := dbName(dsn)
 	if err != nil {
-		return fmt.Errorf("pgtest: %w", err)
+		return err
 	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{dsn[i+1 : j]}.Sanitize()+" WITH (FORCE)"); err != nil {
+	if err := s.exec("DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"); err != nil {
 		return fmt.Errorf("pgtest: drop database: %w", err)
 	}
 	return nil
@@ -287,21 +278,37 @@ func (s *Server) DropDB(dsn string) error {
 
 func (s *Server) createDB(template string) (string, error) {
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.DSN())
-	if err != nil {
-		return "", fmt.Errorf("pgtest: %w", err)
-	}
-	defer conn.Close(context.Background())
 	q := "CREATE DATABASE " + name
 	if template != "" {
 		q += " TEMPLATE " + pgx.Identifier{template}.Sanitize() + " STRATEGY FILE_COPY"
 	}
-	if _, err := conn.Exec(ctx, q); err != nil {
+	if err := s.exec(q); err != nil {
 		return "", fmt.Errorf("pgtest: create database: %w", err)
 	}
 	return s.dsn(name), nil
+}
+
+// exec runs one statement on the server's database "postgres".
+func (s *Server) exec(q string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.DSN())
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, q)
+	return err
+}
+
+// dbName is the database a DSN of this server (s.dsn) names.
+func dbName(dsn string) (string, error) {
+	i := strings.LastIndexByte(dsn, '/')
+	j := strings.IndexByte(dsn, '?')
+	if i < 0 || j < i {
+		return "", fmt.Errorf("pgtest: %q is not a DSN of this server", dsn)
+	}
+	return dsn[i+1 : j], nil
 }
 
 // NewDB is CreateDB for a test.

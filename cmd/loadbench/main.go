@@ -35,7 +35,8 @@ func main() {
 	dur := flag.Duration("d", 3*time.Second, "duration of each throughput run")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the gateway scenarios to this file")
 	memprofile := flag.String("memprofile", "", "write an allocation profile (every allocation since start) to this file at the end")
-	only := flag.String("only", "", "run only the scenario with this name (e.g. \"chat json 1KB\", or \"cluster\" for bbolt against PostgreSQL)")
+	only := flag.String("only", "", "run only the scenario with this name (e.g. \"chat json 1KB\", \"frontdoors\" for chat against Messages and Responses, or \"cluster\" for bbolt against PostgreSQL)")
+	frontdoor := flag.String("frontdoor", "", "with -only frontdoors: run the front-door scenarios whose name contains this (e.g. \"stream (native)\")")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -104,6 +105,9 @@ func main() {
 	if *only == "" {
 		pluginScenarios(client, g, *n)
 	}
+	if *only == "" || *only == "frontdoors" {
+		frontDoorScenarios(client, *frontdoor, *n, *conc, *dur)
+	}
 	if *only == "" || *only == "cluster" {
 		clusterScenarios(client, upstream, g, *n, *conc, *dur)
 	}
@@ -125,11 +129,17 @@ func body(model string, size int, stream bool) []byte {
 		model, stream, strings.Repeat("lorem ipsum ", pad/12+1)[:pad]))
 }
 
-func do(c *http.Client, url, key string, b []byte) error {
+func do(c *http.Client, url, key string, b []byte) error { return doHeaders(c, url, key, b, nil) }
+
+// doHeaders posts b with the extra headers (an upstream's own auth).
+func doHeaders(c *http.Client, url, key string, b []byte, headers map[string]string) error {
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := c.Do(req)
 	if err != nil {

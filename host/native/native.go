@@ -5,9 +5,12 @@
 // inputs on which a declaring module must answer identically before the
 // host runs it in the module's place (host/wasm, native.go).
 //
-// Only the request hooks of the OpenAI adapter are here: they run on every
-// request to an OpenAI-compatible provider, and their response hooks are
-// already passthrough.
+// The request hooks of the OpenAI adapter run on every request to an
+// OpenAI-compatible provider (its response hooks are passthrough); the
+// Anthropic adapter's request, response and stream-event hooks run on
+// every request to Claude, the stream hook once per event (a 20-event
+// stream made 22 Wasm calls, about four times the gateway's CPU of the
+// same chat to an OpenAI-compatible provider).
 package native
 
 import (
@@ -16,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/wasm"
+	anthropic "github.com/switchyard/switchyard/plugins/anthropic/translate"
 	"github.com/switchyard/switchyard/plugins/openai/translate"
 	"github.com/switchyard/switchyard/sdk"
 )
@@ -26,43 +30,48 @@ import (
 const (
 	OpenAIChat  = "openai-chat/2"
 	OpenAIEmbed = "openai-embed/1"
+
+	AnthropicChat     = "anthropic-chat/1"
+	AnthropicResponse = "anthropic-response/1"
+	AnthropicStream   = "anthropic-stream/1"
 )
 
 // Hooks are the implementations this host offers, by name.
 func Hooks() map[string]wasm.NativeHook {
 	return map[string]wasm.NativeHook{
 		OpenAIChat: {Hook: abi.HookChatRequest, Samples: chatSamples,
-			Bind: openai(func(a *translate.Adapter) sdk.Handler { return a.ChatRequest })},
+			Bind: bind(func(build string) sdk.Handler { return (&translate.Adapter{Build: build}).ChatRequest })},
 		OpenAIEmbed: {Hook: abi.HookEmbedRequest, Samples: embedSamples,
-			Bind: openai(func(a *translate.Adapter) sdk.Handler { return a.EmbedRequest })},
+			Bind: bind(func(build string) sdk.Handler { return (&translate.Adapter{Build: build}).EmbedRequest })},
+		AnthropicChat: {Hook: abi.HookChatRequest, Samples: anthropicRequestSamples,
+			Bind: bind(func(build string) sdk.Handler { return (&anthropic.Adapter{Build: build}).ChatRequest })},
+		AnthropicResponse: {Hook: abi.HookChatResponse, Samples: anthropicResponseSamples(),
+			Bind: bind(func(string) sdk.Handler { return anthropic.ChatResponse })},
+		AnthropicStream: {Hook: abi.HookChatStreamEvent, Samples: anthropicStreamSamples(),
+			Bind: bind(func(string) sdk.Handler { return anthropic.StreamEvent })},
 	}
 }
 
-// openaiCall is one goroutine's adapter and call buffers.
-type openaiCall struct {
-	a translate.Adapter
+// pooledCall is one goroutine's handler and call buffers.
+type pooledCall struct {
 	h sdk.Handler
 	c sdk.Caller
 }
 
-// openai binds one of the OpenAI adapter's handlers to a module. The
-// module's main stamps "name/version" as its build (plugins/openai), so
-// that is what the native code stamps too; a build stamped otherwise (the
-// tests' variant) fails the sample check and keeps running in Wasm.
-// The adapter keeps per-call scratch, so each goroutine takes its own
-// from a pool.
-func openai(handler func(*translate.Adapter) sdk.Handler) func(*manifest.Manifest) func([][]byte) ([][]byte, error) {
+// bind binds a handler of a first-party adapter to a module. The modules'
+// mains stamp "name/version" as their build (plugins/openai,
+// plugins/anthropic), so that is what the native code stamps too; a build
+// stamped otherwise (the tests' variant) fails the sample check and keeps
+// running in Wasm. An adapter may keep per-call scratch, so each goroutine
+// takes its own handler and buffers from a pool.
+func bind(handler func(build string) sdk.Handler) func(*manifest.Manifest) func([][]byte) ([][]byte, error) {
 	return func(m *manifest.Manifest) func([][]byte) ([][]byte, error) {
 		build := m.Name + "/" + m.Version
-		pool := sync.Pool{New: func() any {
-			oc := &openaiCall{a: translate.Adapter{Build: build}}
-			oc.h = handler(&oc.a)
-			return oc
-		}}
+		pool := sync.Pool{New: func() any { return &pooledCall{h: handler(build)} }}
 		return func(in [][]byte) ([][]byte, error) {
-			oc := pool.Get().(*openaiCall)
-			defer pool.Put(oc)
-			return oc.c.Call(oc.h, in...)
+			pc := pool.Get().(*pooledCall)
+			defer pool.Put(pc)
+			return pc.c.Call(pc.h, in...)
 		}
 	}
 }

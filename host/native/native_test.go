@@ -27,11 +27,17 @@ var root = filepath.Join("..", "..")
 // engine logged.
 func load(t testing.TB, path string, natives bool, edit func(string) string) (*wasm.Module, *bytes.Buffer) {
 	t.Helper()
+	return loadAs(t, "openai", path, natives, edit)
+}
+
+// loadAs is load with the manifest of plugins/<plugin>.
+func loadAs(t testing.TB, plugin, path string, natives bool, edit func(string) string) (*wasm.Module, *bytes.Buffer) {
+	t.Helper()
 	bin, err := os.ReadFile(filepath.Join(root, path))
 	if err != nil {
 		t.Fatalf("run `make build` first: %v", err)
 	}
-	mf, err := os.ReadFile(filepath.Join(root, "plugins", "openai", "manifest.json"))
+	mf, err := os.ReadFile(filepath.Join(root, "plugins", plugin, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +281,94 @@ func BenchmarkChatRequest(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
 				if _, err := mod.Call(context.Background(), abi.HookChatRequest, ctx, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestAnthropicRunsNatively: the Anthropic adapter as built declares its
+// request, response and stream-event hooks native and answers the samples
+// identically, so the host runs them itself; on the adapter's documented
+// requests (not the samples), in each form, and on every event of its
+// recorded streams, the native answer is the module's.
+func TestAnthropicRunsNatively(t *testing.T) {
+	nat, logs := loadAs(t, "anthropic", "build/wasm/anthropic.wasm", true, nil)
+	if got := strings.Join(nat.NativeHooks(), ","); got != "chat_request,chat_response,chat_stream_event" {
+		t.Fatalf("native hooks %q (log: %s)", got, logs)
+	}
+	guest, _ := loadAs(t, "anthropic", "build/wasm/anthropic.wasm", false, nil)
+	same := func(what string, hook abi.Hook, fields ...[]byte) []string {
+		t.Helper()
+		got, want := call(t, nat, hook, fields...), call(t, guest, hook, fields...)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: native\n %q\nmodule\n %q", what, got, want)
+		}
+		return got
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "plugins", "anthropic", "testdata", "requests.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Name    string          `json:"name"`
+		Unified json.RawMessage `json:"unified"`
+	}
+	if err := json.Unmarshal(raw, &cases); err != nil || len(cases) < 5 {
+		t.Fatalf("requests.json: %v (%d cases)", err, len(cases))
+	}
+	for _, c := range cases {
+		for _, actx := range []wire.AdapterCtx{
+			{Model: "claude-opus-4-1", Provider: "anthropic", GenerationID: "gen-x", CatalogModel: "anthropic/claude-opus-4.1"},
+			{Model: "claude-opus-4-1", Provider: "anthropic", Stream: true, Drop: []string{"top_k", "stop"}},
+			{Model: "claude-opus-4-1@20250805", Provider: "vertex", API: "vertex"},
+			{Model: "claude-opus-4-1", Provider: "anthropic", Native: "messages", Beta: "context-1m-2025-08-07"},
+		} {
+			same(c.Name, abi.HookChatRequest, actx.JSON(), c.Unified)
+		}
+	}
+	got := call(t, nat, abi.HookChatRequest, wire.AdapterCtx{Model: "m"}.JSON(), cases[0].Unified)
+	if !strings.Contains(got[2], "X-Switchyard-Adapter: anthropic/1.0.0\n") {
+		t.Fatalf("headers %q", got[2])
+	}
+	ctx := wire.AdapterCtx{Model: "claude-opus-4-1", Provider: "anthropic"}.JSON()
+	for _, name := range []string{"message_tool_use.json", "message_web_search.json", "message_cache_read.json"} {
+		body, err := os.ReadFile(filepath.Join(root, "plugins", "anthropic", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(name, abi.HookChatResponse, ctx, body)
+	}
+	for _, name := range []string{"stream_basic.sse", "stream_tool_use.sse", "stream_thinking.sse", "stream_web_search.sse", "stream_error.sse"} {
+		sse, err := os.ReadFile(filepath.Join(root, "plugins", "anthropic", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := []byte{}
+		for _, line := range strings.Split(string(sse), "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok {
+				continue
+			}
+			out := same(name+": "+data, abi.HookChatStreamEvent, ctx, []byte(data), state)
+			state = []byte(out[0])
+		}
+	}
+}
+
+// BenchmarkAnthropicStreamEvent: one content_block_delta event of a
+// stream, in the module and native.
+func BenchmarkAnthropicStreamEvent(b *testing.B) {
+	ctx := wire.AdapterCtx{Model: "claude-opus-4-1", Provider: "anthropic", Stream: true}.JSON()
+	ev := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello there, how are you today?"}}`)
+	state := []byte(`{"id":"msg_1","model":"claude-opus-4-1","in":11,"cr":0,"cw":0,"tool":-1}`)
+	for _, natives := range []bool{false, true} {
+		b.Run(map[bool]string{false: "module", true: "native"}[natives], func(b *testing.B) {
+			mod, _ := loadAs(b, "anthropic", "build/wasm/anthropic.wasm", natives, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := mod.Call(context.Background(), abi.HookChatStreamEvent, ctx, ev, state); err != nil {
 					b.Fatal(err)
 				}
 			}

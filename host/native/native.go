@@ -7,19 +7,17 @@
 //
 // The request hooks of the OpenAI adapter run on every request to an
 // OpenAI-compatible provider (its response hooks are passthrough); the
-// Anthropic adapter's request, response and stream-event hooks run on
-// every request to Claude, the stream hook once per event (a 20-event
-// stream made 22 Wasm calls, about four times the gateway's CPU of the
-// same chat to an OpenAI-compatible provider).
+// other adapters' chat hooks (adapters.go) on every request to theirs,
+// the stream hook once per event.
 package native
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/wasm"
-	anthropic "github.com/switchyard/switchyard/plugins/anthropic/translate"
 	"github.com/switchyard/switchyard/plugins/openai/translate"
 	"github.com/switchyard/switchyard/sdk"
 )
@@ -30,26 +28,20 @@ import (
 const (
 	OpenAIChat  = "openai-chat/2"
 	OpenAIEmbed = "openai-embed/1"
-
-	AnthropicChat     = "anthropic-chat/1"
-	AnthropicResponse = "anthropic-response/1"
-	AnthropicStream   = "anthropic-stream/1"
 )
 
 // Hooks are the implementations this host offers, by name.
 func Hooks() map[string]wasm.NativeHook {
-	return map[string]wasm.NativeHook{
+	hooks := map[string]wasm.NativeHook{
 		OpenAIChat: {Hook: abi.HookChatRequest, Samples: chatSamples,
 			Bind: bind(func(build string) sdk.Handler { return (&translate.Adapter{Build: build}).ChatRequest })},
 		OpenAIEmbed: {Hook: abi.HookEmbedRequest, Samples: embedSamples,
 			Bind: bind(func(build string) sdk.Handler { return (&translate.Adapter{Build: build}).EmbedRequest })},
-		AnthropicChat: {Hook: abi.HookChatRequest, Samples: anthropicRequestSamples,
-			Bind: bind(func(build string) sdk.Handler { return (&anthropic.Adapter{Build: build}).ChatRequest })},
-		AnthropicResponse: {Hook: abi.HookChatResponse, Samples: anthropicResponseSamples(),
-			Bind: bind(func(string) sdk.Handler { return anthropic.ChatResponse })},
-		AnthropicStream: {Hook: abi.HookChatStreamEvent, Samples: anthropicStreamSamples(),
-			Bind: bind(func(string) sdk.Handler { return anthropic.StreamEvent })},
 	}
+	for _, a := range chatAdapters {
+		maps.Copy(hooks, a.hooks())
+	}
+	return hooks
 }
 
 // pooledCall is one goroutine's handler and call buffers.

@@ -2,7 +2,9 @@ package credentials
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,7 +53,45 @@ type Config struct {
 // error when the credentials are simply not there — the provider is then
 // switched off, as one whose api_key_env is unset — and an error when the
 // block is wrong or names a file that cannot be used.
+//
+// The scheme carries a fingerprint of everything that built it (Reuse).
 func New(slug string, cfg Config, apiKey string, getenv func(string) string) (Scheme, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%#v\x00%s\x00", slug, cfg, apiKey)
+	read := func(name string) string {
+		v := getenv(name)
+		fmt.Fprintf(h, "%s=%s\x00", name, v)
+		return v
+	}
+	s, err := build(slug, cfg, apiKey, read, h)
+	if s == nil || err != nil {
+		return s, err
+	}
+	return &fingerprinted{Scheme: s, print: [sha256.Size]byte(h.Sum(nil))}, nil
+}
+
+// fingerprinted is a scheme with the hash of its configuration and of every
+// variable and file it read.
+type fingerprinted struct {
+	Scheme
+	print [sha256.Size]byte
+}
+
+// Reuse returns old when it was built from exactly what built next — the
+// same configuration, variables and files — and next otherwise. A
+// configuration reload builds every provider's scheme again; keeping the
+// running one keeps the OAuth tokens it holds (and their refresh), instead
+// of minting new ones for every provider on every reload.
+func Reuse(old, next Scheme) Scheme {
+	o, ok1 := old.(*fingerprinted)
+	n, ok2 := next.(*fingerprinted)
+	if ok1 && ok2 && o.print == n.print {
+		return old
+	}
+	return next
+}
+
+func build(slug string, cfg Config, apiKey string, getenv func(string) string, h io.Writer) (Scheme, error) {
 	env := func(name, def string) string {
 		if name == "" {
 			name = def
@@ -93,6 +133,7 @@ func New(slug string, cfg Config, apiKey string, getenv func(string) string) (Sc
 		if err != nil {
 			return nil, fmt.Errorf("config: provider %q: auth google-service-account: %w", slug, err)
 		}
+		fmt.Fprintf(h, "%s\x00%x\x00", path, sha256.Sum256(data))
 		s, err := newGoogle(data, cfg.Scopes, cfg.TokenURL)
 		if err != nil {
 			return nil, fmt.Errorf("config: provider %q: auth google-service-account: %s: %w", slug, path, err)

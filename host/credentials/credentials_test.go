@@ -295,3 +295,47 @@ func BenchmarkSigV4(b *testing.B) {
 		}
 	}
 }
+
+// TestReuse: a scheme built again from the same configuration, variables
+// and files is the running one (a reload keeps its tokens); a changed
+// secret, variable name or file content builds a new one.
+func TestReuse(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := serviceAccount(t, key)
+	env := map[string]string{"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret-1"}
+	build := func(cfg credentials.Config) credentials.Scheme {
+		t.Helper()
+		s, err := credentials.New("p", cfg, "", envOf(env))
+		if err != nil || s == nil {
+			t.Fatalf("%v %v", s, err)
+		}
+		return s
+	}
+	aws := credentials.Config{Scheme: credentials.AWSSigV4, Region: "us-east-1"}
+	google := credentials.Config{Scheme: credentials.GoogleServiceAccount, CredentialsFile: sa, TokenURL: "http://127.0.0.1:1/token"}
+	old := build(aws)
+	if got := credentials.Reuse(old, build(aws)); got != old {
+		t.Error("the same SigV4 credentials were not reused")
+	}
+	env["AWS_SECRET_ACCESS_KEY"] = "secret-2"
+	if next := build(aws); credentials.Reuse(old, next) != next {
+		t.Error("a changed secret kept the old scheme")
+	}
+	oldG := build(google)
+	if got := credentials.Reuse(oldG, build(google)); got != oldG {
+		t.Error("the same service account file was not reused")
+	}
+	other, _ := rsa.GenerateKey(rand.Reader, 1024)
+	if err := os.Rename(serviceAccount(t, other), sa); err != nil {
+		t.Fatal(err)
+	}
+	if next := build(google); credentials.Reuse(oldG, next) != next {
+		t.Error("a rewritten service account file kept the old scheme")
+	}
+	if next := build(google); credentials.Reuse(old, next) != next {
+		t.Error("a scheme of another kind was reused")
+	}
+}

@@ -213,9 +213,9 @@ models:
 		}
 		yml += fmt.Sprintf("  - {id: test/%s, endpoints: [{provider: %s, upstream_model: %s, price: {prompt: 1, completion: 2}}]}\n", slug, slug, upstream)
 	}
-	g, err := gatewaytest.Start(gatewaytest.Options{ConfigYAML: yml, Quiet: true, Env: map[string]string{
+	g, err := gatewaytest.Start(gatewaytest.Options{ConfigYAML: yml, Quiet: true, ConfigFile: true, Env: map[string]string{
 		"AWS_ACCESS_KEY_ID": akid, "AWS_SECRET_ACCESS_KEY": secret, "WRONG_SECRET": wrongAWS,
-		"AZURE_OPENAI_API_KEY": azureKey, "AZURE_CLIENT_SECRET": adSecret,
+		"AZURE_OPENAI_API_KEY": azureKey, "AZURE_CLIENT_SECRET": adSecret, "AZURE_CLIENT_SECRET_2": adSecret,
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -248,6 +248,27 @@ models:
 	}
 	if n := entra.Minted(); n != 1 {
 		t.Fatalf("the Entra ID token was minted %d times for two requests, want once (cached)", n)
+	}
+	// A reload that leaves a provider's credentials as they were keeps its
+	// scheme and the token it holds; one that changes them (here the
+	// Entra ID client secret's variable) builds a new one.
+	reloaded := strings.Replace(yml, "client_id: client-1,", "client_id: client-1, client_secret_env: AZURE_CLIENT_SECRET_2,", 1)
+	if err := g.WriteConfig(reloaded); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.GW.Reload("test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"test/vertex", "test/vertex-gemini", "test/vertex-claude", "test/azure-ad"} {
+		if resp, b, err := g.Request("POST", "/chat/completions", `{"model":"`+model+`","messages":[{"role":"user","content":"after the reload"}]}`); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s after a reload: %v %d %s", model, err, resp.StatusCode, b)
+		}
+	}
+	if n := google.Minted(); n != 3 {
+		t.Fatalf("after a reload that changed nothing of theirs, the service account's tokens were minted %d times in all, want still three", n)
+	}
+	if n := entra.Minted(); n != 2 {
+		t.Fatalf("after a reload that changed its secret's variable, the Entra ID token was minted %d times in all, want twice", n)
 	}
 
 	resp, b, err := g.Request("POST", "/embeddings", `{"model":"google/text-embedding-004","input":["What is life?","hello"],"dimensions":3}`)

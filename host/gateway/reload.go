@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/credentials"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/wasm"
 )
@@ -82,6 +83,7 @@ func (g *Gateway) reload(trigger string) (*Reloaded, error) {
 	if err := g.stampCreated(cat, time.Now()); err != nil {
 		return nil, err
 	}
+	keepCredentials(g.Router.Catalog(), cat)
 	// Everything is built and checked: publish. The router's swap is the
 	// one atomic step requests see; the rate-limit defaults follow.
 	g.Router.Swap(cat)
@@ -92,6 +94,21 @@ func (g *Gateway) reload(trigger string) (*Reloaded, error) {
 		Models: len(cat.Models), Providers: len(cat.Providers), Aliases: len(cat.Aliases),
 		RestartRequired: restartRequired(g.started, cfg),
 	}, nil
+}
+
+// keepCredentials gives each provider of next whose credentials were
+// built from exactly what built them in old (configuration, variables,
+// files) the running scheme, with the tokens it holds: otherwise every
+// reload would mint new OAuth tokens for every cloud provider.
+func keepCredentials(old, next *catalog.Catalog) {
+	if old == nil {
+		return
+	}
+	for slug, p := range next.Providers {
+		if o := old.Providers[slug]; o != nil && o.Auth != nil && p.Auth != nil {
+			p.Auth = credentials.Reuse(o.Auth, p.Auth)
+		}
+	}
 }
 
 // checkAdapters refuses a catalog whose providers name an adapter module

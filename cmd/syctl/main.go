@@ -14,7 +14,7 @@
 //	syctl -db PATH credits show -account ID
 //	syctl -db PATH generation show ID
 //	syctl -db PATH generations -account ID [-key HASH] [-model ID] [-provider SLUG] [-status S] [-from T] [-to T] [-limit N] [-cursor C]
-//	syctl -db PATH activity -account ID [-from DATE] [-to DATE] [-group-by model|key]
+//	syctl -db PATH activity -account ID [-from DATE] [-to DATE] [-group-by model|key|app]
 //	syctl -db PATH account set-log-content -account ID -on|-off
 //	syctl -db PATH account set-store-content -account ID -on|-off|-default
 //	syctl -db PATH audit
@@ -73,7 +73,7 @@ commands:
   credits show -account ID
   generation show ID
   generations -account ID [-key HASH] [-model ID] [-provider SLUG] [-status S] [-from T] [-to T] [-limit N] [-cursor C]
-  activity -account ID [-from DATE] [-to DATE] [-group-by model|key]
+  activity -account ID [-from DATE] [-to DATE] [-group-by model|key|app]
   account set-log-content -account ID -on|-off
   account set-store-content -account ID -on|-off|-default   (store prompts and completions for GET /generation/content)
   audit

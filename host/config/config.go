@@ -162,7 +162,7 @@ type Config struct {
 	// absent, forever.
 	Retention Retention `yaml:"retention"`
 	// Content is the opt-in storage of prompts and completions for GET
-	// /generation/content (content.go, docs/privacy.md).
+	// /generation/content (content.go, docs/security.md, "Stored content").
 	Content Content `yaml:"content"`
 }
 

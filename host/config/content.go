@@ -3,7 +3,7 @@ package config
 import "fmt"
 
 // Content configures the storage of generation content (host/content,
-// docs/privacy.md): the prompt and completion of a generation, kept for
+// docs/security.md, "Stored content"): the prompt and completion of a generation, kept for
 // GET /generation/content. It is off unless the operator turns it on for
 // every account here or an account turns it on for itself.
 type Content struct {

@@ -3,6 +3,7 @@ package content
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"sync"
 	"unicode/utf8"
 
@@ -236,4 +237,35 @@ func cutUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// Reader is src with its bytes also written to c as they are read (src
+// itself when c is nil). Its Close, which the transport always calls,
+// stores what a stream that ended without [DONE] gathered, then closes
+// src. (Not the request's own end: a stream may end it before its last
+// bytes are read.)
+func (c *Collector) Reader(src io.ReadCloser) io.ReadCloser {
+	if c == nil {
+		return src
+	}
+	return &teeReader{Reader: io.TeeReader(src, c), src: src, c: c}
+}
+
+type teeReader struct {
+	io.Reader
+	src io.Closer
+	c   *Collector
+}
+
+func (t *teeReader) Close() error {
+	_ = t.c.Close()
+	return t.src.Close()
+}
+
+// Writer writes to c, then to w (w itself when c is nil).
+func (c *Collector) Writer(w io.Writer) io.Writer {
+	if c == nil {
+		return w
+	}
+	return io.MultiWriter(c, w)
 }

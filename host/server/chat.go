@@ -106,7 +106,7 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 		switch st := o.Stream.(type) {
 		case *flow.Pump:
 			fc.Response.ImmediateHeaderFlush = st.Attach(fc.Conn())
-			src := teeReader(st, col)
+			src := col.Reader(st)
 			if tr != nil {
 				fc.Response.SetBodyStream(&translatedReader{src: src, t: tr.Stream()}, -1)
 			} else {
@@ -118,7 +118,7 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 					// Push flushes after every write: the small buffer
 					// hands each write on to the translation at once.
 					t := &translatedWriter{w: w, t: tr.Stream()}
-					tw := bufio.NewWriterSize(teeWriter(t, col), 512)
+					tw := bufio.NewWriterSize(col.Writer(t), 512)
 					st.Push(tw)
 					_ = tw.Flush()
 					_ = col.Close()
@@ -126,7 +126,7 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 					return
 				}
 				if col != nil {
-					tw := bufio.NewWriterSize(teeWriter(flushWriter{w}, col), 512)
+					tw := bufio.NewWriterSize(col.Writer(flushWriter{w}), 512)
 					st.Push(tw)
 					_ = tw.Flush()
 					_ = col.Close() // a stream that ended without [DONE]

@@ -21,7 +21,7 @@ func (c *cli) activityCommand(cmd string, args []string, stderr io.Writer) error
 	from := fs.String("from", "", "start: RFC 3339 time or date (YYYY-MM-DD)")
 	to := fs.String("to", "", "end: RFC 3339 time (exclusive) or date (inclusive)")
 	if cmd == "activity" {
-		by := fs.String("group-by", "", "model or key (default: both)")
+		by := fs.String("group-by", "", "model, key or app (default: model and key)")
 		if err := parse(fs, args, 0); err != nil {
 			return err
 		}
@@ -98,8 +98,10 @@ func (c *cli) activity(acct, from, to, by string) error {
 		group = activity.ByModel
 	case "key":
 		group = activity.ByKey
+	case "app":
+		group = activity.ByApp
 	default:
-		return fmt.Errorf("activity: -group-by must be model or key")
+		return fmt.Errorf("activity: -group-by must be model, key or app")
 	}
 	rows, err := activity.Activity(c.db, acct, start.Format(time.DateOnly), end.Format(time.DateOnly), group)
 	if err != nil {
@@ -107,6 +109,14 @@ func (c *cli) activity(acct, from, to, by string) error {
 	}
 	return c.print(map[string]any{"data": rows}, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		if group == activity.ByApp {
+			fmt.Fprintln(tw, "DATE\tHTTP_REFERER\tAPP_TITLE\tREQUESTS\tPROMPT\tCOMPLETION\tCOST")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%q\t%q\t%d\t%d\t%d\t%s\n", r.Date, r.HTTPReferer, r.AppTitle, r.Requests, r.PromptTokens, r.CompletionTokens, r.Cost)
+			}
+			_ = tw.Flush()
+			return
+		}
 		fmt.Fprintln(tw, "DATE\tMODEL\tKEY\tREQUESTS\tPROMPT\tCOMPLETION\tCOST")
 		for _, r := range rows {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.Date, r.Model, r.Key, r.Requests, r.PromptTokens, r.CompletionTokens, r.Cost)

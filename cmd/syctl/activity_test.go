@@ -83,4 +83,12 @@ func TestGenerationsAndActivity(t *testing.T) {
 	if code, out, _ := syctl(t, db, "account", "set-log-content", "-account", accts[0], "-on"); code != 0 || !strings.Contains(out, "log_content=true") {
 		t.Fatalf("set-log-content: %d %s", code, out)
 	}
+	for args, want := range map[string]string{"-on": "store_content=true", "-default": "store_content=default"} {
+		if code, out, _ := syctl(t, db, "account", "set-store-content", "-account", accts[0], args); code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("set-store-content %s: %d %s", args, code, out)
+		}
+	}
+	if code, _, _ := syctl(t, db, "account", "set-store-content", "-account", accts[0], "-on", "-off"); code != 2 {
+		t.Fatalf("set-store-content -on -off: exit %d, want 2 (usage)", code)
+	}
 }

@@ -14,8 +14,9 @@
 //	syctl -db PATH credits show -account ID
 //	syctl -db PATH generation show ID
 //	syctl -db PATH generations -account ID [-key HASH] [-model ID] [-provider SLUG] [-status S] [-from T] [-to T] [-limit N] [-cursor C]
-//	syctl -db PATH activity -account ID [-from DATE] [-to DATE] [-group-by model|key]
+//	syctl -db PATH activity -account ID [-from DATE] [-to DATE] [-group-by model|key|app]
 //	syctl -db PATH account set-log-content -account ID -on|-off
+//	syctl -db PATH account set-store-content -account ID -on|-off|-default
 //	syctl -db PATH audit
 //	syctl -db PATH prune -older-than 90d [-batch N]
 //	syctl -db PATH module list [-scope ACCOUNT]
@@ -72,8 +73,9 @@ commands:
   credits show -account ID
   generation show ID
   generations -account ID [-key HASH] [-model ID] [-provider SLUG] [-status S] [-from T] [-to T] [-limit N] [-cursor C]
-  activity -account ID [-from DATE] [-to DATE] [-group-by model|key]
+  activity -account ID [-from DATE] [-to DATE] [-group-by model|key|app]
   account set-log-content -account ID -on|-off
+  account set-store-content -account ID -on|-off|-default   (store prompts and completions for GET /generation/content)
   audit
   prune -older-than 90d [-batch N]   (delete generation records older than that; totals stay)
   module list [-scope ACCOUNT]
@@ -380,6 +382,28 @@ func (c *cli) dispatch(args []string, stderr io.Writer) error {
 		return c.print(map[string]any{"account": *acct, "log_content": *on}, func(w io.Writer) {
 			fmt.Fprintf(w, "%s log_content=%t\n", *acct, *on)
 		})
+	case "account set-store-content":
+		acct := fs.String("account", "", "account id")
+		on := fs.Bool("on", false, "store the account's prompts and completions")
+		off := fs.Bool("off", false, "store none of them")
+		def := fs.Bool("default", false, "follow the operator's content.store again")
+		if err := parse(fs, rest, 0); err != nil || b2i(*on)+b2i(*off)+b2i(*def) != 1 {
+			return errUsage
+		}
+		var v *bool
+		if !*def {
+			v = on
+		}
+		if err := c.ks.SetStoreContent(*acct, v); err != nil {
+			return fmt.Errorf("account set-store-content: %w", err)
+		}
+		shown := "default"
+		if v != nil {
+			shown = fmt.Sprint(*v)
+		}
+		return c.print(map[string]any{"account": *acct, "store_content": v}, func(w io.Writer) {
+			fmt.Fprintf(w, "%s store_content=%s\n", *acct, shown)
+		})
 	case "generation show":
 		if err := parse(fs, rest, 1); err != nil {
 			return err
@@ -452,4 +476,12 @@ func (c *cli) print(v any, text func(io.Writer)) error {
 	}
 	text(c.out)
 	return nil
+}
+
+// b2i counts a set flag.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -96,6 +96,8 @@ try {
   await page.locator('#generation-detail dd[data-field="id"]', { hasText: genId }).waitFor();
   const charged = Number(await page.locator('#generation-detail dd[data-field="total_cost"]').innerText());
   assert.ok(Math.abs(charged - cost) < 1e-12, `detail total_cost ${charged}, response usage.cost ${cost}`);
+  // Content storage is off by default: the detail says how to turn it on.
+  await page.locator("#generation-content", { hasText: "store_content" }).waitFor();
   await shot("activity-detail");
 
   // 5. Its cost in the usage chart: today's test/chat bar is this request

@@ -29,7 +29,12 @@ var (
 	bucketByModel = []byte("activity_by_model")
 	// account 0 date 0 model 0 key hash → totals (4 × 8 bytes)
 	bucketDaily = []byte("activity_daily")
-	bucketMeta  = []byte("activity_meta")
+	// account 0 date 0 http_referer 0 app_title → totals: the day's
+	// totals per app, as its attribution headers named it (GET /activity
+	// group_by=app). Counted from 2026-11-29 (issue 32): older records
+	// are in bucketDaily only.
+	bucketDailyApp = []byte("activity_daily_app")
+	bucketMeta     = []byte("activity_meta")
 	// backfilled marks a store whose records written before the indexes
 	// existed have been indexed.
 	keyBackfilled = []byte("backfilled_v1")
@@ -43,7 +48,7 @@ const sep = 0
 func Open(db store.DB) error {
 	done := false
 	if err := db.Update(func(tx store.Tx) error {
-		for _, b := range [][]byte{bucketByTime, bucketByKey, bucketByModel, bucketDaily, bucketMeta} {
+		for _, b := range [][]byte{bucketByTime, bucketByKey, bucketByModel, bucketDaily, bucketDailyApp, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -119,12 +124,16 @@ func Index(tx store.Tx, g *billing.Generation) error {
 	// The day's totals of a key and model: a group commit's settlements
 	// mostly add to the same one, which the group then holds and writes
 	// once (billing.UpdateRecord).
-	return billing.UpdateRecord(tx, bucketDaily, dailyKey(g), func(t *totals) {
+	add := func(t *totals) {
 		t.Requests++
 		t.PromptTokens += g.Usage.PromptTokens
 		t.CompletionTokens += g.Usage.CompletionTokens
 		t.Cost += g.Charged
-	})
+	}
+	if err := billing.UpdateRecord(tx, bucketDaily, dailyKey(g), add); err != nil {
+		return err
+	}
+	return billing.UpdateRecord(tx, bucketDailyApp, dailyAppKey(g), add)
 }
 
 // indexUnlessIndexed is Index for a record that may be indexed already.
@@ -138,7 +147,7 @@ func indexUnlessIndexed(tx store.Tx, g *billing.Generation) error {
 // Reads appends what Index reads (billing.Options.IndexReads), so a
 // shared store fetches it with the rest of a group's reads.
 func Reads(g *billing.Generation, dst []store.Ref) []store.Ref {
-	return append(dst, store.Ref{Bucket: bucketDaily, Key: dailyKey(g)})
+	return append(dst, store.Ref{Bucket: bucketDaily, Key: dailyKey(g)}, store.Ref{Bucket: bucketDailyApp, Key: dailyAppKey(g)})
 }
 
 // entry is one index entry of a record.
@@ -158,6 +167,13 @@ func entries(g *billing.Generation) [3]entry {
 
 func dailyKey(g *billing.Generation) []byte {
 	return join(g.AccountID, g.CreatedAt.UTC().Format(time.DateOnly), g.Model, g.KeyHash)
+}
+
+// dailyAppKey is g's key in the totals per app. The attribution values
+// hold no 0 byte: they are cleaned of control characters when recorded
+// (host/server/attribution.go).
+func dailyAppKey(g *billing.Generation) []byte {
+	return join(g.AccountID, g.CreatedAt.UTC().Format(time.DateOnly), g.Referer, g.Title)
 }
 
 // join is parts separated by 0 bytes (ids, models and key hashes have none),
@@ -324,9 +340,13 @@ func (f Filter) matches(entry []byte) bool {
 
 // Row is one line of the activity totals: a day and a model and/or a key.
 type Row struct {
-	Date             string `json:"date"`
-	Model            string `json:"model"`
-	Key              string `json:"key"`
+	Date  string `json:"date"`
+	Model string `json:"model"`
+	Key   string `json:"key"`
+	// HTTPReferer and AppTitle are the app of a row grouped by app (its
+	// attribution headers; both "" for requests that sent none).
+	HTTPReferer      string `json:"http_referer,omitempty"`
+	AppTitle         string `json:"app_title,omitempty"`
 	Requests         int64  `json:"requests"`
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
@@ -341,12 +361,16 @@ const (
 	ByModelAndKey GroupBy = iota // a row per day, model and key
 	ByModel                      // a row per day and model, keys summed
 	ByKey                        // a row per day and key, models summed
+	ByApp                        // a row per day and app (HTTP-Referer, title), models and keys summed
 )
 
 // Activity totals account's records per UTC day (of created_at) from from
 // to to inclusive (dates "YYYY-MM-DD"), ordered by date, then model, then
 // key. It reads the daily totals only, never a record.
 func Activity(db store.DB, account, from, to string, by GroupBy) ([]Row, error) {
+	if by == ByApp {
+		return appActivity(db, account, from, to)
+	}
 	rows := map[[3]string]*Row{}
 	err := db.View(func(tx store.Tx) error {
 		b := tx.Bucket(bucketDaily)
@@ -404,4 +428,33 @@ func Activity(db store.DB, account, from, to string, by GroupBy) ([]Row, error) 
 		return a.Key < b.Key
 	})
 	return out, nil
+}
+
+// appActivity is Activity per day and app, from the totals per app,
+// ordered by date, then referer, then title.
+func appActivity(db store.DB, account, from, to string) ([]Row, error) {
+	out := []Row{}
+	err := db.View(func(tx store.Tx) error {
+		b := tx.Bucket(bucketDailyApp)
+		if b == nil {
+			return nil
+		}
+		prefix := join(account, "")
+		c := b.Cursor()
+		for k, v := c.Seek(join(account, from)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			parts := strings.SplitN(string(k[len(prefix):]), "\x00", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			if parts[0] > to {
+				break
+			}
+			var t totals
+			t.decode(v)
+			out = append(out, Row{Date: parts[0], HTTPReferer: parts[1], AppTitle: parts[2], Requests: t.Requests,
+				PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens, Cost: t.Cost.USD(), cost: t.Cost})
+		}
+		return nil
+	})
+	return out, err // in key order: date, referer, title
 }

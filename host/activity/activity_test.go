@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/usage"
 )
 
 var day0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -20,8 +21,13 @@ func gen(account string, i int) *billing.Generation {
 	if i%7 == 0 {
 		status = billing.StatusError
 	}
+	var app usage.Attribution // every fourth request sends no attribution
+	if i%4 != 0 {
+		app = usage.Attribution{Referer: fmt.Sprintf("https://app%d.example", i%2), Title: "App"}
+	}
 	return &billing.Generation{
-		ID: fmt.Sprintf("gen-%s-%07d", account, i), AccountID: account, KeyHash: fmt.Sprintf("key%d", i%2),
+		Attribution: app,
+		ID:          fmt.Sprintf("gen-%s-%07d", account, i), AccountID: account, KeyHash: fmt.Sprintf("key%d", i%2),
 		Model: fmt.Sprintf("v/m%d", i%3), Provider: fmt.Sprintf("p%d", i%2), Status: status,
 		Usage:   billing.Usage{PromptTokens: 10, CompletionTokens: int64(i % 5)},
 		Charged: billing.Nanos(1000 + i), CreatedAt: day0.Add(time.Duration(i) * time.Hour),
@@ -198,6 +204,20 @@ func TestActivityTotals(t *testing.T) {
 			if r.Key == "" || (by == ByKey) != (r.Model == "") {
 				t.Fatalf("grouping %d: row %+v", by, r)
 			}
+		}
+	}
+	// Per app (the attribution headers), the same totals again: a row per
+	// day and app, one of them for the requests that sent none.
+	apps, err := Activity(db, "acct_a", "2026-03-02", "2026-03-03", ByApp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total(apps) != total(rows) || len(apps) != 6 { // two days × (app0, app1, none)
+		t.Fatalf("by app: %d rows, totals %v, by model %v: %+v", len(apps), total(apps), total(rows), apps)
+	}
+	for _, r := range apps {
+		if r.Model != "" || r.Key != "" || (r.HTTPReferer == "") != (r.AppTitle == "") {
+			t.Fatalf("by app: row %+v", r)
 		}
 	}
 	none, err := Activity(db, "acct_c", "2026-03-01", "2026-03-31", ByModel)

@@ -139,8 +139,10 @@ func activity(c *fiber.Ctx, db store.DB) error {
 		by = ByModel
 	case "key":
 		by = ByKey
+	case "app":
+		by = ByApp
 	default:
-		return admin.Fail(c, http.StatusBadRequest, "group_by: must be model or key (or absent: both)")
+		return admin.Fail(c, http.StatusBadRequest, "group_by: must be model, key or app (or absent: model and key)")
 	}
 	rows, err := Activity(db, k.AccountID, from.Format(time.DateOnly), to.Format(time.DateOnly), by)
 	if err != nil {

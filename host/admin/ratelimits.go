@@ -156,16 +156,22 @@ func (h *handlers) registerRateLimits(r fiber.Router) {
 // accountFor resolves :id ("me" is the caller's account) to an account the
 // caller may see: its own, or any for the operator. Another account is
 // reported like a missing one.
-func (h *handlers) accountFor(c *fiber.Ctx) (string, bool) {
+func (h *handlers) accountFor(c *fiber.Ctx) (string, bool) { return AccountFor(c, h.ks) }
+
+// AccountFor is the account a per-account route's :id names ("me": the
+// caller's), when the caller may act on it: its own, or any for the
+// operator. false: no such account, or not the caller's to see (both a
+// 404, so an id of another tenant is not confirmed).
+func AccountFor(c *fiber.Ctx, ks *keys.Store) (string, bool) {
 	me := caller(c)
 	id := c.Params("id")
 	if id == "me" {
 		id = me.AccountID
 	}
-	if id != me.AccountID && !h.ks.IsOperator(me) {
+	if id != me.AccountID && !ks.IsOperator(me) {
 		return "", false
 	}
-	if _, err := h.ks.Account(id); err != nil {
+	if _, err := ks.Account(id); err != nil {
 		return "", false
 	}
 	return id, true

@@ -161,6 +161,9 @@ type Config struct {
 	// Retention bounds how long generation records are kept (retention.go);
 	// absent, forever.
 	Retention Retention `yaml:"retention"`
+	// Content is the opt-in storage of prompts and completions for GET
+	// /generation/content (content.go, docs/security.md, "Stored content").
+	Content Content `yaml:"content"`
 }
 
 // Modules is the configuration of module host functions; 0 means the
@@ -454,6 +457,12 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if d := c.Retention.ResponsesKeep(); d < 0 || (d > 0 && d < MinRetention) {
 		return nil, fmt.Errorf("config: retention.responses: %s: keep stored responses at least %s (e.g. 30d, the default), or 0 to keep them forever", FormatDuration(d), FormatDuration(MinRetention))
+	}
+	if d := c.Retention.ContentKeep(); d < 0 || (d > 0 && d < MinRetention) {
+		return nil, fmt.Errorf("config: retention.content: %s: keep stored content at least %s (e.g. 30d, the default), or 0 to keep it forever", FormatDuration(d), FormatDuration(MinRetention))
+	}
+	if err := c.Content.check(); err != nil {
+		return nil, err
 	}
 	// At most a second: what is queued is held in memory (about 1.5 KB a
 	// request) and a crash loses all of it.

@@ -22,6 +22,24 @@ type Retention struct {
 	// them; 0: forever. Without it, every response an account ever made
 	// stays on the gateway's disk.
 	Responses *Duration `yaml:"responses"`
+	// Content is how long a generation's stored prompt and completion
+	// (content.store, or an account's store_content) is kept; unset:
+	// DefaultContentRetention; 0: forever. It is a setting of its own,
+	// not retention.generations, since content is the tenant's data and
+	// usually kept for less time than its billing records.
+	Content *Duration `yaml:"content"`
+}
+
+// DefaultContentRetention is retention.content when unset: 30 days, as
+// OpenRouter keeps the content it logs by default.
+const DefaultContentRetention = 30 * 24 * time.Hour
+
+// ContentKeep is how long stored content is kept (0: forever).
+func (r Retention) ContentKeep() time.Duration {
+	if r.Content == nil {
+		return DefaultContentRetention
+	}
+	return time.Duration(*r.Content)
 }
 
 // DefaultResponsesRetention is retention.responses when unset: 30 days.

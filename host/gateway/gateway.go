@@ -221,6 +221,7 @@ func (g *Gateway) openLedger(opts Options) (err error) {
 	g.closers = append(g.closers, func() { _ = g.Ledger.Close() })
 	g.startPruner(opts.Now) // retention.go
 	g.startResponsesPruner()
+	g.startContentPruner()
 	// A key's limit changed (here or on another gateway of the cluster):
 	// its leases go back and are taken again against the new limit.
 	g.closers = append(g.closers, g.DB.Subscribe(keys.TopicKeys, func(hash string) {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/content"
 	"github.com/switchyard/switchyard/host/responses/stored"
 	"github.com/switchyard/switchyard/host/retention"
 )
@@ -50,34 +51,51 @@ func (g *Gateway) pruneMetrics(reg *prometheus.Registry) {
 }
 
 // startResponsesPruner deletes the stored Responses API responses older
-// than retention.responses (30 days unless set; 0 keeps them) every
-// retention.DefaultInterval, until the gateway stops, before the store
-// closes. Deleting is idempotent: on a cluster every instance may run it.
+// than retention.responses (30 days unless set; 0 keeps them).
 func (g *Gateway) startResponsesPruner() {
-	keep := g.Config.Retention.ResponsesKeep()
-	if keep <= 0 {
-		return
-	}
 	st := stored.Store{DB: g.Ledger.DB()}
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
+	g.pruneEvery("stored responses", g.Config.Retention.ResponsesKeep(), func() {
 		// Records from before the time index are indexed once, so the
-		// prune below finds them too.
+		// prune finds them too.
 		if n, err := st.Backfill(time.Now(), billing.PruneBatch); err != nil {
 			g.log.Warn("retention: indexing stored responses by time", "err", err)
 		} else if n > 0 {
 			g.log.Info("retention: indexed stored responses by time", "responses", n)
 		}
+	}, func(before time.Time) (int, error) { return st.Prune(before, billing.PruneBatch) })
+}
+
+// startContentPruner deletes the stored generation content (host/content)
+// older than retention.content (30 days unless set; 0 keeps it).
+func (g *Gateway) startContentPruner() {
+	st := content.Store{DB: g.Ledger.DB()}
+	g.pruneEvery("generation content", g.Config.Retention.ContentKeep(), nil,
+		func(before time.Time) (int, error) { return st.Prune(before, billing.PruneBatch) })
+}
+
+// pruneEvery runs prune on what is older than keep (first, when not nil,
+// once before) every retention.DefaultInterval, until the gateway stops,
+// before the store closes. keep 0 prunes nothing. Deleting is idempotent:
+// on a cluster every instance may run it.
+func (g *Gateway) pruneEvery(what string, keep time.Duration, first func(), prune func(before time.Time) (int, error)) {
+	if keep <= 0 {
+		return
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		if first != nil {
+			first()
+		}
 		t := time.NewTicker(retention.DefaultInterval)
 		defer t.Stop()
 		for {
-			n, err := st.Prune(time.Now().Add(-keep), billing.PruneBatch)
+			n, err := prune(time.Now().Add(-keep))
 			switch {
 			case err != nil:
-				g.log.Warn("retention: pruning stored responses", "retention", config.FormatDuration(keep), "err", err)
+				g.log.Warn("retention: pruning "+what, "retention", config.FormatDuration(keep), "err", err)
 			case n > 0:
-				g.log.Info("retention: pruned stored responses", "responses", n, "retention", config.FormatDuration(keep))
+				g.log.Info("retention: pruned "+what, "records", n, "retention", config.FormatDuration(keep))
 			}
 			select {
 			case <-stop:

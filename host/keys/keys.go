@@ -45,6 +45,10 @@ type Account struct {
 	// LogContent puts the prompt and completion text of the account's
 	// requests in the request log (logcontent.go); off by default.
 	LogContent bool `json:"log_content,omitempty"`
+	// StoreContent keeps the prompt and completion of the account's
+	// generations for GET /generation/content (host/content,
+	// storecontent.go); nil: the operator's default (content.store).
+	StoreContent *bool `json:"store_content,omitempty"`
 }
 
 // ProviderSettings are account-wide allowed and ignored provider slugs.
@@ -128,6 +132,8 @@ type Store struct {
 	providers sync.Map // account id → ProviderSettings
 	// logContent caches Account.LogContent (logcontent.go).
 	logContent sync.Map // account id → bool
+	// storeContent caches Account.StoreContent (storecontent.go).
+	storeContent sync.Map // account id → *bool
 	// rateLimits caches each account's own rate limits (the zero Limits
 	// when it has none) for the request path; written through by
 	// SetRateLimits.
@@ -179,6 +185,7 @@ func Open(db store.DB) (*Store, error) {
 			}
 			s.providers.Delete(id)
 			s.logContent.Delete(id)
+			s.storeContent.Delete(id)
 			s.rateLimits.Delete(id)
 		}))
 	if db.Shared() {
@@ -222,6 +229,7 @@ func (s *Store) flush() {
 	s.mu.Unlock()
 	s.providers.Clear()
 	s.logContent.Clear()
+	s.storeContent.Clear()
 	s.rateLimits.Clear()
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/switchyard/switchyard/host/gatewaytest"
+	"github.com/tidwall/gjson"
 )
 
 // TestAttributionHeaders: OpenRouter's app-attribution headers, as its
@@ -43,5 +44,24 @@ func TestAttributionHeaders(t *testing.T) {
 				t.Errorf("app_categories %s, want %s", got, tc.catsRaw)
 			}
 		})
+	}
+	// GET /activity group_by=app: the day's totals per app, one row for
+	// the request that sent no attribution.
+	resp, b, err := g.Request("GET", "/activity?group_by=app", "")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("activity: %v %s", err, b)
+	}
+	rows := gjson.GetBytes(b, "data").Array()
+	found := map[string]int64{}
+	for _, r := range rows {
+		found[r.Get("http_referer").Str+"|"+r.Get("app_title").Str] += r.Get("requests").Int()
+		if r.Get("usage").Type != gjson.Number {
+			t.Errorf("row without OpenRouter's usage: %s", r.Raw)
+		}
+	}
+	for app, n := range map[string]int64{"https://myapp.example/chat|My App": 1, "|Legacy App": 1, "|new": 1, "|": 1} {
+		if found[app] != n {
+			t.Errorf("activity by app: %q has %d requests, want %d: %s", app, found[app], n, b)
+		}
 	}
 }

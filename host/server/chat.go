@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/content"
 	"github.com/switchyard/switchyard/host/flow"
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
@@ -56,7 +57,8 @@ func (s *Server) runWith(c *fiber.Ctx, vr *validate.ChatRequest, unsupported []s
 	if set != nil {
 		set(req)
 	}
-	return s.write(c, req, req.Run(), tr)
+	o := req.Run()
+	return s.write(c, req, o, tr, s.collector(req, o, vr.Body, tr))
 }
 
 // translator turns a chat answer into another API's (host/responses,
@@ -78,8 +80,10 @@ type streamTranslator interface {
 }
 
 // write answers with what a request's Run produced, translated by tr
-// (nil: as it is). Errors keep the chat envelope, which is OpenAI's.
-func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr translator) error {
+// (nil: as it is), and hands the chat answer to col as it goes (nil: the
+// content is not stored, content.go). Errors keep the chat envelope,
+// which is OpenAI's.
+func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr translator, col *content.Collector) error {
 	if o.Charged {
 		c.Set("X-Generation-Id", req.ID)
 	}
@@ -91,6 +95,7 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 	}
 	switch {
 	case o.Err != nil:
+		col.Fail(o.Err.Status, o.Err.Message)
 		return s.writeError(c, o.Err, o.Meta)
 	case o.Stream != nil:
 		// An open stream counts as in flight until it ends: the request
@@ -101,10 +106,11 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 		switch st := o.Stream.(type) {
 		case *flow.Pump:
 			fc.Response.ImmediateHeaderFlush = st.Attach(fc.Conn())
+			src := col.Reader(st)
 			if tr != nil {
-				fc.Response.SetBodyStream(&translatedReader{src: st, t: tr.Stream()}, -1)
+				fc.Response.SetBodyStream(&translatedReader{src: src, t: tr.Stream()}, -1)
 			} else {
-				fc.Response.SetBodyStream(st, -1)
+				fc.Response.SetBodyStream(src, -1)
 			}
 		case flow.Pusher:
 			fc.SetBodyStreamWriter(func(w *bufio.Writer) {
@@ -112,10 +118,18 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 					// Push flushes after every write: the small buffer
 					// hands each write on to the translation at once.
 					t := &translatedWriter{w: w, t: tr.Stream()}
-					tw := bufio.NewWriterSize(t, 512)
+					tw := bufio.NewWriterSize(col.Writer(t), 512)
 					st.Push(tw)
 					_ = tw.Flush()
+					_ = col.Close()
 					_ = t.End()
+					return
+				}
+				if col != nil {
+					tw := bufio.NewWriterSize(col.Writer(flushWriter{w}), 512)
+					st.Push(tw)
+					_ = tw.Flush()
+					_ = col.Close() // a stream that ended without [DONE]
 					return
 				}
 				st.Push(w)
@@ -123,6 +137,8 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 		}
 		return nil
 	case o.Events != nil:
+		_, _ = col.Write(o.Events)
+		_ = col.Close()
 		setStreamHeaders(c)
 		if tr != nil {
 			st := tr.Stream()
@@ -130,6 +146,7 @@ func (s *Server) write(c *fiber.Ctx, req *flow.Request, o flow.Outcome, tr trans
 		}
 		return c.Send(o.Events)
 	}
+	col.JSON(o.Body)
 	if tr != nil {
 		body, aerr := tr.JSON(o.Body)
 		if aerr != nil {

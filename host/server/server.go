@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/content"
 	"github.com/switchyard/switchyard/host/dispatch"
 	"github.com/switchyard/switchyard/host/flow"
 	"github.com/switchyard/switchyard/host/keys"
@@ -72,6 +73,9 @@ type Server struct {
 	shedder *ratelimit.Shedder
 	// bodies bounds request body bytes held across connections (readBody).
 	bodies byteBudget
+	// content stores generations' content for the accounts that opted in
+	// (host/content).
+	content *content.Service
 }
 
 // localsKey is where the auth middleware leaves the caller's *keys.Key,
@@ -124,6 +128,7 @@ func New(d Deps) *Server {
 	}}
 	s.Core = flow.New(flow.Core{Config: d.Config, Keys: d.Keys, Modules: d.Modules, Router: d.Router, Ledger: d.Ledger,
 		Pipeline: d.Pipeline, Dispatcher: s.Dispatcher, Limiter: d.Limiter, RateDefaults: d.RateDefaults, Log: d.Log})
+	s.content = content.New(d.Ledger.DB(), d.Config.Content, d.Keys, d.Log)
 	lim := d.Config.Limits
 	s.shedder = newShedder(lim)
 	s.bodies.max = lim.MaxBodyBytesInFlight
@@ -167,6 +172,7 @@ func New(d Deps) *Server {
 	api.Get("/providers", s.listProviders)
 	api.Get("/endpoints/zdr", s.listZDREndpoints)
 	activity.Register(api, d.Ledger) // GET /generations, GET /activity
+	s.content.Register(api, d.Keys)  // GET /generation/content, /accounts/:id/store_content
 	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, DefaultRateLimits: d.RateDefaults})
 	if d.Mount != nil {
 		d.Mount(s.app, api)

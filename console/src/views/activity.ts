@@ -14,7 +14,17 @@ interface Generation {
   total_cost: number;
   latency_ms?: number;
   created_at: string;
+  http_referer?: string | null;
+  app_title?: string;
   [k: string]: unknown;
+}
+
+// GET /generation/content's data (docs/api.md): stored only when the
+// account turned content storage on.
+interface Content {
+  input: { messages?: { role?: string; content?: unknown }[]; prompt?: string };
+  output: { completion: string | null; reasoning: string | null };
+  truncated?: boolean;
 }
 
 export async function activityView(root: HTMLElement): Promise<void> {
@@ -61,7 +71,7 @@ export async function activityView(root: HTMLElement): Promise<void> {
       cursor = r.next_cursor ?? "";
       more.hidden = !cursor;
       if (!body.children.length) clear(list, h("p", { class: "muted" }, "No requests yet."));
-      else clear(list, h("table", { id: "generations" }, h("thead", {}, h("tr", {}, ["Time", "Model", "Provider", "Status", "Tokens in / out", "Cost", "Latency"].map((t) => h("th", {}, t)))), body));
+      else clear(list, h("table", { id: "generations" }, h("thead", {}, h("tr", {}, ["Time", "Model", "Provider", "App", "Status", "Tokens in / out", "Cost", "Latency"].map((t) => h("th", {}, t)))), body));
     } catch (err) {
       clear(list, errorBox(err));
     }
@@ -74,6 +84,8 @@ export async function activityView(root: HTMLElement): Promise<void> {
       h("td", {}, when(g.created_at)),
       h("td", { class: "mono" }, g.model),
       h("td", {}, g.provider_name || "—"),
+      // The app its attribution headers named (text, never markup: h sets text).
+      h("td", { class: "app", title: g.http_referer ?? "" }, g.app_title || g.http_referer || "—"),
       h("td", { class: "status-" + g.status }, g.status),
       h("td", { class: "num" }, `${g.usage?.prompt_tokens ?? 0} / ${g.usage?.completion_tokens ?? 0}`),
       h("td", { class: "num" }, usd(g.total_cost)),
@@ -91,6 +103,7 @@ export async function activityView(root: HTMLElement): Promise<void> {
     try {
       const g = (await get<{ data: Record<string, unknown> }>("/generation" + qs({ id }))).data;
       clear(detail, h("h3", {}, "Generation ", h("span", { class: "mono" }, id)), h("dl", { class: "detail" }, flatten(g).map(([k, v]) => [h("dt", {}, k), h("dd", { "data-field": k }, v)])));
+      detail.appendChild(await contentOf(id));
       detail.scrollIntoView({ block: "nearest" });
     } catch (err) {
       clear(detail, errorBox(err));
@@ -99,6 +112,24 @@ export async function activityView(root: HTMLElement): Promise<void> {
 
   clear(root, h("h2", {}, "Activity"), form, list, more, detail);
   await load(true);
+}
+
+// contentOf shows a generation's stored prompt and completion, or why
+// there is none (the 404 says how to turn storage on).
+async function contentOf(id: string): Promise<HTMLElement> {
+  try {
+    const c = (await get<{ data: Content }>("/generation/content" + qs({ id }))).data;
+    const input = c.input.prompt !== undefined ? [["prompt", c.input.prompt]] : (c.input.messages ?? []).map((m) => [m.role ?? "", typeof m.content === "string" ? m.content : JSON.stringify(m.content)]);
+    const output = [["completion", c.output.completion ?? "—"], ...(c.output.reasoning ? [["reasoning", c.output.reasoning]] : [])];
+    return h(
+      "section",
+      { id: "generation-content" },
+      h("h4", {}, "Stored content", c.truncated ? " (truncated)" : ""),
+      h("dl", { class: "detail" }, [...input, ...output].map(([k, v]) => [h("dt", {}, k), h("dd", { class: "pre" }, v)])),
+    );
+  } catch (err) {
+    return h("p", { class: "muted", id: "generation-content" }, err instanceof Error ? err.message : String(err));
+  }
 }
 
 // flatten lists a record's fields as dotted paths and display strings.

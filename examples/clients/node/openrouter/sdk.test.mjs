@@ -161,6 +161,40 @@ test('generation record', () => checked(async () => {
   assert.equal(gen.data.finishReason, 'stop');
 }));
 
+// GET /generation/content: off by default (the SDK's typed 404), then
+// turned on for the account with Switchyard's own route (OpenRouter's is a
+// dashboard setting), read through the SDK with its validation on.
+test('generation content', () => checked(async () => {
+  const send = (content, stream = false) => client.chat.send({ chatRequest: { model: 'test/chat', stream, messages: [{ role: 'user', content }] } });
+  const before = await send('not stored');
+  await assert.rejects(client.generations.listGenerationContent({ id: before.id }),
+    (err) => err instanceof errors.NotFoundResponseError && /store_content/.test(err.message));
+  const storeContent = (v) => fetch(`${process.env.SWITCHYARD_URL}/accounts/me/store_content`, {
+    method: 'PUT', headers: { authorization: `Bearer ${process.env.SWITCHYARD_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ store_content: v }),
+  }).then((r) => assert.equal(r.status, 200));
+  await storeContent(true);
+  try {
+    const res = await send('store this turn');
+    const got = await client.generations.listGenerationContent({ id: res.id });
+    assert.deepEqual(got.data.input.messages, [{ role: 'user', content: 'store this turn' }]);
+    assert.equal(got.data.output.completion, res.choices[0].message.content);
+    assert.equal(got.data.output.reasoning, null);
+    assert.equal(got.data.error, null);
+
+    let id = '';
+    let text = '';
+    for await (const chunk of await send('store this stream', true)) {
+      id = chunk.id;
+      for (const c of chunk.choices) text += c.delta?.content ?? '';
+    }
+    const streamed = await client.generations.listGenerationContent({ id });
+    assert.equal(streamed.data.output.completion, text);
+  } finally {
+    await storeContent(null); // the operator's default (off) again, for the tests after
+  }
+}));
+
 test('typed errors', () => checked(async () => {
   const send = (c, chatRequest) => c.chat.send({ chatRequest });
   const hi = [{ role: 'user', content: 'x' }];

@@ -121,6 +121,10 @@ type Native struct {
 	Body []byte
 	// Beta is the client's anthropic-beta header, forwarded.
 	Beta string
+	// PromptBound and Images bound Body's prompt for the hold (the
+	// translated Job.PromptBound does not: the translation drops parts
+	// the native body sends); the hold takes the larger of the two.
+	PromptBound, Images int64
 }
 
 // ErrOverBudget is Run's error when a job's worst case does not fit its
@@ -287,9 +291,14 @@ func (u *Call) startedOr() time.Time {
 // first.
 func holdRequest(job *Job, first *catalog.Endpoint) billing.Request {
 	t := target(first, job.MaxOutput)
+	prompt, images := job.PromptBound, job.Images
+	if n := job.Native; n != nil {
+		// Any attempt may be native: the hold covers either body.
+		prompt, images = max(prompt, n.PromptBound), max(images, n.Images)
+	}
 	return billing.Request{
 		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
-		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
+		PromptTokens: prompt, Images: images, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
 		Envelope: job.Envelope, Fees: job.Fees,
 		Insurable: first.Model.Kind == catalog.KindChat, Attribution: job.Attribution,

@@ -75,6 +75,13 @@ type Manifest struct {
 	// calls even a passthrough hook for a provider with a form: the form
 	// may answer differently (PassthroughFor).
 	APIs []string `json:"apis,omitempty"`
+	// MaxFee, for a plugin, is the most it charges in one request, in
+	// dollars: the sum of the costs its stage summaries report
+	// (docs/plugins.md, "Fees"; 0: the plugin never charges). The host
+	// holds it before the request's plugins run and charges no more.
+	// Unset: the operator's ceiling (limits.max_tool_fee_per_call) — the
+	// lower of the two applies.
+	MaxFee *float64 `json:"max_fee,omitempty"`
 }
 
 // CapabilityFileInput: the adapter translates chat file content parts
@@ -290,6 +297,9 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("manifest %s: hooks: %q listed twice", m.Name, h)
 		}
 		declared[h] = true
+	}
+	if m.MaxFee != nil && (m.Kind != KindPlugin || !(*m.MaxFee >= 0 && *m.MaxFee <= 1e6)) {
+		return fmt.Errorf("manifest %s: max_fee: %v must be a dollar amount from 0 to 1000000, on a plugin", m.Name, *m.MaxFee)
 	}
 	for _, h := range m.Passthrough {
 		if !declared[h] {

@@ -139,6 +139,8 @@ func TestTools(t *testing.T) {
 		{"parameters with a remote $ref", strings.Replace(toolModule, `{"type":"object"}`, `{"$ref":"https://example.com/s.json"}`, 1), "tools[0].parameters: not a valid JSON Schema"},
 		{"negative max_fee", strings.Replace(toolModule, `"description":"Current time"`, `"max_fee":-1,"description":"Current time"`, 1), "tools[0].max_fee"},
 		{"declared twice", strings.Replace(toolModule, `}]}`, `},{"type":"service:datetime","name":"clock","description":"x","parameters":{}}]}`, 1), "declared twice"},
+		{"negative plugin max_fee", strings.Replace(toolModule, `"kind":"plugin"`, `"kind":"plugin","max_fee":-0.5`, 1), "max_fee: -0.5"},
+		{"max_fee on an adapter", `{"name":"a","version":"1.0.0","abi":1,"kind":"adapter","max_fee":0,"hooks":["chat_request"]}`, "on a plugin"},
 		{"tool_call on an adapter", strings.Replace(toolModule, `"plugin"`, `"adapter"`, 1), "not a hook of kind adapter"},
 	}
 	for _, tc := range cases {

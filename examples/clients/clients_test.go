@@ -45,6 +45,15 @@ func TestNodeOpenAIResponses(t *testing.T) {
 	runNodeTests(t, gateway(t), "test/responses.test.mjs")
 }
 
+// TestNodeOpenAIResponsesStreamFailed runs the npm client on a Responses
+// stream the upstream cuts short (node/faults, which needs the fault, so
+// TestNodeOpenAISDK does not run it).
+func TestNodeOpenAIResponsesStreamFailed(t *testing.T) {
+	g := gateway(t)
+	g.Upstreams["alpha"].SetFaults(demo.Faults{CutAfter: 3})
+	runNodeTests(t, g, "faults/responses-failed.test.mjs")
+}
+
 // TestNodeAnthropicSDK runs the npm Anthropic client against the Messages
 // front door alone (test/anthropic.test.mjs; TestNodeOpenAISDK runs it
 // too, with the rest of test/).

@@ -17,6 +17,10 @@ type Error struct {
 	Status   int            // HTTP status, equal to error.code in the body
 	Message  string         // what a person can act on; never contains secrets
 	Metadata map[string]any // optional error.metadata
+	// Param is the request field at fault, when the error names one
+	// (BadRequest's field): the Responses API's error.param. The chat
+	// envelope has no such member; its message starts with the field.
+	Param string
 	// Retryable marks upstream failures after which another endpoint may be
 	// tried (5xx, 429, 529, timeouts, connection errors).
 	Retryable bool
@@ -61,7 +65,7 @@ func BadRequest(field, format string, args ...any) *Error {
 	if field != "" {
 		msg = field + ": " + msg
 	}
-	return &Error{Status: http.StatusBadRequest, Message: msg}
+	return &Error{Status: http.StatusBadRequest, Message: msg, Param: field}
 }
 
 // From converts any error to *Error; unknown errors become a 500 whose message

@@ -45,9 +45,11 @@ type Limits struct {
 	// DefaultMaxToolCallsPerTurn.
 	MaxToolCallsPerTurn int `yaml:"max_tool_calls_per_turn"`
 	// MaxToolFeePerCall is the most one server-tool call (or one plugin
-	// hook) may charge, in dollars: a larger reported fee is charged at
-	// it and recorded as an anomaly; the server-tool loop holds it for
-	// every call of a turn before running them. 0 =
+	// in a request) may charge, in dollars: a larger reported fee is
+	// charged at it and recorded as an anomaly; the server-tool loop
+	// holds it for every call of a turn before running them, and a
+	// request holds it for each plugin that may charge before its
+	// plugins run (a manifest's lower max_fee instead). 0 =
 	// DefaultMaxToolFeePerCall.
 	MaxToolFeePerCall float64 `yaml:"max_tool_fee_per_call"`
 }

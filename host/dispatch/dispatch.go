@@ -121,6 +121,10 @@ type Native struct {
 	Body []byte
 	// Beta is the client's anthropic-beta header, forwarded.
 	Beta string
+	// PromptBound and Images bound Body's prompt for the hold (the
+	// translated Job.PromptBound does not: the translation drops parts
+	// the native body sends); the hold takes the larger of the two.
+	PromptBound, Images int64
 }
 
 // ErrOverBudget is Run's error when a job's worst case does not fit its
@@ -173,15 +177,7 @@ func (d *Dispatcher) Run(ctx context.Context, job *Job) (*Result, *apierr.Error)
 	if err != nil {
 		return nil, err
 	}
-	first := plan.Attempts[0]
-	t := target(first, job.MaxOutput)
-	breq := billing.Request{
-		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
-		PromptTokens: job.PromptBound, Images: job.Images, MaxOutputTokens: t.MaxOutputTokens,
-		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
-		Envelope: job.Envelope, Fees: job.Fees,
-		Insurable: first.Model.Kind == catalog.KindChat, Attribution: job.Attribution,
-	}
+	breq := holdRequest(job, plan.Attempts[0])
 	if job.Budget > 0 && billing.WorstCase(breq) > job.Budget {
 		return nil, ErrOverBudget
 	}
@@ -291,6 +287,36 @@ func (u *Call) startedOr() time.Time {
 // bound is maxOut (0: none): the request's bound (clamped to the endpoint's
 // maximum output, as its body is), else the endpoint's maximum output,
 // else — no bound from either — its context.
+// holdRequest is what Run holds for job when first is the endpoint tried
+// first.
+func holdRequest(job *Job, first *catalog.Endpoint) billing.Request {
+	t := target(first, job.MaxOutput)
+	prompt, images := job.PromptBound, job.Images
+	if n := job.Native; n != nil {
+		// Any attempt may be native: the hold covers either body.
+		prompt, images = max(prompt, n.PromptBound), max(images, n.Images)
+	}
+	return billing.Request{
+		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
+		PromptTokens: prompt, Images: images, MaxOutputTokens: t.MaxOutputTokens,
+		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
+		Envelope: job.Envelope, Fees: job.Fees,
+		Insurable: first.Model.Kind == catalog.KindChat, Attribution: job.Attribution,
+	}
+}
+
+// WorstCase is what Run would hold for job (its fees included) at the
+// endpoint routing tries first, for a caller that must hold it before the
+// job exists in full: a request's plugin fees are held with it before
+// its plugins run (host/flow/pluginfees.go).
+func (d *Dispatcher) WorstCase(job *Job) (billing.Nanos, *apierr.Error) {
+	plan, err := d.Router.Plan(job.Route)
+	if err != nil {
+		return 0, err
+	}
+	return billing.WorstCase(holdRequest(job, plan.Attempts[0])), nil
+}
+
 func target(ep *catalog.Endpoint, maxOut int) billing.Target {
 	if clamped, ok := route.ClampedOutput(ep, maxOut); ok {
 		maxOut = clamped

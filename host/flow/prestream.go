@@ -194,6 +194,6 @@ func (r *Request) streamContinued(tw *pushWriter) {
 		tw.write(sse.AppendEvent(nil, done))
 		return
 	}
-	r.core.chargePluginFees(res, r.pl)
+	r.chargePluginFees(res)
 	r.newPump(res).push(tw)
 }

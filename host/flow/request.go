@@ -75,6 +75,9 @@ type Request struct {
 	// server tools its tools name. Both are released by Close.
 	pl  *pipeline.Pipeline
 	set *tools.Set
+	// fees is what its plugins may charge, held before they run, and how
+	// much of what they reported was charged (pluginfees.go).
+	fees pluginFees
 	// cacheSt is the response cache's pre_request stage, taken when the
 	// pre_request hooks are done (cache.go): read later without walking
 	// the stages a stream's chunk hooks may still be adding to.
@@ -131,6 +134,7 @@ func (r *Request) Close() {
 	if r.parent == nil {
 		r.group.release() // a sub-request draws on its parent's
 	}
+	r.fees.env.Release() // normally released once its dispatch reserved
 	r.adm.End()
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		_ = r.closers[i].Close()

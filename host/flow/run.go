@@ -86,6 +86,9 @@ func (r *Request) run() Outcome {
 	if aerr := r.buildPipeline(); aerr != nil {
 		return fail(aerr, nil)
 	}
+	if aerr := r.holdPluginFees(); aerr != nil {
+		return fail(aerr, r.pluginMeta())
+	}
 	if o, done := r.pre(); done {
 		return o
 	}
@@ -96,7 +99,7 @@ func (r *Request) run() Outcome {
 	if aerr != nil {
 		return r.dispatchFailed(res, aerr)
 	}
-	r.core.chargePluginFees(res, r.pl)
+	r.chargePluginFees(res)
 	if r.Stream {
 		return Outcome{Stream: r.newPump(res), Charged: true, Native: res.Call.Native()}
 	}
@@ -147,7 +150,9 @@ func (r *Request) pre() (Outcome, bool) {
 // generation id id (a server-tool turn's is the request's id with its
 // turn number).
 func (r *Request) dispatch(id string) (*dispatch.Result, *apierr.Error) {
-	return r.core.Dispatcher.Run(r.ctx, r.job(id))
+	res, aerr := r.core.Dispatcher.Run(r.ctx, r.job(id))
+	r.fees.env.Release() // the reservation drew what it holds from it
+	return res, aerr
 }
 
 // dispatchFailed is the Outcome of a request no endpoint served. For a
@@ -180,6 +185,7 @@ func (r *Request) complete(res *dispatch.Result) Outcome {
 	// The generation happened whatever a post plugin decides: it is
 	// charged either way.
 	raw, postErr := r.post(raw)
+	r.chargePluginFees(res) // post_response fees, held with the request
 	meta := r.metadata(res).WithStages(r.spend.withStages(r.pl.Stages))
 	if hangup.Gone(r.ctx) {
 		// The answer came, but nobody is there to take it: what the
@@ -322,9 +328,13 @@ func (r *Request) routeRequest() route.Request {
 
 // job is the dispatcher's request for the current body under id.
 func (r *Request) job(id string) *dispatch.Job {
+	fees, env := r.fees.take()
+	if env == nil {
+		env = r.group.hold()
+	}
 	return &dispatch.Job{
-		Envelope: r.group.hold(),
-		Key:      r.Key, GenID: id, Body: r.Body, Stream: r.Stream, EchoSent: r.EchoUpstream, MaxOutput: r.MaxOutput, Choices: r.N,
+		Envelope: env, Fees: fees,
+		Key: r.Key, GenID: id, Body: r.Body, Stream: r.Stream, EchoSent: r.EchoUpstream, MaxOutput: r.MaxOutput, Choices: r.N,
 		PromptBound: r.PromptBound, Images: r.Images, Read: dispatch.ReadChat,
 		Route: r.routeRequest(), PluginTime: r.pl.Time, Native: r.nativeJob(), Attribution: r.Attribution,
 	}
@@ -413,33 +423,6 @@ func (r *Request) answerResult(result []byte, id wire.Identity) ([]byte, *apierr
 		result = r.spend.answered(result, r.adm)
 	}
 	return r.pluginMeta().Set(result), nil
-}
-
-// chargePluginFees charges the fees plugins reported (a paid search
-// engine's) on res, itemised on the generation as "plugin:<id>". They are
-// charged with the request's generation, so only when a model answered: a
-// request that failed costs nothing. A cost that is not a non-negative
-// dollar amount is a broken module: logged and not charged; one above
-// limits.max_tool_fee_per_call is charged at that ceiling, logged and
-// noted on the record.
-func (s *Core) chargePluginFees(res *dispatch.Result, pl *pipeline.Pipeline) {
-	if pl == nil {
-		return
-	}
-	var fees []billing.Fee
-	for _, f := range pl.Fees {
-		n, err := billing.ParseUSD(f.Cost)
-		if err != nil || n < 0 {
-			s.Log.Warn("a plugin reported a cost that is not a dollar amount; not charged", "plugin", f.Plugin, "cost", f.Cost)
-			continue
-		}
-		if n = s.capFee(res, "plugin "+f.Plugin, n, s.feeCeiling()); n > 0 {
-			fees = append(fees, billing.Fee{Tool: "plugin:" + f.Plugin, Calls: 1, Cost: n})
-		}
-	}
-	if len(fees) > 0 {
-		res.AddFees(fees...)
-	}
 }
 
 // feeCeiling is limits.max_tool_fee_per_call: the most one tool call or

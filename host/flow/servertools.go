@@ -252,6 +252,7 @@ func (r *Request) serverTools() Outcome {
 		l.streaming = true
 		j := l.job(set.Body(r.Body, tools.First), r.ID, tools.First)
 		first, aerr := r.core.Dispatcher.Run(r.ctx, j)
+		r.fees.env.Release()
 		if aerr != nil {
 			return fail(l.unfundedFirst(first, aerr, j), r.failedMeta(first))
 		}
@@ -357,6 +358,7 @@ func (l *toolLoop) send(ctx context.Context, turn tools.Turn, id string) (_ *dis
 		j.Budget = b
 	}
 	r, aerr := l.req.core.Dispatcher.Run(ctx, j)
+	l.req.fees.env.Release()
 	switch {
 	case aerr == nil:
 	case l.turns == 0:
@@ -400,7 +402,7 @@ func (l *toolLoop) run(ctx context.Context) ([]byte, *apierr.Error) {
 		}
 		l.last = r
 		if l.turns == 1 {
-			l.req.core.chargePluginFees(r, l.req.pl) // the pipeline ran once, before the first turn
+			l.req.chargePluginFees(r) // the pipeline ran once, before the first turn
 		}
 		var raw []byte
 		var u billing.Usage
@@ -621,6 +623,14 @@ func (l *toolLoop) job(body []byte, id string, step tools.Turn) *dispatch.Job {
 	req := &Request{ChatRequest: &turn, Key: l.req.Key, core: l.req.core, group: l.req.group, pl: l.req.pl}
 	j := req.job(id)
 	j.Fees = l.turnFees(step)
+	if fees, env := l.req.fees.take(); fees > 0 {
+		// The first turn holds the plugins' fees (pluginfees.go), drawn
+		// from what was held for them before the pipeline ran.
+		j.Fees += fees
+		if env != nil {
+			j.Envelope = env
+		}
+	}
 	if !stream {
 		j.Read = l.readTurn
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/telemetry"
+	"github.com/switchyard/switchyard/host/usage"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/host/wire"
 	"github.com/tidwall/gjson"
@@ -656,7 +657,7 @@ func (p *Pipeline) record(s *stage, hook, action string, summary []byte) *apierr
 		guardrailStage(e, s.name, hook)
 	}
 	if c, ok := e["cost"].(string); ok && c != "" {
-		p.Fees = append(p.Fees, Fee{Plugin: s.name, Cost: c})
+		p.Fees = append(p.Fees, Fee{Plugin: s.name, Cost: c, Max: s.mod.Manifest.MaxFee})
 	}
 	p.Stages = append(p.Stages, e)
 	return nil
@@ -763,6 +764,41 @@ func clip(s string) string {
 type Fee struct {
 	Plugin string
 	Cost   string // dollars, as the plugin wrote it
+	// Max is the plugin's manifest max_fee (nil: unset), the most the
+	// host charges it in a request (FeeCeiling).
+	Max *float64
+}
+
+// FeeCeiling is the most a plugin whose manifest max_fee is maxFee
+// charges in one request: max_fee when that is lower than ceiling (the
+// operator's limits.max_tool_fee_per_call), else ceiling.
+func FeeCeiling(maxFee *float64, ceiling billing.Nanos) billing.Nanos {
+	if maxFee != nil {
+		if n := billing.FromUSD(*maxFee); n < ceiling {
+			return max(n, 0)
+		}
+	}
+	return ceiling
+}
+
+// FeeBound is the most p's own stages may charge in fees
+// (docs/plugins.md, "Fees"): the FeeCeiling of each stage with a hook
+// that reports a cost and will run — pre_request, or post_response when
+// post (a stream runs none). A router's stage folded in by Prepend ran
+// already and is not counted. The host holds it before the pipeline
+// runs, so a fee is always inside the request's hold.
+func (p *Pipeline) FeeBound(ceiling billing.Nanos, post bool) billing.Nanos {
+	if p == nil {
+		return 0
+	}
+	var total billing.Nanos
+	for _, s := range p.stages {
+		m := s.mod.Manifest
+		if m.Has(abi.HookPreRequest) || post && m.Has(abi.HookPostResponse) {
+			total = usage.AddSat(total, FeeCeiling(m.MaxFee, ceiling))
+		}
+	}
+	return total
 }
 
 // guardrailStage completes a guardrail stage with the fields spec 2.2 shows

@@ -202,7 +202,7 @@ func bad(field, format string, args ...any) *apierr.Error {
 
 // unsupported is the 400 of a Responses feature the gateway cannot serve.
 func unsupported(field, what string) *apierr.Error {
-	return &apierr.Error{Status: http.StatusBadRequest, Message: field + ": " + what + " is not supported by this gateway's Responses API"}
+	return &apierr.Error{Status: http.StatusBadRequest, Message: field + ": " + what + " is not supported by this gateway's Responses API", Param: field}
 }
 
 // oneOf reports whether v is among types.

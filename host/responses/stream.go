@@ -2,6 +2,7 @@ package responses
 
 import (
 	"bytes"
+	"net/http"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -283,22 +284,13 @@ func (s *Stream) fail(e gjson.Result) {
 	if msg == "" {
 		msg = "the generation failed"
 	}
-	code := errorCode(int(e.Get("code").Int()))
+	status := int(e.Get("code").Int())
+	code := ErrorCode(status, status == http.StatusBadRequest && e.Get("metadata.context_length").Exists())
+	if code == "" {
+		code = "invalid_prompt" // response.error.code is never null
+	}
 	s.emit("error", `"code":`+str(code)+`,"message":`+str(msg)+`,"param":null`)
 	s.emit("response.failed", `"response":`+string(s.a.response("failed", "", `{"code":`+str(code)+`,"message":`+str(msg)+`}`, true)))
-}
-
-// errorCode names an HTTP status as the Responses API's error codes do.
-func errorCode(status int) string {
-	switch {
-	case status == 429:
-		return "rate_limit_exceeded"
-	case status == 400:
-		return "invalid_prompt"
-	case status == 402:
-		return "insufficient_credits"
-	}
-	return "server_error"
 }
 
 func (s *Stream) index(o *output) string { return strconv.Itoa(o.index) }

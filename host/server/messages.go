@@ -54,6 +54,7 @@ func (s *Server) messages(c *fiber.Ctx) error {
 	// request), and a stream's attempt is made before Run returns.
 	native := &dispatch.Native{API: "messages", Capability: manifest.CapabilityMessagesNative,
 		Body: messages.Native(c.Body()), Beta: anthropicBeta(c)}
+	native.PromptBound, native.Images = messages.PromptBound(native.Body)
 	return s.runWith(c, vr, unsupported, messagesTranslator{model: mr.Model}, func(req *flow.Request) {
 		req.Native, req.NativeError = native, messages.ErrorEvent
 	})

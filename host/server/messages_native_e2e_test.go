@@ -172,6 +172,7 @@ func TestMessagesNativeJSON(t *testing.T) {
 	if rec.Get("total_cost").Float() <= 0 || rec.Get("upstream_anomaly").Exists() && rec.Get("upstream_anomaly").Type != gjson.Null {
 		t.Fatalf("generation %s", rec.Raw)
 	}
+	t.Run("held on the native body", func(t *testing.T) { nativeHoldFromNativeBody(t, g, f) })
 }
 
 // A native stream: the upstream's events — thinking_delta,

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/messages"
+	"github.com/switchyard/switchyard/host/responses"
 	"github.com/switchyard/switchyard/host/wire"
 )
 
@@ -26,6 +27,10 @@ func (s *Server) writeError(c *fiber.Ctx, e *apierr.Error, meta *wire.Metadata) 
 	if isMessagesRoute(c) {
 		// Anthropic's envelope, which its clients parse (host/messages).
 		return c.Status(e.Status).Send(messages.Envelope(e))
+	}
+	if isResponsesRoute(c) {
+		// OpenAI's error object: type, param, string code (host/responses).
+		return c.Status(e.Status).Send(responses.Envelope(e, meta.JSON()))
 	}
 	return c.Status(e.Status).Send(e.Envelope(meta.JSON()))
 }

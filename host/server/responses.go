@@ -17,6 +17,14 @@ import (
 	"github.com/tidwall/sjson"
 )
 
+// isResponsesRoute reports a request to the Responses front door
+// (POST /responses, GET and DELETE /responses/{id}, its input items):
+// its errors are OpenAI's shape (host/responses.Envelope).
+func isResponsesRoute(c *fiber.Ctx) bool {
+	p := strings.TrimSuffix(strings.TrimPrefix(c.Path(), "/api/v1"), "/")
+	return p == "/responses" || strings.HasPrefix(p, "/responses/")
+}
+
 // responsesAPI serves POST /responses, OpenAI's Responses API: the body is
 // translated to the chat request it stands for (host/responses), which is
 // parsed, admitted and run exactly as a /chat/completions body, and the

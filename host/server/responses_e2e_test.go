@@ -244,25 +244,44 @@ func TestResponsesFunctionCallRoundTrip(t *testing.T) {
 	}
 }
 
+// wantResponsesError checks OpenAI's error object, which the Responses
+// front door answers with (docs/front-doors.md, "Errors"): message, type,
+// param and code, the last two strings or null ("" here).
+func wantResponsesError(t *testing.T, resp *http.Response, body gjson.Result, status int, typ, param, code, msgPart string) {
+	t.Helper()
+	e := body.Get("error")
+	if resp.StatusCode != status || e.Get("type").Str != typ || !strings.Contains(e.Get("message").Str, msgPart) {
+		t.Fatalf("status %d, want %d %s %q; body %s", resp.StatusCode, status, typ, msgPart, body.Raw)
+	}
+	for name, want := range map[string]string{"param": param, "code": code} {
+		v := e.Get(name)
+		if !v.Exists() || (want == "" && v.Type != gjson.Null) || (want != "" && (v.Type != gjson.String || v.Str != want)) {
+			t.Fatalf("error.%s %s, want %q; body %s", name, v.Raw, want, body.Raw)
+		}
+	}
+}
+
 func TestResponsesErrors(t *testing.T) {
 	g := start(t, gatewaytest.Options{})
 	cases := []struct {
-		name, body string
-		status     int
-		msg        string
+		name, body            string
+		status                int
+		typ, param, code, msg string
 	}{
-		{"unknown previous_response_id", `{"model":"test/chat","input":"hi","previous_response_id":"resp_1"}`, 404, "previous_response_id"},
-		{"conversation", `{"model":"test/chat","input":"hi","conversation":"conv_1"}`, 400, "conversation"},
-		{"no input", `{"model":"test/chat"}`, 400, "input"},
-		{"not JSON", `{"model":`, 400, "not valid JSON"},
-		{"hosted tool", `{"model":"test/chat","input":"hi","tools":[{"type":"file_search"}]}`, 400, "tools[0].type"},
-		{"bad role", `{"model":"test/chat","input":[{"role":"robot","content":"hi"}]}`, 400, "input[0].role"},
-		{"unknown model", `{"model":"nope/none","input":"hi"}`, 404, ""},
+		{"unknown previous_response_id", `{"model":"test/chat","input":"hi","previous_response_id":"resp_1"}`, 404, "not_found_error", "", "", "previous_response_id"},
+		{"conversation", `{"model":"test/chat","input":"hi","conversation":"conv_1"}`, 400, "invalid_request_error", "conversation", "invalid_prompt", "conversation"},
+		{"no input", `{"model":"test/chat"}`, 400, "invalid_request_error", "input", "invalid_prompt", "input"},
+		{"not JSON", `{"model":`, 400, "invalid_request_error", "", "invalid_prompt", "not valid JSON"},
+		{"hosted tool", `{"model":"test/chat","input":"hi","tools":[{"type":"file_search"}]}`, 400, "invalid_request_error", "tools[0].type", "invalid_prompt", "tools[0].type"},
+		{"bad role", `{"model":"test/chat","input":[{"role":"robot","content":"hi"}]}`, 400, "invalid_request_error", "input[0].role", "invalid_prompt", "input[0].role"},
+		{"chat's field named as Responses'", `{"model":"test/chat","input":"hi","max_output_tokens":-1}`, 400, "invalid_request_error", "max_output_tokens", "invalid_prompt", ""},
+		{"context overflow", `{"model":"test/chat","plugins":[{"id":"context-compression","enabled":false}],"input":"` + strings.Repeat("lighthouse ", 10000) + `"}`, 400, "invalid_request_error", "input", "context_length_exceeded", "does not fit"},
+		{"unknown model", `{"model":"nope/none","input":"hi"}`, 404, "not_found_error", "", "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := post(t, g, "/responses", tc.body)
-			wantError(t, resp, body, tc.status, tc.msg)
+			wantResponsesError(t, resp, body, tc.status, tc.typ, tc.param, tc.code, tc.msg)
 		})
 	}
 	t.Run("hosted web search is the gateway's", func(t *testing.T) {
@@ -277,7 +296,7 @@ func TestResponsesErrors(t *testing.T) {
 	})
 	t.Run("auth", func(t *testing.T) {
 		resp, body := post(t, g, "/responses", `{"model":"test/chat","input":"hi"}`, "Authorization", "Bearer sk-sy-v1-nope000000000000000000000000")
-		wantError(t, resp, body, 401, "Invalid API key")
+		wantResponsesError(t, resp, body, 401, "authentication_error", "", "invalid_api_key", "Invalid API key")
 	})
 	t.Run("unknown stored response", func(t *testing.T) {
 		for _, m := range []string{"GET", "DELETE"} {
@@ -285,7 +304,7 @@ func TestResponsesErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantError(t, resp, gjson.ParseBytes(b), 404, "not found")
+			wantResponsesError(t, resp, gjson.ParseBytes(b), 404, "not_found_error", "", "", "not found")
 		}
 	})
 }
@@ -362,8 +381,14 @@ func TestResponsesStreamKeepAliveAndCut(t *testing.T) {
 		t.Fatalf("events %v", types)
 	}
 	failed := evs[len(evs)-1].Get("response")
-	if failed.Get("status").Str != "failed" || !strings.Contains(failed.Get("error.message").Str, "ended the stream before it was complete") {
+	if failed.Get("status").Str != "failed" || !strings.Contains(failed.Get("error.message").Str, "ended the stream before it was complete") ||
+		failed.Get("error.code").Str != "server_error" {
 		t.Fatalf("failed %s", failed.Raw)
+	}
+	// OpenAI's error event: {type, code, message, param, sequence_number}.
+	if e := evs[len(evs)-2]; e.Get("type").Str != "error" || e.Get("code").Str != "server_error" || e.Get("message").Str != failed.Get("error.message").Str ||
+		e.Get("param").Type != gjson.Null || !e.Get("sequence_number").Exists() {
+		t.Fatalf("error event %s", e.Raw)
 	}
 }
 
@@ -458,12 +483,12 @@ func TestResponsesStored(t *testing.T) {
 	_, other := newAccount(t, g, "other", 1_000_000_000)
 	for _, path := range []string{"/responses/" + id, "/responses/" + id + "/input_items"} {
 		resp, body := getJSON(t, g, "GET", path, other)
-		wantError(t, resp, body, 404, "not found")
+		wantResponsesError(t, resp, body, 404, "not_found_error", "", "", "not found")
 	}
 	resp, body := getJSON(t, g, "DELETE", "/responses/"+id, other)
-	wantError(t, resp, body, 404, "not found")
+	wantResponsesError(t, resp, body, 404, "not_found_error", "", "", "not found")
 	resp, body = post(t, g, "/responses", `{"model":"test/chat","previous_response_id":"`+id+`","input":"hi"}`, "Authorization", "Bearer "+other)
-	wantError(t, resp, body, 404, "previous_response_id")
+	wantResponsesError(t, resp, body, 404, "not_found_error", "", "", "previous_response_id")
 
 	// Deleted: gone for its owner too.
 	resp, body = getJSON(t, g, "DELETE", "/responses/"+id, g.Key)
@@ -482,7 +507,7 @@ func TestResponsesCreditsAndLimits(t *testing.T) {
 	t.Run("no credits", func(t *testing.T) {
 		g := start(t, gatewaytest.Options{Credits: -1})
 		resp, body := post(t, g, "/responses", `{"model":"test/chat","input":"hi"}`)
-		wantError(t, resp, body, 402, "")
+		wantResponsesError(t, resp, body, 402, "insufficient_quota", "", "insufficient_quota", "")
 		if g.Upstreams["alpha"].Count() != 0 {
 			t.Fatal("a request without credits reached the upstream")
 		}

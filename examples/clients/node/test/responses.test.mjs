@@ -100,24 +100,33 @@ test('streamed function call', async () => {
 });
 
 test('errors raise the SDK classes', async () => {
+  // The SDK reads OpenAI's error object: type, param and code (a string
+  // or null), beside the message.
   await assert.rejects(
     client.responses.create({ model: 'test/chat', input: 'hi', conversation: 'conv_x' }),
-    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /conversation/.test(e.message),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /conversation/.test(e.message) &&
+      e.type === 'invalid_request_error' && e.param === 'conversation' && e.code === 'invalid_prompt',
+  );
+  await assert.rejects(
+    client.responses.create({ model: 'test/chat', input: [{ role: 'robot', content: 'hi' }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.type === 'invalid_request_error' && e.param === 'input[0].role',
   );
   await assert.rejects(
     client.responses.create({ model: 'test/chat', input: 'hi', previous_response_id: 'resp_x' }),
-    (e) => e instanceof OpenAI.NotFoundError && /previous_response_id/.test(e.message),
+    (e) => e instanceof OpenAI.NotFoundError && /previous_response_id/.test(e.message) &&
+      e.type === 'not_found_error' && e.param === null && e.code === null,
   );
   await assert.rejects(
     client.responses.create({ model: 'nobody/no-model', input: 'hi' }),
-    (e) => e instanceof OpenAI.NotFoundError && e.status === 404,
+    (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && e.type === 'not_found_error',
   );
   const bad = new OpenAI({ baseURL: process.env.SWITCHYARD_URL, apiKey: 'sk-sy-v1-nope000000000000000000000000', maxRetries: 0 });
   await assert.rejects(
     bad.responses.create({ model: 'test/chat', input: 'hi' }),
     (e) => e instanceof OpenAI.AuthenticationError && e.status === 401,
   );
-  await assert.rejects(client.responses.retrieve('resp_missing'), (e) => e instanceof OpenAI.NotFoundError);
+  await assert.rejects(client.responses.retrieve('resp_missing'),
+    (e) => e instanceof OpenAI.NotFoundError && e.type === 'not_found_error' && e.code === null);
 });
 
 test('stored responses: retrieve, previous_response_id, input items, delete', async () => {

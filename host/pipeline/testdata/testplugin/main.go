@@ -5,7 +5,8 @@
 // module: rewrite, respond, block, trap, spin, and chunk editing (shout,
 // garble), and hostile ones: remember (leaks the previous prompt its memory
 // holds), logflood, and output out of shape — cost (a stage summary whose
-// "cost" is config "cost" verbatim), badbytes (bytes that are not UTF-8 in
+// "cost" is config "cost" verbatim; cost_both: from post_response too),
+// badbytes (bytes that are not UTF-8 in
 // its answer, result, chunks and summary) and badtypes (a content that is
 // a number in each).
 package main
@@ -99,7 +100,7 @@ func pre(in *sdk.In, out *sdk.Out) error {
 		out.FieldString(abi.ActionContinue)
 		out.Field(nil)
 		out.Field(nil)
-	case "cost":
+	case "cost", "cost_both":
 		out.FieldString(abi.ActionContinue)
 		out.Field(nil)
 		out.FieldString(`{"type":"plugin","summary":"priced","cost":` + sdk.Get(in.Field(0), "config.cost").Raw + `}`)
@@ -170,6 +171,12 @@ func post(in *sdk.In, out *sdk.Out) error {
 		out.Field(b)
 	} else {
 		out.Field(nil)
+	}
+	if mode(in) == "cost_both" {
+		// Both hooks report config "cost": the answer's part of the fee
+		// (a paid check of the answer) comes after the upstream call.
+		out.FieldString(`{"type":"plugin","summary":"priced answer","cost":` + sdk.Get(in.Field(0), "config.cost").Raw + `}`)
+		return nil
 	}
 	out.Field(nil)
 	return nil

@@ -178,9 +178,21 @@ type Modules struct {
 	// use (none by default: only the operator's modules get secrets).
 	TenantSecrets []string `yaml:"tenant_secrets"`
 	// ChatCallsPerRequest is the budget of chat host calls of one request.
-	ChatCallsPerRequest int         `yaml:"chat_calls_per_request"`
-	HTTP                ModulesHTTP `yaml:"http"`
-	KV                  ModulesKV   `yaml:"kv"`
+	ChatCallsPerRequest int            `yaml:"chat_calls_per_request"`
+	HTTP                ModulesHTTP    `yaml:"http"`
+	KV                  ModulesKV      `yaml:"kv"`
+	Vectors             ModulesVectors `yaml:"vectors"`
+}
+
+// ModulesVectors bounds the module vector index (vector_put and
+// vector_search): entries of one partition (one module, account and
+// partition name: the response cache's account or key), entries of the
+// whole index (every account's), dimensions of a vector. 0: the defaults
+// (10,000, 1,000,000, 8,192).
+type ModulesVectors struct {
+	MaxPerPartition int `yaml:"max_per_partition"`
+	MaxTotal        int `yaml:"max_total"`
+	MaxDims         int `yaml:"max_dims"`
 }
 
 // ModulesHTTP bounds the http host function.
@@ -250,7 +262,8 @@ func (c *Config) checkModules() error {
 	}
 	m := c.Modules
 	if m.ChatCallsPerRequest < 0 || m.HTTP.CallsPerRequest < 0 || m.HTTP.MaxResponseBytes < 0 || m.HTTP.Timeout < 0 ||
-		m.KV.MaxKeys < 0 || m.KV.MaxBytes < 0 || m.KV.MaxKeyBytes < 0 || m.KV.MaxValueBytes < 0 || m.KV.MaxTTL < 0 || m.KV.SweepEvery < 0 {
+		m.KV.MaxKeys < 0 || m.KV.MaxBytes < 0 || m.KV.MaxKeyBytes < 0 || m.KV.MaxValueBytes < 0 || m.KV.MaxTTL < 0 || m.KV.SweepEvery < 0 ||
+		m.Vectors.MaxPerPartition < 0 || m.Vectors.MaxTotal < 0 || m.Vectors.MaxDims < 0 {
 		return fmt.Errorf("config: modules: limits must not be negative (0 = the default)")
 	}
 	return nil

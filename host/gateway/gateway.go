@@ -35,6 +35,7 @@ import (
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/tokenize"
+	"github.com/switchyard/switchyard/host/vecindex"
 	"github.com/switchyard/switchyard/host/wasm"
 )
 
@@ -326,6 +327,14 @@ func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 	}
 	ecfg.KV = kvs
 	g.kv = kvs
+	// The vector index is rebuilt from the store here, at start.
+	vix, err := vecindex.Open(g.DB, vecindex.Limits{MaxPerPartition: mc.Vectors.MaxPerPartition, MaxTotal: mc.Vectors.MaxTotal,
+		MaxDims: mc.Vectors.MaxDims, MaxTTL: time.Duration(mc.KV.MaxTTL)})
+	if err != nil {
+		return wasm.Config{}, err
+	}
+	ecfg.Vectors = vix
+	g.closers = append(g.closers, vix.Close)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -31,9 +31,10 @@ import (
 // One gateway for the package's tests (a start compiles every module):
 // each test asks its own questions, or in accounts of its own.
 var shared struct {
-	once sync.Once
-	g    *gatewaytest.Gateway
-	err  error
+	once  sync.Once
+	g     *gatewaytest.Gateway
+	embed *embedFake // the embeddings upstream of provider "emb" (semantic_test.go)
+	err   error
 }
 
 func TestMain(m *testing.M) {
@@ -41,13 +42,20 @@ func TestMain(m *testing.M) {
 	if shared.g != nil {
 		shared.g.Close()
 	}
+	if shared.embed != nil {
+		shared.embed.srv.Close()
+	}
 	os.Exit(code)
 }
 
 func startGateway(t *testing.T) *gatewaytest.Gateway {
 	t.Helper()
 	shared.once.Do(func() {
+		if shared.embed, shared.err = startEmbedFake(); shared.err != nil {
+			return
+		}
 		shared.g, shared.err = gatewaytest.Start(gatewaytest.Options{Quiet: true, Mutate: func(c *config.Config) {
+			addEmbedProvider(c, shared.embed.srv.URL)
 			if c.ModuleSettings == nil {
 				c.ModuleSettings = map[string]any{}
 			}

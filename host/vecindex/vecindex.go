@@ -246,6 +246,7 @@ func normalise(v []float32) ([]float32, bool) {
 }
 
 func dot(a, b []float32) float32 {
+	b = b[:len(a)] // one bounds check, not one per element
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+4 <= len(a); i += 4 {

@@ -3,8 +3,9 @@
 package cache_test
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
-	"hash/fnv"
 	"io"
 	"math"
 	"net/http"
@@ -26,7 +27,7 @@ type embedFake struct {
 	calls atomic.Int64
 }
 
-const embedDims = 64
+const embedDims = 256
 
 // concepts maps content words to their concept's dimension; synonyms
 // share one.
@@ -37,7 +38,7 @@ var concepts = map[string]int{
 
 var stopWords = map[string]bool{
 	"what": true, "what's": true, "whats": true, "is": true, "the": true, "of": true, "a": true, "an": true,
-	"tell": true, "me": true, "could": true, "you": true, "which": true, "in": true, "do": true, "know": true,
+	"tell": true, "me": true, "about": true, "could": true, "you": true, "which": true, "in": true, "do": true, "know": true,
 }
 
 func fakeEmbedding(text string) []float64 {
@@ -49,9 +50,10 @@ func fakeEmbedding(text string) []float64 {
 			v[d]++
 		case stopWords[w]:
 		default:
-			h := fnv.New32a()
-			h.Write([]byte(w))
-			v[16+int(h.Sum32()%(embedDims-16))] += 0.2
+			// SHA-256, not FNV: FNV's buckets of words that differ in
+			// one letter collide together.
+			h := sha256.Sum256([]byte(w))
+			v[16+int(binary.BigEndian.Uint32(h[:])%(embedDims-16))] += 0.2
 		}
 	}
 	var ss float64

@@ -134,4 +134,3 @@ func TestSemanticNoHitAcrossAccountsOrKeys(t *testing.T) {
 		t.Fatalf("first key, paraphrase: %q %s", a.xcache, a.body.Get("service_metadata.cache").Raw)
 	}
 }
-

@@ -91,6 +91,7 @@ type Gateway struct {
 	log *slog.Logger
 	// kv is the module key-value store (its evictions are on /metrics).
 	kv      *kv.Store
+	vectors *vecindex.Index
 	closers []func()
 
 	// redisLimiter and redisSessions share rate limits and sticky
@@ -334,6 +335,7 @@ func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 		return wasm.Config{}, err
 	}
 	ecfg.Vectors = vix
+	g.vectors = vix
 	g.closers = append(g.closers, vix.Close)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})

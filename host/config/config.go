@@ -221,6 +221,11 @@ type ModulesKV struct {
 	MaxValueBytes int      `yaml:"max_value_bytes"`
 	MaxTTL        Duration `yaml:"max_ttl"`
 	SweepEvery    Duration `yaml:"sweep_every"`
+	// MaxCacheBytes bounds one module's entries across every account
+	// (the response cache's total size; 0: no bound). Evicting puts
+	// (caches) evict the least recently used entries of any account to
+	// stay within it.
+	MaxCacheBytes int64 `yaml:"max_cache_bytes"`
 }
 
 // SecretEnvPrefix prefixes environment variables that set secrets.
@@ -262,7 +267,7 @@ func (c *Config) checkModules() error {
 	}
 	m := c.Modules
 	if m.ChatCallsPerRequest < 0 || m.HTTP.CallsPerRequest < 0 || m.HTTP.MaxResponseBytes < 0 || m.HTTP.Timeout < 0 ||
-		m.KV.MaxKeys < 0 || m.KV.MaxBytes < 0 || m.KV.MaxKeyBytes < 0 || m.KV.MaxValueBytes < 0 || m.KV.MaxTTL < 0 || m.KV.SweepEvery < 0 ||
+		m.KV.MaxKeys < 0 || m.KV.MaxBytes < 0 || m.KV.MaxKeyBytes < 0 || m.KV.MaxValueBytes < 0 || m.KV.MaxTTL < 0 || m.KV.SweepEvery < 0 || m.KV.MaxCacheBytes < 0 ||
 		m.Vectors.MaxPerPartition < 0 || m.Vectors.MaxTotal < 0 || m.Vectors.MaxDims < 0 {
 		return fmt.Errorf("config: modules: limits must not be negative (0 = the default)")
 	}

@@ -321,7 +321,7 @@ func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 	}
 	kvs, err := kv.Open(g.DB, kv.Limits{
 		MaxKeys: mc.KV.MaxKeys, MaxBytes: mc.KV.MaxBytes, MaxKeyBytes: mc.KV.MaxKeyBytes, MaxValueBytes: mc.KV.MaxValueBytes,
-		MaxTTL: time.Duration(mc.KV.MaxTTL), SweepEvery: time.Duration(mc.KV.SweepEvery),
+		MaxTTL: time.Duration(mc.KV.MaxTTL), SweepEvery: time.Duration(mc.KV.SweepEvery), MaxCacheBytes: mc.KV.MaxCacheBytes,
 	})
 	if err != nil {
 		return wasm.Config{}, err

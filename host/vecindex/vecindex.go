@@ -28,6 +28,7 @@ package vecindex
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -157,12 +158,18 @@ func partKey(sc kv.Scope, name string) string {
 
 // ref is a notification's payload: the partition key's length, ':', the
 // partition key, the id (both may hold any byte, so the first is framed by
-// its length).
+// its length), in hex: a PostgreSQL notification is text, and partition
+// keys hold NULs.
 func ref(pk, id string) string {
-	return fmt.Sprintf("%d:%s%s", len(pk), pk, id)
+	return hex.EncodeToString([]byte(fmt.Sprintf("%d:%s%s", len(pk), pk, id)))
 }
 
-func parseRef(s string) (pk, id string, ok bool) {
+func parseRef(h string) (pk, id string, ok bool) {
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		return "", "", false
+	}
+	s := string(b)
 	var n int
 	i := 0
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {

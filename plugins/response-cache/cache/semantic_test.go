@@ -9,6 +9,8 @@ import (
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
+	"github.com/switchyard/switchyard/host/keys"
+	"github.com/switchyard/switchyard/host/ratelimit"
 )
 
 // addEmbedProvider adds provider "emb" (the embeddings fake at url) and
@@ -132,5 +134,27 @@ func TestSemanticNoHitAcrossAccountsOrKeys(t *testing.T) {
 	}
 	if a := ask(t, g, keyA, perKey("Tell me the population of Germany, please")); a.xcache != "HIT" {
 		t.Fatalf("first key, paraphrase: %q %s", a.xcache, a.body.Get("service_metadata.cache").Raw)
+	}
+}
+
+// The embedding is a request of the caller's for the rate limits: a key
+// allowed one request a minute gets its chat request through, but not
+// the embedding the cache would make for it (a 429, so a miss looked up
+// exactly only), and the limiter does not count it twice.
+func TestSemanticEmbedCountsAgainstRateLimits(t *testing.T) {
+	g := startGateway(t)
+	acct, _ := newAccount(t, g, "sem-rate")
+	secret, _, err := g.Keys.Create(acct, keys.Options{Name: "one-a-minute", RateLimits: ratelimit.Limits{RequestsPerMinute: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	embeds := shared.embed.calls.Load()
+	a := ask(t, g, secret, semantic("What is the weather in France?"))
+	if a.status != 200 || a.xcache != "MISS" {
+		t.Fatalf("%d %q %s", a.status, a.xcache, a.body.Raw)
+	}
+	summary := a.body.Get(`service_metadata.pipeline.#(hook=="pre_request").summary`).Str
+	if !strings.Contains(summary, "embed: status 429") || shared.embed.calls.Load() != embeds {
+		t.Fatalf("stage %q; embeddings upstream called %d times", summary, shared.embed.calls.Load()-embeds)
 	}
 }

@@ -389,6 +389,15 @@ func (ix *Index) Put(sc kv.Scope, name, id, tag string, v []float32, ttl time.Du
 	_, replaces := p.byID[id]
 	victims := ix.victims(p, pk, id, now.UnixNano(), replaces)
 	p.mu.RUnlock()
+	// The total bound is chosen with no partition's lock held: it reads
+	// every partition, one at a time.
+	grow := 1
+	if replaces {
+		grow = 0
+	}
+	if over := int(ix.total.Load()) - len(victims) + grow - ix.lim.MaxTotal; over > 0 {
+		victims = append(victims, ix.globalLRU(pk, id, victims, over)...)
+	}
 	if len(victims) > 0 {
 		if err := ix.deleteRefs(victims); err != nil {
 			return 0, err
@@ -425,7 +434,8 @@ type victim struct {
 	expired bool
 }
 
-// victims are the entries a put into p must remove first. p.mu is read-held.
+// victims are the entries a put into p must remove first for p's own
+// bound. p.mu is read-held.
 func (ix *Index) victims(p *partition, pk, id string, now int64, replaces bool) []victim {
 	var out []victim
 	for _, e := range p.entries {
@@ -440,9 +450,6 @@ func (ix *Index) victims(p *partition, pk, id string, now int64, replaces bool) 
 	over := len(p.entries) - len(out) + grow - ix.lim.MaxPerPartition
 	if over > 0 {
 		out = append(out, lru(p.entries, pk, id, now, over)...)
-	}
-	if total := int(ix.total.Load()) - len(out) + grow - ix.lim.MaxTotal; total > 0 {
-		out = append(out, ix.globalLRU(p, pk, id, now, total)...)
 	}
 	return out
 }
@@ -479,29 +486,33 @@ func lru(es []*entry, pk, keep string, now int64, n int) []victim {
 }
 
 // globalLRU are the n least recently used entries of the whole index
-// (every account's), other than keep of pk. held is the partition whose
-// lock the caller holds for reading.
-func (ix *Index) globalLRU(held *partition, pk, keep string, now int64, n int) []victim {
+// (every account's), other than keep of pk and those already chosen. It
+// takes each partition's lock in turn, never two at once.
+func (ix *Index) globalLRU(pk, keep string, chosen []victim, n int) []victim {
 	type cand struct {
 		pk, id string
 		used   int64
 	}
-	var cs []cand
+	skip := map[victim]bool{}
+	for _, v := range chosen {
+		skip[victim{pk: v.pk, id: v.id}] = true
+	}
 	ix.mu.RLock()
+	parts := make(map[string]*partition, len(ix.parts))
 	for k, p := range ix.parts {
-		if p != held {
-			p.mu.RLock()
-		}
+		parts[k] = p
+	}
+	ix.mu.RUnlock()
+	var cs []cand
+	for k, p := range parts {
+		p.mu.RLock()
 		for _, e := range p.entries {
-			if !(k == pk && e.id == keep) {
+			if !(k == pk && e.id == keep) && !skip[victim{pk: k, id: e.id}] {
 				cs = append(cs, cand{k, e.id, e.used.Load()})
 			}
 		}
-		if p != held {
-			p.mu.RUnlock()
-		}
+		p.mu.RUnlock()
 	}
-	ix.mu.RUnlock()
 	out := make([]victim, 0, n)
 	for range n {
 		bi := -1

@@ -87,6 +87,25 @@ const (
 	// kv_put: in [key, value, ttl seconds (decimal; "0" = the store's
 	// maximum)]; out []. An empty value deletes the key.
 	HostKVPut = "kv_put"
+	// embed: in [embeddings request body JSON]; out [status, body]. Runs
+	// the body (an OpenAI embeddings request: model, input) as a
+	// sub-request of the current request, like chat: routed, held and
+	// settled under its own generation, charged to the request's key and
+	// counted against its rate limits and its budget of chat calls.
+	// Revision 3.
+	HostEmbed = "embed"
+	// vector_put: in [partition, id, tag, vector, ttl seconds]; out
+	// [evicted]. Stores a vector (little-endian float32s; the host
+	// normalises it) under id in the module's vector index for the
+	// request's account, in the named partition; an empty vector deletes
+	// id. A full partition or index evicts the least recently used entries
+	// and answers how many. Revision 3.
+	HostVectorPut = "vector_put"
+	// vector_search: in [partition, tag, vector, min similarity (decimal)];
+	// out [id, similarity, age seconds], or HostNotFound. The entry of the
+	// partition with the same tag most similar to the vector (cosine), if
+	// at least min. Revision 3.
+	HostVectorSearch = "vector_search"
 	// result copies the result frame of the last call above.
 	HostResult = "result"
 )
@@ -102,6 +121,11 @@ const (
 	// GrantKV grants kv_get and kv_put (and result), scoped to the module
 	// and the calling account.
 	GrantKV = "kv"
+	// GrantEmbed grants embed (and result).
+	GrantEmbed = "embed"
+	// GrantVector grants vector_put and vector_search (and result), scoped
+	// like kv to the module and the calling account.
+	GrantVector = "vector"
 )
 
 // Limits of chat_batch and chat_reserve.
@@ -112,8 +136,8 @@ const (
 
 // Revision is the revision of ABI Version this host implements: additions
 // that leave every older module working (revision 2: chat_batch and
-// chat_reserve).
-const Revision = 2
+// chat_reserve; revision 3: embed, vector_put and vector_search).
+const Revision = 3
 
 // Host call failure codes of chat, count_tokens, kv_get, kv_put (and the
 // first two are shared with http_request).

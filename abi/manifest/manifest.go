@@ -318,9 +318,9 @@ func (m *Manifest) Validate() error {
 	}
 	for _, f := range m.Grants.HostFunctions {
 		switch f {
-		case abi.GrantLog, abi.GrantHTTP, abi.GrantChat, abi.GrantCountTokens, abi.GrantKV:
+		case abi.GrantLog, abi.GrantHTTP, abi.GrantChat, abi.GrantCountTokens, abi.GrantKV, abi.GrantEmbed, abi.GrantVector:
 		default:
-			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q (log, http, chat, count_tokens, kv)", m.Name, f)
+			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q (log, http, chat, count_tokens, kv, embed, vector)", m.Name, f)
 		}
 	}
 	for _, s := range m.Grants.Secrets {
@@ -487,11 +487,14 @@ func (m *Manifest) GrantsHostFunction(f string) bool {
 		f = abi.GrantKV
 	case abi.HostChatBatch, abi.HostChatReserve:
 		f = abi.GrantChat
+	case abi.HostVectorPut, abi.HostVectorSearch:
+		f = abi.GrantVector
 	case abi.HostResult:
-		// result reads what chat, count_tokens and kv return: any of them
-		// grants it.
+		// result reads what chat, count_tokens, kv, embed and vector
+		// return: any of them grants it.
 		return contains(m.Grants.HostFunctions, abi.GrantChat) || contains(m.Grants.HostFunctions, abi.GrantCountTokens) ||
-			contains(m.Grants.HostFunctions, abi.GrantKV)
+			contains(m.Grants.HostFunctions, abi.GrantKV) || contains(m.Grants.HostFunctions, abi.GrantEmbed) ||
+			contains(m.Grants.HostFunctions, abi.GrantVector)
 	}
 	return contains(m.Grants.HostFunctions, f)
 }

@@ -181,9 +181,21 @@ type Modules struct {
 	// use (none by default: only the operator's modules get secrets).
 	TenantSecrets []string `yaml:"tenant_secrets"`
 	// ChatCallsPerRequest is the budget of chat host calls of one request.
-	ChatCallsPerRequest int         `yaml:"chat_calls_per_request"`
-	HTTP                ModulesHTTP `yaml:"http"`
-	KV                  ModulesKV   `yaml:"kv"`
+	ChatCallsPerRequest int            `yaml:"chat_calls_per_request"`
+	HTTP                ModulesHTTP    `yaml:"http"`
+	KV                  ModulesKV      `yaml:"kv"`
+	Vectors             ModulesVectors `yaml:"vectors"`
+}
+
+// ModulesVectors bounds the module vector index (vector_put and
+// vector_search): entries of one partition (one module, account and
+// partition name: the response cache's account or key), entries of the
+// whole index (every account's), dimensions of a vector. 0: the defaults
+// (10,000, 1,000,000, 8,192).
+type ModulesVectors struct {
+	MaxPerPartition int `yaml:"max_per_partition"`
+	MaxTotal        int `yaml:"max_total"`
+	MaxDims         int `yaml:"max_dims"`
 }
 
 // ModulesHTTP bounds the http host function.
@@ -212,6 +224,11 @@ type ModulesKV struct {
 	MaxValueBytes int      `yaml:"max_value_bytes"`
 	MaxTTL        Duration `yaml:"max_ttl"`
 	SweepEvery    Duration `yaml:"sweep_every"`
+	// MaxCacheBytes bounds one module's entries across every account
+	// (the response cache's total size; 0: no bound). Evicting puts
+	// (caches) evict the least recently used entries of any account to
+	// stay within it.
+	MaxCacheBytes int64 `yaml:"max_cache_bytes"`
 }
 
 // SecretEnvPrefix prefixes environment variables that set secrets.
@@ -253,7 +270,8 @@ func (c *Config) checkModules() error {
 	}
 	m := c.Modules
 	if m.ChatCallsPerRequest < 0 || m.HTTP.CallsPerRequest < 0 || m.HTTP.MaxResponseBytes < 0 || m.HTTP.Timeout < 0 ||
-		m.KV.MaxKeys < 0 || m.KV.MaxBytes < 0 || m.KV.MaxKeyBytes < 0 || m.KV.MaxValueBytes < 0 || m.KV.MaxTTL < 0 || m.KV.SweepEvery < 0 {
+		m.KV.MaxKeys < 0 || m.KV.MaxBytes < 0 || m.KV.MaxKeyBytes < 0 || m.KV.MaxValueBytes < 0 || m.KV.MaxTTL < 0 || m.KV.SweepEvery < 0 || m.KV.MaxCacheBytes < 0 ||
+		m.Vectors.MaxPerPartition < 0 || m.Vectors.MaxTotal < 0 || m.Vectors.MaxDims < 0 {
 		return fmt.Errorf("config: modules: limits must not be negative (0 = the default)")
 	}
 	return nil

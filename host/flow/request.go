@@ -103,7 +103,7 @@ func (s *Core) NewRequest(ctx context.Context, cancel context.CancelFunc, vr *va
 	r := &Request{ChatRequest: vr, Key: key, ID: billing.NewID(), core: s, cancel: cancel, adm: adm,
 		spend: &env.spend, group: &env.group}
 	env.call = wasm.CallEnv{Account: key.AccountID, KeyID: key.Hash, RequestID: r.ID,
-		Chat: r.subChat(&env.subs), Reserve: s.reserveFor(r)}
+		Chat: r.subChat(&env.subs), Embed: r.subEmbed(&env.subs), Reserve: s.reserveFor(r)}
 	r.ctx = wasm.WithCallEnv(ctx, &env.call)
 	r.refs.Store(1)
 	return r

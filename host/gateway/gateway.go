@@ -35,6 +35,7 @@ import (
 	"github.com/switchyard/switchyard/host/server"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/tokenize"
+	"github.com/switchyard/switchyard/host/vecindex"
 	"github.com/switchyard/switchyard/host/wasm"
 )
 
@@ -90,6 +91,7 @@ type Gateway struct {
 	log *slog.Logger
 	// kv is the module key-value store (its evictions are on /metrics).
 	kv      *kv.Store
+	vectors *vecindex.Index
 	closers []func()
 
 	// redisLimiter and redisSessions share rate limits and sticky
@@ -320,13 +322,22 @@ func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 	}
 	kvs, err := kv.Open(g.DB, kv.Limits{
 		MaxKeys: mc.KV.MaxKeys, MaxBytes: mc.KV.MaxBytes, MaxKeyBytes: mc.KV.MaxKeyBytes, MaxValueBytes: mc.KV.MaxValueBytes,
-		MaxTTL: time.Duration(mc.KV.MaxTTL), SweepEvery: time.Duration(mc.KV.SweepEvery),
+		MaxTTL: time.Duration(mc.KV.MaxTTL), SweepEvery: time.Duration(mc.KV.SweepEvery), MaxCacheBytes: mc.KV.MaxCacheBytes,
 	})
 	if err != nil {
 		return wasm.Config{}, err
 	}
 	ecfg.KV = kvs
 	g.kv = kvs
+	// The vector index is rebuilt from the store here, at start.
+	vix, err := vecindex.Open(g.DB, vecindex.Limits{MaxPerPartition: mc.Vectors.MaxPerPartition, MaxTotal: mc.Vectors.MaxTotal,
+		MaxDims: mc.Vectors.MaxDims, MaxTTL: time.Duration(mc.KV.MaxTTL)})
+	if err != nil {
+		return wasm.Config{}, err
+	}
+	ecfg.Vectors = vix
+	g.vectors = vix
+	g.closers = append(g.closers, vix.Close)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

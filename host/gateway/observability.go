@@ -41,6 +41,9 @@ func (g *Gateway) startTelemetry(ctx context.Context) (*telemetry.Telemetry, err
 			if g.kv != nil {
 				m.KVEvictions(g.kv.Evictions)
 			}
+			if g.vectors != nil {
+				m.VectorIndex(g.vectors.Len, g.vectors.Evictions)
+			}
 			g.Ledger.ObserveCommits(m.LedgerCommit)
 			g.redisMetrics(m.Registry)
 			g.pruneMetrics(m.Registry)

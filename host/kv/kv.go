@@ -13,12 +13,14 @@
 package kv
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +41,11 @@ type Limits struct {
 	MaxTTL time.Duration
 	// SweepEvery is the period of Run's sweep of expired entries.
 	SweepEvery time.Duration
+	// MaxCacheBytes, when > 0, bounds the keys and values of one module
+	// across every account's scope (the response cache's total size). It
+	// is enforced by evicting puts (PutEvicting), which evict the least
+	// recently used entries of any account of the module to make room.
+	MaxCacheBytes int64
 }
 
 // DefaultLimits are the limits an operator did not set.
@@ -103,6 +110,13 @@ type Store struct {
 	db        store.DB
 	lim       Limits
 	evictions atomic.Int64
+	// used is when each entry written by PutEvicting was last written or
+	// read (unix nanoseconds), in this process: the LRU order of the
+	// total bound (MaxCacheBytes). In memory only, since a read that
+	// wrote would serialise the lock-free bbolt reads; an entry not used
+	// since the start counts as never used (evicted first, soonest
+	// expiry first).
+	used sync.Map // useKey -> int64
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }
@@ -149,6 +163,12 @@ func (s *Store) Get(sc Scope, key string) ([]byte, bool, error) {
 		out = append([]byte{}, v[headerLen:]...)
 		return nil
 	})
+	if out != nil && s.lim.MaxCacheBytes > 0 {
+		uk := useKey{string(sc.bucket()), key}
+		if _, ok := s.used.Load(uk); ok {
+			s.used.Store(uk, now)
+		}
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("kv: %w", err)
 	}
@@ -231,6 +251,13 @@ func (s *Store) put(sc Scope, key string, val []byte, ttl time.Duration, evict b
 				return ErrQuota
 			}
 		}
+		if evict && s.lim.MaxCacheBytes > 0 {
+			n, err := s.evictAcross(tx.Bucket(rootBucket), sc, scope, k, &keys, &size)
+			if err != nil {
+				return err
+			}
+			evicted += n
+		}
 		v := make([]byte, headerLen+len(val))
 		binary.BigEndian.PutUint64(v, uint64(now.Add(ttl).UnixNano()))
 		copy(v[headerLen:], val)
@@ -246,7 +273,111 @@ func (s *Store) put(sc Scope, key string, val []byte, ttl time.Duration, evict b
 		return 0, fmt.Errorf("kv: %w", err)
 	}
 	s.evictions.Add(int64(evicted))
+	if evict && s.lim.MaxCacheBytes > 0 {
+		s.used.Store(useKey{string(sc.bucket()), key}, now.UnixNano())
+	}
 	return evicted, nil
+}
+
+// useKey names an entry in Store.used.
+type useKey struct{ bucket, key string }
+
+// evictAcross keeps the module of sc within MaxCacheBytes across every
+// account's scope: when the module's scopes hold more (own's usage being
+// *ownKeys, *ownSize with the new entry counted), it evicts the least
+// recently used entries of any of them (never keep, the entry being
+// written) until they fit, and fixes each scope's usage. It returns how
+// many it evicted, or ErrQuota when even all of them are not enough.
+func (s *Store) evictAcross(root store.Bucket, sc Scope, own store.Bucket, keep []byte, ownKeys, ownSize *int64) (int, error) {
+	type scopeB struct {
+		name        string
+		b           store.Bucket
+		keys, size  int64
+		own, change bool
+	}
+	ownName := string(sc.bucket())
+	prefix := []byte(sc.Owner + "\x00" + sc.Module + "\x00") // NUL ends a module name: no other module's scopes
+	var scopes []*scopeB
+	total := int64(0)
+	c := root.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if v != nil {
+			continue
+		}
+		if string(k) == ownName {
+			continue // counted below, with the new entry
+		}
+		b := root.Bucket(k)
+		if b == nil {
+			continue
+		}
+		keys, size := usage(b)
+		scopes = append(scopes, &scopeB{name: string(k), b: b, keys: keys, size: size})
+		total += size
+	}
+	scopes = append(scopes, &scopeB{name: ownName, b: own, keys: *ownKeys, size: *ownSize, own: true})
+	total += *ownSize
+	if total <= s.lim.MaxCacheBytes {
+		return 0, nil
+	}
+	type cand struct {
+		sb   *scopeB
+		k    []byte
+		used int64
+		exp  uint64
+		size int64
+	}
+	var cs []cand
+	for _, sb := range scopes {
+		data := sb.b.Bucket(dataBucket)
+		if data == nil {
+			continue
+		}
+		cur := data.Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			if len(v) < headerLen || (sb.own && bytes.Equal(k, keep)) {
+				continue
+			}
+			u, _ := s.used.Load(useKey{sb.name, string(k)})
+			used, _ := u.(int64)
+			cs = append(cs, cand{sb, append([]byte{}, k...), used, binary.BigEndian.Uint64(v), int64(len(k) + len(v) - headerLen)})
+		}
+	}
+	slices.SortFunc(cs, func(a, b cand) int {
+		if c := cmp.Compare(a.used, b.used); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.exp, b.exp)
+	})
+	n := 0
+	for _, e := range cs {
+		if total <= s.lim.MaxCacheBytes {
+			break
+		}
+		if err := e.sb.b.Bucket(dataBucket).Delete(e.k); err != nil {
+			return 0, err
+		}
+		s.used.Delete(useKey{e.sb.name, string(e.k)})
+		e.sb.keys--
+		e.sb.size -= e.size
+		e.sb.change = true
+		total -= e.size
+		n++
+	}
+	if total > s.lim.MaxCacheBytes {
+		return 0, ErrQuota
+	}
+	for _, sb := range scopes {
+		switch {
+		case sb.own:
+			*ownKeys, *ownSize = sb.keys, sb.size
+		case sb.change:
+			if err := setUsage(sb.b, sb.keys, sb.size); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
 }
 
 // evictSoonest deletes data's entries that expire soonest (except keep)

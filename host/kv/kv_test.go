@@ -236,3 +236,48 @@ func TestPutEvicting(t *testing.T) {
 		t.Fatalf("an entry over the whole quota: %v", err)
 	}
 }
+
+// MaxCacheBytes bounds one module's entries across every account; an
+// evicting put past it evicts the least recently used entry of any
+// account of the module (a read is a use), and never another module's.
+func TestCacheBoundAcrossAccountsIsLRU(t *testing.T) {
+	// Each entry below is 1 + 10 bytes; the bound holds three.
+	s, c := open(t, kv.Limits{MaxCacheBytes: 33})
+	val := []byte("0123456789")
+	tick := func() { c.t = c.t.Add(time.Second) }
+	other := kv.Scope{Module: "another-cache", Account: "acct-a"}
+	for _, p := range []struct {
+		sc  kv.Scope
+		key string
+	}{{a, "1"}, {b, "2"}, {a, "3"}, {other, "9"}} {
+		if n, err := s.PutEvicting(p.sc, p.key, val, time.Hour); err != nil || n != 0 {
+			t.Fatalf("put %s: evicted %d, %v", p.key, n, err)
+		}
+		tick()
+	}
+	if _, ok, _ := s.Get(a, "1"); !ok { // 1 is now the most recently used
+		t.Fatal("1 missing")
+	}
+	tick()
+	n, err := s.PutEvicting(b, "4", val, time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("put over the total bound: evicted %d, %v", n, err)
+	}
+	for _, w := range []struct {
+		sc   kv.Scope
+		key  string
+		kept bool
+	}{{a, "1", true}, {b, "2", false}, {a, "3", true}, {b, "4", true}, {other, "9", true}} {
+		if _, ok, _ := s.Get(w.sc, w.key); ok != w.kept {
+			t.Errorf("%s/%s kept %v, want %v", w.sc.Account, w.key, ok, w.kept)
+		}
+	}
+	// The evicted entry's scope's usage was fixed: b holds one entry.
+	if keys, bytes, _ := s.Usage(b); keys != 1 || bytes != 11 {
+		t.Errorf("b's usage %d keys %d bytes, want 1, 11", keys, bytes)
+	}
+	// An entry larger than the whole bound is refused.
+	if _, err := s.PutEvicting(a, "big", make([]byte, 40), time.Hour); !errors.Is(err, kv.ErrQuota) {
+		t.Errorf("an entry over the total bound: %v", err)
+	}
+}

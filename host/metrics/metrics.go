@@ -345,6 +345,18 @@ func (m *Metrics) Cache(result string, storedBytes int) {
 	}
 }
 
+// VectorIndex registers the module vector index's entries (every
+// account's) and the entries it evicted to make room (least recently
+// used: the semantic response cache's), read at scrape time.
+func (m *Metrics) VectorIndex(entries func() int, evictions func() int64) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "switchyard_vector_index_entries",
+		Help: "Vectors in the module vector index, every account's (the semantic response cache's)."},
+		func() float64 { return float64(entries()) }))
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "switchyard_vector_index_evictions_total",
+		Help: "Vectors evicted (least recently used) to keep a partition or the whole index within its bound."},
+		func() float64 { return float64(evictions()) }))
+}
+
 // KVEvictions registers the count of module kv entries evicted to make
 // room (kv.Store.PutEvicting: the response cache's), read at scrape time.
 func (m *Metrics) KVEvictions(n func() int64) {

@@ -26,6 +26,11 @@ type CallEnv struct {
 	// that could not run at all (HostFailed, with its message); an API
 	// error is a status and body like any response.
 	Chat func(ctx context.Context, body []byte) (status int, resp []byte, err error)
+	// Embed runs an embeddings request body as a sub-request of this
+	// request, like Chat (charged to its key, counted against its rate
+	// limits; each call takes one of the request's chat calls). nil: embed
+	// is refused with HostDenied.
+	Embed func(ctx context.Context, body []byte) (status int, resp []byte, err error)
 	// Reserve holds the worst-case cost of the chat sub-requests a module
 	// plans (chat_reserve: the plan JSON of docs/abi.md) before any runs;
 	// the request's later sub-requests draw their holds from it. It returns

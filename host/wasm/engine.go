@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/vecindex"
 	"github.com/switchyard/switchyard/host/wasm/memsnap"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -67,6 +68,9 @@ type Config struct {
 	// KV backs the kv_get and kv_put host functions (nil: they answer
 	// HostFailed, "no store").
 	KV *kv.Store
+	// Vectors backs vector_put and vector_search (nil: they answer
+	// HostFailed, "no index"); its partitions are scoped like KV's.
+	Vectors *vecindex.Index
 	// HTTP bounds the http_request host function and names the private
 	// hosts it may reach (zero fields: DefaultHTTPLimits).
 	HTTP HTTPLimits

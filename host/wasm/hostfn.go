@@ -19,7 +19,7 @@ import (
 )
 
 // The host functions chat, count_tokens, kv_get and kv_put (docs/abi.md
-// section 5). They share one calling convention: fn(ptr, len) -> i64 reads
+// section 5; embed, vector_put and vector_search are in vector.go). They share one calling convention: fn(ptr, len) -> i64 reads
 // an input frame from guest memory and returns the size of the result frame,
 // or a negative code whose message is the result; the guest copies the
 // result with result(ptr, limit) (the same code as http_response). What
@@ -66,7 +66,7 @@ func (e *Engine) hostCall(ctx context.Context, mod *Module, name string, fields 
 		return fail(dst, abi.HostFailed, "unknown host function "+name)
 	}
 	switch name {
-	case abi.HostChat, abi.HostChatBatch, abi.HostChatReserve:
+	case abi.HostChat, abi.HostChatBatch, abi.HostChatReserve, abi.HostEmbed:
 		defer waitedSince(ctx, time.Now()) // a sub-request: not module time
 	}
 	return h.serve(hostRequest{ctx: ctx, engine: e, mod: mod, env: envOf(ctx), fields: fields}, dst)
@@ -107,12 +107,15 @@ func (f handlerFunc) serve(r hostRequest, dst []byte) ([]byte, int64) { return f
 // name. instantiateHost exports each, and hostFunctions (the imports a
 // manifest may grant) is built from them.
 var hostHandlers = map[string]hostHandler{
-	abi.HostChat:        handlerFunc(hostChat),
-	abi.HostChatBatch:   handlerFunc(hostChatBatch),
-	abi.HostChatReserve: handlerFunc(hostChatReserve),
-	abi.HostCountTokens: handlerFunc(hostCountTokens),
-	abi.HostKVGet:       handlerFunc(hostKVGet),
-	abi.HostKVPut:       handlerFunc(hostKVPut),
+	abi.HostChat:         handlerFunc(hostChat),
+	abi.HostChatBatch:    handlerFunc(hostChatBatch),
+	abi.HostChatReserve:  handlerFunc(hostChatReserve),
+	abi.HostCountTokens:  handlerFunc(hostCountTokens),
+	abi.HostKVGet:        handlerFunc(hostKVGet),
+	abi.HostKVPut:        handlerFunc(hostKVPut),
+	abi.HostEmbed:        handlerFunc(hostEmbed),
+	abi.HostVectorPut:    handlerFunc(hostVectorPut),
+	abi.HostVectorSearch: handlerFunc(hostVectorSearch),
 }
 
 // fail is a host function's failure: a frame of one message, and code.

@@ -17,6 +17,7 @@ func TestHostModuleExports(t *testing.T) {
 	want := []string{
 		abi.HostChat, abi.HostChatBatch, abi.HostChatReserve, abi.HostCountTokens, abi.HostHTTPRequest,
 		abi.HostHTTPResponse, abi.HostKVGet, abi.HostKVPut, abi.HostLog, abi.HostResult,
+		abi.HostEmbed, abi.HostVectorPut, abi.HostVectorSearch,
 	}
 	slices.Sort(want)
 	var grantable []string

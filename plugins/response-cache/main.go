@@ -28,7 +28,10 @@ var hooks = cache.Hooks{Env: cache.Env{
 		}
 		return n, err
 	},
-	Now: time.Now,
+	Now:          time.Now,
+	Embed:        sdk.Embed,
+	VectorPut:    sdk.VectorPut,
+	VectorSearch: sdk.VectorSearch,
 }}
 
 func init() {

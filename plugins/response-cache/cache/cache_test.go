@@ -248,3 +248,34 @@ func TestHooks(t *testing.T) {
 		}
 	})
 }
+
+// LastUserTurn takes the text of the last message when it is the user's;
+// the rest of the key differs with anything else in the request, never
+// with that text.
+func TestLastUserTurn(t *testing.T) {
+	req := func(system, last string) string {
+		return `{"model":"m","temperature":0,"messages":[{"role":"system","content":` + system + `},` + last + `]}`
+	}
+	cases := []struct {
+		name, body, text string
+		ok               bool
+	}{
+		{"string", req(`"s"`, `{"role":"user","content":"What is X?"}`), "What is X?", true},
+		{"text parts", req(`"s"`, `{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`), "a\nb", true},
+		{"an image", req(`"s"`, `{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:,"}}]}`), "", false},
+		{"last is a tool result", req(`"s"`, `{"role":"tool","tool_call_id":"c","content":"42"}`), "", false},
+		{"empty", req(`"s"`, `{"role":"user","content":"  "}`), "", false},
+	}
+	for _, c := range cases {
+		text, _, ok := LastUserTurn([]byte(c.body))
+		if text != c.text || ok != c.ok {
+			t.Errorf("%s: %q %v, want %q %v", c.name, text, ok, c.text, c.ok)
+		}
+	}
+	_, r1, _ := LastUserTurn([]byte(req(`"s"`, `{"role":"user","content":"What is X?"}`)))
+	_, r2, _ := LastUserTurn([]byte(req(`"s"`, `{"role":"user","content":"Tell me X"}`)))
+	_, r3, _ := LastUserTurn([]byte(req(`"other"`, `{"role":"user","content":"What is X?"}`)))
+	if r1 != r2 || r1 == r3 {
+		t.Errorf("rest of the key: same text-only change %v, other system prompt %v", r1 == r2, r1 != r3)
+	}
+}

@@ -31,9 +31,10 @@ import (
 // One gateway for the package's tests (a start compiles every module):
 // each test asks its own questions, or in accounts of its own.
 var shared struct {
-	once sync.Once
-	g    *gatewaytest.Gateway
-	err  error
+	once  sync.Once
+	g     *gatewaytest.Gateway
+	embed *embedFake // the embeddings upstream of provider "emb" (semantic_test.go)
+	err   error
 }
 
 func TestMain(m *testing.M) {
@@ -41,13 +42,20 @@ func TestMain(m *testing.M) {
 	if shared.g != nil {
 		shared.g.Close()
 	}
+	if shared.embed != nil {
+		shared.embed.srv.Close()
+	}
 	os.Exit(code)
 }
 
 func startGateway(t *testing.T) *gatewaytest.Gateway {
 	t.Helper()
 	shared.once.Do(func() {
+		if shared.embed, shared.err = startEmbedFake(); shared.err != nil {
+			return
+		}
 		shared.g, shared.err = gatewaytest.Start(gatewaytest.Options{Quiet: true, Mutate: func(c *config.Config) {
+			addEmbedProvider(c, shared.embed.srv.URL)
 			if c.ModuleSettings == nil {
 				c.ModuleSettings = map[string]any{}
 			}
@@ -357,8 +365,14 @@ func storedStage(body gjson.Result) gjson.Result {
 // against the original generation either records.
 func TestClusterHitAcrossGateways(t *testing.T) {
 	dsn := pgtest.Start(t)
+	emb, err := startEmbedFake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.srv.Close)
 	start := func() *gatewaytest.Gateway {
-		g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, StoreDSN: dsn})
+		g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, StoreDSN: dsn,
+			Mutate: func(c *config.Config) { addEmbedProvider(c, emb.srv.URL) }})
 		if err != nil {
 			t.Fatalf("%v (run make wasm)", err)
 		}
@@ -379,6 +393,24 @@ func TestClusterHitAcrossGateways(t *testing.T) {
 	}
 	if b.Upstreams["alpha"].Count() != 0 {
 		t.Fatalf("b called its upstream %d times", b.Upstreams["alpha"].Count())
+	}
+
+	// Semantic mode: a vector indexed through a reaches b's in-memory
+	// index by the store's notification (PostgreSQL NOTIFY, delivered
+	// asynchronously: b is asked until it has it, a bounded number of
+	// times, with no_store so a miss stores nothing of its own).
+	if sem := ask(t, a, a.Key, semantic(asked)); sem.xcache != "MISS" {
+		t.Fatalf("semantic through a: %q %s", sem.xcache, sem.body.Get("service_metadata.cache").Raw)
+	}
+	var got answer
+	for range 50 {
+		if got = ask(t, b, b.Key, semantic(paraphrase, `"no_store":true`)); got.xcache == "HIT" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got.xcache != "HIT" || got.body.Get("service_metadata.cache.mode").Str != "semantic" || b.Upstreams["alpha"].Count() != 0 {
+		t.Fatalf("paraphrase through b: %q %s (b's upstream calls %d)", got.xcache, got.body.Get("service_metadata.cache").Raw, b.Upstreams["alpha"].Count())
 	}
 }
 

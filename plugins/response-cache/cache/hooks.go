@@ -21,6 +21,12 @@ type Env struct {
 	// room by evicting the entries that expire soonest; it answers how many.
 	KVPut func(key string, val []byte, ttlSeconds int) (evicted int, err error)
 	Now   func() time.Time
+	// Embed, VectorPut and VectorSearch are semantic mode's (sdk.Embed,
+	// sdk.VectorPut, sdk.VectorSearch): an embeddings sub-request, and the
+	// host's vector index for the request's account.
+	Embed        func(body []byte) (status int, resp []byte, err error)
+	VectorPut    func(partition, id, tag string, v []float32, ttlSeconds int) (evicted int, err error)
+	VectorSearch func(partition, tag string, v []float32, min float64) (m sdk.VectorMatch, ok bool, err error)
 }
 
 // Defaults of the options (docs/response-cache.md).
@@ -29,6 +35,11 @@ const (
 	// DefaultMaxEntryBytes bounds one stored answer; the kv store's own
 	// cap (modules.kv.max_value_bytes, 1 MiB by default) is the ceiling.
 	DefaultMaxEntryBytes = 256 << 10
+	// DefaultThreshold is semantic mode's least similarity of a hit: high,
+	// since a wrong hit answers a different question (a paraphrase of one
+	// sentence scores 0.9–0.98 with OpenAI's text-embedding-3 models; two
+	// different questions on one topic can score 0.85–0.9).
+	DefaultThreshold = 0.95
 )
 
 // Options are the plugin item's options, with the operator's settings
@@ -43,6 +54,10 @@ type Options struct {
 	// which is the provider's default of 1) without a seed.
 	Sampled       bool
 	MaxEntryBytes int
+	// Threshold is semantic mode's least cosine similarity of a hit;
+	// EmbeddingModel the model that embeds the last user turn.
+	Threshold      float64
+	EmbeddingModel string
 }
 
 func options(ctx gjson.Result) Options {
@@ -53,7 +68,7 @@ func options(ctx gjson.Result) Options {
 		}
 		return st.Get(name)
 	}
-	o := Options{Mode: "exact", TTL: DefaultTTL, Scope: "account", MaxEntryBytes: DefaultMaxEntryBytes}
+	o := Options{Mode: "exact", TTL: DefaultTTL, Scope: "account", MaxEntryBytes: DefaultMaxEntryBytes, Threshold: DefaultThreshold}
 	if v := pick("mode"); v.Str != "" {
 		o.Mode = v.Str
 	}
@@ -62,6 +77,12 @@ func options(ctx gjson.Result) Options {
 	}
 	if v := pick("scope"); v.Str != "" {
 		o.Scope = v.Str
+	}
+	if v := pick("threshold"); v.Exists() && v.Num > 0 && v.Num <= 1 {
+		o.Threshold = v.Num
+	}
+	if v := pick("embedding_model"); v.Str != "" {
+		o.EmbeddingModel = v.Str
 	}
 	o.NoStore = cfg.Get("no_store").Bool()
 	o.Bypass = cfg.Get("bypass").Bool()
@@ -105,14 +126,22 @@ func Sampled(body []byte) bool {
 // request's digest. Accounts are apart already (the host partitions the
 // kv store by account); scope "key" adds the API key's id.
 func storeKey(o Options, ctx gjson.Result, digest string) (string, bool) {
+	part, ok := partition(o, ctx)
+	return part + ":" + digest, ok
+}
+
+// partition is the part of the account's entries a request may read: "a"
+// (the account's) or "k:<key id>" (scope key). It prefixes kv keys and
+// names the vector index's partition.
+func partition(o Options, ctx gjson.Result) (string, bool) {
 	if o.Scope == "key" {
 		k := ctx.Get("key").Str
 		if k == "" {
 			return "", false // no key to partition by: never shared
 		}
-		return "k:" + k + ":" + digest, true
+		return "k:" + k, true
 	}
-	return "a:" + digest, true
+	return "a", true
 }
 
 // ErrFull is KVPut's error when an entry does not fit in the store of this
@@ -167,8 +196,8 @@ func (h *Hooks) PreRequest(in *sdk.In, out *sdk.Out) error {
 		out.FieldString(`{"type":"plugin","summary":"default-on, not for this model (module_settings.response-cache.models)"}`)
 		return nil
 	}
-	if o.Mode != "exact" {
-		miss("bypass", "mode "+o.Mode+" is not built; nothing cached", "")
+	if o.Mode != "exact" && o.Mode != "semantic" {
+		miss("bypass", "unknown mode "+o.Mode+"; nothing cached", "")
 		return nil
 	}
 	if o.Bypass {
@@ -179,28 +208,58 @@ func (h *Hooks) PreRequest(in *sdk.In, out *sdk.Out) error {
 		miss("bypass", "sampled (temperature > 0 or absent, no seed): not cached without cache_sampled", "")
 		return nil
 	}
-	key, ok := storeKey(o, ctx, Key(body))
+	digest := Key(body)
+	key, ok := storeKey(o, ctx, digest)
 	if !ok {
 		miss("bypass", "scope key without a key id: not cached", "")
 		return nil
 	}
+	// An identical request is a hit in either mode, without an embedding.
 	if v, found, err := h.Env.KVGet(key); err == nil && found {
 		if e, ok := decodeEntry(v); ok {
-			age := max(h.Env.Now().Unix()-e.Created, 0)
-			result, _ := sjson.SetBytes(e.Result, "usage.cost", 0)
-			out.FieldString(abi.ActionRespond)
-			out.Field(result)
-			out.FieldString(`{"type":"cache","summary":"hit","data":{"status":"hit","mode":"exact","similarity":1,"age_seconds":` +
-				strconv.FormatInt(age, 10) + `,"original_generation":` + sdk.Quote(e.Gen) + `}}`)
+			h.hit(out, o.Mode, e, 1)
 			return nil
 		}
 	}
 	state := ""
 	if !o.NoStore {
-		state = `{"key":` + sdk.Quote(key) + `,"ttl":` + strconv.Itoa(o.TTL) + `,"max":` + strconv.Itoa(o.MaxEntryBytes) + `}`
+		state = `{"key":` + sdk.Quote(key) + `,"ttl":` + strconv.Itoa(o.TTL) + `,"max":` + strconv.Itoa(o.MaxEntryBytes)
 	}
-	miss("miss", "miss", state)
+	if o.Mode == "semantic" {
+		part, _ := partition(o, ctx)
+		sem, why := h.semantic(out, o, body, part, digest)
+		if sem == nil {
+			if why == "" {
+				return nil // answered (hit)
+			}
+			miss("miss", why, closeState(state, ""))
+			return nil
+		}
+		miss("miss", "miss", closeState(state, sem.state()))
+		return nil
+	}
+	miss("miss", "miss", closeState(state, ""))
 	return nil
+}
+
+// closeState ends the state object begun in PreRequest, with more members
+// (",\"semantic\":…") when there are; "" stays "".
+func closeState(state, more string) string {
+	if state == "" {
+		return ""
+	}
+	return state + more + "}"
+}
+
+// hit answers the request (respond) with a stored entry.
+func (h *Hooks) hit(out *sdk.Out, mode string, e entry, similarity float64) {
+	age := max(h.Env.Now().Unix()-e.Created, 0)
+	result, _ := sjson.SetBytes(e.Result, "usage.cost", 0)
+	out.FieldString(abi.ActionRespond)
+	out.Field(result)
+	out.FieldString(`{"type":"cache","summary":"hit","data":{"status":"hit","mode":` + sdk.Quote(mode) + `,"similarity":` +
+		strconv.FormatFloat(similarity, 'f', -1, 64) + `,"age_seconds":` +
+		strconv.FormatInt(age, 10) + `,"original_generation":` + sdk.Quote(e.Gen) + `}}`)
 }
 
 // Storable reports why a chat result must not be stored ("" when it may):
@@ -267,6 +326,10 @@ func (h *Hooks) PostResponse(in *sdk.In, out *sdk.Out) error {
 		note(false, "not stored: "+err.Error())
 		return nil
 	}
-	out.FieldString(`{"type":"cache","summary":"stored","data":{"stored":true,"bytes":` + strconv.Itoa(len(v)) + `,"evicted":` + strconv.Itoa(evicted) + `}}`)
+	vecNote := ""
+	if sem := st.Get("semantic"); sem.IsObject() {
+		vecNote = h.storeVector(sem, int(st.Get("ttl").Int()))
+	}
+	out.FieldString(`{"type":"cache","summary":` + sdk.Quote("stored"+vecNote) + `,"data":{"stored":true,"bytes":` + strconv.Itoa(len(v)) + `,"evicted":` + strconv.Itoa(evicted) + `}}`)
 	return nil
 }

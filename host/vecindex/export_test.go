@@ -1,0 +1,32 @@
+package vecindex
+
+import "github.com/switchyard/switchyard/host/kv"
+
+// Fill puts n entries of random-looking unit vectors of dims dimensions
+// into partition name of sc, in memory only (no store transaction each):
+// for benchmarks of Search at sizes a test cannot write one by one.
+func (ix *Index) Fill(sc kv.Scope, name, tag string, n, dims int, vec func(i int, v []float32)) {
+	p := ix.part(partKey(sc, name), true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	exp := ix.Now().Add(ix.lim.MaxTTL).UnixNano()
+	for i := range n {
+		v := make([]float32, dims)
+		vec(i, v)
+		u, _ := normalise(v)
+		ix.set(p, &entry{id: "fill-" + itoa(i), tag: tag, vec: u, expires: exp})
+	}
+}
+
+func itoa(i int) string {
+	var b [20]byte
+	n := len(b)
+	for {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+		if i == 0 {
+			return string(b[n:])
+		}
+	}
+}

@@ -46,21 +46,14 @@ type Res<T> = Result<T, Malformed>;
 static mut GUARD: Option<Guard> = None;
 
 fn guard() -> &'static mut Guard {
-    // One instance runs one call at a time.
-    unsafe {
-        if GUARD.is_none() {
-            GUARD = Some(Guard {
-                patterns: Vec::with_capacity(MAX_PATTERNS),
-                npat: 0,
-                matched: [false; MAX_PATTERNS],
-                text: Vec::with_capacity(16 << 10),
-            });
-        }
-        match GUARD.as_mut() {
-            Some(g) => g,
-            None => unreachable!(),
-        }
-    }
+    // One instance runs one call at a time, so one call holds this.
+    let g = unsafe { &mut *std::ptr::addr_of_mut!(GUARD) };
+    g.get_or_insert_with(|| Guard {
+        patterns: Vec::with_capacity(MAX_PATTERNS),
+        npat: 0,
+        matched: [false; MAX_PATTERNS],
+        text: Vec::with_capacity(16 << 10),
+    })
 }
 
 fn pre_request(input: &In, out: &mut Out) -> Result<(), Error> {

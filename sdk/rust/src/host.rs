@@ -7,7 +7,7 @@
 
 use crate::{append_field, fields};
 
-#[allow(missing_docs)]
+#[cfg(target_arch = "wasm32")]
 mod raw {
     #[link(wasm_import_module = "switchyard")]
     extern "C" {
@@ -21,6 +21,44 @@ mod raw {
         pub fn kv_get(ptr: *const u8, len: i32) -> i64;
         pub fn kv_put(ptr: *const u8, len: i32) -> i64;
         pub fn result(ptr: *mut u8, limit: i32) -> i32;
+    }
+}
+
+// Off Wasm (a module's handlers tested natively with `rustc --test`) there
+// is no host: every call is denied with a message saying so, and log
+// writes to stderr. The same signatures keep the wrappers' code one.
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(clippy::missing_safety_doc)]
+mod raw {
+    const NO_HOST: &[u8] = b"switchyard host functions are only available inside a Wasm module";
+
+    pub unsafe fn log(_level: i32, ptr: *const u8, len: i32) {
+        let msg = std::slice::from_raw_parts(ptr, len as usize);
+        eprintln!("{}", String::from_utf8_lossy(msg));
+    }
+    pub unsafe extern "C" fn result(ptr: *mut u8, limit: i32) -> i32 {
+        let mut f = Vec::new();
+        crate::append_field(&mut f, NO_HOST);
+        let n = f.len().min(limit.max(0) as usize);
+        if n > 0 {
+            std::ptr::copy_nonoverlapping(f.as_ptr(), ptr, n);
+        }
+        f.len() as i32
+    }
+    pub unsafe extern "C" fn http_response(ptr: *mut u8, limit: i32) -> i32 {
+        result(ptr, limit)
+    }
+    pub unsafe extern "C" fn denied(_ptr: *const u8, _len: i32) -> i64 {
+        super::HOST_DENIED
+    }
+    pub use denied as chat;
+    pub use denied as chat_batch;
+    pub use denied as chat_reserve;
+    pub use denied as count_tokens;
+    pub use denied as kv_get;
+    pub use denied as kv_put;
+    pub unsafe fn http_request(ptr: *const u8, len: i32) -> i64 {
+        denied(ptr, len)
     }
 }
 
@@ -72,13 +110,12 @@ fn malformed(what: &str) -> HostError {
 static mut REQ: Vec<u8> = Vec::new();
 
 fn frame(parts: &[&[u8]]) -> &'static [u8] {
-    unsafe {
-        REQ.clear();
-        for p in parts {
-            append_field(&mut REQ, p);
-        }
-        &REQ
+    let req = unsafe { &mut *std::ptr::addr_of_mut!(REQ) };
+    req.clear();
+    for p in parts {
+        append_field(req, p);
     }
+    req
 }
 
 /// Copies a result of `size` bytes through `copy` (http_response or

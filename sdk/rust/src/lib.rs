@@ -34,7 +34,8 @@
 //! <hook>: trapped: wasm error: unreachable` and answers by discarding the
 //! instance. The library's panic hook writes `panic in <hook>: <message>
 //! (at <file>:<line>)` to the module's stderr and, when the crate is built
-//! with `--cfg switchyard_log_panics` (the module then imports `log`, so its
+//! with the `log-panics` feature (`--cfg 'feature="log-panics"'` with plain
+//! rustc; the module then imports `log`, so its
 //! manifest must grant it), to the gateway's log. Prefer returning
 //! [`Error`] from handlers (`?` works with it): that is a clean 502 with
 //! your message, and the instance is kept.
@@ -360,60 +361,62 @@ pub mod rt {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    // One instance runs one call at a time (Wasm instances are single
-    // threaded), so these are only ever touched by one call.
-    static mut INPUT: Vec<u8> = Vec::new();
-    static mut OUTPUT: Out = Out::new();
-    static mut FIELDS: Vec<(usize, usize)> = Vec::new();
-    static mut STARTED: bool = false;
+    // The instance's reused buffers. One instance runs one call at a time
+    // (Wasm instances are single threaded), so only one call ever holds
+    // the reference state() returns.
+    struct State {
+        input: Vec<u8>,
+        output: Out,
+        fields: Vec<(usize, usize)>,
+        started: bool,
+    }
+
+    static mut STATE: State = State { input: Vec::new(), output: Out::new(), fields: Vec::new(), started: false };
     static CURRENT: AtomicU32 = AtomicU32::new(0);
+
+    fn state() -> &'static mut State {
+        unsafe { &mut *std::ptr::addr_of_mut!(STATE) }
+    }
 
     /// sy_input: the reused input buffer, grown only when needed.
     pub fn input(size: u32) -> *mut u8 {
-        start();
-        unsafe {
-            let want = size as usize;
-            if INPUT.capacity() < want {
-                INPUT.reserve(want - INPUT.len());
-            }
-            // The host writes every byte before sy_handle reads them; zero
-            // fill keeps the buffer initialised for Rust.
-            INPUT.resize(want, 0);
-            INPUT.as_mut_ptr()
-        }
+        let st = start();
+        // The host writes every byte before sy_handle reads them; the zero
+        // fill (of new bytes only) keeps the buffer initialised for Rust.
+        st.input.resize(size as usize, 0);
+        st.input.as_mut_ptr()
     }
 
     /// sy_handle: runs the handler `pick` finds for `hook`.
     pub fn handle(hook: u32, size: u32, pick: fn(u32) -> Option<Handler>) -> u64 {
-        start();
+        let st = start();
         CURRENT.store(hook, Ordering::Relaxed);
-        let out = unsafe { &mut OUTPUT };
         match pick(hook) {
             None => {
                 let name = Hook::from_id(hook).map(Hook::name).unwrap_or("unknown");
-                out.fail(&format!("hook {} is not implemented by this module", name));
+                st.output.fail(&format!("hook {} is not implemented by this module", name));
             }
-            Some(h) => unsafe {
-                let input = &INPUT[..(size as usize).min(INPUT.len())];
-                run(h, input, &mut FIELDS, out);
-            },
+            Some(h) => {
+                let input = &st.input[..(size as usize).min(st.input.len())];
+                run(h, input, &mut st.fields, &mut st.output);
+            }
         }
         CURRENT.store(0, Ordering::Relaxed);
-        ((out.buf.as_ptr() as u64) << 32) | out.buf.len() as u64
+        let out = &st.output.buf;
+        ((out.as_ptr() as u64) << 32) | out.len() as u64
     }
 
     // start sizes the reused buffers for a usual request (16 KiB in, 4 KiB
     // out, as the Go sdk does) and installs the panic hook, once.
-    fn start() {
-        unsafe {
-            if STARTED {
-                return;
-            }
-            STARTED = true;
-            INPUT.reserve(16 << 10);
-            OUTPUT.buf.reserve(4 << 10);
-            FIELDS.reserve(8);
+    fn start() -> &'static mut State {
+        let st = state();
+        if st.started {
+            return st;
         }
+        st.started = true;
+        st.input.reserve(16 << 10);
+        st.output.buf.reserve(4 << 10);
+        st.fields.reserve(8);
         std::panic::set_hook(Box::new(|info| {
             let hook = Hook::from_id(CURRENT.load(Ordering::Relaxed)).map(Hook::name).unwrap_or("unknown");
             let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
@@ -428,9 +431,10 @@ pub mod rt {
                 None => format!("panic in {}: {}", hook, msg),
             };
             eprintln!("{}", line);
-            #[cfg(switchyard_log_panics)]
+            #[cfg(feature = "log-panics")]
             super::log(LEVEL_ERROR, &line);
         }));
+        st
     }
 }
 
@@ -464,3 +468,6 @@ macro_rules! export_hooks {
         }
     };
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and a fresh machine may lack: Node.js and
 # npm (the npm client tests, the AssemblyScript example, the web console),
-# clang and lld (the C example plugin), Chromium (the console's end-to-end
+# clang and lld (the C example plugin), rustc with its wasm32-wasi standard
+# library (the Rust example plugin), Chromium (the console's end-to-end
 # test, driven by playwright-core with Debian's browser), PostgreSQL, Redis
 # and nginx (the cluster-mode tests start their own throwaway servers:
 # the system services are installed but not started). Go and make must be there already. Used by `make test`
@@ -41,13 +42,23 @@ if [ -z "$clang" ] || ! command -v "$("$clang" -print-prog-name=wasm-ld)" >/dev/
   command -v wasm-ld-14 >/dev/null 2>&1 || command -v wasm-ld >/dev/null 2>&1 || need+=(lld-14)
 fi
 
+# Debian's rustc and its wasm32-wasi standard library (the Rust example,
+# examples/Makefile, which uses /usr/bin/rustc): a rustup toolchain elsewhere
+# on PATH does not count, its wasm32 target would need rustup's dist server.
+if [ ! -x /usr/bin/rustc ]; then
+  need+=(rustc libstd-rust-dev-wasm32)
+elif [ ! -d "$(/usr/bin/rustc --print sysroot)/lib/rustlib/wasm32-wasi/lib" ] &&
+  [ ! -d "$(/usr/bin/rustc --print sysroot)/lib/rustlib/wasm32-wasip1/lib" ]; then
+  need+=(libstd-rust-dev-wasm32)
+fi
+
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "install-deps: missing ${need[*]}." >&2
   echo "  On Debian/Ubuntu run: sudo apt-get install -y ${need[*]}" >&2
-  echo "  (elsewhere: Node.js with npm, and clang with lld that can target wasm32), then make test again." >&2
+  echo "  (elsewhere: Node.js with npm, clang with lld that can target wasm32, and rustc with the wasm32-wasi standard library), then make test again." >&2
   exit 1
 fi
 echo "install-deps: installing ${need[*]}"

@@ -1,9 +1,10 @@
 //go:build wasip1
 
 // Command go-native-plugin is the keyword guardrail written in Go against
-// the native ABI with sdk/. The C (examples/c-native-plugin) and
-// AssemblyScript (examples/as-extism-plugin) versions do exactly the same
-// thing, byte for byte, so the three can be compared on one transform.
+// the native ABI with sdk/. The C (examples/c-native-plugin),
+// AssemblyScript (examples/as-extism-plugin) and Rust
+// (examples/rust-native-plugin) versions do exactly the same thing, byte
+// for byte, so the four can be compared on one transform.
 //
 // pre_request reads the blocked patterns from its configuration (the
 // request's plugins[] item: {"id":…,"blocked":["secret-project",…]}) and

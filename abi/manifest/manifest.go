@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -75,7 +76,43 @@ type Manifest struct {
 	// calls even a passthrough hook for a provider with a form: the form
 	// may answer differently (PassthroughFor).
 	APIs []string `json:"apis,omitempty"`
+	// Roles are the parts of the request flow a plugin plays
+	// (RoleModeration, …). The host finds the plugin for a part by its
+	// role in the active modules' manifests, never by name, so a
+	// plugin an account publishes can take a role for its keys and a
+	// first-party plugin can be renamed with no host release.
+	Roles []string `json:"roles,omitempty"`
 }
+
+// Plugin roles (Manifest.Roles).
+const (
+	// RoleModeration: the plugin a provider's requires_moderation adds to
+	// its requests; it gets the per-account and per-provider overrides of
+	// its settings and ctx.required_by. Its config_schema decides whether
+	// a request may disable it.
+	RoleModeration = "moderation"
+	// RoleCache: a response cache. Its stage runs last (its pre_request
+	// may answer a hit), and a hit it reports is settled as a cache hit
+	// (docs/response-cache.md).
+	RoleCache = "cache"
+	// RoleCompression: fits an over-long prompt into the context of the
+	// endpoints the request may go to; on by default for a small-context
+	// request that may not fit (spec 2.3).
+	RoleCompression = "compression"
+	// RoleOnline: the plugin the :online model variant turns on
+	// (OpenRouter's shortcut for a web search plugin).
+	RoleOnline = "online"
+	// RoleServerTools: the plugin's "tools" option lists server tools,
+	// which the host checks against the account's installed tools before
+	// the plugin runs (a 400 naming plugins[i].tools[j]).
+	RoleServerTools = "server_tools"
+)
+
+// roles are the roles a plugin may declare.
+var roles = []string{RoleModeration, RoleCache, RoleCompression, RoleOnline, RoleServerTools}
+
+// HasRole reports whether the manifest declares role.
+func (m *Manifest) HasRole(role string) bool { return m != nil && slices.Contains(m.Roles, role) }
 
 // CapabilityFileInput: the adapter translates chat file content parts
 // (PDFs) into its provider's own form, so the file-parser plugin may hand
@@ -158,12 +195,21 @@ func (t *Tool) CheckArguments(args []byte) error {
 // call it): a tool's parameters, a plugin's config_schema. The compiler
 // loads no remote documents: a $ref to anything but the standard
 // metaschemas fails here instead of reaching the network.
-func CompileSchema(name string, doc []byte) (*jsonschema.Schema, error) {
+//
+// formats are the host's own formats a schema may name ("model-id"): they
+// are asserted, as are the standard ones then.
+func CompileSchema(name string, doc []byte, formats ...*jsonschema.Format) (*jsonschema.Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, err
 	}
 	c := jsonschema.NewCompiler()
+	if len(formats) > 0 {
+		c.AssertFormat()
+		for _, f := range formats {
+			c.RegisterFormat(f)
+		}
+	}
 	if err := c.AddResource(name, v); err != nil {
 		return nil, err
 	}
@@ -356,6 +402,11 @@ func (m *Manifest) Validate() error {
 	for _, c := range m.Capabilities {
 		if (c != CapabilityFileInput && c != CapabilityMessagesNative) || m.Kind != KindAdapter {
 			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %q or %q)", m.Name, c, m.Kind, CapabilityFileInput, CapabilityMessagesNative)
+		}
+	}
+	for _, r := range m.Roles {
+		if !slices.Contains(roles, r) || m.Kind != KindPlugin {
+			return fmt.Errorf("manifest %s: roles: unknown role %q for a %s (a plugin may declare %s)", m.Name, r, m.Kind, strings.Join(roles, ", "))
 		}
 	}
 	for _, a := range m.APIs {

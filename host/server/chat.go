@@ -20,7 +20,7 @@ import (
 func (s *Server) chat(c *fiber.Ctx) error {
 	endSpan := telemetry.From(c.UserContext()).Phase("validate")
 	// keptBody: a stream outlives the handler.
-	vr, unsupported, aerr := s.Core.ParseChat(keptBody(c), c.Get("X-Session-Id"))
+	vr, unsupported, aerr := s.Core.ParseChat(keptBody(c), accountOf(c), c.Get("X-Session-Id"))
 	endSpan(aerr)
 	if aerr != nil {
 		return s.refused(c, aerr)
@@ -184,4 +184,12 @@ func metadataRequested(c *fiber.Ctx) bool {
 		}
 	}
 	return v == "enabled"
+}
+
+// accountOf is the account of the request's key, "" before authentication.
+func accountOf(c *fiber.Ctx) string {
+	if k, ok := c.Locals(localsKey).(*keys.Key); ok && k != nil {
+		return k.AccountID
+	}
+	return ""
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/telemetry"
+	"github.com/switchyard/switchyard/host/usage"
 	"github.com/switchyard/switchyard/host/validate"
 )
 
@@ -52,7 +53,7 @@ func (s *Server) runWith(c *fiber.Ctx, vr *validate.ChatRequest, unsupported []s
 	req := s.Core.NewRequest(ctx, cancel, vr, key, adm)
 	defer req.Close()
 	req.Meta, req.OpenRouterMeta, req.Unsupported = metadataRequested(c), openRouterMetadataAsked(c), unsupported
-	req.Attribution = attribution(c)
+	req.Attribution = usage.AttributionOf(func(h string) string { return c.Get(h) })
 	if set != nil {
 		set(req)
 	}

@@ -111,6 +111,9 @@ const (
 // roles are the roles a plugin may declare.
 var roles = []string{RoleModeration, RoleCache, RoleCompression, RoleOnline, RoleServerTools}
 
+// HasCapability reports whether the manifest declares capability c.
+func (m *Manifest) HasCapability(c string) bool { return m != nil && slices.Contains(m.Capabilities, c) }
+
 // HasRole reports whether the manifest declares role.
 func (m *Manifest) HasRole(role string) bool { return m != nil && slices.Contains(m.Roles, role) }
 
@@ -118,6 +121,12 @@ func (m *Manifest) HasRole(role string) bool { return m != nil && slices.Contain
 // (PDFs) into its provider's own form, so the file-parser plugin may hand
 // a file on instead of extracting its text (route.Window.NativeFiles).
 const CapabilityFileInput = "file_input"
+
+// CapabilityEmbeddings: the plugin's pre_request hook takes embeddings
+// requests too (POST /embeddings): its ctx.kind is "embeddings" and the
+// request an embeddings body, which it may edit or block. Only plugins
+// declaring it run on embeddings (docs/plugins.md, "Embeddings").
+const CapabilityEmbeddings = "embeddings"
 
 // CapabilityMessagesNative: the adapter's provider speaks Anthropic's
 // Messages API, and its chat_request hook takes a Messages body as it is
@@ -400,8 +409,10 @@ func (m *Manifest) Validate() error {
 		return fmt.Errorf("manifest %s: config_schema is not valid JSON", m.Name)
 	}
 	for _, c := range m.Capabilities {
-		if (c != CapabilityFileInput && c != CapabilityMessagesNative) || m.Kind != KindAdapter {
-			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %q or %q)", m.Name, c, m.Kind, CapabilityFileInput, CapabilityMessagesNative)
+		adapter := (c == CapabilityFileInput || c == CapabilityMessagesNative) && m.Kind == KindAdapter
+		plugin := c == CapabilityEmbeddings && m.Kind == KindPlugin
+		if !adapter && !plugin {
+			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %q or %q, a plugin %q)", m.Name, c, m.Kind, CapabilityFileInput, CapabilityMessagesNative, CapabilityEmbeddings)
 		}
 	}
 	for _, r := range m.Roles {

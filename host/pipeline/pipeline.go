@@ -204,6 +204,11 @@ type Extra struct {
 	// the secret) as ctx.key, so a plugin can keep per-key state in its
 	// per-account kv store (response-cache's scope "key").
 	Key string
+	// Embeddings builds the pipeline of an embeddings request: only the
+	// plugins whose manifest declares manifest.CapabilityEmbeddings run
+	// (the others, defaults or listed, are left out), with ctx.kind
+	// "embeddings".
+	Embeddings bool
 }
 
 // BuildWith is Build with the host's extras.
@@ -354,6 +359,10 @@ func (b *builder) add(id string, index int, item string) *apierr.Error {
 		release()
 		return apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "%q is not a plugin", id)
 	}
+	if b.extra.Embeddings && !mod.Manifest.HasCapability(manifest.CapabilityEmbeddings) {
+		release()
+		return nil // a chat plugin: it does not run on embeddings
+	}
 	if err := b.r.checkConfig(mod, index, id, item); err != nil {
 		release()
 		return err
@@ -413,6 +422,9 @@ func (b *builder) ctx(mod *wasm.Module, id string, index int, item, scoped strin
 	}
 	if index == -1 {
 		base += `,"default":true`
+	}
+	if b.extra.Embeddings {
+		base += `,"kind":"embeddings"`
 	}
 	if len(required) > 0 {
 		bs, _ := json.Marshal(required)

@@ -112,7 +112,9 @@ const (
 var roles = []string{RoleModeration, RoleCache, RoleCompression, RoleOnline, RoleServerTools}
 
 // HasCapability reports whether the manifest declares capability c.
-func (m *Manifest) HasCapability(c string) bool { return m != nil && slices.Contains(m.Capabilities, c) }
+func (m *Manifest) HasCapability(c string) bool {
+	return m != nil && slices.Contains(m.Capabilities, c)
+}
 
 // HasRole reports whether the manifest declares role.
 func (m *Manifest) HasRole(role string) bool { return m != nil && slices.Contains(m.Roles, role) }

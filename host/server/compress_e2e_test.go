@@ -36,30 +36,3 @@ func TestCompressionDefaultOnlyWhenCounted(t *testing.T) {
 		})
 	}
 }
-
-// A compression plugin is known by the role its manifest declares, not by
-// its name: an account that publishes its own (here the test plugin,
-// which compresses nothing) gets it as the default for its long prompts,
-// and the 400 of a prompt that still does not fit names it, with no host
-// change; the operator's requests keep the gateway's context-compression.
-func TestAccountCompressionPlugin(t *testing.T) {
-	g := start(t, gatewaytest.Options{})
-	wasmPath, mf := testPlugin(t)
-	_, key := newAccount(t, g, "tenant-compress", 1_000_000_000)
-	mine := strings.Replace(strings.Replace(mf, `"name": "testplugin"`, `"name": "my-compress"`, 1),
-		`"kind": "plugin",`, `"kind": "plugin", "roles": ["compression"],`, 1)
-	if resp, body := publish(t, g, key, wasmPath, mine, "account", true); resp.StatusCode != 201 {
-		t.Fatalf("tenant publish: %d %s", resp.StatusCode, body.Raw)
-	}
-	long := `{"model":"test/chat","max_tokens":16,"messages":[{"role":"system","content":"` + strings.Repeat("lorem ", 12000) +
-		`"},{"role":"user","content":"hi"}]}`
-	resp, b := post(t, g, "/chat/completions", long, "Authorization", "Bearer "+key)
-	wantError(t, resp, b, http.StatusBadRequest, `add the my-compress plugin, "plugins": [{"id": "my-compress"}]`)
-	if s := b.Get("error.metadata.suggestion").Str; s != "my-compress" {
-		t.Fatalf("suggestion %q, want my-compress: %s", s, b.Raw)
-	}
-	resp, b = post(t, g, "/chat/completions", long, "X-Service-Metadata", "enabled")
-	if resp.StatusCode != http.StatusOK || !strings.Contains(b.Get("service_metadata.pipeline").Raw, "middle-out") {
-		t.Fatalf("operator's request: %d %s", resp.StatusCode, b.Get("service_metadata").Raw)
-	}
-}

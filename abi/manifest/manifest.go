@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -82,12 +83,59 @@ type Manifest struct {
 	// Unset: the operator's ceiling (limits.max_tool_fee_per_call) — the
 	// lower of the two applies.
 	MaxFee *float64 `json:"max_fee,omitempty"`
+	// Roles are the parts of the request flow a plugin plays
+	// (RoleModeration, …). The host finds the plugin for a part by its
+	// role in the active modules' manifests, never by name, so a
+	// plugin an account publishes can take a role for its keys and a
+	// first-party plugin can be renamed with no host release.
+	Roles []string `json:"roles,omitempty"`
 }
+
+// Plugin roles (Manifest.Roles).
+const (
+	// RoleModeration: the plugin a provider's requires_moderation adds to
+	// its requests; it gets the per-account and per-provider overrides of
+	// its settings and ctx.required_by. Its config_schema decides whether
+	// a request may disable it.
+	RoleModeration = "moderation"
+	// RoleCache: a response cache. Its stage runs last (its pre_request
+	// may answer a hit), and a hit it reports is settled as a cache hit
+	// (docs/response-cache.md).
+	RoleCache = "cache"
+	// RoleCompression: fits an over-long prompt into the context of the
+	// endpoints the request may go to; on by default for a small-context
+	// request that may not fit (spec 2.3).
+	RoleCompression = "compression"
+	// RoleOnline: the plugin the :online model variant turns on
+	// (OpenRouter's shortcut for a web search plugin).
+	RoleOnline = "online"
+	// RoleServerTools: the plugin's "tools" option lists server tools,
+	// which the host checks against the account's installed tools before
+	// the plugin runs (a 400 naming plugins[i].tools[j]).
+	RoleServerTools = "server_tools"
+)
+
+// roles are the roles a plugin may declare.
+var roles = []string{RoleModeration, RoleCache, RoleCompression, RoleOnline, RoleServerTools}
+
+// HasCapability reports whether the manifest declares capability c.
+func (m *Manifest) HasCapability(c string) bool {
+	return m != nil && slices.Contains(m.Capabilities, c)
+}
+
+// HasRole reports whether the manifest declares role.
+func (m *Manifest) HasRole(role string) bool { return m != nil && slices.Contains(m.Roles, role) }
 
 // CapabilityFileInput: the adapter translates chat file content parts
 // (PDFs) into its provider's own form, so the file-parser plugin may hand
 // a file on instead of extracting its text (route.Window.NativeFiles).
 const CapabilityFileInput = "file_input"
+
+// CapabilityEmbeddings: the plugin's pre_request hook takes embeddings
+// requests too (POST /embeddings): its ctx.kind is "embeddings" and the
+// request an embeddings body, which it may edit or block. Only plugins
+// declaring it run on embeddings (docs/plugins.md, "Embeddings").
+const CapabilityEmbeddings = "embeddings"
 
 // CapabilityMessagesNative: the adapter's provider speaks Anthropic's
 // Messages API, and its chat_request hook takes a Messages body as it is
@@ -165,12 +213,21 @@ func (t *Tool) CheckArguments(args []byte) error {
 // call it): a tool's parameters, a plugin's config_schema. The compiler
 // loads no remote documents: a $ref to anything but the standard
 // metaschemas fails here instead of reaching the network.
-func CompileSchema(name string, doc []byte) (*jsonschema.Schema, error) {
+//
+// formats are the host's own formats a schema may name ("model-id"): they
+// are asserted, as are the standard ones then.
+func CompileSchema(name string, doc []byte, formats ...*jsonschema.Format) (*jsonschema.Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, err
 	}
 	c := jsonschema.NewCompiler()
+	if len(formats) > 0 {
+		c.AssertFormat()
+		for _, f := range formats {
+			c.RegisterFormat(f)
+		}
+	}
 	if err := c.AddResource(name, v); err != nil {
 		return nil, err
 	}
@@ -364,8 +421,15 @@ func (m *Manifest) Validate() error {
 		return fmt.Errorf("manifest %s: config_schema is not valid JSON", m.Name)
 	}
 	for _, c := range m.Capabilities {
-		if (c != CapabilityFileInput && c != CapabilityMessagesNative) || m.Kind != KindAdapter {
-			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %q or %q)", m.Name, c, m.Kind, CapabilityFileInput, CapabilityMessagesNative)
+		adapter := (c == CapabilityFileInput || c == CapabilityMessagesNative) && m.Kind == KindAdapter
+		plugin := c == CapabilityEmbeddings && m.Kind == KindPlugin
+		if !adapter && !plugin {
+			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %q or %q, a plugin %q)", m.Name, c, m.Kind, CapabilityFileInput, CapabilityMessagesNative, CapabilityEmbeddings)
+		}
+	}
+	for _, r := range m.Roles {
+		if !slices.Contains(roles, r) || m.Kind != KindPlugin {
+			return fmt.Errorf("manifest %s: roles: unknown role %q for a %s (a plugin may declare %s)", m.Name, r, m.Kind, strings.Join(roles, ", "))
 		}
 	}
 	for _, a := range m.APIs {

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -228,6 +229,24 @@ func TestAPIs(t *testing.T) {
 	for _, bad := range []string{`"apis":["Deep Seek"]`, `"apis":[""]`} {
 		if _, err := Parse([]byte(strings.Replace(good, `"limits"`, bad+`,"limits"`, 1))); err == nil || !strings.Contains(err.Error(), "apis") {
 			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// A plugin declares the roles it plays in the request flow; an unknown
+// role, or a role on an adapter, is refused.
+func TestRoles(t *testing.T) {
+	plugin := `{"name":"my-cache","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request"],"grants":{},"limits":{}%s}`
+	m, err := Parse([]byte(fmt.Sprintf(plugin, `,"roles":["cache","compression"]`)))
+	if err != nil || !m.HasRole(RoleCache) || !m.HasRole(RoleCompression) || m.HasRole(RoleModeration) {
+		t.Fatalf("%v %v", m, err)
+	}
+	for _, bad := range []string{
+		fmt.Sprintf(plugin, `,"roles":["janitor"]`),
+		strings.Replace(good, `"limits"`, `"roles":["cache"],"limits"`, 1),
+	} {
+		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "roles") {
+			t.Errorf("%s accepted: %v", bad, err)
 		}
 	}
 }

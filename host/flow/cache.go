@@ -3,6 +3,7 @@ package flow
 import (
 	"net/http"
 
+	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/telemetry"
@@ -10,16 +11,17 @@ import (
 	"github.com/tidwall/sjson"
 )
 
-// The response-cache plugin (plugins/response-cache, docs/response-cache.md)
-// answers a repeated request with a stored result (pre_request respond) and
+// A response cache (a plugin declaring manifest.RoleCache: the first party's
+// is plugins/response-cache, docs/response-cache.md) answers a repeated request with a stored result (pre_request respond) and
 // says so in its stage summary: {"type":"cache","data":{"status":"hit",
 // "mode","similarity","age_seconds","original_generation"}}, or status
 // "miss" / "bypass". The host reads that stage for what only it can do:
 // the X-Cache header, service_metadata.cache, and the hit's generation
 // record and charge.
 
-// CachePlugin is the response cache's module name.
-const CachePlugin = "response-cache"
+// cachePlugin is the name of the request's response cache stage, "" when
+// none runs.
+func (r *Request) cachePlugin() string { return r.pl.Role(manifest.RoleCache) }
 
 // cacheStage is the response cache's pre_request stage of the request, or
 // nil when it did not run. The first call after the pre_request hooks
@@ -28,8 +30,12 @@ func (r *Request) cacheStage() map[string]any {
 	if r.cacheSeen || r.pl == nil {
 		return r.cacheSt
 	}
+	name := r.cachePlugin()
+	if name == "" {
+		return nil
+	}
 	for _, st := range r.pl.Stages {
-		if st["name"] == CachePlugin && st["hook"] == "pre_request" && st["type"] == "cache" {
+		if st["name"] == name && st["hook"] == "pre_request" && st["type"] == "cache" {
 			return st
 		}
 	}
@@ -89,8 +95,9 @@ func (r *Request) observeCache(streamed bool) {
 		telemetry.From(r.ctx).Cache(status, 0)
 		return
 	}
+	name := r.cachePlugin()
 	for _, st := range r.pl.Stages {
-		if st["name"] == CachePlugin && st["hook"] == "post_response" {
+		if st["name"] == name && st["hook"] == "post_response" {
 			if sd, ok := st["data"].(map[string]any); ok && sd["stored"] == true {
 				n, _ := sd["bytes"].(float64)
 				stored = int(n)
@@ -100,10 +107,11 @@ func (r *Request) observeCache(streamed bool) {
 	telemetry.From(r.ctx).Cache(status, stored)
 }
 
-// hitFeeFraction is module_settings.response-cache.hit_fee: the share of
-// the original generation's charge a hit costs (0 to 1; 0 when unset).
-func (s *Core) hitFeeFraction() float64 {
-	m, _ := s.Config.ModuleSettings[CachePlugin].(map[string]any)
+// hitFeeFraction is module_settings.<cache>.hit_fee of the response cache
+// plugin named cache: the share of the original generation's charge a hit
+// costs (0 to 1; 0 when unset).
+func (s *Core) hitFeeFraction(cache string) float64 {
+	m, _ := s.Config.ModuleSettings[cache].(map[string]any)
 	var f float64
 	switch v := m["hit_fee"].(type) {
 	case float64:
@@ -140,9 +148,10 @@ func (r *Request) chargeHit(result []byte) ([]byte, *apierr.Error) {
 	if r.core.Ledger == nil {
 		return result, nil
 	}
-	fee := billing.Nanos(float64(basis) * r.core.hitFeeFraction())
+	cache := r.cachePlugin()
+	fee := billing.Nanos(float64(basis) * r.core.hitFeeFraction(cache))
 	res, aerr := r.core.Ledger.Reserve(r.Key, billing.Request{
-		ID: r.ID, Model: r.Model(), Provider: CachePlugin, Fees: fee, Streamed: r.Stream,
+		ID: r.ID, Model: r.Model(), Provider: cache, Fees: fee, Streamed: r.Stream,
 		Attribution: r.Attribution, Envelope: r.group.hold(),
 	})
 	if aerr != nil {
@@ -152,7 +161,7 @@ func (r *Request) chargeHit(result []byte) ([]byte, *apierr.Error) {
 		res.AddFees(billing.Fee{Tool: "cache_hit", Calls: 1, Cost: fee})
 	}
 	finish := gjson.GetBytes(result, "choices.0.finish_reason").Str
-	g, err := res.Settle(billing.Outcome{Usage: u, FinishReason: finish, Provider: CachePlugin, CacheHitOf: orig, PluginTime: r.pl.Time()})
+	g, err := res.Settle(billing.Outcome{Usage: u, FinishReason: finish, Provider: cache, CacheHitOf: orig, PluginTime: r.pl.Time()})
 	if err != nil {
 		return nil, apierr.New(http.StatusInternalServerError, "recording the cache hit: %v", err)
 	}

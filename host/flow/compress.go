@@ -3,6 +3,7 @@ package flow
 import (
 	"strconv"
 
+	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/route"
@@ -11,15 +12,12 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// compressionPlugin fits an over-long prompt into the context of the
-// endpoints a request may be routed to (plugins/context-compression). It
-// is on by default when all of them have a context of at most
-// compressionDefaultMax tokens (spec 2.3; the request turns it off with
-// "enabled": false).
-const (
-	compressionPlugin     = "context-compression"
-	compressionDefaultMax = 8192
-)
+// A compression plugin (manifest.RoleCompression; the first party's is
+// plugins/context-compression) fits an over-long prompt into the context
+// of the endpoints a request may be routed to. It is on by default when
+// all of them have a context of at most compressionDefaultMax tokens (spec
+// 2.3; the request turns it off with "enabled": false).
+const compressionDefaultMax = 8192
 
 // buildPipeline builds the request's plugin pipeline with ctx.context
 // (the window of the endpoints it may be routed to) and, for a
@@ -33,7 +31,9 @@ func (r *Request) buildPipeline() *apierr.Error {
 	w := s.Router.Window(r.routeRequest())
 	extra := pipeline.Extra{Context: windowJSON(w), Key: keyID(r.Key.Hash)}
 	if w.MaxContext > 0 && w.MaxContext <= compressionDefaultMax && mayNotFit(r, w.MaxContext, w.MaxOutput, w.MaxMessages) {
-		extra.Defaults = []string{compressionPlugin}
+		if c := s.Modules.RolePlugin(r.Key.AccountID, manifest.RoleCompression); c != "" {
+			extra.Defaults = []string{c}
+		}
 	}
 	if r.answerPlugin != "" {
 		// switchyard/fusion: the plugin answers (routers.go).
@@ -62,13 +62,14 @@ func keyID(hash string) string {
 	return hash
 }
 
-// checkFusionTools checks the fusion plugin item's tools against the
-// server tools installed for the account (tools.CheckList): a 400 naming
+// checkFusionTools checks the tools option of the plugins that declare
+// manifest.RoleServerTools (fusion's panel tools) against the server tools
+// installed for the account (tools.CheckList): a 400 naming
 // plugins[i].tools[j] now, rather than every panel member failing on it.
 func (r *Request) checkFusionTools() *apierr.Error {
 	var aerr *apierr.Error
 	r.Plugins.ForEach(func(i, p gjson.Result) bool {
-		if p.Get("id").Str == "fusion" {
+		if r.core.Modules.HasRole(r.Key.AccountID, p.Get("id").Str, manifest.RoleServerTools) {
 			if t := p.Get("tools"); t.IsArray() {
 				aerr = tools.CheckList(r.core.Modules, r.Key.AccountID, "plugins["+strconv.Itoa(int(i.Int()))+"].tools", t)
 			}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/validate"
 	"github.com/tidwall/gjson"
@@ -23,10 +24,21 @@ var openRouterModels = map[string]string{
 	"openrouter/fusion":      "switchyard/fusion",
 }
 
+// compatPlugins is what openRouterCompat needs to know of the plugins a
+// request's account runs, from their manifests.
+type compatPlugins struct {
+	// online is the plugin the :online variant turns on
+	// (manifest.RoleOnline), "" when none is installed.
+	online string
+	// unsupported are plugin id's options its config_schema marks
+	// x-unsupported (validate.UnsupportedOptions).
+	unsupported func(id string) []string
+}
+
 // openRouterCompat rewrites what a validated request names in OpenRouter's
 // terms: router model ids in model and models become ours, and the plugin
-// options validate.UnsupportedPluginOptions lists are removed (returned as
-// "<plugin>.<option>" for service_metadata.unsupported). The request is
+// options a plugin's config_schema marks x-unsupported are removed
+// (returned as "<plugin>.<option>" for service_metadata.unsupported). The request is
 // validated again when the body changed; a request with none of them is
 // returned as it is, after a look at its models and plugins only.
 //
@@ -34,21 +46,27 @@ var openRouterModels = map[string]string{
 // stands: a catalog id ending in ":online" is a model, not the variant.
 // A model named with the :online variant loses the suffix and turns the
 // web plugin on (onlineVariant).
-func openRouterCompat(vr *validate.ChatRequest, known func(string) bool) (*validate.ChatRequest, []string, *apierr.Error) {
+func openRouterCompat(vr *validate.ChatRequest, known func(string) bool, pl compatPlugins) (*validate.ChatRequest, []string, *apierr.Error) {
 	body := vr.Body
 	changed := slices.ContainsFunc(vr.Models, func(m string) bool { return openRouterModels[m] != "" })
 	if changed {
 		body = renameModels(body)
 	}
 	if slices.ContainsFunc(vr.Models, func(m string) bool { return isOnline(m, known) }) {
-		body = onlineVariant(body, known)
+		if pl.online == "" {
+			return nil, nil, apierr.BadRequest("model", "the :online variant turns on web search, and no web search plugin is installed for this account")
+		}
+		body = onlineVariant(body, known, pl.online)
 		changed = true
 	}
 	var ignored []string
 	if vr.Plugins.IsArray() {
 		for i, p := range vr.Plugins.Array() {
 			id := p.Get("id").Str
-			for _, opt := range validate.UnsupportedPluginOptions[id] {
+			if pl.unsupported == nil {
+				break
+			}
+			for _, opt := range pl.unsupported(id) {
 				if p.Get(opt).Exists() {
 					body, _ = sjson.DeleteBytes(body, "plugins."+strconv.Itoa(i)+"."+opt)
 					ignored = append(ignored, id+"."+opt)
@@ -88,11 +106,11 @@ func isOnline(m string, known func(string) bool) bool {
 }
 
 // onlineVariant is body with the :online suffix cut off model and models
-// and the web plugin listed, as OpenRouter defines the variant ("a
-// shortcut for plugins: [{id: web}]"). A web entry the request lists
-// already is kept as it is, enabled or not: the explicit entry says more
-// than the suffix.
-func onlineVariant(body []byte, known func(string) bool) []byte {
+// and the web search plugin (online, manifest.RoleOnline) listed, as
+// OpenRouter defines the variant ("a shortcut for plugins: [{id: web}]").
+// An entry of it the request lists already is kept as it is, enabled or
+// not: the explicit entry says more than the suffix.
+func onlineVariant(body []byte, known func(string) bool, online string) []byte {
 	cut := func(path string, m gjson.Result) {
 		if m.Type == gjson.String && isOnline(m.Str, known) {
 			base, _ := route.SplitVariant(m.Str)
@@ -104,13 +122,14 @@ func onlineVariant(body []byte, known func(string) bool) []byte {
 		cut("models."+strconv.Itoa(i), m)
 	}
 	plugins := gjson.GetBytes(body, "plugins")
-	if slices.ContainsFunc(plugins.Array(), func(p gjson.Result) bool { return p.Get("id").Str == "web" }) {
+	if slices.ContainsFunc(plugins.Array(), func(p gjson.Result) bool { return p.Get("id").Str == online }) {
 		return body
 	}
+	item := []byte(`{"id":` + jsonstr.Quote(online) + `}`)
 	if plugins.IsArray() {
-		body, _ = sjson.SetRawBytes(body, "plugins.-1", []byte(`{"id":"web"}`))
+		body, _ = sjson.SetRawBytes(body, "plugins.-1", item)
 	} else {
-		body, _ = sjson.SetRawBytes(body, "plugins", []byte(`[{"id":"web"}]`))
+		body, _ = sjson.SetRawBytes(body, "plugins", append(append([]byte{'['}, item...), ']'))
 	}
 	return body
 }

@@ -33,7 +33,7 @@ func TestOnlineVariant(t *testing.T) {
 			if aerr != nil {
 				t.Fatal(aerr)
 			}
-			out, _, aerr := openRouterCompat(vr, known)
+			out, _, aerr := openRouterCompat(vr, known, compatPlugins{online: "web"}) // the plugin declaring the online role
 			if aerr != nil {
 				t.Fatal(aerr)
 			}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/catalog"
@@ -22,18 +23,28 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// ParseChat is the typed request of a chat body: validated, OpenRouter's
-// names taken (openrouter.go), normalised (compat.go), with the session of
-// the X-Session-Id header (session, "" when absent). unsupported are the
-// plugin options accepted and not implemented.
-func (s *Core) ParseChat(body []byte, session string) (vr *validate.ChatRequest, unsupported []string, aerr *apierr.Error) {
+// ParseChat is the typed request of a chat body of account: validated
+// (the plugins' options against the config_schemas of the plugins the
+// account runs), OpenRouter's names taken (openrouter.go), normalised
+// (compat.go), with the session of the X-Session-Id header (session, ""
+// when absent). unsupported are the plugin options accepted and not
+// implemented.
+func (s *Core) ParseChat(body []byte, account, session string) (vr *validate.ChatRequest, unsupported []string, aerr *apierr.Error) {
 	if len(body) == 0 {
 		return nil, nil, apierr.BadRequest("", "request body is empty; send a JSON chat request")
 	}
 	if vr, aerr = validate.Chat(body); aerr != nil {
 		return nil, nil, aerr
 	}
-	if vr, unsupported, aerr = openRouterCompat(vr, s.knownModel); aerr != nil {
+	var pl compatPlugins
+	if s.Pipeline != nil {
+		if aerr = validate.PluginOptions(vr.Plugins, s.Pipeline.Schemas(account)); aerr != nil {
+			return nil, nil, aerr
+		}
+		pl.online = s.Pipeline.Modules.RolePlugin(account, manifest.RoleOnline)
+		pl.unsupported = func(id string) []string { return s.Pipeline.Unsupported(account, id) }
+	}
+	if vr, unsupported, aerr = openRouterCompat(vr, s.knownModel, pl); aerr != nil {
 		return nil, nil, aerr
 	}
 	if vr, aerr = s.normalizeChat(vr); aerr != nil {
@@ -323,6 +334,7 @@ func (r *Request) routeRequest() route.Request {
 		Kind: catalog.KindChat, Models: r.Models, Prefs: r.Prefs, Params: r.Params,
 		SessionID: r.SessionID, PromptTokens: r.PromptTokens, MaxOutputTokens: r.MaxOutput,
 		AccountOnly: acct.Only, AccountIgnore: acct.Ignore,
+		Compression: r.core.Modules.RolePlugin(r.Key.AccountID, manifest.RoleCompression),
 	}
 }
 

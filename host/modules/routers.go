@@ -2,6 +2,8 @@ package modules
 
 import (
 	"slices"
+
+	"github.com/switchyard/switchyard/abi"
 	"sort"
 	"strings"
 
@@ -25,6 +27,12 @@ type routerIndex struct {
 	from    *map[string]*wasm.Module
 	byScope map[string][]RouterRole // "" is the gateway-wide scope
 	names   map[string]bool         // every active scoped name
+	// roles: scope → plugin role (manifest.Roles) → the plugin's name;
+	// of two plugins of one scope declaring a role, the first by name.
+	roles map[string]map[string]string
+	// tools: scope → server tool type → the module declaring it
+	// (manifest.Tools, with a tool_call hook); the first by name.
+	tools map[string]map[string]string
 }
 
 func (r *Registry) routerIndex() *routerIndex {
@@ -32,16 +40,27 @@ func (r *Registry) routerIndex() *routerIndex {
 	if ix := r.routers.Load(); ix != nil && ix.from == act {
 		return ix
 	}
-	ix := &routerIndex{from: act, byScope: map[string][]RouterRole{}, names: make(map[string]bool, len(*act))}
+	ix := &routerIndex{from: act, byScope: map[string][]RouterRole{}, names: make(map[string]bool, len(*act)), roles: map[string]map[string]string{}, tools: map[string]map[string]string{}}
 	for scoped, mod := range *act {
 		ix.names[scoped] = true
 		m := mod.Manifest
-		if m.Kind != manifest.KindPlugin || m.Router == nil {
-			continue
-		}
 		scope, name := "", scoped
 		if i := strings.LastIndexByte(scoped, '/'); i >= 0 {
 			scope, name = scoped[:i], scoped[i+1:]
+		}
+		if m.Has(abi.HookToolCall) {
+			for _, t := range m.Tools {
+				ix.add(ix.tools, scope, t.Type, name)
+			}
+		}
+		if m.Kind != manifest.KindPlugin {
+			continue
+		}
+		for _, role := range m.Roles {
+			ix.add(ix.roles, scope, role, name)
+		}
+		if m.Router == nil {
+			continue
 		}
 		ix.byScope[scope] = append(ix.byScope[scope], RouterRole{Router: *m.Router, Plugin: name})
 	}
@@ -68,6 +87,64 @@ func (r *Registry) Routers(account string) []RouterRole {
 		}
 	}
 	return out
+}
+
+// add records name under key in scope's table of t; of two names, the
+// first by name wins, so the choice does not depend on map order.
+func (ix *routerIndex) add(t map[string]map[string]string, scope, key, name string) {
+	if t[scope] == nil {
+		t[scope] = map[string]string{}
+	}
+	if cur := t[scope][key]; cur == "" || name < cur {
+		t[scope][key] = name
+	}
+}
+
+// ToolModule is the module that implements server tool type typ for a
+// request of account (its manifest declares the tool and a tool_call
+// hook): the account's own first, then the gateway's; "" when none does.
+func (r *Registry) ToolModule(account, typ string) string {
+	if r == nil {
+		return ""
+	}
+	ix := r.routerIndex()
+	if account != "" {
+		if name := ix.tools[account][typ]; name != "" {
+			return name
+		}
+	}
+	return ix.tools[""][typ]
+}
+
+// RolePlugin is the plugin id that plays role (manifest.Roles) for a
+// request of account: the account's own plugin first, then the gateway's;
+// "" when no active plugin declares it. account "" asks for the gateway's
+// alone. It allocates nothing: the flow asks on every request.
+func (r *Registry) RolePlugin(account, role string) string {
+	if r == nil {
+		return ""
+	}
+	ix := r.routerIndex()
+	if account != "" {
+		if name := ix.roles[account][role]; name != "" {
+			return name
+		}
+	}
+	return ix.roles[""][role]
+}
+
+// HasRole reports whether the plugin a request of account runs under id
+// (its own module of that name first, then the gateway's) declares role.
+func (r *Registry) HasRole(account, id, role string) bool {
+	if r == nil || strings.Contains(id, "/") {
+		return false // an id is a name, never a scope path
+	}
+	act := *r.active.Load()
+	m := act[Scoped(account, id)]
+	if m == nil || account == "" {
+		m = act[id]
+	}
+	return m != nil && m.Manifest.Kind == manifest.KindPlugin && m.Manifest.HasRole(role)
 }
 
 // Router is the router of a request of account whose model id is model,

@@ -28,6 +28,7 @@ import (
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/telemetry"
 	"github.com/switchyard/switchyard/host/usage"
+	"github.com/switchyard/switchyard/host/validate"
 	"github.com/switchyard/switchyard/host/wasm"
 	"github.com/switchyard/switchyard/host/wire"
 	"github.com/tidwall/gjson"
@@ -39,19 +40,17 @@ type Runner struct {
 	schemas sync.Map // *wasm.Module → *jsonschema.Schema (nil: no schema)
 }
 
-// Moderation is the plugin a provider's requires_moderation adds.
-const Moderation = "moderation"
-
-// settings is the ctx "settings" of module id for a request of account
-// that providers require it for: the operator's module_settings.<id>. The
-// moderation module's may hold per-account and per-provider overrides
+// settings is the ctx "settings" of module mod (id) for a request of
+// account that providers require it for: the operator's
+// module_settings.<id>. A moderation plugin's (manifest.RoleModeration) may
+// hold per-account and per-provider overrides
 // ("accounts": {id: {…}}, "providers": {slug: {…}}), merged here key by
 // key — the account's over the defaults, then the requiring provider's
 // (a provider's condition wins over an account's preference) — so the
 // module sees only what applies to this request.
-func (r *Runner) settings(id, account string, providers []string) []byte {
+func (r *Runner) settings(mod *wasm.Module, id, account string, providers []string) []byte {
 	st := r.Modules.Settings(id)
-	if id != Moderation || len(st) == 0 || (!gjson.GetBytes(st, "accounts").Exists() && !gjson.GetBytes(st, "providers").Exists()) {
+	if !mod.Manifest.HasRole(manifest.RoleModeration) || len(st) == 0 || (!gjson.GetBytes(st, "accounts").Exists() && !gjson.GetBytes(st, "providers").Exists()) {
 		return st
 	}
 	m := map[string]json.RawMessage{}
@@ -206,6 +205,11 @@ type Extra struct {
 	// the secret) as ctx.key, so a plugin can keep per-key state in its
 	// per-account kv store (response-cache's scope "key").
 	Key string
+	// Embeddings builds the pipeline of an embeddings request: only the
+	// plugins whose manifest declares manifest.CapabilityEmbeddings run
+	// (the others, defaults or listed, are left out), with ctx.kind
+	// "embeddings".
+	Embeddings bool
 }
 
 // BuildWith is Build with the host's extras.
@@ -308,7 +312,9 @@ func (b *builder) addAll(defaults bool) *apierr.Error {
 		}
 	}
 	if len(b.extra.ModeratedBy) > 0 {
-		if err := b.add(Moderation, requiredIndex, ""); err != nil {
+		// The gateway's moderation plugin: a provider's condition is
+		// the operator's, so an account's module never stands in for it.
+		if err := b.add(b.r.Modules.RolePlugin("", manifest.RoleModeration), requiredIndex, ""); err != nil {
 			return err
 		}
 	}
@@ -316,10 +322,7 @@ func (b *builder) addAll(defaults bool) *apierr.Error {
 	return nil
 }
 
-// ResponseCache is the response cache plugin (docs/response-cache.md).
-const ResponseCache = "response-cache"
-
-// cacheLast moves the response cache's stage to the end of the pipeline,
+// cacheLast moves the response cache's stage (manifest.RoleCache) to the end of the pipeline,
 // wherever it was listed: its pre_request answers a hit without running
 // the stages after it, so every other plugin (moderation above all) must
 // have run first; and its key must be of the request as it goes upstream,
@@ -328,7 +331,7 @@ const ResponseCache = "response-cache"
 func (b *builder) cacheLast() {
 	st := b.p.stages
 	for i, s := range st {
-		if s.name == ResponseCache && i < len(st)-1 {
+		if s.mod.Manifest.HasRole(manifest.RoleCache) && i < len(st)-1 {
 			copy(st[i:], st[i+1:])
 			st[len(st)-1] = s
 			return
@@ -340,14 +343,14 @@ func (b *builder) cacheLast() {
 // its position in the request's plugins (-1: a default, requiredIndex:
 // required by a provider), item its plugins[] entry ("" when none).
 func (b *builder) add(id string, index int, item string) *apierr.Error {
+	if index == requiredIndex {
+		return b.addRequired(id)
+	}
 	if b.seen[id] {
 		return nil
 	}
 	mod, release, scoped := b.r.acquire(b.account, id)
 	if mod == nil {
-		if index == requiredIndex {
-			return &apierr.Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("provider %s requires moderation, and the moderation plugin is not installed", strings.Join(b.extra.ModeratedBy, ", "))}
-		}
 		if index < 0 {
 			return nil // a default that was deactivated since
 		}
@@ -357,36 +360,72 @@ func (b *builder) add(id string, index int, item string) *apierr.Error {
 		release()
 		return apierr.BadRequest(fmt.Sprintf("plugins[%d].id", index), "%q is not a plugin", id)
 	}
+	if b.extra.Embeddings && !mod.Manifest.HasCapability(manifest.CapabilityEmbeddings) {
+		release()
+		return nil // a chat plugin: it does not run on embeddings
+	}
 	if err := b.r.checkConfig(mod, index, id, item); err != nil {
 		release()
 		return err
 	}
 	b.seen[id] = true
-	base := b.ctx(id, index, item, scoped)
+	b.stage(mod, release, id, index, item, scoped)
+	return nil
+}
+
+// addRequired adds the gateway's moderation plugin id ("" when none is
+// installed) that a provider requires, unless it runs already: listed, or
+// a default. An account's module of the same name is not it.
+func (b *builder) addRequired(id string) *apierr.Error {
+	var mod *wasm.Module
+	release := func() {}
+	if id != "" {
+		mod, release = b.r.Modules.Acquire(id)
+	}
+	if mod == nil || mod.Manifest.Kind != manifest.KindPlugin {
+		release()
+		return &apierr.Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("provider %s requires moderation, and no moderation plugin is installed", strings.Join(b.extra.ModeratedBy, ", "))}
+	}
+	for _, s := range b.p.stages {
+		if s.mod == mod {
+			release()
+			return nil
+		}
+	}
+	b.seen[id] = true
+	b.stage(mod, release, id, requiredIndex, "", "global")
+	return nil
+}
+
+// stage appends the stage of pinned module mod.
+func (b *builder) stage(mod *wasm.Module, release func(), id string, index int, item, scoped string) {
+	base := b.ctx(mod, id, index, item, scoped)
 	ctx := []byte(base + `}`)
 	b.p.stages = append(b.p.stages, &stage{mod: mod, release: release, name: id, index: index, ctx: ctx, base: []byte(base)})
-	return nil
 }
 
 // ctx is the ctx field of plugin id's hooks without its closing brace
 // (stage.base): its config, the model, its scope, and what the host adds.
-func (b *builder) ctx(id string, index int, item, scoped string) string {
+func (b *builder) ctx(mod *wasm.Module, id string, index int, item, scoped string) string {
 	if item == "" {
 		item = `{"id":` + jsonstr.Quote(id) + `}`
 	}
 	base := `{"config":` + item + `,"model":` + jsonstr.Quote(b.model) + `,"scope":` + jsonstr.Quote(scoped)
 	var required []string
-	if id == Moderation {
+	if index == requiredIndex || (len(b.extra.ModeratedBy) > 0 && scoped == "global" && mod.Manifest.HasRole(manifest.RoleModeration)) {
 		required = b.extra.ModeratedBy
 	}
 	// The operator's settings of a global module (a first-party
 	// module's endpoints, defaults and fees), never handed to a
 	// tenant's module of the same name.
-	if st := b.r.settings(id, b.account, required); len(st) > 0 && scoped == "global" {
+	if st := b.r.settings(mod, id, b.account, required); len(st) > 0 && scoped == "global" {
 		base += `,"settings":` + string(st)
 	}
 	if index == -1 {
 		base += `,"default":true`
+	}
+	if b.extra.Embeddings {
+		base += `,"kind":"embeddings"`
 	}
 	if len(required) > 0 {
 		bs, _ := json.Marshal(required)
@@ -399,6 +438,25 @@ func (b *builder) ctx(id string, index int, item, scoped string) string {
 		base += `,"key":` + jsonstr.Quote(b.extra.Key)
 	}
 	return base
+}
+
+// Role is the name of the pipeline's first stage whose plugin declares
+// role (manifest.Roles), "" when none does.
+func (p *Pipeline) Role(role string) string {
+	if p == nil {
+		return ""
+	}
+	for _, s := range p.stages {
+		if s.mod.Manifest.HasRole(role) {
+			return s.name
+		}
+	}
+	for _, h := range p.held {
+		if n := h.Role(role); n != "" {
+			return n
+		}
+	}
+	return ""
 }
 
 // Installed reports whether plugin id is installed for account (its own
@@ -461,7 +519,8 @@ func (r *Runner) acquire(account, id string) (*wasm.Module, func(), string) {
 }
 
 // checkConfig validates a plugins[] item against the manifest's
-// config_schema, so a bad option is a 400 naming the plugin and the field.
+// config_schema, so a bad option is a 400 naming the plugin and the field
+// (validate.PluginOption words it).
 func (r *Runner) checkConfig(mod *wasm.Module, index int, id, item string) *apierr.Error {
 	if item == "" || len(mod.Manifest.ConfigSchema) == 0 {
 		return nil
@@ -470,31 +529,53 @@ func (r *Runner) checkConfig(mod *wasm.Module, index int, id, item string) *apie
 	if err != nil {
 		return &apierr.Error{Status: http.StatusBadGateway, Message: "plugin " + id + " has an invalid config_schema: " + err.Error()}
 	}
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(item))
-	if err != nil {
-		return apierr.BadRequest(fmt.Sprintf("plugins[%d]", index), "not valid JSON")
-	}
-	if err := sch.Validate(inst); err != nil {
-		field, msg := manifest.SchemaViolation(err)
-		path := fmt.Sprintf("plugins[%d]", index)
-		if field != "" {
-			path += "." + field
-		}
-		return apierr.BadRequest(path, "invalid option of plugin %s: %s", id, msg)
-	}
-	return nil
+	return validate.PluginOption(index, id, sch, item)
 }
 
 func (r *Runner) schema(mod *wasm.Module) (*jsonschema.Schema, error) {
 	if s, ok := r.schemas.Load(mod); ok {
 		return s.(*jsonschema.Schema), nil
 	}
-	s, err := manifest.CompileSchema("config.json", mod.Manifest.ConfigSchema)
+	s, err := validate.CompilePluginSchema(mod.Manifest.ConfigSchema)
 	if err != nil {
 		return nil, err
 	}
 	r.schemas.Store(mod, s)
 	return s, nil
+}
+
+// Schemas finds the config_schema of the plugin a request of account
+// runs under an id (the account's own module first, then the gateway's),
+// for validate.PluginOptions; nil when it has none, is not installed or
+// does not compile (the pipeline reports those when it builds).
+func (r *Runner) Schemas(account string) validate.PluginSchemas {
+	return func(id string) *jsonschema.Schema {
+		mod, release, _ := r.acquire(account, id)
+		if mod == nil {
+			return nil
+		}
+		defer release()
+		if mod.Manifest.Kind != manifest.KindPlugin || len(mod.Manifest.ConfigSchema) == 0 {
+			return nil
+		}
+		sch, err := r.schema(mod)
+		if err != nil {
+			return nil
+		}
+		return sch
+	}
+}
+
+// Unsupported are the options of plugin id, as a request of account runs
+// it, that its config_schema marks x-unsupported
+// (validate.UnsupportedOptions).
+func (r *Runner) Unsupported(account, id string) []string {
+	mod, release, _ := r.acquire(account, id)
+	if mod == nil {
+		return nil
+	}
+	defer release()
+	return validate.UnsupportedOptions(mod.Manifest.ConfigSchema)
 }
 
 // Result of a pre_request run.

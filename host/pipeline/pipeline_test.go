@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/pipeline"
 	"github.com/switchyard/switchyard/host/store"
@@ -119,11 +121,27 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// publish installs testplugin as name@version, active.
+// publish installs testplugin as name@version, active. One named
+// moderation declares the moderation role, as the first-party one does:
+// the host finds it by that, not by its name.
 func (v *env) publish(name, version string) error {
+	var roles []string
+	if name == "moderation" {
+		roles = []string{manifest.RoleModeration}
+	}
+	return v.publishAs("", name, version, roles...)
+}
+
+// publishAs installs testplugin as name@version in scope ("" the
+// gateway's, else an account's), active, declaring roles.
+func (v *env) publishAs(scope, name, version string, roles ...string) error {
 	m := strings.Replace(v.mf, `"name": "testplugin"`, `"name": "`+name+`"`, 1)
 	m = strings.Replace(m, `"version": "1.0.0"`, `"version": "`+version+`"`, 1)
-	_, err := v.reg.PublishAndActivate(context.Background(), "", []byte(m), v.bin, "test")
+	if len(roles) > 0 {
+		r, _ := json.Marshal(roles)
+		m = strings.Replace(m, `"kind": "plugin",`, `"kind": "plugin", "roles": `+string(r)+`,`, 1)
+	}
+	_, err := v.reg.PublishAndActivate(context.Background(), scope, []byte(m), v.bin, "test")
 	return err
 }
 
@@ -202,7 +220,7 @@ func TestBuildRefuses(t *testing.T) {
 		{"unknown plugin", `[{"id":"alpha"},{"id":"nosuch"}]`, pipeline.Extra{}, http.StatusBadRequest, "plugins[1].id: ", `unknown plugin "nosuch"`},
 		{"another account's module by path", `[{"id":"acct_x/alpha"}]`, pipeline.Extra{}, http.StatusBadRequest, "plugins[0].id: ", "unknown plugin"},
 		{"option outside the schema", `[{"id":"alpha","mode":"loud"}]`, pipeline.Extra{}, http.StatusBadRequest, "plugins[0].mode: ", "invalid option of plugin alpha"},
-		{"unknown option", `[{"id":"alpha","colour":"red"}]`, pipeline.Extra{}, http.StatusBadRequest, "plugins[0]: ", "invalid option of plugin alpha"},
+		{"unknown option", `[{"id":"alpha","colour":"red"}]`, pipeline.Extra{}, http.StatusBadRequest, "plugins[0].colour: ", "unknown option of plugin alpha"},
 		{"moderation required, none installed", `[]`, pipeline.Extra{ModeratedBy: []string{"p1", "p2"}}, http.StatusServiceUnavailable, "provider",
 			"provider p1, p2 requires moderation"},
 	}

@@ -253,6 +253,11 @@ func (r *Router) Catalog() *catalog.Catalog { return r.tab.Load().cat }
 type Request struct {
 	// Kind is the operation; "" means chat.
 	Kind catalog.Kind
+	// Compression is the plugin that fits a long prompt into a smaller
+	// context (manifest.RoleCompression) for the request's account, ""
+	// when none is installed: a prompt too long for every endpoint is
+	// told to add it.
+	Compression string
 	// Models: the primary model first, then the fallbacks of `models`.
 	// Duplicates are ignored.
 	Models []string

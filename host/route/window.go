@@ -1,12 +1,14 @@
 package route
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/catalog"
+	"github.com/switchyard/switchyard/host/jsonstr"
 )
 
 // Window sums up the endpoints a chat request may be routed to, for the
@@ -105,9 +107,15 @@ func contextTooLong(ms []*catalog.Model, req *Request, ids []string) *apierr.Err
 	if req.MaxOutputTokens > 0 {
 		out = " plus " + strconv.Itoa(req.MaxOutputTokens) + " output tokens (max_tokens)"
 	}
-	e := apierr.BadRequest("messages", "the prompt (about %d tokens)%s does not fit the largest context available for %s: %d tokens (%s). "+
-		`Shorten the conversation, lower max_tokens, or add the context-compression plugin, "plugins": [{"id": "context-compression"}], to drop messages from the middle until it fits`,
-		req.PromptTokens, out, strings.Join(ids, ", "), largest, at)
-	e.Metadata = map[string]any{"models": ids, "context_length": largest, "prompt_tokens": req.PromptTokens, "max_output_tokens": req.MaxOutputTokens, "suggestion": "context-compression"}
+	fix := "Shorten the conversation or lower max_tokens"
+	if req.Compression != "" {
+		fix = fmt.Sprintf(`Shorten the conversation, lower max_tokens, or add the %s plugin, "plugins": [{"id": %s}], to drop messages from the middle until it fits`, req.Compression, jsonstr.Quote(req.Compression))
+	}
+	e := apierr.BadRequest("messages", "the prompt (about %d tokens)%s does not fit the largest context available for %s: %d tokens (%s). %s",
+		req.PromptTokens, out, strings.Join(ids, ", "), largest, at, fix)
+	e.Metadata = map[string]any{"models": ids, "context_length": largest, "prompt_tokens": req.PromptTokens, "max_output_tokens": req.MaxOutputTokens}
+	if req.Compression != "" {
+		e.Metadata["suggestion"] = req.Compression
+	}
 	return e
 }

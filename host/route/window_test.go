@@ -66,6 +66,7 @@ func TestContextTooLong(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := tt.req
 			req.Models = []string{tt.model}
+			req.Compression = "context-compression" // the flow finds it by its manifest's role
 			prov := tt.provider
 			if prov == "" {
 				prov = `{}`

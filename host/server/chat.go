@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/telemetry"
+	"github.com/switchyard/switchyard/host/usage"
 	"github.com/switchyard/switchyard/host/validate"
 )
 
@@ -21,7 +22,7 @@ import (
 func (s *Server) chat(c *fiber.Ctx) error {
 	endSpan := telemetry.From(c.UserContext()).Phase("validate")
 	// keptBody: a stream outlives the handler.
-	vr, unsupported, aerr := s.Core.ParseChat(keptBody(c), c.Get("X-Session-Id"))
+	vr, unsupported, aerr := s.Core.ParseChat(keptBody(c), accountOf(c), c.Get("X-Session-Id"))
 	endSpan(aerr)
 	if aerr != nil {
 		return s.refused(c, aerr)
@@ -53,7 +54,7 @@ func (s *Server) runWith(c *fiber.Ctx, vr *validate.ChatRequest, unsupported []s
 	req := s.Core.NewRequest(ctx, cancel, vr, key, adm)
 	defer req.Close()
 	req.Meta, req.OpenRouterMeta, req.Unsupported = metadataRequested(c), openRouterMetadataAsked(c), unsupported
-	req.Attribution = attribution(c)
+	req.Attribution = usage.AttributionOf(func(h string) string { return c.Get(h) })
 	if set != nil {
 		set(req)
 	}
@@ -201,4 +202,12 @@ func metadataRequested(c *fiber.Ctx) bool {
 		}
 	}
 	return v == "enabled"
+}
+
+// accountOf is the account of the request's key, "" before authentication.
+func accountOf(c *fiber.Ctx) string {
+	if k, ok := c.Locals(localsKey).(*keys.Key); ok && k != nil {
+		return k.AccountID
+	}
+	return ""
 }

@@ -20,7 +20,7 @@ func (s *Server) textCompletions(c *fiber.Ctx) error {
 		endSpan(aerr)
 		return s.refused(c, aerr)
 	}
-	vr, unsupported, aerr := s.Core.ParseChat(cr.Chat, c.Get("X-Session-Id"))
+	vr, unsupported, aerr := s.Core.ParseChat(cr.Chat, accountOf(c), c.Get("X-Session-Id"))
 	endSpan(aerr)
 	if aerr != nil {
 		return s.refused(c, aerr)

@@ -4,19 +4,18 @@ import (
 	"context"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
 	"github.com/switchyard/switchyard/host/flow"
 	"github.com/switchyard/switchyard/host/hangup"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/telemetry"
-	"github.com/switchyard/switchyard/host/validate"
 )
 
-// embeddings serves POST /embeddings: typed request → dispatcher → JSON.
+// embeddings serves POST /embeddings: parse, admit, the request core's
+// embeddings phases (flow.Core.Embeddings), write.
 func (s *Server) embeddings(c *fiber.Ctx) error {
 	endSpan := telemetry.From(c.UserContext()).Phase("validate")
-	req, text, aerr := s.embeddingsRequest(c)
+	req, text, aerr := s.Core.ParseEmbeddings(keptBody(c)) // the request aliases the body
 	endSpan(aerr)
 	if aerr != nil {
 		return s.refused(c, aerr)
@@ -31,28 +30,11 @@ func (s *Server) embeddings(c *fiber.Ctx) error {
 	defer cancel()
 	ctx, stopWatch := hangup.Watch(ctx, cancel, c.Context().Conn()) // a client that hangs up cancels the call
 	defer stopWatch.Stop()
-	r, raw, _, aerr := s.Core.Embeddings(ctx, flow.EmbeddingsJob{Key: key, GenID: billing.NewID(), Req: req, Text: text, Adm: adm})
+	_, raw, _, aerr := s.Core.Embeddings(ctx, flow.EmbeddingsJob{Key: key, GenID: billing.NewID(), Req: req, Text: text, Adm: adm,
+		Meta: metadataRequested(c)})
 	if aerr != nil {
 		return aerr
 	}
-	// The generation id, as OpenRouter's embeddings answers carry (the
-	// body is ours, dispatch.ReadEmbeddings wrote it: it has no id).
-	if len(raw) > 1 && raw[0] == '{' {
-		raw = append([]byte(`{"id":"`+r.Identity().GenID+`",`), raw[1:]...)
-	}
-	if metadataRequested(c) {
-		raw = r.Metadata(req.Model).Set(raw)
-	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(raw)
-}
-
-// embeddingsRequest is the typed, normalised request of c, and its input
-// in the form the adapters take (normalizeEmbeddings).
-func (s *Server) embeddingsRequest(c *fiber.Ctx) (*validate.EmbeddingsRequest, []byte, *apierr.Error) {
-	body := keptBody(c) // the request aliases it
-	if len(body) == 0 {
-		return nil, nil, apierr.BadRequest("", "request body is empty; send a JSON embeddings request")
-	}
-	return s.Core.ParseEmbeddings(body)
 }

@@ -41,7 +41,7 @@ func (s *Server) messages(c *fiber.Ctx) error {
 	var vr *validate.ChatRequest
 	var unsupported []string
 	if aerr == nil {
-		vr, unsupported, aerr = s.Core.ParseChat(mr.Chat, c.Get("X-Session-Id"))
+		vr, unsupported, aerr = s.Core.ParseChat(mr.Chat, accountOf(c), c.Get("X-Session-Id"))
 	}
 	endSpan(aerr)
 	if aerr != nil {
@@ -100,7 +100,7 @@ func (s *Server) countTokens(c *fiber.Ctx) error {
 	mr, aerr := messages.ToChatCount(c.Body())
 	var vr *validate.ChatRequest
 	if aerr == nil {
-		vr, _, aerr = s.Core.ParseChat(mr.Chat, "")
+		vr, _, aerr = s.Core.ParseChat(mr.Chat, accountOf(c), "")
 	}
 	if aerr != nil {
 		return s.refused(c, aerr)

@@ -61,7 +61,7 @@ func (s *Server) responsesAPI(c *fiber.Ctx) error {
 		return s.refused(c, aerr)
 	}
 	// rr.Chat is a new buffer: it outlives the handler with a stream.
-	vr, unsupported, aerr := s.Core.ParseChat(rr.Chat, c.Get("X-Session-Id"))
+	vr, unsupported, aerr := s.Core.ParseChat(rr.Chat, accountOf(c), c.Get("X-Session-Id"))
 	endSpan(aerr)
 	if aerr != nil {
 		return s.refused(c, aerr)

@@ -28,18 +28,12 @@ import (
 	"github.com/tidwall/sjson"
 )
 
-// firstParty names the module of each first-party server tool (COMMON.md:
-// the plugin ids of spec 2.3). Any other type service:<x_y> is looked up as
-// module "x-y".
-var firstParty = map[string]string{
-	"service:web_search": "web",
-	"service:web_fetch":  "web-fetch",
-	"service:datetime":   "datetime",
-}
-
-// ModuleName is the module that implements server tool type typ.
-func ModuleName(typ string) string {
-	if m, ok := firstParty[typ]; ok {
+// ModuleName is the module that implements server tool type typ for a
+// request of account: the one whose manifest declares it
+// (modules.Registry.ToolModule), else the name the convention gives it
+// (service:<x_y> is module "x-y"), for the message saying it is missing.
+func ModuleName(reg *modules.Registry, account, typ string) string {
+	if m := reg.ToolModule(account, typ); m != "" {
 		return m
 	}
 	return strings.ReplaceAll(strings.TrimPrefix(typ, manifest.ToolTypePrefix), "_", "-")
@@ -102,14 +96,14 @@ func Resolve(reg *modules.Registry, account string, body []byte) (*Set, *apierr.
 			err = apierr.BadRequest(at, "server tool %q is listed twice", typ)
 			return false
 		}
-		mod, release, global := acquire(reg, account, ModuleName(typ))
+		mod, release, global := acquire(reg, account, ModuleName(reg, account, typ))
 		var decl *manifest.Tool
 		if mod != nil && mod.Manifest.Has(abi.HookToolCall) {
 			decl = mod.Manifest.Tool(typ)
 		}
 		if decl == nil {
 			release()
-			err = apierr.BadRequest(at, "server tool %q is not installed on this gateway: no active module %q declares it", typ, ModuleName(typ))
+			err = apierr.BadRequest(at, "server tool %q is not installed on this gateway: no active module %q declares it", typ, ModuleName(reg, account, typ))
 			return false
 		}
 		params := t.Get("parameters").Raw
@@ -165,7 +159,7 @@ func CheckList(reg *modules.Registry, account, at string, list gjson.Result) *ap
 		case seen[typ]:
 			err = apierr.BadRequest(field, "server tool %q is listed twice", typ)
 		case !declared(reg, account, typ):
-			err = apierr.BadRequest(field, "server tool %q is not installed on this gateway: no active module %q declares it", typ, ModuleName(typ))
+			err = apierr.BadRequest(field, "server tool %q is not installed on this gateway: no active module %q declares it", typ, ModuleName(reg, account, typ))
 		}
 		seen[typ] = true
 		return err == nil
@@ -176,7 +170,7 @@ func CheckList(reg *modules.Registry, account, at string, list gjson.Result) *ap
 // declared reports whether an active module in the account's scope (or
 // the gateway's) declares server tool typ with a tool_call hook.
 func declared(reg *modules.Registry, account, typ string) bool {
-	mod, release, _ := acquire(reg, account, ModuleName(typ))
+	mod, release, _ := acquire(reg, account, ModuleName(reg, account, typ))
 	defer release()
 	return mod != nil && mod.Manifest.Has(abi.HookToolCall) && mod.Manifest.Tool(typ) != nil
 }

@@ -25,10 +25,7 @@ var (
 	grammarSyntaxes = []string{"lark", "regex"}
 	cacheTypes      = []string{"ephemeral"}
 	cacheTTLs       = []string{"5m", "1h"}
-	approximate     = []string{"approximate"}
 	encodings       = []string{"float", "base64"}
-	priceSources    = []string{"prompt", "weighted_avg"}
-	fusionPresets   = []string{"general-high", "general-budget", "general-fast"}
 )
 
 // Limits of spec section 8.

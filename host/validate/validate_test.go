@@ -174,7 +174,7 @@ func TestChatAccepts(t *testing.T) {
 			if !gjson.Valid(tc.body) {
 				t.Fatalf("test body is not JSON: %s", tc.body)
 			}
-			if _, err := Chat([]byte(tc.body)); err != nil {
+			if _, err := chatWithPlugins([]byte(tc.body)); err != nil {
 				t.Fatalf("rejected: %v", err)
 			}
 		})
@@ -537,7 +537,7 @@ func TestChatRejects(t *testing.T) {
 		{"max_cost missing", with(`"stop_server_tools_when":[{"type":"max_cost"}]`), "stop_server_tools_when[0].max_cost_in_dollars", "required"},
 		{"max_cost string", with(`"stop_server_tools_when":[{"type":"max_cost","max_cost_in_dollars":"1"}]`), "stop_server_tools_when[0].max_cost_in_dollars", "got a string"},
 	}
-	runRejects(t, Chat, cases)
+	runRejects(t, chatWithPlugins, cases)
 }
 
 func runRejects[T any](t *testing.T, fn func([]byte) (T, *apierr.Error), cases []reject) {

@@ -1,12 +1,9 @@
-package server
+package usage
 
 import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/gofiber/fiber/v2"
-	"github.com/switchyard/switchyard/host/usage"
 )
 
 // Bounds of the attribution a generation records: the headers are the
@@ -18,20 +15,22 @@ const (
 	maxCategories = 10
 )
 
-// attribution reads OpenRouter's app-attribution headers (openrouter.ai
+// AttributionOf reads OpenRouter's app-attribution headers (openrouter.ai
 // docs, "App Attribution"): HTTP-Referer, X-OpenRouter-Title (X-Title, its
 // older name, when it is absent) and X-OpenRouter-Categories (a
 // comma-separated list). Values are cleaned to printable text and cut to
 // their bounds; nothing is refused, since a header a client sends by
 // default must not fail its request.
-func attribution(c *fiber.Ctx) usage.Attribution {
-	a := usage.Attribution{Referer: clean(c.Get("HTTP-Referer"), maxReferer)}
-	title := c.Get("X-OpenRouter-Title")
+//
+// header is the request's header getter.
+func AttributionOf(header func(name string) string) Attribution {
+	a := Attribution{Referer: clean(header("HTTP-Referer"), maxReferer)}
+	title := header("X-OpenRouter-Title")
 	if strings.TrimSpace(title) == "" {
-		title = c.Get("X-Title")
+		title = header("X-Title")
 	}
 	a.Title = clean(title, maxTitle)
-	for _, cat := range strings.Split(c.Get("X-OpenRouter-Categories"), ",") {
+	for _, cat := range strings.Split(header("X-OpenRouter-Categories"), ",") {
 		if len(a.Categories) == maxCategories {
 			break
 		}

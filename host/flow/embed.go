@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
-
 )
 
 // subEmbed is CallEnv.Embed for a request: it runs an embeddings body as

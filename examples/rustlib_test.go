@@ -21,8 +21,8 @@ import (
 // log, kv_*, count_tokens, chat, chat_batch, chat_reserve and http, each
 // result as the module read it, a hook's error output, a hook it lacks,
 // and a panic (a trap: Rust on wasm32 cannot unwind, docs/plugins.md
-// section 6; the module is built without log-panics, so only the trap is
-// seen). The module is build/examples/rust/hostcalls.wasm
+// section 6; the module is built without log-panics: the panic's message
+// reaches the failure through the guest's stderr, host/wasm stderr.go). The module is build/examples/rust/hostcalls.wasm
 // (`make -C examples`).
 func TestRustLibraryHostCalls(t *testing.T) {
 	bin, err := os.ReadFile(filepath.Join("..", "build", "examples", "rust", "hostcalls.wasm"))
@@ -110,9 +110,11 @@ func TestRustLibraryHostCalls(t *testing.T) {
 		t.Fatalf("post_chunk: %v", err)
 	}
 	// A panic traps (no unwinding on wasm32): the call fails naming the
-	// hook and the instance is discarded; the next call works.
+	// hook and carrying the panic's message, which the library's panic
+	// hook wrote to stderr; the instance is discarded; the next call works.
 	_, err = mod.Call(ctx, abi.HookPreRequest, []byte(`{}`), []byte("panic"), []byte("abc"))
-	if !errors.As(err, &f) || !f.Broke || !strings.Contains(f.Message, "failed in pre_request: trapped") {
+	if !errors.As(err, &f) || !f.Broke || !strings.Contains(f.Message, "failed in pre_request: trapped") ||
+		!strings.Contains(f.Message, "(the module wrote: panic in pre_request:") {
 		t.Fatalf("panic: %v", err)
 	}
 	if _, err := mod.Call(ctx, abi.HookPreRequest, []byte(`{}`), []byte("log")); err != nil {

@@ -91,6 +91,8 @@ type instance struct {
 	fields  [][]byte
 	// ext is set instead of mod for an Extism instance (extism.go).
 	ext *extismInstance
+	// stderr is what the guest wrote to stderr in the current call.
+	stderr guestStderr
 	// snap is a tenant's instance's state after start, which reset puts
 	// back after each call (snapshot.go); nil: the instance serves one call.
 	snap *snapshot
@@ -111,9 +113,11 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	// No file system, environment, arguments or real clocks: a module only
 	// computes. wazero's defaults for clocks and randomness are fake and
 	// deterministic, which also makes modules reproducible.
+	in := &instance{owner: m, name: name}
 	cfg := wazero.NewModuleConfig().
 		WithName(name).
-		WithStartFunctions(abi.ExportInit)
+		WithStartFunctions(abi.ExportInit).
+		WithStderr(&in.stderr)
 	if t := m.Manifest.Limits.TimeoutMS; t > 0 && m.preempt {
 		// Start functions spin like hooks: the time limit stops them too
 		// (wazero's own preemption watches ctx by itself).
@@ -123,7 +127,6 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	}
 	// Registered before instantiation: start functions may already call
 	// host functions.
-	in := &instance{owner: m, name: name}
 	m.engine.instances.Store(name, in)
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
@@ -637,7 +640,11 @@ func (in *instance) call(ctx context.Context, hook abi.Hook, fields [][]byte) ([
 		ptr += 4 + uint32(len(f))
 	}
 	in.stack[0], in.stack[1] = uint64(hook), uint64(size)
+	in.stderr.reset()
 	if err := in.handle.CallWithStack(ctx, in.stack[:]); err != nil {
+		if line := in.stderr.line(); line != "" {
+			return nil, &trapError{err: err, wrote: line}
+		}
 		return nil, err
 	}
 	r := in.stack[0]

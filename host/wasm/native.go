@@ -110,6 +110,11 @@ func (m *Module) differs(ctx context.Context, hook abi.Hook, f nativeFunc, sampl
 // callGuest calls the module itself on one pooled instance, decoding its
 // output as Call does.
 func (m *Module) callGuest(ctx context.Context, hook abi.Hook, fields [][]byte) ([][]byte, error) {
+	// The check's calls are this module's own, not the caller's: they must
+	// not write into the call log ctx may carry (another module's, when a
+	// host function's sub-request is what loads this one). Two modules
+	// loading at once under one fusion raced on it.
+	ctx = context.WithValue(ctx, callLogKey{}, (*callLog)(nil))
 	if t := m.Manifest.Limits.TimeoutMS; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Millisecond)

@@ -1,6 +1,8 @@
 package heal
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -209,8 +211,13 @@ func deepest(err error) string {
 	if !ok {
 		return err.Error()
 	}
+	// The validator lists an object's failing members in map order: take
+	// the first by location (then message) at each level, so the module
+	// and the host, and two runs, name the same failure.
 	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
+		ve = slices.MinFunc(ve.Causes, func(a, b *jsonschema.ValidationError) int {
+			return cmp.Or(slices.Compare(a.InstanceLocation, b.InstanceLocation), strings.Compare(a.Error(), b.Error()))
+		})
 	}
 	msg := ve.Error()
 	if i := strings.LastIndex(msg, ": "); i >= 0 {

@@ -456,43 +456,19 @@ func (ix *Index) victims(p *partition, pk, id string, now int64, replaces bool) 
 
 // lru are the n least recently used live entries of es other than keep.
 func lru(es []*entry, pk, keep string, now int64, n int) []victim {
-	type cand struct {
-		id   string
-		used int64
-	}
-	var cs []cand
+	var cs []candidate
 	for _, e := range es {
 		if e.id != keep && e.expires > now {
-			cs = append(cs, cand{e.id, e.used.Load()})
+			cs = append(cs, candidate{pk, e.id, e.used.Load()})
 		}
 	}
-	// A partial selection: n is usually 1.
-	out := make([]victim, 0, n)
-	for range n {
-		bi := -1
-		for i, c := range cs {
-			if bi < 0 || c.used < cs[bi].used {
-				bi = i
-			}
-		}
-		if bi < 0 {
-			break
-		}
-		out = append(out, victim{pk, cs[bi].id, false})
-		cs[bi] = cs[len(cs)-1]
-		cs = cs[:len(cs)-1]
-	}
-	return out
+	return leastUsed(cs, n)
 }
 
 // globalLRU are the n least recently used entries of the whole index
 // (every account's), other than keep of pk and those already chosen. It
 // takes each partition's lock in turn, never two at once.
 func (ix *Index) globalLRU(pk, keep string, chosen []victim, n int) []victim {
-	type cand struct {
-		pk, id string
-		used   int64
-	}
 	skip := map[victim]bool{}
 	for _, v := range chosen {
 		skip[victim{pk: v.pk, id: v.id}] = true
@@ -503,16 +479,28 @@ func (ix *Index) globalLRU(pk, keep string, chosen []victim, n int) []victim {
 		parts[k] = p
 	}
 	ix.mu.RUnlock()
-	var cs []cand
+	var cs []candidate
 	for k, p := range parts {
 		p.mu.RLock()
 		for _, e := range p.entries {
 			if !(k == pk && e.id == keep) && !skip[victim{pk: k, id: e.id}] {
-				cs = append(cs, cand{k, e.id, e.used.Load()})
+				cs = append(cs, candidate{k, e.id, e.used.Load()})
 			}
 		}
 		p.mu.RUnlock()
 	}
+	return leastUsed(cs, n)
+}
+
+// candidate is an entry that eviction may choose, with its last use.
+type candidate struct {
+	pk, id string
+	used   int64
+}
+
+// leastUsed are the n least recently used of cs, in that order (cs is
+// reordered). A partial selection: n is usually 1.
+func leastUsed(cs []candidate, n int) []victim {
 	out := make([]victim, 0, n)
 	for range n {
 		bi := -1

@@ -372,42 +372,24 @@ func Activity(db store.DB, account, from, to string, by GroupBy) ([]Row, error) 
 		return appActivity(db, account, from, to)
 	}
 	rows := map[[3]string]*Row{}
-	err := db.View(func(tx store.Tx) error {
-		b := tx.Bucket(bucketDaily)
-		if b == nil {
-			return nil
+	err := eachDay(db, bucketDaily, account, from, to, func(parts [3]string, t totals) {
+		date, model, key := parts[0], parts[1], parts[2]
+		switch by {
+		case ByModel:
+			key = ""
+		case ByKey:
+			model = ""
 		}
-		prefix := join(account, "")
-		c := b.Cursor()
-		for k, v := c.Seek(join(account, from)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			parts := strings.SplitN(string(k[len(prefix):]), "\x00", 3)
-			if len(parts) != 3 {
-				continue
-			}
-			date, model, key := parts[0], parts[1], parts[2]
-			if date > to {
-				break
-			}
-			switch by {
-			case ByModel:
-				key = ""
-			case ByKey:
-				model = ""
-			}
-			id := [3]string{date, model, key}
-			r := rows[id]
-			if r == nil {
-				r = &Row{Date: date, Model: model, Key: key}
-				rows[id] = r
-			}
-			var t totals
-			t.decode(v)
-			r.Requests += t.Requests
-			r.PromptTokens += t.PromptTokens
-			r.CompletionTokens += t.CompletionTokens
-			r.cost += t.Cost
+		id := [3]string{date, model, key}
+		r := rows[id]
+		if r == nil {
+			r = &Row{Date: date, Model: model, Key: key}
+			rows[id] = r
 		}
-		return nil
+		r.Requests += t.Requests
+		r.PromptTokens += t.PromptTokens
+		r.CompletionTokens += t.CompletionTokens
+		r.cost += t.Cost
 	})
 	if err != nil {
 		return nil, err
@@ -434,8 +416,19 @@ func Activity(db store.DB, account, from, to string, by GroupBy) ([]Row, error) 
 // ordered by date, then referer, then title.
 func appActivity(db store.DB, account, from, to string) ([]Row, error) {
 	out := []Row{}
-	err := db.View(func(tx store.Tx) error {
-		b := tx.Bucket(bucketDailyApp)
+	err := eachDay(db, bucketDailyApp, account, from, to, func(parts [3]string, t totals) {
+		out = append(out, Row{Date: parts[0], HTTPReferer: parts[1], AppTitle: parts[2], Requests: t.Requests,
+			PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens, Cost: t.Cost.USD(), cost: t.Cost})
+	})
+	return out, err // in key order: date, referer, title
+}
+
+// eachDay calls fn, in key order, with the three parts after the account
+// (the date first) and the totals of every record of bucket for account
+// dated from through to.
+func eachDay(db store.DB, bucket []byte, account, from, to string, fn func(parts [3]string, t totals)) error {
+	return db.View(func(tx store.Tx) error {
+		b := tx.Bucket(bucket)
 		if b == nil {
 			return nil
 		}
@@ -451,10 +444,8 @@ func appActivity(db store.DB, account, from, to string) ([]Row, error) {
 			}
 			var t totals
 			t.decode(v)
-			out = append(out, Row{Date: parts[0], HTTPReferer: parts[1], AppTitle: parts[2], Requests: t.Requests,
-				PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens, Cost: t.Cost.USD(), cost: t.Cost})
+			fn([3]string(parts), t)
 		}
 		return nil
 	})
-	return out, err // in key order: date, referer, title
 }

@@ -71,7 +71,7 @@ func testStore(t *testing.T, s Store) {
 		t.Fatalf("second prune: %d %v, want 3 (no stale entry counted)", n, err)
 	}
 	if err := s.DB.View(func(tx store.Tx) error {
-		return tx.Bucket(byTime).ForEach(func(k, _ []byte) error {
+		return tx.Bucket(table.ByTime).ForEach(func(k, _ []byte) error {
 			if strings.Contains(string(k), "acct_p\x00") {
 				t.Errorf("index entry left: %q", k)
 			}

@@ -88,6 +88,11 @@ type Gateway struct {
 	// retention.generations.
 	Pruner *retention.Pruner
 
+	// recordPruners delete stored responses and content past their
+	// retention (retention.go), on the clock now.
+	recordPruners []recordPruner
+	now           func() time.Time
+
 	log *slog.Logger
 	// kv is the module key-value store (its evictions are on /metrics).
 	kv      *kv.Store
@@ -222,8 +227,7 @@ func (g *Gateway) openLedger(opts Options) (err error) {
 	}
 	g.closers = append(g.closers, func() { _ = g.Ledger.Close() })
 	g.startPruner(opts.Now) // retention.go
-	g.startResponsesPruner()
-	g.startContentPruner()
+	g.startRecordPruners(opts.Now)
 	// A key's limit changed (here or on another gateway of the cluster):
 	// its leases go back and are taken again against the new limit.
 	g.closers = append(g.closers, g.DB.Subscribe(keys.TopicKeys, func(hash string) {

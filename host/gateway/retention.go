@@ -50,53 +50,55 @@ func (g *Gateway) pruneMetrics(reg *prometheus.Registry) {
 		func() float64 { return float64(p.Pruned()) }))
 }
 
-// startResponsesPruner deletes the stored Responses API responses older
-// than retention.responses (30 days unless set; 0 keeps them).
-func (g *Gateway) startResponsesPruner() {
-	st := stored.Store{DB: g.Ledger.DB()}
-	g.pruneEvery("stored responses", g.Config.Retention.ResponsesKeep(), func() {
-		// Records from before the time index are indexed once, so the
-		// prune finds them too.
-		if n, err := st.Backfill(time.Now(), billing.PruneBatch); err != nil {
-			g.log.Warn("retention: indexing stored responses by time", "err", err)
-		} else if n > 0 {
-			g.log.Info("retention: indexed stored responses by time", "responses", n)
+// recordPruner deletes one kind of record (host/records) older than keep.
+type recordPruner struct {
+	what  string
+	keep  time.Duration
+	prune func(before time.Time) (int, error)
+}
+
+// startRecordPruners deletes the stored Responses API responses older than
+// retention.responses and the stored generation content (host/content)
+// older than retention.content (30 days each unless set; 0 keeps them),
+// in one background loop: a round at start (a gateway that was down
+// catches up), then one every retention.DefaultInterval, until the gateway
+// stops, before the store closes. Deleting is idempotent: on a cluster
+// every instance may run it. now is the gateway's clock.
+func (g *Gateway) startRecordPruners(now func() time.Time) {
+	if now == nil {
+		now = time.Now
+	}
+	g.now = now
+	db := g.Ledger.DB()
+	responses, content := stored.Store{DB: db}, content.Store{DB: db}
+	g.recordPruners = nil
+	for _, p := range []recordPruner{
+		{"stored responses", g.Config.Retention.ResponsesKeep(), func(before time.Time) (int, error) { return responses.Prune(before, billing.PruneBatch) }},
+		{"generation content", g.Config.Retention.ContentKeep(), func(before time.Time) (int, error) { return content.Prune(before, billing.PruneBatch) }},
+	} {
+		if p.keep > 0 {
+			g.recordPruners = append(g.recordPruners, p)
 		}
-	}, func(before time.Time) (int, error) { return st.Prune(before, billing.PruneBatch) })
-}
-
-// startContentPruner deletes the stored generation content (host/content)
-// older than retention.content (30 days unless set; 0 keeps it).
-func (g *Gateway) startContentPruner() {
-	st := content.Store{DB: g.Ledger.DB()}
-	g.pruneEvery("generation content", g.Config.Retention.ContentKeep(), nil,
-		func(before time.Time) (int, error) { return st.Prune(before, billing.PruneBatch) })
-}
-
-// pruneEvery runs prune on what is older than keep (first, when not nil,
-// once before) every retention.DefaultInterval, until the gateway stops,
-// before the store closes. keep 0 prunes nothing. Deleting is idempotent:
-// on a cluster every instance may run it.
-func (g *Gateway) pruneEvery(what string, keep time.Duration, first func(), prune func(before time.Time) (int, error)) {
-	if keep <= 0 {
+	}
+	if len(g.recordPruners) == 0 {
 		return
 	}
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		if first != nil {
-			first()
+		if g.Config.Retention.ResponsesKeep() > 0 {
+			// Records from before the time index are indexed once, so the
+			// prune finds them too.
+			if n, err := responses.Backfill(now(), billing.PruneBatch); err != nil {
+				g.log.Warn("retention: indexing stored responses by time", "err", err)
+			} else if n > 0 {
+				g.log.Info("retention: indexed stored responses by time", "responses", n)
+			}
 		}
 		t := time.NewTicker(retention.DefaultInterval)
 		defer t.Stop()
 		for {
-			n, err := prune(time.Now().Add(-keep))
-			switch {
-			case err != nil:
-				g.log.Warn("retention: pruning "+what, "retention", config.FormatDuration(keep), "err", err)
-			case n > 0:
-				g.log.Info("retention: pruned "+what, "records", n, "retention", config.FormatDuration(keep))
-			}
+			g.PruneRecords()
 			select {
 			case <-stop:
 				return
@@ -105,4 +107,23 @@ func (g *Gateway) pruneEvery(what string, keep time.Duration, first func(), prun
 		}
 	}()
 	g.closers = append(g.closers, func() { close(stop); <-done })
+}
+
+// PruneRecords runs one round of the record pruners now (they also run on
+// their own every retention.DefaultInterval), logging what each deleted
+// or why it failed, and returns how many records each deleted by what it
+// prunes ("stored responses", "generation content").
+func (g *Gateway) PruneRecords() map[string]int {
+	pruned := make(map[string]int, len(g.recordPruners))
+	for _, p := range g.recordPruners {
+		n, err := p.prune(g.now().Add(-p.keep))
+		pruned[p.what] = n
+		switch {
+		case err != nil:
+			g.log.Warn("retention: pruning "+p.what, "retention", config.FormatDuration(p.keep), "err", err)
+		case n > 0:
+			g.log.Info("retention: pruned "+p.what, "records", n, "retention", config.FormatDuration(p.keep))
+		}
+	}
+	return pruned
 }

@@ -121,3 +121,77 @@ func testRetentionOverHTTP(t *testing.T, dsn string) {
 		t.Fatalf("metrics lack the pruned count:\n%s", b)
 	}
 }
+
+// The gateway's own pruner deletes stored generation content past
+// retention.content and stored Responses API responses past
+// retention.responses, on the gateway's clock, and nothing younger: GET
+// /generation/content and GET /responses/{id} answer 404 for what it
+// deleted, 200 for what it kept. The test runs one round now, as the
+// pruner's loop does at start and every few minutes.
+func TestRecordPrunersOverHTTP(t *testing.T) {
+	var clock atomic.Pointer[time.Time]
+	began := time.Now()
+	clock.Store(&began)
+	content, responses := config.Duration(10*24*time.Hour), config.Duration(20*24*time.Hour)
+	g, err := gatewaytest.Start(gatewaytest.Options{
+		Quiet: true,
+		Now:   func() time.Time { return *clock.Load() },
+		Mutate: func(c *config.Config) {
+			c.Content.Store = true
+			c.Retention.Content, c.Retention.Responses = &content, &responses
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	status := func(path string) int {
+		t.Helper()
+		resp, b, err := g.Request(http.MethodGet, path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 && resp.StatusCode != 404 {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		return resp.StatusCode
+	}
+	resp, b, err := g.Request(http.MethodPost, "/chat/completions", `{"model":"test/chat","messages":[{"role":"user","content":"keep me a while"}]}`)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("chat: %v %s", err, b)
+	}
+	gen := "/generation/content?id=" + resp.Header.Get("X-Generation-Id")
+	resp, b, err = g.Request(http.MethodPost, "/responses", `{"model":"test/chat","input":"keep me too"}`)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("responses: %v %s", err, b)
+	}
+	stored := "/responses/" + gjson.GetBytes(b, "id").Str
+	if status(gen) != 200 || status(stored) != 200 {
+		t.Fatal("the content and the response were not stored")
+	}
+
+	for _, step := range []struct {
+		days             int
+		pruned           map[string]int
+		content, storedR int
+	}{
+		{9, map[string]int{"generation content": 0, "stored responses": 0}, 200, 200},
+		{11, map[string]int{"generation content": 2, "stored responses": 0}, 404, 200}, // the chat's and the response's generation
+		{21, map[string]int{"generation content": 0, "stored responses": 1}, 404, 404},
+	} {
+		later := began.Add(time.Duration(step.days) * 24 * time.Hour)
+		clock.Store(&later)
+		pruned := g.GW.PruneRecords()
+		for what, n := range step.pruned {
+			if pruned[what] != n {
+				t.Errorf("day %d: pruned %v, want %v", step.days, pruned, step.pruned)
+			}
+		}
+		if got := status(gen); got != step.content {
+			t.Errorf("day %d: GET %s = %d, want %d", step.days, gen, got, step.content)
+		}
+		if got := status(stored); got != step.storedR {
+			t.Errorf("day %d: GET %s = %d, want %d", step.days, stored, got, step.storedR)
+		}
+	}
+}

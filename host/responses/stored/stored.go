@@ -12,22 +12,20 @@ package stored
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/switchyard/switchyard/host/records"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/tidwall/gjson"
 )
 
 var (
-	bucket = []byte("responses")
-	// byTime indexes the records by when they were stored (8 bytes of
-	// big-endian unix nanoseconds, then the record's key), so Prune
-	// reads only what it deletes.
-	byTime = []byte("responses_by_time")
+	// table holds the records (account 0 id → Record as JSON) and their
+	// time index, so Prune reads only what it deletes.
+	table = records.Table{Bucket: []byte("responses"), ByTime: []byte("responses_by_time")}
 	// meta holds markers of one-time work on the records (Backfill).
 	meta         = []byte("responses_meta")
 	backfillDone = []byte("backfilled_by_time")
@@ -48,15 +46,13 @@ type Record struct {
 	Input []json.RawMessage `json:"input"`
 	// Response is the response object as answered.
 	Response json.RawMessage `json:"response"`
-	// Stored is when Put stored it (unix nanoseconds): its byTime key.
+	// Stored is when Put stored it (unix nanoseconds): its time index key.
 	// 0 for a record stored before 2026-11-29 until Backfill indexes it.
 	Stored int64 `json:"stored,omitempty"`
 }
 
 // Store reads and writes records in db.
 type Store struct{ DB store.DB }
-
-func key(account, id string) []byte { return []byte(account + "\x00" + id) }
 
 // Put stores rec as the account's response id, at now (rec.Stored).
 func (s Store) Put(account, id string, rec *Record) error {
@@ -67,76 +63,18 @@ func (s Store) Put(account, id string, rec *Record) error {
 	if err != nil {
 		return err
 	}
-	return s.DB.Update(func(tx store.Tx) error {
-		bk, err := tx.CreateBucketIfNotExists(bucket)
-		if err != nil {
-			return err
-		}
-		idx, err := tx.CreateBucketIfNotExists(byTime)
-		if err != nil {
-			return err
-		}
-		k := key(account, id)
-		if old := bk.Get(k); old != nil { // stored again: the old index entry goes
-			if err := idx.Delete(timeKey(storedAt(old), k)); err != nil {
-				return err
-			}
-		}
-		if err := idx.Put(timeKey(rec.Stored, k), nil); err != nil {
-			return err
-		}
-		return bk.Put(k, b)
-	})
+	return table.Put(s.DB, account, id, rec.Stored, b)
 }
-
-// timeKey is a record's byTime key.
-func timeKey(stored int64, k []byte) []byte {
-	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(k)), uint64(stored)), k...)
-}
-
-// storedAt is the Stored time of an encoded record (0 when it has none).
-func storedAt(v []byte) int64 { return gjson.GetBytes(v, "stored").Int() }
 
 // Prune deletes the records stored before before, at most batch (> 0) per
 // transaction, and returns how many it deleted. A response a later one
 // continues goes too: that one's history then ends there, as when it is
 // deleted by id.
 func (s Store) Prune(before time.Time, batch int) (int, error) {
-	limit := timeKey(before.UnixNano(), nil)
-	total := 0
-	for {
-		n := 0
-		err := s.DB.Update(func(tx store.Tx) error {
-			idx, bk := tx.Bucket(byTime), tx.Bucket(bucket)
-			if idx == nil || bk == nil {
-				return nil
-			}
-			var keys [][]byte
-			c := idx.Cursor()
-			for k, _ := c.First(); k != nil && len(keys) < batch && bytes.Compare(k, limit) < 0; k, _ = c.Next() {
-				keys = append(keys, append([]byte(nil), k...))
-			}
-			for _, k := range keys {
-				if err := idx.Delete(k); err != nil {
-					return err
-				}
-				if len(k) > 8 {
-					if err := bk.Delete(k[8:]); err != nil {
-						return err
-					}
-				}
-			}
-			n = len(keys)
-			return nil
-		})
-		total += n
-		if err != nil || n < batch {
-			return total, err
-		}
-	}
+	return table.Prune(s.DB, before, batch)
 }
 
-// Backfill indexes the records stored before the byTime index existed
+// Backfill indexes the records stored before the time index existed
 // (Stored 0), so Prune finds them too: each by its response's created_at
 // (Unix seconds, in every Responses object), or now when it has none — a
 // record is then kept one retention period longer, never deleted early.
@@ -162,11 +100,11 @@ func (s Store) Backfill(now time.Time, batch int) (int, error) {
 		var last []byte
 		err := s.DB.Update(func(tx store.Tx) error {
 			read, last = 0, nil // a store may run the function again
-			bk := tx.Bucket(bucket)
+			bk := tx.Bucket(table.Bucket)
 			if bk == nil {
 				return nil
 			}
-			idx, err := tx.CreateBucketIfNotExists(byTime)
+			idx, err := tx.CreateBucketIfNotExists(table.ByTime)
 			if err != nil {
 				return err
 			}
@@ -181,7 +119,7 @@ func (s Store) Backfill(now time.Time, batch int) (int, error) {
 			for ; k != nil && read < batch; k, v = c.Next() {
 				read++
 				last = append(last[:0], k...)
-				if storedAt(v) == 0 {
+				if records.StoredAt(v) == 0 {
 					keys, vals = append(keys, bytes.Clone(k)), append(vals, bytes.Clone(v))
 				}
 			}
@@ -195,7 +133,7 @@ func (s Store) Backfill(now time.Time, batch int) (int, error) {
 				if err != nil {
 					return err
 				}
-				if err := idx.Put(timeKey(at, k), nil); err != nil {
+				if err := idx.Put(records.TimeKey(at, k), nil); err != nil {
 					return err
 				}
 				if err := bk.Put(k, nv); err != nil {
@@ -245,11 +183,7 @@ func (s Store) Get(account, id string) (*Record, error) {
 }
 
 func get(tx store.Tx, account, id string) (*Record, error) {
-	bk := tx.Bucket(bucket)
-	if bk == nil || id == "" || len(id) > 256 {
-		return nil, nil
-	}
-	v := bk.Get(key(account, id))
+	v := table.Get(tx, account, id)
 	if v == nil {
 		return nil, nil
 	}
@@ -262,25 +196,7 @@ func get(tx store.Tx, account, id string) (*Record, error) {
 
 // Delete removes the account's response id; found reports it existed.
 func (s Store) Delete(account, id string) (found bool, err error) {
-	err = s.DB.Update(func(tx store.Tx) error {
-		bk := tx.Bucket(bucket)
-		if bk == nil {
-			return nil
-		}
-		k := key(account, id)
-		v := bk.Get(k)
-		if v == nil {
-			return nil
-		}
-		found = true
-		if idx := tx.Bucket(byTime); idx != nil {
-			if err := idx.Delete(timeKey(storedAt(v), k)); err != nil {
-				return err
-			}
-		}
-		return bk.Delete(k)
-	})
-	return found, err
+	return table.Delete(s.DB, account, id)
 }
 
 // History is the conversation up to and including the account's response

@@ -69,7 +69,7 @@ func testPrune(t *testing.T, s Store) {
 		t.Fatalf("second prune: %d %v, want 2", n, err)
 	}
 	if err := s.DB.View(func(tx store.Tx) error {
-		return tx.Bucket(byTime).ForEach(func(k, _ []byte) error {
+		return tx.Bucket(table.ByTime).ForEach(func(k, _ []byte) error {
 			if strings.Contains(string(k), "acct_p\x00") {
 				t.Errorf("index entry left: %q", k)
 			}
@@ -146,7 +146,7 @@ func testBackfill(t *testing.T, s Store) {
 		"acct_b\x00resp_nodate": `{"input":[],"response":{"id":"resp_nodate"}}`,
 	}
 	if err := s.DB.Update(func(tx store.Tx) error {
-		bk, err := tx.CreateBucketIfNotExists(bucket)
+		bk, err := tx.CreateBucketIfNotExists(table.Bucket)
 		if err != nil {
 			return err
 		}

@@ -100,14 +100,39 @@ try {
   await page.locator("#generation-content", { hasText: "store_content" }).waitFor();
   await shot("activity-detail");
 
-  // 5. Its cost in the usage chart: today's test/chat bar is this request
-  // (the only one this gateway served).
+  // 4b. The switch turns content storage on: the next request's prompt and
+  // completion show in its detail.
+  const storeSwitch = page.locator("#store-content input[name=store_content]");
+  assert.equal(await storeSwitch.isChecked(), false, "content storage is off by default");
+  await storeSwitch.check();
+  await page.locator("#store-content", { hasText: "the account's choice" }).waitFor();
+  const stored = await fetch(base + "/api/v1/chat/completions", {
+    method: "POST",
+    headers: { Authorization: "Bearer " + secret, "Content-Type": "application/json" },
+    body: JSON.stringify({ model: "test/chat", messages: [{ role: "user", content: "keep this prompt" }], max_tokens: 16 }),
+  }).then((r) => r.json());
+  const storedRow = page.locator(`#generations tr[data-id="${stored.id}"]`);
+  for (let i = 0; !(await storedRow.count()); i++) {
+    assert.ok(i < 40, `generation ${stored.id} is not in the activity list`);
+    await page.waitForTimeout(250);
+    await page.click("#screen form button[type=submit]");
+  }
+  await storedRow.click();
+  await page.locator("#generation-content").getByText("keep this prompt", { exact: true }).waitFor();
+  await shot("activity-content");
+  await storeSwitch.uncheck();
+  await page.locator("#store-content", { hasText: "the account's choice" }).waitFor();
+  assert.equal(await storeSwitch.isChecked(), false, "the switch turned storage off again");
+
+  // 5. Their cost in the usage chart: today's test/chat bar is these two
+  // requests (the only ones this gateway served).
   await page.click("nav a[href='#/usage']");
   const today = new Date().toISOString().slice(0, 10);
   const bar = page.locator(`#usage-chart rect[data-day="${today}"][data-series="test/chat"]`);
   await bar.waitFor();
   const shown = Number((await bar.getAttribute("data-value")).replace(/^\$/, ""));
-  assert.ok(Math.abs(shown - cost) < 1e-12, `chart shows ${shown} for test/chat today, the request cost ${cost}`);
+  const both = cost + stored.usage.cost;
+  assert.ok(Math.abs(shown - both) < 1e-12, `chart shows ${shown} for test/chat today, the two requests cost ${both}`);
   await page.locator("#credits dd").first().waitFor();
   await shot("usage");
 

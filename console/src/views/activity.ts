@@ -1,4 +1,4 @@
-import { get, qs } from "../api";
+import { get, put, qs } from "../api";
 import { clear, h, usd, when } from "../dom";
 import { errorBox } from "../ui";
 
@@ -110,8 +110,48 @@ export async function activityView(root: HTMLElement): Promise<void> {
     }
   }
 
-  clear(root, h("h2", {}, "Activity"), form, list, more, detail);
+  clear(root, h("h2", {}, "Activity"), await storageSwitch(), form, list, more, detail);
   await load(true);
+}
+
+// GET/PUT /accounts/me/store_content's data (docs/api.md).
+interface Storage {
+  store_content: boolean;
+  source: "account" | "operator";
+}
+
+// storageSwitch turns the account's content storage on and off (PUT
+// /accounts/me/store_content; a management key only: the gateway refuses
+// others with 403, shown beside the switch). Off, a generation's detail
+// says none was stored; on, what the account's keys send from then on is
+// kept for retention.content.
+async function storageSwitch(): Promise<HTMLElement> {
+  const box = h("input", { type: "checkbox", name: "store_content" }) as HTMLInputElement;
+  const note = h("span", { class: "muted" });
+  const show = (s: Storage) => {
+    box.checked = s.store_content;
+    note.textContent = s.source === "account" ? " (the account's choice)" : " (the operator's default)";
+  };
+  const wrap = h("p", { id: "store-content" }, h("label", {}, box, " Store prompts and completions of new requests"), note);
+  try {
+    show((await get<{ data: Storage }>("/accounts/me/store_content")).data);
+  } catch (err) {
+    box.disabled = true;
+    note.textContent = " " + (err instanceof Error ? err.message : String(err));
+    return wrap;
+  }
+  box.addEventListener("change", async () => {
+    box.disabled = true;
+    try {
+      show((await put<{ data: Storage }>("/accounts/me/store_content", { store_content: box.checked })).data);
+    } catch (err) {
+      box.checked = !box.checked;
+      note.textContent = " " + (err instanceof Error ? err.message : String(err));
+    } finally {
+      box.disabled = false;
+    }
+  });
+  return wrap;
 }
 
 // contentOf shows a generation's stored prompt and completion, or why

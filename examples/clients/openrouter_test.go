@@ -19,7 +19,28 @@ func TestNodeOpenRouterSDK(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(gatewaytest.Root(), "examples", "clients", "node", "node_modules", "@openrouter", "sdk")); err != nil {
 		t.Fatal("@openrouter/sdk missing: run `make clients` (part of `make test`)")
 	}
-	g := gateway(t)
+	// Two providers of test/chat (for the provider preferences), a model
+	// whose only provider refuses connections (for fallbacks) and the
+	// demo's reasoning model.
+	yml := strings.Replace(gatewaytest.DefaultYAML([]string{"alpha", "beta"}), "models:\n",
+		`  - {slug: down, name: down, adapter: openai, base_url: "http://127.0.0.1:9", data_collection: deny, region: us}
+models:
+  - id: test/down
+    kind: chat
+    context_length: 8192
+    endpoints:
+      - {provider: down, upstream_model: echo, max_output: 1024, price: {prompt: 1, completion: 2}}
+  - id: test/reasoner
+    kind: chat
+    context_length: 8192
+    endpoints:
+      - {provider: alpha, upstream_model: echo-reasoner, max_output: 1024, price: {prompt: 1, completion: 2}}
+`, 1)
+	g, err := gatewaytest.Start(gatewaytest.Options{Quiet: true, Providers: []string{"alpha", "beta"}, ConfigYAML: yml})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
 	acct, err := g.Keys.CreateAccount("broke")
 	if err != nil {
 		t.Fatal(err)

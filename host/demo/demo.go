@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/jsonstr"
+	"github.com/tidwall/gjson"
 )
 
 // Faults change the server's behaviour for tests. The zero value is healthy.
@@ -194,7 +195,11 @@ type chatReq struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	ResponseFormat *struct {
+	// ReasoningEffort is what the gateway sends for reasoning.effort;
+	// Reasoning the unified object, for providers that take it.
+	ReasoningEffort string          `json:"reasoning_effort"`
+	Reasoning       json.RawMessage `json:"reasoning"`
+	ResponseFormat  *struct {
 		Type       string `json:"type"`
 		JSONSchema *struct {
 			Schema json.RawMessage `json:"schema"`
@@ -253,13 +258,24 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 	}
 	completion := len(toks)
 	c := chatAnswer{id: "chatcmpl-demo" + fmt.Sprint(time.Now().UnixNano()), created: time.Now().Unix(), model: req.Model, toks: toks, finish: finish}
+	if req.reasons() {
+		// A reasoning model asked to reason thinks first, as OpenRouter's
+		// upstreams return it (message.reasoning, delta.reasoning), and
+		// counts its reasoning in completion_tokens.
+		c.reasoning = strings.SplitAfter("The user said: "+firstWords(conv.lastUser, 8)+" I will echo it back.", " ")
+		completion += len(c.reasoning)
+	}
 	// n choices, as OpenAI generates them (JSON only): each is the same
 	// reply here, and each one's tokens are billed.
 	choices := max(req.N, 1)
 	if req.Stream {
 		choices = 1
 	}
-	c.usage = fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, conv.prompt, choices*completion, conv.prompt+choices*completion)
+	details := ""
+	if c.reasoning != nil {
+		details = fmt.Sprintf(`,"completion_tokens_details":{"reasoning_tokens":%d}`, choices*len(c.reasoning))
+	}
+	c.usage = fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d%s}`, conv.prompt, choices*completion, conv.prompt+choices*completion, details)
 	if f.Usage != "" {
 		c.usage = f.Usage
 	}
@@ -268,6 +284,21 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte, f Fau
 		return
 	}
 	s.streamChat(w, r, c, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, f)
+}
+
+// reasons reports whether the demo reasons before it answers: only its
+// reasoning model (echo-reasoner, or echo-reasoner-<name>), and only when
+// the request asks for reasoning (reasoning_effort, or a reasoning object
+// that neither excludes it nor sets effort "none").
+func (req *chatReq) reasons() bool {
+	if !strings.HasPrefix(req.Model, "echo-reasoner") {
+		return false
+	}
+	if req.ReasoningEffort != "" {
+		return req.ReasoningEffort != "none"
+	}
+	r := gjson.ParseBytes(req.Reasoning)
+	return r.IsObject() && !r.Get("exclude").Bool() && r.Get("effort").Str != "none" && r.Get("enabled").Type != gjson.False
 }
 
 // readChat parses and checks a chat request as OpenAI does, and answers its
@@ -360,6 +391,8 @@ type chatAnswer struct {
 	toks    []string
 	finish  string
 	usage   string
+	// reasoning is the reasoning text in tokens, nil when none.
+	reasoning []string
 }
 
 // writeJSON answers with a chat.completion of n identical choices.
@@ -375,7 +408,11 @@ func (c *chatAnswer) writeJSON(w http.ResponseWriter, n int, f Faults) {
 		if i > 0 {
 			cs.WriteByte(',')
 		}
-		fmt.Fprintf(&cs, `{"index":%d,"message":{"role":"assistant","content":%s,"refusal":null},"logprobs":null,"finish_reason":%s}`, i, content, jsonstr.Quote(c.finish))
+		reasoning := ""
+		if c.reasoning != nil {
+			reasoning = `,"reasoning":` + jsonstr.Quote(strings.Join(c.reasoning, ""))
+		}
+		fmt.Fprintf(&cs, `{"index":%d,"message":{"role":"assistant","content":%s%s,"refusal":null},"logprobs":null,"finish_reason":%s}`, i, content, reasoning, jsonstr.Quote(c.finish))
 	}
 	fmt.Fprintf(w, `{"id":%s,"object":"chat.completion","created":%d,"model":%s,"choices":[%s]%s,"system_fingerprint":"fp_demo"}`,
 		jsonstr.Quote(c.id), c.created, jsonstr.Quote(c.model), cs.String(), u)
@@ -398,6 +435,11 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c chatAnswer
 	head := fmt.Sprintf(`{"id":%s,"object":"chat.completion.chunk","created":%d,"model":%s,"system_fingerprint":"fp_demo","choices":`, jsonstr.Quote(c.id), c.created, jsonstr.Quote(c.model))
 	if !send(head + `[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`) {
 		return
+	}
+	for _, t := range c.reasoning {
+		if !send(head + `[{"index":0,"delta":{"reasoning":` + jsonstr.Quote(t) + `},"logprobs":null,"finish_reason":null}]}`) {
+			return
+		}
 	}
 	for _, t := range c.toks {
 		b, _ := json.Marshal(t)

@@ -4,7 +4,7 @@
 // every answer with its zod schemas; a missing field fails the call.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateText, streamText, embed, embedMany } from 'ai';
+import { generateText, streamText, embed, embedMany, tool, jsonSchema, stepCountIs, Output } from 'ai';
 import { createOpenRouter } from '@openrouter/ai-sdk-provider';
 
 const openrouter = createOpenRouter({ baseURL: process.env.SWITCHYARD_URL, apiKey: process.env.SWITCHYARD_KEY });
@@ -68,4 +68,29 @@ test('embeddings', async () => {
 test('errors', async () => {
   await assert.rejects(generateText({ model: openrouter('nobody/nothing'), prompt: 'x', maxRetries: 0 }),
     (err) => err.statusCode === 404 || err.lastError?.statusCode === 404 || /nobody\/nothing/.test(String(err)));
+});
+
+// Tools and structured outputs through the AI SDK's own helpers: a tool the
+// model calls (the demo calls it when the prompt names it) whose result it
+// answers from, and an object generated against a JSON Schema.
+test('tools and structured output', async () => {
+  const res = await generateText({
+    model: openrouter('test/chat'),
+    prompt: 'call:get_weather for Paris',
+    tools: { get_weather: tool({ description: 'Weather in a city', inputSchema: jsonSchema({ type: 'object', properties: { city: { type: 'string' } } }), execute: async () => ({ temp_c: 21 }) }) },
+    stopWhen: stepCountIs(3),
+    maxRetries: 0,
+  });
+  assert.ok(res.steps.length >= 2, `steps: ${res.steps.length}`);
+  assert.equal(res.steps[0].toolCalls[0]?.toolName, 'get_weather');
+  assert.match(res.text, /temp_c/);
+
+  const obj = await generateText({
+    model: openrouter('test/chat'),
+    prompt: 'a city',
+    output: Output.object({ schema: jsonSchema({ type: 'object', properties: { name: { type: 'string' }, population: { type: 'integer' } }, required: ['name', 'population'], additionalProperties: false }) }),
+    maxRetries: 0,
+  });
+  assert.equal(typeof obj.output.name, 'string');
+  assert.equal(obj.output.population, 1);
 });

@@ -300,3 +300,99 @@ test('activity', () => checked(async () => {
   const row = res.data.find((r) => r.model === 'test/chat');
   assert.ok(row && row.requests > 0 && row.usage > 0 && row.modelPermaslug === 'test/chat', JSON.stringify(res.data));
 }));
+
+// Function tools, as the SDK sends them: the demo model calls the tool a
+// required tool_choice names, and answers in prose from its result.
+test('function tools', () => checked(async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  const messages = [{ role: 'user', content: 'weather in Paris?' }];
+  const call = await client.chat.send({ chatRequest: { model: 'test/chat', messages, tools, toolChoice: 'required' } });
+  assert.equal(call.choices[0].finishReason, 'tool_calls');
+  const tc = call.choices[0].message.toolCalls[0];
+  assert.equal(tc.function.name, 'get_weather');
+  const answer = await client.chat.send({
+    chatRequest: { model: 'test/chat', tools, messages: [...messages, { role: 'assistant', content: null, toolCalls: [tc] }, { role: 'tool', toolCallId: tc.id, content: '{"temp_c":21}' }] },
+  });
+  assert.equal(answer.choices[0].finishReason, 'stop');
+  assert.match(answer.choices[0].message.content, /temp_c/);
+}));
+
+// Fallback models: test/down's only provider refuses connections, so the
+// answer comes from the next model of `models`; with allow_fallbacks false
+// and no fallback model the failure is the client's typed error.
+test('fallback models', () => checked(async () => {
+  const hi = [{ role: 'user', content: 'fall back' }];
+  const res = await client.chat.send({ xOpenRouterMetadata: 'enabled', chatRequest: { model: 'test/down', models: ['test/chat'], messages: hi } });
+  assert.equal(res.model, 'test/chat');
+  assert.match(res.choices[0].message.content, /You said: fall back/);
+  await assert.rejects(client.chat.send({ chatRequest: { model: 'test/down', messages: hi, provider: { allowFallbacks: false } } }),
+    (err) => err instanceof errors.OpenRouterError && err.statusCode >= 500);
+}));
+
+// Every provider preference of the SDK's ProviderPreferences type, each
+// sent as its typed form: accepted (never a 400 for a typed field), routed
+// as it says where the demo can show it (the provider that answered, from
+// the routing metadata).
+test('provider preferences', () => checked(async () => {
+  const hi = [{ role: 'user', content: 'route me' }];
+  const send = (provider) => client.chat.send({ xOpenRouterMetadata: 'enabled', chatRequest: { model: 'test/chat', messages: hi, provider } });
+  const cases = [
+    [{ order: ['beta'], allowFallbacks: false }, 'beta'],
+    [{ only: ['alpha'] }, 'alpha'],
+    [{ ignore: ['alpha'] }, 'beta'],
+    [{ sort: 'price' }, 'alpha'], // alpha is the cheaper endpoint
+    [{ sort: { by: 'price', partition: 'none' } }, 'alpha'],
+    [{ sort: 'throughput' }],
+    [{ sort: 'latency' }],
+    [{ requireParameters: true }],
+    [{ dataCollection: 'deny' }],
+    [{ zdr: false }],
+    [{ enforceDistillableText: false }],
+    [{ quantizations: ['fp8', 'bf16', 'unknown'] }],
+    [{ maxPrice: { prompt: '1000', completion: '1000' } }],
+    [{ preferredMinThroughput: 10 }],
+    [{ preferredMinThroughput: { p50: 10, p90: 5 } }],
+    [{ preferredMaxLatency: 5 }],
+    [{ preferredMaxLatency: { p50: 5, p99: 20 } }],
+  ];
+  for (const [provider, want] of cases) {
+    const res = await send(provider);
+    assert.equal(res.object, 'chat.completion', JSON.stringify(provider));
+    const by = res.openrouterMetadata.endpoints.available.find((e) => e.selected)?.provider;
+    if (want) assert.equal(by, want, `${JSON.stringify(provider)} answered by ${by}`);
+  }
+  // A price ceiling no endpoint meets: the typed 404 says why.
+  await assert.rejects(send({ maxPrice: { prompt: '0.0001' } }),
+    (err) => err instanceof errors.OpenRouterError && err.statusCode === 404 && /max_price/.test(err.message));
+}));
+
+// Structured outputs: a json_schema response format is honoured (the demo
+// answers an instance of the schema), through the SDK's typed form.
+test('structured outputs', () => checked(async () => {
+  const res = await client.chat.send({
+    chatRequest: {
+      model: 'test/chat', messages: [{ role: 'user', content: 'a city' }],
+      responseFormat: { type: 'json_schema', jsonSchema: { name: 'city', strict: true, schema: { type: 'object', properties: { name: { type: 'string' }, population: { type: 'integer' } }, required: ['name', 'population'], additionalProperties: false } } },
+    },
+  });
+  const city = JSON.parse(res.choices[0].message.content);
+  assert.equal(typeof city.name, 'string');
+  assert.equal(city.population, 1);
+}));
+
+// Reasoning: the demo's reasoning model thinks when asked; the SDK reads the
+// reasoning text, JSON and streamed, and its tokens in the usage details.
+test('reasoning', () => checked(async () => {
+  const messages = [{ role: 'user', content: 'think about it' }];
+  const res = await client.chat.send({ chatRequest: { model: 'test/reasoner', messages, reasoning: { effort: 'high' } } });
+  assert.match(res.choices[0].message.reasoning, /The user said: think about it/);
+  assert.match(res.choices[0].message.content, /You said: think about it/);
+  assert.ok(res.usage.completionTokensDetails.reasoningTokens > 0, JSON.stringify(res.usage));
+  let reasoning = '';
+  for await (const chunk of await client.chat.send({ chatRequest: { model: 'test/reasoner', messages, reasoning: { effort: 'low' }, stream: true } })) {
+    for (const c of chunk.choices) reasoning += c.delta?.reasoning ?? '';
+  }
+  assert.match(reasoning, /The user said: think about it/);
+  const quiet = await client.chat.send({ chatRequest: { model: 'test/reasoner', messages } });
+  assert.ok(!quiet.choices[0].message.reasoning, 'no reasoning when none was asked');
+}));

@@ -32,7 +32,7 @@ type Price struct {
 
 // Provider is an upstream service reached through one adapter module.
 type Provider struct {
-	Slug    string // e.g. "openai", "demo"
+	Slug    string // the configuration's providers[].slug
 	Name    string // display name
 	BaseURL string // e.g. https://api.openai.com/v1, no trailing slash
 	// API is the provider's form of its adapter's API, handed to the
@@ -60,7 +60,7 @@ type Provider struct {
 	EmbeddingTokenIDs bool
 	// RequiresModeration: the provider accepts only moderated input, so
 	// every chat request that may be routed to it runs the moderation
-	// plugin, listed or not (docs/plugins.md, "moderation").
+	// plugin, listed or not (docs/plugins.md, section moderation).
 	RequiresModeration bool
 	// MaxMessages is the most messages a chat request may have (0: no
 	// known limit); the context-compression plugin keeps to it.

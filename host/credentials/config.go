@@ -14,12 +14,17 @@ import (
 // file: each is read from an environment variable the block names (or the
 // variable the cloud's own tools read, by default) or, for Google, from a
 // credentials file.
+// DefaultSigV4Service is the AWS signing name aws-sigv4 signs for unless
+// auth.service says otherwise: AWS's name of the Bedrock Runtime service
+// (what its endpoints' credential scope says), not a module's id.
+const DefaultSigV4Service = "bedrock"
+
 type Config struct {
 	Scheme string `yaml:"scheme"`
 
 	// aws-sigv4
 	Region             string `yaml:"region"`                // default $AWS_REGION, then $AWS_DEFAULT_REGION
-	Service            string `yaml:"service"`               // signing name; default "bedrock"
+	Service            string `yaml:"service"`               // signing name; default DefaultSigV4Service
 	AccessKeyIDEnv     string `yaml:"access_key_id_env"`     // default AWS_ACCESS_KEY_ID
 	SecretAccessKeyEnv string `yaml:"secret_access_key_env"` // default AWS_SECRET_ACCESS_KEY
 	SessionTokenEnv    string `yaml:"session_token_env"`     // default AWS_SESSION_TOKEN
@@ -114,7 +119,7 @@ func build(slug string, cfg Config, apiKey string, getenv func(string) string, h
 		if region == "" {
 			return nil, fmt.Errorf("config: provider %q: auth aws-sigv4 needs a region (auth.region, or AWS_REGION)", slug)
 		}
-		return newSigV4(id, secret, env(cfg.SessionTokenEnv, "AWS_SESSION_TOKEN"), region, cmp.Or(cfg.Service, "bedrock")), nil
+		return newSigV4(id, secret, env(cfg.SessionTokenEnv, "AWS_SESSION_TOKEN"), region, cmp.Or(cfg.Service, DefaultSigV4Service)), nil
 	case GoogleServiceAccount:
 		path := cmp.Or(cfg.CredentialsFile, getenv("GOOGLE_APPLICATION_CREDENTIALS"))
 		if path == "" {

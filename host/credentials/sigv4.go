@@ -60,7 +60,7 @@ func newSigV4Chain(slug string, cfg Config, region string) (*sigV4, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: provider %q: auth aws-sigv4 credential chain: %w", slug, err)
 	}
-	return &sigV4{chain: ac.Credentials, region: region, service: cmp.Or(cfg.Service, "bedrock"), signer: v4.NewSigner(), now: time.Now}, nil
+	return &sigV4{chain: ac.Credentials, region: region, service: cmp.Or(cfg.Service, DefaultSigV4Service), signer: v4.NewSigner(), now: time.Now}, nil
 }
 
 func (s *sigV4) Name() string             { return AWSSigV4 }

@@ -278,7 +278,7 @@ func (s *Core) answeringRouter(req *Request, r *RouterModel) *apierr.Error {
 
 // answeredBy notes, for service_metadata, which answering router (fusion)
 // answered or refused a request in its pipeline — by its model id or
-// listed in its plugins: the strategy is the router's ("fusion"), or the
+// listed in its plugins: the strategy is the router's id, or the
 // one its stage names.
 func (req *Request) answeredBy(pl *pipeline.Pipeline) {
 	if req.routed != nil || pl == nil {

@@ -178,6 +178,8 @@ bench:
 	@test -f examples/clients/node/node_modules/jsonrepair/package.json || $(MAKE) --no-print-directory clients
 	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/response-healing/heal/ | sed -n '/response-healing on its/,/held-out split held to/p'
 	$(GO) test -run=NONE -bench=ResponseHealingModule -benchmem -benchtime=50x ./plugins/response-healing/healtest/
+	# Heal's linearity: MB/s at 16 and 128 KiB of each adversarial shape.
+	$(GO) test -run=NONE -bench=HealLinear -benchtime=20x ./plugins/response-healing/heal/ | grep -E 'MB/s'
 	$(GO) test -run=NONE -bench=WebModule -benchmem -benchtime=2000x ./plugins/web/webtest/
 	# The web-fetch module: words of the marked main content kept and
 	# clutter per category (dev and held-out) beside Mozilla Readability +

@@ -15,9 +15,10 @@ import (
 // The local engine beside its anchor on the same inputs. Presidio (the
 // issue's anchor for personal data) is a Python package and PyPI is not
 // reachable from this project's machines, so it cannot run here; the
-// anchor that does run is @presidio-dev/hai-guardrails, an npm guardrails
-// library with pattern guards of the same jobs: prompt injection (its
-// injection and leakage guards), personal data and secrets
+// anchors that do run are npm packages: @presidio-dev/hai-guardrails, a
+// guardrails library with pattern guards of the same jobs: prompt
+// injection (its injection and leakage guards), personal data and secrets,
+// and @andersmyrmel/vard, a prompt-injection detector
 // (examples/clients/node/moderation/anchor.mjs says which modes, and why
 // not its heuristic one).
 //
@@ -35,6 +36,7 @@ type anchorVerdict struct {
 	Injection bool   `json:"injection"`
 	PII       bool   `json:"pii"`
 	Secret    bool   `json:"secret"`
+	Vard      bool   `json:"vard"`
 }
 
 // runModerationAnchor runs anchor.mjs over rows; why says why it could not.
@@ -184,10 +186,10 @@ func TestAnchorSideBySide(t *testing.T) {
 		t.Skip("the anchor cannot run: " + why)
 	}
 	var b strings.Builder
-	fmt.Fprintln(&b, "moderation: local engine beside @presidio-dev/hai-guardrails 1.12.0 (pattern guards), same inputs, per input:")
-	var held [2]*sideScore
+	fmt.Fprintln(&b, "moderation: local engine beside @presidio-dev/hai-guardrails 1.12.0 (pattern guards) and @andersmyrmel/vard 1.2.0 (moderate preset; injection only), same inputs, per input:")
+	var held [3]*sideScore
 	for _, sp := range splits {
-		ours, theirs := &sideScore{byKind: map[string][2]int{}}, &sideScore{byKind: map[string][2]int{}}
+		ours, theirs, vardS := &sideScore{byKind: map[string][2]int{}}, &sideScore{byKind: map[string][2]int{}}, &sideScore{byKind: map[string][2]int{}}
 		for _, r := range sp.rows {
 			var inj, found bool
 			for _, f := range Local(r.Text) {
@@ -200,12 +202,15 @@ func TestAnchorSideBySide(t *testing.T) {
 			ours.add(r, inj, found)
 			v := anchor[r.ID]
 			theirs.add(r, v.Injection, v.PII || v.Secret)
+			vardS.add(r, v.Vard, false)
 		}
-		fmt.Fprintf(&b, "%s (%d inputs)                     local engine      hai-guardrails\n", sp.name, len(sp.rows))
-		row := func(name, a, c string) { fmt.Fprintf(&b, "  %-36s %-17s %s\n", name, a, c) }
-		row("prompt injection caught", frac(ours.injCaught, ours.inj), frac(theirs.injCaught, theirs.inj))
-		row("  precision", prec(ours.injCaught, ours.injFalse), prec(theirs.injCaught, theirs.injFalse))
-		row("  flagged without the label", frac(ours.injFalse, ours.nonInj), frac(theirs.injFalse, theirs.nonInj))
+		fmt.Fprintf(&b, "%-38s %-17s %-17s %s\n", fmt.Sprintf("%s (%d inputs)", sp.name, len(sp.rows)), "local engine", "hai-guardrails", "vard")
+		row := func(name, a, c string, v ...string) {
+			fmt.Fprintf(&b, "  %-36s %-17s %-17s %s\n", name, a, c, strings.Join(v, ""))
+		}
+		row("prompt injection caught", frac(ours.injCaught, ours.inj), frac(theirs.injCaught, theirs.inj), frac(vardS.injCaught, vardS.inj))
+		row("  precision", prec(ours.injCaught, ours.injFalse), prec(theirs.injCaught, theirs.injFalse), prec(vardS.injCaught, vardS.injFalse))
+		row("  flagged without the label", frac(ours.injFalse, ours.nonInj), frac(theirs.injFalse, theirs.nonInj), frac(vardS.injFalse, vardS.nonInj))
 		row("personal data or secret found", frac(ours.piiCaught, ours.pii), frac(theirs.piiCaught, theirs.pii))
 		row("  precision", prec(ours.piiCaught, ours.piiFalse), prec(theirs.piiCaught, theirs.piiFalse))
 		for _, k := range LocalCategories {
@@ -213,17 +218,21 @@ func TestAnchorSideBySide(t *testing.T) {
 				row("  "+k, frac(c[1], c[0]), frac(theirs.byKind[k][1], theirs.byKind[k][0]))
 			}
 		}
-		row("benign texts passed untouched", frac(ours.benignOK, ours.benign), frac(theirs.benignOK, theirs.benign))
+		row("benign texts passed untouched", frac(ours.benignOK, ours.benign), frac(theirs.benignOK, theirs.benign), "(injection only:) ", frac(vardS.benignOK, vardS.benign))
 		if strings.HasSuffix(sp.name, "held-out") {
-			held = [2]*sideScore{ours, theirs}
+			held = [3]*sideScore{ours, theirs, vardS}
 			t.Logf("held-out, anchor: injections missed %v; flagged as injection %v; false personal data %v", theirs.injMisses, theirs.falseInj, theirs.falsePI)
 		}
 	}
 	fmt.Fprintln(&b, "end of moderation anchor table")
 	t.Log("\n" + b.String())
-	ours, theirs := held[0], held[1]
+	ours, theirs, vardS := held[0], held[1], held[2]
 	if ours.injCaught < theirs.injCaught || ours.piiCaught < theirs.piiCaught || ours.benignOK < theirs.benignOK {
-		t.Errorf("held-out: the local engine is behind its anchor (injection %d vs %d, personal data %d vs %d, benign untouched %d vs %d)",
+		t.Errorf("held-out: the local engine is behind hai-guardrails (injection %d vs %d, personal data %d vs %d, benign untouched %d vs %d)",
 			ours.injCaught, theirs.injCaught, ours.piiCaught, theirs.piiCaught, ours.benignOK, theirs.benignOK)
+	}
+	if ours.injCaught < vardS.injCaught || ours.injFalse > vardS.injFalse {
+		t.Errorf("held-out: the local engine is behind vard on prompt injection (caught %d vs %d, false %d vs %d)",
+			ours.injCaught, vardS.injCaught, ours.injFalse, vardS.injFalse)
 	}
 }

@@ -202,7 +202,8 @@ bench:
 	$(GO) test -run=NONE -bench=FileParserModule -benchmem -benchtime=50x ./plugins/file-parser/fileparsertest/
 	# The file-parser's pdf-text engine beside poppler's pdftotext on its
 	# evaluation set: word and line-break agreement per producer, tuning
-	# and held-out parts (pdftotext from poppler-utils: make deps).
+	# and held-out parts, two-column pages against its reading order
+	# (pdftotext from poppler-utils: make deps).
 	$(GO) test -count=1 -run=TestPdftotextAgreement -v ./plugins/file-parser/fileparser/ | grep -E 'vs pdftotext|pdftotext .*not installed'
 	# The auto-router: its classifier's accuracy on the labelled prompt set,
 	# one routing decision's cost through the module, and the trade-off →

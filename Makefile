@@ -144,6 +144,7 @@ clients:
 	cd examples/clients/node/claudecode && npm ci --no-audit --no-fund --loglevel=error
 	cd examples/clients/node/codex && npm ci --no-audit --no-fund --loglevel=error
 	cd examples/clients/node/webfetch && npm ci --no-audit --no-fund --loglevel=error
+	cd examples/clients/node/moderation && npm ci --no-audit --no-fund --loglevel=error
 
 gotest:
 	$(GO) test -race -count=1 -timeout 45m ./...
@@ -171,6 +172,11 @@ bench:
 	# held-out and fresh), then its per-call cost at 1, 10 and 100 KB
 	# (clean, with personal data, and text that wakes every gated pass).
 	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/moderation/moderate/ | sed -n '/moderation local engine/,/end of moderation tables/p'
+	# … beside its anchor on the same inputs, per input: npm
+	# @presidio-dev/hai-guardrails' pattern guards (Presidio itself is a
+	# Python package, and PyPI is out of reach: docs/plugins.md).
+	@test -f examples/clients/node/moderation/node_modules/@presidio-dev/hai-guardrails/package.json || $(MAKE) --no-print-directory clients
+	$(GO) test -count=1 -run=TestAnchorSideBySide -v ./plugins/moderation/moderate/ | sed -n '/local engine beside/,/end of moderation anchor table/p'
 	$(GO) test -run=NONE -bench=Moderation -benchmem -benchtime=20x ./plugins/moderation/moderate/
 	# The response-healing module: each category's repair rate on its
 	# evaluation set (dev and held-out) beside npm jsonrepair's on the same
@@ -198,7 +204,8 @@ bench:
 	$(GO) test -run=NONE -bench=FileParserModule -benchmem -benchtime=50x ./plugins/file-parser/fileparsertest/
 	# The file-parser's pdf-text engine beside poppler's pdftotext on its
 	# evaluation set: word and line-break agreement per producer, tuning
-	# and held-out parts (pdftotext from poppler-utils: make deps).
+	# and held-out parts, two-column pages against its reading order
+	# (pdftotext from poppler-utils: make deps).
 	$(GO) test -count=1 -run=TestPdftotextAgreement -v ./plugins/file-parser/fileparser/ | grep -E 'vs pdftotext|pdftotext .*not installed'
 	# The auto-router: its classifier's accuracy on the labelled prompt set,
 	# one routing decision's cost through the module, and the trade-off →

@@ -62,6 +62,13 @@ type writer struct {
 	h        float64 // its font size on the page
 	pend     int     // separator owed before the next text: 0, sepSpace, sepLine, sepPara
 	lineDist float64 // the last ordinary line distance, 0: none yet
+
+	// The runs of text the page is made of, for finding columns
+	// (columns.go): a run ends at a line break or a gap wider than any
+	// word space.
+	segs    []seg
+	cut     bool // the next text starts a new run
+	slanted bool // a glyph was not upright: no column layout is looked for
 }
 
 const (
@@ -92,7 +99,16 @@ func (w *writer) place(t string, sx, sy, ex, ey, ux, uy, h float64) {
 			// A gap, or a jump back along the same baseline (a
 			// second column drawn after the first): words apart.
 			w.pend = max(w.pend, sepSpace)
+			if along > runGap*hh || along < 0 {
+				w.cut = true
+			}
 		}
+		if math.Abs(perp) > lineGap*hh {
+			w.cut = true
+		}
+	}
+	if ux < 0.999 {
+		w.slanted = true
 	}
 	w.have, w.ex, w.ey, w.ux, w.uy, w.h = true, ex, ey, ux, uy, h
 	if t == "" {
@@ -111,7 +127,13 @@ func (w *writer) place(t string, sx, sy, ex, ey, ux, uy, h float64) {
 		}
 	}
 	w.pend = 0
+	if w.cut || len(w.segs) == 0 {
+		w.segs = append(w.segs, seg{start: w.b.Len(), x0: sx, y: sy, h: h})
+		w.cut = false
+	}
 	w.b.WriteString(t)
+	g := &w.segs[len(w.segs)-1]
+	g.end, g.x1, g.h = w.b.Len(), ex, max(g.h, h)
 }
 
 // maxFormDepth bounds form XObjects drawn inside form XObjects.
@@ -136,6 +158,9 @@ func pageText(page pdf.Value, docFonts map[string]*font, budget *int, limit int)
 	}
 	k := &walk{docFonts: docFonts, budget: budget, limit: limit}
 	k.run(contents, resources(page), gstate{ctm: identity, th: 1}, 0)
+	if text, ok := k.w.columns(); ok {
+		return text, k.err
+	}
 	return k.w.b.String(), k.err
 }
 

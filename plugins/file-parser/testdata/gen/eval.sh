@@ -8,6 +8,11 @@ mkdir -p $E/heldout
 python3 gen/handpdf.py $E
 groff -ms -Tpdf gen/eval/a.ms > $E/groff-ferry.pdf
 groff -ms -Tpdf gen/eval/b.ms > $E/heldout/groff-sourdough.pdf
+# Two columns: groff -ms .2C (column by column) and a generator drawing by
+# baseline across both columns (row by row).
+groff -ms -Tpdf gen/eval/k.ms > $E/twocol-groff-lighthouse.pdf
+groff -ms -Tpdf gen/eval/l.ms > $E/heldout/twocol-groff-water.pdf
+python3 gen/twocol.py $E
 groff -ms -Tps gen/eval/a.ms | gs -q -dNOPAUSE -dBATCH -sDEVICE=pdfwrite -sOutputFile=$E/gs-groff-ferry.pdf -
 groff -ms -Tps gen/eval/b.ms | gs -q -dNOPAUSE -dBATCH -sDEVICE=pdfwrite -sOutputFile=$E/heldout/gs-groff-sourdough.pdf -
 ps2pdf gen/eval/c.ps $E/ps2pdf-library.pdf

@@ -103,6 +103,30 @@ static inline int sy_eq(sy_bytes b, const char *s) {
 	return b.len == n && memcmp(b.p, s, n) == 0;
 }
 
+/* A little JSON reading, enough for ctx and configuration (the Go sdk's
+ * sdk.Get): values are returned raw, as views of the input (a string with
+ * its quotes and escapes; sy_json_str strips the quotes). */
+
+/* sy_json_get finds the value at a dotted path of object members
+ * ("config.blocked") in json: 1 and *val, or 0 when it is absent or the
+ * JSON on the way is malformed. */
+int sy_json_get(sy_bytes json, const char *path, sy_bytes *val);
+
+/* sy_json_next steps through an array: start with *it the array's raw
+ * value; each call sets *elem to the next element and returns 1, then 0. */
+int sy_json_next(sy_bytes *it, sy_bytes *elem);
+
+/* sy_json_str is a raw JSON string's content without its quotes (escapes
+ * left as they are); empty when raw is not a string. */
+static inline sy_bytes sy_json_str(sy_bytes raw) {
+	sy_bytes s = {raw.p, 0};
+	if (raw.len >= 2 && raw.p[0] == '"' && raw.p[raw.len - 1] == '"') {
+		s.p = raw.p + 1;
+		s.len = raw.len - 2;
+	}
+	return s;
+}
+
 /* sy_in is a hook's input frame: ctx, then the hook's fields. */
 typedef struct {
 	sy_bytes f[SY_MAX_FIELDS];
@@ -375,6 +399,108 @@ const char *sy_errorf(const char *fmt, ...) {
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	return msg;
+}
+
+static size_t sy__ws(sy_bytes j, size_t i) {
+	while (i < j.len && (j.p[i] == ' ' || j.p[i] == '\t' || j.p[i] == '\n' || j.p[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* sy__skip returns the offset just past the value at i, or (size_t)-1. */
+static size_t sy__skip(sy_bytes j, size_t i) {
+	const size_t bad = (size_t)-1;
+	if (i >= j.len)
+		return bad;
+	if (j.p[i] == '"') {
+		for (i++; i < j.len; i++) {
+			if (j.p[i] == '\\')
+				i++;
+			else if (j.p[i] == '"')
+				return i + 1;
+		}
+		return bad;
+	}
+	if (j.p[i] == '{' || j.p[i] == '[') {
+		uint8_t close = j.p[i] == '{' ? '}' : ']';
+		i = sy__ws(j, i + 1);
+		if (i < j.len && j.p[i] == close)
+			return i + 1;
+		for (;;) {
+			if (close == '}') {
+				i = sy__skip(j, sy__ws(j, i)); /* the key */
+				if (i == bad || (i = sy__ws(j, i)) >= j.len || j.p[i] != ':')
+					return bad;
+				i++;
+			}
+			i = sy__skip(j, sy__ws(j, i));
+			if (i == bad || (i = sy__ws(j, i)) >= j.len)
+				return bad;
+			if (j.p[i] == close)
+				return i + 1;
+			if (j.p[i] != ',')
+				return bad;
+			i++;
+		}
+	}
+	size_t start = i;
+	while (i < j.len && j.p[i] != ',' && j.p[i] != '}' && j.p[i] != ']' && j.p[i] != ' ' && j.p[i] != '\n' && j.p[i] != '\r' && j.p[i] != '\t')
+		i++;
+	return i == start ? bad : i;
+}
+
+int sy_json_get(sy_bytes json, const char *path, sy_bytes *val) {
+	const size_t bad = (size_t)-1;
+	size_t i = sy__ws(json, 0);
+	while (*path) {
+		const char *dot = strchr(path, '.');
+		size_t klen = dot ? (size_t)(dot - path) : strlen(path);
+		if (i >= json.len || json.p[i] != '{')
+			return 0;
+		i = sy__ws(json, i + 1);
+		int found = 0;
+		while (!found) {
+			if (i >= json.len || json.p[i] != '"')
+				return 0;
+			size_t kend = sy__skip(json, i);
+			if (kend == bad)
+				return 0;
+			found = kend - i - 2 == klen && memcmp(json.p + i + 1, path, klen) == 0;
+			i = sy__ws(json, kend);
+			if (i >= json.len || json.p[i] != ':')
+				return 0;
+			i = sy__ws(json, i + 1);
+			if (found)
+				break;
+			i = sy__skip(json, i);
+			if (i == bad || (i = sy__ws(json, i)) >= json.len || json.p[i] != ',')
+				return 0;
+			i = sy__ws(json, i + 1);
+		}
+		path += klen + (dot ? 1 : 0);
+	}
+	size_t end = sy__skip(json, i);
+	if (end == bad)
+		return 0;
+	val->p = json.p + i;
+	val->len = end - i;
+	return 1;
+}
+
+int sy_json_next(sy_bytes *it, sy_bytes *elem) {
+	size_t i = sy__ws(*it, 0);
+	if (i < it->len && (it->p[i] == '[' || it->p[i] == ','))
+		i = sy__ws(*it, i + 1);
+	if (i >= it->len || it->p[i] == ']')
+		return 0;
+	size_t end = sy__skip(*it, i);
+	if (end == (size_t)-1)
+		return 0;
+	elem->p = it->p + i;
+	elem->len = end - i;
+	it->p += end;
+	it->len -= end;
+	return 1;
 }
 
 /* sy_split splits a frame into at most max fields; -1 when malformed. */

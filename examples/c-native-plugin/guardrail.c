@@ -9,8 +9,8 @@
  * Build (Debian: apt-get install clang-14 lld-14 wasi-libc
  * libclang-rt-14-dev-wasm32), as examples/Makefile does:
  *
- *   clang --target=wasm32-wasi -mexec-model=reactor -O2 -I abi/c \
- *         -Wl,--strip-all -o guardrail.wasm guardrail.c
+ *   clang --target=wasm32-wasi -mexec-model=reactor -O2 -mbulk-memory \
+ *         -I abi/c -Wl,--strip-all -o guardrail.wasm guardrail.c
  *
  * Memory: the library's input and output buffers and the decode buffers
  * here are malloc'd, reused across calls and only grow (doubling) when a

@@ -11,7 +11,7 @@
  *         -I abi/c -Wl,--strip-all -o plugin.wasm plugin.c
  *
  * -mbulk-memory turns memcpy and memset of the module's own code into the
- * memory.copy and memory.fill instructions (wasi-libc's are byte loops).
+ * memory.copy and memory.fill instructions (wasi-libc's are plain C loops).
  * -mexec-model=reactor links wasi-libc's reactor start-up: the module
  * exports _initialize (the host calls it once, docs/abi.md section 1) and no
  * _start. The module imports wasi_snapshot_preview1 (sandboxed by the host:

@@ -108,6 +108,10 @@ const (
 	HostVectorSearch = "vector_search"
 	// result copies the result frame of the last call above.
 	HostResult = "result"
+	// HostMetric adds to a counter, or observes a value in a histogram,
+	// that the module's manifest declares (metrics[]): [name, value
+	// (decimal)] → [] (revision 4; docs/abi.md, "metric").
+	HostMetric = "metric"
 )
 
 // Grant names of manifest grants.host_functions.
@@ -126,6 +130,9 @@ const (
 	// GrantVector grants vector_put and vector_search (and result), scoped
 	// like kv to the module and the calling account.
 	GrantVector = "vector"
+	// GrantMetrics grants metric (and result), for the metrics the
+	// manifest declares.
+	GrantMetrics = "metrics"
 )
 
 // Limits of chat_batch and chat_reserve.
@@ -136,8 +143,9 @@ const (
 
 // Revision is the revision of ABI Version this host implements: additions
 // that leave every older module working (revision 2: chat_batch and
-// chat_reserve; revision 3: embed, vector_put and vector_search).
-const Revision = 3
+// chat_reserve; revision 3: embed, vector_put and vector_search; revision
+// 4: metric).
+const Revision = 4
 
 // Host call failure codes of chat, count_tokens, kv_get, kv_put (and the
 // first two are shared with http_request).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and a fresh machine may lack: Node.js and
 # npm (the npm client tests, the AssemblyScript example, the web console),
-# clang and lld (the C example plugin), rustc with its wasm32-wasi standard
+# clang, lld and wasi-libc (the C example plugin), rustc with its wasm32-wasi standard
 # library (the Rust example plugin), Chromium (the console's end-to-end
 # test, driven by playwright-core with Debian's browser), PostgreSQL, Redis
 # and nginx (the cluster-mode tests start their own throwaway servers:
@@ -40,6 +40,16 @@ command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)
 # wasm-ld as clang will look for it.
 if [ -z "$clang" ] || ! command -v "$("$clang" -print-prog-name=wasm-ld)" >/dev/null 2>&1; then
   command -v wasm-ld-14 >/dev/null 2>&1 || command -v wasm-ld >/dev/null 2>&1 || need+=(lld-14)
+fi
+
+# wasi-libc and compiler-rt's wasm32 builtins: the C guest library
+# abi/c/switchyard.h (the C example, syctl plugin new --lang c) links
+# against libc (malloc, strings, printf) with clang --target=wasm32-wasi.
+if [ -n "$clang" ] && ! echo 'int main(void){return 0;}' | "$clang" --target=wasm32-wasi -mexec-model=reactor -x c -o /dev/null - >/dev/null 2>&1; then
+  [ -d /usr/lib/wasm32-wasi ] || need+=(wasi-libc)
+  need+=(libclang-rt-14-dev-wasm32)
+elif [ -z "$clang" ]; then
+  need+=(wasi-libc libclang-rt-14-dev-wasm32)
 fi
 
 # Debian's rustc and its wasm32-wasi standard library (the Rust example,

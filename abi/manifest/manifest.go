@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -89,6 +90,97 @@ type Manifest struct {
 	// plugin an account publishes can take a role for its keys and a
 	// first-party plugin can be renamed with no host release.
 	Roles []string `json:"roles,omitempty"`
+	// Metrics are the counters and histograms the module adds to through
+	// the metric host function (grant "metrics"); the host exports them on
+	// /metrics as switchyard_module_<name> with the module's name and the
+	// request's account as labels (docs/observability.md, "Module
+	// metrics"). A name the manifest does not declare is refused.
+	Metrics []Metric `json:"metrics,omitempty"`
+}
+
+// A Metric is one metric a module declares.
+type Metric struct {
+	Name string `json:"name"` // [a-z][a-z0-9_]{0,63}; a counter's ends in _total
+	Type string `json:"type"` // MetricCounter or MetricHistogram
+	Help string `json:"help"`
+	// Buckets are a histogram's upper bounds, increasing (Prometheus's
+	// le; +Inf is implied).
+	Buckets []float64 `json:"buckets,omitempty"`
+}
+
+// Metric types (Metric.Type).
+const (
+	MetricCounter   = "counter"
+	MetricHistogram = "histogram"
+)
+
+// Bounds of a manifest's metrics, so that one module cannot make /metrics
+// large: with the host's bound on series (modmetrics), they keep a scrape
+// small.
+const (
+	MaxMetrics       = 16
+	MaxMetricBuckets = 32
+)
+
+var metricNameRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// MetricNamed is the declared metric name, nil when there is none.
+func (m *Manifest) MetricNamed(name string) *Metric {
+	for i := range m.Metrics {
+		if m.Metrics[i].Name == name {
+			return &m.Metrics[i]
+		}
+	}
+	return nil
+}
+
+func (m *Manifest) validateMetrics() error {
+	granted := contains(m.Grants.HostFunctions, abi.GrantMetrics)
+	switch {
+	case len(m.Metrics) > 0 && !granted:
+		return fmt.Errorf("manifest %s: metrics: a module adds to its metrics through the metric host function; grant host function %q", m.Name, abi.GrantMetrics)
+	case len(m.Metrics) == 0 && granted:
+		return fmt.Errorf("manifest %s: grants.host_functions: %q without metrics: declare the metrics the module adds to", m.Name, abi.GrantMetrics)
+	case len(m.Metrics) > MaxMetrics:
+		return fmt.Errorf("manifest %s: metrics: %d declared, at most %d", m.Name, len(m.Metrics), MaxMetrics)
+	}
+	seen := map[string]bool{}
+	for i, d := range m.Metrics {
+		at := fmt.Sprintf("manifest %s: metrics[%d]", m.Name, i)
+		switch {
+		case !metricNameRe.MatchString(d.Name):
+			return fmt.Errorf("%s: name %q must be 1-64 lowercase letters, digits or '_', starting with a letter", at, d.Name)
+		case seen[d.Name]:
+			return fmt.Errorf("%s: %q is declared twice", at, d.Name)
+		case d.Help == "" || len(d.Help) > 256:
+			return fmt.Errorf("%s: help must be 1-256 bytes", at)
+		}
+		seen[d.Name] = true
+		switch d.Type {
+		case MetricCounter:
+			if !strings.HasSuffix(d.Name, "_total") {
+				return fmt.Errorf("%s: a counter's name ends in _total (Prometheus's convention): %q", at, d.Name)
+			}
+			if len(d.Buckets) > 0 {
+				return fmt.Errorf("%s: a counter has no buckets", at)
+			}
+		case MetricHistogram:
+			if strings.HasSuffix(d.Name, "_total") || strings.HasSuffix(d.Name, "_bucket") || strings.HasSuffix(d.Name, "_sum") || strings.HasSuffix(d.Name, "_count") {
+				return fmt.Errorf("%s: a histogram's name must not end in _total, _bucket, _sum or _count: %q", at, d.Name)
+			}
+			if len(d.Buckets) == 0 || len(d.Buckets) > MaxMetricBuckets {
+				return fmt.Errorf("%s: a histogram has 1-%d buckets", at, MaxMetricBuckets)
+			}
+			for j, b := range d.Buckets {
+				if math.IsNaN(b) || math.IsInf(b, 0) || (j > 0 && b <= d.Buckets[j-1]) {
+					return fmt.Errorf("%s: buckets must be finite and increasing", at)
+				}
+			}
+		default:
+			return fmt.Errorf("%s: type %q: counter or histogram", at, d.Type)
+		}
+	}
+	return nil
 }
 
 // Plugin roles (Manifest.Roles).
@@ -375,10 +467,13 @@ func (m *Manifest) Validate() error {
 	}
 	for _, f := range m.Grants.HostFunctions {
 		switch f {
-		case abi.GrantLog, abi.GrantHTTP, abi.GrantChat, abi.GrantCountTokens, abi.GrantKV, abi.GrantEmbed, abi.GrantVector:
+		case abi.GrantLog, abi.GrantHTTP, abi.GrantChat, abi.GrantCountTokens, abi.GrantKV, abi.GrantEmbed, abi.GrantVector, abi.GrantMetrics:
 		default:
-			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q (log, http, chat, count_tokens, kv, embed, vector)", m.Name, f)
+			return fmt.Errorf("manifest %s: grants.host_functions: unknown host function %q (log, http, chat, count_tokens, kv, embed, vector, metrics)", m.Name, f)
 		}
+	}
+	if err := m.validateMetrics(); err != nil {
+		return err
 	}
 	for _, s := range m.Grants.Secrets {
 		if !secretRe.MatchString(s) {
@@ -553,12 +648,14 @@ func (m *Manifest) GrantsHostFunction(f string) bool {
 		f = abi.GrantChat
 	case abi.HostVectorPut, abi.HostVectorSearch:
 		f = abi.GrantVector
+	case abi.HostMetric:
+		f = abi.GrantMetrics
 	case abi.HostResult:
 		// result reads what chat, count_tokens, kv, embed and vector
 		// return: any of them grants it.
 		return contains(m.Grants.HostFunctions, abi.GrantChat) || contains(m.Grants.HostFunctions, abi.GrantCountTokens) ||
 			contains(m.Grants.HostFunctions, abi.GrantKV) || contains(m.Grants.HostFunctions, abi.GrantEmbed) ||
-			contains(m.Grants.HostFunctions, abi.GrantVector)
+			contains(m.Grants.HostFunctions, abi.GrantVector) || contains(m.Grants.HostFunctions, abi.GrantMetrics)
 	}
 	return contains(m.Grants.HostFunctions, f)
 }

@@ -91,6 +91,17 @@ func TestParseRejects(t *testing.T) {
 		{"native name", strings.Replace(good, `"passthrough"`, `"native":{"chat_request":"OpenAI Chat"},"passthrough"`, 1), "native"},
 		{"plugin hook on an adapter", strings.Replace(good, `"chat_request",`, `"pre_request",`, 1), "not a hook of kind adapter"},
 		{"unknown grant", strings.Replace(good, `["log"]`, `["fs"]`, 1), "unknown host function"},
+		{"metrics without the grant", withMetrics(`["log"]`, `[{"name":"a_total","type":"counter","help":"A."}]`), "grant host function \"metrics\""},
+		{"metrics grant without metrics", withMetrics(`["metrics"]`, `[]`), "declare the metrics"},
+		{"metric name", withMetrics(`["metrics"]`, `[{"name":"A-total","type":"counter","help":"A."}]`), "name"},
+		{"metric twice", withMetrics(`["metrics"]`, `[{"name":"a_total","type":"counter","help":"A."},{"name":"a_total","type":"counter","help":"B."}]`), "twice"},
+		{"metric help", withMetrics(`["metrics"]`, `[{"name":"a_total","type":"counter","help":""}]`), "help"},
+		{"counter name", withMetrics(`["metrics"]`, `[{"name":"a","type":"counter","help":"A."}]`), "_total"},
+		{"counter buckets", withMetrics(`["metrics"]`, `[{"name":"a_total","type":"counter","help":"A.","buckets":[1]}]`), "no buckets"},
+		{"histogram buckets", withMetrics(`["metrics"]`, `[{"name":"a_seconds","type":"histogram","help":"A.","buckets":[2,1]}]`), "increasing"},
+		{"histogram no buckets", withMetrics(`["metrics"]`, `[{"name":"a_seconds","type":"histogram","help":"A."}]`), "buckets"},
+		{"histogram name", withMetrics(`["metrics"]`, `[{"name":"a_count","type":"histogram","help":"A.","buckets":[1]}]`), "must not end"},
+		{"metric type", withMetrics(`["metrics"]`, `[{"name":"a_total","type":"gauge","help":"A."}]`), "counter or histogram"},
 		{"kv_get is not a grant name", strings.Replace(good, `["log"]`, `["kv_get"]`, 1), "unknown host function"},
 		{"secret name lower case", strings.Replace(good, `["log"]`, `["log","http"],"secrets":["exa_key"]`, 1), "grants.secrets"},
 		{"secret name with a brace", strings.Replace(good, `["log"]`, `["log","http"],"secrets":["EXA}"]`, 1), "grants.secrets"},
@@ -248,5 +259,28 @@ func TestRoles(t *testing.T) {
 		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "roles") {
 			t.Errorf("%s accepted: %v", bad, err)
 		}
+	}
+}
+
+// withMetrics is good with host functions fns and metrics declared.
+func withMetrics(fns, metrics string) string {
+	return strings.Replace(good, `"grants":{"host_functions":["log"]}`, `"grants":{"host_functions":`+fns+`},"metrics":`+metrics, 1)
+}
+
+// A declared metric parses and is found by name; the grant lets the
+// module import metric and result.
+func TestMetrics(t *testing.T) {
+	m, err := Parse([]byte(withMetrics(`["metrics"]`, `[{"name":"a_total","type":"counter","help":"A."},{"name":"b_seconds","type":"histogram","help":"B.","buckets":[0.1,1]}]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := m.MetricNamed("b_seconds"); d == nil || d.Type != MetricHistogram || len(d.Buckets) != 2 {
+		t.Fatalf("b_seconds: %+v", d)
+	}
+	if m.MetricNamed("c_total") != nil {
+		t.Fatal("an undeclared metric was found")
+	}
+	if !m.GrantsHostFunction("metric") || !m.GrantsHostFunction("result") || m.GrantsHostFunction("kv_get") {
+		t.Fatal("the metrics grant grants metric and result only")
 	}
 }

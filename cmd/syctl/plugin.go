@@ -34,7 +34,7 @@ import (
 var assets embed.FS
 
 const pluginUsage = `usage:
-  syctl plugin new NAME --lang go|c [--dir DIR] [--sdk CHECKOUT]
+  syctl plugin new NAME --lang go|rust|c [--dir DIR] [--sdk CHECKOUT]
   syctl plugin test [--manifest FILE] [--cases DIR] MODULE.wasm
   syctl plugin publish [--manifest FILE] [--activate] MODULE.wasm
   syctl plugin activate NAME VERSION
@@ -83,22 +83,25 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // module path element, a make target and a C string.
 var newNameRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
 
-// pluginNew is `syctl plugin new NAME --lang go|c`: it writes a project
-// that builds with `make` and tests with `make test` (the handlers' own
-// test where the language has one, then `syctl plugin test` on the built
-// module with the project's cases).
+// pluginNew is `syctl plugin new NAME --lang go|rust|c`: it writes a
+// project that builds with `make` and tests with `make test` (the handlers'
+// own test where the language has one, then `syctl plugin test` on the
+// built module with the project's cases).
 //
-// A Go project imports the SDK from a Switchyard checkout through a
-// replace directive, with the checkout's requirements and go.sum copied,
-// because the module has no tagged releases: --sdk names the checkout, or
-// else it is found from $SWITCHYARD_ROOT, the working directory or the
-// syctl binary (build/bin/syctl in a checkout).
+// Every project uses its language's guest library from a Switchyard
+// checkout, as there are no published releases: a Go project imports the
+// SDK through a replace directive, with the checkout's requirements and
+// go.sum copied; a Rust project names sdk/rust as a path dependency (its
+// Makefile compiles it with plain rustc); a C project includes
+// abi/c/switchyard.h. --sdk names the checkout, or else it is found from
+// $SWITCHYARD_ROOT, the working directory or the syctl binary
+// (build/bin/syctl in a checkout).
 func pluginNew(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("syctl plugin new", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	lang := fs.String("lang", "go", "the project's language: go or c")
+	lang := fs.String("lang", "go", "the project's language: go, rust or c")
 	dir := fs.String("dir", "", "where to write the project (default ./NAME; must not exist or be empty)")
-	sdk := fs.String("sdk", "", "Go: the Switchyard checkout whose sdk/ the project imports (default: found from $SWITCHYARD_ROOT, the working directory or syctl's own path)")
+	sdk := fs.String("sdk", "", "the Switchyard checkout whose guest library the project uses (default: found from $SWITCHYARD_ROOT, the working directory or syctl's own path)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 2
@@ -112,8 +115,8 @@ func pluginNew(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "syctl: plugin name %q: use lower-case letters, digits and '-', starting with a letter\n", name)
 		return 2
 	}
-	if *lang != "go" && *lang != "c" {
-		fmt.Fprintf(stderr, "syctl: --lang %q: go or c (docs/plugins.md shows AssemblyScript through Extism)\n", *lang)
+	if *lang != "go" && *lang != "rust" && *lang != "c" {
+		fmt.Fprintf(stderr, "syctl: --lang %q: go, rust or c (docs/plugins.md shows AssemblyScript through Extism)\n", *lang)
 		return 2
 	}
 	if *dir == "" {
@@ -125,12 +128,13 @@ func pluginNew(args []string, stdout, stderr io.Writer) int {
 	}
 	data := struct{ Name, Lang, SDK, GoVersion, Requires string }{Name: name, Lang: *lang}
 	var goSum []byte
+	root, err := findCheckout(*sdk)
+	if err != nil {
+		fmt.Fprintln(stderr, "syctl:", err)
+		return 1
+	}
+	data.SDK = root
 	if *lang == "go" {
-		root, err := findCheckout(*sdk)
-		if err != nil {
-			fmt.Fprintln(stderr, "syctl:", err)
-			return 1
-		}
 		gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 		if err != nil {
 			fmt.Fprintln(stderr, "syctl:", err)
@@ -140,7 +144,7 @@ func pluginNew(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "syctl:", err)
 			return 1
 		}
-		data.SDK, data.GoVersion, data.Requires = root, goDirective(gomod), requireBlocks(gomod)
+		data.GoVersion, data.Requires = goDirective(gomod), requireBlocks(gomod)
 	}
 	files := map[string][]byte{}
 	render := func(src, dst string) error {
@@ -239,7 +243,7 @@ func findCheckout(flagDir string) (string, error) {
 			d = up
 		}
 	}
-	return "", errors.New("no Switchyard checkout found for the Go SDK: give one with --sdk DIR (or SWITCHYARD_ROOT)")
+	return "", errors.New("no Switchyard checkout found for the guest library: give one with --sdk DIR (or SWITCHYARD_ROOT)")
 }
 
 // goDirective is go.mod's go version.

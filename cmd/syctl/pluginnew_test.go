@@ -44,12 +44,14 @@ func builtSyctl(t *testing.T) string {
 // builds the module with one command and `make test` runs the project's
 // own test and `syctl plugin test` on it (the conformance check, the
 // shipped cases, the project's case expecting a block), for Go — the SDK
-// imported from this checkout with no network — and for C (issue 37).
+// imported from this checkout with no network —, for Rust (sdk/rust as a
+// path dependency, compiled with plain rustc, the project's unit tests run
+// natively) and for C (abi/c/switchyard.h over wasi-libc) (issue 37).
 func TestPluginNewBuildTest(t *testing.T) {
 	root := gatewaytest.Root()
 	syctl := builtSyctl(t)
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	for _, lang := range []string{"go", "c"} {
+	for _, lang := range []string{"go", "rust", "c"} {
 		t.Run(lang, func(t *testing.T) {
 			dir := t.TempDir()
 			t.Chdir(dir)

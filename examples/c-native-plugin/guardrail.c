@@ -1,132 +1,39 @@
 /*
  * Keyword guardrail for Switchyard, in C against the native ABI v1
- * (docs/abi.md). The Go (examples/go-native-plugin) and AssemblyScript
+ * (docs/abi.md) with the header-only guest library abi/c/switchyard.h over
+ * wasi-libc. The Go (examples/go-native-plugin), Rust
+ * (examples/rust-native-plugin) and AssemblyScript
  * (examples/as-extism-plugin) versions do exactly the same thing, byte for
  * byte; see the Go version for the rules.
  *
- * Freestanding: no libc, no imports at all. Build with
+ * Build (Debian: apt-get install clang-14 lld-14 wasi-libc
+ * libclang-rt-14-dev-wasm32), as examples/Makefile does:
  *
- *   clang --target=wasm32 -nostdlib -O2 -mbulk-memory \
- *         -Wl,--no-entry -o guardrail.wasm guardrail.c
+ *   clang --target=wasm32-wasi -mexec-model=reactor -O2 -mbulk-memory \
+ *         -I abi/c -Wl,--strip-all -o guardrail.wasm guardrail.c
  *
- * Memory: the input, output and decode buffers live in linear memory after
- * the static data, are reused across calls and only grow (doubling) when a
+ * Memory: the library's input and output buffers and the decode buffers
+ * here are malloc'd, reused across calls and only grow (doubling) when a
  * call needs more than any call before. Growth past the module's memory cap
  * traps; the host then discards the instance and fails that call with 502.
  */
 
-typedef unsigned char u8;
-typedef unsigned int u32;
-typedef unsigned long long u64;
-typedef unsigned long size_t;
+#define SWITCHYARD_IMPLEMENTATION
+#include "switchyard.h"
 
-#define EXPORT(name) __attribute__((export_name(name)))
+typedef uint8_t u8;
+typedef uint32_t u32;
 
-enum { HOOK_PRE_REQUEST = 7, MAX_PATTERNS = 64, MAX_DEPTH = 64 };
+enum { MAX_PATTERNS = 64, MAX_DEPTH = 64 };
 
-/* ---- memory: a bump allocator over memory.grow ---- */
+static sy_buf text, pats;
 
-extern u8 __heap_base;
-static size_t heap_top;
-
-static u8 *grow_alloc(size_t n) {
-	if (heap_top == 0)
-		heap_top = (size_t)&__heap_base;
-	size_t p = (heap_top + 15) & ~(size_t)15;
-	size_t end = p + n;
-	size_t have = __builtin_wasm_memory_size(0) * 65536;
-	if (end > have) {
-		size_t pages = (end - have + 65535) / 65536;
-		if (__builtin_wasm_memory_grow(0, pages) == (size_t)-1)
-			__builtin_trap();
-	}
-	heap_top = end;
-	return (u8 *)p;
-}
-
-typedef struct {
-	u8 *p;
-	u32 len, cap;
-} buf;
-
-/* reserve makes room for n more bytes, moving the contents to a larger
- * region when needed. The old region is not reused: growth is rare. */
-static void reserve(buf *b, u32 n) {
-	if (b->len + n <= b->cap)
-		return;
-	u32 cap = b->cap ? b->cap : 256;
-	while (cap < b->len + n)
-		cap *= 2;
-	u8 *p = grow_alloc(cap);
-	if (b->len)
-		__builtin_memcpy(p, b->p, b->len);
-	b->p = p;
-	b->cap = cap;
-}
-
-static void put(buf *b, const void *s, u32 n) {
-	reserve(b, n);
-	__builtin_memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-static void putc_(buf *b, u8 c) {
-	reserve(b, 1);
+static void putc_(sy_buf *b, u8 c) {
+	sy_buf_reserve(b, 1);
 	b->p[b->len++] = c;
 }
 
-static u32 cstrlen(const char *s) {
-	u32 n = 0;
-	while (s[n])
-		n++;
-	return n;
-}
-
-static void puts_(buf *b, const char *s) { put(b, s, cstrlen(s)); }
-
-static buf in, out, text, pats;
-
-/* ---- the ABI exports ---- */
-
-EXPORT("switchyard_abi_v1") void abi_marker(void) {}
-
-EXPORT("sy_input") u8 *sy_input(u32 size) {
-	in.len = 0;
-	reserve(&in, size ? size : 1);
-	in.len = size;
-	return in.p;
-}
-
-/* output fields: open_field starts one, close_field patches its length */
-static u32 field_at;
-
-static void open_field(void) {
-	field_at = out.len;
-	put(&out, "\0\0\0\0", 4);
-}
-
-static void close_field(void) {
-	u32 n = out.len - field_at - 4;
-	out.p[field_at] = (u8)n;
-	out.p[field_at + 1] = (u8)(n >> 8);
-	out.p[field_at + 2] = (u8)(n >> 16);
-	out.p[field_at + 3] = (u8)(n >> 24);
-}
-
-static void field_str(const char *s) {
-	open_field();
-	puts_(&out, s);
-	close_field();
-}
-
-static u64 result(void) { return ((u64)(size_t)out.p << 32) | out.len; }
-
-static u64 fail(const char *msg) {
-	out.len = 0;
-	putc_(&out, 1);
-	puts_(&out, msg);
-	return result();
-}
+static u32 cstrlen(const char *s) { return (u32)strlen(s); }
 
 /* ---- JSON scanning ---- */
 
@@ -194,7 +101,7 @@ static u32 hex4(const u8 *s, u32 n, u32 i, u32 *got) {
 	return r;
 }
 
-static void put_utf8(buf *d, u32 r) {
+static void put_utf8(sy_buf *d, u32 r) {
 	if (r < 0x80) {
 		putc_(d, (u8)r);
 	} else if (r < 0x800) {
@@ -214,8 +121,8 @@ static void put_utf8(buf *d, u32 r) {
 
 /* decode appends the string content s[0:n] (no quotes) to d, escapes
  * decoded and ASCII letters lower-cased. */
-static void decode(buf *d, const u8 *s, u32 n) {
-	reserve(d, n); /* decoding never makes a string longer */
+static void decode(sy_buf *d, const u8 *s, u32 n) {
+	sy_buf_reserve(d, n); /* decoding never makes a string longer */
 	for (u32 i = 0; i < n; i++) {
 		u8 c = s[i];
 		if (c != '\\') {
@@ -462,77 +369,48 @@ static int scan_request(span body) {
 	}
 }
 
-static void put_matched(const u8 *ctx) {
-	putc_(&out, '[');
+static void put_matched(sy_out *out, const u8 *ctx) {
+	sy_out_byte(out, '[');
 	int first = 1;
 	for (int p = 0; p < npat; p++) {
 		if (!matched[p])
 			continue;
 		if (!first)
-			putc_(&out, ',');
+			sy_out_byte(out, ',');
 		first = 0;
-		put(&out, ctx + patterns[p].raw_off, patterns[p].raw_len);
+		sy_out_write(out, ctx + patterns[p].raw_off, patterns[p].raw_len);
 	}
-	putc_(&out, ']');
+	sy_out_byte(out, ']');
 }
 
-static void put_int(buf *b, int n) {
-	if (n >= 10)
-		put_int(b, n / 10);
-	putc_(b, (u8)('0' + n % 10));
-}
-
-/* read_field reads field k of the input frame. */
-static int read_field(u32 size, int k, span *f) {
-	u32 at = 0;
-	for (int j = 0;; j++) {
-		if (at + 4 > size)
-			return 0;
-		u32 n = in.p[at] | in.p[at + 1] << 8 | in.p[at + 2] << 16 | (u32)in.p[at + 3] << 24;
-		at += 4;
-		if (n > size - at)
-			return 0;
-		if (j == k) {
-			f->b = in.p + at;
-			f->n = n;
-			return 1;
-		}
-		at += n;
-	}
-}
-
-EXPORT("sy_handle") u64 sy_handle(u32 hook, u32 size) {
-	out.len = 0;
-	if (hook != HOOK_PRE_REQUEST)
-		return fail("hook is not implemented by this module");
-	span ctx, body;
-	if (!read_field(size, 0, &ctx) || !read_field(size, 1, &body))
-		return fail("malformed input frame");
+const char *sy_pre_request(const sy_in *in, sy_out *out) {
+	if (in->n < 2)
+		return "malformed input frame";
+	sy_bytes c = sy_field(in, 0), b = sy_field(in, 1);
+	span ctx = {c.p, (u32)c.len}, body = {b.p, (u32)b.len};
 	if (!load_patterns(ctx))
-		return fail("ctx is not valid JSON");
+		return "ctx is not valid JSON";
 	if (npat > 0 && !scan_request(body))
-		return fail("the request is not valid JSON");
+		return "the request is not valid JSON";
 	int n = 0;
 	for (int p = 0; p < npat; p++)
 		n += matched[p];
-	putc_(&out, 0);
 	if (n == 0) {
-		field_str("continue");
-		put(&out, "\0\0\0\0\0\0\0\0", 8); /* empty body (unchanged), empty summary */
-		return result();
+		sy_out_field_str(out, "continue");
+		sy_out_field(out, "", 0); /* empty body (unchanged) */
+		sy_out_field(out, "", 0); /* empty summary */
+		return NULL;
 	}
-	field_str("block");
-	open_field();
-	puts_(&out, "{\"code\":403,\"message\":\"request blocked: it contains a blocked pattern\",\"metadata\":{\"patterns\":");
-	put_matched(ctx.b);
-	puts_(&out, "}}");
-	close_field();
-	open_field();
-	puts_(&out, "{\"type\":\"guardrail\",\"summary\":\"matched ");
-	put_int(&out, n);
-	puts_(&out, " blocked pattern(s)\",\"data\":{\"action\":\"block\",\"detected\":true,\"patterns\":");
-	put_matched(ctx.b);
-	puts_(&out, "}}");
-	close_field();
-	return result();
+	sy_out_field_str(out, "block");
+	sy_out_open(out);
+	sy_out_puts(out, "{\"code\":403,\"message\":\"request blocked: it contains a blocked pattern\",\"metadata\":{\"patterns\":");
+	put_matched(out, ctx.b);
+	sy_out_puts(out, "}}");
+	sy_out_close(out);
+	sy_out_open(out);
+	sy_out_printf(out, "{\"type\":\"guardrail\",\"summary\":\"matched %d blocked pattern(s)\",\"data\":{\"action\":\"block\",\"detected\":true,\"patterns\":", n);
+	put_matched(out, ctx.b);
+	sy_out_puts(out, "}}");
+	sy_out_close(out);
+	return NULL;
 }

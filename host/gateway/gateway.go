@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard/switchyard/host/demo"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/modmetrics"
 	"github.com/switchyard/switchyard/host/modules"
 	"github.com/switchyard/switchyard/host/native"
 	"github.com/switchyard/switchyard/host/netguard"
@@ -97,7 +98,10 @@ type Gateway struct {
 	// kv is the module key-value store (its evictions are on /metrics).
 	kv      *kv.Store
 	vectors *vecindex.Index
-	closers []func()
+	// modMetrics are the counters and histograms modules declare (the
+	// metric host function), registered on /metrics.
+	modMetrics *modmetrics.Set
+	closers    []func()
 
 	// redisLimiter and redisSessions share rate limits and sticky
 	// sessions through redis.url (redis.go); nil without it.
@@ -341,6 +345,9 @@ func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 	}
 	ecfg.Vectors = vix
 	g.vectors = vix
+	// Modules' own metrics, on /metrics (observability.go) when it is on.
+	g.modMetrics = modmetrics.New()
+	ecfg.Metrics = g.modMetrics
 	g.closers = append(g.closers, vix.Close)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -44,6 +44,9 @@ func (g *Gateway) startTelemetry(ctx context.Context) (*telemetry.Telemetry, err
 			if g.vectors != nil {
 				m.VectorIndex(g.vectors.Len, g.vectors.Evictions)
 			}
+			if g.modMetrics != nil {
+				m.Registry.MustRegister(g.modMetrics)
+			}
 			g.Ledger.ObserveCommits(m.LedgerCommit)
 			g.redisMetrics(m.Registry)
 			g.pruneMetrics(m.Registry)

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/host/kv"
+	"github.com/switchyard/switchyard/host/modmetrics"
 	"github.com/switchyard/switchyard/host/vecindex"
 	"github.com/switchyard/switchyard/host/wasm/memsnap"
 	"github.com/tetratelabs/wazero"
@@ -71,6 +72,10 @@ type Config struct {
 	// Vectors backs vector_put and vector_search (nil: they answer
 	// HostFailed, "no index"); its partitions are scoped like KV's.
 	Vectors *vecindex.Index
+	// Metrics backs the metric host function: the counters and histograms
+	// modules declare in their manifests, exported on /metrics (nil: the
+	// additions are accepted and recorded nowhere).
+	Metrics *modmetrics.Set
 	// HTTP bounds the http_request host function and names the private
 	// hosts it may reach (zero fields: DefaultHTTPLimits).
 	HTTP HTTPLimits

@@ -116,6 +116,7 @@ var hostHandlers = map[string]hostHandler{
 	abi.HostEmbed:        handlerFunc(hostEmbed),
 	abi.HostVectorPut:    handlerFunc(hostVectorPut),
 	abi.HostVectorSearch: handlerFunc(hostVectorSearch),
+	abi.HostMetric:       handlerFunc(hostMetric),
 }
 
 // fail is a host function's failure: a frame of one message, and code.

@@ -17,7 +17,7 @@ func TestHostModuleExports(t *testing.T) {
 	want := []string{
 		abi.HostChat, abi.HostChatBatch, abi.HostChatReserve, abi.HostCountTokens, abi.HostHTTPRequest,
 		abi.HostHTTPResponse, abi.HostKVGet, abi.HostKVPut, abi.HostLog, abi.HostResult,
-		abi.HostEmbed, abi.HostVectorPut, abi.HostVectorSearch,
+		abi.HostEmbed, abi.HostVectorPut, abi.HostVectorSearch, abi.HostMetric,
 	}
 	slices.Sort(want)
 	var grantable []string

@@ -1,6 +1,7 @@
 //! The host functions of docs/abi.md §5 (import module `switchyard`), with
 //! safe wrappers. Each needs its grant in the manifest's
-//! `grants.host_functions` ("log", "http", "chat", "count_tokens", "kv"):
+//! `grants.host_functions` ("log", "http", "chat", "count_tokens", "kv",
+//! "metrics"):
 //! a module importing one it is not granted is refused at load. Only the
 //! functions a module calls are imported (the linker drops the rest), so a
 //! module that calls none imports nothing from `switchyard`.
@@ -20,6 +21,7 @@ mod raw {
         pub fn count_tokens(ptr: *const u8, len: i32) -> i64;
         pub fn kv_get(ptr: *const u8, len: i32) -> i64;
         pub fn kv_put(ptr: *const u8, len: i32) -> i64;
+        pub fn metric(ptr: *const u8, len: i32) -> i64;
         pub fn result(ptr: *mut u8, limit: i32) -> i32;
     }
 }
@@ -57,6 +59,7 @@ mod raw {
     pub use denied as count_tokens;
     pub use denied as kv_get;
     pub use denied as kv_put;
+    pub use denied as metric;
     pub unsafe fn http_request(ptr: *const u8, len: i32) -> i64 {
         denied(ptr, len)
     }
@@ -278,4 +281,15 @@ pub fn kv_put_evicting(key: &str, val: &[u8], ttl_seconds: u32) -> Result<u64, H
     let ttl = ttl_seconds.to_string();
     let f = call(raw::kv_put, &[key.as_bytes(), val, ttl.as_bytes(), b"evict"])?;
     Ok(f.first().map(|n| decimal(n).max(0) as u64).unwrap_or(0))
+}
+
+/// Adds `value` to the counter, or observes it in the histogram, that the
+/// module's manifest declares as `name` (`metrics[]`; needs the "metrics"
+/// grant). The gateway exports it on /metrics as
+/// `switchyard_mod_<name>{module, account}`. An undeclared name is refused
+/// (HOST_DENIED), as is a negative counter addition (HOST_FAILED) and a new
+/// series past the gateway's bound (HOST_QUOTA).
+pub fn metric(name: &str, value: f64) -> Result<(), HostError> {
+    let v = value.to_string();
+    call(raw::metric, &[name.as_bytes(), v.as_bytes()]).map(|_| ())
 }

@@ -44,6 +44,7 @@
 
 mod host;
 pub use host::*;
+pub mod json;
 
 use std::fmt;
 

@@ -138,7 +138,9 @@ func TestExtismHostFunctions(t *testing.T) {
 	t.Run("chat_reserve", func(t *testing.T) {
 		mod := load("chat_reserve", `"chat"`)
 		env := &wasm.CallEnv{Account: "a", Chat: func(context.Context, []byte) (int, []byte, error) { return 200, nil, nil },
-			Reserve: func(context.Context, []byte) (int, []byte, int, error) { return 200, []byte(`{"held":"0.1","calls":3}`), 3, nil }}
+			Reserve: func(context.Context, []byte) (int, []byte, int, error) {
+				return 200, []byte(`{"held":"0.1","calls":3}`), 3, nil
+			}}
 		code, out := extismResult(t, wasm.WithCallEnv(bg, env), mod, []byte(`{"calls":[]}`))
 		if code != 0 || len(out) != 2 || string(out[0]) != "200" {
 			t.Fatalf("chat_reserve: code %d %q", code, out)

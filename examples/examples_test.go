@@ -1,6 +1,7 @@
 // Tests and benchmarks of the example plugins: the same keyword guardrail
-// in Go (native ABI), C (native ABI), AssemblyScript (Extism) and Rust
-// (native ABI, with sdk/rust), loaded
+// in Go (native ABI), C (native ABI), AssemblyScript (Extism), Rust
+// (native ABI, with sdk/rust) and AssemblyScript (native ABI, with
+// sdk/assemblyscript), loaded
 // the way the gateway loads them. `make -C examples` builds the modules.
 package examples_test
 
@@ -23,7 +24,7 @@ import (
 	"github.com/switchyard/switchyard/host/wasm"
 )
 
-var examples = []string{"go-native-plugin", "c-native-plugin", "as-extism-plugin", "rust-native-plugin"}
+var examples = []string{"go-native-plugin", "c-native-plugin", "as-extism-plugin", "rust-native-plugin", "as-native-plugin"}
 
 func read(t testing.TB, name string) (*manifest.Manifest, []byte) {
 	t.Helper()
@@ -116,7 +117,7 @@ func TestGuardrail(t *testing.T) {
 	}
 }
 
-// TestSameTransform runs tricky inputs through the four modules: their
+// TestSameTransform runs tricky inputs through the five modules: their
 // outputs must be byte-identical.
 func TestSameTransform(t *testing.T) {
 	mods := map[string]*wasm.Module{}

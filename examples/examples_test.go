@@ -198,7 +198,7 @@ func request1KB() []byte {
 func BenchmarkPluginCall(b *testing.B) {
 	body := request1KB()
 	ctx := ctxJSON(guardConfig)
-	names := map[string]string{"go-native-plugin": "go-native", "c-native-plugin": "c-native", "as-extism-plugin": "as-extism", "rust-native-plugin": "rust-native"}
+	names := map[string]string{"go-native-plugin": "go-native", "c-native-plugin": "c-native", "as-extism-plugin": "as-extism", "rust-native-plugin": "rust-native", "as-native-plugin": "as-native"}
 	for _, variant := range []string{"", "/no-timeout"} {
 		for _, name := range examples {
 			b.Run(names[name]+variant, func(b *testing.B) {
@@ -224,7 +224,7 @@ func BenchmarkPluginCall(b *testing.B) {
 // (cold, or from the on-disk cache) and creating its first instance. It
 // reports the module size and the host heap one loaded module holds.
 func BenchmarkPluginLoad(b *testing.B) {
-	names := map[string]string{"go-native-plugin": "go-native", "c-native-plugin": "c-native", "as-extism-plugin": "as-extism", "rust-native-plugin": "rust-native"}
+	names := map[string]string{"go-native-plugin": "go-native", "c-native-plugin": "c-native", "as-extism-plugin": "as-extism", "rust-native-plugin": "rust-native", "as-native-plugin": "as-native"}
 	for _, name := range examples {
 		m, bin := read(b, name)
 		for _, cached := range []bool{false, true} {

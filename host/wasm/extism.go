@@ -15,7 +15,9 @@ package wasm
 //
 // Grants and limits apply as for native modules: the memory cap, the
 // per-call time limit (the guest rewritten so its loops check it, as a
-// native module's; wazero's check where the rewrite cannot), Extism's
+// native module's; wazero's check where the rewrite cannot), Switchyard's
+// host functions from extism:host/user (extismhost.go: chat, kv, http_request
+// on the guarded client, …) under the same grants, Extism's own
 // http_request only with the "http" grant, to grants.http_domains and only
 // on engines that allow private networks (see checkExtismImports), logging
 // (Switchyard's extism:host/user log, or Extism's log_* functions) only with

@@ -1,0 +1,111 @@
+package examples_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/abi"
+	"github.com/switchyard/switchyard/abi/conformance"
+	"github.com/switchyard/switchyard/host/wasm/kithost"
+)
+
+// TestASLibraryHostCalls runs sdk/assemblyscript's host function wrappers
+// against the real host (kithost: the engine with a kv store, loopback
+// allowed): log, kv_*, count_tokens, chat, chat_batch, chat_reserve and
+// http, each result as the module read it (a 70 KiB value, so results
+// larger than the library's first buffer), a hook's failure output and a
+// hook it did not register. The module is build/examples/as/hostcalls.wasm
+// (`make -C examples`).
+func TestASLibraryHostCalls(t *testing.T) {
+	bin, err := os.ReadFile(filepath.Join("..", "build", "examples", "as", "hostcalls.wasm"))
+	if err != nil {
+		t.Fatalf("read the AssemblyScript host-calls test module (run `make -C examples`): %v", err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.WriteHeader(201)
+		_, _ = w.Write([]byte(r.Method + " " + r.Header.Get("X-Test") + " " + string(b)))
+	}))
+	t.Cleanup(srv.Close)
+
+	h, err := kithost.New(filepath.Join(os.TempDir(), "switchyard-test-examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	mf := `{"name":"as-hostcalls","version":"1.0.0","abi":1,"kind":"plugin","hooks":["pre_request","post_response"],
+		"grants":{"host_functions":["log","http","chat","count_tokens","kv"],"http_domains":["127.0.0.1"]},
+		"limits":{"memory_pages":64,"timeout_ms":5000,"pool_size":2}}`
+	mod, err := h.Load(context.Background(), []byte(mf), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mod.Close(context.Background()) })
+	ctx := h.WithEnv(context.Background(), conformance.Env{
+		Account: "acct-1",
+		Chat: func(_ context.Context, body []byte) (int, []byte, error) {
+			return 200, append([]byte("answer to "), body...), nil
+		},
+		Reserve: func(_ context.Context, plan []byte) (int, []byte, int, error) {
+			return 402, []byte(`{"error":{"reason":"insufficient_credits"}}`), 0, nil
+		},
+	})
+
+	cases := []struct {
+		op, arg string
+		want    []string
+	}{
+		{"log", "", []string{"logged"}},
+		{"kv", "", []string{"get 71680", "deleted"}},
+		{"tokens", "hello world", []string{"2"}},
+		{"chat", `{"model":"m"}`, []string{"200", `answer to {"model":"m"}`, "200", `answer to {"n":1}`, "200", `answer to {"n":2}`,
+			"402", `{"error":{"reason":"insufficient_credits"}}`}},
+		{"http", srv.URL + "/x", []string{"201", "POST 1 ping", "error -1: "}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.op, func(t *testing.T) {
+			out, err := mod.Call(ctx, abi.HookPreRequest, []byte(`{}`), []byte(tc.op), []byte(tc.arg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range out {
+				got = append(got, string(f))
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] && !(strings.HasSuffix(tc.want[i], ": ") && strings.HasPrefix(got[i], tc.want[i])) {
+					t.Fatalf("field %d: got %q, want %q (all: %q)", i, got[i], tc.want[i], got)
+				}
+			}
+		})
+	}
+	var logged bool
+	for _, l := range h.Logs() {
+		logged = logged || (l.Level == 2 && l.Message == "hello from assemblyscript")
+	}
+	if !logged {
+		t.Errorf("the module's log line did not reach the host: %+v", h.Logs())
+	}
+
+	// output.fail is the hook's failure, naming the hook; the instance is kept.
+	_, err = mod.Call(ctx, abi.HookPostResponse, []byte(`{}`), []byte("oops"))
+	var f *conformance.Failure
+	if !errors.As(err, &f) || f.Broke || f.Status != 502 || !strings.Contains(f.Message, "failed in post_response: refused 4 bytes") {
+		t.Fatalf("post_response: %v", err)
+	}
+	// A hook the module did not register says so.
+	_, err = mod.Call(ctx, abi.HookPostChunk, []byte(`{}`), []byte(`{}`))
+	if !errors.As(err, &f) || !strings.Contains(f.Message, "hook 9 is not implemented by this module") {
+		t.Fatalf("post_chunk: %v", err)
+	}
+}

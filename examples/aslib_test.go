@@ -109,3 +109,50 @@ func TestASLibraryHostCalls(t *testing.T) {
 		t.Fatalf("post_chunk: %v", err)
 	}
 }
+
+// TestASExtismHostCalls runs extism:host/user count_tokens and chat from a
+// guest built with the Extism AssemblyScript PDK (the way docs/plugins.md
+// section 5 shows): the result block's status byte and frame as the guest
+// read them, and a denied call's code. The module is
+// build/examples/as/extism-hostcalls.wasm (`make -C examples`).
+func TestASExtismHostCalls(t *testing.T) {
+	bin, err := os.ReadFile(filepath.Join("..", "build", "examples", "as", "extism-hostcalls.wasm"))
+	if err != nil {
+		t.Fatalf("read the Extism host-calls test module (run `make -C examples`): %v", err)
+	}
+	h, err := kithost.New(filepath.Join(os.TempDir(), "switchyard-test-examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	mf := `{"name":"as-extism-hostcalls","version":"1.0.0","abi":1,"kind":"plugin","runtime":"extism","hooks":["pre_request","post_response"],
+		"grants":{"host_functions":["count_tokens","chat"]},"limits":{"memory_pages":64,"pool_size":1}}`
+	mod, err := h.Load(context.Background(), []byte(mf), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mod.Close(context.Background()) })
+	out, err := mod.Call(context.Background(), abi.HookPreRequest, []byte(`{}`), []byte("hello world"))
+	if err != nil || len(out) != 1 || string(out[0]) != "2" {
+		t.Fatalf("count_tokens: %q %v, want [2]", out, err)
+	}
+	ctx := h.WithEnv(context.Background(), conformance.Env{Account: "a", Chat: func(_ context.Context, body []byte) (int, []byte, error) {
+		return 200, append([]byte("answer to "), body...), nil
+	}})
+	out, err = mod.Call(ctx, abi.HookPostResponse, []byte(`{}`), []byte(`{"model":"m"}`))
+	if err != nil || len(out) != 2 || string(out[0]) != "200" || string(out[1]) != `answer to {"model":"m"}` {
+		t.Fatalf("chat: %q %v", out, err)
+	}
+	// Outside a request chat is denied: code 1, which as the hook's output
+	// status fails the call with the host's message.
+	_, err = mod.Call(context.Background(), abi.HookPostResponse, []byte(`{}`), []byte(`{}`))
+	var f *conformance.Failure
+	if !errors.As(err, &f) || f.Broke || !strings.Contains(f.Message, "chat is not available to this call") {
+		t.Fatalf("chat outside a request: %v", err)
+	}
+	// Not granted: refused at load, naming the import.
+	_, err = h.Load(context.Background(), []byte(strings.Replace(mf, `"count_tokens","chat"`, `"count_tokens"`, 1)), bin)
+	if err == nil || !strings.Contains(err.Error(), "extism:host/user.chat which its manifest does not grant") {
+		t.Fatalf("chat not granted: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/abi/conformance"
+	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/switchyard/switchyard/host/wasm/kithost"
 )
 
@@ -48,6 +49,13 @@ func TestASLibraryHostCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = mod.Close(context.Background()) })
+	// The calls are metered against the env's account (a gateway module's
+	// time counts against the calling account's minute), whose burst is a
+	// few hundred ms: the tokenizer's one-time load (the first count in
+	// this process) would spend it on a loaded machine, so it loads here.
+	if _, err := tokenize.Count("openai/gpt-4o", "warm up"); err != nil {
+		t.Fatal(err)
+	}
 	ctx := h.WithEnv(context.Background(), conformance.Env{
 		Account: "acct-1",
 		Chat: func(_ context.Context, body []byte) (int, []byte, error) {

@@ -4,12 +4,11 @@
 // NAME --lang assemblyscript` does).
 //
 // A plugin's entry file re-exports the ABI's functions and registers its
-// hooks at start:
+// hooks at start, after the globals its hooks read (AssemblyScript runs
+// top-level statements in order, at instantiation):
 //
 //   import { Hook, input, output, register } from "./switchyard";
 //   export { switchyard_abi_v1, sy_input, sy_handle } from "./switchyard";
-//
-//   register(Hook.PreRequest, preRequest);
 //
 //   function preRequest(): void {
 //     const ctx = input.string(0); // the ctx JSON
@@ -18,13 +17,17 @@
 //     output.field(0, 0); // no summary
 //   }
 //
+//   register(Hook.PreRequest, preRequest);
+//
 // Build with `asc assembly/index.ts --optimize --noAssert --use abort=`
 // (an abort then traps instead of importing env.abort, which the host
 // refuses). A hook that returns leaves output as the call's output (status
 // ok); output.fail(msg) makes the call a failure with that message (the
-// client gets a 502 naming the module and the hook). Nothing allocates per
-// call: the input, output and host-result buffers are reused and grow only
-// when a call needs more than any call before.
+// client gets a 502 naming the module and the hook). The input, output and
+// host-result buffers are reused and grow only when a call needs more than
+// any call before; only the string conveniences (Frame.string and bytes,
+// fieldString, log, fail) allocate, so a hot path uses ptr/len, field and
+// fieldASCII instead.
 //
 // Host functions are imported only when used (AssemblyScript leaves unused
 // declarations out), so a module imports exactly what it calls, and the

@@ -1,6 +1,7 @@
 // Tests and benchmarks of the example plugins: the same keyword guardrail
-// in Go (native ABI), C (native ABI), AssemblyScript (Extism) and Rust
-// (native ABI, with sdk/rust), loaded
+// in Go (native ABI), C (native ABI), AssemblyScript (Extism), Rust
+// (native ABI, with sdk/rust) and AssemblyScript (native ABI, with
+// sdk/assemblyscript), loaded
 // the way the gateway loads them. `make -C examples` builds the modules.
 package examples_test
 
@@ -23,7 +24,7 @@ import (
 	"github.com/switchyard/switchyard/host/wasm"
 )
 
-var examples = []string{"go-native-plugin", "c-native-plugin", "as-extism-plugin", "rust-native-plugin"}
+var examples = []string{"go-native-plugin", "c-native-plugin", "as-extism-plugin", "rust-native-plugin", "as-native-plugin"}
 
 func read(t testing.TB, name string) (*manifest.Manifest, []byte) {
 	t.Helper()
@@ -116,7 +117,7 @@ func TestGuardrail(t *testing.T) {
 	}
 }
 
-// TestSameTransform runs tricky inputs through the four modules: their
+// TestSameTransform runs tricky inputs through the five modules: their
 // outputs must be byte-identical.
 func TestSameTransform(t *testing.T) {
 	mods := map[string]*wasm.Module{}
@@ -197,7 +198,7 @@ func request1KB() []byte {
 func BenchmarkPluginCall(b *testing.B) {
 	body := request1KB()
 	ctx := ctxJSON(guardConfig)
-	names := map[string]string{"go-native-plugin": "go-native", "c-native-plugin": "c-native", "as-extism-plugin": "as-extism", "rust-native-plugin": "rust-native"}
+	names := map[string]string{"go-native-plugin": "go-native", "c-native-plugin": "c-native", "as-extism-plugin": "as-extism", "rust-native-plugin": "rust-native", "as-native-plugin": "as-native"}
 	for _, variant := range []string{"", "/no-timeout"} {
 		for _, name := range examples {
 			b.Run(names[name]+variant, func(b *testing.B) {
@@ -223,7 +224,7 @@ func BenchmarkPluginCall(b *testing.B) {
 // (cold, or from the on-disk cache) and creating its first instance. It
 // reports the module size and the host heap one loaded module holds.
 func BenchmarkPluginLoad(b *testing.B) {
-	names := map[string]string{"go-native-plugin": "go-native", "c-native-plugin": "c-native", "as-extism-plugin": "as-extism", "rust-native-plugin": "rust-native"}
+	names := map[string]string{"go-native-plugin": "go-native", "c-native-plugin": "c-native", "as-extism-plugin": "as-extism", "rust-native-plugin": "rust-native", "as-native-plugin": "as-native"}
 	for _, name := range examples {
 		m, bin := read(b, name)
 		for _, cached := range []bool{false, true} {

@@ -126,3 +126,65 @@ func TestGuestFailsBrokenModules(t *testing.T) {
 		})
 	}
 }
+
+// The guest check runs through the Extism runtime too (issue 37): an
+// AssemblyScript module built with the Extism PDK that misreads frame
+// lengths past 255 bytes, traps in post_response, and lacks the post_chunk
+// one manifest declares fails it; pre_request on typical input passes. The example
+// built the same way (as-extism-plugin) passes, in TestGuest.
+func TestGuestFailsBrokenExtismModule(t *testing.T) {
+	h, err := kithost.New(filepath.Join(os.TempDir(), "switchyard-test-wazero-cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	bin, err := os.ReadFile(filepath.Join("..", "..", "build", "examples", "testdata", "broken-extism.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make -C examples)", err)
+	}
+	dir := filepath.Join("testdata", "broken-extism")
+	for _, tc := range []struct {
+		name, manifest string
+		problems       map[string]string // hook/input → what its problem says; others must pass
+	}{
+		{"misreads large frames, post_response traps", "manifest.json", map[string]string{
+			"pre_request/large":     "a replacement body must be a JSON object",
+			"post_response/typical": "the call broke",
+			"post_response/large":   "the call broke",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mf, err := os.ReadFile(filepath.Join(dir, tc.manifest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := conformance.GuestReport(context.Background(), h, mf, bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := 0
+			for _, r := range results {
+				want, bad := tc.problems[r.Hook+"/"+r.Input]
+				switch {
+				case bad && !strings.Contains(r.Problem, want):
+					t.Errorf("%s/%s: problem %q, want one saying %q", r.Hook, r.Input, r.Problem, want)
+				case !bad && r.Problem != "":
+					t.Errorf("%s/%s failed: %s", r.Hook, r.Input, r.Problem)
+				case bad:
+					seen++
+				}
+			}
+			if seen != len(tc.problems) {
+				t.Errorf("%d of the %d expected problems found in %+v", seen, len(tc.problems), results)
+			}
+		})
+	}
+	// A declared hook the module does not export: refused at load, named.
+	mf, err := os.ReadFile(filepath.Join(dir, "lacking.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conformance.GuestReport(context.Background(), h, mf, bin); err == nil || !strings.Contains(err.Error(), "missing export post_chunk") {
+		t.Errorf("declaring the missing post_chunk: %v, want a load refusal naming it", err)
+	}
+}

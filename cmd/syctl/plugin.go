@@ -34,7 +34,7 @@ import (
 var assets embed.FS
 
 const pluginUsage = `usage:
-  syctl plugin new NAME --lang go|rust|c [--dir DIR] [--sdk CHECKOUT]
+  syctl plugin new NAME --lang go|rust|c|assemblyscript [--dir DIR] [--sdk CHECKOUT]
   syctl plugin test [--manifest FILE] [--cases DIR] MODULE.wasm
   syctl plugin publish [--manifest FILE] [--activate] MODULE.wasm
   syctl plugin activate NAME VERSION
@@ -83,23 +83,25 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // module path element, a make target and a C string.
 var newNameRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
 
-// pluginNew is `syctl plugin new NAME --lang go|rust|c`: it writes a
-// project that builds with `make` and tests with `make test` (the handlers'
-// own test where the language has one, then `syctl plugin test` on the
-// built module with the project's cases).
+// pluginNew is `syctl plugin new NAME --lang go|rust|c|assemblyscript`: it
+// writes a project that builds with `make` and tests with `make test` (the
+// handlers' own test where the language has one, then `syctl plugin test`
+// on the built module with the project's cases).
 //
 // Every project uses its language's guest library from a Switchyard
 // checkout, as there are no published releases: a Go project imports the
 // SDK through a replace directive, with the checkout's requirements and
 // go.sum copied; a Rust project names sdk/rust as a path dependency (its
 // Makefile compiles it with plain rustc); a C project includes
-// abi/c/switchyard.h. --sdk names the checkout, or else it is found from
+// abi/c/switchyard.h; an AssemblyScript project gets a copy of
+// sdk/assemblyscript and installs the compiler with npm on its first
+// build. --sdk names the checkout, or else it is found from
 // $SWITCHYARD_ROOT, the working directory or the syctl binary
 // (build/bin/syctl in a checkout).
 func pluginNew(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("syctl plugin new", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	lang := fs.String("lang", "go", "the project's language: go, rust or c")
+	lang := fs.String("lang", "go", "the project's language: go, rust, c or assemblyscript")
 	dir := fs.String("dir", "", "where to write the project (default ./NAME; must not exist or be empty)")
 	sdk := fs.String("sdk", "", "the Switchyard checkout whose guest library the project uses (default: found from $SWITCHYARD_ROOT, the working directory or syctl's own path)")
 	pos, err := parseInterleaved(fs, args)
@@ -115,8 +117,8 @@ func pluginNew(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "syctl: plugin name %q: use lower-case letters, digits and '-', starting with a letter\n", name)
 		return 2
 	}
-	if *lang != "go" && *lang != "rust" && *lang != "c" {
-		fmt.Fprintf(stderr, "syctl: --lang %q: go, rust or c (docs/plugins.md shows AssemblyScript through Extism)\n", *lang)
+	if *lang != "go" && *lang != "rust" && *lang != "c" && *lang != langAS {
+		fmt.Fprintf(stderr, "syctl: --lang %q: go, rust, c or assemblyscript\n", *lang)
 		return 2
 	}
 	if *dir == "" {
@@ -176,6 +178,11 @@ func pluginNew(args []string, stdout, stderr io.Writer) int {
 	if goSum != nil {
 		files["go.sum"] = goSum
 	}
+	if *lang == langAS && err == nil {
+		// The guest library is one file: the project gets a copy, so it
+		// builds with nothing but the AssemblyScript compiler.
+		files["assembly/switchyard.ts"], err = os.ReadFile(filepath.Join(root, "sdk", "assemblyscript", "switchyard.ts"))
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "syctl:", err)
 		return 1
@@ -202,6 +209,10 @@ func pluginNew(args []string, stdout, stderr io.Writer) int {
 }
 
 const switchyardModule = "module github.com/switchyard/switchyard"
+
+// langAS is --lang for AssemblyScript on the native ABI, whose project
+// copies sdk/assemblyscript/switchyard.ts from the checkout.
+const langAS = "assemblyscript"
 
 // findCheckout returns the Switchyard checkout a Go project's replace
 // directive points at: flagDir, else $SWITCHYARD_ROOT, else the first

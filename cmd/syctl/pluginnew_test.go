@@ -46,12 +46,17 @@ func builtSyctl(t *testing.T) string {
 // shipped cases, the project's case expecting a block), for Go — the SDK
 // imported from this checkout with no network —, for Rust (sdk/rust as a
 // path dependency, compiled with plain rustc, the project's unit tests run
-// natively) and for C (abi/c/switchyard.h over wasi-libc) (issue 37).
+// natively), for C (abi/c/switchyard.h over wasi-libc) and for
+// AssemblyScript on the native ABI (the guest library copied from this
+// checkout, the compiler the one `make -C examples` installed for
+// examples/as-native-plugin, the same npm package the project's
+// package.json names, so the test needs no network) (issue 37).
 func TestPluginNewBuildTest(t *testing.T) {
 	root := gatewaytest.Root()
 	syctl := builtSyctl(t)
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	for _, lang := range []string{"go", "rust", "c"} {
+	asc := filepath.Join(root, "examples", "as-native-plugin", "node_modules", ".bin", "asc")
+	for _, lang := range []string{"go", "rust", "c", "assemblyscript"} {
 		t.Run(lang, func(t *testing.T) {
 			dir := t.TempDir()
 			t.Chdir(dir)
@@ -68,9 +73,14 @@ func TestPluginNewBuildTest(t *testing.T) {
 			if code := run([]string{"plugin", "new", name, "--lang", lang, "--sdk", root}, &out, &errb); code == 0 {
 				t.Fatal("plugin new wrote over a project")
 			}
+			if lang == "assemblyscript" {
+				if _, err := os.Stat(asc); err != nil {
+					t.Fatalf("the AssemblyScript compiler: %v (run make -C examples)", err)
+				}
+			}
 			make := func(target string) string {
 				t.Helper()
-				cmd := exec.Command("make", "-C", filepath.Join(dir, name), target, "GO="+goBin, "SYCTL="+syctl)
+				cmd := exec.Command("make", "-C", filepath.Join(dir, name), target, "GO="+goBin, "SYCTL="+syctl, "ASC="+asc)
 				// The project stands alone: no workspace, no toolchain
 				// switch, no network.
 				cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOPROXY=off")

@@ -15,7 +15,9 @@ package wasm
 //
 // Grants and limits apply as for native modules: the memory cap, the
 // per-call time limit (the guest rewritten so its loops check it, as a
-// native module's; wazero's check where the rewrite cannot), Extism's
+// native module's; wazero's check where the rewrite cannot), Switchyard's
+// host functions from extism:host/user (extismhost.go: chat, kv, http_request
+// on the guarded client, …) under the same grants, Extism's own
 // http_request only with the "http" grant, to grants.http_domains and only
 // on engines that allow private networks (see checkExtismImports), logging
 // (Switchyard's extism:host/user log, or Extism's log_* functions) only with
@@ -42,7 +44,7 @@ import (
 // Import modules of Extism guests.
 const (
 	extismEnv  = "extism:host/env"  // the Extism kernel and its built-in host functions
-	extismUser = "extism:host/user" // host functions the embedder adds: Switchyard's log
+	extismUser = "extism:host/user" // host functions the embedder adds: Switchyard's (extismhost.go)
 )
 
 // Extism's built-in host functions a module may import without a grant:
@@ -152,17 +154,20 @@ func (e *Engine) loadExtism(ctx context.Context, m *manifest.Manifest, id string
 	refuse := func(format string, args ...any) (*Module, error) {
 		return nil, &LoadError{Module: id, Reason: fmt.Sprintf(format, args...)}
 	}
-	cp, cache, err := e.compileExtism(ctx, m, id, wasm)
+	// The module exists before it compiles: its host functions are bound
+	// to it (grants, account, http client).
+	mod := &Module{Manifest: m, ID: id, engine: e, pool: make(chan *instance, m.Limits.PoolSize), acct: e.accountFor("", false)}
+	cp, cache, err := e.compileExtism(ctx, mod, wasm)
 	if err != nil {
 		return nil, err
 	}
+	mod.ext = cp
 	release := func() {
 		_ = cp.Close(ctx)
 		if cache != nil {
 			_ = cache.Close(ctx)
 		}
 	}
-	mod := &Module{Manifest: m, ID: id, engine: e, pool: make(chan *instance, m.Limits.PoolSize), ext: cp, acct: e.accountFor("", false)}
 	first, err := mod.instantiateExtism(ctx)
 	if err != nil {
 		release()
@@ -185,7 +190,8 @@ func (e *Engine) loadExtism(ctx context.Context, m *manifest.Manifest, id string
 // Extism SDK. Like native compilation it runs outside the engine's lock, so
 // modules compile in parallel. It returns the module's own compilation
 // cache, nil without a cache directory.
-func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id string, wasm []byte) (*extism.CompiledPlugin, wazero.CompilationCache, error) {
+func (e *Engine) compileExtism(ctx context.Context, mod *Module, wasm []byte) (*extism.CompiledPlugin, wazero.CompilationCache, error) {
+	m, id := mod.Manifest, mod.ID
 	refuse := func(format string, args ...any) (*extism.CompiledPlugin, wazero.CompilationCache, error) {
 		return nil, nil, &LoadError{Module: id, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -238,6 +244,7 @@ func (e *Engine) compileExtism(ctx context.Context, m *manifest.Manifest, id str
 	if m.GrantsHostFunction(abi.GrantLog) {
 		funcs = append(funcs, e.extismLog(id))
 	}
+	funcs = append(funcs, e.extismHostFuncs(mod)...)
 	timeout := uint64(m.Limits.TimeoutMS) // Module.Call sets the same deadline
 	if yield {
 		funcs = append(funcs, extismYield())
@@ -341,6 +348,15 @@ func checkExtismImports(c wazero.CompiledModule, m *manifest.Manifest, allowPriv
 				return fmt.Errorf("imports %s.%s, which this host does not provide to Extism modules: it cannot be confined to public addresses (only engines that allow private networks, in development, provide it)", mod, name)
 			}
 		case extismUser:
+			if extismUserFunc(name) {
+				if !m.GrantsHostFunction(name) {
+					return fmt.Errorf("imports host function %s.%s which its manifest does not grant", mod, name)
+				}
+				if !sameTypes(f.ParamTypes(), []api.ValueType{api.ValueTypeI64}) || !sameTypes(f.ResultTypes(), []api.ValueType{api.ValueTypeI64}) {
+					return fmt.Errorf("imports %s.%s with signature %v -> %v, want [i64] -> [i64]", mod, name, f.ParamTypes(), f.ResultTypes())
+				}
+				continue
+			}
 			if name != abi.HostLog {
 				return fmt.Errorf("imports unknown host function %s.%s", mod, name)
 			}

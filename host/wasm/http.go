@@ -226,16 +226,19 @@ func (e *Engine) hostHTTPRequest(ctx context.Context, m api.Module, ptr, n uint3
 		return abi.HTTPFailed
 	}
 	defer waitedSince(ctx, time.Now()) // the network: not module time
+	frame, ok := m.Memory().Read(ptr, n)
 	var code int64
-	in.pending, code = e.httpCall(ctx, in.owner, m, ptr, n)
+	in.pending, code = e.httpCall(ctx, in.owner, frame, ok)
 	return code
 }
 
-// httpCall makes the outbound call the frame at ptr asks for and returns
-// the response frame and its size, or a message and a negative code.
-func (e *Engine) httpCall(ctx context.Context, mod *Module, m api.Module, ptr, n uint32) ([]byte, int64) {
+// httpCall makes the outbound call the request frame asks for (inMemory
+// false: the guest pointed outside its memory) and returns the response
+// frame and its size, or a message and a negative code. Native modules
+// (hostHTTPRequest) and Extism ones (extismHostFunc) share it.
+func (e *Engine) httpCall(ctx context.Context, mod *Module, frame []byte, inMemory bool) ([]byte, int64) {
 	o := outbound{e: e, mod: mod}
-	out, herr := o.call(ctx, m, ptr, n)
+	out, herr := o.call(ctx, frame, inMemory)
 	if herr != nil {
 		// A message may quote the URL (the client's errors do): never
 		// with a secret in it.
@@ -265,10 +268,10 @@ func refuse(code int64, format string, args ...any) *httpErr {
 	return &httpErr{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// call checks the request frame at ptr, makes the call and returns the
-// response frame.
-func (o *outbound) call(ctx context.Context, m api.Module, ptr, n uint32) ([]byte, *httpErr) {
-	fields, herr := o.frame(m, ptr, n)
+// call checks the request frame, makes the call and returns the response
+// frame.
+func (o *outbound) call(ctx context.Context, frame []byte, inMemory bool) ([]byte, *httpErr) {
+	fields, herr := o.frame(frame, inMemory)
 	if herr != nil {
 		return nil, herr
 	}
@@ -308,14 +311,13 @@ func (o *outbound) call(ctx context.Context, m api.Module, ptr, n uint32) ([]byt
 	return o.do(ctx, req, u.Hostname(), cancel)
 }
 
-// frame reads the request frame at ptr (method, URL, headers, body) of a
-// module granted http.
-func (o *outbound) frame(m api.Module, ptr, n uint32) ([][]byte, *httpErr) {
+// frame splits the request frame (method, URL, headers, body) of a module
+// granted http.
+func (o *outbound) frame(frame []byte, inMemory bool) ([][]byte, *httpErr) {
 	if !o.mod.Manifest.GrantsHostFunction(abi.HostHTTPRequest) {
 		return nil, refuse(abi.HTTPDenied, "http is not granted")
 	}
-	frame, ok := m.Memory().Read(ptr, n)
-	if !ok {
+	if !inMemory {
 		return nil, refuse(abi.HTTPFailed, "request outside module memory")
 	}
 	fields, err := abi.Fields(nil, frame)

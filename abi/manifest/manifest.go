@@ -77,6 +77,14 @@ type Manifest struct {
 	// calls even a passthrough hook for a provider with a form: the form
 	// may answer differently (PassthroughFor).
 	APIs []string `json:"apis,omitempty"`
+	// EmbedInputs, for an adapter, caps the inputs one upstream embeddings
+	// call takes, by upstream model: a key is a part of the model id
+	// ("titan-embed"), its value the most inputs a call of a model whose
+	// id contains it takes (Titan Text Embeddings on Bedrock: 1). The host
+	// sends a longer request as several calls of at most that many inputs,
+	// concurrently within a bound, and joins their answers in input order
+	// with their usage summed (host/dispatch, split.go).
+	EmbedInputs map[string]int `json:"embed_inputs,omitempty"`
 	// MaxFee, for a plugin, is the most it charges in one request, in
 	// dollars: the sum of the costs its stage summaries report
 	// (docs/plugins.md, "Fees"; 0: the plugin never charges). The host
@@ -532,6 +540,11 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("manifest %s: apis: %q is not a form an adapter may declare (a lowercase word)", m.Name, a)
 		}
 	}
+	for k, n := range m.EmbedInputs {
+		if k == "" || n < 1 || m.Kind != KindAdapter || !declared[abi.HookEmbedRequest.String()] {
+			return fmt.Errorf("manifest %s: embed_inputs: %q: %d must be at least 1, for a model id part, in an adapter with an embed_request hook", m.Name, k, n)
+		}
+	}
 	if err := m.validateRouter(declared[abi.HookPreRequest.String()]); err != nil {
 		return err
 	}
@@ -635,6 +648,18 @@ func (m *Manifest) PassthroughFor(h abi.Hook, api string) bool {
 
 // SpeaksAPI reports whether the adapter lists the API form api.
 func (m *Manifest) SpeaksAPI(api string) bool { return contains(m.APIs, api) }
+
+// MaxEmbedInputs is the most inputs one upstream embeddings call of model
+// takes (EmbedInputs; the least of the keys model contains), 0 for no cap.
+func (m *Manifest) MaxEmbedInputs(model string) int {
+	most := 0
+	for k, n := range m.EmbedInputs {
+		if strings.Contains(model, k) && (most == 0 || n < most) {
+			most = n
+		}
+	}
+	return most
+}
 
 // GrantsHostFunction reports whether the module may import host function f
 // (an import name such as "http_request", or a grant name).

@@ -284,3 +284,28 @@ func TestMetrics(t *testing.T) {
 		t.Fatal("the metrics grant grants metric and result only")
 	}
 }
+
+// An adapter caps the inputs one upstream embeddings call takes, by a
+// part of the model id; the cap must be at least 1, on an adapter with an
+// embed_request hook.
+func TestEmbedInputs(t *testing.T) {
+	embedder := strings.Replace(good, `"hooks":["chat_request","error"]`, `"hooks":["chat_request","embed_request","error"]`, 1)
+	m, err := Parse([]byte(strings.Replace(embedder, `"limits"`, `"embed_inputs":{"titan-embed":1,"embed":8},"limits"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for model, want := range map[string]int{"amazon.titan-embed-text-v2:0": 1, "cohere.embed-english-v3": 8, "anthropic.claude": 0} {
+		if got := m.MaxEmbedInputs(model); got != want {
+			t.Errorf("MaxEmbedInputs(%s) = %d, want %d", model, got, want)
+		}
+	}
+	for name, doc := range map[string]string{
+		"zero":             strings.Replace(embedder, `"limits"`, `"embed_inputs":{"titan-embed":0},"limits"`, 1),
+		"empty key":        strings.Replace(embedder, `"limits"`, `"embed_inputs":{"":1},"limits"`, 1),
+		"no embed_request": strings.Replace(good, `"limits"`, `"embed_inputs":{"titan-embed":1},"limits"`, 1),
+	} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "embed_inputs") {
+			t.Errorf("%s: accepted (%v)", name, err)
+		}
+	}
+}

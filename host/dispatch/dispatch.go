@@ -86,6 +86,10 @@ type Job struct {
 	// Read finishes a non-streaming attempt: it reads and translates the
 	// upstream body. A failure there is a failed attempt like any other.
 	Read func(ctx context.Context, c *Call) ([]byte, *apierr.Error)
+	// ReadPart, for embeddings, is Read for a part of the request holding
+	// that many inputs: an endpoint whose adapter takes fewer inputs a call
+	// than the request holds gets it in parts (split.go).
+	ReadPart func(inputs int) func(ctx context.Context, c *Call) ([]byte, *apierr.Error)
 	// PluginTime, when set, reports the wall time of the request's plugin
 	// hooks so far; settlement records it on the generation.
 	PluginTime func() time.Duration
@@ -257,7 +261,15 @@ func (d *Dispatcher) attempt(ctx context.Context, job *Job, ep *catalog.Endpoint
 	started := time.Now()
 	actx := wire.AdapterCtx{Model: ep.UpstreamModel, Provider: ep.Provider.Slug, Stream: job.Stream, Drop: drop,
 		GenerationID: job.GenID, CatalogModel: ep.Model.ID, API: ep.Provider.API}
-	call, err := d.send(ctx, ep, hook, job.bodyFor(ep, drop), actx, job.EchoSent, job.nativeFor(ep))
+	body := job.bodyFor(ep, drop)
+	if hook == abi.HookEmbedRequest && job.ReadPart != nil {
+		if parts, sizes := d.embedParts(ep, body); parts != nil {
+			call, joined, err := d.attemptParts(ctx, job, ep, actx, parts, sizes)
+			r.Body = joined
+			return call, err
+		}
+	}
+	call, err := d.send(ctx, ep, hook, body, actx, job.EchoSent, job.nativeFor(ep))
 	if err != nil {
 		if call == nil {
 			call = &Call{Started: started}

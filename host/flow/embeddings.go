@@ -84,6 +84,9 @@ func (s *Core) Embeddings(ctx context.Context, j EmbeddingsJob) (res *dispatch.R
 	res, aerr = s.Dispatcher.Run(ctx, &dispatch.Job{
 		Key: key, GenID: j.GenID, Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
 		Envelope: j.Envelope, Read: dispatch.ReadEmbeddings(req.Inputs, req.Base64), PluginTime: pl.Time,
+		ReadPart: func(n int) func(context.Context, *dispatch.Call) ([]byte, *apierr.Error) {
+			return dispatch.ReadEmbeddings(n, req.Base64)
+		},
 		Route: route.Request{Kind: catalog.KindEmbedding, Models: []string{req.Model}, Prefs: req.Prefs,
 			PromptTokens: req.PromptTokens, ContextTokens: req.LongestInput, AccountOnly: acct.Only, AccountIgnore: acct.Ignore},
 	})

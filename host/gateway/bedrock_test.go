@@ -6,11 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/switchyard/switchyard/host/credentials/credtest"
 	"github.com/switchyard/switchyard/host/eventstream"
@@ -21,6 +24,10 @@ import (
 // the API reference's payloads (plugins/bedrock/testdata), after checking
 // the SigV4 signature the way AWS does; a model named "throttled" gets
 // Bedrock's ThrottlingException.
+// titanCalls and titanMost count the Titan calls fakeBedrock is
+// answering, and the most at once.
+var titanCalls, titanMost atomic.Int64
+
 func fakeBedrock(t *testing.T, akid, secret string) *httptest.Server {
 	converse, err := os.ReadFile("../../plugins/bedrock/testdata/converse_response.json")
 	if err != nil {
@@ -48,8 +55,21 @@ func fakeBedrock(t *testing.T, akid, secret string) *httptest.Server {
 		}
 		// InvokeModel with each embedding family's own body.
 		switch {
+		case r.URL.Path == "/model/amazon.titan-embed-text-v2:0/invoke" && gjson.GetBytes(body, "inputText").Str == "refuse me":
+			w.Header().Set("X-Amzn-Errortype", "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"message":"Malformed input request: expected minLength: 1, please reformat your input and try again."}`))
+			return
 		case r.URL.Path == "/model/amazon.titan-embed-text-v2:0/invoke" && gjson.GetBytes(body, "inputText").Type == gjson.String:
-			w.Write(titan)
+			// Titan embeds one inputText a call (the reference's body);
+			// the first number of the answer is the text's length, so a
+			// test can tell the answers apart and check their order.
+			n := titanCalls.Add(1)
+			defer titanCalls.Add(-1)
+			for m := titanMost.Load(); n > m && !titanMost.CompareAndSwap(m, n); m = titanMost.Load() {
+			}
+			out, _ := sjson.SetBytes(titan, "embedding.0", len(gjson.GetBytes(body, "inputText").Str))
+			w.Write(out)
 			return
 		case r.URL.Path == "/model/cohere.embed-english-v3/invoke" && gjson.GetBytes(body, "texts.#").Int() == 2 && gjson.GetBytes(body, "input_type").Exists():
 			w.Write(cohere)
@@ -153,6 +173,27 @@ models:
 	resp, b, err = g.Request("POST", "/embeddings", `{"model":"amazon/titan-embed-v2","input":"What are the different services that you offer?","dimensions":512}`)
 	if err != nil || resp.StatusCode != 200 || gjson.GetBytes(b, "data.0.embedding.#").Int() != 4 || gjson.GetBytes(b, "usage.prompt_tokens").Int() != 6 {
 		t.Fatalf("titan: %v %d %s", err, resp.StatusCode, b)
+	}
+	// Titan takes one input a call: six inputs are six calls, at most four
+	// at a time, answered in input order with their usage summed.
+	inputs := []string{"a", "bb", "ccc", "dddd", "eeeee", "ffffff"}
+	resp, b, err = g.Request("POST", "/embeddings", `{"model":"amazon/titan-embed-v2","input":["`+strings.Join(inputs, `","`)+`"]}`)
+	if err != nil || resp.StatusCode != 200 || gjson.GetBytes(b, "data.#").Int() != 6 || gjson.GetBytes(b, "usage.prompt_tokens").Int() != 6*6 {
+		t.Fatalf("titan batch: %v %d %s", err, resp.StatusCode, b)
+	}
+	for i, in := range inputs {
+		if e := gjson.GetBytes(b, "data."+strconv.Itoa(i)); e.Get("index").Int() != int64(i) || e.Get("embedding.0").Int() != int64(len(in)) {
+			t.Fatalf("titan batch: entry %d is %s", i, e.Raw)
+		}
+	}
+	if most := titanMost.Load(); most > 4 {
+		t.Fatalf("titan batch: %d calls at once, want at most 4", most)
+	}
+	// One part refused fails the request with its error, never a list
+	// with a hole.
+	resp, b, err = g.Request("POST", "/embeddings", `{"model":"amazon/titan-embed-v2","input":["a","refuse me","c"]}`)
+	if err != nil || resp.StatusCode != 400 || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "Malformed input request") {
+		t.Fatalf("titan batch with a refused part: %v %d %s", err, resp.StatusCode, b)
 	}
 	resp, b, err = g.Request("POST", "/embeddings", `{"model":"cohere/embed-english-v3","input":["hello","goodbye"]}`)
 	// Cohere on Bedrock reports no token count: the gateway counts them.

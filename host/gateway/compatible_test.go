@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,6 +25,13 @@ type compatibleFake struct {
 	only []string
 	// refused: members the provider answers with a 400.
 	refused []string
+	// toolTurnReasoning: the provider answers with a 400 an assistant turn
+	// that called tools without its reasoning_content (DeepSeek's thinking
+	// mode, https://api-docs.deepseek.com/guides/thinking_mode, "Tool
+	// calls"; the message is illustrative).
+	toolTurnReasoning bool
+	// seen receives each chat request's body.
+	seen chan []byte
 }
 
 func (f compatibleFake) serve(t *testing.T, key string) *httptest.Server {
@@ -57,6 +65,24 @@ func (f compatibleFake) serve(t *testing.T, key string) *httptest.Server {
 		if bad != "" {
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			w.Write([]byte(`{"object":"error","message":"` + bad + `: Extra inputs are not permitted","type":"invalid_request_error"}`))
+			return
+		}
+		if f.seen != nil {
+			select {
+			case f.seen <- body:
+			default:
+			}
+		}
+		missing := -1
+		gjson.GetBytes(body, "messages").ForEach(func(i, m gjson.Result) bool {
+			if f.toolTurnReasoning && m.Get("role").Str == "assistant" && m.Get("tool_calls.#").Int() > 0 && !m.Get("reasoning_content").Exists() {
+				missing = int(i.Int())
+			}
+			return missing < 0
+		})
+		if missing >= 0 {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"error":{"message":"Missing reasoning_content field in the assistant message at message index ` + strconv.Itoa(missing) + `","type":"invalid_request_error"}}`))
 			return
 		}
 		if gjson.GetBytes(body, "stream").Bool() {
@@ -101,13 +127,15 @@ func TestOpenAICompatibleProviders(t *testing.T) {
 		{fake: compatibleFake{api: "xai", model: "grok-3-mini", json: "xai_grok3mini.json", sse: "deepseek_reasoner_stream.sse"},
 			content: "The result of 101 multiplied by 3 is 303.", reasoning: "Let me calculate 101 multiplied by 3", completion: 324, cached: 6,
 			streamed: "9.8 is greater.", streamReason: "9.8 = 9.80 > 9.11", finish: "stop"},
-		{fake: compatibleFake{api: "deepseek", model: "deepseek-reasoner", json: "deepseek_reasoner.json", sse: "deepseek_reasoner_stream.sse"},
+		{fake: compatibleFake{api: "deepseek", model: "deepseek-reasoner", json: "deepseek_reasoner.json", sse: "deepseek_reasoner_stream.sse",
+			toolTurnReasoning: true, seen: make(chan []byte, 1)},
 			content: "9.8 is greater than 9.11.", reasoning: "Comparing 9.11 and 9.8", completion: 96,
 			streamed: "9.8 is greater.", streamReason: "9.8 = 9.80 > 9.11", finish: "stop"},
 		{fake: compatibleFake{api: "cerebras", model: "llama3.1-8b", json: "cerebras_chat.json", sse: "mistral_stream.sse",
 			refused: []string{"frequency_penalty", "logit_bias", "presence_penalty", "parallel_tool_calls", "service_tier"}},
 			content: "Hello! How can I assist you today?", completion: 10, streamed: "Claude Monet is often", finish: "length"},
-		{fake: compatibleFake{api: "fireworks", model: "accounts/fireworks/models/deepseek-r1", json: "fireworks_reasoning.json", sse: "deepseek_reasoner_stream.sse"},
+		{fake: compatibleFake{api: "fireworks", model: "accounts/fireworks/models/deepseek-r1", json: "fireworks_reasoning.json", sse: "deepseek_reasoner_stream.sse",
+			seen: make(chan []byte, 1)},
 			content: "25 * 37 = 925.", reasoning: "25 * 37 = 25 * 40", completion: 50,
 			streamed: "9.8 is greater.", streamReason: "9.8 = 9.80 > 9.11", finish: "stop"},
 		{fake: compatibleFake{api: "openrouter", model: "deepseek/deepseek-r1", json: "openrouter_reasoning.json", sse: "openrouter_stream.sse"},
@@ -184,6 +212,38 @@ func TestOpenAICompatibleProviders(t *testing.T) {
 	}
 	t.Run("cohere", func(t *testing.T) { cohere(t, g) })
 
+	// Reasoning passed back: a client's multi-turn tool conversation, with
+	// the reasoning of the assistant's turns as the gateway returned it
+	// (reasoning) or as OpenRouter's clients keep it (reasoning_details).
+	// DeepSeek gets it as reasoning_content on the turns that called tools
+	// (its fake refuses a tool turn without it), Fireworks on every turn.
+	turns := `"messages":[{"role":"user","content":"9.11 or 9.8?"},{"role":"assistant","content":"9.8","reasoning":"tenths"},` +
+		`{"role":"user","content":"weather?"},{"role":"assistant","content":null,"reasoning_details":[{"type":"reasoning.text","text":"call the tool"}],` +
+		`"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"sunny"}]`
+	for _, tc := range cases {
+		if tc.fake.seen == nil {
+			continue
+		}
+		t.Run(tc.fake.api+"/passback", func(t *testing.T) {
+			for len(tc.fake.seen) > 0 {
+				<-tc.fake.seen
+			}
+			resp, b, err := g.Request("POST", "/chat/completions", `{"model":"test/`+tc.fake.api+`",`+turns+`}`)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%v %d %s", err, resp.StatusCode, b)
+			}
+			ms := gjson.GetBytes(<-tc.fake.seen, "messages")
+			first := "tenths"
+			if tc.fake.toolTurnReasoning {
+				first = "" // DeepSeek: a turn without tool calls needs none
+			}
+			if ms.Get("1.reasoning_content").Str != first || ms.Get("3.reasoning_content").Str != "call the tool" ||
+				strings.Contains(ms.Raw, `"reasoning"`) || strings.Contains(ms.Raw, "reasoning_details") {
+				t.Errorf("upstream messages %s", ms.Raw)
+			}
+		})
+	}
+
 	// A provider's api must be a form its adapter's manifest lists: vertex
 	// is the anthropic and gemini adapters', not the openai adapter's. A
 	// configuration naming it is refused (here on reload; at start the
@@ -233,6 +293,26 @@ func cohere(t *testing.T, g *gatewaytest.Gateway) {
 		gjson.GetBytes(b, "data.1.embedding.0").Float() != -0.0033473968 || gjson.GetBytes(b, "usage.prompt_tokens").Int() != 2 {
 		t.Fatalf("embeddings: %v %d %s", err, resp.StatusCode, b)
 	}
+	// Citations (Cohere's RAG and tool-use examples) are url_citation
+	// annotations, in JSON and in the stream.
+	resp, b, err = g.Request("POST", "/chat/completions", `{"model":"cohere/command-a","messages":[{"role":"user","content":"cite"}]}`)
+	a := gjson.GetBytes(b, "choices.0.message.annotations")
+	if err != nil || resp.StatusCode != 200 || a.Get("#").Int() != 2 || a.Get("0.url_citation.title").Str != "Tall penguins" || a.Get("1.url_citation.start_index").Int() != 65 {
+		t.Fatalf("citations: %v %d %s", err, resp.StatusCode, b)
+	}
+	resp, b, err = g.Request("POST", "/chat/completions", `{"model":"cohere/command-a","stream":true,"messages":[{"role":"user","content":"cite"}]}`)
+	var urls []string
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			gjson.GetBytes(data, "choices.0.delta.annotations").ForEach(func(_, a gjson.Result) bool {
+				urls = append(urls, a.Get("url_citation.url").Str)
+				return true
+			})
+		}
+	}
+	if err != nil || resp.StatusCode != 200 || strings.Join(urls, " ") != "get_weather_1byjy32y4hvq:0 https://weather.gc.ca/city/pages/on-143_metric_e.html" {
+		t.Fatalf("streamed citations %q: %v %s", urls, err, b)
+	}
 	resp, b, err = g.Request("POST", "/chat/completions", `{"model":"cohere/command-a","messages":[{"role":"user","content":"throttle me"}]}`)
 	if err != nil || resp.StatusCode != 429 || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "Trial key") {
 		t.Fatalf("throttled: %v %d %s", err, resp.StatusCode, b)
@@ -252,6 +332,7 @@ func fakeCohere(t *testing.T, key string) *httptest.Server {
 		return b
 	}
 	chat, stream, embed, throttled := read("chat_response.json"), read("stream_tool.sse"), read("embed_response.json"), read("error_rate_limit.json")
+	cited, citedStream := read("chat_citations.json"), read("stream_citations.sse")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		req := gjson.ParseBytes(body)
@@ -270,6 +351,11 @@ func fakeCohere(t *testing.T, key string) *httptest.Server {
 		case req.Get("messages.0.content").Str == "throttle me":
 			w.WriteHeader(http.StatusTooManyRequests)
 			w.Write(throttled)
+		case req.Get("messages.0.content").Str == "cite" && req.Get("stream").Bool():
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(citedStream)
+		case req.Get("messages.0.content").Str == "cite":
+			w.Write(cited)
 		case req.Get("stream").Bool():
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Write(stream)

@@ -178,12 +178,17 @@ func TestProviderCredentialSchemes(t *testing.T) {
 	// Vertex AI's text embeddings: :predict under the publisher URL, with
 	// the service account's token (plugins/gemini/testdata, api: vertex).
 	vertexEmbed, _ := os.ReadFile("../../plugins/gemini/testdata/vertex_embed_response.json")
+	multimodal, _ := os.ReadFile("../../plugins/gemini/testdata/vertex_multimodal_embed_response.json")
 	predict := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case google.Check(r.Header.Get("Authorization")) != nil || noKey(r) != nil:
 			w.WriteHeader(http.StatusUnauthorized)
+		case r.URL.Path == "/v1/projects/p1/locations/us-central1/publishers/google/models/multimodalembedding@001:predict":
+			status, answer := multimodalPredict(body, multimodal)
+			w.WriteHeader(status)
+			w.Write(answer)
 		case r.URL.Path != "/v1/projects/p1/locations/us-central1/publishers/google/models/text-embedding-004:predict" || gjson.GetBytes(body, "instances.#").Int() != 2:
 			w.WriteHeader(http.StatusNotFound)
 		default:
@@ -205,6 +210,7 @@ providers:
   - {slug: vertex-embed, adapter: gemini, api: vertex, base_url: "%s/v1/projects/p1/locations/us-central1/publishers/google", auth: {scheme: google-service-account, credentials_file: %q, token_url: %q}}
 models:
   - {id: google/text-embedding-004, kind: embedding, endpoints: [{provider: vertex-embed, upstream_model: text-embedding-004, price: {prompt: 0.025}}]}
+  - {id: google/multimodalembedding, kind: embedding, input_modalities: [text, image], endpoints: [{provider: vertex-embed, upstream_model: multimodalembedding@001, price: {prompt: 0.2}}]}
 `, urls["bedrock"], region, urls["bedrock-bad"], region, urls["vertex"], saPath, google.URL, urls["vertex-gemini"], saPath, google.URL, urls["vertex-claude"], saPath, google.URL, urls["azure"], urls["azure-filter"], urls["azure-ad"], entra.URL, predict.URL, saPath, google.URL)
 	for _, slug := range []string{"bedrock", "bedrock-bad", "vertex", "vertex-gemini", "vertex-claude", "azure", "azure-filter", "azure-ad"} {
 		upstream := map[string]string{"vertex-gemini": "gemini-test", "vertex-claude": "claude-test@20250101"}[slug]
@@ -276,6 +282,22 @@ models:
 		t.Fatalf("vertex embeddings: %v %d %s", err, resp.StatusCode, b)
 	}
 
+	// Vertex AI's multimodal embeddings: an image and a text, each its
+	// own instance, each answered in order with its own vector; an item
+	// mixing them is refused by the adapter before any call (an adapter's
+	// refusal is a 502 naming the module, as for any adapter).
+	resp, b, err = g.Request("POST", "/embeddings", `{"model":"google/multimodalembedding","dimensions":128,"input":[`+
+		`{"content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]},{"content":[{"type":"text","text":"Colosseum"}]}]}`)
+	if err != nil || resp.StatusCode != 200 || gjson.GetBytes(b, "data.#").Int() != 2 ||
+		gjson.GetBytes(b, "data.0.embedding.0").Float() != -0.0123147098 || gjson.GetBytes(b, "data.1.embedding.0").Float() != 0.00230263756 ||
+		gjson.GetBytes(b, "usage.prompt_tokens").Int() == 0 {
+		t.Fatalf("vertex multimodal embeddings: %v %d %s", err, resp.StatusCode, b)
+	}
+	resp, b, err = g.Request("POST", "/embeddings", `{"model":"google/multimodalembedding","input":[{"content":[{"type":"text","text":"a cat"},{"type":"image_url","image_url":{"url":"gs://b/cat.png"}}]}]}`)
+	if err != nil || resp.StatusCode == 200 || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "two input items") {
+		t.Fatalf("vertex multimodal embeddings of a mixed item: %v %d %s", err, resp.StatusCode, b)
+	}
+
 	resp, b, err = g.Request("POST", "/chat/completions", `{"model":"test/bedrock-bad","messages":[{"role":"user","content":"hi"}]}`)
 	if err != nil || resp.StatusCode == 200 || gjson.GetBytes(b, "error.message").Str == "" {
 		t.Fatalf("a provider refusing the signature: %v %d %s", err, resp.StatusCode, b)
@@ -297,4 +319,39 @@ models:
 	if err != nil || resp.StatusCode != 400 || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "content management policy") {
 		t.Fatalf("a filtered prompt: %v %d %s", err, resp.StatusCode, b)
 	}
+}
+
+// multimodalPredict answers a multimodalembedding :predict request as
+// Vertex AI does (plugins/gemini/testdata/vertex_multimodal_embed_response.json,
+// the multimodal-embeddings reference): one prediction per instance, an
+// imageEmbedding for an image, a textEmbedding for a text, after checking
+// that each instance holds exactly one of them, that an image is base64
+// bytes with a PNG or JPEG media type or a Cloud Storage URI, and that a
+// dimension is one the model offers. A bad request is Vertex's 400.
+func multimodalPredict(body, reference []byte) (int, []byte) {
+	image, text := gjson.GetBytes(reference, "predictions.0.imageEmbedding").Raw, gjson.GetBytes(reference, "predictions.1.textEmbedding").Raw
+	bad := `{"error":{"code":400,"message":"Invalid instance","status":"INVALID_ARGUMENT"}}`
+	if d := gjson.GetBytes(body, "parameters.dimension"); d.Exists() && !strings.Contains(" 128 256 512 1408 ", " "+d.Raw+" ") {
+		return http.StatusBadRequest, []byte(bad)
+	}
+	var preds []string
+	ok := true
+	gjson.GetBytes(body, "instances").ForEach(func(_, in gjson.Result) bool {
+		img, txt := in.Get("image"), in.Get("text")
+		switch {
+		case img.Exists() == txt.Exists():
+			ok = false
+		case txt.Exists():
+			preds = append(preds, `{"textEmbedding":`+text+`}`)
+		case img.Get("gcsUri").Exists() || img.Get("bytesBase64Encoded").Exists() && (img.Get("mimeType").Str == "image/png" || img.Get("mimeType").Str == "image/jpeg"):
+			preds = append(preds, `{"imageEmbedding":`+image+`}`)
+		default:
+			ok = false
+		}
+		return ok
+	})
+	if !ok || len(preds) == 0 {
+		return http.StatusBadRequest, []byte(bad)
+	}
+	return http.StatusOK, []byte(`{"predictions":[` + strings.Join(preds, ",") + `],"deployedModelId":"DEPLOYED_MODEL_ID"}`)
 }

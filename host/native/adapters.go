@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/switchyard/switchyard/abi"
@@ -23,7 +24,7 @@ import (
 // Anthropic stream hook cost 133 µs in the module against 7 µs native,
 // and a native Messages stream cost four times a chat stream's gateway
 // CPU). Their chat hooks are native hooks too, named
-// "<adapter>-chat/1", "<adapter>-response/1" and "<adapter>-stream/1".
+// "<adapter>-chat/<n>", "<adapter>-response/<n>" and "<adapter>-stream/<n>".
 //
 // Their samples are the adapters' own recorded fixtures (samples/<name>,
 // copies of plugins/<name>/testdata, whose SOURCES.md say where each
@@ -49,6 +50,10 @@ type chatAdapter struct {
 	// answers and streams are sample files; a stream file holds one event
 	// per "data: " line (SSE) or per line (JSON lines).
 	answers, streams []string
+	// revs are the revisions of the request, response and stream
+	// implementations' names ("<name>-response/2"); 0 is 1. A changed
+	// translation takes the next one.
+	revs [3]int
 }
 
 var chatAdapters = []chatAdapter{
@@ -92,8 +97,10 @@ var chatAdapters = []chatAdapter{
 			`{"model":"command-a-03-2025","provider":"cohere","stream":false,"drop":[],"generation_id":"gen-1","catalog_model":"cohere/command-a"}`,
 			`{"model":"command-a-03-2025","provider":"cohere","stream":true,"drop":["seed"],"generation_id":"gen-2","catalog_model":"cohere/command-a"}`,
 		},
-		answers: []string{"chat_response.json", "chat_thinking.json", "chat_tool_call.json"},
-		streams: []string{"stream_text.sse", "stream_tool.sse"},
+		answers: []string{"chat_response.json", "chat_thinking.json", "chat_tool_call.json", "chat_citations.json"},
+		streams: []string{"stream_text.sse", "stream_tool.sse", "stream_citations.sse"},
+		// response and stream 2: citations as url_citation annotations.
+		revs: [3]int{1, 2, 2},
 	},
 }
 
@@ -111,12 +118,17 @@ var anthropicNative = [][][]byte{
 // once per Hooks call (an engine's start), from the embedded fixtures.
 func (a chatAdapter) hooks() map[string]wasm.NativeHook {
 	return map[string]wasm.NativeHook{
-		a.name + "-chat/1": {Hook: abi.HookChatRequest, Samples: a.requestSamples(), Bind: bind(a.request)},
-		a.name + "-response/1": {Hook: abi.HookChatResponse, Samples: a.answerSamples(),
+		a.hookName("chat", 0): {Hook: abi.HookChatRequest, Samples: a.requestSamples(), Bind: bind(a.request)},
+		a.hookName("response", 1): {Hook: abi.HookChatResponse, Samples: a.answerSamples(),
 			Bind: bind(func(string) sdk.Handler { return a.response })},
-		a.name + "-stream/1": {Hook: abi.HookChatStreamEvent, Samples: a.streamSamples(),
+		a.hookName("stream", 2): {Hook: abi.HookChatStreamEvent, Samples: a.streamSamples(),
 			Bind: bind(func(string) sdk.Handler { return a.stream })},
 	}
+}
+
+// hookName is the implementation's name, "<adapter>-<kind>/<revision>".
+func (a chatAdapter) hookName(kind string, i int) string {
+	return a.name + "-" + kind + "/" + strconv.Itoa(max(a.revs[i], 1))
 }
 
 func (a chatAdapter) file(name string) []byte {

@@ -26,7 +26,7 @@ import (
 // an implementation computes gets a new name, so a module built against
 // the old one keeps being checked against what it was written for.
 const (
-	OpenAIChat  = "openai-chat/2"
+	OpenAIChat  = "openai-chat/3"
 	OpenAIEmbed = "openai-embed/1"
 )
 
@@ -105,6 +105,13 @@ var chatSamples = [][][]byte{
 		`{"model":"deepseek/deepseek-r1","reasoning":{"effort":"high","exclude":false},"messages":[{"role":"user","content":"9.11 or 9.8?"}]}`),
 	fields(`{"model":"llama3.1-8b","provider":"cerebras","stream":false,"drop":[],"generation_id":"gen-14","catalog_model":"meta-llama/llama-3.1-8b","api":"cerebras"}`,
 		`{"model":"meta-llama/llama-3.1-8b","frequency_penalty":0.5,"presence_penalty":0.1,"logit_bias":{"1":2},"parallel_tool_calls":false,"service_tier":"auto","seed":1,"messages":[{"role":"user","content":"hi"}]}`),
+	// Reasoning passed back (openai-chat/3): DeepSeek's on tool turns
+	// only, Fireworks' on every assistant turn, from reasoning or
+	// OpenRouter's reasoning_details.
+	fields(`{"model":"deepseek-reasoner","provider":"deepseek","stream":true,"drop":[],"generation_id":"gen-15","catalog_model":"deepseek/deepseek-r1","api":"deepseek"}`,
+		`{"model":"deepseek/deepseek-r1","stream":true,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning":"r0"},{"role":"user","content":"c"},{"role":"assistant","content":"","reasoning":"r1","tool_calls":[{"id":"c0","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c0","content":"1"},{"role":"assistant","content":null,"reasoning_details":[{"type":"reasoning.text","text":"r2 ☀"},{"type":"reasoning.encrypted","data":"x"}],"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"2"}]}`),
+	fields(`{"model":"accounts/fireworks/models/qwen3-235b-a22b","provider":"fireworks","stream":false,"drop":[],"generation_id":"gen-16","catalog_model":"qwen/qwen3-235b","api":"fireworks"}`,
+		`{"model":"qwen/qwen3-235b","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning":"r0"},{"role":"assistant","content":"d","reasoning_content":"own","reasoning":"x"},{"role":"user","content":"reasoning"}]}`),
 }
 
 // embedSamples cover strings, token ids, text-only multimodal items

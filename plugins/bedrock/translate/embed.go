@@ -42,7 +42,9 @@ func (a *Adapter) EmbedRequest(in *sdk.In, out *sdk.Out) error {
 	var body string
 	switch embedFamily(model) {
 	case titan:
-		// Titan embeds one text a call; a list is refused rather than cut.
+		// Titan embeds one text a call: the manifest's embed_inputs has
+		// the host send a longer request one input a call; a list that
+		// still arrives (a host that does not split) is refused, not cut.
 		if len(texts) != 1 {
 			return sdk.Error("Titan Text Embeddings on Bedrock embeds one input per request, not " + itoa(int64(len(texts))))
 		}

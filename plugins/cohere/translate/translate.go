@@ -275,6 +275,14 @@ func ChatResponse(in *sdk.In, out *sdk.Out) error {
 	if calls != "" {
 		b.WriteString(`,"tool_calls":` + calls)
 	}
+	var anns []string
+	m.Get("citations").ForEach(func(_, c gjson.Result) bool {
+		anns = citation(anns, c)
+		return true
+	})
+	if len(anns) > 0 {
+		b.WriteString(`,"annotations":[` + strings.Join(anns, ",") + `]`)
+	}
 	fr := r.Get("finish_reason").Str
 	b.WriteString(`},"finish_reason":` + sdk.Quote(finishReason(fr)) + `,"native_finish_reason":` + sdk.Quote(fr) + `}]`)
 	b.WriteString(`,"usage":` + usage(r.Get("usage")) + `,"system_fingerprint":null}`)
@@ -296,6 +304,36 @@ func toolCalls(tc gjson.Result) string {
 		return ""
 	}
 	return "[" + strings.Join(calls, ",") + "]"
+}
+
+// citation appends the url_citation annotations of one Cohere citation
+// (https://docs.cohere.com/reference/chat, message.citations; a
+// citation-start event's delta.message.citations): one per source it
+// cites, spanning start to end of the answer's text (Cohere counts
+// characters, as the gateway's indices count code points), with the cited
+// text as content. The url is the source's own (a document's or a tool
+// result's url member) or else its id (a tool call's id and result index,
+// "get_weather_1byjy32y4hvq:0", or a document's id), so no citation is
+// dropped and a client can match it to the tool result it cites; the
+// title is the source's title when it has one.
+func citation(anns []string, c gjson.Result) []string {
+	c.Get("sources").ForEach(func(_, src gjson.Result) bool {
+		data := src.Get("document")
+		if !data.Exists() {
+			data = src.Get("tool_output")
+		}
+		url := data.Get("url").Str
+		if url == "" {
+			url = src.Get("id").Str
+		}
+		a := `{"type":"url_citation","url_citation":{"url":` + sdk.Quote(url) + `,"title":` + sdk.Quote(data.Get("title").Str)
+		if t := c.Get("text"); t.Type == gjson.String {
+			a += `,"content":` + sdk.Quote(t.Str)
+		}
+		anns = append(anns, a+`,"start_index":`+itoa(c.Get("start").Int())+`,"end_index":`+itoa(c.Get("end").Int())+`}}`)
+		return true
+	})
+	return anns
 }
 
 // StreamEvent is the chat_stream_event hook: one v2 chat stream event
@@ -332,6 +370,10 @@ func StreamEvent(in *sdk.In, out *sdk.Out) error {
 	case "tool-call-delta":
 		out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(ev.Get("index").Int()) + `,"function":{"arguments":` +
 			sdk.Quote(dm.Get("tool_calls.function.arguments").Str) + `}}]}`))
+	case "citation-start":
+		if anns := citation(nil, dm.Get("citations")); len(anns) > 0 {
+			out.FieldString(delta(`{"annotations":[` + strings.Join(anns, ",") + `]}`))
+		}
 	case "message-end":
 		d := ev.Get("delta")
 		if e := d.Get("error"); e.Exists() {
@@ -342,7 +384,7 @@ func StreamEvent(in *sdk.In, out *sdk.Out) error {
 			`,"usage":`+usage(d.Get("usage"))))
 	}
 	// content-start, content-end, tool-plan-delta (the model's plan before
-	// its calls, not an answer), tool-call-end, citation-*: no chunk.
+	// its calls, not an answer), tool-call-end, citation-end: no chunk.
 	return nil
 }
 

@@ -60,6 +60,21 @@ func TestChatResponse(t *testing.T) {
 			"choices.0.message.tool_calls.0.function.arguments": `{"location":"Toronto"}`,
 			"choices.0.finish_reason":                           "tool_calls",
 		},
+		// Citations are the gateway's url_citation annotations, one per
+		// cited source; a document without a url is named by its id.
+		"chat_citations.json": {
+			"choices.0.message.content":                                "The tallest penguins are the Emperor penguins. They only live in Antarctica.",
+			"choices.0.message.annotations.#":                          "2",
+			"choices.0.message.annotations.0.type":                     "url_citation",
+			"choices.0.message.annotations.0.url_citation.url":         "doc:0",
+			"choices.0.message.annotations.0.url_citation.title":       "Tall penguins",
+			"choices.0.message.annotations.0.url_citation.content":     "Emperor penguins.",
+			"choices.0.message.annotations.0.url_citation.start_index": "29",
+			"choices.0.message.annotations.0.url_citation.end_index":   "46",
+			"choices.0.message.annotations.1.url_citation.title":       "Penguin habitats",
+			"choices.0.message.annotations.1.url_citation.start_index": "65",
+			"choices.0.message.annotations.1.url_citation.end_index":   "76",
+		},
 		"chat_thinking.json": {
 			"choices.0.message.reasoning": "The user asks which is larger; compare 9.8 and 9.11 digit by digit.",
 			"choices.0.message.content":   "9.8 is larger.",
@@ -93,6 +108,24 @@ func TestStream(t *testing.T) {
 		t.Errorf("tool stream %+v %+v", s, c)
 	}
 	fixture.CheckUsage(t, s.Usage, 37, 28, 0)
+
+	// citation-start events are chunks of annotations; the indices are
+	// code points of the answer (° is two bytes).
+	s = fixture.Assemble(t, fixture.Stream(t, translate.StreamEvent, ctx, fixture.Events(t, testdata("stream_citations.sse"))))
+	if s.Content != "It's 24°C in Toronto, says the forecast." || len(s.Annotations) != 2 || s.Finish != "stop" {
+		t.Fatalf("citation stream %+v", s)
+	}
+	runes := []rune(s.Content)
+	for i, want := range []struct{ url, title, text string }{
+		{"get_weather_1byjy32y4hvq:0", "", "24°C"},
+		{"https://weather.gc.ca/city/pages/on-143_metric_e.html", "Toronto weather forecast", "forecast"},
+	} {
+		a := s.Annotations[i].Get("url_citation")
+		if s.Annotations[i].Get("type").Str != "url_citation" || a.Get("url").Str != want.url || a.Get("title").Str != want.title || a.Get("content").Str != want.text ||
+			string(runes[a.Get("start_index").Int():a.Get("end_index").Int()]) != want.text {
+			t.Errorf("annotation %d: %s", i, s.Annotations[i].Raw)
+		}
+	}
 
 	// Thinking deltas are the gateway's reasoning.
 	out := fixture.Call(t, translate.StreamEvent, ctx, `{"type":"content-delta","index":0,"delta":{"message":{"content":{"thinking":"compare"}}}}`, "id-1")

@@ -512,6 +512,9 @@ func (a *Adapter) EmbedRequest(in *sdk.In, out *sdk.Out) error {
 // dimensions as outputDimensionality. These models embed text: an item
 // with another part is refused, never dropped.
 func (a *Adapter) vertexEmbed(model string, req gjson.Result, out *sdk.Out) error {
+	if multimodal(model) {
+		return a.vertexMultimodalEmbed(model, req, out)
+	}
 	var instances []string
 	var bad error
 	add := func(it gjson.Result) bool {
@@ -551,6 +554,131 @@ func (a *Adapter) vertexEmbed(model string, req gjson.Result, out *sdk.Out) erro
 	return nil
 }
 
+// multimodal reports Vertex AI's multimodal embedding model
+// (multimodalembedding, multimodalembedding@001), whose :predict takes
+// text or an image per instance and answers textEmbedding or
+// imageEmbedding.
+func multimodal(model string) bool { return strings.HasPrefix(model, "multimodalembedding") }
+
+// vertexMultimodalEmbed is a multimodalembedding request
+// (https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/multimodal-embeddings):
+// one instance per input, {"text"} or {"image": {"bytesBase64Encoded",
+// "mimeType"}} for a data URL or {"image": {"gcsUri"}} for a gs:// URL;
+// dimensions as parameters.dimension (128, 256, 512 or 1408). An instance
+// holds exactly one of text, image or video (the VisionEmbeddingModelInstance
+// reference), and the model answers a text and an image with two vectors,
+// not one joint vector: an item that mixes them, holds two images, or
+// names an image by an http(s) URL (which Vertex does not fetch) is
+// refused, as are token ids.
+func (a *Adapter) vertexMultimodalEmbed(model string, req gjson.Result, out *sdk.Out) error {
+	var instances []string
+	var bad error
+	add := func(it gjson.Result) bool {
+		switch {
+		case it.Type == gjson.String:
+			instances = append(instances, `{"text":`+sdk.Quote(it.Str)+`}`)
+		case it.IsObject():
+			var text []string
+			image := ""
+			it.Get("content").ForEach(func(_, p gjson.Result) bool {
+				switch p.Get("type").Str {
+				case "text":
+					text = append(text, p.Get("text").Str)
+				case "image_url":
+					if image != "" {
+						bad = sdk.Error("Vertex AI multimodal embeddings take one image per input item")
+					} else {
+						image, bad = vertexImage(p.Get("image_url.url").Str)
+					}
+				default:
+					bad = sdk.Error("Vertex AI multimodal embeddings take text or an image, not " + sdk.Quote(p.Get("type").Str))
+				}
+				return bad == nil
+			})
+			switch {
+			case bad != nil:
+			case image != "" && len(text) > 0:
+				bad = sdk.Error("Vertex AI multimodal embeddings embed text and an image apart (two vectors, not one): send them as two input items")
+			case image != "":
+				instances = append(instances, `{"image":`+image+`}`)
+			default:
+				instances = append(instances, `{"text":`+sdk.Quote(strings.Join(text, "\n"))+`}`)
+			}
+		default:
+			bad = sdk.Error("Vertex AI multimodal embeddings take text or images, not token ids")
+		}
+		return bad == nil
+	}
+	input := req.Get("input")
+	if input.Type == gjson.String {
+		add(input)
+	} else {
+		input.ForEach(func(_, it gjson.Result) bool { return add(it) })
+	}
+	if bad != nil {
+		return bad
+	}
+	body := `{"instances":[` + strings.Join(instances, ",") + `]`
+	if d := req.Get("dimensions"); d.Type == gjson.Number {
+		body += `,"parameters":{"dimension":` + d.Raw + `}`
+	}
+	out.FieldString("POST")
+	out.FieldString("/models/" + model + ":predict")
+	out.FieldString(headers + "X-Switchyard-Adapter: " + a.Build + "\n")
+	out.FieldString(body + "}")
+	return nil
+}
+
+// vertexImage is the image object of a multimodal instance for an
+// image_url: a data URL's bytes and media type, or a Cloud Storage URI.
+func vertexImage(url string) (string, error) {
+	if strings.HasPrefix(url, "gs://") {
+		return `{"gcsUri":` + sdk.Quote(url) + `}`, nil
+	}
+	rest, ok := strings.CutPrefix(url, "data:")
+	meta, data, found := strings.Cut(rest, ",")
+	mime, isB64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !found || !isB64 {
+		return "", sdk.Error("Vertex AI multimodal embeddings take an image as a base64 data: URL or a gs:// URI")
+	}
+	return `{"bytesBase64Encoded":` + sdk.Quote(data) + `,"mimeType":` + sdk.Quote(mime) + `}`, nil
+}
+
+// vertexMultimodalResponse is a multimodalembedding answer as an
+// embeddings list: each prediction's textEmbedding or imageEmbedding (an
+// instance holds one of them). Its body reports no token count, so the
+// gateway counts the tokens.
+func vertexMultimodalResponse(r gjson.Result, out *sdk.Out) error {
+	preds := r.Get("predictions")
+	if !preds.IsArray() {
+		return sdk.Error("upstream response holds no predictions")
+	}
+	var b strings.Builder
+	b.WriteString(`{"object":"list","data":[`)
+	var bad error
+	preds.ForEach(func(i, p gjson.Result) bool {
+		e := p.Get("textEmbedding")
+		if !e.IsArray() {
+			e = p.Get("imageEmbedding")
+		}
+		if !e.IsArray() {
+			bad = sdk.Error("upstream prediction " + strconv.FormatInt(i.Int(), 10) + " holds no embedding")
+			return false
+		}
+		if i.Int() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"object":"embedding","index":` + strconv.FormatInt(i.Int(), 10) + `,"embedding":` + e.Raw + `}`)
+		return true
+	})
+	if bad != nil {
+		return bad
+	}
+	b.WriteString(`]}`)
+	out.FieldString(b.String())
+	return nil
+}
+
 // vertexEmbedResponse is a Vertex AI :predict answer as an embeddings
 // list: each prediction's values, and the token counts of its statistics
 // as the usage.
@@ -580,6 +708,9 @@ func vertexEmbedResponse(r gjson.Result, out *sdk.Out) error {
 // EmbedResponse is the embed_response hook.
 func EmbedResponse(in *sdk.In, out *sdk.Out) error {
 	if vertex(in.Field(0)) {
+		if multimodal(sdk.Get(in.Field(0), "model").Str) {
+			return vertexMultimodalResponse(gjson.ParseBytes(in.Field(1)), out)
+		}
 		return vertexEmbedResponse(gjson.ParseBytes(in.Field(1)), out)
 	}
 	var b strings.Builder

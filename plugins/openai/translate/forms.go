@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"strings"
+
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -42,6 +44,12 @@ type form struct {
 	reasoningOutside bool
 	// finish maps the provider's own finish reasons to OpenAI's.
 	finish map[string]string
+	// passback: the provider reads an earlier assistant turn's reasoning
+	// back as that message's reasoning_content (the gateway's answers call
+	// it reasoning; OpenRouter's clients send it back as reasoning or
+	// reasoning_details). passToolTurns: only a turn that called tools
+	// carries it (others' reasoning is left out).
+	passback, passToolTurns bool
 }
 
 // answers reports whether f changes the provider's answers (else its
@@ -74,14 +82,26 @@ var forms = map[string]*form{
 	// in message and delta; logprobs and top_logprobs are errors on
 	// deepseek-reasoner) and https://api-docs.deepseek.com/guides/kv_cache
 	// (prompt_cache_hit_tokens).
-	"deepseek": {reasoningContent: true, cacheHitTokens: true},
+	// https://api-docs.deepseek.com/guides/thinking_mode ("Tool calls"):
+	// the reasoning_content of an assistant turn that called tools must be
+	// passed back in every later request (else a 400); a turn without tool
+	// calls needs none (the API ignores it), and the legacy
+	// deepseek-reasoner, which had no tool calls, answered any
+	// reasoning_content in the input with a 400
+	// (https://api-docs.deepseek.com/guides/reasoning_model): so only tool
+	// turns carry it.
+	"deepseek": {reasoningContent: true, cacheHitTokens: true, passback: true, passToolTurns: true},
 	// https://inference-docs.cerebras.ai/resources/openai: "These fields
 	// will result in a 400 error": frequency_penalty, logit_bias,
 	// presence_penalty, parallel_tool_calls, service_tier.
 	"cerebras": {refused: set("frequency_penalty", "logit_bias", "presence_penalty", "parallel_tool_calls", "service_tier")},
 	// https://docs.fireworks.ai/api-reference/post-chatcompletions: the
 	// reasoning of reasoning models is message.reasoning_content.
-	"fireworks": {reasoningContent: true},
+	// https://docs.fireworks.ai/guides/reasoning ("Interleaved thinking"):
+	// multi-turn tool agents must include the reasoning_content of previous
+	// assistant turns; a model without interleaved thinking ignores it, so
+	// every assistant turn carries its reasoning.
+	"fireworks": {reasoningContent: true, passback: true},
 	// https://openrouter.ai/docs/use-cases/reasoning-tokens: the request's
 	// reasoning object ({effort} or {max_tokens}); the answer's reasoning
 	// is already the gateway's field, its usage.cost the gateway replaces
@@ -225,4 +245,46 @@ func unify(f *form, body []byte, part string) []byte {
 		}
 	}
 	return body
+}
+
+// passBack is the messages array with each assistant turn's reasoning
+// (reasoning, else the text of OpenRouter's reasoning_details) as the
+// provider's reasoning_content, and the gateway's names of it removed.
+// A turn that already carries reasoning_content keeps its own. Messages
+// without an assistant's reasoning are handed on as they came.
+func (f *form) passBack(msgs gjson.Result) string {
+	raw := msgs.Raw
+	if !strings.Contains(raw, `"reasoning`) || !msgs.IsArray() {
+		return raw
+	}
+	out := []byte(raw)
+	msgs.ForEach(func(i, m gjson.Result) bool {
+		if m.Get("role").Str != "assistant" {
+			return true
+		}
+		r, details := m.Get("reasoning"), m.Get("reasoning_details")
+		if !r.Exists() && !details.Exists() {
+			return true
+		}
+		base := i.String() + "."
+		text := ""
+		if r.Type == gjson.String {
+			text = r.Str
+		} else {
+			details.ForEach(func(_, d gjson.Result) bool {
+				if d.Get("type").Str == "reasoning.text" {
+					text += d.Get("text").Str
+				}
+				return true
+			})
+		}
+		out, _ = sjson.DeleteBytes(out, base+"reasoning")
+		out, _ = sjson.DeleteBytes(out, base+"reasoning_details")
+		calls := m.Get("tool_calls")
+		if text != "" && !m.Get("reasoning_content").Exists() && (!f.passToolTurns || calls.IsArray() && len(calls.Array()) > 0) {
+			out, _ = sjson.SetBytes(out, base+"reasoning_content", text)
+		}
+		return true
+	})
+	return string(out)
 }

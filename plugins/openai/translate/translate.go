@@ -90,6 +90,8 @@ func (a *Adapter) ChatRequest(in *sdk.In, out *sdk.Out) error {
 				out.Member(key, v.Raw)
 			}
 		case !forwarded[key] || drops.Dropped(key) || !f.keeps(key) || f.shadowed(key, body):
+		case key == "messages" && f != nil && f.passback:
+			out.Member(key, f.passBack(v))
 		default:
 			if key == "reasoning_effort" {
 				hasEffort = true

@@ -27,8 +27,9 @@ func (parent *Request) subEmbed(subs *atomic.Int32) func(ctx context.Context, bo
 			return aerr.Status, aerr.Envelope(nil), nil
 		}
 		defer adm.End()
+		env, only := parent.group.subHold()
 		res, raw, g, aerr := parent.core.Embeddings(ctx, EmbeddingsJob{Key: parent.Key, GenID: id, Req: req, Text: text,
-			Envelope: parent.group.hold(), Adm: adm})
+			Envelope: env, EnvelopeOnly: only, Adm: adm})
 		if aerr != nil {
 			parent.spend.addFailedSub(id, req.Model, res, aerr)
 			return aerr.Status, aerr.Envelope(nil), nil

@@ -29,9 +29,9 @@ type subGroup struct {
 	// the max_sub_cost of each plugin granted chat or embed, held before
 	// those plugins run (pluginfees.go). Such a sub-request's hold must
 	// fit what is left of it.
-	allow *billing.Envelope
-	started  chan struct{} // made when first asked for (startedChan)
-	closed   bool
+	allow   *billing.Envelope
+	started chan struct{} // made when first asked for (startedChan)
+	closed  bool
 }
 
 // startedChan is closed when a sub-request is under way.

@@ -157,3 +157,60 @@ func TestServerToolLoopPostFeeCharged(t *testing.T) {
 		t.Fatalf("audit: %v %v", err, problems)
 	}
 }
+
+// A router plugin's fee is held before the router runs (issue 31): it runs
+// before the request's model is known, and its fee was held only after it
+// ran, with the rest of the pipeline's. The test plugin, published as a
+// router (manifest "router") that prices its stage at config "cost" under
+// max_fee $0.01, is listed in the request's plugins:
+//   - an account with less than the router's ceiling gets 402 before the
+//     router runs and pays nothing (before: the router ran, and the fee it
+//     reported was held and charged after the fact);
+//   - an account with enough pays the model and the fee the router
+//     reported, nothing stays held.
+func TestRouterFeeHeldBeforeRouter(t *testing.T) {
+	g := start(t, gatewaytest.Options{})
+	wasmPath, mf := testPlugin(t)
+	mf = strings.Replace(mf, `"kind": "plugin",`, `"kind": "plugin", "max_fee": 0.01, "max_sub_cost": 0, "router": {"model": "test/router", "strategy": "test", "name": "Test router"},`, 1)
+	if resp, body := publish(t, g, g.Key, wasmPath, mf, "global", true); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body.Raw)
+	}
+	const body = `{"model":"test/chat","max_tokens":50,"messages":[{"role":"user","content":"hello there"}],"plugins":[{"id":"testplugin","mode":"cost","cost":"0.004"}]}`
+
+	t.Run("short of the ceiling", func(t *testing.T) {
+		acct, key := newAccount(t, g, "routershort", 5_000_000) // $0.005: the fee reported fits, the ceiling does not
+		resp, out := post(t, g, "/chat/completions", body, "Authorization", "Bearer "+key)
+		wantError(t, resp, out, http.StatusPaymentRequired, "router plugin testplugin")
+		wantError(t, resp, out, http.StatusPaymentRequired, "nothing was charged")
+		if err := g.Ledger.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		if err := g.Ledger.Generations(acct, func(*billing.Generation) bool { n++; return true }); err != nil {
+			t.Fatal(err)
+		}
+		if b := g.Ledger.Balance(acct); b.Usage != 0 || b.Held != 0 || n != 0 {
+			t.Fatalf("the refused request cost %s (held %s, %d records)", b.Usage, b.Held, n)
+		}
+	})
+	t.Run("funded", func(t *testing.T) {
+		acct, key := newAccount(t, g, "routerrich", 1_000_000_000)
+		resp, out := post(t, g, "/chat/completions", body, "Authorization", "Bearer "+key)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", resp.StatusCode, out.Raw)
+		}
+		rec := generation(t, g, key, out.Get("id").Str)
+		if got := usd(t, rec.Get("tool_fees_cost")); got != 4_000_000 {
+			t.Fatalf("fees %s: %s", got, rec.Raw)
+		}
+		if err := g.Ledger.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if b := g.Ledger.Balance(acct); b.Held != 0 || b.Usage != usd(t, rec.Get("total_cost")) {
+			t.Fatalf("used %s (held %s), record %s", b.Usage, b.Held, rec.Raw)
+		}
+	})
+	if problems, err := g.Ledger.Audit(); err != nil || len(problems) > 0 {
+		t.Fatalf("audit: %v %v", err, problems)
+	}
+}

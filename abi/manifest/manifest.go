@@ -83,8 +83,8 @@ type Manifest struct {
 	// Unset: the operator's ceiling (limits.max_tool_fee_per_call) — the
 	// lower of the two applies.
 	MaxFee *float64 `json:"max_fee,omitempty"`
-	// MaxSubCost, for a plugin granted chat or embed, is the most its
-	// sub-requests (chat, chat_batch, embed) may cost in one request
+	// MaxSubCost, for a plugin granted chat, is the most its chat
+	// sub-requests (chat, chat_batch) may cost in one request
 	// without a chat_reserve, in dollars: the host holds it before the
 	// plugin runs, and a sub-request whose worst case does not fit what is
 	// left of it is refused with 402 (docs/plugins.md, "Fees"; 0: the

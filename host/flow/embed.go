@@ -27,9 +27,12 @@ func (parent *Request) subEmbed(subs *atomic.Int32) func(ctx context.Context, bo
 			return aerr.Status, aerr.Envelope(nil), nil
 		}
 		defer adm.End()
-		env, only := parent.group.subHold()
+		// Within a module's reservation when it made one; else held from
+		// the account as it runs (embeddings are not in the allowance,
+		// Pipeline.SubCostBound).
+		env := parent.group.hold()
 		res, raw, g, aerr := parent.core.Embeddings(ctx, EmbeddingsJob{Key: parent.Key, GenID: id, Req: req, Text: text,
-			Envelope: env, EnvelopeOnly: only, Adm: adm})
+			Envelope: env, Adm: adm})
 		if aerr != nil {
 			parent.spend.addFailedSub(id, req.Model, res, aerr)
 			return aerr.Status, aerr.Envelope(nil), nil

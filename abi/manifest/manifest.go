@@ -92,6 +92,15 @@ type Manifest struct {
 	// Unset: the operator's ceiling (limits.max_tool_fee_per_call) — the
 	// lower of the two applies.
 	MaxFee *float64 `json:"max_fee,omitempty"`
+	// MaxSubCost, for a plugin granted chat, is the most its chat
+	// sub-requests (chat, chat_batch) may cost in one request
+	// without a chat_reserve, in dollars: the host holds it before the
+	// plugin runs, and a sub-request whose worst case does not fit what is
+	// left of it is refused with 402 (docs/plugins.md, "Fees"; 0: the
+	// plugin makes none, or reserves them first, as fusion does). Unset:
+	// the operator's limits.max_sub_request_cost — the lower of the two
+	// applies.
+	MaxSubCost *float64 `json:"max_sub_cost,omitempty"`
 	// Roles are the parts of the request flow a plugin plays
 	// (RoleModeration, …). The host finds the plugin for a part by its
 	// role in the active modules' manifests, never by name, so a
@@ -457,6 +466,9 @@ func (m *Manifest) Validate() error {
 	}
 	if m.MaxFee != nil && (m.Kind != KindPlugin || !(*m.MaxFee >= 0 && *m.MaxFee <= 1e6)) {
 		return fmt.Errorf("manifest %s: max_fee: %v must be a dollar amount from 0 to 1000000, on a plugin", m.Name, *m.MaxFee)
+	}
+	if m.MaxSubCost != nil && (m.Kind != KindPlugin || !(*m.MaxSubCost >= 0 && *m.MaxSubCost <= 1e6)) {
+		return fmt.Errorf("manifest %s: max_sub_cost: %v must be a dollar amount from 0 to 1000000, on a plugin", m.Name, *m.MaxSubCost)
 	}
 	for _, h := range m.Passthrough {
 		if !declared[h] {

@@ -687,6 +687,12 @@ type Request struct {
 	// (Ledger.Hold): the reservation's hold is drawn from it first, and
 	// only the rest must fit the account.
 	Envelope *Envelope
+	// EnvelopeOnly: the whole hold must come from Envelope, never from the
+	// account's free balance — a plugin's sub-request, whose worst case
+	// was held before the plugin ran (the request's allowance for them):
+	// a call the allowance cannot cover is refused, so no sub-request is
+	// charged for a request whose hold did not cover it.
+	EnvelopeOnly bool
 	// Fees is held beside the tokens for fees the run may add before it
 	// settles (a server-tool turn holds one call's fee ceiling: an
 	// account that cannot pay for one call is refused before the turn
@@ -768,7 +774,13 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 		ks := a.key(k.Hash)
 		r.key = ks
 		drawn := req.Envelope.draw(a, ks, hold)
-		e := l.fits(a, ks, r, hold, now)
+		var e *apierr.Error
+		if req.EnvelopeOnly && drawn < hold {
+			req.Envelope.undraw(drawn)
+			a.mu.Unlock()
+			return nil, overAllowance(hold, drawn)
+		}
+		e = l.fits(a, ks, r, hold, now)
 		if e == nil {
 			break
 		}
@@ -812,6 +824,17 @@ func insufficient(amount, avail Nanos) *apierr.Error {
 		"Insufficient credits: this request needs up to %s but the account has %s available (short by %s). Add credits to continue.",
 		amount, avail, amount-avail)
 	e.Metadata = map[string]any{"reason": "insufficient_credits", "required": amount, "available": avail, "shortfall": amount - avail}
+	return e
+}
+
+// overAllowance is the 402 of a sub-request whose worst case (amount) is
+// more than what is left (avail) of the hold its request took for its
+// plugins' sub-requests before they ran.
+func overAllowance(amount, avail Nanos) *apierr.Error {
+	e := apierr.New(http.StatusPaymentRequired,
+		"this sub-request may cost up to %s but only %s is left of what its request held for its plugins' sub-requests before they ran (the plugin's max_sub_cost, or limits.max_sub_request_cost); nothing was charged for it",
+		amount, avail)
+	e.Metadata = map[string]any{"reason": "sub_request_allowance", "required": amount, "available": avail}
 	return e
 }
 

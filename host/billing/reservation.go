@@ -280,6 +280,32 @@ func (r *Reservation) HoldFees(amount Nanos) *apierr.Error {
 	return nil
 }
 
+// DrawFees moves up to amount from e — a hold taken for this request's
+// fees before the code that reports them ran (a router plugin's, a
+// post_response hook's in the server-tool loop) — into this reservation's
+// fee hold, so the fees AddFees then takes are covered by money held
+// before they were incurred, not by whatever the account has free by then.
+// It returns what it moved; e must hold for the same key.
+func (r *Reservation) DrawFees(e *Envelope, amount Nanos) Nanos {
+	a := r.acct
+	a.mu.Lock()
+	if r.done {
+		a.mu.Unlock()
+		return 0
+	}
+	n := e.draw(a, r.key, amount)
+	a.held += n
+	r.key.held += n
+	r.hold += n
+	r.feeHold += n
+	rec := r.record()
+	a.mu.Unlock()
+	if n > 0 {
+		r.l.putHold(rec)
+	}
+	return n
+}
+
 // FeesHeld is what the hold still keeps for fees not yet reported
 // (Request.Fees and HoldFees, less the fees AddFees took from it).
 func (r *Reservation) FeesHeld() Nanos {

@@ -495,6 +495,9 @@ func Parse(data []byte) (*Config, error) {
 	if c.DurableSettle && c.Settle != "" && c.Settle != SettleCommit {
 		return nil, fmt.Errorf("config: durable_settle: true means settle: commit, which contradicts settle: %s; keep one of them", c.Settle)
 	}
+	if f := c.Limits.MaxSubRequestCost; f < 0 || f > 1e6 || f != f {
+		return nil, fmt.Errorf("config: limits.max_sub_request_cost: want a dollar amount from 0 (unset: $%g) to 1000000, not %g", DefaultMaxSubRequestCost, f)
+	}
 	if f := c.Limits.MaxToolFeePerCall; f < 0 || f > 1e6 || f != f {
 		return nil, fmt.Errorf("config: limits.max_tool_fee_per_call: want a dollar amount from 0 (unset: $%g) to 1000000, not %g", DefaultMaxToolFeePerCall, f)
 	}

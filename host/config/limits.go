@@ -52,7 +52,21 @@ type Limits struct {
 	// plugins run (a manifest's lower max_fee instead). 0 =
 	// DefaultMaxToolFeePerCall.
 	MaxToolFeePerCall float64 `yaml:"max_tool_fee_per_call"`
+	// MaxSubRequestCost is the most one plugin's chat and embed
+	// sub-requests may cost in a request, in dollars, unless its manifest
+	// declares a lower max_sub_cost: the request holds it for each such
+	// plugin before its plugins (the router first) run, and a sub-request
+	// that does not fit what is left is refused with 402. A plugin that
+	// reserves its calls first (chat_reserve, fusion) holds them there.
+	// 0 = DefaultMaxSubRequestCost.
+	MaxSubRequestCost float64 `yaml:"max_sub_request_cost"`
 }
+
+// DefaultMaxSubRequestCost is limits.max_sub_request_cost's default,
+// $0.25: a classifier call (auto-router), a Llama Guard check or a few
+// vision pages at small-model prices, held per plugin that may make
+// sub-requests before it runs.
+const DefaultMaxSubRequestCost = 0.25
 
 // DefaultMaxToolCallsPerTurn is limits.max_tool_calls_per_turn's default:
 // far above the parallel calls models make (a handful, rarely dozens).
@@ -89,5 +103,8 @@ func (l *Limits) fillDefaults() {
 	}
 	if l.MaxToolFeePerCall == 0 {
 		l.MaxToolFeePerCall = DefaultMaxToolFeePerCall
+	}
+	if l.MaxSubRequestCost == 0 {
+		l.MaxSubRequestCost = DefaultMaxSubRequestCost
 	}
 }

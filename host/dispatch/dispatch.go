@@ -97,6 +97,10 @@ type Job struct {
 	// belongs to (a module's planned sub-requests): its hold is drawn from
 	// it first (billing.Ledger.Hold).
 	Envelope *billing.Envelope
+	// EnvelopeOnly: the run's hold must come from Envelope alone
+	// (billing.Request.EnvelopeOnly): a plugin's sub-request, held in its
+	// request's allowance before the plugin ran.
+	EnvelopeOnly bool
 	// Fees is held with the tokens for fees the run may add before it
 	// settles (billing.Request.Fees); counted in Budget's worst case.
 	Fees billing.Nanos
@@ -312,7 +316,7 @@ func holdRequest(job *Job, first *catalog.Endpoint) billing.Request {
 		ID: job.GenID, Model: first.Model.ID, Provider: t.Provider, Price: t.Price,
 		PromptTokens: prompt, Images: images, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Streamed: job.Stream, Choices: int64(max(job.Choices, 1)),
-		Envelope: job.Envelope, Fees: job.Fees,
+		Envelope: job.Envelope, EnvelopeOnly: job.EnvelopeOnly, Fees: job.Fees,
 		Insurable: first.Model.Kind == catalog.KindChat, Attribution: job.Attribution,
 	}
 }
@@ -413,6 +417,12 @@ func (r *Result) AddFees(fees ...billing.Fee) { r.res.AddFees(fees...) }
 
 // HoldFees grows this run's hold before tools run (billing.Reservation.HoldFees).
 func (r *Result) HoldFees(amount billing.Nanos) *apierr.Error { return r.res.HoldFees(amount) }
+
+// DrawFees moves up to amount from e, held for fees before the code that
+// reports them ran, into this run's fee hold (billing.Reservation.DrawFees).
+func (r *Result) DrawFees(e *billing.Envelope, amount billing.Nanos) billing.Nanos {
+	return r.res.DrawFees(e, amount)
+}
 
 // FeesHeld is what this run's hold keeps for fees not yet reported
 // (billing.Reservation.FeesHeld).

@@ -27,8 +27,12 @@ func (parent *Request) subEmbed(subs *atomic.Int32) func(ctx context.Context, bo
 			return aerr.Status, aerr.Envelope(nil), nil
 		}
 		defer adm.End()
+		// Within a module's reservation when it made one; else held from
+		// the account as it runs (embeddings are not in the allowance,
+		// Pipeline.SubCostBound).
+		env := parent.group.hold()
 		res, raw, g, aerr := parent.core.Embeddings(ctx, EmbeddingsJob{Key: parent.Key, GenID: id, Req: req, Text: text,
-			Envelope: parent.group.hold(), Adm: adm})
+			Envelope: env, Adm: adm})
 		if aerr != nil {
 			parent.spend.addFailedSub(id, req.Model, res, aerr)
 			return aerr.Status, aerr.Envelope(nil), nil

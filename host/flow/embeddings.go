@@ -45,7 +45,10 @@ type EmbeddingsJob struct {
 	// Envelope is a group hold the run draws from (a module's planned
 	// sub-requests), nil for none.
 	Envelope *billing.Envelope
-	Adm      *Admission
+	// EnvelopeOnly: the hold must come from Envelope alone (a plugin's
+	// sub-request, within its request's allowance).
+	EnvelopeOnly bool
+	Adm          *Admission
 	// Meta asks for service_metadata in the answer.
 	Meta bool
 }
@@ -83,7 +86,7 @@ func (s *Core) Embeddings(ctx context.Context, j EmbeddingsJob) (res *dispatch.R
 	acct := s.Keys.Providers(key.AccountID)
 	res, aerr = s.Dispatcher.Run(ctx, &dispatch.Job{
 		Key: key, GenID: j.GenID, Body: req.Body, TextBody: text, PromptBound: req.PromptBound, Images: req.Images,
-		Envelope: j.Envelope, Read: dispatch.ReadEmbeddings(req.Inputs, req.Base64), PluginTime: pl.Time,
+		Envelope: j.Envelope, EnvelopeOnly: j.EnvelopeOnly, Read: dispatch.ReadEmbeddings(req.Inputs, req.Base64), PluginTime: pl.Time,
 		ReadPart: func(n int) func(context.Context, *dispatch.Call) ([]byte, *apierr.Error) {
 			return dispatch.ReadEmbeddings(n, req.Base64)
 		},

@@ -135,6 +135,7 @@ func (r *Request) Close() {
 		r.group.release() // a sub-request draws on its parent's
 	}
 	r.fees.env.Release() // normally released once its dispatch reserved
+	r.fees.release()
 	r.adm.End()
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		_ = r.closers[i].Close()

@@ -102,6 +102,9 @@ func (r *Request) runRouter() ([]byte, *apierr.Error) {
 	// The router's pipeline is the request's until buildPipeline folds it
 	// into the request's own: Close releases it either way.
 	r.pl = p
+	if aerr := r.holdRouter(p, rm.Plugin); aerr != nil {
+		return nil, aerr
+	}
 	requested := r.Model()
 	answer, aerr := r.preRequest(p)
 	r.routed = &routed{requested: requested, strategy: strategyOf(p, rm)}

@@ -341,11 +341,18 @@ func (r *Request) routeRequest() route.Request {
 // job is the dispatcher's request for the current body under id.
 func (r *Request) job(id string) *dispatch.Job {
 	fees, env := r.fees.take()
-	if env == nil {
+	only := false
+	switch {
+	case env != nil:
+	case r.parent != nil:
+		// A module's sub-request: within its reservation, or the
+		// allowance held for the module's sub-requests before it ran.
+		env, only = r.group.subHold()
+	default:
 		env = r.group.hold()
 	}
 	return &dispatch.Job{
-		Envelope: env, Fees: fees,
+		Envelope: env, EnvelopeOnly: only, Fees: fees,
 		Key: r.Key, GenID: id, Body: r.Body, Stream: r.Stream, EchoSent: r.EchoUpstream, MaxOutput: r.MaxOutput, Choices: r.N,
 		PromptBound: r.PromptBound, Images: r.Images, Read: dispatch.ReadChat,
 		Route: r.routeRequest(), PluginTime: r.pl.Time, Native: r.nativeJob(), Attribution: r.Attribution,
@@ -447,15 +454,25 @@ func (s *Core) feeCeiling() billing.Nanos {
 	return billing.FromUSD(f)
 }
 
+// subCeiling is limits.max_sub_request_cost: the most one plugin's
+// sub-requests may cost in a request without a reservation of their own.
+func (s *Core) subCeiling() billing.Nanos {
+	f := s.Config.Limits.MaxSubRequestCost
+	if f <= 0 {
+		f = config.DefaultMaxSubRequestCost
+	}
+	return billing.FromUSD(f)
+}
+
 // capFee is what a fee who reported is charged: itself, or ceiling (the
 // operator's limits.max_tool_fee_per_call, or a tool's lower max_fee) when
 // it is above it — then logged and noted on res's generation record
 // (upstream_anomaly; syctl audit lists it).
-func (s *Core) capFee(res *dispatch.Result, who string, fee, ceiling billing.Nanos) billing.Nanos {
+func (s *Core) capFee(note func(string), who string, fee, ceiling billing.Nanos) billing.Nanos {
 	if fee <= ceiling {
 		return fee
 	}
 	s.Log.Warn("a fee above its ceiling was charged at the ceiling", "module", who, "reported", fee.USD(), "ceiling", ceiling.USD())
-	res.Note(fmt.Sprintf("%s reported a fee of %s, above its ceiling of %s a call (the lower of limits.max_tool_fee_per_call and the tool's max_fee): charged %s", who, fee, ceiling, ceiling))
+	note(fmt.Sprintf("%s reported a fee of %s, above its ceiling of %s a call (the lower of limits.max_tool_fee_per_call and the tool's max_fee): charged %s", who, fee, ceiling, ceiling))
 	return ceiling
 }

@@ -276,6 +276,7 @@ func (r *Request) serverTools() Outcome {
 	}
 	// The turns were charged whatever a post plugin decides.
 	raw, perr := r.post(raw)
+	raw = r.chargeLoopPostFees(raw)
 	if perr != nil {
 		return fail(perr, l.meta())
 	}
@@ -623,13 +624,13 @@ func (l *toolLoop) job(body []byte, id string, step tools.Turn) *dispatch.Job {
 	req := &Request{ChatRequest: &turn, Key: l.req.Key, core: l.req.core, group: l.req.group, pl: l.req.pl}
 	j := req.job(id)
 	j.Fees = l.turnFees(step)
-	if fees, env := l.req.fees.take(); fees > 0 {
-		// The first turn holds the plugins' fees (pluginfees.go), drawn
-		// from what was held for them before the pipeline ran.
-		j.Fees += fees
-		if env != nil {
-			j.Envelope = env
-		}
+	// The first turn holds the plugins' fees (pluginfees.go) with the
+	// model's worst case, drawn from what was held for them before the
+	// pipeline ran.
+	fees, env := l.req.fees.take()
+	j.Fees += fees
+	if env != nil {
+		j.Envelope = env
 	}
 	if !stream {
 		j.Read = l.readTurn
@@ -724,7 +725,7 @@ func (l *toolLoop) runCalls(ctx context.Context, f *dispatch.Result, calls []too
 	outs = append(outs, l.set.RunAll(ctx, l.env, calls[:funded])...)
 	reported := make([]billing.Nanos, len(outs))
 	for i := range outs {
-		if c := l.req.core.capFee(f, "tool "+outs[i].Type, outs[i].Cost, l.callCeiling(outs[i].Name)); c != outs[i].Cost {
+		if c := l.req.core.capFee(f.Note, "tool "+outs[i].Type, outs[i].Cost, l.callCeiling(outs[i].Name)); c != outs[i].Cost {
 			reported[i], outs[i].Cost = outs[i].Cost, c
 		}
 	}

@@ -25,8 +25,13 @@ import (
 type subGroup struct {
 	mu       sync.Mutex
 	envelope *billing.Envelope
-	started  chan struct{} // made when first asked for (startedChan)
-	closed   bool
+	// allow is the allowance for sub-requests made without a reservation:
+	// the max_sub_cost of each plugin granted chat or embed, held before
+	// those plugins run (pluginfees.go). Such a sub-request's hold must
+	// fit what is left of it.
+	allow   *billing.Envelope
+	started chan struct{} // made when first asked for (startedChan)
+	closed  bool
 }
 
 // startedChan is closed when a sub-request is under way.
@@ -78,10 +83,38 @@ func (g *subGroup) hold() *billing.Envelope {
 	return g.envelope
 }
 
-// release returns what is left of the envelope to the account.
+// subHold is the hold a sub-request draws from: the group's reservation
+// (chat_reserve) when its module made one, else the allowance, which it
+// must then fit (only). Neither: the account, as for a client's request
+// (a module called outside a client's request).
+func (g *subGroup) subHold() (env *billing.Envelope, only bool) {
+	if g == nil {
+		return nil, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.envelope != nil {
+		return g.envelope, false
+	}
+	return g.allow, g.allow != nil
+}
+
+// setAllowance makes env the group's allowance for sub-requests, releasing
+// the one before (the router's, once it ran).
+func (g *subGroup) setAllowance(env *billing.Envelope) {
+	g.mu.Lock()
+	old := g.allow
+	g.allow = env
+	g.mu.Unlock()
+	old.Release()
+}
+
+// release returns what is left of the envelope and the allowance to the
+// account.
 func (g *subGroup) release() {
 	if g != nil {
 		g.hold().Release()
+		g.setAllowance(nil)
 	}
 }
 

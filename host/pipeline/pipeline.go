@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -877,6 +878,29 @@ func (p *Pipeline) FeeBound(ceiling billing.Nanos, post bool) billing.Nanos {
 		m := s.mod.Manifest
 		if m.Has(abi.HookPreRequest) || post && m.Has(abi.HookPostResponse) {
 			total = usage.AddSat(total, FeeCeiling(m.MaxFee, ceiling))
+		}
+	}
+	return total
+}
+
+// SubCostBound is the most p's own stages' chat sub-requests (chat,
+// chat_batch) may cost without a reservation of their own: for each
+// stage granted chat, FeeCeiling of its manifest's
+// max_sub_cost under ceiling (limits.max_sub_request_cost). The host holds
+// it before the stages run (the request's allowance for sub-requests), so
+// no sub-request is charged for a request that could not pay for it. An
+// embed sub-request (a few hundred-thousandths of a dollar, the response
+// cache's) is not counted: it is held from the account when made, so a
+// cache hit does not need the money of a miss's chat calls.
+func (p *Pipeline) SubCostBound(ceiling billing.Nanos) billing.Nanos {
+	if p == nil {
+		return 0
+	}
+	var total billing.Nanos
+	for _, s := range p.stages {
+		m := s.mod.Manifest
+		if slices.Contains(m.Grants.HostFunctions, abi.GrantChat) {
+			total = usage.AddSat(total, FeeCeiling(m.MaxSubCost, ceiling))
 		}
 	}
 	return total

@@ -57,7 +57,7 @@ func embeddingsRunPlugins(t *testing.T, g *gatewaytest.Gateway) {
 // change; the operator's requests keep the gateway's context-compression.
 func accountCompressionPlugin(t *testing.T, g *gatewaytest.Gateway) {
 	wasmPath, mf := testPlugin(t)
-	_, key := newAccount(t, g, "tenant-compress", 1_000_000_000)
+	_, key := newAccount(t, g, "tenant-compress", 2_000_000_000) // the prompt's $1 hold, and the plugin's sub-request allowance (it is granted chat)
 	mine := strings.Replace(strings.Replace(mf, `"name": "testplugin"`, `"name": "my-compress"`, 1),
 		`"kind": "plugin",`, `"kind": "plugin", "roles": ["compression"],`, 1)
 	if resp, body := publish(t, g, key, wasmPath, mine, "account", true); resp.StatusCode != 201 {

@@ -331,7 +331,7 @@ func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 	g.kv = kvs
 	// The vector index is rebuilt from the store here, at start.
 	vix, err := vecindex.Open(g.DB, vecindex.Limits{MaxPerPartition: mc.Vectors.MaxPerPartition, MaxTotal: mc.Vectors.MaxTotal,
-		MaxDims: mc.Vectors.MaxDims, MaxTTL: time.Duration(mc.KV.MaxTTL)})
+		MaxDims: mc.Vectors.MaxDims, MaxTTL: time.Duration(mc.KV.MaxTTL), ANNThreshold: mc.Vectors.ANNThreshold})
 	if err != nil {
 		return wasm.Config{}, err
 	}

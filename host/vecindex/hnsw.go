@@ -39,10 +39,10 @@ type hnode struct {
 // efConstruction candidates when inserting; efSearch when searching (one
 // answer is wanted, the best, so a wide beam is what buys recall).
 const (
-	hnswM     = 16
-	hnswM0    = 2 * hnswM
-	hnswEfC   = 64
-	hnswEfS   = 96
+	hnswM   = 16
+	hnswM0  = 2 * hnswM
+	hnswEfC = 64
+	hnswEfS = 96
 )
 
 func newHNSW(dims int) *hnsw {

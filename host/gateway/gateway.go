@@ -439,6 +439,13 @@ func (g *Gateway) guard(ln net.Listener) *netguard.Listener {
 
 // Close releases everything New opened, in reverse order. Shut the server
 // down first (Server.Shutdown).
+// Vectors is the module vector index and KV the module kv store (benchmarks
+// fill them to the sizes a test cannot reach one request at a time).
+func (g *Gateway) Vectors() *vecindex.Index { return g.vectors }
+
+// KV is the module kv store (see Vectors).
+func (g *Gateway) KV() *kv.Store { return g.kv }
+
 func (g *Gateway) Close() {
 	for i := len(g.closers) - 1; i >= 0; i-- {
 		g.closers[i]()

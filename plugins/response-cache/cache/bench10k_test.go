@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard/switchyard/host/gatewaytest"
 	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/tidwall/gjson"
 )
 
 // fillSize is the entries per account of BenchmarkResponseCacheAt10k.
@@ -53,15 +54,16 @@ func BenchmarkResponseCacheAt10k(b *testing.B) {
 		n    int
 	}{{"flat", fillSize}, {"hnsw", fillSize + 1}} {
 		id, key := newAccountB(b, g, acct.name)
-		ask := func(body, want string) {
-			resp, out, err := g.Request("POST", "/chat/completions", body, "Authorization", "Bearer "+key)
+		ask := func(b *testing.B, body, want string) {
+			b.Helper()
+			resp, out, err := g.Request("POST", "/chat/completions", body, "Authorization", "Bearer "+key, "X-Service-Metadata", "enabled")
 			if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Cache") != want {
-				b.Fatalf("%v X-Cache %q, want %q: %s", err, resp.Header.Get("X-Cache"), want, out)
+				b.Fatalf("%v X-Cache %q, want %q: %s", err, resp.Header.Get("X-Cache"), want, gjson.GetBytes(out, "service_metadata").Raw)
 			}
 		}
 		// The entries the benchmark hits, stored by requests.
-		ask(question, "MISS")
-		ask(semantic(asked), "MISS")
+		ask(b, question, "MISS")
+		ask(b, semantic(asked), "MISS")
 		sc := kv.Scope{Module: "response-cache", Account: id}
 		fill(b, g, sc, acct.n-1)
 		if got := g.GW.Vectors().Len(); got < acct.n {
@@ -69,23 +71,23 @@ func BenchmarkResponseCacheAt10k(b *testing.B) {
 		}
 		b.Run(acct.name+"/exact-hit", func(b *testing.B) {
 			for range b.N {
-				ask(question, "HIT")
+				ask(b, question, "HIT")
 			}
 		})
 		b.Run(acct.name+"/semantic-hit", func(b *testing.B) {
 			for range b.N {
-				ask(semantic(paraphrase), "HIT")
+				ask(b, semantic(paraphrase), "HIT")
 			}
 		})
 		b.Run(acct.name+"/exact-miss", func(b *testing.B) {
 			for i := range b.N {
-				ask(strings.Replace(question, "France", fmt.Sprintf("country %s %d-%d", acct.name, b.N, i), 1), "MISS")
+				ask(b, strings.Replace(question, "France", fmt.Sprintf("country %s %d-%d", acct.name, b.N, i), 1), "MISS")
 			}
 		})
 		b.Run(acct.name+"/semantic-miss", func(b *testing.B) {
 			for range b.N {
 				w := letters(int(fresh.Add(1)))
-				ask(semantic(fmt.Sprintf("Tell me about %sa %sb %sc", w, w, w)), "MISS")
+				ask(b, semantic(fmt.Sprintf("Tell me about %sa %sb %sc", w, w, w)), "MISS")
 			}
 		})
 	}

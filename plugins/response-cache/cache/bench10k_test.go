@@ -145,4 +145,3 @@ func fill(b *testing.B, g *gatewaytest.Gateway, sc kv.Scope, n int) {
 		}
 	}
 }
-

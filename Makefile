@@ -195,11 +195,14 @@ bench:
 	$(GO) test -count=1 -run=TestEvalSet -v ./plugins/web-fetch/fetch/ | sed -n '/web-fetch on its/,/held-out split held to/p'
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=20x ./plugins/web-fetch/fetch/
 	# The response cache: a hit, a miss and no cache, exact and semantic,
-	# through the gateway on loopback; then the host's semantic lookup in a
-	# partition of 10k entries (1,536 and 256 dimensions) and of 1M (16)
-	# (docs/response-cache.md#what-it-costs).
-	$(GO) test -run=NONE -bench=ResponseCache -benchmem -benchtime=200x ./plugins/response-cache/cache/
-	$(GO) test -run=NONE -bench=VectorSearch -benchmem -benchtime=20x ./host/vecindex/
+	# through the gateway on loopback, with a few entries and with 10k per
+	# account (searched exactly and through the HNSW graph); then the
+	# host's semantic lookup, exact and HNSW, in a partition of 10k entries
+	# (1,536 and 256 dimensions), 100k and 1M (16); the 1M HNSW case with
+	# SWITCHYARD_BENCH_1M=1 (docs/response-cache.md#what-it-costs).
+	$(GO) test -run=NONE -bench='ResponseCache$$' -benchmem -benchtime=200x ./plugins/response-cache/cache/
+	$(GO) test -timeout 40m -run=NONE -bench=ResponseCacheAt10k -benchmem -benchtime=20x ./plugins/response-cache/cache/
+	$(GO) test -timeout 60m -run=NONE -bench=VectorSearch -benchmem -benchtime=20x ./host/vecindex/
 	$(GO) test -run=NONE -bench=ContextCompressionModule -benchmem -benchtime=50x ./plugins/context-compression/cctest/
 	$(GO) test -run=NONE -bench=FileParserModule -benchmem -benchtime=50x ./plugins/file-parser/fileparsertest/
 	# The file-parser's pdf-text engine beside poppler's pdftotext on its

@@ -12,9 +12,10 @@
 //     a 502 with the documented message, traps and the time limit contained
 //     to one call, stream state handed back byte for byte, concurrent calls
 //     over a bounded pool, the log and http host functions, and chat,
-//     count_tokens, kv_get/kv_put and result (each refused at load when not
-//     granted, kv scoped per account with its quota code, chat through a
-//     fake sub-request function, result copied through a small buffer).
+//     count_tokens, kv_get/kv_put, embed, vector_put/vector_search and
+//     result (each refused at load when not granted, kv and vectors scoped
+//     per account, kv's quota code, chat and embed through fake
+//     sub-request functions, result copied through a small buffer).
 //   - CheckGuest checks a guest: a third-party adapter or plugin, native or
 //     Extism. It loads the module on a host and calls every hook it declares
 //     with typical inputs and with inputs over 64 KiB; every answer must
@@ -60,6 +61,9 @@ type Env struct {
 	// Reserve holds a plan of sub-requests (chat_reserve); nil means it is
 	// not available (HostDenied).
 	Reserve func(ctx context.Context, plan []byte) (status int, resp []byte, calls int, err error)
+	// Embed runs an embeddings sub-request (the embed host function); nil
+	// means it is not available (HostDenied).
+	Embed func(ctx context.Context, body []byte) (status int, resp []byte, err error)
 }
 
 // Module is a loaded module.

@@ -49,7 +49,7 @@ func (k kit) manifest() []byte {
 		names[i] = strconv.Quote(h.String())
 	}
 	if k.grants == "" {
-		k.grants = `{"host_functions":["log","http","chat","count_tokens","kv"],"http_domains":["127.0.0.1"]}`
+		k.grants = `{"host_functions":["log","http","chat","count_tokens","kv","embed","vector"],"http_domains":["127.0.0.1"]}`
 	}
 	if k.limits == "" {
 		k.limits = `{"memory_pages":256,"pool_size":2}`
@@ -94,6 +94,8 @@ func Run(t *testing.T, host Host, guest []byte) {
 	t.Run("chat_reserve", r.chatReserve)
 	t.Run("count_tokens", r.countTokens)
 	t.Run("kv", r.kv)
+	t.Run("embed", r.embed)
+	t.Run("vector", r.vector)
 	t.Run("result", r.result)
 }
 
@@ -133,11 +135,13 @@ func (r *runner) refusals(t *testing.T) {
 		{"no marker", kit{kind: "adapter"}, patch(abi.ExportMarker, "switchyard_abx_v1"), []string{abi.ExportMarker}},
 		{"no sy_input", kit{kind: "adapter"}, patch(abi.ExportInput, "sy_inpux"), []string{abi.ExportInput}},
 		{"no sy_handle", kit{kind: "adapter"}, patch(abi.ExportHandle, "sy_handlx"), []string{abi.ExportHandle}},
-		{"log not granted", kit{kind: "adapter", grants: `{"host_functions":["http","chat","count_tokens","kv"]}`}, r.guest, []string{abi.HostLog, "grant"}},
-		{"http not granted", kit{kind: "adapter", grants: `{"host_functions":["log","chat","count_tokens","kv"]}`}, r.guest, []string{abi.HostHTTPRequest, "grant"}},
-		{"chat not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","count_tokens","kv"]}`}, r.guest, []string{abi.HostChat, "grant"}},
-		{"count_tokens not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","chat","kv"]}`}, r.guest, []string{abi.HostCountTokens, "grant"}},
-		{"kv not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","chat","count_tokens"]}`}, r.guest, []string{"kv_", "grant"}},
+		{"log not granted", kit{kind: "adapter", grants: `{"host_functions":["http","chat","count_tokens","kv","embed","vector"]}`}, r.guest, []string{abi.HostLog, "grant"}},
+		{"http not granted", kit{kind: "adapter", grants: `{"host_functions":["log","chat","count_tokens","kv","embed","vector"]}`}, r.guest, []string{abi.HostHTTPRequest, "grant"}},
+		{"chat not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","count_tokens","kv","embed","vector"]}`}, r.guest, []string{abi.HostChat, "grant"}},
+		{"count_tokens not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","chat","kv","embed","vector"]}`}, r.guest, []string{abi.HostCountTokens, "grant"}},
+		{"kv not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","chat","count_tokens","embed","vector"]}`}, r.guest, []string{"kv_", "grant"}},
+		{"embed not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","chat","count_tokens","kv","vector"]}`}, r.guest, []string{abi.HostEmbed, "grant"}},
+		{"vector not granted", kit{kind: "adapter", grants: `{"host_functions":["log","http","chat","count_tokens","kv","embed"]}`}, r.guest, []string{"vector_", "grant"}},
 		{"memory over the cap", kit{kind: "adapter", limits: `{"memory_pages":2}`}, r.guest, []string{"memory", "limit"}},
 		{"not WebAssembly", kit{kind: "adapter"}, []byte("\x00asm but not really"), nil},
 	}
@@ -613,4 +617,81 @@ func equalFields(a, b [][]byte) bool {
 		}
 	}
 	return true
+}
+
+// embed checks the embed host function hands the module's body to the
+// request's embeddings sub-request function and returns its status and
+// body (an error status is a result); outside a request it is denied.
+func (r *runner) embed(t *testing.T) {
+	m := r.load(t, kit{kind: "plugin"})
+	var got []byte
+	env := Env{Account: "kit-embed", Embed: func(_ context.Context, body []byte) (int, []byte, error) {
+		got = append([]byte(nil), body...)
+		return http.StatusOK, []byte(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.6,0.8]}]}`), nil
+	}}
+	body := []byte(`{"model":"kit/embedder","input":"what is the capital of France?"}`)
+	out := r.hostCall(t, m, &env, "embed", body)
+	if len(out) != 3 || string(out[0]) != "ok" || string(out[1]) != "200" || !strings.Contains(string(out[2]), `"embedding":[0.6,0.8]`) {
+		t.Errorf("embed: got %s, want ok, 200 and the sub-request's body", guestcheck.Show(out))
+	}
+	if !bytes.Equal(got, body) {
+		t.Errorf("the sub-request got %q, want the module's body %q", got, body)
+	}
+	env.Embed = func(context.Context, []byte) (int, []byte, error) {
+		return http.StatusTooManyRequests, []byte(`{"error":{"code":429,"message":"slow down"}}`), nil
+	}
+	if out := r.hostCall(t, m, &env, "embed", body); len(out) != 3 || string(out[1]) != "429" {
+		t.Errorf("embed answered 429: got %s, want ok, 429 and the error body", guestcheck.Show(out))
+	}
+	env.Embed = func(context.Context, []byte) (int, []byte, error) { return 0, nil, errors.New("no route") }
+	wantCode(t, "embed that could not run", r.hostCall(t, m, &env, "embed", body), abi.HostFailed)
+	wantCode(t, "embed without an env", r.hostCall(t, m, nil, "embed", body), abi.HostDenied)
+	wantCode(t, "embed with no embed function", r.hostCall(t, m, &Env{Account: "kit-embed"}, "embed", body), abi.HostDenied)
+}
+
+// vector checks vector_put and vector_search: a vector put is found by a
+// similar query of the same tag in the same partition of the same
+// account (cosine, normalised by the host), not by another tag, another
+// partition or another account, nor below the least similarity asked;
+// an empty vector deletes; a zero vector is refused.
+func (r *runner) vector(t *testing.T) {
+	m := r.load(t, kit{kind: "plugin"})
+	a, b := &Env{Account: "kit-vec-a"}, &Env{Account: "kit-vec-b"}
+	put := func(env *Env, part, id, tag, vec string) [][]byte {
+		return r.hostCall(t, m, env, "vector_put", []byte(vec), "partition", part, "id", id, "tag", tag, "ttl", "3600")
+	}
+	search := func(env *Env, part, tag, vec, min string) [][]byte {
+		return r.hostCall(t, m, env, "vector_search", []byte(vec), "partition", part, "tag", tag, "min", min)
+	}
+	if out := put(a, "p", "north", "t", "0,2,0"); len(out) != 2 || string(out[0]) != "ok" || string(out[1]) != "0" {
+		t.Fatalf("vector_put: got %s, want ok and 0 evicted", guestcheck.Show(out))
+	}
+	put(a, "p", "east", "t", "3,0,0")
+	out := search(a, "p", "t", "0.1,1,0", "0.9")
+	if len(out) != 4 || string(out[0]) != "found" || string(out[1]) != "north" {
+		t.Fatalf("vector_search: got %s, want found north", guestcheck.Show(out))
+	}
+	if sim, err := strconv.ParseFloat(string(out[2]), 64); err != nil || sim < 0.99 || sim > 1 {
+		t.Errorf("similarity %q, want the cosine of the query and north (0.995)", out[2])
+	}
+	if _, err := strconv.Atoi(string(out[3])); err != nil {
+		t.Errorf("age %q is not decimal seconds", out[3])
+	}
+	for what, out := range map[string][][]byte{
+		"below the least similarity": search(a, "p", "t", "1,1,0", "0.9"),
+		"another tag":                search(a, "p", "u", "0,1,0", "0.5"),
+		"another partition":          search(a, "q", "t", "0,1,0", "0.5"),
+		"another account":            search(b, "p", "t", "0,1,0", "0.5"),
+	} {
+		if len(out) != 1 || string(out[0]) != "missing" {
+			t.Errorf("%s: got %s, want missing", what, guestcheck.Show(out))
+		}
+	}
+	if out := put(a, "p", "north", "t", ""); len(out) != 2 || string(out[0]) != "ok" {
+		t.Fatalf("vector_put of an empty vector: got %s", guestcheck.Show(out))
+	}
+	if out := search(a, "p", "t", "0,1,0", "0.5"); len(out) != 1 || string(out[0]) != "missing" {
+		t.Errorf("an empty vector deletes the entry: got %s", guestcheck.Show(out))
+	}
+	wantCode(t, "vector_put of a zero vector", put(a, "p", "zero", "t", "0,0,0"), abi.HostFailed)
 }

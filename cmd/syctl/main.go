@@ -17,6 +17,8 @@
 //	syctl -db PATH activity -account ID [-from DATE] [-to DATE] [-group-by model|key|app]
 //	syctl -db PATH account set-log-content -account ID -on|-off
 //	syctl -db PATH account set-store-content -account ID -on|-off|-default
+//	syctl -db PATH account set-response-cache -account ID -options JSON|-none
+//	syctl -db PATH key set-response-cache HASH -options JSON|-none
 //	syctl -db PATH audit
 //	syctl -db PATH prune -older-than 90d [-batch N]
 //	syctl -db PATH module list [-scope ACCOUNT]
@@ -76,6 +78,8 @@ commands:
   activity -account ID [-from DATE] [-to DATE] [-group-by model|key|app]
   account set-log-content -account ID -on|-off
   account set-store-content -account ID -on|-off|-default   (store prompts and completions for GET /generation/content)
+  account set-response-cache -account ID -options JSON|-none (the response cache's default for the account's requests)
+  key set-response-cache HASH -options JSON|-none            (the same for one key, over its account's)
   audit
   prune -older-than 90d [-batch N]   (delete generation records older than that; totals stay)
   module list [-scope ACCOUNT]
@@ -212,6 +216,8 @@ func (c *cli) dispatch(args []string, stderr io.Writer) error {
 		return c.module(cmd, fs, rest)
 	case "key set-rate-limits", "account set-rate-limits":
 		return c.rateLimits(cmd, fs, rest)
+	case "key set-response-cache", "account set-response-cache":
+		return c.responseCache(cmd, fs, rest)
 	case "account create":
 		name := fs.String("name", "", "account name")
 		if err := parse(fs, rest, 0); err != nil {

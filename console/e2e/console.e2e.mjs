@@ -1,6 +1,7 @@
 // End-to-end test of the web console in headless Chromium, run by
 // host/console/e2e_test.go (make test) against a real gateway on loopback:
-// sign in with a management key, create a key, send a request with it, and
+// sign in with a management key, set and remove the response cache
+// default, create a key, send a request with it, and
 // find the request in the activity list and its cost in the usage chart.
 // Environment: SWITCHYARD_BASE (http://127.0.0.1:port), SWITCHYARD_KEY (a
 // management key), CHROMIUM (the browser binary), ARTIFACTS (screenshot
@@ -49,6 +50,19 @@ try {
   await page.click("#login button[type=submit]");
   await page.locator("#keys").waitFor();
   await shot("keys");
+
+  // 1b. The response cache's default for the account: saved, refused
+  // when the plugin's schema refuses it, removed.
+  await page.fill("#cache-default textarea[name=options]", '{"ttl": 600}');
+  await page.click("#cache-default button[type=submit]");
+  await page.locator("#response-cache .current", { hasText: '"ttl":600' }).waitFor();
+  await page.fill("#cache-default textarea[name=options]", '{"mode": "fuzzy"}');
+  await page.click("#cache-default button[type=submit]");
+  await page.locator("#response-cache .error", { hasText: "mode" }).waitFor();
+  await page.locator("#response-cache .current", { hasText: '"ttl":600' }).waitFor();
+  await shot("response-cache-default");
+  await page.click("#cache-default button[type=button]");
+  await page.locator("#response-cache .current", { hasText: "No default" }).waitFor();
 
   // 2. Create a key. Its name is markup, which must show as text.
   const keyName = `e2e <img src=x onerror=alert(1)> ${Date.now()}`;

@@ -196,6 +196,11 @@ type ModulesVectors struct {
 	MaxPerPartition int `yaml:"max_per_partition"`
 	MaxTotal        int `yaml:"max_total"`
 	MaxDims         int `yaml:"max_dims"`
+	// ANNThreshold: entries of one tag of one partition from which it is
+	// searched through an approximate HNSW graph instead of exactly
+	// (host/vecindex; 0: 20,000, above the default max_per_partition, so
+	// by default every search is exact).
+	ANNThreshold int `yaml:"ann_threshold"`
 }
 
 // ModulesHTTP bounds the http host function.
@@ -271,7 +276,7 @@ func (c *Config) checkModules() error {
 	m := c.Modules
 	if m.ChatCallsPerRequest < 0 || m.HTTP.CallsPerRequest < 0 || m.HTTP.MaxResponseBytes < 0 || m.HTTP.Timeout < 0 ||
 		m.KV.MaxKeys < 0 || m.KV.MaxBytes < 0 || m.KV.MaxKeyBytes < 0 || m.KV.MaxValueBytes < 0 || m.KV.MaxTTL < 0 || m.KV.SweepEvery < 0 || m.KV.MaxCacheBytes < 0 ||
-		m.Vectors.MaxPerPartition < 0 || m.Vectors.MaxTotal < 0 || m.Vectors.MaxDims < 0 {
+		m.Vectors.MaxPerPartition < 0 || m.Vectors.MaxTotal < 0 || m.Vectors.MaxDims < 0 || m.Vectors.ANNThreshold < 0 {
 		return fmt.Errorf("config: modules: limits must not be negative (0 = the default)")
 	}
 	return nil

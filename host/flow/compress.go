@@ -29,7 +29,7 @@ func (r *Request) buildPipeline() *apierr.Error {
 		return aerr
 	}
 	w := s.Router.Window(r.routeRequest())
-	extra := pipeline.Extra{Context: windowJSON(w), Key: keyID(r.Key.Hash)}
+	extra := pipeline.Extra{Context: windowJSON(w), Key: keyID(r.Key.Hash), Presets: s.cachePresets(r.Key)}
 	if w.MaxContext > 0 && w.MaxContext <= compressionDefaultMax && mayNotFit(r, w.MaxContext, w.MaxOutput, w.MaxMessages) {
 		if c := s.Modules.RolePlugin(r.Key.AccountID, manifest.RoleCompression); c != "" {
 			extra.Defaults = []string{c}

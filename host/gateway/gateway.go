@@ -339,7 +339,7 @@ func (g *Gateway) hostFunctions(opts Options) (wasm.Config, error) {
 	g.kv = kvs
 	// The vector index is rebuilt from the store here, at start.
 	vix, err := vecindex.Open(g.DB, vecindex.Limits{MaxPerPartition: mc.Vectors.MaxPerPartition, MaxTotal: mc.Vectors.MaxTotal,
-		MaxDims: mc.Vectors.MaxDims, MaxTTL: time.Duration(mc.KV.MaxTTL)})
+		MaxDims: mc.Vectors.MaxDims, MaxTTL: time.Duration(mc.KV.MaxTTL), ANNThreshold: mc.Vectors.ANNThreshold})
 	if err != nil {
 		return wasm.Config{}, err
 	}
@@ -450,6 +450,13 @@ func (g *Gateway) guard(ln net.Listener) *netguard.Listener {
 
 // Close releases everything New opened, in reverse order. Shut the server
 // down first (Server.Shutdown).
+// Vectors is the module vector index and KV the module kv store (benchmarks
+// fill them to the sizes a test cannot reach one request at a time).
+func (g *Gateway) Vectors() *vecindex.Index { return g.vectors }
+
+// KV is the module kv store (see Vectors).
+func (g *Gateway) KV() *kv.Store { return g.kv }
+
 func (g *Gateway) Close() {
 	for i := len(g.closers) - 1; i >= 0; i-- {
 		g.closers[i]()

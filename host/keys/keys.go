@@ -49,6 +49,11 @@ type Account struct {
 	// generations for GET /generation/content (host/content,
 	// storecontent.go); nil: the operator's default (content.store).
 	StoreContent *bool `json:"store_content,omitempty"`
+	// ResponseCache is the account's default of the response cache: the
+	// options of the cache plugin's plugins[] item that every request of
+	// the account runs with unless its key has its own (responsecache.go);
+	// nil: none (the cache runs when a request or the operator asks).
+	ResponseCache json.RawMessage `json:"response_cache,omitempty"`
 }
 
 // ProviderSettings are account-wide allowed and ignored provider slugs.
@@ -102,6 +107,9 @@ type Key struct {
 	// RateLimits bound this key alone, on top of its account's limits
 	// (docs/ratelimit.md); zero fields are unlimited.
 	RateLimits ratelimit.Limits `json:"rate_limits,omitzero"`
+	// ResponseCache is this key's default of the response cache, over its
+	// account's (responsecache.go); nil: the account's.
+	ResponseCache json.RawMessage `json:"response_cache,omitempty"`
 }
 
 // Options are the settable fields of a new key.
@@ -134,6 +142,8 @@ type Store struct {
 	logContent sync.Map // account id → bool
 	// storeContent caches Account.StoreContent (storecontent.go).
 	storeContent sync.Map // account id → *bool
+	// responseCache caches Account.ResponseCache (responsecache.go).
+	responseCache sync.Map // account id → json.RawMessage
 	// rateLimits caches each account's own rate limits (the zero Limits
 	// when it has none) for the request path; written through by
 	// SetRateLimits.
@@ -186,6 +196,7 @@ func Open(db store.DB) (*Store, error) {
 			s.providers.Delete(id)
 			s.logContent.Delete(id)
 			s.storeContent.Delete(id)
+			s.responseCache.Delete(id)
 			s.rateLimits.Delete(id)
 		}))
 	if db.Shared() {
@@ -230,6 +241,7 @@ func (s *Store) flush() {
 	s.providers.Clear()
 	s.logContent.Clear()
 	s.storeContent.Clear()
+	s.responseCache.Clear()
 	s.rateLimits.Clear()
 }
 

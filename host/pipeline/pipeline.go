@@ -211,6 +211,14 @@ type Extra struct {
 	// (the others, defaults or listed, are left out), with ctx.kind
 	// "embeddings".
 	Embeddings bool
+	// Presets are plugins[] items (each with its "id") that the caller's
+	// key or account turns on for each of its requests (the response
+	// cache's per-key and per-account defaults, host/cachedefaults). Each
+	// runs as if the request listed it, with the request's own item of the
+	// same id merged over it member by member (the request's members win);
+	// a request's "enabled": false turns it off, and so does a preset's own
+	// (a key's {"enabled": false} over its account's default).
+	Presets []string
 }
 
 // BuildWith is Build with the host's extras.
@@ -280,11 +288,18 @@ func (b *builder) addAll(defaults bool) *apierr.Error {
 	if defaults {
 		configured = b.r.Modules.Defaults(b.account)
 	}
+	presets := b.presets()
+	for i, w := range b.listed {
+		if p, ok := presets[w.id]; ok {
+			b.listed[i].item = overlay(p, w.item)
+			delete(presets, w.id) // runs where the request listed it
+		}
+	}
 	for _, id := range configured {
 		if b.disabled[id] {
 			continue
 		}
-		item := ""
+		item := presets[id]
 		for _, w := range b.listed {
 			if w.id == id {
 				item = w.item
@@ -292,6 +307,14 @@ func (b *builder) addAll(defaults bool) *apierr.Error {
 		}
 		if err := b.add(id, -1, item); err != nil {
 			return err
+		}
+	}
+	for _, id := range b.extra.Presets {
+		id := gjson.Get(id, "id").Str
+		if p, ok := presets[id]; ok {
+			if err := b.add(id, presetIndex, p); err != nil {
+				return err
+			}
 		}
 	}
 	for _, w := range b.listed {
@@ -321,6 +344,41 @@ func (b *builder) addAll(defaults bool) *apierr.Error {
 	}
 	b.cacheLast()
 	return nil
+}
+
+// presets are the request's Extra.Presets by id, less those the request
+// or the preset itself turns off.
+func (b *builder) presets() map[string]string {
+	out := map[string]string{}
+	for _, p := range b.extra.Presets {
+		id := gjson.Get(p, "id").Str
+		if e := gjson.Get(p, "enabled"); id == "" || b.disabled[id] || (e.Exists() && !e.Bool()) {
+			continue
+		}
+		out[id] = p
+	}
+	return out
+}
+
+// overlay is the object preset with the members of item over it: a
+// request's plugins[] item over its key's or account's preset.
+func overlay(preset, item string) string {
+	m := map[string]json.RawMessage{}
+	if json.Unmarshal([]byte(preset), &m) != nil {
+		return item
+	}
+	var o map[string]json.RawMessage
+	if json.Unmarshal([]byte(item), &o) != nil {
+		return item // the schema check reports it
+	}
+	for k, v := range o {
+		m[k] = v
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return item
+	}
+	return string(out)
 }
 
 // cacheLast moves the response cache's stage (manifest.RoleCache) to the end of the pipeline,
@@ -367,6 +425,10 @@ func (b *builder) add(id string, index int, item string) *apierr.Error {
 	}
 	if err := b.r.checkConfig(mod, index, id, item); err != nil {
 		release()
+		if index == presetIndex {
+			// Checked when it was set; the module changed since.
+			err.Message = "the default options of plugin " + id + " set for this key or account no longer fit its config_schema (" + err.Message + "); set them again (docs/response-cache.md)"
+		}
 		return err
 	}
 	b.seen[id] = true
@@ -501,6 +563,10 @@ func (r *Runner) buildList(account, model, list string, index int, ctx []byte) (
 
 // requiredIndex marks a stage a provider requires (not a default, not listed).
 const requiredIndex = -2
+
+// presetIndex marks a stage the caller's key or account turns on
+// (Extra.Presets): not the gateway's default-on (ctx.default), not listed.
+const presetIndex = -3
 
 // acquire finds plugin id in the account's scope first, then globally. An
 // id is a plugin's name, never a scope path: the registry keys account

@@ -17,6 +17,7 @@ import (
 	"github.com/switchyard/switchyard/host/admin"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/cachedefaults"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/content"
@@ -171,8 +172,9 @@ func New(d Deps) *Server {
 	api.Get("/model/:author/:slug", s.getModel)
 	api.Get("/providers", s.listProviders)
 	api.Get("/endpoints/zdr", s.listZDREndpoints)
-	activity.Register(api, d.Ledger) // GET /generations, GET /activity
-	s.content.Register(api, d.Keys)  // GET /generation/content, /accounts/:id/store_content
+	activity.Register(api, d.Ledger)                // GET /generations, GET /activity
+	s.content.Register(api, d.Keys)                 // GET /generation/content, /accounts/:id/store_content
+	cachedefaults.Register(api, d.Keys, d.Pipeline) // /accounts/:id/response_cache, /keys/:hash/response_cache
 	admin.Register(api, admin.Deps{Keys: d.Keys, Ledger: d.Ledger, Modules: d.Modules, DefaultRateLimits: d.RateDefaults})
 	if d.Mount != nil {
 		d.Mount(s.app, api)

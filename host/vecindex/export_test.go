@@ -30,3 +30,19 @@ func itoa(i int) string {
 		}
 	}
 }
+
+// Graph reports whether tag of partition name of sc is searched through an
+// HNSW graph, and the graph's live and dead nodes.
+func (ix *Index) Graph(sc kv.Scope, name, tag string) (on bool, live, dead int) {
+	p := ix.part(partKey(sc, name), false)
+	if p == nil {
+		return false, 0, 0
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	g := p.ann[tag]
+	if g == nil {
+		return false, 0, 0
+	}
+	return true, g.live(), g.dead
+}

@@ -46,11 +46,15 @@ type Limits struct {
 	MaxTotal        int // entries of the whole index, every account's
 	MaxDims         int // dimensions of one vector
 	MaxTTL          time.Duration
+	// ANNThreshold is the number of entries of one tag of one partition
+	// from which that tag is searched through an approximate (HNSW) graph
+	// instead of exactly (hnsw.go); below it the scan is exact.
+	ANNThreshold int
 }
 
 // DefaultLimits are the limits an operator did not set.
 func DefaultLimits() Limits {
-	return Limits{MaxPerPartition: 10000, MaxTotal: 1000000, MaxDims: 8192, MaxTTL: 30 * 24 * time.Hour}
+	return Limits{MaxPerPartition: 10000, MaxTotal: 1000000, MaxDims: 8192, MaxTTL: 30 * 24 * time.Hour, ANNThreshold: 20000}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -66,6 +70,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxTTL <= 0 {
 		l.MaxTTL = d.MaxTTL
+	}
+	if l.ANNThreshold <= 0 {
+		l.ANNThreshold = d.ANNThreshold
 	}
 	return l
 }
@@ -91,12 +98,17 @@ type entry struct {
 	expires int64     // unix nanoseconds
 	created int64     // unix nanoseconds
 	used    atomic.Int64
+	node    int32 // its node in its tag's graph, if it has one (hnsw.go)
 }
 
 type partition struct {
 	mu      sync.RWMutex
 	entries []*entry
 	byID    map[string]int // index into entries
+	// tagN counts the entries of each tag; ann holds the graph of each
+	// tag with at least Limits.ANNThreshold entries (annindex.go).
+	tagN map[string]int
+	ann  map[string]*hnsw
 }
 
 // Index is the vector index. It is safe for concurrent use.
@@ -287,11 +299,14 @@ func (ix *Index) part(pk string, create bool) *partition {
 // set puts e in p's memory, replacing an entry of its id. p.mu is held.
 func (ix *Index) set(p *partition, e *entry) {
 	if i, ok := p.byID[e.id]; ok {
+		ix.unindex(p, p.entries[i])
 		p.entries[i] = e
+		ix.index(p, e)
 		return
 	}
 	p.byID[e.id] = len(p.entries)
 	p.entries = append(p.entries, e)
+	ix.index(p, e)
 	ix.total.Add(1)
 }
 
@@ -301,6 +316,7 @@ func (ix *Index) remove(p *partition, id string) {
 	if !ok {
 		return
 	}
+	ix.unindex(p, p.entries[i])
 	last := len(p.entries) - 1
 	p.entries[i] = p.entries[last]
 	p.byID[p.entries[i].id] = i
@@ -332,6 +348,14 @@ func (ix *Index) Search(sc kv.Scope, name, tag string, q []float32, min float32)
 	now := ix.Now().UnixNano()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if g := p.ann[tag]; g != nil && g.dims == len(q) {
+		best, sim := g.search(q, now)
+		if best == nil || sim < min {
+			return Match{}, false
+		}
+		best.used.Store(now)
+		return Match{ID: best.id, Similarity: min32(sim, 1), Created: time.Unix(0, best.created)}, true
+	}
 	var best *entry
 	bestSim := float32(math.Inf(-1))
 	for _, e := range p.entries {
@@ -578,6 +602,7 @@ func (ix *Index) loadAll() error {
 				return nil
 			})
 			if len(p.entries) > 0 {
+				ix.reindex(p)
 				parts[string(k)] = p
 			}
 			return err

@@ -103,7 +103,7 @@ func kitManifest(t testing.TB, grants string) *manifest.Manifest {
 	return m
 }
 
-const allGrants = `{"host_functions":["log","http","chat","count_tokens","kv"],"http_domains":["127.0.0.1"]`
+const allGrants = `{"host_functions":["log","http","chat","count_tokens","kv","embed","vector"],"http_domains":["127.0.0.1"]`
 
 func loadKit(t testing.TB, e *wasm.Engine, grants string) *wasm.Module {
 	t.Helper()
@@ -462,7 +462,7 @@ func TestHTTPLimits(t *testing.T) {
 // another account's, even when its manifest grants every domain.
 func TestPrivateHostsByScope(t *testing.T) {
 	srv := newEchoServer(t, 10)
-	grants := `{"host_functions":["log","http","chat","count_tokens","kv"],"http_domains":["*"]}`
+	grants := `{"host_functions":["log","http","chat","count_tokens","kv","embed","vector"],"http_domains":["*"]}`
 	for _, tc := range []struct {
 		name    string
 		account string // "" = gateway-wide

@@ -16,7 +16,7 @@ import (
 // refused as not public, before anything is dialled.
 func TestHTTPGuardRefusesTransitionPrefixes(t *testing.T) {
 	e, _ := hostEngine(t, nil, func(c *wasm.Config) { c.HTTP = wasm.HTTPLimits{Timeout: 2 * time.Second} })
-	mod := loadKit(t, e, `{"host_functions":["log","http","chat","count_tokens","kv"],"http_domains":["*"]}`)
+	mod := loadKit(t, e, `{"host_functions":["log","http","chat","count_tokens","kv","embed","vector"],"http_domains":["*"]}`)
 	for _, u := range []string{
 		"http://[64:ff9b::7f00:1]:8080/",                      // NAT64 of 127.0.0.1
 		"http://[64:ff9b:1::7f00:1]:8080/",                    // local-use NAT64

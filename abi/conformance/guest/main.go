@@ -14,7 +14,8 @@
 //	http    an outbound call through http_request/http_response
 //	http_repeat  the same call "times" times: how many succeeded, then the
 //	        first failure's code and message
-//	chat, chat_batch, chat_reserve, count_tokens, kv_get, kv_put, kv_fill
+//	chat, chat_batch, chat_reserve, count_tokens, kv_get, kv_put, kv_fill,
+//	embed, vector_put, vector_search
 //	        the host functions
 //	        through the SDK (see each case for its fields)
 //	result_small  count_tokens, then its result copied with a 1-byte
@@ -195,6 +196,44 @@ func handler(h abi.Hook) sdk.Handler {
 			}
 			out.FieldString(strconv.Itoa(limit))
 			return nil
+		case "embed":
+			// in: body; out: "ok", status, response body.
+			status, resp, err := sdk.Embed(in.Field(1))
+			if err != nil {
+				return hostFailure(out, err)
+			}
+			out.FieldString("ok")
+			out.FieldString(strconv.Itoa(status))
+			out.Field(resp)
+			return nil
+		case "vector_put":
+			// ctx.partition, id, tag, ttl; in: the vector as decimals
+			// joined by commas ("" deletes); out: "ok", evicted.
+			ttl, _ := strconv.Atoi(sdk.Get(ctx, "ttl").Str)
+			n, err := sdk.VectorPut(sdk.Get(ctx, "partition").Str, sdk.Get(ctx, "id").Str, sdk.Get(ctx, "tag").Str, floats(in.String(1)), ttl)
+			if err != nil {
+				return hostFailure(out, err)
+			}
+			out.FieldString("ok")
+			out.FieldString(strconv.Itoa(n))
+			return nil
+		case "vector_search":
+			// ctx.partition, tag, min; in: the query as vector_put's;
+			// out: "found", id, similarity, age seconds, or "missing".
+			min, _ := strconv.ParseFloat(sdk.Get(ctx, "min").Str, 64)
+			m, ok, err := sdk.VectorSearch(sdk.Get(ctx, "partition").Str, sdk.Get(ctx, "tag").Str, floats(in.String(1)), min)
+			switch {
+			case err != nil:
+				return hostFailure(out, err)
+			case !ok:
+				out.FieldString("missing")
+			default:
+				out.FieldString("found")
+				out.FieldString(m.ID)
+				out.FieldString(strconv.FormatFloat(m.Similarity, 'f', 4, 64))
+				out.FieldString(strconv.FormatInt(m.AgeSeconds, 10))
+			}
+			return nil
 		case "result_small":
 			// ctx.tok_model; in: text; out: the size result reports with a
 			// 1-byte buffer, the byte it copied, and the whole result.
@@ -216,6 +255,19 @@ func handler(h abi.Hook) sdk.Handler {
 		}
 		return frame(h, in, out)
 	}
+}
+
+// floats reads "0.5,1,0" (the kit's vectors); "" is no vector.
+func floats(s string) []float32 {
+	if s == "" {
+		return nil
+	}
+	var v []float32
+	for _, f := range strings.Split(s, ",") {
+		x, _ := strconv.ParseFloat(f, 32)
+		v = append(v, float32(x))
+	}
+	return v
 }
 
 // frame answers in the hook's output shape with the input fields copied.

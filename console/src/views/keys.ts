@@ -1,6 +1,7 @@
 import { get, patch, post, qs } from "../api";
 import { clear, h, usd, when } from "../dom";
 import { errorBox, fail, ok } from "../ui";
+import { cachePanel, keyCache } from "./cache";
 
 interface Key {
   hash: string;
@@ -93,6 +94,8 @@ export async function keysView(root: HTMLElement): Promise<void> {
               fail(list, err);
             }
           });
+          const cache = h("button", { type: "button", class: "small" }, "Cache");
+          cache.addEventListener("click", () => keyCache(k.hash, k.name, list));
           const toggle = h("button", { type: "button", class: "small" }, k.disabled ? "Enable" : "Disable");
           toggle.addEventListener("click", async () => {
             try {
@@ -114,13 +117,13 @@ export async function keysView(root: HTMLElement): Promise<void> {
             h("td", {}, `${usd(k.usage_daily)} / ${usd(k.usage)}`),
             h("td", {}, when(k.created_at)),
             h("td", {}, k.disabled ? "disabled" : "active"),
-            h("td", {}, setLimit, " ", toggle),
+            h("td", {}, setLimit, " ", cache, " ", toggle),
           );
         }),
       ),
     );
   }
 
-  clear(root, h("h2", {}, "Keys"), form, created, list);
+  clear(root, h("h2", {}, "Keys"), form, created, list, cachePanel());
   await load();
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/store"
+	"github.com/switchyard/switchyard/host/vecindex"
 	"github.com/switchyard/switchyard/host/wasm"
 )
 
@@ -27,6 +28,7 @@ type Host struct {
 	Engine *wasm.Engine
 	logs   *recorder
 	db     store.DB
+	vix    *vecindex.Index
 	dir    string
 }
 
@@ -53,14 +55,21 @@ func New(cacheDir string) (*Host, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	vix, err := vecindex.Open(db, vecindex.Limits{})
+	if err != nil {
+		_ = db.Close()
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
 	rec := &recorder{}
-	e := wasm.NewEngine(wasm.Config{CacheDir: cacheDir, Log: slog.New(rec), AllowPrivateNetworks: true, KV: kvs})
-	return &Host{Engine: e, logs: rec, db: db, dir: dir}, nil
+	e := wasm.NewEngine(wasm.Config{CacheDir: cacheDir, Log: slog.New(rec), AllowPrivateNetworks: true, KV: kvs, Vectors: vix})
+	return &Host{Engine: e, logs: rec, db: db, dir: dir, vix: vix}, nil
 }
 
 // Close closes the engine and removes the module store.
 func (h *Host) Close(ctx context.Context) error {
 	err := h.Engine.Close(ctx)
+	h.vix.Close()
 	_ = h.db.Close()
 	_ = os.RemoveAll(h.dir)
 	return err
@@ -68,7 +77,7 @@ func (h *Host) Close(ctx context.Context) error {
 
 // WithEnv puts env in ctx as the request's wasm.CallEnv.
 func (h *Host) WithEnv(ctx context.Context, env conformance.Env) context.Context {
-	return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: env.Account, Chat: env.Chat, Reserve: env.Reserve})
+	return wasm.WithCallEnv(ctx, &wasm.CallEnv{Account: env.Account, Chat: env.Chat, Reserve: env.Reserve, Embed: env.Embed})
 }
 
 // Load parses the manifest as the gateway does and loads the module.

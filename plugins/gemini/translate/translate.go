@@ -515,23 +515,36 @@ func (a *Adapter) vertexEmbed(model string, req gjson.Result, out *sdk.Out) erro
 	if multimodal(model) {
 		return a.vertexMultimodalEmbed(model, req, out)
 	}
-	var instances []string
-	var bad error
-	add := func(it gjson.Result) bool {
+	return a.predict(model, req, out, "outputDimensionality", func(it gjson.Result) (string, error) {
 		switch {
 		case it.Type == gjson.String:
-			instances = append(instances, `{"content":`+sdk.Quote(it.Str)+`}`)
+			return `{"content":` + sdk.Quote(it.Str) + `}`, nil
 		case it.IsObject():
+			var bad error
 			it.Get("content").ForEach(func(_, p gjson.Result) bool {
 				if p.Get("type").Str != "text" {
 					bad = sdk.Error("Vertex AI text embeddings take text, not " + sdk.Quote(p.Get("type").Str))
 				}
 				return bad == nil
 			})
-			instances = append(instances, `{"content":`+sdk.Quote(sdk.ContentText(it.Get("content")))+`}`)
+			return `{"content":` + sdk.Quote(sdk.ContentText(it.Get("content"))) + `}`, bad
 		default:
-			bad = sdk.Error("Vertex AI text embeddings take text, not token ids")
+			return "", sdk.Error("Vertex AI text embeddings take text, not token ids")
 		}
+	})
+}
+
+// predict writes a Vertex AI :predict embedding request of model: one
+// instance per input item (a string input is one item), made by instance,
+// which refuses an item with an error (the request is then refused, never
+// sent with the item dropped); dimensions go as parameters.<dimension>.
+func (a *Adapter) predict(model string, req gjson.Result, out *sdk.Out, dimension string, instance func(it gjson.Result) (string, error)) error {
+	var instances []string
+	var bad error
+	add := func(it gjson.Result) bool {
+		var in string
+		in, bad = instance(it)
+		instances = append(instances, in)
 		return bad == nil
 	}
 	input := req.Get("input")
@@ -545,7 +558,7 @@ func (a *Adapter) vertexEmbed(model string, req gjson.Result, out *sdk.Out) erro
 	}
 	body := `{"instances":[` + strings.Join(instances, ",") + `]`
 	if d := req.Get("dimensions"); d.Type == gjson.Number {
-		body += `,"parameters":{"outputDimensionality":` + d.Raw + `}`
+		body += `,"parameters":{"` + dimension + `":` + d.Raw + `}`
 	}
 	out.FieldString("POST")
 	out.FieldString("/models/" + model + ":predict")
@@ -571,14 +584,13 @@ func multimodal(model string) bool { return strings.HasPrefix(model, "multimodal
 // names an image by an http(s) URL (which Vertex does not fetch) is
 // refused, as are token ids.
 func (a *Adapter) vertexMultimodalEmbed(model string, req gjson.Result, out *sdk.Out) error {
-	var instances []string
-	var bad error
-	add := func(it gjson.Result) bool {
+	return a.predict(model, req, out, "dimension", func(it gjson.Result) (string, error) {
 		switch {
 		case it.Type == gjson.String:
-			instances = append(instances, `{"text":`+sdk.Quote(it.Str)+`}`)
+			return `{"text":` + sdk.Quote(it.Str) + `}`, nil
 		case it.IsObject():
 			var text []string
+			var bad error
 			image := ""
 			it.Get("content").ForEach(func(_, p gjson.Result) bool {
 				switch p.Get("type").Str {
@@ -597,36 +609,18 @@ func (a *Adapter) vertexMultimodalEmbed(model string, req gjson.Result, out *sdk
 			})
 			switch {
 			case bad != nil:
+				return "", bad
 			case image != "" && len(text) > 0:
-				bad = sdk.Error("Vertex AI multimodal embeddings embed text and an image apart (two vectors, not one): send them as two input items")
+				return "", sdk.Error("Vertex AI multimodal embeddings embed text and an image apart (two vectors, not one): send them as two input items")
 			case image != "":
-				instances = append(instances, `{"image":`+image+`}`)
+				return `{"image":` + image + `}`, nil
 			default:
-				instances = append(instances, `{"text":`+sdk.Quote(strings.Join(text, "\n"))+`}`)
+				return `{"text":` + sdk.Quote(strings.Join(text, "\n")) + `}`, nil
 			}
 		default:
-			bad = sdk.Error("Vertex AI multimodal embeddings take text or images, not token ids")
+			return "", sdk.Error("Vertex AI multimodal embeddings take text or images, not token ids")
 		}
-		return bad == nil
-	}
-	input := req.Get("input")
-	if input.Type == gjson.String {
-		add(input)
-	} else {
-		input.ForEach(func(_, it gjson.Result) bool { return add(it) })
-	}
-	if bad != nil {
-		return bad
-	}
-	body := `{"instances":[` + strings.Join(instances, ",") + `]`
-	if d := req.Get("dimensions"); d.Type == gjson.Number {
-		body += `,"parameters":{"dimension":` + d.Raw + `}`
-	}
-	out.FieldString("POST")
-	out.FieldString("/models/" + model + ":predict")
-	out.FieldString(headers + "X-Switchyard-Adapter: " + a.Build + "\n")
-	out.FieldString(body + "}")
-	return nil
+	})
 }
 
 // vertexImage is the image object of a multimodal instance for an

@@ -68,8 +68,11 @@ func tutorialSteps(page []byte) ([]tutorialStep, error) {
 // gateway, a curl that shows the plugin block a request, the plugin's
 // counter on /metrics, and a hot swap to v2 while requests keep coming,
 // none of which may fail (issue 37). The page's commands are for Go; the
-// page says a Rust or C project differs only in the file edited, which the
-// rust and c runs check by changing just that (and --lang).
+// page says a Rust, C or AssemblyScript project differs only in the file
+// edited, which the other runs check by changing just that (and --lang).
+// The AssemblyScript project's make uses the compiler `make -C examples`
+// installed (ASC in the environment, as the page allows), so the test needs
+// no network.
 func TestTutorial(t *testing.T) {
 	root := gatewaytest.Root()
 	page, err := os.ReadFile(filepath.Join(root, "docs", "plugins.md"))
@@ -87,7 +90,7 @@ func TestTutorial(t *testing.T) {
 		t.Skip("curl is not installed")
 	}
 	syctl := builtSyctl(t)
-	for _, lang := range []struct{ lang, file string }{{"go", "plugin.go"}, {"rust", "src/lib.rs"}, {"c", "plugin.c"}} {
+	for _, lang := range []struct{ lang, file string }{{"go", "plugin.go"}, {"rust", "src/lib.rs"}, {"c", "plugin.c"}, {"assemblyscript", "assembly/index.ts"}} {
 		t.Run(lang.lang, func(t *testing.T) {
 			steps := steps
 			if lang.lang != "go" {
@@ -129,7 +132,10 @@ func followTutorial(t *testing.T, root, syctl string, steps []tutorialStep) {
 		"SWITCHYARD_ROOT="+root,
 		// The project stands alone: no workspace, no toolchain switch, no
 		// network.
-		"GOWORK=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOPROXY=off")
+		"GOWORK=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOPROXY=off",
+		// An AssemblyScript project's make takes its compiler from ASC
+		// (the one make -C examples installed) instead of npm install.
+		"ASC="+filepath.Join(root, "examples", "as-native-plugin", "node_modules", ".bin", "asc"))
 	// Each block runs in the directory the one before it ended in.
 	cwdFile := filepath.Join(work, ".cwd")
 	if err := os.WriteFile(cwdFile, []byte(work), 0o644); err != nil {

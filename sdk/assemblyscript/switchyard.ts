@@ -286,6 +286,8 @@ declare function sy_embed(ptr: usize, len: u32): i64;
 declare function sy_vector_put(ptr: usize, len: u32): i64;
 @external("switchyard", "vector_search")
 declare function sy_vector_search(ptr: usize, len: u32): i64;
+@external("switchyard", "metric")
+declare function sy_metric(ptr: usize, len: u32): i64;
 
 // Log levels of log.
 export enum Level {
@@ -396,4 +398,15 @@ export function vectorPut(req: FrameWriter): HostResult {
 // vectorSearch: [partition, tag, vector, min] -> [id, similarity, age].
 export function vectorSearch(req: FrameWriter): HostResult {
   return fetch(sy_vector_search(req.buf.ptr, req.buf.len), false);
+}
+
+const metricReq = new FrameWriter();
+
+// metric adds value to the counter, or observes it in the histogram, that
+// the manifest declares as name (grant "metrics"; docs/abi.md, "metric"):
+// 0, or a HOST_* code (an undeclared name is refused). A count that fails
+// should not fail the request: callers may ignore the code.
+export function metric(name: string, value: f64): i64 {
+  metricReq.reset().fieldString(name).fieldString(value.toString());
+  return fetch(sy_metric(metricReq.buf.ptr, metricReq.buf.len), false).code;
 }

@@ -300,6 +300,12 @@ func TestSettingsOnlyForTheGlobalModule(t *testing.T) {
 	defer srv.Close()
 	g := start(t, gatewaytest.Options{AllowPrivateNetworks: true, Mutate: func(c *config.Config) {
 		c.ModuleSettings = map[string]any{"web": map[string]any{"engine": "searxng", "engines": map[string]any{"searxng": map[string]any{"base_url": srv.URL}}}}
+		// The account's own web module is metered against its minute of
+		// module time, in wall time: under -race beside other packages the
+		// first call of a fresh Go instance took seconds and the second
+		// hook of the same request got 429 (CI, 2026-11-29). What this
+		// test checks is whose settings apply, not that budget.
+		c.TenantModules.CPUMsPerMinute = 600_000
 	}})
 	publishLoopback(t, g)
 	engine := func() string {

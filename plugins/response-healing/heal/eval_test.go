@@ -2,11 +2,9 @@ package heal
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -16,6 +14,8 @@ import (
 	"github.com/switchyard/switchyard/sdk"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/switchyard/switchyard/host/anchor"
 )
 
 type evalCase struct {
@@ -165,40 +165,17 @@ var (
 // splits, once per test binary; why says why it could not.
 func runAnchor(t testing.TB) (map[string]anchorResult, string) {
 	anchorOnce.Do(func() {
-		node, err := exec.LookPath("node")
-		if err != nil {
-			anchorWhy = "node is not installed (make deps installs it)"
-			return
-		}
-		dir := filepath.Join("..", "..", "..", "examples", "clients", "node")
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "jsonrepair", "package.json")); err != nil {
-			anchorWhy = "examples/clients/node/node_modules/jsonrepair is missing (run `make clients`, part of `make test`)"
-			return
-		}
-		var in bytes.Buffer
+		var in []any
 		for _, split := range []string{"dev", "heldout"} {
 			for _, c := range loadSplit(t, split) {
-				b, _ := json.Marshal(map[string]string{"id": c.ID, "content": c.Content})
-				in.Write(b)
-				in.WriteByte('\n')
+				in = append(in, map[string]string{"id": c.ID, "content": c.Content})
 			}
 		}
-		cmd := exec.Command(node, filepath.Join("anchors", "jsonrepair.mjs"))
-		cmd.Dir = dir
-		cmd.Stdin = &in
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
+		var err error
+		anchorRes, anchorWhy, err = anchor.Run[anchorResult](filepath.Join("..", "..", "..", "examples", "clients", "node"),
+			filepath.Join("anchors", "jsonrepair.mjs"), []string{"jsonrepair"}, in)
 		if err != nil {
-			t.Fatalf("jsonrepair anchor: %v\n%s", err, stderr.String())
-		}
-		anchorRes = map[string]anchorResult{}
-		for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-			var a anchorResult
-			if err := json.Unmarshal(line, &a); err != nil {
-				t.Fatalf("jsonrepair anchor output %q: %v", line, err)
-			}
-			anchorRes[a.ID] = a
+			t.Fatalf("jsonrepair anchor: %v", err)
 		}
 	})
 	return anchorRes, anchorWhy

@@ -2,10 +2,8 @@ package fetch
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -15,6 +13,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/switchyard/switchyard/host/anchor"
 )
 
 // The evaluation set (testdata/eval, README.md there says where each page
@@ -136,40 +136,16 @@ type anchorOut struct {
 
 // runReadability runs the anchor over the pages; why says why it could not.
 func runReadability(t testing.TB, pages []evalPage) (map[string]anchorOut, string) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return nil, "node is not installed (make deps installs it)"
-	}
-	dir := filepath.Join("..", "..", "..", "examples", "clients", "node", "webfetch")
-	for _, p := range []string{"@mozilla/readability", "linkedom", "turndown", "turndown-plugin-gfm"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", p, "package.json")); err != nil {
-			return nil, "examples/clients/node/webfetch/node_modules/" + p + " is missing (run `make clients`, part of `make test`)"
-		}
-	}
-	var in bytes.Buffer
+	var in []any
 	for _, p := range pages {
-		b, _ := json.Marshal(map[string]string{"id": p.id, "url": p.url, "html": string(p.html)})
-		in.Write(b)
-		in.WriteByte('\n')
+		in = append(in, map[string]string{"id": p.id, "url": p.url, "html": string(p.html)})
 	}
-	cmd := exec.Command(node, "anchor.mjs")
-	cmd.Dir = dir
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	res, why, err := anchor.Run[anchorOut](filepath.Join("..", "..", "..", "examples", "clients", "node", "webfetch"), "anchor.mjs",
+		[]string{"@mozilla/readability", "linkedom", "turndown", "turndown-plugin-gfm"}, in)
 	if err != nil {
-		t.Fatalf("Readability anchor: %v\n%s", err, stderr.String())
+		t.Fatalf("Readability anchor: %v", err)
 	}
-	res := map[string]anchorOut{}
-	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-		var a anchorOut
-		if err := json.Unmarshal(line, &a); err != nil {
-			t.Fatalf("anchor output %q: %v", line, err)
-		}
-		res[a.ID] = a
-	}
-	return res, ""
+	return res, why
 }
 
 // evalTally sums one category's words: gold, ours, ours in gold, the

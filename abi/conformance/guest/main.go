@@ -47,6 +47,18 @@ func rawCountTokens(ptr unsafe.Pointer, n int32) int64
 func rawResult(ptr unsafe.Pointer, limit int32) int32
 
 // hostFailure writes "error", the host's code and its message.
+// answered writes a sub-request's answer — "ok", its status and its body —
+// or the host call's failure.
+func answered(out *sdk.Out, status int, body []byte, err error) error {
+	if err != nil {
+		return hostFailure(out, err)
+	}
+	out.FieldString("ok")
+	out.FieldString(strconv.Itoa(status))
+	out.Field(body)
+	return nil
+}
+
 func hostFailure(out *sdk.Out, err error) error {
 	out.FieldString("error")
 	if he, ok := err.(*sdk.HostError); ok {
@@ -121,13 +133,7 @@ func handler(h abi.Hook) sdk.Handler {
 		case "chat":
 			// in: body; out: "ok", status, response body.
 			status, resp, err := sdk.Chat(in.Field(1))
-			if err != nil {
-				return hostFailure(out, err)
-			}
-			out.FieldString("ok")
-			out.FieldString(strconv.Itoa(status))
-			out.Field(resp)
-			return nil
+			return answered(out, status, resp, err)
 		case "chat_batch":
 			// in: bodies; out: "ok", then status and body per body.
 			var bodies [][]byte
@@ -147,13 +153,7 @@ func handler(h abi.Hook) sdk.Handler {
 		case "chat_reserve":
 			// in: plan; out: "ok", status, body.
 			status, resp, err := sdk.ChatReserve(in.Field(1))
-			if err != nil {
-				return hostFailure(out, err)
-			}
-			out.FieldString("ok")
-			out.FieldString(strconv.Itoa(status))
-			out.Field(resp)
-			return nil
+			return answered(out, status, resp, err)
 		case "count_tokens":
 			// ctx.tok_model; in: text; out: "ok", count.
 			n, err := sdk.CountTokens(sdk.Get(ctx, "tok_model").Str, in.String(1))
@@ -199,13 +199,7 @@ func handler(h abi.Hook) sdk.Handler {
 		case "embed":
 			// in: body; out: "ok", status, response body.
 			status, resp, err := sdk.Embed(in.Field(1))
-			if err != nil {
-				return hostFailure(out, err)
-			}
-			out.FieldString("ok")
-			out.FieldString(strconv.Itoa(status))
-			out.Field(resp)
-			return nil
+			return answered(out, status, resp, err)
 		case "vector_put":
 			// ctx.partition, id, tag, ttl; in: the vector as decimals
 			// joined by commas ("" deletes); out: "ok", evicted.

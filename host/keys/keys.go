@@ -43,15 +43,15 @@ type Account struct {
 	// means the configured defaults. A zero field takes the default's.
 	RateLimits *ratelimit.Limits `json:"rate_limits,omitempty"`
 	// LogContent puts the prompt and completion text of the account's
-	// requests in the request log (logcontent.go); off by default.
+	// requests in the request log (settings.go); off by default.
 	LogContent bool `json:"log_content,omitempty"`
 	// StoreContent keeps the prompt and completion of the account's
 	// generations for GET /generation/content (host/content,
-	// storecontent.go); nil: the operator's default (content.store).
+	// settings.go); nil: the operator's default (content.store).
 	StoreContent *bool `json:"store_content,omitempty"`
 	// ResponseCache is the account's default of the response cache: the
 	// options of the cache plugin's plugins[] item that every request of
-	// the account runs with unless its key has its own (responsecache.go);
+	// the account runs with unless its key has its own (settings.go);
 	// nil: none (the cache runs when a request or the operator asks).
 	ResponseCache json.RawMessage `json:"response_cache,omitempty"`
 }
@@ -108,7 +108,7 @@ type Key struct {
 	// (docs/ratelimit.md); zero fields are unlimited.
 	RateLimits ratelimit.Limits `json:"rate_limits,omitzero"`
 	// ResponseCache is this key's default of the response cache, over its
-	// account's (responsecache.go); nil: the account's.
+	// account's (settings.go); nil: the account's.
 	ResponseCache json.RawMessage `json:"response_cache,omitempty"`
 }
 
@@ -135,19 +135,14 @@ type Store struct {
 	// only caches what it read if no write happened meanwhile, so a record
 	// read just before an update can never be cached after it.
 	epoch uint64
-	// providers caches each account's provider settings for the request
-	// path; written through by SetProviders.
-	providers sync.Map // account id → ProviderSettings
-	// logContent caches Account.LogContent (logcontent.go).
-	logContent sync.Map // account id → bool
-	// storeContent caches Account.StoreContent (storecontent.go).
-	storeContent sync.Map // account id → *bool
-	// responseCache caches Account.ResponseCache (responsecache.go).
-	responseCache sync.Map // account id → json.RawMessage
-	// rateLimits caches each account's own rate limits (the zero Limits
-	// when it has none) for the request path; written through by
-	// SetRateLimits.
-	rateLimits sync.Map // account id → ratelimit.Limits
+	// accounts caches account records for the settings read on every
+	// request: provider settings, rate limits, content logging and
+	// storage, the response cache's default (settings.go). A write through
+	// updateAccount, here or on another instance, drops the record (the
+	// topicAccounts notification), and so does each setter once its write
+	// committed. Only those settings are read from it: what changes
+	// without that notification must not be.
+	accounts sync.Map // account id → *Account
 
 	operator atomic.Value // string: the operator account, found on first use
 
@@ -193,11 +188,7 @@ func Open(db store.DB) (*Store, error) {
 				s.flush()
 				return
 			}
-			s.providers.Delete(id)
-			s.logContent.Delete(id)
-			s.storeContent.Delete(id)
-			s.responseCache.Delete(id)
-			s.rateLimits.Delete(id)
+			s.accounts.Delete(id)
 		}))
 	if db.Shared() {
 		go s.recheck(RecheckInterval)
@@ -238,11 +229,7 @@ func (s *Store) flush() {
 	s.epoch++
 	clear(s.cache)
 	s.mu.Unlock()
-	s.providers.Clear()
-	s.logContent.Clear()
-	s.storeContent.Clear()
-	s.responseCache.Clear()
-	s.rateLimits.Clear()
+	s.accounts.Clear()
 }
 
 // Close stops following other gateways' writes. Safe to call more than once.
@@ -713,24 +700,15 @@ func (s *Store) BootstrapAccount() string {
 
 // Providers returns the account-wide provider settings (empty when none).
 func (s *Store) Providers(accountID string) ProviderSettings {
-	if v, ok := s.providers.Load(accountID); ok {
-		return v.(ProviderSettings)
+	if a := s.settings(accountID); a != nil {
+		return a.Providers
 	}
-	a, err := s.Account(accountID)
-	if err != nil {
-		return ProviderSettings{}
-	}
-	s.providers.Store(accountID, a.Providers)
-	return a.Providers
+	return ProviderSettings{}
 }
 
 // SetProviders replaces the account-wide provider settings.
 func (s *Store) SetProviders(accountID string, p ProviderSettings) error {
-	err := s.updateAccount(accountID, func(a *Account) { a.Providers = p })
-	if err == nil {
-		s.providers.Store(accountID, p)
-	}
-	return err
+	return s.setSetting(accountID, func(a *Account) { a.Providers = p })
 }
 
 // updateAccount applies fn to the stored account and stores it.
@@ -770,19 +748,10 @@ func ValidRateLimits(l ratelimit.Limits) error {
 // configured defaults apply). It is on every request's path, so it is
 // cached.
 func (s *Store) RateLimits(accountID string) ratelimit.Limits {
-	if v, ok := s.rateLimits.Load(accountID); ok {
-		return v.(ratelimit.Limits)
+	if a := s.settings(accountID); a != nil && a.RateLimits != nil {
+		return *a.RateLimits
 	}
-	a, err := s.Account(accountID)
-	if err != nil {
-		return ratelimit.Limits{}
-	}
-	var l ratelimit.Limits
-	if a.RateLimits != nil {
-		l = *a.RateLimits
-	}
-	s.rateLimits.Store(accountID, l)
-	return l
+	return ratelimit.Limits{}
 }
 
 // SetRateLimits replaces the account's own rate limits; nil returns it to
@@ -793,13 +762,5 @@ func (s *Store) SetRateLimits(accountID string, l *ratelimit.Limits) error {
 			return err
 		}
 	}
-	err := s.updateAccount(accountID, func(a *Account) { a.RateLimits = l })
-	if err == nil {
-		var v ratelimit.Limits
-		if l != nil {
-			v = *l
-		}
-		s.rateLimits.Store(accountID, v)
-	}
-	return err
+	return s.setSetting(accountID, func(a *Account) { a.RateLimits = l })
 }

@@ -23,10 +23,24 @@ import (
 
 // The settlement journal makes an acknowledged charge durable without
 // waiting for the store's commit (Options.Journal, docs/billing.md):
-// Settle appends the generation record to a local append-only file and
-// waits for that file's fdatasync, then queues the store write as before.
-// A crash loses nothing acknowledged: the next Open replays every record
-// of the journal that the store does not have yet, before it serves.
+// Settle appends the generation record to a local append-only file, then
+// queues the store write as before. The next Open replays every record of
+// the journal that the store does not have yet, before it serves.
+//
+// How durable the append is before Settle returns is Options.JournalSync:
+//   - zero (settle: journal-fsync): the file's fdatasync. Nothing
+//     acknowledged is lost even to a power loss or a kernel crash.
+//   - a period (settle: journal, the default, 5 ms): the write(2) only;
+//     the flusher fdatasyncs the segment within the period after its
+//     first unsynced write. The record is in the kernel's page cache
+//     when the client hears its cost, so a crash of the process (kill -9,
+//     an OOM kill, a panic) loses nothing; a power loss or kernel crash
+//     loses at most the last period's settlements. What this buys: an
+//     fdatasync (~0.5 ms on the development machine, and a blocked thread
+//     the runtime replaces) is taken off every request's latency, and is
+//     paid once per period instead of once per group (measured in
+//     docs/performance.md: 25% of the gateway's CPU for a 1 KB chat at 16
+//     clients, and 0.3 ms of its added p50 at one).
 //
 // Why not wait for the store: a bbolt commit costs two fsyncs and rewrites
 // the last pages of each tree it touches (~1.2 ms per request measured);
@@ -71,10 +85,15 @@ type journal struct {
 	quit   chan struct{}
 	exited chan struct{}
 
+	// syncEvery is Options.JournalSync: 0 syncs each write before its
+	// waiters wake; otherwise the longest a write stays unsynced.
+	syncEvery time.Duration
+
 	// With flushMu held.
 	seg   *segment
 	segN  uint64
 	spare []byte
+	dirty bool // seg has writes not yet fdatasynced (syncEvery > 0)
 }
 
 // jbatch is one group commit of the journal: done is closed when its
@@ -123,7 +142,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // an earlier process left must be replayed (replayJournal, under this
 // lock) before the first append: replay deletes them, and new segments
 // are numbered from 1.
-func openJournal(dir string, logf func(string, ...any)) (*journal, error) {
+func openJournal(dir string, syncEvery time.Duration, logf func(string, ...any)) (*journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("billing: journal: %w", err)
 	}
@@ -131,7 +150,7 @@ func openJournal(dir string, logf func(string, ...any)) (*journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &journal{dir: dir, lock: lock, logf: logf, next: &jbatch{done: make(chan struct{})},
+	j := &journal{dir: dir, lock: lock, logf: logf, syncEvery: syncEvery, next: &jbatch{done: make(chan struct{})},
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
 	go j.loop()
 	return j, nil
@@ -226,24 +245,57 @@ func (j *journal) poke() {
 
 func (j *journal) loop() {
 	defer close(j.exited)
+	// sync fires syncEvery after the first write the disk does not have
+	// yet: a burst of settlements shares one fdatasync, and an idle journal
+	// never wakes.
+	sync := time.NewTimer(time.Hour)
+	sync.Stop()
+	defer sync.Stop()
+	armed := false
 	for {
+		quit, fired := false, false
 		select {
 		case <-j.wake:
+		case <-sync.C:
+			armed, fired = false, true
 		case <-j.quit:
 			j.mu.Lock()
 			j.closed = true
 			j.mu.Unlock()
+			quit = true
 		}
 		j.flushMu.Lock()
 		for j.flush() {
 		}
 		j.retire()
-		j.flushMu.Unlock()
-		select {
-		case <-j.quit:
-			return
-		default:
+		if quit || fired {
+			j.sync()
 		}
+		if j.dirty && !armed {
+			sync.Reset(j.syncEvery)
+			armed = true
+		}
+		j.flushMu.Unlock()
+		if quit {
+			return
+		}
+	}
+}
+
+// sync makes the current segment's writes durable. flushMu is held.
+func (j *journal) sync() {
+	if !j.dirty || j.seg == nil {
+		j.dirty = false
+		return
+	}
+	j.dirty = false
+	if err := syscall.Fdatasync(int(j.seg.f.Fd())); err != nil {
+		// The records are in the page cache and reach the disk with the
+		// kernel's writeback; a segment that cannot sync takes no more.
+		if j.logf != nil {
+			j.logf("billing: journal fdatasync failed (a new segment is started): %v", err)
+		}
+		j.seal()
 	}
 }
 
@@ -290,11 +342,21 @@ func (j *journal) retire() {
 		j.seal()
 		return
 	}
-	if err := syscall.Fdatasync(int(s.f.Fd())); err != nil {
+	if err := j.synced(s); err != nil {
 		j.seal()
 		return
 	}
 	s.restart()
+}
+
+// synced makes a write to s durable now (syncEvery 0) or marks it for the
+// flusher's next sync. flushMu is held.
+func (j *journal) synced(s *segment) error {
+	if j.syncEvery > 0 {
+		j.dirty = true
+		return nil
+	}
+	return syscall.Fdatasync(int(s.f.Fd()))
 }
 
 // restart makes the segment's next frame its first, in a new epoch (a
@@ -304,7 +366,8 @@ func (s *segment) restart() { s.off, s.epoch = 0, s.epoch+1 }
 
 // write puts buf at the end of the current segment — at its beginning,
 // in a new epoch, when the store has all of it — starting a new segment
-// when it does not fit or is too old, and syncs it.
+// when it does not fit or is too old, and syncs it (or has the flusher
+// sync it within syncEvery).
 func (j *journal) write(buf []byte) error {
 	now := time.Now()
 	if s := j.seg; s != nil && s.off > 0 && s.pending.Load() == 0 {
@@ -328,7 +391,7 @@ func (j *journal) write(buf []byte) error {
 		j.seal()
 		return err
 	}
-	if err := syscall.Fdatasync(int(s.f.Fd())); err != nil {
+	if err := j.synced(s); err != nil {
 		j.seal()
 		return err
 	}
@@ -369,9 +432,14 @@ func (j *journal) rotate(size int64) error {
 	return nil
 }
 
-// seal ends appends to the current segment.
+// seal ends appends to the current segment, after syncing what it has
+// not (a sealed segment is no longer the flusher's). flushMu is held.
 func (j *journal) seal() {
 	if s := j.seg; s != nil {
+		if j.dirty {
+			_ = syscall.Fdatasync(int(s.f.Fd())) // best effort: a write that failed sealed it
+			j.dirty = false
+		}
 		j.seg = nil
 		s.sealed.Store(true)
 		s.maybeRemove()

@@ -86,7 +86,7 @@ func TestJournalReplayIsIdempotent(t *testing.T) {
 // segment, and so do zeros (the preallocated, unwritten rest).
 func TestReadJournalStopsAtTornFrame(t *testing.T) {
 	dir := t.TempDir()
-	j, err := openJournal(dir, t.Logf)
+	j, err := openJournal(dir, 0, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,12 +126,12 @@ func TestReadJournalStopsAtTornFrame(t *testing.T) {
 // Two processes never append to one journal.
 func TestJournalIsLocked(t *testing.T) {
 	dir := t.TempDir()
-	j, err := openJournal(dir, nil)
+	j, err := openJournal(dir, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.close()
-	if _, err := openJournal(dir, nil); err == nil {
+	if _, err := openJournal(dir, 0, nil); err == nil {
 		t.Fatal("a second journal opened the same directory")
 	}
 }
@@ -174,8 +174,14 @@ func FuzzReadJournal(f *testing.F) {
 // records retention may prune, or a crash's replay would charge them
 // again.
 func TestJournalRetiredWhenCommitted(t *testing.T) {
+	for _, every := range []time.Duration{0, 10 * time.Millisecond} {
+		t.Run(fmt.Sprint("sync=", every), func(t *testing.T) { testJournalRetired(t, every) })
+	}
+}
+
+func testJournalRetired(t *testing.T, syncEvery time.Duration) {
 	dir := t.TempDir()
-	j, err := openJournal(dir, t.Logf)
+	j, err := openJournal(dir, syncEvery, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,5 +225,56 @@ func TestJournalRetiredWhenCommitted(t *testing.T) {
 	}
 	if _, gens, _ := readJournal(files[0].path); len(gens) != 1 || gens[0].ID != "gen-next" {
 		t.Fatalf("after the next settlement the journal holds %+v", gens)
+	}
+}
+
+// With a sync period (settle: journal, the default), append returns once
+// the frame is written — a crash of the process cannot lose it, the
+// kernel has it — and the flusher fdatasyncs it within the period; a
+// clean close syncs what is left. With a period longer than the test, the
+// segment stays unsynced until the close.
+func TestJournalSyncPeriod(t *testing.T) {
+	dirty := func(j *journal) bool {
+		j.flushMu.Lock()
+		defer j.flushMu.Unlock()
+		return j.dirty
+	}
+	for _, c := range []struct {
+		every     time.Duration
+		syncedNow bool // synced within the test's wait
+	}{
+		{10 * time.Millisecond, true},
+		{time.Hour, false},
+	} {
+		t.Run(fmt.Sprint(c.every), func(t *testing.T) {
+			dir := t.TempDir()
+			j, err := openJournal(dir, c.every, t.Logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := &Generation{ID: "gen-p", AccountID: "a", Charged: 7, SettledAt: time.Now().UTC()}
+			if _, err := j.append(journalPayload("", g)); err != nil {
+				t.Fatal(err)
+			}
+			// Written: what a replay after kill -9 reads.
+			files, _ := journalSegments(dir)
+			if len(files) != 1 {
+				t.Fatalf("segments %v", files)
+			}
+			if _, gens, _ := readJournal(files[0].path); len(gens) != 1 || gens[0].Charged != 7 {
+				t.Fatalf("journal after append: %+v", gens)
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for dirty(j) && time.Now().Before(deadline) {
+				time.Sleep(2 * time.Millisecond)
+			}
+			if got := !dirty(j); got != c.syncedNow {
+				t.Fatalf("synced within 2 s: %v, want %v", got, c.syncedNow)
+			}
+			j.close()
+			if dirty(j) {
+				t.Fatal("close left the segment unsynced")
+			}
+		})
 	}
 }

@@ -50,6 +50,11 @@ var (
 	ErrNotFound = errors.New("billing: not found")
 )
 
+// DefaultJournalSync is the journal's sync period with settle: journal
+// (the default): what a power loss can lose, and the most fdatasyncs a
+// second a busy gateway pays (200).
+const DefaultJournalSync = 5 * time.Millisecond
+
 // Options tune a Ledger; the zero value is usable.
 type Options struct {
 	// RequestDeadline bounds a request's life. A hold that outlives it by a
@@ -71,12 +76,18 @@ type Options struct {
 	// billing.md.
 	AsyncSettle bool
 	// Journal, with AsyncSettle, is a directory for the settlement journal
-	// (journal.go): Settle then returns once its record is appended there
-	// and fsynced, so a hard crash loses no acknowledged charge — the next
-	// Open replays the journal into the store — while the store still
-	// commits a window of writes at a time. Empty: no journal (a crash can
-	// lose up to a commit window of acknowledged charges).
+	// (journal.go): Settle then returns once its record is appended there,
+	// so a crash loses no acknowledged charge — the next Open replays the
+	// journal into the store — while the store still commits a window of
+	// writes at a time. Empty: no journal (a crash can lose up to a commit
+	// window of acknowledged charges).
 	Journal string
+	// JournalSync is how long an appended record may wait for its
+	// fdatasync: zero syncs before Settle returns (nothing acknowledged is
+	// lost even to a power loss); a period has Settle return after the
+	// write, which a crash of the process cannot lose, and bounds what a
+	// power loss or kernel crash can lose to the period (journal.go).
+	JournalSync time.Duration
 	// CommitWindow, with AsyncSettle, is how long the writer gathers
 	// writes nobody waits on (settlements, holds, checkpoints) before it
 	// commits them together; a write someone waits on (a top-up, a key's
@@ -241,7 +252,7 @@ func Open(db store.DB, opts Options) (*Ledger, error) {
 		l.shards[i].accounts = map[string]*account{}
 	}
 	if opts.AsyncSettle && opts.Journal != "" {
-		j, err := openJournal(opts.Journal, opts.Logf)
+		j, err := openJournal(opts.Journal, opts.JournalSync, opts.Logf)
 		if err != nil {
 			return nil, err
 		}

@@ -48,6 +48,7 @@ func TestSettleMode(t *testing.T) {
 		{"listen: x\n", SettleJournal},
 		{"settle: memory\n", SettleMemory},
 		{"settle: commit\n", SettleCommit},
+		{"settle: journal-fsync\n", SettleJournalFsync},
 		{"durable_settle: true\n", SettleCommit},
 		{"durable_settle: false\n", SettleJournal},
 	} {

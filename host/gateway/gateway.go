@@ -214,14 +214,18 @@ func (g *Gateway) openLedger(opts Options) (err error) {
 	if err := activity.Open(g.DB); err != nil {
 		return err
 	}
-	journal := ""
-	if cfg.SettleMode() == config.SettleJournal {
+	journal, journalSync := "", time.Duration(0)
+	switch cfg.SettleMode() {
+	case config.SettleJournal:
+		journal, journalSync = filepath.Join(cfg.DataDir, "journal"), billing.DefaultJournalSync
+	case config.SettleJournalFsync:
 		journal = filepath.Join(cfg.DataDir, "journal")
 	}
 	g.Ledger, err = billing.Open(g.DB, activity.Indexing(billing.Options{
 		RequestDeadline: time.Duration(cfg.Timeouts.Request),
 		AsyncSettle:     cfg.SettleMode() != config.SettleCommit,
 		Journal:         journal,
+		JournalSync:     journalSync,
 		CommitWindow:    time.Duration(cfg.SettleCommitWindow),
 		Now:             opts.Now,
 		Logf:            func(f string, a ...any) { log.Error(fmt.Sprintf(f, a...)) },

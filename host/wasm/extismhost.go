@@ -21,7 +21,6 @@ package wasm
 
 import (
 	"context"
-	"time"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/switchyard/switchyard/abi"
@@ -74,7 +73,7 @@ func (e *Engine) extismHostCall(ctx context.Context, p *extism.CurrentPlugin, mo
 	var code int64
 	switch {
 	case name == abi.HostHTTPRequest:
-		defer waitedSince(ctx, time.Now()) // the network: not module time
+		defer waitedSince(ctx, clockOf(ctx)) // the network: not module time
 		out, code = e.httpCall(ctx, mod, frame, inMemory)
 		out = append([]byte{0}, out...)
 	case !inMemory:

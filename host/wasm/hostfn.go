@@ -67,7 +67,7 @@ func (e *Engine) hostCall(ctx context.Context, mod *Module, name string, fields 
 	}
 	switch name {
 	case abi.HostChat, abi.HostChatBatch, abi.HostChatReserve, abi.HostEmbed:
-		defer waitedSince(ctx, time.Now()) // a sub-request: not module time
+		defer waitedSince(ctx, clockOf(ctx)) // a sub-request: not module time
 	}
 	return h.serve(hostRequest{ctx: ctx, engine: e, mod: mod, env: envOf(ctx), fields: fields}, dst)
 }

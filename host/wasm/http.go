@@ -225,7 +225,7 @@ func (e *Engine) hostHTTPRequest(ctx context.Context, m api.Module, ptr, n uint3
 	if in == nil {
 		return abi.HTTPFailed
 	}
-	defer waitedSince(ctx, time.Now()) // the network: not module time
+	defer waitedSince(ctx, clockOf(ctx)) // the network: not module time
 	frame, ok := m.Memory().Read(ptr, n)
 	var code int64
 	in.pending, code = e.httpCall(ctx, in.owner, frame, ok)

@@ -396,8 +396,19 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 	}
 	ctx, cl := m.withCallLog(ctx)
 	defer m.engine.droppedNote(ctx, m, cl)
+	if meter != nil || m.slots != nil {
+		// Module time is the CPU time of the thread the call runs on
+		// (cpu_ms_per_minute): the call keeps its thread, so a machine
+		// busy with other work, which makes a call take longer, does not
+		// spend an account's minute (before, wall time did, and one cold
+		// start on a loaded machine could use a burst up).
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		_, cl.cpu = threadCPU()
+	}
+	mstart := cl.now()
 	if meter != nil {
-		defer func() { meter.charge(lim, time.Since(start)-time.Duration(cl.waited.Load())) }()
+		defer func() { meter.charge(lim, cl.now()-mstart-time.Duration(cl.waited.Load())) }()
 	}
 
 	var out []byte
@@ -419,7 +430,7 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		if in, err = m.get(ctx); err != nil {
 			return nil, m.fail(hook, "no instance available: "+err.Error())
 		}
-		start = time.Now() // waiting for an instance is not module time
+		mstart = cl.now() // waiting for an instance is not module time
 		out, err = m.callPooled(ctx, in, hook, fields)
 	}
 	o, err := m.output(ctx, hook, out, err, timeout)
@@ -544,14 +555,19 @@ func (m *Module) callTenant(ctx context.Context, hook abi.Hook, fields [][]byte,
 	// What this call starts (its chat sub-requests and their plugins)
 	// runs in its slot.
 	ctx = context.WithValue(ctx, slotKey{}, m.acct)
-	start := time.Now()
-	defer func() { release(time.Since(start) - time.Duration(logOf(ctx).waited.Load())) }()
 	select {
 	case m.slots <- struct{}{}:
 	case <-ctx.Done():
+		release(0)
 		return nil, m.fail(hook, "no instance available: "+ctx.Err().Error())
 	}
 	defer func() { <-m.slots }()
+	// Module time from here (Call locked the thread: cl.now is its CPU
+	// time): starting an instance runs the module's own start-up code,
+	// which is the account's; waiting for a slot is not.
+	cl := logOf(ctx)
+	start := cl.now()
+	defer func() { release(cl.now() - start - time.Duration(cl.waited.Load())) }()
 	in, err := m.tenantInstance(ctx)
 	if err != nil {
 		return nil, err

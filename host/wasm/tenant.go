@@ -273,20 +273,50 @@ type callLog struct {
 	bytes   int64
 	lines   int64
 	dropped atomic.Int64
-	// waited is the time (ns) the call spent in host functions that wait
-	// on the network or a sub-request (http, chat): not module time, which
-	// the account's budget counts.
+	// waited is the module time (ns, on the call's clock: now) the call
+	// spent in host functions that wait on the network or a sub-request
+	// (http, chat, embed): not module time, which the account's budget
+	// counts.
 	waited atomic.Int64
+	// cpu says the call's goroutine is locked to its OS thread and now
+	// reads that thread's CPU time (threadCPU); otherwise the wall clock.
+	cpu bool
 	// memory is the instance's memory size when the call returned
 	// (Output.Memory), written by the call's own goroutine.
 	memory uint32
 }
 
-// waitedSince adds the time since start to the wait of the call ctx
-// belongs to.
-func waitedSince(ctx context.Context, start time.Time) {
+// now reads the call's module-time clock: the CPU time of its thread
+// when the call holds it (cpu), else the wall clock. Only differences
+// of readings of one call mean anything.
+func (c *callLog) now() time.Duration {
+	if c.cpu {
+		if t, ok := threadCPU(); ok {
+			return t
+		}
+	}
+	return time.Since(clockEpoch)
+}
+
+// clockEpoch is the wall clock's zero for callLog.now (monotonic).
+var clockEpoch = time.Now()
+
+// clockOf reads the module-time clock of the call ctx belongs to (zero
+// outside a call): what waitedSince takes.
+func clockOf(ctx context.Context) time.Duration {
 	if c := logOf(ctx); c != nil {
-		c.waited.Add(int64(time.Since(start)))
+		return c.now()
+	}
+	return 0
+}
+
+// waitedSince adds the module time since start (clockOf) to the wait of
+// the call ctx belongs to: on the CPU clock, the host's own work in a
+// sub-request run on the call's thread; on the wall clock, the whole
+// wait.
+func waitedSince(ctx context.Context, start time.Duration) {
+	if c := logOf(ctx); c != nil {
+		c.waited.Add(int64(c.now() - start))
 	}
 }
 

@@ -36,9 +36,12 @@ func (d *Doc) Scan(max int) Status {
 		}
 		switch c := s[i]; {
 		case c == '"':
-			j, ok := stringEnd(s, i)
+			j, esc, ok := stringEnd(s, i)
 			if !ok {
 				return Invalid
+			}
+			if j-i >= longString {
+				d.noteString(i, j, esc)
 			}
 			i = j
 		case c == '{' || c == '[':
@@ -128,7 +131,7 @@ func memberKey(s string, i int) int {
 	if i >= len(s) || s[i] != '"' {
 		return -1
 	}
-	j, ok := stringEnd(s, i)
+	j, _, ok := stringEnd(s, i)
 	if !ok {
 		return -1
 	}
@@ -199,38 +202,40 @@ func plain(w uint64) bool {
 	return special&highs == 0
 }
 
-// stringEnd returns the offset just past the string that opens at s[i]
-// and whether it is a valid JSON string: no control character, only the
-// escapes JSON has. Runs of plain bytes are skipped eight at a time.
-func stringEnd(s string, i int) (int, bool) {
+// stringEnd returns the offset just past the string that opens at s[i],
+// whether it holds an escape, and whether it is a valid JSON string: no
+// control character, only the escapes JSON has. Runs of plain bytes are
+// skipped eight at a time.
+func stringEnd(s string, i int) (end int, esc, ok bool) {
 	i++
 	for {
 		for i+8 <= len(s) && plain(binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))) {
 			i += 8
 		}
 		if i >= len(s) {
-			return i, false
+			return i, esc, false
 		}
 		switch c := s[i]; {
 		case c == '"':
-			return i + 1, true
+			return i + 1, esc, true
 		case c == '\\':
+			esc = true
 			if i+1 >= len(s) {
-				return i, false
+				return i, esc, false
 			}
 			switch s[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if len(s)-i < 6 || !hex4(s[i+2:i+6]) {
-					return i, false
+					return i, esc, false
 				}
 				i += 6
 			default:
-				return i, false
+				return i, esc, false
 			}
 		case c < 0x20:
-			return i, false
+			return i, esc, false
 		default:
 			i++
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchyard/switchyard/host/agentbody"
 	"github.com/tidwall/gjson"
 )
 
@@ -155,6 +156,15 @@ func BenchmarkScan(b *testing.B) {
 		var d Doc
 		for b.Loop() {
 			d.Reset(doc)
+			d.Scan(MaxNesting)
+		}
+	})
+	agent := string(agentbody.Chat("openai/gpt-4o", false, 128<<10))
+	b.Run("Scan/agent128KB", func(b *testing.B) {
+		b.SetBytes(int64(len(agent)))
+		var d Doc
+		for b.Loop() {
+			d.Reset(agent)
 			d.Scan(MaxNesting)
 		}
 	})

@@ -2,6 +2,7 @@ package jsonwalk
 
 import (
 	"encoding/binary"
+	"strings"
 	"unsafe"
 )
 
@@ -36,9 +37,12 @@ func (d *Doc) Scan(max int) Status {
 		}
 		switch c := s[i]; {
 		case c == '"':
-			j, ok := stringEnd(s, i)
+			j, esc, ok := stringEnd(s, i)
 			if !ok {
 				return Invalid
+			}
+			if j-i >= longString {
+				d.noteString(i, j, esc)
 			}
 			i = j
 		case c == '{' || c == '[':
@@ -128,7 +132,7 @@ func memberKey(s string, i int) int {
 	if i >= len(s) || s[i] != '"' {
 		return -1
 	}
-	j, ok := stringEnd(s, i)
+	j, _, ok := stringEnd(s, i)
 	if !ok {
 		return -1
 	}
@@ -189,50 +193,66 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plain reports that none of the eight bytes of w is a quote, a
-// backslash or a control character (below 0x20): the bit tricks of
-// "Bit Twiddling Hacks" (haszero, hasless), exact as a yes or no.
-func plain(w uint64) bool {
-	quote := w ^ (ones * '"')
-	back := w ^ (ones * '\\')
-	special := (quote-ones)&^quote | (back-ones)&^back | (w-ones*0x20)&^w
-	return special&highs == 0
+// control reports whether seg holds a control character (below 0x20),
+// which a JSON string may not: eight bytes at a time, with the hasless
+// trick of "Bit Twiddling Hacks" (exact as a yes or no).
+func control(seg string) bool {
+	i := 0
+	for ; i+16 <= len(seg); i += 16 {
+		p := unsafe.Slice(unsafe.StringData(seg[i:]), 16)
+		w, v := binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:])
+		if ((w-ones*0x20)&^w|(v-ones*0x20)&^v)&highs != 0 {
+			return true
+		}
+	}
+	for ; i < len(seg); i++ {
+		if seg[i] < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
-// stringEnd returns the offset just past the string that opens at s[i]
-// and whether it is a valid JSON string: no control character, only the
-// escapes JSON has. Runs of plain bytes are skipped eight at a time.
-func stringEnd(s string, i int) (int, bool) {
+// stringEnd returns the offset just past the string that opens at s[i],
+// whether it holds an escape, and whether it is a valid JSON string: no
+// control character, only the escapes JSON has. The closing quote and
+// each backslash are found by strings.IndexByte (vector instructions);
+// the bytes between need only the control check. A quote found once is
+// not searched for again while escapes before it are read, so a string
+// dense with escapes is still read once.
+func stringEnd(s string, i int) (end int, esc, ok bool) {
 	i++
+	q := -1 // the next quote at or after i, once found
 	for {
-		for i+8 <= len(s) && plain(binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))) {
-			i += 8
-		}
-		if i >= len(s) {
-			return i, false
-		}
-		switch c := s[i]; {
-		case c == '"':
-			return i + 1, true
-		case c == '\\':
-			if i+1 >= len(s) {
-				return i, false
+		if q < i {
+			k := strings.IndexByte(s[i:], '"')
+			if k < 0 {
+				return len(s), esc, false
 			}
-			switch s[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if len(s)-i < 6 || !hex4(s[i+2:i+6]) {
-					return i, false
-				}
-				i += 6
-			default:
-				return i, false
+			q = i + k
+		}
+		seg := s[i:q]
+		b := strings.IndexByte(seg, '\\')
+		if b < 0 {
+			return q + 1, esc, !control(seg)
+		}
+		if control(seg[:b]) {
+			return i, esc, false
+		}
+		esc, i = true, i+b
+		if i+1 >= len(s) {
+			return i, esc, false
+		}
+		switch s[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if len(s)-i < 6 || !hex4(s[i+2:i+6]) {
+				return i, esc, false
 			}
-		case c < 0x20:
-			return i, false
+			i += 6
 		default:
-			i++
+			return i, esc, false
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchyard/switchyard/host/agentbody"
 	"github.com/tidwall/gjson"
 )
 
@@ -54,6 +55,66 @@ func scanAgrees(t *testing.T, doc string) {
 	if !slices.Equal(d.opens, e.opens) || !slices.Equal(d.ends, e.ends) {
 		t.Fatalf("Scan(%q) index %v %v, Index %v %v", clip(doc), d.opens, d.ends, e.opens, e.ends)
 	}
+	walkAgrees(t, &d, &e, d.Root(), e.Root())
+	// Out of order, as a second walk or a Get goes back: the noted long
+	// strings read from the end backwards (the lookup's search).
+	for k := len(d.strs) - 1; k >= 0; k-- {
+		if got, want := fst(d.ValueAt(d.strs[k])), fst(e.ValueAt(d.strs[k])); !same(got, want) {
+			t.Fatalf("ValueAt(%d) of %q: %+v with the noted strings, %+v without", d.strs[k], clip(doc), got, want)
+		}
+	}
+}
+
+func fst(r gjson.Result, _ int) gjson.Result { return r }
+
+func same(x, y gjson.Result) bool {
+	return x.Type == y.Type && x.Raw == y.Raw && x.Str == y.Str && x.Num == y.Num && x.Index == y.Index
+}
+
+// walkAgrees walks x of d (Scanned: long strings noted) and y of e
+// (Indexed: none noted) side by side: every value reads the same.
+func walkAgrees(t *testing.T, d, e *Doc, x, y gjson.Result) {
+	t.Helper()
+	if !same(x, y) {
+		t.Fatalf("walk of %q: %+v with the noted strings, %+v without", clip(d.s), x, y)
+	}
+	var xs, ys []gjson.Result
+	if x.IsObject() {
+		d.Members(x, func(_ string, v gjson.Result) bool { xs = append(xs, v); return true })
+		e.Members(y, func(_ string, v gjson.Result) bool { ys = append(ys, v); return true })
+	} else if x.IsArray() {
+		d.Elements(x, func(_ int, v gjson.Result) bool { xs = append(xs, v); return true })
+		e.Elements(y, func(_ int, v gjson.Result) bool { ys = append(ys, v); return true })
+	}
+	if len(xs) != len(ys) {
+		t.Fatalf("walk of %q: %d values with the noted strings, %d without", clip(d.s), len(xs), len(ys))
+	}
+	for i := range xs {
+		walkAgrees(t, d, e, xs[i], ys[i])
+	}
+}
+
+// The walk reads a long string Scan noted from the note: the same value,
+// Str and all, as reading it again gives, escaped or not, forward and
+// back; Index (no notes) reads it again.
+func TestLongStringsNoted(t *testing.T) {
+	long := strings.Repeat("the build failed ", 8)
+	doc := `{"a":"` + long + `","b":["short","` + long + `\n` + long + `",{"c":"` + long + `"}],"d":"` + long + `"}`
+	var d Doc
+	d.Reset(doc)
+	if d.Scan(MaxNesting) != OK {
+		t.Fatal("not scanned")
+	}
+	if len(d.strs) != 4 {
+		t.Fatalf("noted %d long strings, want 4", len(d.strs))
+	}
+	scanAgrees(t, doc)
+	if a := d.Get(d.Root(), "a"); a.Str != long {
+		t.Fatalf("a.Str %q", a.Str)
+	}
+	if b := d.Get(d.Root(), "b"); d.Count(b) != 3 || Text(fst(d.ValueAt(d.strs[1]))) != long+"\n"+long {
+		t.Fatalf("b %s", b.Raw)
+	}
 }
 
 func TestScanDepth(t *testing.T) {
@@ -95,6 +156,15 @@ func BenchmarkScan(b *testing.B) {
 		var d Doc
 		for b.Loop() {
 			d.Reset(doc)
+			d.Scan(MaxNesting)
+		}
+	})
+	agent := string(agentbody.Chat("openai/gpt-4o", false, 128<<10))
+	b.Run("Scan/agent128KB", func(b *testing.B) {
+		b.SetBytes(int64(len(agent)))
+		var d Doc
+		for b.Loop() {
+			d.Reset(agent)
 			d.Scan(MaxNesting)
 		}
 	})

@@ -34,14 +34,69 @@ type Doc struct {
 	opens []int // offsets of every '{' and '[', in document order
 	ends  []int // ends[k]: offset just past the container opened at opens[k]
 	hint  int   // where the last lookup found its container
+	// The string values of at least longString bytes Scan read (most of a
+	// chat body: prompts, tool results), so the walk skips them by a
+	// lookup instead of reading them again: strs holds their offsets in
+	// document order, strEnds the offset just past each, negated when the
+	// string holds an escape; strHint is where the walk is.
+	strs, strEnds []int
+	strHint       int
 }
 
+// longString is the length from which Scan notes a string value: below
+// it, finding the closing quote again costs less than the note.
+const longString = 64
+
 // Reset makes d the walker of s, with an empty index.
-func (d *Doc) Reset(s string) { d.s, d.opens, d.ends, d.hint = s, d.opens[:0], d.ends[:0], 0 }
+func (d *Doc) Reset(s string) {
+	d.s, d.opens, d.ends, d.hint = s, d.opens[:0], d.ends[:0], 0
+	d.strs, d.strEnds, d.strHint = d.strs[:0], d.strEnds[:0], 0
+}
+
+// noteString records the string value s[i:j] (Scan).
+func (d *Doc) noteString(i, j int, esc bool) {
+	if esc {
+		j = -j
+	}
+	d.strs, d.strEnds = append(d.strs, i), append(d.strEnds, j)
+}
+
+// longAt is the end of the string value Scan noted at p and whether it
+// holds no escape; ok is false when Scan noted none there (a short
+// string, or an index built by Index). A walk goes forward, so the next
+// noted string is tried first, and a string between the last one and
+// that one is known absent without a search.
+func (d *Doc) longAt(p int) (end int, plain, ok bool) {
+	k, n := d.strHint, len(d.strs)
+	switch {
+	case k < n && d.strs[k] == p:
+	case (k == n || p < d.strs[k]) && (k == 0 || d.strs[k-1] < p):
+		return 0, false, false
+	default:
+		lo, hi := 0, n
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if d.strs[m] < p {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		if k = lo; k == n || d.strs[k] != p {
+			d.strHint = k
+			return 0, false, false
+		}
+	}
+	d.strHint = k + 1
+	if e := d.strEnds[k]; e < 0 {
+		return -e, false, true
+	}
+	return d.strEnds[k], true, true
+}
 
 // Containers is how many containers the index can hold without growing
 // (a pool keeps one huge body from pinning its index forever with it).
-func (d *Doc) Containers() int { return cap(d.opens) }
+func (d *Doc) Containers() int { return max(cap(d.opens), cap(d.strs)) }
 
 // Root is the document's top-level value; call it after Index (and the
 // syntax check) succeeded. A document of only whitespace has none.
@@ -204,8 +259,14 @@ func (d *Doc) ValueAt(i int) (gjson.Result, int) {
 	r := gjson.Result{Index: i}
 	switch c := s[i]; c {
 	case '"':
-		j = strEnd(s, i)
 		r.Type = gjson.String
+		if e, plain, ok := d.longAt(i); ok {
+			if j = e; plain {
+				r.Str = s[i+1 : j-1]
+			}
+			break
+		}
+		j = strEnd(s, i)
 		if body := s[i+1 : j-1]; strings.IndexByte(body, '\\') < 0 {
 			r.Str = body
 		}

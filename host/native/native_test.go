@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchyard/switchyard/host/agentbody"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -266,15 +267,17 @@ func FuzzNativeMatchesModule(f *testing.F) {
 }
 
 // BenchmarkChatRequest: the OpenAI adapter's chat_request on a 1 KB body,
-// in the module and native.
+// in the module and native, and natively on a 128 KB agent-shaped body
+// (the request path's adapter call, issue 29).
 func BenchmarkChatRequest(b *testing.B) {
 	ctx := wire.AdapterCtx{Model: "gpt-4o", Provider: "openai", Drop: []string{"top_k"}, GenerationID: "gen-1", CatalogModel: "openai/gpt-4o"}.JSON()
-	body := []byte(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"` + strings.Repeat("x", 900) + `"},{"role":"user","content":"hi"}],"temperature":0.5,"provider":{"sort":"price"}}`)
-	for _, natives := range []bool{false, true} {
-		name := "module"
-		if natives {
-			name = "native"
-		}
+	small := []byte(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"` + strings.Repeat("x", 900) + `"},{"role":"user","content":"hi"}],"temperature":0.5,"provider":{"sort":"price"}}`)
+	for _, tc := range []struct {
+		name    string
+		natives bool
+		body    []byte
+	}{{"module", false, small}, {"native", true, small}, {"native/agent128KB", true, agentbody.Chat("openai/gpt-4o", false, 128<<10)}} {
+		name, natives, body := tc.name, tc.natives, tc.body
 		b.Run(name, func(b *testing.B) {
 			mod, _ := load(b, "build/wasm/openai.wasm", natives, nil)
 			b.ReportAllocs()

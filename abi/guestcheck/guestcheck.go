@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchyard/switchyard/abi"
@@ -263,21 +264,19 @@ func inputSize(in [][]byte) int {
 // every byte a JSON string may carry unescaped (UTF-8 of 2, 3 and 4
 // bytes), with the escapes it must keep (the text goes into JSON strings
 // as it is: it is already escaped).
-var largeText = func() string {
+// Built on first use, not at package init: every gateway links this
+// package (publishes run the check), and most never publish.
+var largeText = sync.OnceValue(func() string {
 	unit := `Lorem ipsum — «ÿ» 漢字 🙂 \"quoted\" back\\slash tab\t. `
-	var b strings.Builder
-	for b.Len() < 80<<10 {
-		b.WriteString(unit)
-	}
-	return b.String()
-}()
+	return strings.Repeat(unit, (80<<10)/len(unit)+1)
+})
 
 // largeInput is sampleInput with a text of over 64 KiB where the hook's
 // input has one (a message, a completion, a chunk, an error message).
 func largeInput(hook abi.Hook) [][]byte {
 	in := sampleInput(hook)
 	grow := func(b []byte, small string) []byte {
-		return bytes.Replace(b, []byte(small), []byte(largeText), 1)
+		return bytes.Replace(b, []byte(small), []byte(largeText()), 1)
 	}
 	out := make([][]byte, len(in))
 	copy(out, in)

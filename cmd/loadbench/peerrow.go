@@ -27,7 +27,8 @@ func peerRows(client *http.Client, rounds, n, conc int, dur time.Duration) {
 
 	type row struct {
 		a50, a99, cpu []float64
-		allocs        float64 // heap allocations per request, gateway − direct
+		ratio         []float64 // cpu ÷ the chat row of the same kind, in the same round
+		allocs        float64   // heap allocations per request, gateway − direct
 	}
 	type scenario struct {
 		name            string
@@ -66,15 +67,15 @@ func peerRows(client *http.Client, rounds, n, conc int, dur time.Duration) {
 			rows[i].a50 = append(rows[i].a50, float64(pct(wl, 50)-pct(dl, 50)))
 			rows[i].a99 = append(rows[i].a99, float64(pct(wl, 99)-pct(dl, 99)))
 			rows[i].cpu = append(rows[i].cpu, wcpu-dcpu)
+			rows[i].ratio = append(rows[i].ratio, rows[i].cpu[r]/rows[i&^1].cpu[r]) // chat, then messages
 		}
 	}
 	fmt.Printf("\npeerbench headline rows on the Anthropic-format fake (median of %d rounds; %d requests at c=1, %d clients × %s for CPU)\n", rounds, n, conc, dur)
 	fmt.Printf("| gateway | scenario | added p50, c=1 (ms) | added p99, c=1 (ms) | gateway CPU µs/req (c=%d) | ÷ chat | gateway allocs/req |\n", conc)
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for i, sc := range scs {
-		chat := median(rows[i&^1].cpu)
 		fmt.Printf("| switchyard | %s | %.2f | %.2f | %.0f | %.2f× | %.0f |\n", sc.name,
-			median(rows[i].a50)/1e6, median(rows[i].a99)/1e6, median(rows[i].cpu), median(rows[i].cpu)/chat, rows[i].allocs)
+			median(rows[i].a50)/1e6, median(rows[i].a99)/1e6, median(rows[i].cpu), median(rows[i].ratio), rows[i].allocs)
 	}
 }
 

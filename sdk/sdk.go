@@ -20,6 +20,7 @@
 package sdk
 
 import (
+	"strconv"
 	"unsafe"
 
 	"github.com/switchyard/switchyard/abi"
@@ -89,6 +90,14 @@ func (o *Out) Write(b []byte) { o.buf = append(o.buf, b...) }
 
 // WriteString appends to the open field.
 func (o *Out) WriteString(s string) { o.buf = append(o.buf, s...) }
+
+// WriteQuoted appends s to the open field as a JSON string literal
+// (AppendJSONString): no string is made for it, which matters in hooks
+// that run once per stream event.
+func (o *Out) WriteQuoted(s string) { o.buf = AppendJSONString(o.buf, s) }
+
+// WriteInt appends n in decimal to the open field.
+func (o *Out) WriteInt(n int64) { o.buf = strconv.AppendInt(o.buf, n, 10) }
 
 // Byte appends one byte to the open field.
 func (o *Out) Byte(c byte) { o.buf = append(o.buf, c) }

@@ -35,7 +35,8 @@ func main() {
 	dur := flag.Duration("d", 3*time.Second, "duration of each throughput run")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the gateway scenarios to this file")
 	memprofile := flag.String("memprofile", "", "write an allocation profile (every allocation since start) to this file at the end")
-	only := flag.String("only", "", "run only the scenario with this name (e.g. \"chat json 1KB\", \"frontdoors\" for chat against Messages and Responses, or \"cluster\" for bbolt against PostgreSQL)")
+	only := flag.String("only", "", "run only the scenario with this name (e.g. \"chat json 1KB\", \"frontdoors\" for chat against Messages and Responses, \"peerrow\" for peerbench's headline columns of chat and Messages on an Anthropic-format upstream, or \"cluster\" for bbolt against PostgreSQL)")
+	rounds := flag.Int("rounds", 3, "with -only frontdoors or peerrow: rounds to take the median of")
 	frontdoor := flag.String("frontdoor", "", "with -only frontdoors: run the front-door scenarios whose name contains this (e.g. \"stream (native)\")")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -106,7 +107,10 @@ func main() {
 		pluginScenarios(client, g, *n)
 	}
 	if *only == "" || *only == "frontdoors" {
-		frontDoorScenarios(client, *frontdoor, *n, *conc, *dur)
+		frontDoorScenarios(client, *frontdoor, *rounds, *n, *conc, *dur)
+	}
+	if *only == "peerrow" {
+		peerRows(client, *rounds, *n, *conc, *dur)
 	}
 	if *only == "" || *only == "cluster" {
 		clusterScenarios(client, upstream, g, *n, *conc, *dur)
@@ -326,4 +330,18 @@ func cpuPerRequest(conc int, d time.Duration, f func() error) (float64, float64)
 	reqs := rps * time.Since(start).Seconds()
 	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 	return float64(cpu.Microseconds()) / reqs, rps
+}
+
+// allocsPerRequest makes n sequential requests with f and returns the
+// process's heap allocations and allocated bytes per request: unlike CPU
+// time, a figure the machine's load does not move, so the difference
+// between two paths is evidence even on a busy machine.
+func allocsPerRequest(n int, f func() error) (allocs, bytes float64) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		must(f())
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(n), float64(after.TotalAlloc-before.TotalAlloc) / float64(n)
 }

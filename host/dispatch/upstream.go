@@ -44,6 +44,10 @@ type Call struct {
 	// nativeBody is a native attempt's answer as the provider sent it
 	// (readTranslated).
 	nativeBody []byte
+	// ctxJSON is Ctx as the hooks take it, made once by send: a stream
+	// runs the stream-event hook once per event, with the same context
+	// every time. Nothing changes Ctx after send.
+	ctxJSON []byte
 
 	d *Dispatcher
 	// sent reports the request went out to the upstream: from then on the
@@ -88,7 +92,11 @@ func (u *Call) HeadersReceived() {
 
 // Hook runs one of the adapter's response hooks on this attempt.
 func (u *Call) Hook(ctx context.Context, hook abi.Hook, fields ...[]byte) (*wasm.Output, error) {
-	return u.Module.Call(ctx, hook, append([][]byte{u.Ctx.JSON()}, fields...)...)
+	cj := u.ctxJSON
+	if cj == nil { // a Call not made by send (tests)
+		cj = u.Ctx.JSON()
+	}
+	return u.Module.Call(ctx, hook, append([][]byte{cj}, fields...)...)
 }
 
 // send runs the adapter's request hook and calls the upstream. On success
@@ -106,8 +114,8 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		// client's API: the client's body goes, not its chat translation.
 		body, actx.Native, actx.Beta = native.Body, native.API, native.Beta
 	}
-	u := &Call{Endpoint: ep, Module: mod, Ctx: actx, d: d, release: release, Started: time.Now()}
-	out, err := mod.Call(ctx, hook, actx.JSON(), body)
+	u := &Call{Endpoint: ep, Module: mod, Ctx: actx, ctxJSON: actx.JSON(), d: d, release: release, Started: time.Now()}
+	out, err := mod.Call(ctx, hook, u.ctxJSON, body)
 	if err != nil {
 		u.Close()
 		e := apierr.From(err)

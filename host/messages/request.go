@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -742,7 +743,6 @@ func (cb *chatBody) reasoning() map[string]any {
 	return cb.Reasoning
 }
 
-func jsonString(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
-}
+// jsonString is s as a JSON string. json.Marshal of the chat body
+// escapes '<', '>' and '&' in it as it escapes them everywhere.
+func jsonString(s string) json.RawMessage { return jsonstr.Append(nil, s) }

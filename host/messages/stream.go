@@ -2,10 +2,11 @@ package messages
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
+	"unsafe"
 
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/tidwall/gjson"
 )
 
@@ -33,14 +34,14 @@ type Stream struct {
 	index   int           // the open block's index; -1 when none is open
 	next    int           // the next block's index
 	kind    string        // the open block's type
-	tools   map[int64]int // tool call index → its block's index
+	tools   map[int64]int // tool call index → its block's index; made by the first call
 	stop    string
 	usage   Usage
 }
 
 // NewStream translates a chat stream for the model the client asked for.
 func NewStream(model string) *Stream {
-	return &Stream{model: model, index: -1, tools: map[int64]int{}}
+	return &Stream{model: model, index: -1}
 }
 
 // Feed appends to out the Anthropic events of the chat events p
@@ -100,7 +101,10 @@ func (s *Stream) line(out, line []byte) []byte {
 	return out
 }
 
-// event translates one chat event.
+// event translates one chat event. The events are built by appending to
+// out, not marshalled: this runs once per chunk of every translated
+// stream, and its cost is what the front door adds to chat's
+// (docs/performance.md).
 func (s *Stream) event(out, data []byte) []byte {
 	if s.ended {
 		return out
@@ -108,7 +112,10 @@ func (s *Stream) event(out, data []byte) []byte {
 	if string(data) == "[DONE]" {
 		return s.finish(out)
 	}
-	c := gjson.ParseBytes(data)
+	// data is read in place (gjson.ParseBytes would copy it): no string
+	// taken from it outlives this call; what is kept (usage, the stop
+	// reason) is numbers and constants.
+	c := gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data)))
 	if e := c.Get("error"); e.Exists() {
 		status := int(e.Get("code").Int())
 		if status == 0 {
@@ -151,21 +158,38 @@ func (s *Stream) start(out []byte, id, model string) []byte {
 	if model == "" {
 		model = s.model
 	}
-	m := Message{ID: MessageID(id), Type: "message", Role: "assistant", Model: model, Content: []Block{}}
-	b, _ := json.Marshal(struct {
-		Type    string  `json:"type"`
-		Message Message `json:"message"`
-	}{"message_start", m})
-	return appendEvent(out, "message_start", b)
+	out = eventHead(out, "message_start")
+	out = append(out, `{"type":"message_start","message":{"id":`...)
+	out = jsonstr.Append(out, MessageID(id))
+	out = append(out, `,"type":"message","role":"assistant","model":`...)
+	out = jsonstr.Append(out, model)
+	out = append(out, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
+	out = appendUsage(out, Usage{})
+	return append(out, "}}\n\n"...)
+}
+
+// appendUsage appends u as Usage marshals.
+func appendUsage(out []byte, u Usage) []byte {
+	out = append(out, `{"input_tokens":`...)
+	out = strconv.AppendInt(out, u.InputTokens, 10)
+	out = append(out, `,"output_tokens":`...)
+	out = strconv.AppendInt(out, u.OutputTokens, 10)
+	out = append(out, `,"cache_creation_input_tokens":`...)
+	out = strconv.AppendInt(out, u.CacheCreationInputTokens, 10)
+	out = append(out, `,"cache_read_input_tokens":`...)
+	out = strconv.AppendInt(out, u.CacheReadInputTokens, 10)
+	return append(out, '}')
 }
 
 func (s *Stream) text(out []byte, t string) []byte {
 	if s.kind != "text" {
 		out = s.stopBlock(out)
-		out = s.openBlock(out, "text", `{"type":"text","text":""}`)
+		out = s.openBlock(out, "text")
+		out = append(out, `{"type":"text","text":""}}`+"\n\n"...)
 	}
-	b, _ := json.Marshal(t)
-	return appendEvent(out, "content_block_delta", s.delta(`{"type":"text_delta","text":`, b))
+	out = s.delta(out, s.index, `{"type":"text_delta","text":`)
+	out = jsonstr.Append(out, t)
+	return append(out, "}}\n\n"...)
 }
 
 // toolCall handles one tool call delta: its first opens a tool_use block
@@ -175,44 +199,59 @@ func (s *Stream) toolCall(out []byte, tc gjson.Result) []byte {
 	block, seen := s.tools[idx]
 	if !seen {
 		out = s.stopBlock(out)
-		b, _ := json.Marshal(Block{Type: "tool_use", ID: tc.Get("id").Str, Name: tc.Get("function.name").Str, Input: json.RawMessage(`{}`)})
-		out = s.openBlock(out, "tool_use", string(b))
+		out = s.openBlock(out, "tool_use")
+		out = append(out, `{"type":"tool_use","id":`...)
+		out = jsonstr.Append(out, tc.Get("id").Str)
+		out = append(out, `,"name":`...)
+		out = jsonstr.Append(out, tc.Get("function.name").Str)
+		out = append(out, `,"input":{}}}`+"\n\n"...)
 		block = s.index
+		if s.tools == nil {
+			s.tools = map[int64]int{}
+		}
 		s.tools[idx] = block
 	}
 	if a := tc.Get("function.arguments").Str; a != "" {
-		b, _ := json.Marshal(a)
-		saved := s.index
-		s.index = block // a late piece of an earlier call goes to its block
-		out = appendEvent(out, "content_block_delta", s.delta(`{"type":"input_json_delta","partial_json":`, b))
-		s.index = saved
+		// a late piece of an earlier call goes to its block
+		out = s.delta(out, block, `{"type":"input_json_delta","partial_json":`)
+		out = jsonstr.Append(out, a)
+		out = append(out, "}}\n\n"...)
 	}
 	return out
 }
 
-func (s *Stream) openBlock(out []byte, kind, block string) []byte {
+// openBlock opens the next block of the given kind: it appends its
+// content_block_start event up to the content block, which the caller
+// appends, followed by "}\n\n".
+func (s *Stream) openBlock(out []byte, kind string) []byte {
 	s.index, s.kind = s.next, kind
 	s.next++
-	b := append([]byte(`{"type":"content_block_start","index":`), strconv.Itoa(s.index)...)
-	b = append(append(append(b, `,"content_block":`...), block...), '}')
-	return appendEvent(out, "content_block_start", b)
+	out = eventHead(out, "content_block_start")
+	out = append(out, `{"type":"content_block_start","index":`...)
+	out = strconv.AppendInt(out, int64(s.index), 10)
+	return append(out, `,"content_block":`...)
 }
 
 func (s *Stream) stopBlock(out []byte) []byte {
 	if s.index < 0 {
 		return out
 	}
-	b := append([]byte(`{"type":"content_block_stop","index":`), strconv.Itoa(s.index)...)
+	out = eventHead(out, "content_block_stop")
+	out = append(out, `{"type":"content_block_stop","index":`...)
+	out = strconv.AppendInt(out, int64(s.index), 10)
 	s.index, s.kind = -1, ""
-	return appendEvent(out, "content_block_stop", append(b, '}'))
+	return append(out, "}\n\n"...)
 }
 
-// delta is a content_block_delta of the open block; head opens its delta
-// object, value ends it.
-func (s *Stream) delta(head string, value []byte) []byte {
-	b := append([]byte(`{"type":"content_block_delta","index":`), strconv.Itoa(s.index)...)
-	b = append(append(append(b, `,"delta":`...), head...), value...)
-	return append(b, '}', '}')
+// delta appends a content_block_delta event of block up to its delta's
+// value: head opens the delta object; the caller appends the value and
+// "}}\n\n".
+func (s *Stream) delta(out []byte, block int, head string) []byte {
+	out = eventHead(out, "content_block_delta")
+	out = append(out, `{"type":"content_block_delta","index":`...)
+	out = strconv.AppendInt(out, int64(block), 10)
+	out = append(out, `,"delta":`...)
+	return append(out, head...)
 }
 
 // finish ends a completed stream: message_delta (stop reason, usage) and
@@ -225,19 +264,13 @@ func (s *Stream) finish(out []byte) []byte {
 	if stop == "" {
 		stop = "end_turn"
 	}
-	b, _ := json.Marshal(struct {
-		Type  string `json:"type"`
-		Delta struct {
-			StopReason   string  `json:"stop_reason"`
-			StopSequence *string `json:"stop_sequence"`
-		} `json:"delta"`
-		Usage Usage `json:"usage"`
-	}{Type: "message_delta", Delta: struct {
-		StopReason   string  `json:"stop_reason"`
-		StopSequence *string `json:"stop_sequence"`
-	}{StopReason: stop}, Usage: s.usage})
-	out = appendEvent(out, "message_delta", b)
-	return appendEvent(out, "message_stop", []byte(`{"type":"message_stop"}`))
+	out = eventHead(out, "message_delta")
+	out = append(out, `{"type":"message_delta","delta":{"stop_reason":`...)
+	out = jsonstr.Append(out, stop)
+	out = append(out, `,"stop_sequence":null},"usage":`...)
+	out = appendUsage(out, s.usage)
+	out = append(out, "}\n\n"...)
+	return append(out, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }
 
 // fail ends the stream with an error event.
@@ -252,7 +285,12 @@ func ErrorEvent(out []byte, e *apierr.Error) []byte { return appendEvent(out, "e
 
 // appendEvent appends one named event; data is one line of JSON.
 func appendEvent(out []byte, name string, data []byte) []byte {
+	out = append(eventHead(out, name), data...)
+	return append(out, '\n', '\n')
+}
+
+// eventHead appends an event's name line and its data line's prefix.
+func eventHead(out []byte, name string) []byte {
 	out = append(append(append(out, "event: "...), name...), '\n')
-	out = append(append(append(out, "data: "...), data...), '\n', '\n')
-	return out
+	return append(out, "data: "...)
 }

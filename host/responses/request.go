@@ -188,7 +188,7 @@ func (b *chatBody) raw(k, v string) {
 		b.buf.WriteByte(',')
 	}
 	b.keys = append(b.keys, k)
-	b.buf.Write(jsonstr.Append(nil, k))
+	b.buf.Write(jsonstr.Append(b.buf.AvailableBuffer(), k)) // no copy of k made on the way
 	b.buf.WriteByte(':')
 	b.buf.WriteString(v)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/switchyard/switchyard/host/jsonstr"
 	"github.com/tidwall/gjson"
 )
 
@@ -46,7 +47,10 @@ type Stream struct {
 }
 
 // NewStream starts a translation.
-func NewStream(echo Echo) *Stream { return &Stream{a: answer{echo: echo}} }
+func NewStream(echo Echo) *Stream {
+	// out starts at the size of a short answer's events, not grown to it.
+	return &Stream{a: answer{echo: echo}, out: make([]byte, 0, 4<<10)}
+}
 
 // Feed translates chat SSE bytes; the result is valid until the next call.
 func (s *Stream) Feed(p []byte) []byte {
@@ -188,7 +192,10 @@ func (s *Stream) reasoning(t string) {
 		s.emit("response.reasoning_summary_part.added", s.summary(o)+`,"part":{"type":"summary_text","text":""}`)
 	}
 	o.text.WriteString(t)
-	s.emit("response.reasoning_summary_text.delta", s.summary(o)+`,"delta":`+str(t))
+	s.begin("response.reasoning_summary_text.delta")
+	s.appendItem(o, `,"summary_index":0,"delta":`)
+	s.out = jsonstr.Append(s.out, t)
+	s.out = append(s.out, "}\n\n"...)
 }
 
 // text adds text to the open message, opening one first.
@@ -207,7 +214,10 @@ func (s *Stream) text(t string) {
 		return
 	}
 	o.text.WriteString(t)
-	s.emit("response.output_text.delta", s.part(o)+`,"delta":`+str(t)+`,"logprobs":[]`)
+	s.begin("response.output_text.delta")
+	s.appendItem(o, `,"content_index":0,"delta":`)
+	s.out = jsonstr.Append(s.out, t)
+	s.out = append(s.out, `,"logprobs":[]}`+"\n\n"...)
 }
 
 // toolCall adds one chat tool call delta: its first opens a function_call
@@ -229,7 +239,10 @@ func (s *Stream) toolCall(tc gjson.Result) {
 	}
 	if args := tc.Get("function.arguments").Str; args != "" {
 		o.text.WriteString(args)
-		s.emit("response.function_call_arguments.delta", `"item_id":`+str(o.id)+`,"output_index":`+s.index(o)+`,"delta":`+str(args))
+		s.begin("response.function_call_arguments.delta")
+		s.appendItem(o, `,"delta":`)
+		s.out = jsonstr.Append(s.out, args)
+		s.out = append(s.out, "}\n\n"...)
 	}
 }
 
@@ -308,16 +321,32 @@ func (s *Stream) part(o *output) string {
 // emit frames one Responses event: `event:` names it, data carries its
 // type and sequence number with fields.
 func (s *Stream) emit(typ, fields string) {
-	s.out = append(s.out, "event: "...)
-	s.out = append(s.out, typ...)
-	s.out = append(s.out, "\ndata: {\"type\":"...)
-	s.out = append(s.out, str(typ)...)
-	s.out = append(s.out, `,"sequence_number":`...)
-	s.out = strconv.AppendInt(s.out, int64(s.seq), 10)
-	s.seq++
+	s.begin(typ)
 	if fields != "" {
 		s.out = append(s.out, ',')
 		s.out = append(s.out, fields...)
 	}
 	s.out = append(s.out, "}\n\n"...)
+}
+
+// begin appends an event up to its sequence number: the caller appends
+// the rest of its fields (each after a comma) and "}\n\n". The delta
+// events, one per chunk, are built so, with no string made in between.
+func (s *Stream) begin(typ string) {
+	s.out = append(s.out, "event: "...)
+	s.out = append(s.out, typ...)
+	s.out = append(s.out, "\ndata: {\"type\":"...)
+	s.out = jsonstr.Append(s.out, typ)
+	s.out = append(s.out, `,"sequence_number":`...)
+	s.out = strconv.AppendInt(s.out, int64(s.seq), 10)
+	s.seq++
+}
+
+// appendItem appends o's item_id and output_index fields, then more.
+func (s *Stream) appendItem(o *output, more string) {
+	s.out = append(s.out, `,"item_id":`...)
+	s.out = jsonstr.Append(s.out, o.id)
+	s.out = append(s.out, `,"output_index":`...)
+	s.out = strconv.AppendInt(s.out, int64(o.index), 10)
+	s.out = append(s.out, more...)
 }

@@ -12,6 +12,7 @@ package translate
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/switchyard/switchyard/abi"
 	"github.com/switchyard/switchyard/plugins/internal/websearch"
@@ -551,22 +552,44 @@ type streamState struct {
 
 // The state is written and read by hand (gjson), not with encoding/json:
 // it crosses the boundary on every event of every stream.
+// It is written piecewise into the output field, making no strings.
 func (st *streamState) write(out *sdk.Out) {
-	s := `{"id":` + sdk.Quote(st.ID) + `,"model":` + sdk.Quote(st.Model) + `,"in":` + itoa(st.In) + `,"cr":` + itoa(st.CR) + `,"cw":` + itoa(st.CW) + `,"tool":` + itoa(st.Tool)
+	out.Open()
+	out.WriteString(`{"id":`)
+	out.WriteQuoted(st.ID)
+	out.WriteString(`,"model":`)
+	out.WriteQuoted(st.Model)
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{{`,"in":`, st.In}, {`,"cr":`, st.CR}, {`,"cw":`, st.CW}, {`,"tool":`, st.Tool}} {
+		out.WriteString(f.name)
+		out.WriteInt(f.v)
+	}
 	if st.Runes > 0 {
-		s += `,"n":` + itoa(st.Runes) + `,"bs":` + itoa(st.Start)
+		out.WriteString(`,"n":`)
+		out.WriteInt(st.Runes)
+		out.WriteString(`,"bs":`)
+		out.WriteInt(st.Start)
 	}
 	if st.Server {
-		s += `,"srv":true`
+		out.WriteString(`,"srv":true`)
 	}
 	if st.Cites != "" {
-		s += `,"cit":` + st.Cites
+		out.WriteString(`,"cit":`)
+		out.WriteString(st.Cites)
 	}
-	out.FieldString(s + "}")
+	out.Byte('}')
+	out.Close()
 }
 
+// view is b as a string without a copy, for gjson: a hook's input fields
+// stay put for the call, and no string read from them outlives it
+// (everything written out is copied into the output).
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 func readState(raw []byte) streamState {
-	g := gjson.ParseBytes(raw)
+	g := gjson.Parse(view(raw))
 	st := streamState{ID: g.Get("id").Str, Model: g.Get("model").Str, In: g.Get("in").Int(), CR: g.Get("cr").Int(), CW: g.Get("cw").Int(),
 		Tool: -1, Runes: g.Get("n").Int(), Start: g.Get("bs").Int(), Server: g.Get("srv").Bool(), Cites: g.Get("cit").Raw}
 	if t := g.Get("tool"); t.Exists() {
@@ -578,12 +601,39 @@ func readState(raw []byte) streamState {
 // StreamEvent is the chat_stream_event hook: it translates one Messages
 // stream event (state: streamState).
 func StreamEvent(in *sdk.In, out *sdk.Out) error {
-	ev := gjson.ParseBytes(in.Field(1))
+	ev := gjson.Parse(view(in.Field(1)))
 	st := readState(in.Field(2))
-	chunk := func(choices string) string {
-		return `{"id":` + sdk.Quote(st.ID) + `,"object":"chat.completion.chunk","model":` + sdk.Quote(st.Model) + `,"choices":` + choices + `}`
+	// The chunks are written piecewise: this runs once per event of every
+	// stream from an Anthropic-format provider.
+	chunkHead := func() {
+		out.Open()
+		out.WriteString(`{"id":`)
+		out.WriteQuoted(st.ID)
+		out.WriteString(`,"object":"chat.completion.chunk","model":`)
+		out.WriteQuoted(st.Model)
+		out.WriteString(`,"choices":`)
 	}
-	delta := func(d string) string { return chunk(`[{"index":0,"delta":` + d + `,"finish_reason":null}]`) }
+	chunk := func(choices string) {
+		chunkHead()
+		out.WriteString(choices)
+		out.Byte('}')
+		out.Close()
+	}
+	// deltaHead opens a one-choice chunk up to its delta's value; the
+	// caller writes the value and calls deltaEnd.
+	deltaHead := func() {
+		chunkHead()
+		out.WriteString(`[{"index":0,"delta":`)
+	}
+	deltaEnd := func() {
+		out.WriteString(`,"finish_reason":null}]}`)
+		out.Close()
+	}
+	delta := func(d string) {
+		deltaHead()
+		out.WriteString(d)
+		deltaEnd()
+	}
 
 	switch ev.Get("type").Str {
 	case "message_start":
@@ -592,7 +642,7 @@ func StreamEvent(in *sdk.In, out *sdk.Out) error {
 		st = streamState{ID: m.Get("id").Str, Model: m.Get("model").Str, In: u.Get("input_tokens").Int(),
 			CR: u.Get("cache_read_input_tokens").Int(), CW: u.Get("cache_creation_input_tokens").Int(), Tool: -1}
 		st.write(out)
-		out.FieldString(delta(`{"role":"assistant","content":""}`))
+		delta(`{"role":"assistant","content":""}`)
 	case "content_block_start":
 		b := ev.Get("content_block")
 		st.Server = b.Get("type").Str == "server_tool_use"
@@ -603,7 +653,7 @@ func StreamEvent(in *sdk.In, out *sdk.Out) error {
 		}
 		st.Tool++
 		st.write(out)
-		out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(st.Tool) + `,"id":` + sdk.Quote(b.Get("id").Str) + `,"type":"function","function":{"name":` + sdk.Quote(b.Get("name").Str) + `,"arguments":""}}]}`))
+		delta(`{"tool_calls":[{"index":` + itoa(st.Tool) + `,"id":` + sdk.Quote(b.Get("id").Str) + `,"type":"function","function":{"name":` + sdk.Quote(b.Get("name").Str) + `,"arguments":""}}]}`)
 	case "content_block_delta":
 		d := ev.Get("delta")
 		switch d.Get("type").Str {
@@ -611,14 +661,18 @@ func StreamEvent(in *sdk.In, out *sdk.Out) error {
 			text := d.Get("text").Str
 			st.Runes += int64(websearch.Runes(text))
 			st.write(out)
-			out.FieldString(delta(`{"content":` + sdk.Quote(text) + `}`))
+			deltaHead()
+			out.WriteString(`{"content":`)
+			out.WriteQuoted(text)
+			out.Byte('}')
+			deltaEnd()
 		case "thinking_delta":
 			out.Field(in.Field(2))
-			out.FieldString(delta(`{"reasoning":` + sdk.Quote(d.Get("thinking").Str) + `}`))
+			delta(`{"reasoning":` + sdk.Quote(d.Get("thinking").Str) + `}`)
 		case "input_json_delta":
 			out.Field(in.Field(2))
 			if !st.Server { // a server tool's query is Anthropic's business
-				out.FieldString(delta(`{"tool_calls":[{"index":` + itoa(st.Tool) + `,"function":{"arguments":` + sdk.Quote(d.Get("partial_json").Str) + `}}]}`))
+				delta(`{"tool_calls":[{"index":` + itoa(st.Tool) + `,"function":{"arguments":` + sdk.Quote(d.Get("partial_json").Str) + `}}]}`)
 			}
 		case "citations_delta":
 			c := d.Get("citation")
@@ -641,18 +695,18 @@ func StreamEvent(in *sdk.In, out *sdk.Out) error {
 		anns := citations(nil, gjson.Parse(st.Cites), int(st.Start), int(st.Runes))
 		st.Cites = ""
 		st.write(out)
-		out.FieldString(delta(`{"annotations":[` + strings.Join(anns, ",") + `]}`))
+		delta(`{"annotations":[` + strings.Join(anns, ",") + `]}`)
 	case "message_delta":
 		out.Field(in.Field(2))
 		fr := finishReason(ev.Get("delta.stop_reason").Str)
-		out.FieldString(chunk(`[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(fr) + `,"native_finish_reason":` +
-			nativeFinish(ev.Get("delta.stop_reason").Str) + `}]`))
+		chunk(`[{"index":0,"delta":{},"finish_reason":` + sdk.Quote(fr) + `,"native_finish_reason":` +
+			nativeFinish(ev.Get("delta.stop_reason").Str) + `}]`)
 		u := ev.Get("usage")
 		in0 := st.In
 		if v := u.Get("input_tokens"); v.Exists() && v.Int() > 0 {
 			in0 = v.Int()
 		}
-		out.FieldString(chunk(`[],"usage":` + withSearches(usage(in0, st.CR, st.CW, u.Get("output_tokens").Int()), u)))
+		chunk(`[],"usage":` + withSearches(usage(in0, st.CR, st.CW, u.Get("output_tokens").Int()), u))
 	case "error":
 		out.Field(in.Field(2))
 		out.FieldString(`{"error":{"message":` + sdk.Quote(ev.Get("error.message").Str) + `,"type":` + sdk.Quote(ev.Get("error.type").Str) + `}}`)

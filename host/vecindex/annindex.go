@@ -119,7 +119,7 @@ func (ix *Index) queueBuild(p *partition, tag string, dims int) {
 	select {
 	case bl.jobs <- buildJob{p, b}:
 		bl.n++
-		p.building[tag] = b
+		p.building[tag] = b // under p.mu: the builder reads it after taking p.mu
 	default:
 	}
 	bl.mu.Unlock()
@@ -142,11 +142,17 @@ func (ix *Index) runBuild(p *partition, b *build) {
 	}
 	b.pending = nil
 	p.mu.Unlock()
+	if ix.buildHook != nil {
+		ix.buildHook(ix.bld.stop)
+	}
 
 	g, ok := buildGraph(es, b.dims, buildWorkers, ix.bld.stop)
 	if !ok {
 		return
 	}
+	s := getScratch()
+	defer putScratch(s)
+	g.connect(s)
 	for {
 		p.mu.Lock()
 		batch := b.pending
@@ -173,6 +179,7 @@ func (ix *Index) runBuild(p *partition, b *build) {
 				g.insert(e)
 			}
 		}
+		g.connect(s)
 	}
 }
 
@@ -283,8 +290,11 @@ func (ix *Index) unindex(p *partition, e *entry) {
 }
 
 // reindex counts p's tags and queues the builds of the large ones' graphs
-// (a partition loaded from the store). p is not yet shared.
+// (a partition loaded from the store, not yet shared but with the
+// builder, once a build is queued).
 func (ix *Index) reindex(p *partition) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.tagN, p.ann, p.building = map[string]int{}, map[string]*hnsw{}, map[string]*build{}
 	for _, e := range p.entries {
 		p.tagN[e.tag]++

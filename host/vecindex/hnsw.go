@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 )
 
 // hnsw is an approximate nearest-neighbour index (Malkov and Yashunin,
@@ -44,6 +45,10 @@ type hnode struct {
 	e       *entry
 	vec     []float32 // e.vec (one indirection less on the hot path)
 	friends [][]int32 // per level, 0 up to the node's level; capacity max+1
+	// in counts the level-0 links to the node: pruning never drops a
+	// node's last one (an outlier would be unreachable: never found, not
+	// even by its own vector).
+	in atomic.Int32
 }
 
 // Parameters: M neighbours per node on the upper levels, 2M on level 0;
@@ -127,9 +132,7 @@ func (h *hnsw) link(id int32, s *scratch) {
 		return
 	}
 	q := n.vec
-	for l := top; l > level; l-- {
-		ep = h.greedy(q, ep, l, s)
-	}
+	ep = h.descend(q, ep, top, level, s)
 	for l := min(level, top); l >= 0; l-- {
 		h.searchLayer(q, ep, hnswEfC, l, s)
 		next := s.out[0].id
@@ -149,6 +152,11 @@ func (h *hnsw) link(id int32, s *scratch) {
 		h.lock(id)
 		n.friends[l] = append(n.friends[l][:0], s.sel...)
 		h.unlock(id)
+		if l == 0 {
+			for _, m := range s.sel {
+				h.nodes[m].in.Add(1)
+			}
+		}
 		for _, m := range s.sel {
 			h.addLink(m, id, l, max, s)
 		}
@@ -189,7 +197,12 @@ func (h *hnsw) addLink(m, id int32, l, max int, s *scratch) {
 	h.lock(m)
 	defer h.unlock(m)
 	f := append(h.nodes[m].friends[l], id)
+	if l == 0 {
+		h.nodes[id].in.Add(1)
+	}
 	if len(f) > max {
+		old := append(s.old[:0], f...)
+		s.old = old
 		v := h.nodes[m].vec
 		cs := s.prune[:0]
 		for _, x := range f {
@@ -203,8 +216,42 @@ func (h *hnsw) addLink(m, id int32, l, max int, s *scratch) {
 		}
 		s.prune = cs
 		f = h.selectNeighbours(cs, max, f[:0], s)
+		if l == 0 {
+			h.keepLastLinks(old, f)
+		}
 	}
 	h.nodes[m].friends[l] = f
+}
+
+// keepLastLinks fixes a level-0 pruning of old into kept (in place): a
+// dropped node whose only incoming link this was takes the place of the
+// least similar kept one that has others; then the dropped are
+// uncounted.
+func (h *hnsw) keepLastLinks(old, kept []int32) {
+	has := func(x int32) bool {
+		for _, k := range kept {
+			if k == x {
+				return true
+			}
+		}
+		return false
+	}
+	for _, x := range old {
+		if has(x) || h.nodes[x].in.Load() > 1 {
+			continue
+		}
+		for j := len(kept) - 1; j >= 0; j-- {
+			if y := kept[j]; h.nodes[y].in.Load() > 1 {
+				kept[j] = x
+				break
+			}
+		}
+	}
+	for _, x := range old {
+		if !has(x) {
+			h.nodes[x].in.Add(-1)
+		}
+	}
 }
 
 // friendsOf is node n's links on level l: the node's own slice, or a copy
@@ -219,16 +266,18 @@ func (h *hnsw) friendsOf(n int32, l int, s *scratch) []int32 {
 	return s.nb
 }
 
-// greedy walks level l from ep to the node most similar to q.
-func (h *hnsw) greedy(q []float32, ep int32, l int, s *scratch) int32 {
-	best := dot(q, h.nodes[ep].vec)
-	for changed := true; changed; {
-		changed = false
-		for _, n := range h.friendsOf(ep, l, s) {
-			if sim := dot(q, h.nodes[n].vec); sim > best {
-				best, ep, changed = sim, n, true
-			}
-		}
+// descend walks from ep on level top down to level bottom+1 and returns
+// where to start on level bottom. Not greedily (the paper's one best
+// node per level): a beam of efConstruction. On clustered data a greedy
+// walk of the sparse upper levels can stop in another cluster, whose
+// nodes all score about 0 against the query, and the node inserted from
+// there is linked into that cluster, so searches of its own cluster never
+// reach it (TestBackgroundBuildRacesPutsAndDeletes found such nodes); the
+// upper levels hold a sixteenth of the nodes, so the beam costs little.
+func (h *hnsw) descend(q []float32, ep int32, top, bottom int, s *scratch) int32 {
+	for l := top; l > bottom; l-- {
+		h.searchLayer(q, ep, hnswEfC, l, s)
+		ep = s.out[0].id
 	}
 	return ep
 }
@@ -296,6 +345,7 @@ type scratch struct {
 	skip  []int32
 	prune []cand
 	nb    []int32
+	old   []int32
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -405,10 +455,7 @@ func (h *hnsw) search(q []float32, now int64) (*entry, float32) {
 	}
 	s := getScratch()
 	defer putScratch(s)
-	ep := h.entry
-	for l := h.maxLevel; l > 0; l-- {
-		ep = h.greedy(q, ep, l, s)
-	}
+	ep := h.descend(q, h.entry, h.maxLevel, 0, s)
 	h.searchLayer(q, ep, hnswEfS, 0, s)
 	for _, c := range s.out {
 		if n := &h.nodes[c.id]; !n.e.gone.Load() && n.e.expires > now {
@@ -416,4 +463,56 @@ func (h *hnsw) search(q []float32, now int64) (*entry, float32) {
 		}
 	}
 	return nil, 0
+}
+
+// connect links to the graph every node that level 0 does not reach from
+// the entry point, and returns how many links it added. The pruning
+// heuristic can leave an island: a few nodes of a tight cluster linked to
+// each other, none of the rest to them, so no search finds them, not even
+// with their own vectors (TestBackgroundBuildRacesPutsAndDeletes found
+// such islands at 3,000 nodes). Each island gets one link from the
+// reachable node most similar to one of its nodes (as Lucene's HNSW
+// connects components after a merge). O(nodes × links) plus a search per
+// island; the builder runs it with no partition lock held. Not while par.
+func (h *hnsw) connect(s *scratch) int {
+	if h.entry < 0 {
+		return 0
+	}
+	reach := make([]bool, len(h.nodes))
+	var queue []int32
+	mark := func(from int32) {
+		reach[from] = true
+		queue = append(queue[:0], from)
+		for len(queue) > 0 {
+			x := queue[len(queue)-1]
+			queue = queue[:len(queue)-1]
+			for _, f := range h.nodes[x].friends[0] {
+				if !reach[f] {
+					reach[f] = true
+					queue = append(queue, f)
+				}
+			}
+		}
+	}
+	mark(h.entry)
+	added := 0
+	for u := range h.nodes {
+		if reach[u] {
+			continue
+		}
+		q := h.nodes[u].vec
+		h.searchLayer(q, h.descend(q, h.entry, h.maxLevel, 0, s), hnswEfC, 0, s)
+		r := h.entry
+		for _, c := range s.out {
+			if reach[c.id] {
+				r = c.id
+				break
+			}
+		}
+		h.nodes[r].friends[0] = append(h.nodes[r].friends[0], int32(u))
+		h.nodes[u].in.Add(1)
+		added++
+		mark(int32(u))
+	}
+	return added
 }

@@ -126,7 +126,11 @@ type Index struct {
 	// evictions counts entries evicted to make room (not expiries).
 	evictions atomic.Int64
 	unsub     func()
+	closeOnce sync.Once
 	bld       builder // the background graph builds (annindex.go)
+	// buildHook, if set, runs in a build between its snapshot and its
+	// linking (tests hold a build there to race puts and deletes with it).
+	buildHook func(stop <-chan struct{})
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }
@@ -154,12 +158,14 @@ func Open(db store.DB, lim Limits) (*Index, error) {
 }
 
 // Close stops following the store and stops the graph builds (the tags
-// being built stay searched exactly).
+// being built stay searched exactly). A second Close does nothing.
 func (ix *Index) Close() {
-	if ix.unsub != nil {
-		ix.unsub()
-	}
-	ix.stopBuilder()
+	ix.closeOnce.Do(func() {
+		if ix.unsub != nil {
+			ix.unsub()
+		}
+		ix.stopBuilder()
+	})
 }
 
 // Limits returns the limits in force.

@@ -19,11 +19,11 @@
 // past either, a put evicts what expired, then the least recently used
 // (a search hit counts as a use). Expired entries are never found.
 //
-// Why flat and not HNSW: no well-kept Go HNSW module is among the modules
-// this build may use, and a partition is one account's cache, bounded at
-// 10,000 entries by default: a flat scan of 10k vectors is a few hundred
-// microseconds at 1,536 dimensions (docs/response-cache.md), exact (no
-// recall loss), and costs no graph to rebuild at start.
+// A tag is scanned exactly (no recall loss, nothing to build) until it
+// holds Limits.ANNThreshold entries; from there an HNSW graph, built in
+// the background, serves its searches (annindex.go, hnsw.go; no
+// well-kept Go HNSW module is among the modules this build may use).
+// docs/response-cache.md has the measured crossover and recall.
 package vecindex
 
 import (
@@ -54,7 +54,7 @@ type Limits struct {
 
 // DefaultLimits are the limits an operator did not set.
 func DefaultLimits() Limits {
-	return Limits{MaxPerPartition: 10000, MaxTotal: 1000000, MaxDims: 8192, MaxTTL: 30 * 24 * time.Hour, ANNThreshold: 20000}
+	return Limits{MaxPerPartition: 10000, MaxTotal: 1000000, MaxDims: 8192, MaxTTL: 30 * 24 * time.Hour, ANNThreshold: 10000}
 }
 
 func (l Limits) withDefaults() Limits {

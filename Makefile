@@ -221,8 +221,9 @@ bench:
 	$(GO) test -count=1 -run=TestTradeoffTable -v ./plugins/auto-router/autoroute/ | sed -n '/auto-router over/,/^ *10 /p'
 	$(GO) run ./cmd/loadbench
 
-# The response cache at a million entries in one account (about 25
-# minutes on a loaded 2-core machine, 3 GB of memory): the host's semantic
+# The response cache at a million entries in one account (about an
+# hour on a loaded 2-core machine, nearly all of it the 1M-node graph's
+# build; 3 GB of memory): the host's semantic
 # lookup, exact scan and HNSW (the graph built in the background, its
 # build time and recall reported), and an exact hit and miss through the
 # gateway with a million answers in the account's kv scope

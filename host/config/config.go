@@ -202,9 +202,9 @@ type ModulesVectors struct {
 	MaxTotal        int `yaml:"max_total"`
 	MaxDims         int `yaml:"max_dims"`
 	// ANNThreshold: entries of one tag of one partition from which it is
-	// searched through an approximate HNSW graph instead of exactly
-	// (host/vecindex; 0: 20,000, above the default max_per_partition, so
-	// by default every search is exact).
+	// searched through an approximate HNSW graph, built in the background,
+	// instead of exactly (host/vecindex; 0: 10,000, where the graph beats
+	// the scan at 256 dimensions: docs/response-cache.md).
 	ANNThreshold int `yaml:"ann_threshold"`
 }
 

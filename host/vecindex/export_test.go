@@ -46,3 +46,20 @@ func (ix *Index) Graph(sc kv.Scope, name, tag string) (on bool, live, dead int) 
 	}
 	return true, g.live(), g.dead
 }
+
+// SetBuildHook makes every graph build call f between its snapshot and
+// its linking (f gets the channel Close closes). Set it before the put
+// that queues the build.
+func (ix *Index) SetBuildHook(f func(stop <-chan struct{})) { ix.buildHook = f }
+
+// Building reports whether a graph of tag of partition name of sc is
+// queued or being built.
+func (ix *Index) Building(sc kv.Scope, name, tag string) bool {
+	p := ix.part(partKey(sc, name), false)
+	if p == nil {
+		return false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.building[tag] != nil
+}

@@ -62,23 +62,29 @@ func dataset(r *rand.Rand, n, dims, clusters int) [][]float32 {
 // clustered vectors, for queries near a stored vector (a paraphrase: what
 // a semantic hit is) and for arbitrary ones (a miss's best is anything).
 func TestHNSWRecallAgainstExact(t *testing.T) {
-	const n, dims, queries = 3000, 48, 300
+	const queries = 300
 	for _, c := range []struct {
 		name     string
+		n, dims  int
 		clusters int
 		near     float64 // noise of a query around a stored vector; 0: an arbitrary query
 		want     float64 // least recall@1
 	}{
-		{"random/near", 0, 0.2, 0.99},
-		{"random/arbitrary", 0, 0, 0.90},
-		{"clustered/near", 40, 0.05, 0.99},
-		{"clustered/arbitrary", 40, 0, 0.95},
+		{"random/near", 3000, 48, 0, 0.2, 0.99},
+		{"random/arbitrary", 3000, 48, 0, 0, 0.90},
+		{"clustered/near", 3000, 48, 40, 0.05, 0.99},
+		{"clustered/arbitrary", 3000, 48, 40, 0, 0.95},
+		// The size of the embeddings the benchmarks use.
+		{"clustered-256/near", 5000, 256, 100, 0.2, 0.99},
+		{"clustered-256/arbitrary", 5000, 256, 100, 0, 0.95},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			n, dims := c.n, c.dims
 			r := rand.New(rand.NewPCG(7, uint64(c.clusters)))
 			data := dataset(r, n, dims, c.clusters)
 			ix, _ := open(t, vecindex.Limits{MaxPerPartition: n, MaxTotal: n, ANNThreshold: 1000})
 			ix.Fill(a, "a", "t", n, dims, func(i int, v []float32) { copy(v, data[i]) })
+			ix.WaitBuilds()
 			if on, live, _ := ix.Graph(a, "a", "t"); !on || live != n {
 				t.Fatalf("graph on %t with %d nodes, want %d", on, live, n)
 			}
@@ -89,7 +95,7 @@ func TestHNSWRecallAgainstExact(t *testing.T) {
 					base := data[r.IntN(n)]
 					q = make([]float32, dims)
 					for j := range q {
-						q[j] = base[j] + float32(c.near*r.NormFloat64()/math.Sqrt(dims))
+						q[j] = base[j] + float32(c.near*r.NormFloat64()/math.Sqrt(float64(dims)))
 					}
 				} else if c.clusters > 0 {
 					q = dataset(r, 1, dims, c.clusters)[0] // in some cluster, a new point
@@ -148,6 +154,7 @@ func TestHNSWLifecycle(t *testing.T) {
 		t.Fatal("a graph under the threshold")
 	}
 	put(39)
+	ix.WaitBuilds() // built in the background
 	if on, live, _ := ix.Graph(a, "a", "t"); !on || live != 40 {
 		t.Fatalf("at the threshold: graph %t, %d live", on, live)
 	}
@@ -174,6 +181,7 @@ func TestHNSWLifecycle(t *testing.T) {
 	ix.Close()
 	_ = db.Close()
 	ix = openAt(t, path, lim, c)
+	ix.WaitBuilds()
 	if on, live, _ := ix.Graph(a, "a", "t"); !on || live != 59 {
 		t.Fatalf("after a restart: graph %t, %d live", on, live)
 	}
@@ -186,6 +194,7 @@ func TestHNSWLifecycle(t *testing.T) {
 		if _, err := ix.Put(a, "a", fmt.Sprint(i), "t", nil, 0); err != nil {
 			t.Fatal(err)
 		}
+		ix.WaitBuilds() // a rebuild when the dead outnumber the live
 		if on, live, dead := ix.Graph(a, "a", "t"); on && dead > live {
 			t.Fatalf("after deleting %d: %d dead, %d live", i, dead, live)
 		}

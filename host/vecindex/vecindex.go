@@ -19,11 +19,11 @@
 // past either, a put evicts what expired, then the least recently used
 // (a search hit counts as a use). Expired entries are never found.
 //
-// Why flat and not HNSW: no well-kept Go HNSW module is among the modules
-// this build may use, and a partition is one account's cache, bounded at
-// 10,000 entries by default: a flat scan of 10k vectors is a few hundred
-// microseconds at 1,536 dimensions (docs/response-cache.md), exact (no
-// recall loss), and costs no graph to rebuild at start.
+// A tag is scanned exactly (no recall loss, nothing to build) until it
+// holds Limits.ANNThreshold entries; from there an HNSW graph, built in
+// the background, serves its searches (annindex.go, hnsw.go; no
+// well-kept Go HNSW module is among the modules this build may use).
+// docs/response-cache.md has the measured crossover and recall.
 package vecindex
 
 import (
@@ -54,7 +54,7 @@ type Limits struct {
 
 // DefaultLimits are the limits an operator did not set.
 func DefaultLimits() Limits {
-	return Limits{MaxPerPartition: 10000, MaxTotal: 1000000, MaxDims: 8192, MaxTTL: 30 * 24 * time.Hour, ANNThreshold: 20000}
+	return Limits{MaxPerPartition: 10000, MaxTotal: 1000000, MaxDims: 8192, MaxTTL: 30 * 24 * time.Hour, ANNThreshold: 10000}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -98,7 +98,10 @@ type entry struct {
 	expires int64     // unix nanoseconds
 	created int64     // unix nanoseconds
 	used    atomic.Int64
-	node    int32 // its node in its tag's graph, if it has one (hnsw.go)
+	// gone: removed from its partition (deleted, replaced, evicted). A
+	// graph's node of it is then a waypoint, never returned; builders
+	// read it with no partition lock held.
+	gone atomic.Bool
 }
 
 type partition struct {
@@ -106,9 +109,11 @@ type partition struct {
 	entries []*entry
 	byID    map[string]int // index into entries
 	// tagN counts the entries of each tag; ann holds the graph of each
-	// tag with at least Limits.ANNThreshold entries (annindex.go).
-	tagN map[string]int
-	ann  map[string]*hnsw
+	// tag with at least Limits.ANNThreshold entries, building the one
+	// being built in the background (annindex.go).
+	tagN     map[string]int
+	ann      map[string]*hnsw
+	building map[string]*build
 }
 
 // Index is the vector index. It is safe for concurrent use.
@@ -121,6 +126,11 @@ type Index struct {
 	// evictions counts entries evicted to make room (not expiries).
 	evictions atomic.Int64
 	unsub     func()
+	closeOnce sync.Once
+	bld       builder // the background graph builds (annindex.go)
+	// buildHook, if set, runs in a build between its snapshot and its
+	// linking (tests hold a build there to race puts and deletes with it).
+	buildHook func(stop <-chan struct{})
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }
@@ -135,7 +145,9 @@ func Open(db store.DB, lim Limits) (*Index, error) {
 		return nil, fmt.Errorf("vecindex: %w", err)
 	}
 	ix := &Index{db: db, lim: lim.withDefaults(), parts: map[string]*partition{}, Now: time.Now}
+	ix.startBuilder()
 	if err := ix.loadAll(); err != nil {
+		ix.stopBuilder()
 		return nil, err
 	}
 	// Another gateway on the same store (PostgreSQL) wrote or removed an
@@ -145,11 +157,15 @@ func Open(db store.DB, lim Limits) (*Index, error) {
 	return ix, nil
 }
 
-// Close stops following the store.
+// Close stops following the store and stops the graph builds (the tags
+// being built stay searched exactly). A second Close does nothing.
 func (ix *Index) Close() {
-	if ix.unsub != nil {
-		ix.unsub()
-	}
+	ix.closeOnce.Do(func() {
+		if ix.unsub != nil {
+			ix.unsub()
+		}
+		ix.stopBuilder()
+	})
 }
 
 // Limits returns the limits in force.
@@ -264,7 +280,9 @@ func normalise(v []float32) ([]float32, bool) {
 	return out, true
 }
 
-func dot(a, b []float32) float32 {
+// dotGo is the portable dot product (dot.go picks an assembly one where
+// the CPU has it).
+func dotGo(a, b []float32) float32 {
 	b = b[:len(a)] // one bounds check, not one per element
 	var s0, s1, s2, s3 float32
 	i := 0
@@ -612,9 +630,13 @@ func (ix *Index) loadAll() error {
 		return fmt.Errorf("vecindex: loading: %w", err)
 	}
 	ix.mu.Lock()
+	old := ix.parts
 	ix.parts = parts
 	ix.total.Store(int64(n))
 	ix.mu.Unlock()
+	for _, p := range old {
+		dropBuilds(p)
+	}
 	return nil
 }
 

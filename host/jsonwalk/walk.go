@@ -19,6 +19,7 @@
 package jsonwalk
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,16 +74,8 @@ func (d *Doc) longAt(p int) (end int, plain, ok bool) {
 	case (k == n || p < d.strs[k]) && (k == 0 || d.strs[k-1] < p):
 		return 0, false, false
 	default:
-		lo, hi := 0, n
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			if d.strs[m] < p {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
-		if k = lo; k == n || d.strs[k] != p {
+		var found bool
+		if k, found = slices.BinarySearch(d.strs, p); !found {
 			d.strHint = k
 			return 0, false, false
 		}
@@ -189,17 +182,8 @@ func (d *Doc) end(p int) int {
 		d.hint = h
 		return d.ends[h]
 	}
-	lo, hi := 0, len(d.opens)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if d.opens[m] < p {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	d.hint = lo
-	return d.ends[lo] // p is always an indexed container
+	d.hint, _ = slices.BinarySearch(d.opens, p)
+	return d.ends[d.hint] // p is always an indexed container
 }
 
 // String views body as a string without copying. Nothing here keeps

@@ -151,7 +151,10 @@ func (h *handlers) publishModule(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Compiling and the guest check: the bound other gateways give the
+	// same compile when they follow a publish (modules/follow.go). One
+	// minute failed publishes of the test plugin under -race at load 10.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	publish := h.mods.PublishScoped
 	if req.Activate {

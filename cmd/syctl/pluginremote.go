@@ -27,7 +27,9 @@ type remote struct {
 }
 
 func remoteFlags(fs *flag.FlagSet) *remote {
-	r := &remote{client: &http.Client{Timeout: 2 * time.Minute}}
+	// Longer than the gateway gives a publish (two minutes), so its answer,
+	// with the reason, arrives before this gives up.
+	r := &remote{client: &http.Client{Timeout: 3 * time.Minute}}
 	fs.StringVar(&r.url, "url", cmp.Or(os.Getenv("SWITCHYARD_URL"), "http://127.0.0.1:8080/api/v1"), "the gateway's API base URL")
 	fs.StringVar(&r.key, "key", os.Getenv("SWITCHYARD_KEY"), "a management key (default $SWITCHYARD_KEY)")
 	fs.StringVar(&r.scope, "scope", "account", "account (the key's account) or global (the operator's key only)")

@@ -404,7 +404,7 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		// start on a loaded machine could use a burst up).
 		goruntime.LockOSThread()
 		defer goruntime.UnlockOSThread()
-		_, cl.cpu = threadCPU()
+		cl.cpu = haveThreadCPU
 	}
 	mstart := cl.now()
 	if meter != nil {

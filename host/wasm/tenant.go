@@ -301,6 +301,10 @@ func (c *callLog) now() time.Duration {
 // clockEpoch is the wall clock's zero for callLog.now (monotonic).
 var clockEpoch = time.Now()
 
+// haveThreadCPU says the platform has a per-thread CPU clock: asked once,
+// not with a system call at the start of every metered call.
+var haveThreadCPU = func() bool { _, ok := threadCPU(); return ok }()
+
 // clockOf reads the module-time clock of the call ctx belongs to (zero
 // outside a call): what waitedSince takes.
 func clockOf(ctx context.Context) time.Duration {

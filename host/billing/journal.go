@@ -284,8 +284,7 @@ func (j *journal) loop() {
 
 // sync makes the current segment's writes durable. flushMu is held.
 func (j *journal) sync() {
-	if !j.dirty || j.seg == nil {
-		j.dirty = false
+	if !j.dirty { // seal syncs and clears it: dirty implies a segment
 		return
 	}
 	j.dirty = false

@@ -122,7 +122,16 @@ func (h *hnsw) entryPoint() (int32, int) {
 	return h.entry, h.maxLevel
 }
 
-// link connects node id (added, not yet linked) to the graph.
+// link connects node id (added, not yet linked) to the graph. Its
+// neighbours are chosen top-down (each level's search starts where the
+// one above ended) but the links are written bottom-up: while par, a node
+// another worker reaches on an upper level must already have its level-0
+// links, or a search descending through it finds a level-0 neighbourhood
+// of one node, and the node being inserted is linked to almost nothing
+// (TestBackgroundBuildRacesPutsAndDeletes found nodes with two links, so
+// never found even by their own vectors). It also means no other worker
+// links to id on a level before id's own list there is written, so that
+// write never drops a link.
 func (h *hnsw) link(id int32, s *scratch) {
 	n := &h.nodes[id]
 	level := len(n.friends) - 1
@@ -133,34 +142,41 @@ func (h *hnsw) link(id int32, s *scratch) {
 	}
 	q := n.vec
 	ep = h.descend(q, ep, top, level, s)
-	for l := min(level, top); l >= 0; l-- {
+	low := min(level, top)
+	for len(s.sels) <= low {
+		s.sels = append(s.sels, nil)
+	}
+	for l := low; l >= 0; l-- {
 		h.searchLayer(q, ep, hnswEfC, l, s)
 		next := s.out[0].id
-		// The node itself may be among the results when par (another
-		// worker linked to it at a higher level): never its own friend.
+		// The node itself is never among the results (no link to it
+		// exists yet), but it costs nothing to be sure.
 		cs := s.out[:0]
 		for _, c := range s.out {
 			if c.id != id {
 				cs = append(cs, c)
 			}
 		}
+		s.sels[l] = h.selectNeighbours(cs, hnswM, s.sels[l][:0], s)
+		ep = next
+	}
+	for l := 0; l <= low; l++ {
+		sel := s.sels[l]
 		max := hnswM
 		if l == 0 {
 			max = hnswM0
 		}
-		s.sel = h.selectNeighbours(cs, hnswM, s.sel[:0], s)
 		h.lock(id)
-		n.friends[l] = append(n.friends[l][:0], s.sel...)
+		n.friends[l] = append(n.friends[l][:0], sel...)
 		h.unlock(id)
 		if l == 0 {
-			for _, m := range s.sel {
+			for _, m := range sel {
 				h.nodes[m].in.Add(1)
 			}
 		}
-		for _, m := range s.sel {
+		for _, m := range sel {
 			h.addLink(m, id, l, max, s)
 		}
-		ep = next
 	}
 	if level > top {
 		h.setEntry(id, level, false)
@@ -341,7 +357,7 @@ type scratch struct {
 	cands candHeap // similarity negated: most similar on top
 	res   candHeap // least similar on top
 	out   []cand
-	sel   []int32
+	sels  [][]int32 // per level, while linking
 	skip  []int32
 	prune []cand
 	nb    []int32

@@ -129,11 +129,10 @@ func newAccountB(b *testing.B, g *gatewaytest.Gateway, name string) (string, str
 	return acct.ID, key
 }
 
-// fill adds n answers to the account's kv scope and n vectors to its
-// account partition ("a"), of the tag of the vector already there (the
-// benchmark question's, read from the store: the tag is the plugin's
-// digest of the request as it went upstream).
-func fill(b *testing.B, g *gatewaytest.Gateway, sc kv.Scope, n int) {
+// vectorTag is the tag of the vectors in sc's account partition ("a"),
+// read from the store (the plugin's digest of the request as it went
+// upstream); the partition's vectors are all of one tag here.
+func vectorTag(b *testing.B, g *gatewaytest.Gateway, sc kv.Scope) string {
 	tag := ""
 	pk := sc.Owner + "\x00" + sc.Module + "\x00" + sc.Account + "\x00a"
 	err := g.GW.DB.View(func(tx store.Tx) error {
@@ -150,6 +149,15 @@ func fill(b *testing.B, g *gatewaytest.Gateway, sc kv.Scope, n int) {
 	if err != nil || tag == "" {
 		b.Fatalf("the benchmark question's tag: %v", err)
 	}
+	return tag
+}
+
+// fill adds n answers to the account's kv scope and n vectors to its
+// account partition ("a"), of the tag of the vector already there (the
+// benchmark question's, read from the store: the tag is the plugin's
+// digest of the request as it went upstream).
+func fill(b *testing.B, g *gatewaytest.Gateway, sc kv.Scope, n int) {
+	tag := vectorTag(b, g, sc)
 	r := rand.New(rand.NewPCG(1, uint64(n)))
 	answer := []byte(strings.Repeat("x", 1024))
 	v := make([]float32, embedDims)

@@ -241,6 +241,14 @@ func urlError(req *http.Request, err error) error {
 // TransportError classifies a failure to get (or read) a response.
 func (u *Call) TransportError(ctx context.Context, err error) *apierr.Error {
 	slug := u.Endpoint.Provider.Slug
+	// The transport sets its connection's deadline from the context's, so
+	// a read can time out a moment before the context's own timer marks it
+	// done: that failure is the deadline's (whose cause names a plugin's
+	// limit when the deadline was a module call's), not the provider's.
+	// The timer fires at once: the wait is microseconds.
+	if dl, ok := ctx.Deadline(); ok && ctx.Err() == nil && !time.Now().Before(dl) {
+		<-ctx.Done()
+	}
 	switch {
 	case u.timedOut.Load() || errors.Is(err, upstream.ErrAttemptTimeout):
 		return &apierr.Error{Status: apierr.StatusEdgeTimeout, Retryable: true,

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"fmt"
+	"github.com/switchyard/switchyard/host/apierr"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -396,4 +397,46 @@ func TestClusterLeaseTopUpAhead(t *testing.T) {
 		}
 		mustAudit(t, l)
 	}
+}
+
+// A hold whose lease was taken between its acquisition and the hold —
+// here by the key's notification, which PostgreSQL delivers
+// asynchronously, so a key created just before its first request is
+// "changed" during it — acquires again instead of answering 402 with
+// "$0 available" (CI failed TestPluginFeesHeldBeforePipeline on
+// PostgreSQL so: Hold did not try again, Reserve did).
+func TestClusterHoldRetriesALeaseTakenMeanwhile(t *testing.T) {
+	c := newCluster(t, 1, NanosPerUSD, nil, Options{LeaseIdle: time.Hour, Heartbeat: 10 * time.Millisecond, DeadAfter: time.Minute})
+	l := c.ls[0]
+	for _, tc := range []struct {
+		name string
+		hold func() *apierr.Error
+	}{
+		{"Hold", func() *apierr.Error { _, e := l.Hold(c.key, NanosPerUSD/4); return e }},
+		{"Reserve", func() *apierr.Error { _, e := l.Reserve(c.key, testReq("gen-reserve")); return e }},
+		{"HoldFees", func() *apierr.Error {
+			l.leased = nil
+			r, e := l.Reserve(c.key, testReq("gen-fees"))
+			if e != nil {
+				return e
+			}
+			l.leased = steal(l, c.key.Hash)
+			return r.HoldFees(NanosPerUSD / 8)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l.leased = steal(l, c.key.Hash)
+			if e := tc.hold(); e != nil {
+				t.Fatalf("%d %s", e.Status, e.Message)
+			}
+		})
+	}
+	l.leased = nil
+}
+
+// steal is a leased hook that gives back the key's free lease once, as
+// KeyChanged does when the key's notification arrives.
+func steal(l *Ledger, hash string) func() {
+	var once sync.Once
+	return func() { once.Do(func() { l.KeyChanged(hash) }) }
 }

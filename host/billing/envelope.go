@@ -39,19 +39,28 @@ func (l *Ledger) Hold(k *keys.Key, amount Nanos) (*Envelope, *apierr.Error) {
 		return nil, apierr.New(http.StatusServiceUnavailable, "the gateway is shutting down")
 	}
 	a := l.account(k.AccountID)
-	if e := l.leaseFor(a, k.Hash, k.Limit, k.LimitReset, k.Name, amount, nil); e != nil {
-		return nil, e
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	ks := a.key(k.Hash)
 	probe := &Reservation{limit: k.Limit, reset: k.LimitReset, keyName: k.Name}
-	if e := l.fits(a, ks, probe, amount, l.now()); e != nil {
-		return nil, e
+	for attempt := 0; ; attempt++ {
+		if e := l.leaseFor(a, k.Hash, k.Limit, k.LimitReset, k.Name, amount, nil); e != nil {
+			return nil, e
+		}
+		if l.leased != nil {
+			l.leased()
+		}
+		a.mu.Lock()
+		ks := a.key(k.Hash)
+		e := l.fits(a, ks, probe, amount, l.now())
+		if e == nil {
+			a.held += amount
+			ks.held += amount
+			a.mu.Unlock()
+			return &Envelope{l: l, acct: a, key: ks, left: amount}, nil
+		}
+		a.mu.Unlock()
+		if !l.retryLease(attempt) {
+			return nil, e
+		}
 	}
-	a.held += amount
-	ks.held += amount
-	return &Envelope{l: l, acct: a, key: ks, left: amount}, nil
 }
 
 // Left is what the envelope still holds.

@@ -149,6 +149,15 @@ func (l *Ledger) freeOf(a *account, ks *keyState, limit *int64, reset string, no
 	return acct, key
 }
 
+// retryLease reports whether a hold that leaseFor made room for but that
+// then did not fit is tried again (after attempt, 0-based): in cluster
+// mode the lease just acquired can be taken before the hold takes a.mu —
+// by a concurrent request, or given back by KeyChanged when the key's
+// notification arrives (PostgreSQL delivers them asynchronously: a key
+// created just before its first request is "changed" during it). A few
+// times, then the 402 stands.
+func (l *Ledger) retryLease(attempt int) bool { return l.shared && attempt < 2 }
+
 // leaseFor makes sure this instance's leases can hold amount more for the
 // key (hash, limit, reset) of a, less what env will give; it acquires from
 // the store when they cannot. Called without a.mu. A nil error does not

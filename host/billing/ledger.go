@@ -145,6 +145,11 @@ const SharedCommitWindow = 5 * time.Millisecond
 
 // Ledger is safe for concurrent use.
 type Ledger struct {
+	// leased, when set (tests), runs after a hold's leaseFor succeeded and
+	// before the hold takes a.mu: where a concurrent request or a key's
+	// notification can take the lease just acquired.
+	leased func()
+
 	db     store.DB
 	opts   Options
 	seed   maphash.Seed
@@ -777,6 +782,9 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 		if e := l.leaseFor(a, k.Hash, k.Limit, k.LimitReset, k.Name, hold, req.Envelope); e != nil {
 			return nil, e
 		}
+		if l.leased != nil {
+			l.leased()
+		}
 		a.mu.Lock()
 		if _, dup := a.open[r.ID]; dup {
 			a.mu.Unlock()
@@ -797,9 +805,7 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 		}
 		req.Envelope.undraw(drawn)
 		a.mu.Unlock()
-		// Cluster mode: a concurrent request took the lease just acquired;
-		// acquire again (a few times, then the 402 stands).
-		if !l.shared || attempt == 2 {
+		if !l.retryLease(attempt) {
 			return nil, e
 		}
 	}

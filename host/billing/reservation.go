@@ -206,6 +206,17 @@ type Target struct {
 // may be larger than the first endpoint's. It refuses with 402 (and keeps
 // the old hold) when the increase does not fit.
 func (r *Reservation) Retarget(t Target) *apierr.Error {
+	for attempt := 0; ; attempt++ {
+		e, unfit := r.retarget(t)
+		if e == nil || !unfit || !r.l.retryLease(attempt) {
+			return e
+		}
+	}
+}
+
+// retarget is one try of Retarget; unfit: the lease was there but the
+// hold did not fit (taken meanwhile).
+func (r *Reservation) retarget(t Target) (e *apierr.Error, unfit bool) {
 	rates := RatesOf(t.Price)
 	prompt, output := Request{PromptTokens: r.promptEst, MaxOutputTokens: t.MaxOutputTokens,
 		ContextLength: t.ContextLength, Choices: r.choices}.bound()
@@ -216,21 +227,21 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 		a.mu.Unlock()
 		if delta > 0 {
 			if e := r.l.leaseFor(a, r.keyHash, r.limit, r.reset, r.keyName, delta, nil); e != nil {
-				return e
+				return e, false
 			}
 		}
 	}
 	a.mu.Lock()
 	if r.done {
 		a.mu.Unlock()
-		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID)
+		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID), false
 	}
 	// The fees held (Request.Fees) move with the tokens' worst case.
 	hold := usage.AddSat(usage.AddSat(r.failedCost.Total, rates.WorstCase(prompt, output, r.images)), r.feeHold)
 	if delta := hold - r.hold; delta > 0 {
 		if e := r.l.fits(a, r.key, r, delta, r.l.now()); e != nil {
 			a.mu.Unlock()
-			return e
+			return e, true
 		}
 	}
 	a.held += hold - r.hold
@@ -240,7 +251,7 @@ func (r *Reservation) Retarget(t Target) *apierr.Error {
 	rec := r.record()
 	a.mu.Unlock()
 	r.l.putHold(rec)
-	return nil
+	return nil, false
 }
 
 // HoldFees grows the hold by amount before tools run whose fees are not
@@ -253,22 +264,35 @@ func (r *Reservation) HoldFees(amount Nanos) *apierr.Error {
 	if amount <= 0 {
 		return nil
 	}
+	for attempt := 0; ; attempt++ {
+		e, unfit := r.holdFees(amount)
+		if e == nil || !unfit || !r.l.retryLease(attempt) {
+			return e
+		}
+	}
+}
+
+// holdFees is one try of HoldFees; unfit as in retarget.
+func (r *Reservation) holdFees(amount Nanos) (e *apierr.Error, unfit bool) {
 	a := r.acct
 	if r.l.shared {
 		if e := r.l.leaseFor(a, r.keyHash, r.limit, r.reset, r.keyName, amount, r.env); e != nil {
-			return e
+			return e, false
+		}
+		if r.l.leased != nil {
+			r.l.leased()
 		}
 	}
 	a.mu.Lock()
 	if r.done {
 		a.mu.Unlock()
-		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID)
+		return apierr.New(http.StatusInternalServerError, "reservation %s is already settled", r.ID), false
 	}
 	drawn := r.env.draw(a, r.key, amount) // a group's hold (a fusion's) covers its calls' fees first
 	if e := r.l.fits(a, r.key, r, amount, r.l.now()); e != nil {
 		r.env.undraw(drawn)
 		a.mu.Unlock()
-		return e
+		return e, true
 	}
 	a.held += amount
 	r.key.held += amount
@@ -277,7 +301,7 @@ func (r *Reservation) HoldFees(amount Nanos) *apierr.Error {
 	rec := r.record()
 	a.mu.Unlock()
 	r.l.putHold(rec)
-	return nil
+	return nil, false
 }
 
 // DrawFees moves up to amount from e — a hold taken for this request's

@@ -162,6 +162,18 @@ func (r *Registry) converge() {
 func (r *Registry) converge1(name, version string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// version was read before r.mu was taken: an activation here may have
+	// committed a newer one and swapped it in since, and loading the
+	// older would roll it back until the next notification (a test's
+	// requests right after its publish ran the previous version on
+	// PostgreSQL). Activations hold r.mu while they write the store, so
+	// what the store says now is the latest.
+	if err := r.db.View(func(tx store.Tx) error {
+		version = string(tx.Bucket(bucketActive).Get([]byte(name)))
+		return nil
+	}); err != nil || version == "" {
+		return // a read that failed, or a module removed: the next converge
+	}
 	id := name + "@" + version
 	if runs((*r.active.Load())[name], version) || r.unloadable[id] {
 		return

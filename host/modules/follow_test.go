@@ -172,3 +172,26 @@ func twoGateways(t *testing.T) (one, two *modules.Registry, bin []byte) {
 	}
 	return regs[0], regs[1], bin
 }
+
+// A follower that read the active versions before an activation here
+// committed, and converges after it, does not roll the activation back:
+// what it converges to is what the store says once it holds the registry
+// lock, not its stale snapshot.
+func TestStaleConvergeKeepsTheNewerActivation(t *testing.T) {
+	ctx := context.Background()
+	one, _, bin := twoGateways(t)
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		if _, err := one.PublishAndActivate(ctx, "", manifest(t, v), bin, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one.ConvergeOne("openai", "1.0.0") // a snapshot read before 1.1.0 was activated
+	m, release := one.Acquire("openai")
+	defer release()
+	if got := ""; m == nil || m.ID != "openai@1.1.0" {
+		if m != nil {
+			got = m.ID
+		}
+		t.Fatalf("after a stale converge the gateway runs %q, want openai@1.1.0", got)
+	}
+}

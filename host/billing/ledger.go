@@ -500,9 +500,17 @@ func (l *Ledger) Balance(accountID string) Balance {
 // The writer is flushed first so a client reads its own writes: a request
 // answered by this instance is settled in memory before its response, but
 // its record reaches the store with the next group commit.
+//
+// It waits for an acquisition of a's lease in progress (a.leaseMu): a
+// top-up ahead commits its grant to the store before it adds it to
+// a.lease, and read between the two the grant counted as held (a stream's
+// client that read its balance at once saw $0.41 held after its request
+// ended, in CI).
 func (l *Ledger) sharedBalance(a *account) Balance {
 	var rec accountRec
 	var leased Nanos
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
 	err := l.w.sync()
 	if err == nil {
 		err = l.db.View(func(tx store.Tx) error {

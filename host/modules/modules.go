@@ -74,7 +74,12 @@ type Registry struct {
 	mu       sync.Mutex // serialises activations
 	active   atomic.Pointer[map[string]*wasm.Module]
 	defaults atomic.Pointer[map[string][]string] // scope → default-on plugin names
-	routers  atomic.Pointer[routerIndex]         // of active, rebuilt after a swap (routers.go)
+	// defaultsMu makes loadDefaults' read of the store and its store of
+	// the result one step: SetDefault's own reload and the follower's (a
+	// notification, asynchronous on PostgreSQL) could interleave, and the
+	// one that read first but stored last put back the older set.
+	defaultsMu sync.Mutex
+	routers    atomic.Pointer[routerIndex] // of active, rebuilt after a swap (routers.go)
 
 	// settings are the operator's settings of global modules (config
 	// module_settings), by module name, as JSON.
@@ -136,6 +141,8 @@ func Open(db store.DB, engine *wasm.Engine, log *slog.Logger) (*Registry, error)
 }
 
 func (r *Registry) loadDefaults() {
+	r.defaultsMu.Lock()
+	defer r.defaultsMu.Unlock()
 	d := map[string][]string{}
 	_ = r.db.View(func(tx store.Tx) error {
 		return tx.Bucket(bucketDefaults).ForEach(func(k, _ []byte) error {

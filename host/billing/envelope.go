@@ -44,9 +44,6 @@ func (l *Ledger) Hold(k *keys.Key, amount Nanos) (*Envelope, *apierr.Error) {
 		if e := l.leaseFor(a, k.Hash, k.Limit, k.LimitReset, k.Name, amount, nil); e != nil {
 			return nil, e
 		}
-		if l.leased != nil {
-			l.leased()
-		}
 		a.mu.Lock()
 		ks := a.key(k.Hash)
 		e := l.fits(a, ks, probe, amount, l.now())

@@ -163,12 +163,19 @@ func (l *Ledger) retryLease(attempt int) bool { return l.shared && attempt < 2 }
 // the store when they cannot. Called without a.mu. A nil error does not
 // promise the hold fits (a concurrent request may take the lease first):
 // the caller checks under a.mu and calls again.
-func (l *Ledger) leaseFor(a *account, hash string, limit *int64, reset, keyName string, amount Nanos, env *Envelope) *apierr.Error {
+func (l *Ledger) leaseFor(a *account, hash string, limit *int64, reset, keyName string, amount Nanos, env *Envelope) (err *apierr.Error) {
 	if !l.shared {
 		return nil
 	}
 	if e := l.storeHealthy(); e != nil {
 		return e
+	}
+	if l.leased != nil { // tests: runs last, after a.leaseMu is released
+		defer func() {
+			if err == nil {
+				l.leased()
+			}
+		}()
 	}
 	short := func() (needA, needK Nanos, ks *keyState) {
 		a.mu.Lock()

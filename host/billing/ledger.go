@@ -145,9 +145,9 @@ const SharedCommitWindow = 5 * time.Millisecond
 
 // Ledger is safe for concurrent use.
 type Ledger struct {
-	// leased, when set (tests), runs after a hold's leaseFor succeeded and
-	// before the hold takes a.mu: where a concurrent request or a key's
-	// notification can take the lease just acquired.
+	// leased, when set (tests), runs when leaseFor succeeds in cluster
+	// mode, before the hold takes a.mu: where a concurrent request or a
+	// key's notification can take the lease just acquired.
 	leased func()
 
 	db     store.DB
@@ -789,9 +789,6 @@ func (l *Ledger) Reserve(k *keys.Key, req Request) (*Reservation, *apierr.Error)
 	for attempt := 0; ; attempt++ {
 		if e := l.leaseFor(a, k.Hash, k.Limit, k.LimitReset, k.Name, hold, req.Envelope); e != nil {
 			return nil, e
-		}
-		if l.leased != nil {
-			l.leased()
 		}
 		a.mu.Lock()
 		if _, dup := a.open[r.ID]; dup {

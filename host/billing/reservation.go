@@ -279,9 +279,6 @@ func (r *Reservation) holdFees(amount Nanos) (e *apierr.Error, unfit bool) {
 		if e := r.l.leaseFor(a, r.keyHash, r.limit, r.reset, r.keyName, amount, r.env); e != nil {
 			return e, false
 		}
-		if r.l.leased != nil {
-			r.l.leased()
-		}
 	}
 	a.mu.Lock()
 	if r.done {

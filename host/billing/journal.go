@@ -94,6 +94,7 @@ type journal struct {
 	segN  uint64
 	spare []byte
 	dirty bool // seg has writes not yet fdatasynced (syncEvery > 0)
+	armed bool // the flusher's sync timer is set (dirty writes will be synced)
 }
 
 // jbatch is one group commit of the journal: done is closed when its
@@ -223,13 +224,19 @@ func (j *journal) append(payload []byte) (*segment, error) {
 	// Nobody flushing: this goroutine writes the batch itself, which saves
 	// a lone client two goroutine hand-offs per request. Otherwise the
 	// flusher goroutine takes it, after the flush in progress.
+	// The flusher is woken only when it has work: frames this goroutine
+	// could not write, or a first unsynced write whose fdatasync it must
+	// schedule. Waking it after every request cost a goroutine hand-off
+	// and an empty pass per settlement.
 	if j.flushMu.TryLock() {
 		j.flush()
+		idle := !j.dirty || j.armed
 		j.flushMu.Unlock()
-	}
-	select {
-	case j.wake <- struct{}{}:
-	default:
+		if !idle {
+			j.poke()
+		}
+	} else {
+		j.poke()
 	}
 	<-b.done
 	return b.seg, b.err
@@ -251,13 +258,12 @@ func (j *journal) loop() {
 	sync := time.NewTimer(time.Hour)
 	sync.Stop()
 	defer sync.Stop()
-	armed := false
 	for {
 		quit, fired := false, false
 		select {
 		case <-j.wake:
 		case <-sync.C:
-			armed, fired = false, true
+			fired = true
 		case <-j.quit:
 			j.mu.Lock()
 			j.closed = true
@@ -265,15 +271,18 @@ func (j *journal) loop() {
 			quit = true
 		}
 		j.flushMu.Lock()
+		if fired {
+			j.armed = false
+		}
 		for j.flush() {
 		}
 		j.retire()
 		if quit || fired {
 			j.sync()
 		}
-		if j.dirty && !armed {
+		if j.dirty && !j.armed {
 			sync.Reset(j.syncEvery)
-			armed = true
+			j.armed = true
 		}
 		j.flushMu.Unlock()
 		if quit {

@@ -271,6 +271,20 @@ func TestJournalSyncPeriod(t *testing.T) {
 			if got := !dirty(j); got != c.syncedNow {
 				t.Fatalf("synced within 2 s: %v, want %v", got, c.syncedNow)
 			}
+			if c.syncedNow {
+				// A write after the period's sync schedules the next one:
+				// the flusher is woken only when no sync is pending.
+				if _, err := j.append(journalPayload("", &Generation{ID: "gen-q", AccountID: "a", Charged: 1})); err != nil {
+					t.Fatal(err)
+				}
+				deadline = time.Now().Add(2 * time.Second)
+				for dirty(j) && time.Now().Before(deadline) {
+					time.Sleep(2 * time.Millisecond)
+				}
+				if dirty(j) {
+					t.Fatal("the second write was not synced within 2 s")
+				}
+			}
 			j.close()
 			if dirty(j) {
 				t.Fatal("close left the segment unsynced")

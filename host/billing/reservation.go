@@ -126,10 +126,11 @@ func (h *holdRec) put(tx store.Tx) error {
 	return tx.Bucket(bucketHolds).Put([]byte(h.ID), h.appendJSON(make([]byte, 0, 512)))
 }
 
-// settleOp is the writer operation that commits g.
-func (l *Ledger) settleOp(g *Generation) op {
+// settleOp is the writer operation that commits g, already encoded as rec
+// when the journal holds it (nil: encoded at commit).
+func (l *Ledger) settleOp(g *Generation, rec []byte) op {
 	owner := l.leaseOwner()
-	o := op{fn: func(tx store.Tx) error { return l.commit(tx, g, owner) }, settles: g.ID, gen: g}
+	o := op{fn: func(tx store.Tx) error { return l.commitRecord(tx, g, rec, owner) }, settles: g.ID, gen: g}
 	if l.shared {
 		o.reads = l.commitReads(g, owner)
 	}
@@ -513,12 +514,16 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 	a.mu.Unlock()
 
 	if l.opts.AsyncSettle {
-		o := l.settleOp(g)
 		if l.j != nil {
 			// Durable in the journal before it is acknowledged; the store
 			// commits it with the next window (journal.go). A journal that
-			// cannot write falls back to waiting for the store.
-			seg, err := l.j.append(journalPayload(l.leaseOwner(), g))
+			// cannot write falls back to waiting for the store. The store
+			// keeps the very bytes the journal holds: the record is
+			// encoded once.
+			owner := l.leaseOwner()
+			payload := journalPayload(owner, g)
+			o := l.settleOp(g, payload[len(owner)+1:])
+			seg, err := l.j.append(payload)
 			if err == nil {
 				o.journaled = seg
 				l.w.submit(o)
@@ -527,13 +532,14 @@ func (r *Reservation) settle(o Outcome, expired bool) (*Generation, error) {
 			}
 			return r.settleDurably(o, charge, now)
 		}
+		o := l.settleOp(g, nil)
 		// Acknowledge from memory; the group-committing writer makes it
 		// durable within one commit (see Options.AsyncSettle).
 		l.w.submit(o)
 		r.result = g
 		return g, nil
 	}
-	return r.settleDurably(l.settleOp(g), charge, now)
+	return r.settleDurably(l.settleOp(g, nil), charge, now)
 }
 
 // anomaly is what the generation record tells the operator (syctl
@@ -609,7 +615,7 @@ const generationsFill = 0.95
 // account and the key, deletes the hold and writes the generation record,
 // all or nothing. A record already present means it was committed before,
 // and nothing happens.
-func commitSettlement(tx store.Tx, g *Generation, leaseOwner string) (written bool, err error) {
+func commitSettlement(tx store.Tx, g *Generation, rec []byte, leaseOwner string) (written bool, err error) {
 	gens := tx.Bucket(bucketGenerations)
 	// Generation records are only appended, in id order (NewID): pages
 	// filled to 95% instead of bbolt's 50% split less and take half the
@@ -641,10 +647,13 @@ func commitSettlement(tx store.Tx, g *Generation, leaseOwner string) (written bo
 			return false, err
 		}
 	}
-	// A record is ~650 bytes (a 1 KB chat's, measured): room for one
-	// with long names or an error message, so it is built without
-	// outgrowing its buffer into a second one.
-	return true, gens.Put([]byte(g.ID), appendGeneration(make([]byte, 0, 1024), g))
+	if rec == nil {
+		// A record is ~650 bytes (a 1 KB chat's, measured): room for one
+		// with long names or an error message, so it is built without
+		// outgrowing its buffer into a second one.
+		rec = appendGeneration(make([]byte, 0, 1024), g)
+	}
+	return true, gens.Put([]byte(g.ID), rec)
 }
 
 // recover turns the holds found on disk into open reservations again and

@@ -2,7 +2,6 @@ package billing
 
 import (
 	"fmt"
-	"github.com/switchyard/switchyard/host/apierr"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/store"
 	"github.com/switchyard/switchyard/host/store/storetest"

@@ -40,24 +40,26 @@ func (l *Ledger) Hold(k *keys.Key, amount Nanos) (*Envelope, *apierr.Error) {
 	}
 	a := l.account(k.AccountID)
 	probe := &Reservation{limit: k.Limit, reset: k.LimitReset, keyName: k.Name}
-	for attempt := 0; ; attempt++ {
+	var env *Envelope
+	e := l.holdRetried(func() (*apierr.Error, bool) {
 		if e := l.leaseFor(a, k.Hash, k.Limit, k.LimitReset, k.Name, amount, nil); e != nil {
-			return nil, e
+			return e, false
 		}
 		a.mu.Lock()
+		defer a.mu.Unlock()
 		ks := a.key(k.Hash)
-		e := l.fits(a, ks, probe, amount, l.now())
-		if e == nil {
-			a.held += amount
-			ks.held += amount
-			a.mu.Unlock()
-			return &Envelope{l: l, acct: a, key: ks, left: amount}, nil
+		if e := l.fits(a, ks, probe, amount, l.now()); e != nil {
+			return e, true
 		}
-		a.mu.Unlock()
-		if !l.retryLease(attempt) {
-			return nil, e
-		}
+		a.held += amount
+		ks.held += amount
+		env = &Envelope{l: l, acct: a, key: ks, left: amount}
+		return nil, false
+	})
+	if e != nil {
+		return nil, e
 	}
+	return env, nil
 }
 
 // Left is what the envelope still holds.

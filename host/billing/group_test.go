@@ -187,7 +187,7 @@ func TestIndexOncePerRecord(t *testing.T) {
 	if err := e.l.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.l.db.Update(func(tx store.Tx) error { return e.l.commit(tx, g, "") }); err != nil {
+	if err := e.l.db.Update(func(tx store.Tx) error { return e.l.commit(tx, g, nil, "") }); err != nil {
 		t.Fatal(err)
 	}
 	if calls["gen-once"] != 1 {

@@ -15,14 +15,9 @@ import (
 // time) or repeated finds its record written and indexes nothing again.
 type IndexFunc func(tx store.Tx, g *Generation) error
 
-// commit is the settlement transaction plus the index.
-func (l *Ledger) commit(tx store.Tx, g *Generation, leaseOwner string) error {
-	return l.commitRecord(tx, g, nil, leaseOwner)
-}
-
-// commitRecord is commit with g already encoded as rec (appendGeneration;
-// nil: encode it here).
-func (l *Ledger) commitRecord(tx store.Tx, g *Generation, rec []byte, leaseOwner string) error {
+// commit is the settlement transaction plus the index; rec is g already
+// encoded (appendGeneration), or nil to encode it here.
+func (l *Ledger) commit(tx store.Tx, g *Generation, rec []byte, leaseOwner string) error {
 	written, err := commitSettlement(tx, g, rec, leaseOwner)
 	if err != nil || !written || l.opts.Index == nil {
 		return err

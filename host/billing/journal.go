@@ -222,12 +222,11 @@ func (j *journal) append(payload []byte) (*segment, error) {
 	b.n++
 	j.mu.Unlock()
 	// Nobody flushing: this goroutine writes the batch itself, which saves
-	// a lone client two goroutine hand-offs per request. Otherwise the
-	// flusher goroutine takes it, after the flush in progress.
-	// The flusher is woken only when it has work: frames this goroutine
-	// could not write, or a first unsynced write whose fdatasync it must
-	// schedule. Waking it after every request cost a goroutine hand-off
-	// and an empty pass per settlement.
+	// a lone client two goroutine hand-offs per request, and wakes the
+	// flusher only if the write is the first unsynced one (its fdatasync
+	// must be scheduled; waking it after every settlement cost a hand-off
+	// and an empty pass). Otherwise the flusher takes the batch, after the
+	// flush in progress.
 	if j.flushMu.TryLock() {
 		j.flush()
 		idle := !j.dirty || j.armed
@@ -583,7 +582,7 @@ func (l *Ledger) replayJournal(j *journal) (int, error) {
 					if tx.Bucket(bucketGenerations).Get([]byte(g.ID)) == nil {
 						replayed++
 					}
-					if err := l.commit(tx, g, owner); err != nil {
+					if err := l.commit(tx, g, nil, owner); err != nil {
 						return err
 					}
 				}

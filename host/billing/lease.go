@@ -158,6 +158,18 @@ func (l *Ledger) freeOf(a *account, ks *keyState, limit *int64, reset string, no
 // times, then the 402 stands.
 func (l *Ledger) retryLease(attempt int) bool { return l.shared && attempt < 2 }
 
+// holdRetried runs try — acquire the lease, then hold — until it holds,
+// fails otherwise than by not fitting (unfit false), or retryLease says no
+// more tries.
+func (l *Ledger) holdRetried(try func() (e *apierr.Error, unfit bool)) *apierr.Error {
+	for attempt := 0; ; attempt++ {
+		e, unfit := try()
+		if e == nil || !unfit || !l.retryLease(attempt) {
+			return e
+		}
+	}
+}
+
 // leaseFor makes sure this instance's leases can hold amount more for the
 // key (hash, limit, reset) of a, less what env will give; it acquires from
 // the store when they cannot. Called without a.mu. A nil error does not
@@ -563,7 +575,7 @@ func (l *Ledger) reconcileIn(tx store.Tx, id, beat string, now time.Time) error 
 		return err
 	}
 	for i := range holds {
-		if err := l.commit(tx, deadGeneration(&holds[i], now), id); err != nil {
+		if err := l.commit(tx, deadGeneration(&holds[i], now), nil, id); err != nil {
 			return err
 		}
 	}

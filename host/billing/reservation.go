@@ -130,7 +130,7 @@ func (h *holdRec) put(tx store.Tx) error {
 // when the journal holds it (nil: encoded at commit).
 func (l *Ledger) settleOp(g *Generation, rec []byte) op {
 	owner := l.leaseOwner()
-	o := op{fn: func(tx store.Tx) error { return l.commitRecord(tx, g, rec, owner) }, settles: g.ID, gen: g}
+	o := op{fn: func(tx store.Tx) error { return l.commit(tx, g, rec, owner) }, settles: g.ID, gen: g}
 	if l.shared {
 		o.reads = l.commitReads(g, owner)
 	}
@@ -207,12 +207,7 @@ type Target struct {
 // may be larger than the first endpoint's. It refuses with 402 (and keeps
 // the old hold) when the increase does not fit.
 func (r *Reservation) Retarget(t Target) *apierr.Error {
-	for attempt := 0; ; attempt++ {
-		e, unfit := r.retarget(t)
-		if e == nil || !unfit || !r.l.retryLease(attempt) {
-			return e
-		}
-	}
+	return r.l.holdRetried(func() (*apierr.Error, bool) { return r.retarget(t) })
 }
 
 // retarget is one try of Retarget; unfit: the lease was there but the
@@ -265,12 +260,7 @@ func (r *Reservation) HoldFees(amount Nanos) *apierr.Error {
 	if amount <= 0 {
 		return nil
 	}
-	for attempt := 0; ; attempt++ {
-		e, unfit := r.holdFees(amount)
-		if e == nil || !unfit || !r.l.retryLease(attempt) {
-			return e
-		}
-	}
+	return r.l.holdRetried(func() (*apierr.Error, bool) { return r.holdFees(amount) })
 }
 
 // holdFees is one try of HoldFees; unfit as in retarget.

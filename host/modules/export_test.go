@@ -1,5 +1,5 @@
 package modules
 
-// ConvergeOne is converge's step for one module, with the version its
-// snapshot of the store read (possibly stale by the time it runs).
-func (r *Registry) ConvergeOne(name, version string) { r.converge1(name, version) }
+// ConvergeOne is converge's step for one module, run after its snapshot
+// of the store was read (possibly stale by the time it runs).
+func (r *Registry) ConvergeOne(name string) { r.converge1(name) }

@@ -148,7 +148,7 @@ func (r *Registry) converge() {
 		if runs((*r.active.Load())[name], version) {
 			continue
 		}
-		r.converge1(name, version)
+		r.converge1(name)
 	}
 	for name := range *r.active.Load() {
 		if _, ok := want[name]; !ok {
@@ -157,17 +157,18 @@ func (r *Registry) converge() {
 	}
 }
 
-// converge1 loads and swaps in name@version unless an activation here got
-// there first.
-func (r *Registry) converge1(name, version string) {
+// converge1 loads and swaps in the version of name the store has active,
+// unless this gateway runs it already.
+func (r *Registry) converge1(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// version was read before r.mu was taken: an activation here may have
-	// committed a newer one and swapped it in since, and loading the
-	// older would roll it back until the next notification (a test's
-	// requests right after its publish ran the previous version on
-	// PostgreSQL). Activations hold r.mu while they write the store, so
-	// what the store says now is the latest.
+	// The version is read again under r.mu, not taken from converge's
+	// snapshot: an activation here may have committed a newer one and
+	// swapped it in since, and loading the older would roll it back until
+	// the next notification (a test's requests right after its publish ran
+	// the previous version on PostgreSQL). Activations hold r.mu while
+	// they write the store, so what the store says now is the latest.
+	var version string
 	if err := r.db.View(func(tx store.Tx) error {
 		version = string(tx.Bucket(bucketActive).Get([]byte(name)))
 		return nil

@@ -185,7 +185,7 @@ func TestStaleConvergeKeepsTheNewerActivation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	one.ConvergeOne("openai", "1.0.0") // a snapshot read before 1.1.0 was activated
+	one.ConvergeOne("openai") // converge found it differing in a snapshot read before 1.1.0 was activated
 	m, release := one.Acquire("openai")
 	defer release()
 	if got := ""; m == nil || m.ID != "openai@1.1.0" {

@@ -41,9 +41,7 @@ func (d *Doc) Scan(max int) Status {
 			if !ok {
 				return Invalid
 			}
-			if j-i >= longString {
-				d.noteString(i, j, esc)
-			}
+			d.noteString(i, j, esc)
 			i = j
 		case c == '{' || c == '[':
 			if len(stack) >= max {
@@ -60,7 +58,7 @@ func (d *Doc) Scan(max int) Status {
 				break // an empty container is a whole value
 			}
 			if c == '{' {
-				if i = memberKey(s, i); i < 0 {
+				if i = d.memberKey(i); i < 0 {
 					return Invalid
 				}
 			}
@@ -106,7 +104,7 @@ func (d *Doc) Scan(max int) Status {
 			case ',':
 				i = WS(s, i+1)
 				if obj {
-					if i = memberKey(s, i); i < 0 {
+					if i = d.memberKey(i); i < 0 {
 						return Invalid
 					}
 				}
@@ -126,16 +124,18 @@ func (d *Doc) Scan(max int) Status {
 	}
 }
 
-// memberKey reads `"key" :` from s[i] and returns where the member's
-// value may start (after whitespace), or -1.
-func memberKey(s string, i int) int {
+// memberKey reads `"key" :` from d.s[i], notes the key, and returns
+// where the member's value may start (after whitespace), or -1.
+func (d *Doc) memberKey(i int) int {
+	s := d.s
 	if i >= len(s) || s[i] != '"' {
 		return -1
 	}
-	j, _, ok := stringEnd(s, i)
+	j, esc, ok := stringEnd(s, i)
 	if !ok {
 		return -1
 	}
+	d.noteString(i, j, esc)
 	j = WS(s, j)
 	if j >= len(s) || s[j] != ':' {
 		return -1

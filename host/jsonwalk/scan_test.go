@@ -94,26 +94,31 @@ func walkAgrees(t *testing.T, d, e *Doc, x, y gjson.Result) {
 	}
 }
 
-// The walk reads a long string Scan noted from the note: the same value,
-// Str and all, as reading it again gives, escaped or not, forward and
-// back; Index (no notes) reads it again.
-func TestLongStringsNoted(t *testing.T) {
+// The walk reads every string Scan noted (keys and values, short and
+// long) from the note: the same value, Str and all, as reading it again
+// gives, escaped or not, forward and back; Index (no notes) reads it
+// again.
+func TestStringsNoted(t *testing.T) {
 	long := strings.Repeat("the build failed ", 8)
-	doc := `{"a":"` + long + `","b":["short","` + long + `\n` + long + `",{"c":"` + long + `"}],"d":"` + long + `"}`
+	doc := `{"a":"` + long + `","b":["short","` + long + `\n` + long + `",{"c":"` + long + `"}],"d":"` + long + `","e\u0021":1}`
 	var d Doc
 	d.Reset(doc)
 	if d.Scan(MaxNesting) != OK {
 		t.Fatal("not scanned")
 	}
-	if len(d.strs) != 4 {
-		t.Fatalf("noted %d long strings, want 4", len(d.strs))
+	// a, b, short, the escaped one, c and its value, d and its value, e!
+	if len(d.strs) != 10 {
+		t.Fatalf("noted %d strings, want 10", len(d.strs))
 	}
 	scanAgrees(t, doc)
 	if a := d.Get(d.Root(), "a"); a.Str != long {
 		t.Fatalf("a.Str %q", a.Str)
 	}
-	if b := d.Get(d.Root(), "b"); d.Count(b) != 3 || Text(fst(d.ValueAt(d.strs[1]))) != long+"\n"+long {
+	if b := d.Get(d.Root(), "b"); d.Count(b) != 3 || Text(fst(d.ValueAt(d.strs[4]))) != long+"\n"+long {
 		t.Fatalf("b %s", b.Raw)
+	}
+	if e := d.Get(d.Root(), "e!"); e.Raw != "1" {
+		t.Fatalf("the escaped key e! not found: %q", e.Raw)
 	}
 }
 

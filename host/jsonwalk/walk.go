@@ -35,18 +35,16 @@ type Doc struct {
 	opens []int // offsets of every '{' and '[', in document order
 	ends  []int // ends[k]: offset just past the container opened at opens[k]
 	hint  int   // where the last lookup found its container
-	// The string values of at least longString bytes Scan read (most of a
-	// chat body: prompts, tool results), so the walk skips them by a
-	// lookup instead of reading them again: strs holds their offsets in
-	// document order, strEnds the offset just past each, negated when the
-	// string holds an escape; strHint is where the walk is.
+	// Every string Scan read, member keys and values, so the walk finds
+	// each one's end by a lookup instead of reading it again (a string is
+	// most of a chat body, and a short one, a key, still cost a search
+	// for its quote): strs holds their offsets in document order,
+	// strEnds the offset just past each, negated when the string holds an
+	// escape; strHint is where the walk is. A walk goes forward through
+	// the document, so the lookup is nearly always the next note.
 	strs, strEnds []int
 	strHint       int
 }
-
-// longString is the length from which Scan notes a string value: below
-// it, finding the closing quote again costs less than the note.
-const longString = 64
 
 // Reset makes d the walker of s, with an empty index.
 func (d *Doc) Reset(s string) {
@@ -62,12 +60,13 @@ func (d *Doc) noteString(i, j int, esc bool) {
 	d.strs, d.strEnds = append(d.strs, i), append(d.strEnds, j)
 }
 
-// longAt is the end of the string value Scan noted at p and whether it
-// holds no escape; ok is false when Scan noted none there (a short
-// string, or an index built by Index). A walk goes forward, so the next
-// noted string is tried first, and a string between the last one and
-// that one is known absent without a search.
-func (d *Doc) longAt(p int) (end int, plain, ok bool) {
+// strAt is the end of the string Scan noted at p and whether it
+// holds no escape; ok is false when none is noted there (p is not a
+// string's start, or the index was built by Index). A walk goes forward,
+// so the next noted string is tried first, then the strings past it (the
+// walk skipped a container), and a point between the last one and that
+// one is known absent without a search.
+func (d *Doc) strAt(p int) (end int, plain, ok bool) {
 	k, n := d.strHint, len(d.strs)
 	switch {
 	case k < n && d.strs[k] == p:
@@ -75,7 +74,14 @@ func (d *Doc) longAt(p int) (end int, plain, ok bool) {
 		return 0, false, false
 	default:
 		var found bool
-		if k, found = slices.BinarySearch(d.strs, p); !found {
+		if k < n && d.strs[k] < p {
+			var m int
+			m, found = slices.BinarySearch(d.strs[k+1:], p)
+			k += 1 + m
+		} else {
+			k, found = slices.BinarySearch(d.strs[:k], p)
+		}
+		if !found {
 			d.strHint = k
 			return 0, false, false
 		}
@@ -244,7 +250,7 @@ func (d *Doc) ValueAt(i int) (gjson.Result, int) {
 	switch c := s[i]; c {
 	case '"':
 		r.Type = gjson.String
-		if e, plain, ok := d.longAt(i); ok {
+		if e, plain, ok := d.strAt(i); ok {
 			if j = e; plain {
 				r.Str = s[i+1 : j-1]
 			}
@@ -295,12 +301,20 @@ func (d *Doc) MembersAt(x gjson.Result, fn func(key string, at int, v gjson.Resu
 	i := WS(s, x.Index+1)
 	for i < stop && s[i] == '"' {
 		at := i
-		e := strEnd(s, i)
-		key := s[i+1 : e-1]
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = gjson.Parse(s[i:e]).Str
+		var key string
+		if e, plain, ok := d.strAt(i); ok {
+			if key = s[i+1 : e-1]; !plain {
+				key = gjson.Parse(s[i:e]).Str
+			}
+			i = e
+		} else {
+			e = strEnd(s, i)
+			if key = s[i+1 : e-1]; strings.IndexByte(key, '\\') >= 0 {
+				key = gjson.Parse(s[i:e]).Str
+			}
+			i = e
 		}
-		i = WS(s, WS(s, e)+1) // past the colon
+		i = WS(s, WS(s, i)+1) // past the colon
 		v, j := d.ValueAt(i)
 		if !fn(key, at, v) {
 			return

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -87,8 +88,47 @@ func (b *byteBudget) give(n int64) {
 
 // firstBodyChunk is the first buffer of a body; a buffer of unknown length
 // doubles, a declared length is allocated whole once a quarter of it
-// arrived (each step copies: 128 KB took 16, 32, 64, 128 and 128 KB + 1).
+// arrived (each step copies: 128 KB goes through 16, 32 and 64 KiB, from
+// the staging pool, into its own 128 KB + 1).
 const firstBodyChunk = 16 << 10
+
+// The buffers a body outgrows on its way (16, 32, 64 KiB, …) are pooled:
+// they are dead once copied into the next one, and at 128 KiB they were
+// 112 KiB of fresh, zeroed memory per request (with page faults: large
+// allocations come from pages the runtime may have returned). The
+// buffer a body ends in is the handlers' and never goes back.
+var staging [stagingClasses]sync.Pool
+
+// stagingClasses: firstBodyChunk << 0 … << 6 (1 MiB); larger buffers are
+// rare and not kept.
+const stagingClasses = 7
+
+// stagingClass is the pool of a buffer of capacity n, or -1: only the
+// exact power-of-two sizes readBody grows through are pooled.
+func stagingClass(n int) int {
+	for k := 0; k < stagingClasses; k++ {
+		if n == firstBodyChunk<<k {
+			return k
+		}
+	}
+	return -1
+}
+
+func stagingGet(n int) []byte {
+	if k := stagingClass(n); k >= 0 {
+		if p, _ := staging[k].Get().(*[]byte); p != nil {
+			return (*p)[:0]
+		}
+	}
+	return nil
+}
+
+func stagingPut(b []byte) {
+	if k := stagingClass(cap(b)); k >= 0 {
+		b = b[:0]
+		staging[k].Put(&b)
+	}
+}
 
 // readBody reads the request body within the body limit, the body timeout
 // and the global budget, and hands it to the handlers as c.Body().
@@ -121,8 +161,15 @@ func (s *Server) readBody(c *fiber.Ctx) error {
 			return buf, s.overloaded("request bodies in flight have reached the gateway's bound; retry shortly")
 		}
 		held += int64(want - cap(buf))
-		nb := make([]byte, len(buf), want)
-		copy(nb, buf)
+		nb := stagingGet(want)
+		if nb == nil {
+			nb = make([]byte, 0, want)
+		}
+		nb = append(nb, buf...)
+		// buf is dead: what it held is in nb. The buffer the body ends in
+		// is the handlers' (they keep it: a stream, a job, a string
+		// aliasing it) and never goes back.
+		stagingPut(buf)
 		return nb, nil
 	}
 	start := firstBodyChunk

@@ -80,8 +80,9 @@ func Run(h Handler, fields ...[]byte) ([][]byte, error) {
 // of through the module's exports. A Caller reuses its buffers; it is not
 // safe for concurrent use (keep one per goroutine, or pool them).
 type Caller struct {
-	in  In
-	out Out
+	in     In
+	out    Out
+	fields [][]byte
 }
 
 // Call runs h on fields, which h sees as they are (not copied, and not
@@ -89,6 +90,22 @@ type Caller struct {
 // copied into one new buffer, safe to keep. A handler's error is returned
 // as it is.
 func (c *Caller) Call(h Handler, fields ...[]byte) ([][]byte, error) {
+	if _, err := c.run(h, fields); err != nil {
+		return nil, err
+	}
+	buf := append([]byte(nil), c.out.buf[1:]...)
+	return abi.Fields(make([][]byte, 0, 4), buf)
+}
+
+// CallBorrowed is Call without the copy: the output fields are the
+// Caller's own buffer, valid until its next call. A host that writes a
+// 128 KB translated body to the network and is done with it saves an
+// allocation and a copy of its size.
+func (c *Caller) CallBorrowed(h Handler, fields ...[]byte) ([][]byte, error) {
+	return c.run(h, fields)
+}
+
+func (c *Caller) run(h Handler, fields [][]byte) ([][]byte, error) {
 	c.in.fields = fields
 	c.out.reset()
 	err := h(&c.in, &c.out)
@@ -96,6 +113,7 @@ func (c *Caller) Call(h Handler, fields ...[]byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := append([]byte(nil), c.out.buf[1:]...)
-	return abi.Fields(make([][]byte, 0, 4), buf)
+	var ferr error
+	c.fields, ferr = abi.Fields(c.fields[:0], c.out.buf[1:])
+	return c.fields, ferr
 }

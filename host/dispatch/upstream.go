@@ -115,7 +115,11 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		body, actx.Native, actx.Beta = native.Body, native.API, native.Beta
 	}
 	u := &Call{Endpoint: ep, Module: mod, Ctx: actx, ctxJSON: actx.JSON(), d: d, release: release, Started: time.Now()}
-	out, err := mod.Call(ctx, hook, u.ctxJSON, body)
+	// The translation is borrowed from the adapter's buffers (a native
+	// hook's) until the request is written: send returns only after that,
+	// or copies the body when the transport may read it later.
+	out, err := mod.CallBorrowed(ctx, hook, u.ctxJSON, body)
+	defer out.Release()
 	if err != nil {
 		u.Close()
 		e := apierr.From(err)
@@ -146,6 +150,10 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		}
 	}
 	req, rerr := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(ubody))
+	if rerr == nil && out.Lent() && !d.writesInline(req) {
+		ubody = bytes.Clone(ubody)
+		req, rerr = http.NewRequestWithContext(ctx, method, target, bytes.NewReader(ubody))
+	}
 	if rerr != nil {
 		u.Close()
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
@@ -178,7 +186,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		}
 	}
 	if keepSent {
-		u.SentBody = ubody
+		u.SentBody = bytes.Clone(ubody) // read after send returns
 	}
 	u.sent = true
 	resp, derr := d.do(u, req)
@@ -198,6 +206,14 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		return u, e
 	}
 	return u, nil
+}
+
+// writesInline reports whether do writes all of req's body before it
+// returns: the gateway's own transport does; net/http's may still be
+// reading it from another goroutine.
+func (d *Dispatcher) writesInline(req *http.Request) bool {
+	t, ok := d.Direct.(*upstream.Transport)
+	return ok && req.URL.User == nil && t.Serves(req)
 }
 
 // do sends u's request through Direct when it can (see Dispatcher),

@@ -44,26 +44,37 @@ func Hooks() map[string]wasm.NativeHook {
 	return hooks
 }
 
-// pooledCall is one goroutine's handler and call buffers.
+// pooledCall is one goroutine's handler and call buffers. It is the
+// Lease of the output it returned: the buffers go back to the pool on
+// Release.
 type pooledCall struct {
-	h sdk.Handler
-	c sdk.Caller
+	h    sdk.Handler
+	c    sdk.Caller
+	pool *sync.Pool
 }
+
+func (pc *pooledCall) Release() { pc.pool.Put(pc) }
 
 // bind binds a handler of a first-party adapter to a module. The modules'
 // mains stamp "name/version" as their build (plugins/openai,
 // plugins/anthropic), so that is what the native code stamps too; a build
 // stamped otherwise (the tests' variant) fails the sample check and keeps
 // running in Wasm. An adapter may keep per-call scratch, so each goroutine
-// takes its own handler and buffers from a pool.
-func bind(handler func(build string) sdk.Handler) func(*manifest.Manifest) func([][]byte) ([][]byte, error) {
-	return func(m *manifest.Manifest) func([][]byte) ([][]byte, error) {
+// takes its own handler and buffers from a pool, and the output stays in
+// those buffers until the caller releases them.
+func bind(handler func(build string) sdk.Handler) func(*manifest.Manifest) func([][]byte) ([][]byte, wasm.Lease, error) {
+	return func(m *manifest.Manifest) func([][]byte) ([][]byte, wasm.Lease, error) {
 		build := m.Name + "/" + m.Version
-		pool := sync.Pool{New: func() any { return &pooledCall{h: handler(build)} }}
-		return func(in [][]byte) ([][]byte, error) {
+		pool := &sync.Pool{}
+		pool.New = func() any { return &pooledCall{h: handler(build), pool: pool} }
+		return func(in [][]byte) ([][]byte, wasm.Lease, error) {
 			pc := pool.Get().(*pooledCall)
-			defer pool.Put(pc)
-			return pc.c.Call(pc.h, in...)
+			out, err := pc.c.CallBorrowed(pc.h, in...)
+			if err != nil {
+				pc.Release()
+				return nil, nil, err
+			}
+			return out, pc, nil
 		}
 	}
 }

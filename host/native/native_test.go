@@ -240,6 +240,48 @@ func TestNativeConcurrent(t *testing.T) {
 	}
 }
 
+// TestBorrowedOutput: Call's output is the caller's — later calls, on the
+// pooled buffers it came from, do not change it — while CallBorrowed
+// lends the pooled buffer itself until Release (no copy, no allocation of
+// the body's size).
+func TestBorrowedOutput(t *testing.T) {
+	nat, _ := load(t, "build/wasm/openai.wasm", true, nil)
+	call := func(borrow bool, model string) *wasm.Output {
+		ctx := wire.AdapterCtx{Model: model, Provider: "openai"}.JSON()
+		body := []byte(`{"messages":[{"role":"user","content":"x"}]}`)
+		var out *wasm.Output
+		var err error
+		if borrow {
+			out, err = nat.CallBorrowed(context.Background(), abi.HookChatRequest, ctx, body)
+		} else {
+			out, err = nat.Call(context.Background(), abi.HookChatRequest, ctx, body)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	kept := call(false, "model-a")
+	if kept.Lent() {
+		t.Fatal("Call lent its output")
+	}
+	keptBody := string(kept.Field(3))
+	lent := call(true, "model-b")
+	if !lent.Lent() || !strings.Contains(string(lent.Field(3)), `"model":"model-b"`) {
+		t.Fatalf("CallBorrowed: lent %v, body %s", lent.Lent(), lent.Field(3))
+	}
+	lent.Release()
+	lent.Release() // twice is harmless
+	if lent.Field(3) != nil {
+		t.Fatal("a released output still has its fields")
+	}
+	again := call(true, "model-c") // likely on the buffer just released
+	defer again.Release()
+	if got := string(kept.Field(3)); got != keptBody {
+		t.Fatalf("Call's output changed under a later call:\n%s\nwas\n%s", got, keptBody)
+	}
+}
+
 // FuzzNativeMatchesModule: on any request body, the native chat hook
 // answers what the module answers — including failing when it fails.
 func FuzzNativeMatchesModule(f *testing.F) {

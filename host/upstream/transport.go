@@ -190,6 +190,12 @@ func validHeader(h http.Header) error {
 
 // serves reports whether req is this transport's own (plain HTTP, no
 // proxy) rather than Fallback's.
+// Serves reports whether RoundTripWithin sends req itself rather than
+// handing it to Fallback. What it sends, it has written, body and all,
+// before it returns (net/http's transport may still be reading a body
+// when its RoundTrip has returned).
+func (t *Transport) Serves(req *http.Request) bool { return t.serves(req) }
+
 func (t *Transport) serves(req *http.Request) bool {
 	return req.URL.Scheme == "http" && !t.proxied(req)
 }

@@ -336,11 +336,28 @@ func (m *Module) Live() int {
 
 // Output is what a hook returned.
 type Output struct {
-	Fields [][]byte // copies, owned by the caller
+	// Fields are the caller's to keep, but for CallBorrowed's: those are
+	// valid until Release.
+	Fields [][]byte
 	// Memory is the size in bytes of the instance's linear memory when
 	// the call returned (0 when not known: a native hook, an Extism
 	// module): what `syctl plugin test` prints per call.
 	Memory uint32
+	lease  Lease
+}
+
+// Lent reports whether the fields are lent (CallBorrowed's, until
+// Release) rather than the caller's.
+func (o *Output) Lent() bool { return o.lease != nil }
+
+// Release gives back the memory CallBorrowed's fields live in; the
+// fields must not be used after. It does nothing for any other output,
+// and may be called more than once.
+func (o *Output) Release() {
+	if o != nil && o.lease != nil {
+		o.lease.Release()
+		o.lease, o.Fields = nil, nil
+	}
 }
 
 // Field returns field i or nil.
@@ -361,6 +378,18 @@ func (m *Module) Account() string { return m.account }
 // of module time. The client's message names the module, the hook and a
 // short reason; a trap's wasm stack trace goes to the log only.
 func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Output, error) {
+	return m.call(ctx, hook, false, fields)
+}
+
+// CallBorrowed is Call whose output may be lent instead of copied (a
+// native hook's pooled buffers): the caller must Release it, and not use
+// its fields after. For the translated upstream request, written to the
+// network and then done with.
+func (m *Module) CallBorrowed(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Output, error) {
+	return m.call(ctx, hook, true, fields)
+}
+
+func (m *Module) call(ctx context.Context, hook abi.Hook, borrow bool, fields [][]byte) (*Output, error) {
 	if aerr := m.enter(hook); aerr != nil {
 		return nil, aerr
 	}
@@ -386,7 +415,7 @@ func (m *Module) Call(ctx context.Context, hook abi.Hook, fields ...[]byte) (*Ou
 		if meter != nil {
 			defer func() { meter.charge(lim, time.Since(start)) }()
 		}
-		return m.callNative(ctx, hook, f, fields)
+		return m.callNative(ctx, hook, f, fields, borrow)
 	}
 	timeout := m.timeout(fields)
 	if timeout > 0 {

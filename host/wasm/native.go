@@ -27,16 +27,22 @@ type NativeHook struct {
 	Hook abi.Hook
 	// Bind returns the implementation for the module m (it may read m's
 	// name and version: the OpenAI adapter stamps them into a header).
-	// The returned function must be safe for concurrent use and return
-	// output fields the caller may keep.
-	Bind func(m *manifest.Manifest) func(in [][]byte) ([][]byte, error)
+	// The returned function must be safe for concurrent use. Its output
+	// fields are the caller's to keep when the Lease is nil; otherwise
+	// they stay valid until the Lease is released (the implementation's
+	// pooled buffers).
+	Bind func(m *manifest.Manifest) func(in [][]byte) ([][]byte, Lease, error)
 	// Samples are input field lists on which the module's own output must
 	// equal the implementation's.
 	Samples [][][]byte
 }
 
+// Lease is memory a native hook's output lives in, lent to the caller
+// until Release (once).
+type Lease interface{ Release() }
+
 // nativeFunc is a bound implementation of one hook of one module.
-type nativeFunc func(in [][]byte) ([][]byte, error)
+type nativeFunc func(in [][]byte) ([][]byte, Lease, error)
 
 // bindNatives decides, for a module that just loaded, which of the hooks
 // its manifest declares native the host may run itself: those whose
@@ -91,17 +97,28 @@ func (m *Module) differs(ctx context.Context, hook abi.Hook, f nativeFunc, sampl
 		if err != nil {
 			return fmt.Sprintf("sample %d: the module failed: %v", i, err)
 		}
-		got, err := safeCall(f, in)
-		if err != nil {
-			return fmt.Sprintf("sample %d: the native hook failed: %v", i, err)
+		if reason := compareNative(f, in, want); reason != "" {
+			return fmt.Sprintf("sample %d: %s", i, reason)
 		}
-		if len(got) != len(want) {
-			return fmt.Sprintf("sample %d: %d output fields, the module returned %d", i, len(got), len(want))
-		}
-		for j := range got {
-			if !bytes.Equal(got[j], want[j]) {
-				return fmt.Sprintf("sample %d: output field %d differs", i, j)
-			}
+	}
+	return ""
+}
+
+// compareNative calls f on in and says how its output differs from want.
+func compareNative(f nativeFunc, in, want [][]byte) string {
+	got, lease, err := safeCall(f, in)
+	if err != nil {
+		return fmt.Sprintf("the native hook failed: %v", err)
+	}
+	if lease != nil {
+		defer lease.Release()
+	}
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d output fields, the module returned %d", len(got), len(want))
+	}
+	for j := range got {
+		if !bytes.Equal(got[j], want[j]) {
+			return fmt.Sprintf("output field %d differs", j)
 		}
 	}
 	return ""
@@ -144,18 +161,18 @@ func (e errPanicked) Error() string { return fmt.Sprintf("native hook panicked: 
 // safeCall runs f. The implementation is the host's own code, but the
 // input is a client's: a panic fails this call like a trap, never the
 // gateway.
-func safeCall(f nativeFunc, in [][]byte) (out [][]byte, err error) {
+func safeCall(f nativeFunc, in [][]byte) (out [][]byte, lease Lease, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = nil, errPanicked{p}
+			out, lease, err = nil, nil, errPanicked{p}
 		}
 	}()
 	return f(in)
 }
 
 // callNative runs a native hook in place of the module's.
-func (m *Module) callNative(ctx context.Context, hook abi.Hook, f nativeFunc, fields [][]byte) (*Output, error) {
-	fs, err := safeCall(f, fields)
+func (m *Module) callNative(ctx context.Context, hook abi.Hook, f nativeFunc, fields [][]byte, borrow bool) (*Output, error) {
+	fs, lease, err := safeCall(f, fields)
 	if err != nil {
 		if p, ok := err.(errPanicked); ok {
 			m.engine.log.ErrorContext(ctx, "native hook panicked", "module", m.ID, "hook", hook.String(), "panic", fmt.Sprint(p.v))
@@ -163,7 +180,22 @@ func (m *Module) callNative(ctx context.Context, hook abi.Hook, f nativeFunc, fi
 		}
 		return nil, m.fail(hook, shortReason(err.Error()))
 	}
-	return &Output{Fields: fs}, nil
+	if lease != nil && !borrow {
+		// The caller keeps what Call returns: one copy of every field,
+		// then the implementation's buffers go back.
+		n := 0
+		for _, f := range fs {
+			n += len(f)
+		}
+		buf, own := make([]byte, 0, n), make([][]byte, len(fs))
+		for i, f := range fs {
+			buf = append(buf, f...)
+			own[i] = buf[len(buf)-len(f) : len(buf) : len(buf)]
+		}
+		lease.Release()
+		fs, lease = own, nil
+	}
+	return &Output{Fields: fs, lease: lease}, nil
 }
 
 // NativeHooks names the hooks the host runs natively for this module

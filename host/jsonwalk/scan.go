@@ -2,6 +2,7 @@ package jsonwalk
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unsafe"
 )
@@ -193,19 +194,72 @@ const (
 	highs = 0x8080808080808080
 )
 
+// stringEnd returns the offset just past the string that opens at s[i],
+// whether it holds an escape, and whether it is a valid JSON string: no
+// control character, only the escapes JSON has. Most strings of a body
+// are short (keys, roles, ids) and end within two words, which one pass
+// over them finds (first16); the others, most of a body's bytes, take the
+// vector search for their quote (stringEndLong).
+func stringEnd(s string, i int) (end int, esc, ok bool) {
+	if j := i + 1; j+16 <= len(s) {
+		if k := first16(s, j); k < 16 {
+			switch c := s[j+k]; {
+			case c == '"':
+				return j + k + 1, false, true
+			case c < 0x20:
+				return j + k, false, false
+			}
+		}
+	}
+	return stringEndLong(s, i)
+}
+
+// first16 is the offset in s[i:i+16] of its first quote, backslash or
+// control character (below 0x20), or 16: the haszero and hasless tricks of
+// "Bit Twiddling Hacks" on two words. In a word's mask the lowest set byte
+// is exact (a borrow only marks bytes above a true one), so the lowest of
+// the three tests is the byte sought.
+func first16(s string, i int) int {
+	b := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i)), 16)
+	if m := specials(binary.LittleEndian.Uint64(b[:8])); m != 0 {
+		return bits.TrailingZeros64(m) >> 3
+	}
+	if m := specials(binary.LittleEndian.Uint64(b[8:])); m != 0 {
+		return 8 + bits.TrailingZeros64(m)>>3
+	}
+	return 16
+}
+
+// specials marks the high bit of each byte of w that may be a quote, a
+// backslash or a control character; the lowest marked byte is one.
+func specials(w uint64) uint64 {
+	const quotes, slashes, lt = ones * '"', ones * '\\', ones * 0x20
+	q, b := w^quotes, w^slashes
+	return ((q-ones)&^q | (b-ones)&^b | (w-lt)&^w) & highs
+}
+
 // control reports whether seg holds a control character (below 0x20),
-// which a JSON string may not: eight bytes at a time, with the hasless
-// trick of "Bit Twiddling Hacks" (exact as a yes or no).
+// which a JSON string may not: 32 bytes at a time, with the hasless
+// trick (exact as a yes or no).
 func control(seg string) bool {
-	i := 0
-	for ; i+16 <= len(seg); i += 16 {
-		p := unsafe.Slice(unsafe.StringData(seg[i:]), 16)
-		w, v := binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:])
-		if ((w-ones*0x20)&^w|(v-ones*0x20)&^v)&highs != 0 {
+	const lt = ones * 0x20
+	i, n := 0, len(seg)
+	p := unsafe.Pointer(unsafe.StringData(seg))
+	for ; i+32 <= n; i += 32 {
+		b := unsafe.Slice((*byte)(unsafe.Add(p, i)), 32)
+		w0, w1 := binary.LittleEndian.Uint64(b[0:8]), binary.LittleEndian.Uint64(b[8:16])
+		w2, w3 := binary.LittleEndian.Uint64(b[16:24]), binary.LittleEndian.Uint64(b[24:32])
+		if ((w0-lt)&^w0|(w1-lt)&^w1|(w2-lt)&^w2|(w3-lt)&^w3)&highs != 0 {
 			return true
 		}
 	}
-	for ; i < len(seg); i++ {
+	for ; i+8 <= n; i += 8 {
+		w := binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(p, i)), 8))
+		if (w-lt)&^w&highs != 0 {
+			return true
+		}
+	}
+	for ; i < n; i++ {
 		if seg[i] < 0x20 {
 			return true
 		}
@@ -213,14 +267,12 @@ func control(seg string) bool {
 	return false
 }
 
-// stringEnd returns the offset just past the string that opens at s[i],
-// whether it holds an escape, and whether it is a valid JSON string: no
-// control character, only the escapes JSON has. The closing quote and
-// each backslash are found by strings.IndexByte (vector instructions);
-// the bytes between need only the control check. A quote found once is
-// not searched for again while escapes before it are read, so a string
-// dense with escapes is still read once.
-func stringEnd(s string, i int) (end int, esc, ok bool) {
+// stringEndLong is stringEnd for any string: the closing quote and each
+// backslash are found by strings.IndexByte (vector instructions); the
+// bytes between need only the control check. A quote found once is not
+// searched for again while escapes before it are read, so a string dense
+// with escapes is still read once.
+func stringEndLong(s string, i int) (end int, esc, ok bool) {
 	i++
 	q := -1 // the next quote at or after i, once found
 	for {

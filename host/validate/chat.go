@@ -104,7 +104,7 @@ func checkChat(body []byte, req *ChatRequest) *apierr.Error {
 	defer v.done()
 	var st chatState
 	if err := v.each(root, func(k string, x gjson.Result) *apierr.Error {
-		req.collect(k, x)
+		req.collect(&v.Doc, k, x)
 		if x.Type == gjson.Null && slices.Contains(ChatNullable, k) {
 			v.nulls = true
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchyard/switchyard/abi/chatparams"
 	"github.com/switchyard/switchyard/host/apierr"
+	"github.com/switchyard/switchyard/host/jsonwalk"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/switchyard/switchyard/host/tokenize"
 	"github.com/tidwall/gjson"
@@ -93,9 +94,9 @@ func (r *ChatRequest) SessionHeader(h string) *apierr.Error {
 func EstimateTokens(n int) int { return (n + 3) / 4 }
 
 // collect reads member k of a chat body into r. It runs inside the
-// validating walk, before the member's rules; what it keeps is only used
-// once the whole body passed.
-func (r *ChatRequest) collect(k string, x gjson.Result) {
+// validating walk (d), before the member's rules; what it keeps is only
+// used once the whole body passed.
+func (r *ChatRequest) collect(d *jsonwalk.Doc, k string, x gjson.Result) {
 	switch {
 	case k == "model":
 		r.addModel(text(x))
@@ -137,25 +138,27 @@ func (r *ChatRequest) collect(k string, x gjson.Result) {
 	if x.Type != gjson.Null && k != chatparams.CustomTools && chatparams.Has(k, chatparams.Routed) {
 		r.Params = append(r.Params, k)
 	}
-	if k == "tools" && hasCustomTool(x) {
-		r.Params = append(r.Params, chatparams.CustomTools)
-	}
-	if k == "tools" {
-		x.ForEach(func(_, t gjson.Result) bool {
-			_, r.ServerTools = CanonicalServerTool(t.Get("type").Str)
-			return !r.ServerTools
-		})
+	if k == "tools" && x.IsArray() {
+		r.tools(d, x)
 	}
 }
 
-// hasCustomTool reports an OpenAI custom tool ({"type": "custom"}) in tools.
-func hasCustomTool(tools gjson.Result) bool {
-	found := false
-	tools.ForEach(func(_, t gjson.Result) bool {
-		found = t.Get("type").Str == "custom"
-		return !found
+// tools notes a custom tool ({"type": "custom"}) and a server tool among
+// tools, reading each tool's type by the walk's index: gjson's Get read
+// every byte of each tool's parameter schema, twice.
+func (r *ChatRequest) tools(d *jsonwalk.Doc, tools gjson.Result) {
+	custom := false
+	d.Elements(tools, func(_ int, t gjson.Result) bool {
+		typ := jsonwalk.Text(d.Get(t, "type"))
+		if typ == "custom" && !custom {
+			custom = true
+			r.Params = append(r.Params, chatparams.CustomTools)
+		}
+		if !r.ServerTools {
+			_, r.ServerTools = CanonicalServerTool(typ)
+		}
+		return true
 	})
-	return found
 }
 
 func (r *ChatRequest) addModel(m string) {

@@ -2,9 +2,11 @@ package validate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/switchyard/switchyard/abi/chatparams"
 	"github.com/switchyard/switchyard/host/agentbody"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/tidwall/gjson"
@@ -773,6 +775,30 @@ func TestChatCompatNeeds(t *testing.T) {
 		}
 		if req.Nulls != tc.nulls || req.Legacy != tc.legacy {
 			t.Errorf("%s: Nulls %v Legacy %v, want %v %v", tc.body, req.Nulls, req.Legacy, tc.nulls, tc.legacy)
+		}
+	}
+}
+
+// The tools walk notes a custom tool (a routed parameter of its own) and a
+// server tool, by each tool's type, wherever it is in the array and
+// whatever schema the tools before it carry.
+func TestChatToolKinds(t *testing.T) {
+	fn := `{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"type":{"type":"string","enum":["custom","service:web_search"]}}}}}`
+	for _, tc := range []struct {
+		tools          string
+		custom, server bool
+	}{
+		{`[` + fn + `]`, false, false},
+		{`[` + fn + `,{"type":"custom","custom":{"name":"grammar"}}]`, true, false},
+		{`[` + fn + `,{"type":"openrouter:web_search"}]`, false, true},
+		{`[{"type":"service:web_search"},{"type":"cus\u0074om","custom":{"name":"g"}},` + fn + `]`, true, true},
+	} {
+		req, err := Chat([]byte(`{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}],"tools":` + tc.tools + `}`))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tools, err)
+		}
+		if custom := slices.Contains(req.Params, chatparams.CustomTools); custom != tc.custom || req.ServerTools != tc.server {
+			t.Errorf("%s: custom %v server %v, want %v %v", tc.tools, custom, req.ServerTools, tc.custom, tc.server)
 		}
 	}
 }

@@ -71,6 +71,34 @@ func same(x, y gjson.Result) bool {
 	return x.Type == y.Type && x.Raw == y.Raw && x.Str == y.Str && x.Num == y.Num && x.Index == y.Index
 }
 
+// pickAgrees: Pick of an object's keys (and of one it lacks) reads what
+// the first member of each name is, and names the first key sent twice.
+func pickAgrees(t *testing.T, d *Doc, x gjson.Result, keys []string) {
+	t.Helper()
+	want := append(slices.Clone(keys), "\x00absent")
+	out := make([]gjson.Result, len(want))
+	dup := d.Pick(x, want, out)
+	seen, wantDup, twice := map[string]bool{}, "", false
+	for _, k := range keys {
+		if seen[k] {
+			wantDup, twice = k, true
+			break
+		}
+		seen[k] = true
+	}
+	if dup != wantDup {
+		t.Fatalf("Pick of %q: duplicate %q, want %q", clip(x.Raw), dup, wantDup)
+	}
+	if twice { // (an empty key sent twice reads as no duplicate: Pick's "")
+		return
+	}
+	for i, k := range want {
+		if g := d.Get(x, k); !same(out[i], g) {
+			t.Fatalf("Pick of %q: %q is %+v, Get says %+v", clip(x.Raw), k, out[i], g)
+		}
+	}
+}
+
 // walkAgrees walks x of d (Scanned: long strings noted) and y of e
 // (Indexed: none noted) side by side: every value reads the same.
 func walkAgrees(t *testing.T, d, e *Doc, x, y gjson.Result) {
@@ -80,8 +108,10 @@ func walkAgrees(t *testing.T, d, e *Doc, x, y gjson.Result) {
 	}
 	var xs, ys []gjson.Result
 	if x.IsObject() {
-		d.Members(x, func(_ string, v gjson.Result) bool { xs = append(xs, v); return true })
+		var keys []string
+		d.Members(x, func(k string, v gjson.Result) bool { xs, keys = append(xs, v), append(keys, k); return true })
 		e.Members(y, func(_ string, v gjson.Result) bool { ys = append(ys, v); return true })
+		pickAgrees(t, d, x, keys)
 	} else if x.IsArray() {
 		d.Elements(x, func(_ int, v gjson.Result) bool { xs = append(xs, v); return true })
 		e.Elements(y, func(_ int, v gjson.Result) bool { ys = append(ys, v); return true })

@@ -297,33 +297,55 @@ func (d *Doc) Members(x gjson.Result, fn func(key string, v gjson.Result) bool) 
 // (its opening quote): where the member starts, for an edit that removes
 // it (Drop).
 func (d *Doc) MembersAt(x gjson.Result, fn func(key string, at int, v gjson.Result) bool) {
-	s, stop := d.s, x.Index+len(x.Raw)-1
-	i := WS(s, x.Index+1)
-	for i < stop && s[i] == '"' {
+	for i, stop := d.firstMember(x); i < stop; {
 		at := i
-		var key string
-		if e, plain, ok := d.strAt(i); ok {
-			if key = s[i+1 : e-1]; !plain {
-				key = gjson.Parse(s[i:e]).Str
-			}
-			i = e
-		} else {
-			e = strEnd(s, i)
-			if key = s[i+1 : e-1]; strings.IndexByte(key, '\\') >= 0 {
-				key = gjson.Parse(s[i:e]).Str
-			}
-			i = e
-		}
-		i = WS(s, WS(s, i)+1) // past the colon
-		v, j := d.ValueAt(i)
+		key, vi := d.keyAt(i)
+		v, j := d.ValueAt(vi)
 		if !fn(key, at, v) {
 			return
 		}
-		i = WS(s, j)
-		if i < stop && s[i] == ',' {
-			i = WS(s, i+1)
-		}
+		i = d.nextMember(j, stop)
 	}
+}
+
+// firstMember is where the first member of object x starts (its key's
+// quote) and the offset of x's closing brace; i >= stop when x has none.
+func (d *Doc) firstMember(x gjson.Result) (i, stop int) {
+	s, stop := d.s, x.Index+len(x.Raw)-1
+	i = WS(s, x.Index+1)
+	if i >= stop || s[i] != '"' {
+		return stop, stop
+	}
+	return i, stop
+}
+
+// keyAt reads the key of the member at d.s[i] (its quote) and returns
+// it, unescaped, and where the member's value starts.
+func (d *Doc) keyAt(i int) (key string, value int) {
+	s := d.s
+	e, plain, ok := d.strAt(i)
+	if !ok {
+		e = strEnd(s, i)
+		plain = strings.IndexByte(s[i+1:e-1], '\\') < 0
+	}
+	if key = s[i+1 : e-1]; !plain {
+		key = gjson.Parse(s[i:e]).Str
+	}
+	return key, WS(s, WS(s, e)+1) // past the colon
+}
+
+// nextMember is where the member after the value that ended at j starts,
+// or stop when that was the last.
+func (d *Doc) nextMember(j, stop int) int {
+	s := d.s
+	i := WS(s, j)
+	if i < stop && s[i] == ',' {
+		i = WS(s, i+1)
+	}
+	if i >= stop || s[i] != '"' {
+		return stop
+	}
+	return i
 }
 
 // Elements calls fn with each element of array x until fn returns false.
@@ -371,24 +393,49 @@ func (d *Doc) Get(x gjson.Result, key string) gjson.Result {
 
 // Pick reads the members keys of object x in one walk: out[i] is member
 // keys[i], or a Result that does not exist. It returns a key of keys that
-// occurs twice, or "".
+// occurs twice, or "". A loop of its own, not Members with a callback:
+// it runs for every message of a body.
 func (d *Doc) Pick(x gjson.Result, keys []string, out []gjson.Result) (dup string) {
 	if !x.IsObject() {
 		return ""
 	}
-	d.Members(x, func(k string, v gjson.Result) bool {
-		for i, want := range keys {
-			if k == want {
-				if out[i].Exists() {
-					dup = k
-					return false
-				}
-				out[i] = v
+	for i, stop := d.firstMember(x); i < stop; {
+		k, vi := d.keyAt(i)
+		want := -1
+		for n, key := range keys {
+			if k == key {
+				want = n
+				break
 			}
 		}
-		return true
-	})
-	return dup
+		var j int
+		if want >= 0 {
+			if out[want].Exists() {
+				return k
+			}
+			out[want], j = d.ValueAt(vi)
+		} else {
+			j = d.skip(vi)
+		}
+		i = d.nextMember(j, stop)
+	}
+	return ""
+}
+
+// skip returns the offset just past the value at d.s[i], as ValueAt
+// does, without making its Result.
+func (d *Doc) skip(i int) int {
+	switch d.s[i] {
+	case '"':
+		if e, _, ok := d.strAt(i); ok {
+			return e
+		}
+		return strEnd(d.s, i)
+	case '{', '[':
+		return d.end(i)
+	}
+	_, j := d.ValueAt(i)
+	return j
 }
 
 // Borrow is a pooled Doc reset to s, with its index's memory from an

@@ -74,14 +74,7 @@ func (d *Doc) strAt(p int) (end int, plain, ok bool) {
 		return 0, false, false
 	default:
 		var found bool
-		if k < n && d.strs[k] < p {
-			var m int
-			m, found = slices.BinarySearch(d.strs[k+1:], p)
-			k += 1 + m
-		} else {
-			k, found = slices.BinarySearch(d.strs[:k], p)
-		}
-		if !found {
+		if k, found = near(d.strs, k, p); !found {
 			d.strHint = k
 			return 0, false, false
 		}
@@ -188,8 +181,38 @@ func (d *Doc) end(p int) int {
 		d.hint = h
 		return d.ends[h]
 	}
-	d.hint, _ = slices.BinarySearch(d.opens, p)
+	d.hint, _ = near(d.opens, d.hint, p)
 	return d.ends[d.hint] // p is always an indexed container
+}
+
+// near is slices.BinarySearch(xs, p) for a p near xs[k]: it gallops from
+// k (1, 2, 4, … entries) to bracket p, then searches the bracket, so a
+// walk that steps back into a container it skipped, or over one, pays
+// the log of the distance, not of the document's size.
+func near(xs []int, k, p int) (int, bool) {
+	lo, hi := 0, len(xs)
+	if k < len(xs) && xs[k] < p {
+		lo = k + 1
+		for step := 1; lo+step-1 < hi; step *= 2 {
+			if xs[lo+step-1] >= p {
+				hi = lo + step
+				break
+			}
+			lo += step
+		}
+	} else {
+		hi = min(k+1, len(xs)) // xs[k] >= p
+		for step := 1; hi-step >= lo; step *= 2 {
+			if xs[hi-step] < p {
+				lo = hi - step + 1
+				break
+			}
+			hi -= step
+		}
+	}
+	// xs[hi] >= p: it may be p.
+	i, found := slices.BinarySearch(xs[lo:min(hi+1, len(xs))], p)
+	return lo + i, found
 }
 
 // String views body as a string without copying. Nothing here keeps

@@ -1,6 +1,8 @@
 package jsonwalk
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,5 +193,23 @@ func BenchmarkValid(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// near finds what slices.BinarySearch finds, from any starting entry.
+func TestNear(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		xs := make([]int, rng.IntN(40))
+		for i := range xs {
+			xs[i] = rng.IntN(100)
+		}
+		slices.Sort(xs)
+		xs = slices.Compact(xs)
+		p, k := rng.IntN(110)-5, rng.IntN(len(xs)+1)
+		wi, wf := slices.BinarySearch(xs, p)
+		if gi, gf := near(xs, k, p); gi != wi || gf != wf {
+			t.Fatalf("near(%v, %d, %d) = %d %v, want %d %v", xs, k, p, gi, gf, wi, wf)
+		}
 	}
 }

@@ -87,9 +87,10 @@ func (b *byteBudget) give(n int64) {
 }
 
 // firstBodyChunk is the first buffer of a body; a buffer of unknown length
-// doubles, a declared length is allocated whole once a quarter of it
-// arrived (each step copies: 128 KB goes through 16, 32 and 64 KiB, from
-// the staging pool, into its own 128 KB + 1).
+// doubles, one of a declared length grows fourfold and is allocated whole
+// once a quarter of it arrived (each step copies: 128 KB goes through 16
+// and 64 KiB, from the staging pool, into its own 128 KB + 1; it went
+// through 16, 32 and 64 KiB of fresh memory).
 const firstBodyChunk = 16 << 10
 
 // The buffers a body outgrows on its way (16, 32, 64 KiB, …) are pooled:
@@ -185,9 +186,14 @@ func (s *Server) readBody(c *fiber.Ctx) error {
 			if len(buf) > limit {
 				return s.bodyTooLarge()
 			}
+			// Held: at most 4× what arrived (len(buf), the buffer is
+			// full). A length not declared doubles; a declared one grows
+			// by that bound, to the whole length as soon as it allows.
 			want := 2 * cap(buf)
-			if declared > 0 && (want > declared || 4*len(buf) > declared) {
-				want = declared + 1 // held: at most 4× what arrived
+			if declared > 0 {
+				if want = 4 * len(buf); want >= declared {
+					want = declared + 1
+				}
 			}
 			if buf, aerr = grow(buf, want); aerr != nil {
 				return aerr

@@ -63,9 +63,9 @@ func (d *Doc) noteString(i, j int, esc bool) {
 // strAt is the end of the string Scan noted at p and whether it
 // holds no escape; ok is false when none is noted there (p is not a
 // string's start, or the index was built by Index). A walk goes forward,
-// so the next noted string is tried first, then the strings past it (the
-// walk skipped a container), and a point between the last one and that
-// one is known absent without a search.
+// so the next noted string is tried first, a point between the last one
+// and that one is known absent without a search, and anything else is
+// found by galloping from there (near).
 func (d *Doc) strAt(p int) (end int, plain, ok bool) {
 	k, n := d.strHint, len(d.strs)
 	switch {

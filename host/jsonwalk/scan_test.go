@@ -206,3 +206,22 @@ func BenchmarkScan(b *testing.B) {
 		})
 	}
 }
+
+// A document of tiny strings does not get an index of strings larger than
+// itself: short strings' notes stop at one per 16 bytes, long ones are
+// still noted, and the walk reads the same values either way.
+func TestStringNotesBounded(t *testing.T) {
+	doc := `[` + strings.Repeat(`"",`, 20000) + `"` + strings.Repeat("x", 100) + `"]`
+	var d Doc
+	d.Reset(doc)
+	if d.Scan(MaxNesting) != OK {
+		t.Fatal("not scanned")
+	}
+	if max := len(doc)/16 + len(doc)/64 + 1; len(d.strs) > max {
+		t.Fatalf("%d string notes for a %d-byte document, want at most %d", len(d.strs), len(doc), max)
+	}
+	if last := d.strs[len(d.strs)-1]; last != len(doc)-103 {
+		t.Fatalf("the long string at %d was not noted (last note at %d)", len(doc)-103, last)
+	}
+	scanAgrees(t, doc)
+}

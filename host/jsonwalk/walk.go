@@ -46,14 +46,25 @@ type Doc struct {
 	strHint       int
 }
 
+// longString is the length from which Scan notes a string whatever the
+// notes already take: at most one per 64 bytes of document.
+const longString = 64
+
 // Reset makes d the walker of s, with an empty index.
 func (d *Doc) Reset(s string) {
 	d.s, d.opens, d.ends, d.hint = s, d.opens[:0], d.ends[:0], 0
 	d.strs, d.strEnds, d.strHint = d.strs[:0], d.strEnds[:0], 0
 }
 
-// noteString records the string value s[i:j] (Scan).
+// noteString records the string s[i:j] (Scan). The notes of short
+// strings are bounded by the document's size (one per 16 bytes): past
+// that — a body of `"",` repeated, built to make the index outgrow it —
+// only strings of longString bytes or more are noted, and the walk finds
+// the others' ends again.
 func (d *Doc) noteString(i, j int, esc bool) {
+	if j-i < longString && len(d.strs) >= len(d.s)/16 {
+		return
+	}
 	if esc {
 		j = -j
 	}

@@ -150,7 +150,8 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		}
 	}
 	req, rerr := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(ubody))
-	if rerr == nil && out.Lent() && !d.writesInline(req) {
+	inline := rerr == nil && d.writesInline(req)
+	if rerr == nil && out.Lent() && !inline {
 		ubody = bytes.Clone(ubody)
 		req, rerr = http.NewRequestWithContext(ctx, method, target, bytes.NewReader(ubody))
 	}
@@ -189,7 +190,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		u.SentBody = bytes.Clone(ubody) // read after send returns
 	}
 	u.sent = true
-	resp, derr := d.do(u, req)
+	resp, derr := d.do(u, req, inline)
 	if derr != nil {
 		e := u.TransportError(ctx, derr)
 		u.Close()
@@ -208,9 +209,11 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 	return u, nil
 }
 
-// writesInline reports whether do writes all of req's body before it
-// returns: the gateway's own transport does; net/http's may still be
-// reading it from another goroutine.
+// writesInline reports whether the gateway's own transport sends req
+// (do, told so) and so writes all of its body before it returns;
+// net/http's may still be reading it from another goroutine. One
+// predicate for both, so that a body lent to the write is never handed to
+// a transport that reads it later.
 func (d *Dispatcher) writesInline(req *http.Request) bool {
 	t, ok := d.Direct.(*upstream.Transport)
 	return ok && req.URL.User == nil && t.Serves(req)
@@ -220,10 +223,12 @@ func (d *Dispatcher) writesInline(req *http.Request) bool {
 // through Client otherwise; a failure is the *url.Error Client.Do would
 // return. The attempt's time limit runs from here: the gateway's own
 // transport keeps it as the connection's deadline; for any other, it is
-// a timer that cancels a context of the attempt's own.
-func (d *Dispatcher) do(u *Call, req *http.Request) (*http.Response, error) {
+// a timer that cancels a context of the attempt's own. inline is
+// writesInline(req).
+func (d *Dispatcher) do(u *Call, req *http.Request, inline bool) (*http.Response, error) {
 	direct := d.Direct != nil && req.URL.User == nil
-	if t, ok := d.Direct.(*upstream.Transport); ok && direct {
+	if inline {
+		t := d.Direct.(*upstream.Transport)
 		resp, served, err := t.RoundTripWithin(req, time.Now().Add(d.AttemptTimeout))
 		if served {
 			if err != nil {

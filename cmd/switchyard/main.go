@@ -74,7 +74,7 @@ func run() error {
 	}
 	// The tokenizer's vocabularies load once the gateway serves, those of
 	// the catalog's models only (Gateway.Serve).
-	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv, ConfigPath: *cfgPath})
+	gw, err := gateway.New(cfg, gateway.Options{Log: log, Getenv: os.Getenv, ConfigPath: *cfgPath, ReleaseStartPages: true})
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/console"
 	"github.com/switchyard/switchyard/host/demo"
+	"github.com/switchyard/switchyard/host/exepages"
 	"github.com/switchyard/switchyard/host/keys"
 	"github.com/switchyard/switchyard/host/kv"
 	"github.com/switchyard/switchyard/host/modmetrics"
@@ -60,6 +61,11 @@ type Options struct {
 	// instead of those the config resolves from the environment: tests
 	// give modules a key without touching the process's environment.
 	Secrets map[string]string
+	// ReleaseStartPages unmaps, once start-up work is over (after the
+	// tokenizer warm-up of Serve), the executable's pages only start-up
+	// read (host/exepages). A process-wide act: the command sets it, an
+	// embedding program or a test leaves it off.
+	ReleaseStartPages bool
 }
 
 // Gateway is an assembled gateway, not yet serving: call Server.Listen or
@@ -116,6 +122,8 @@ type Gateway struct {
 	getenv     func(string) string
 	reloadMu   sync.Mutex
 	lastConfig string // fingerprint of the file last loaded (reload.go)
+	// releasePages is Options.ReleaseStartPages.
+	releasePages bool
 }
 
 // New opens cfg's store and builds everything on it. With cfg.Demo it
@@ -132,7 +140,7 @@ func New(cfg *config.Config, opts Options) (g *Gateway, err error) {
 		opts.CacheDir = filepath.Join(cfg.DataDir, "wazero-cache")
 	}
 	log := opts.Log
-	g = &Gateway{Config: cfg, log: log, configPath: opts.ConfigPath, getenv: opts.Getenv, started: cfg}
+	g = &Gateway{Config: cfg, log: log, configPath: opts.ConfigPath, getenv: opts.Getenv, started: cfg, releasePages: opts.ReleaseStartPages}
 	if opts.ConfigPath != "" {
 		if fc, err := config.Load(opts.ConfigPath); err == nil {
 			g.started = fc
@@ -413,7 +421,12 @@ func (g *Gateway) startDemo() error {
 // reaches it instead of a reset. A connection's slot is freed when its
 // descriptor is really closed, after the lingering.
 func (g *Gateway) Serve(ln net.Listener) error {
-	go g.warmTokenizers()
+	go func() {
+		g.warmTokenizers()
+		if g.releasePages {
+			g.releaseStartPages()
+		}
+	}()
 	return g.Server.Serve(g.guard(ln))
 }
 
@@ -437,6 +450,18 @@ func (g *Gateway) warmTokenizers() {
 		return
 	}
 	g.log.Debug("tokenizer vocabularies loaded", "vocabularies", names, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// releaseStartPages unmaps the executable's pages that start-up touched
+// (exepages.Release): the idle gateway's RSS is then the pages it uses,
+// not every page of the 300-odd package inits it ran once.
+func (g *Gateway) releaseStartPages() {
+	n, err := exepages.Release()
+	if err != nil {
+		g.log.Warn("start-up pages of the executable not released", "err", err)
+		return
+	}
+	g.log.Debug("start-up pages of the executable released", "mapped_bytes", n)
 }
 
 func (g *Gateway) guard(ln net.Listener) *netguard.Listener {

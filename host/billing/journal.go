@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,8 +111,12 @@ type jbatch struct {
 // committed to the store; a sealed segment (no more appends) with none
 // pending is deleted.
 type segment struct {
-	path    string
-	f       *os.File
+	path string
+	f    *os.File
+	// m maps the whole preallocated file (MAP_SHARED): frames are copied
+	// into it (put). nil when the mapping failed: frames are written with
+	// pwrite(2) instead.
+	m       []byte
 	off     int64
 	size    int64
 	epoch   uint32
@@ -345,7 +350,7 @@ func (j *journal) retire() {
 		return
 	}
 	var zero [frameHeader]byte
-	if _, err := s.f.WriteAt(zero[:], 0); err != nil {
+	if err := s.put(zero[:], 0); err != nil {
 		j.seal()
 		return
 	}
@@ -392,7 +397,7 @@ func (j *journal) write(buf []byte) error {
 	for off := 0; off < len(buf); off += frameHeader + int(binary.LittleEndian.Uint32(buf[off:])) {
 		binary.LittleEndian.PutUint32(buf[off+8:], s.epoch)
 	}
-	if _, err := s.f.WriteAt(buf, s.off); err != nil {
+	if err := s.put(buf, s.off); err != nil {
 		// The segment may hold part of buf: nothing more goes into it (a
 		// torn frame ends a segment at replay).
 		j.seal()
@@ -435,7 +440,42 @@ func (j *journal) rotate(size int64) error {
 		os.Remove(path)
 		return err
 	}
-	j.seg = &segment{path: path, f: f, size: size, logf: j.logf, idle: j.poke}
+	s := &segment{path: path, f: f, size: size, logf: j.logf, idle: j.poke}
+	if m, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED); err == nil {
+		s.m = m
+	} else if j.logf != nil {
+		j.logf("billing: journal segment not mapped, written with pwrite instead: %v", err)
+	}
+	j.seg = s
+	return nil
+}
+
+// put writes b at off in the segment. Through the mapping it is a copy
+// into the file's page cache — where a write(2) would have put it, so a
+// process that dies once put returned loses nothing — without the system
+// call: at a settlement a request, the pwrite was ~3% of a 1 KB chat's
+// gateway CPU. The fdatasync that follows (sync, synced) writes the
+// mapped pages back like any other dirty page of the file.
+//
+// A page of the mapping that cannot be read in (an I/O error) would kill
+// the process with SIGBUS; the runtime turns it into a panic here
+// instead (debug.SetPanicOnFault), and the write fails like a pwrite
+// would, which seals the segment.
+func (s *segment) put(b []byte, off int64) (err error) {
+	if off < 0 || off+int64(len(b)) > s.size {
+		return fmt.Errorf("billing: journal write of %d bytes at %d past the segment's %d", len(b), off, s.size)
+	}
+	if s.m == nil {
+		_, err = s.f.WriteAt(b, off)
+		return err
+	}
+	defer func(was bool) {
+		debug.SetPanicOnFault(was)
+		if r := recover(); r != nil {
+			err = fmt.Errorf("billing: journal segment %s: a page of its mapping failed: %v", s.path, r)
+		}
+	}(debug.SetPanicOnFault(true))
+	copy(s.m[off:], b)
 	return nil
 }
 
@@ -475,6 +515,10 @@ func (s *segment) committed() {
 func (s *segment) maybeRemove() {
 	if !s.sealed.Load() || s.pending.Load() != 0 || !s.removed.CompareAndSwap(false, true) {
 		return
+	}
+	if s.m != nil {
+		_ = syscall.Munmap(s.m)
+		s.m = nil
 	}
 	s.f.Close()
 	if err := os.Remove(s.path); err != nil && s.logf != nil {

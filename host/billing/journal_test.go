@@ -292,3 +292,50 @@ func TestJournalSyncPeriod(t *testing.T) {
 		})
 	}
 }
+
+// Frames go into the segment through its mapping. A mapped page that
+// cannot be read in — here the file was truncated under the journal, so
+// the copy touches a page past its end (SIGBUS) — fails that write like a
+// failed pwrite would, instead of killing the gateway: the segment is
+// sealed and the next settlement gets a new one.
+func TestJournalMappedWriteFault(t *testing.T) {
+	dir := t.TempDir()
+	j, err := openJournal(dir, 0, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	gen := func(id string) []byte {
+		return journalPayload("", &Generation{ID: id, AccountID: "a", Charged: 1, SettledAt: time.Now().UTC()})
+	}
+	first, err := j.append(gen("gen-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.m == nil {
+		t.Fatal("the segment is not mapped: frames were written with pwrite")
+	}
+	if _, gens, _ := readJournal(first.path); len(gens) != 1 || gens[0].ID != "gen-1" {
+		t.Fatalf("the mapped frame is not in the file: %+v", gens)
+	}
+	if err := os.Truncate(first.path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.append(gen("gen-2")); err == nil {
+		t.Fatal("a write into a truncated segment succeeded")
+	}
+	if !first.sealed.Load() {
+		t.Fatal("the faulted segment was not sealed")
+	}
+	next, err := j.append(gen("gen-3"))
+	if err != nil {
+		t.Fatalf("the settlement after the fault: %v", err)
+	}
+	if next == first {
+		t.Fatal("the settlement after the fault went into the faulted segment")
+	}
+	if _, gens, _ := readJournal(next.path); len(gens) != 1 || gens[0].ID != "gen-3" {
+		t.Fatalf("the new segment holds %+v", gens)
+	}
+	first.committed() // its settlement is in the store: the segment goes
+}

@@ -28,7 +28,13 @@ const (
 // would say.
 func (d *Doc) Scan(max int) Status {
 	s := d.s
-	var small [128]int // open containers' index entries; heap past 128
+	if len(s) > MaxDocument {
+		return Invalid
+	}
+	// The open containers, on the goroutine's stack up to 128 levels: an
+	// entry is the container's index entry, or ^offset when it was not
+	// noted (noteOpen), so its kind can still be read.
+	var small [128]int
 	stack := small[:0]
 	i := WS(s, 0)
 	for {
@@ -48,15 +54,16 @@ func (d *Doc) Scan(max int) Status {
 			if len(stack) >= max {
 				return TooDeep
 			}
-			stack = append(stack, len(d.opens))
-			d.opens = append(d.opens, i)
-			d.ends = append(d.ends, len(s))
+			open := i
 			i = WS(s, i+1)
 			if i < len(s) && (s[i] == '}' && c == '{' || s[i] == ']' && c == '[') {
-				d.ends[stack[len(stack)-1]] = i + 1
-				stack = stack[:len(stack)-1]
 				i++
-				break // an empty container is a whole value
+				break // an empty container is a whole value, not noted (end reads it)
+			}
+			if k := d.noteOpen(open); k >= 0 {
+				stack = append(stack, k)
+			} else {
+				stack = append(stack, ^open)
 			}
 			if c == '{' {
 				if i = d.memberKey(i); i < 0 {
@@ -100,7 +107,11 @@ func (d *Doc) Scan(max int) Status {
 				return Invalid
 			}
 			top := stack[len(stack)-1]
-			obj := s[d.opens[top]] == '{'
+			at := ^top
+			if top >= 0 {
+				at = int(d.opens[top])
+			}
+			obj := s[at] == '{'
 			switch s[i] {
 			case ',':
 				i = WS(s, i+1)
@@ -113,7 +124,9 @@ func (d *Doc) Scan(max int) Status {
 				if (s[i] == '}') != obj {
 					return Invalid
 				}
-				d.ends[top] = i + 1
+				if top >= 0 {
+					d.ends[top] = int32(i + 1)
+				}
 				stack = stack[:len(stack)-1]
 				i++
 				continue

@@ -2,6 +2,7 @@ package jsonwalk
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ func TestScanMatchesParsers(t *testing.T) {
 	cases := append(slices.Clone(scanCases), corpus...)
 	for _, doc := range cases {
 		scanAgrees(t, doc)
+		withFewNotes(func() { scanAgrees(t, doc) })
 	}
 }
 
@@ -59,7 +61,7 @@ func scanAgrees(t *testing.T, doc string) {
 	// Out of order, as a second walk or a Get goes back: the noted long
 	// strings read from the end backwards (the lookup's search).
 	for k := len(d.strs) - 1; k >= 0; k-- {
-		if got, want := fst(d.ValueAt(d.strs[k])), fst(e.ValueAt(d.strs[k])); !same(got, want) {
+		if got, want := fst(d.ValueAt(int(d.strs[k]))), fst(e.ValueAt(int(d.strs[k]))); !same(got, want) {
 			t.Fatalf("ValueAt(%d) of %q: %+v with the noted strings, %+v without", d.strs[k], clip(doc), got, want)
 		}
 	}
@@ -144,7 +146,7 @@ func TestStringsNoted(t *testing.T) {
 	if a := d.Get(d.Root(), "a"); a.Str != long {
 		t.Fatalf("a.Str %q", a.Str)
 	}
-	if b := d.Get(d.Root(), "b"); d.Count(b) != 3 || Text(fst(d.ValueAt(d.strs[4]))) != long+"\n"+long {
+	if b := d.Get(d.Root(), "b"); d.Count(b) != 3 || Text(fst(d.ValueAt(int(d.strs[4])))) != long+"\n"+long {
 		t.Fatalf("b %s", b.Raw)
 	}
 	if e := d.Get(d.Root(), "e!"); e.Raw != "1" {
@@ -180,8 +182,18 @@ func FuzzScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		if withinDepth(doc, MaxNesting) {
 			scanAgrees(t, doc)
+			withFewNotes(func() { scanAgrees(t, doc) })
 		}
 	})
+}
+
+// withFewNotes runs fn with the container notes' bound at one per 16 bytes
+// with no floor, so that a small document has containers the index lacks.
+func withFewNotes(fn func()) {
+	was := minOpens
+	minOpens = 0
+	defer func() { minOpens = was }()
+	fn()
 }
 
 func BenchmarkScan(b *testing.B) {
@@ -220,8 +232,39 @@ func TestStringNotesBounded(t *testing.T) {
 	if max := len(doc)/16 + len(doc)/64 + 1; len(d.strs) > max {
 		t.Fatalf("%d string notes for a %d-byte document, want at most %d", len(d.strs), len(doc), max)
 	}
-	if last := d.strs[len(d.strs)-1]; last != len(doc)-103 {
+	if last := int(d.strs[len(d.strs)-1]); last != len(doc)-103 {
 		t.Fatalf("the long string at %d was not noted (last note at %d)", len(doc)-103, last)
 	}
 	scanAgrees(t, doc)
+}
+
+// A body of brackets does not get an index larger than itself: empty
+// containers are not noted, nor any past one per 16 bytes — and the walk
+// still reads what gjson reads, through the containers the index lacks
+// (end reads them again). Before, `[0],` repeated gave 16 bytes of index
+// per 4 of body (and `[],` 16 per 3), for every request the body budget
+// admitted at once.
+func TestContainerNotesBounded(t *testing.T) {
+	var nested strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&nested, `{"a":[%d,{"b":[[%d]]}],"c":{}},`, i, i)
+	}
+	for _, doc := range []string{
+		`[` + strings.Repeat(`[],{},`, 20000) + `[[0]]]`,
+		`[` + strings.Repeat(`[0],`, 30000) + `{"k":[1,2,{"z":[]}]}]`,
+		`{"x":[` + nested.String() + `{}],"tail":{"m":[1,[2,[3]]]}}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"tools":[{"parameters":{"enum":[` +
+			strings.Repeat(`[1],`, 5000) + `[]]}}]}`,
+	} {
+		var d Doc
+		d.Reset(doc)
+		if d.Scan(MaxNesting) != OK {
+			t.Fatalf("%s: not scanned", clip(doc))
+		}
+		if max := max(minOpens, len(doc)/16); len(d.opens) > max {
+			t.Fatalf("%d container notes for a %d-byte document, want at most %d", len(d.opens), len(doc), max)
+		}
+		scanAgrees(t, doc)
+		walkBoth(t, doc)
+	}
 }

@@ -19,6 +19,7 @@
 package jsonwalk
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,10 +32,15 @@ import (
 // Doc is a document and the index of its containers. The zero Doc is
 // ready for Reset; a Doc is reused (pooled) with its index's memory.
 type Doc struct {
-	s     string
-	opens []int // offsets of every '{' and '[', in document order
-	ends  []int // ends[k]: offset just past the container opened at opens[k]
-	hint  int   // where the last lookup found its container
+	s string
+	// opens are the offsets of the containers ('{', '[') Scan or Index
+	// noted, in document order, ends[k] the offset just past the one at
+	// opens[k]. Not every container is noted (noteOpen): an empty one is
+	// not, nor any past the notes' bound, and end reads those again.
+	// Offsets are 32 bits (a document is at most MaxDocument bytes): the
+	// index of a body of brackets is half the size.
+	opens, ends []int32
+	hint        int // where the last lookup found its container
 	// Every string Scan read, member keys and values, so the walk finds
 	// each one's end by a lookup instead of reading it again (a string is
 	// most of a chat body, and a short one, a key, still cost a search
@@ -42,8 +48,33 @@ type Doc struct {
 	// strEnds the offset just past each, negated when the string holds an
 	// escape; strHint is where the walk is. A walk goes forward through
 	// the document, so the lookup is nearly always the next note.
-	strs, strEnds []int
+	strs, strEnds []int32
 	strHint       int
+}
+
+// MaxDocument is the largest document Scan and Index take (offsets are 32
+// bits); the gateway's body and answer limits are far below it.
+const MaxDocument = math.MaxInt32
+
+// minOpens is how many containers are noted whatever the document's size
+// (a variable so that the fuzz tests can make the bound bite on the small
+// documents they make).
+var minOpens = 64
+
+// noteOpen notes a container opening at i and returns its index entry, or
+// -1 when the notes are at their bound: one per 16 bytes of document (at
+// least minOpens). A real request has one container per 20–100 bytes; a
+// body of brackets built to make the index outgrow it ("[0]," repeated:
+// 16 bytes of index per 4 of body, for every concurrent request the body
+// budget admits) gets an index no larger than itself, and the walk reads
+// again the containers it did not note (end), each at most once per level
+// it descends.
+func (d *Doc) noteOpen(i int) int {
+	if len(d.opens) >= max(minOpens, len(d.s)/16) {
+		return -1
+	}
+	d.opens, d.ends = append(d.opens, int32(i)), append(d.ends, int32(len(d.s)))
+	return len(d.opens) - 1
 }
 
 // longString is the length from which Scan notes a string whatever the
@@ -68,7 +99,7 @@ func (d *Doc) noteString(i, j int, esc bool) {
 	if esc {
 		j = -j
 	}
-	d.strs, d.strEnds = append(d.strs, i), append(d.strEnds, j)
+	d.strs, d.strEnds = append(d.strs, int32(i)), append(d.strEnds, int32(j))
 }
 
 // strAt is the end of the string Scan noted at p and whether it
@@ -80,8 +111,8 @@ func (d *Doc) noteString(i, j int, esc bool) {
 func (d *Doc) strAt(p int) (end int, plain, ok bool) {
 	k, n := d.strHint, len(d.strs)
 	switch {
-	case k < n && d.strs[k] == p:
-	case (k == n || p < d.strs[k]) && (k == 0 || d.strs[k-1] < p):
+	case k < n && int(d.strs[k]) == p:
+	case (k == n || p < int(d.strs[k])) && (k == 0 || int(d.strs[k-1]) < p):
 		return 0, false, false
 	default:
 		var found bool
@@ -91,10 +122,10 @@ func (d *Doc) strAt(p int) (end int, plain, ok bool) {
 		}
 	}
 	d.strHint = k + 1
-	if e := d.strEnds[k]; e < 0 {
+	if e := int(d.strEnds[k]); e < 0 {
 		return -e, false, true
 	}
-	return d.strEnds[k], true, true
+	return int(d.strEnds[k]), true, true
 }
 
 // Containers is how many containers the index can hold without growing
@@ -157,8 +188,12 @@ func withinDepth(s string, max int) bool {
 // unused).
 func (d *Doc) Index(max int) bool {
 	s := d.s
+	if len(s) > MaxDocument {
+		return false
+	}
 	// The open containers' stack lives on the goroutine's stack up to 128
-	// levels (real documents), on the heap beyond.
+	// levels (real documents), on the heap beyond. An entry is the
+	// container's index entry, or -1 when it was not noted.
 	var small [128]int
 	stack := small[:0]
 	for i := 0; i < len(s); i++ {
@@ -169,60 +204,97 @@ func (d *Doc) Index(max int) bool {
 			if len(stack) >= max {
 				return false
 			}
-			stack = append(stack, len(d.opens))
-			d.opens = append(d.opens, i)
-			d.ends = append(d.ends, len(s))
+			// An empty container is not noted, as in Scan.
+			if j := WS(s, i+1); j < len(s) && (s[j] == '}' && s[i] == '{' || s[j] == ']' && s[i] == '[') {
+				i = j
+				continue
+			}
+			stack = append(stack, d.noteOpen(i))
 		case '}', ']':
 			if len(stack) == 0 {
 				return true // invalid JSON; the syntax check says so
 			}
-			d.ends[stack[len(stack)-1]] = i + 1
+			if k := stack[len(stack)-1]; k >= 0 {
+				d.ends[k] = int32(i + 1)
+			}
 			stack = stack[:len(stack)-1]
 		}
 	}
 	return true
 }
 
-// end returns the offset just past the container that opens at p.
+// end returns the offset just past the container that opens at p: from
+// the index, or by reading the container when it was not noted.
 func (d *Doc) end(p int) int {
-	if h := d.hint; h < len(d.opens) && d.opens[h] == p {
-		return d.ends[h]
+	if h := d.hint; h < len(d.opens) && int(d.opens[h]) == p {
+		return int(d.ends[h])
 	}
-	if h := d.hint + 1; h < len(d.opens) && d.opens[h] == p {
+	if h := d.hint + 1; h < len(d.opens) && int(d.opens[h]) == p {
 		d.hint = h
-		return d.ends[h]
+		return int(d.ends[h])
 	}
-	d.hint, _ = near(d.opens, d.hint, p)
-	return d.ends[d.hint] // p is always an indexed container
+	// An empty container is never noted: its end is a whitespace away.
+	if j := WS(d.s, p+1); j < len(d.s) && (d.s[j] == '}' || d.s[j] == ']') {
+		return j + 1
+	}
+	h, found := near(d.opens, d.hint, p)
+	if !found {
+		return d.read(p)
+	}
+	d.hint = h
+	return int(d.ends[h])
+}
+
+// read finds the end of the container at p, which the index does not
+// hold, by reading it (on a document Scan found valid).
+func (d *Doc) read(p int) int {
+	s, depth := d.s, 0
+	for i := p; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			i = strEnd(s, i) - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return len(s)
 }
 
 // near is slices.BinarySearch(xs, p) for a p near xs[k]: it gallops from
 // k (1, 2, 4, … entries) to bracket p, then searches the bracket, so a
 // walk that steps back into a container it skipped, or over one, pays
 // the log of the distance, not of the document's size.
-func near(xs []int, k, p int) (int, bool) {
+func near(xs []int32, k, p int) (int, bool) {
+	if p > MaxDocument {
+		return len(xs), false
+	}
+	q := int32(p)
 	lo, hi := 0, len(xs)
-	if k < len(xs) && xs[k] < p {
+	if k < len(xs) && xs[k] < q {
 		lo = k + 1
 		for step := 1; lo+step-1 < hi; step *= 2 {
-			if xs[lo+step-1] >= p {
+			if xs[lo+step-1] >= q {
 				hi = lo + step
 				break
 			}
 			lo += step
 		}
 	} else {
-		hi = min(k+1, len(xs)) // xs[k] >= p
+		hi = min(k+1, len(xs)) // xs[k] >= q
 		for step := 1; hi-step >= lo; step *= 2 {
-			if xs[hi-step] < p {
+			if xs[hi-step] < q {
 				lo = hi - step + 1
 				break
 			}
 			hi -= step
 		}
 	}
-	// xs[hi] >= p: it may be p.
-	i, found := slices.BinarySearch(xs[lo:min(hi+1, len(xs))], p)
+	// xs[hi] >= q: it may be q.
+	i, found := slices.BinarySearch(xs[lo:min(hi+1, len(xs))], q)
 	return lo + i, found
 }
 

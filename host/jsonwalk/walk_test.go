@@ -31,6 +31,7 @@ func TestWalkMatchesGjson(t *testing.T) {
 			t.Fatalf("corpus document is not JSON: %s", doc)
 		}
 		walkBoth(t, doc)
+		withFewNotes(func() { walkBoth(t, doc) })
 	}
 }
 
@@ -62,6 +63,7 @@ func FuzzWalk(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		if gjson.Valid(doc) {
 			walkBoth(t, doc)
+			withFewNotes(func() { walkBoth(t, doc) })
 		}
 	})
 }
@@ -200,14 +202,14 @@ func BenchmarkValid(b *testing.B) {
 func TestNear(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
-		xs := make([]int, rng.IntN(40))
+		xs := make([]int32, rng.IntN(40))
 		for i := range xs {
-			xs[i] = rng.IntN(100)
+			xs[i] = int32(rng.IntN(100))
 		}
 		slices.Sort(xs)
 		xs = slices.Compact(xs)
 		p, k := rng.IntN(110)-5, rng.IntN(len(xs)+1)
-		wi, wf := slices.BinarySearch(xs, p)
+		wi, wf := slices.BinarySearch(xs, int32(p))
 		if gi, gf := near(xs, k, p); gi != wi || gf != wf {
 			t.Fatalf("near(%v, %d, %d) = %d %v, want %d %v", xs, k, p, gi, gf, wi, wf)
 		}

@@ -16,6 +16,19 @@ import { injectionGuard, leakageGuard, piiGuard, secretGuard, SelectionType } fr
 import vard from '@andersmyrmel/vard'
 import { createInterface } from 'node:readline'
 
+// Importing the library starts those worker pools (two Heuristic tactics
+// built at module load, two threads each), and each failing thread emits
+// 'error' on a pool nobody can reach, which Node turns into an uncaught
+// exception: whether it lands before the last input is answered is a race
+// (it lost on a slow CI machine). Only that known failure is ignored; any
+// other uncaught error still ends the run with a non-zero exit.
+const brokenWorker = '/home/runner/work/hai-guardrails/'
+process.on('uncaughtException', (err) => {
+  if (err && err.code === 'MODULE_NOT_FOUND' && String(err.message).includes(brokenWorker)) return
+  console.error(err)
+  process.exit(1)
+})
+
 const injection = injectionGuard({ roles: ['user'] }, { mode: 'pattern', threshold: 0.7 })
 const leakage = leakageGuard({ roles: ['user'] }, { mode: 'pattern', threshold: 0.7 })
 const pii = piiGuard({ selection: SelectionType.All })

@@ -55,8 +55,8 @@ func (d *Doc) Scan(max int) Status {
 				return TooDeep
 			}
 			open := i
-			i = WS(s, i+1)
-			if i < len(s) && (s[i] == '}' && c == '{' || s[i] == ']' && c == '[') {
+			var empty bool
+			if i, empty = opened(s, open); empty {
 				i++
 				break // an empty container is a whole value, not noted (end reads it)
 			}

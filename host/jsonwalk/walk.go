@@ -182,10 +182,10 @@ func withinDepth(s string, max int) bool {
 }
 
 // Index records the containers of d.s and reports false when they nest
-// deeper than max. It runs before the syntax check, on any input, and
-// tokenizes strings as a JSON parser does, so up to a parser's first error
-// both see the same depth. On invalid input the index is meaningless (and
-// unused).
+// deeper than max (or d.s is longer than MaxDocument). It runs before the
+// syntax check, on any input, and tokenizes strings as a JSON parser does,
+// so up to a parser's first error both see the same depth. On invalid
+// input the index is meaningless (and unused).
 func (d *Doc) Index(max int) bool {
 	s := d.s
 	if len(s) > MaxDocument {
@@ -204,9 +204,8 @@ func (d *Doc) Index(max int) bool {
 			if len(stack) >= max {
 				return false
 			}
-			// An empty container is not noted, as in Scan.
-			if j := WS(s, i+1); j < len(s) && (s[j] == '}' && s[i] == '{' || s[j] == ']' && s[i] == '[') {
-				i = j
+			if j, empty := opened(s, i); empty {
+				i = j // not noted, as in Scan
 				continue
 			}
 			stack = append(stack, d.noteOpen(i))
@@ -234,7 +233,7 @@ func (d *Doc) end(p int) int {
 		return int(d.ends[h])
 	}
 	// An empty container is never noted: its end is a whitespace away.
-	if j := WS(d.s, p+1); j < len(d.s) && (d.s[j] == '}' || d.s[j] == ']') {
+	if j, empty := opened(d.s, p); empty {
 		return j + 1
 	}
 	h, found := near(d.opens, d.hint, p)
@@ -243,6 +242,15 @@ func (d *Doc) end(p int) int {
 	}
 	d.hint = h
 	return int(d.ends[h])
+}
+
+// opened looks past the container opening at s[i] ('{' or '['): j is
+// where its first value or its closing bracket stands (after whitespace),
+// and empty says it is the closing bracket. Scan, Index and end agree
+// through it on which containers are empty, and so never noted.
+func opened(s string, i int) (j int, empty bool) {
+	j = WS(s, i+1)
+	return j, j < len(s) && s[j] == s[i]+2 // '{'+2 is '}', '['+2 is ']'
 }
 
 // read finds the end of the container at p, which the index does not

@@ -158,6 +158,12 @@ func announceBootstrapKey(out *os.File, keyFile, secret string) {
 // it did (TestLargeUpstreamAnswerMemory).
 const gcHeadroom = 64 << 20
 
+// gcHorizon sizes the headroom to the allocation rate (host/gctune): what
+// the gateway allocates in two seconds, so under load (100+ MB/s) it is
+// the full 64 MiB and a gateway holding slow streams or idle, allocating a
+// few MB a second, keeps Go's default target and the memory it saves.
+const gcHorizon = 2 * time.Second
+
 // tuneGC sets the GC target the gateway serves with: none when GOGC is in
 // the environment (the runtime read it already), gc_percent when set, else
 // the tuner's. It returns what stops the tuner.
@@ -169,5 +175,5 @@ func tuneGC(configured int, getenv func(string) string) (stop func()) {
 		debug.SetGCPercent(configured)
 		return func() {}
 	}
-	return gctune.Start(gcHeadroom, 100, 400).Stop
+	return gctune.Start(gcHeadroom, gcHorizon, 100, 400).Stop
 }

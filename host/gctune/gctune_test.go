@@ -28,11 +28,33 @@ func TestTarget(t *testing.T) {
 	}
 }
 
+func TestHeadroom(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name      string
+		allocated uint64
+		elapsed   time.Duration
+		want      uint64
+	}{
+		{"under load: capped", 1024 * mib, time.Second, 64 * mib},           // 1 GB/s
+		{"moderate rate: two seconds of it", 10 * mib, time.Second, 20 * mib}, // 10 MB/s
+		{"slow streams", 60 * mib, 30 * time.Second, 4 * mib},                 // 2 MB/s
+		{"idle", 1 * mib, 2 * time.Minute, mib / 60},                          // a forced cycle
+		{"no time measured", 5 * mib, 0, 64 * mib},                            // clock did not move
+	} {
+		if got := Headroom(tc.allocated, tc.elapsed, 2*time.Second, 64*mib); got != tc.want {
+			t.Errorf("%s: Headroom = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestTunerFollowsLiveHeap: the target the runtime runs with goes down
 // while a large live heap is held and back up once it is let go.
 func TestTunerFollowsLiveHeap(t *testing.T) {
 	old := debug.SetGCPercent(100)
-	tu := Start(16<<20, 100, 400)
+	// An hour's horizon: any allocation fills the headroom, so only the
+	// live heap moves the target.
+	tu := Start(16<<20, time.Hour, 100, 400)
 	t.Cleanup(func() { tu.Stop(); debug.SetGCPercent(old) })
 
 	waitFor := func(want int) {
@@ -65,6 +87,50 @@ func TestTunerFollowsLiveHeap(t *testing.T) {
 	if p := runtimePercent(); p != 123 {
 		t.Fatalf("a stopped tuner still set the target: %d", p)
 	}
+}
+
+// TestTunerFollowsAllocationRate: a gateway that allocates little between
+// collections runs at Go's default target; one that allocates fast gets
+// the headroom back at the next collection.
+func TestTunerFollowsAllocationRate(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	tu := Start(64<<20, 2*time.Second, 100, 400)
+	t.Cleanup(func() { tu.Stop(); debug.SetGCPercent(old) })
+	var clock time.Time
+	step := 10 * time.Second
+	tu.mu.Lock()
+	tu.now = func() time.Time { clock = clock.Add(step); return clock }
+	tu.mu.Unlock()
+	setStep := func(d time.Duration) { tu.mu.Lock(); step = d; tu.mu.Unlock() }
+
+	waitFor := func(want int, between func()) {
+		t.Helper()
+		for range 100 { // bounded: a collection or two is enough
+			between()
+			runtime.GC()
+			if tu.Percent() == want && runtimePercent() == want {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("GC target %d (runtime %d), want %d", tu.Percent(), runtimePercent(), want)
+	}
+	// Ten seconds (on the tuner's clock) between collections and almost
+	// nothing allocated: the default target.
+	waitFor(100, func() {})
+	// 128 MiB allocated in a second: 64 MiB of headroom, 400% of the test
+	// binary's few MiB of live heap.
+	setStep(time.Second)
+	var sink []byte
+	waitFor(400, func() {
+		for range 128 {
+			sink = make([]byte, 1<<20)
+		}
+	})
+	runtime.KeepAlive(sink)
+	// And back once the allocation stops.
+	setStep(10 * time.Second)
+	waitFor(100, func() {})
 }
 
 func runtimePercent() int {

@@ -36,7 +36,7 @@ func TestHeadroom(t *testing.T) {
 		elapsed   time.Duration
 		want      uint64
 	}{
-		{"under load: capped", 1024 * mib, time.Second, 64 * mib},           // 1 GB/s
+		{"under load: capped", 1024 * mib, time.Second, 64 * mib},             // 1 GB/s
 		{"moderate rate: two seconds of it", 10 * mib, time.Second, 20 * mib}, // 10 MB/s
 		{"slow streams", 60 * mib, 30 * time.Second, 4 * mib},                 // 2 MB/s
 		{"idle", 1 * mib, 2 * time.Minute, mib / 60},                          // a forced cycle

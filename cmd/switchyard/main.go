@@ -149,8 +149,9 @@ func announceBootstrapKey(out *os.File, keyFile, secret string) {
 	fmt.Fprintf(out, "\nBootstrap management key saved to %s (mode 0600); it is printed only when stdout is a terminal.\n\n", keyFile)
 }
 
-// gcHeadroom is how much the heap may grow between collections while the
-// live heap is small (host/gctune): at the gateway's usual 15–25 MiB live,
+// gcHeadroom is the most the heap may grow by between collections while
+// the live heap is small (host/gctune; under load it is all of it, see
+// gcHorizon): at the gateway's usual 15–25 MiB live,
 // a target of about 300–400% instead of Go's default 100%. Measured with
 // peerbench's JSON load (A/B, one binary, GOGC=400 against the default,
 // 5 pairs of 40,000 requests each way round): 4–5% less CPU per request.

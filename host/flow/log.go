@@ -3,7 +3,6 @@ package flow
 import (
 	"context"
 	"log/slog"
-	"strconv"
 
 	"github.com/switchyard/switchyard/host/apierr"
 )
@@ -20,16 +19,4 @@ func (s *Core) LogCause(path string, e *apierr.Error) {
 		level = slog.LevelError
 	}
 	s.Log.Log(context.Background(), level, "request failed", "path", path, "status", e.Status, "message", e.Message, "err", e.Cause)
-}
-
-// HumanBytes writes a byte limit as an operator configured it: 4 MiB,
-// 512 KiB, or bytes.
-func HumanBytes(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + " KiB"
-	}
-	return strconv.Itoa(n) + " bytes"
 }

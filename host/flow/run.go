@@ -10,6 +10,7 @@ import (
 	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/bodyread"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
 	"github.com/switchyard/switchyard/host/dispatch"
@@ -324,7 +325,7 @@ func (s *Core) pluginBodyLimit(body []byte) *apierr.Error {
 		return nil
 	}
 	return apierr.New(http.StatusBadGateway, "a plugin produced a request of %d bytes, over the gateway's limit of %s (max_body_bytes)",
-		len(body), HumanBytes(s.Config.MaxBodyBytes))
+		len(body), bodyread.HumanBytes(s.Config.MaxBodyBytes))
 }
 
 // routeRequest is what the router plans the request's current body by.

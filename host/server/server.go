@@ -17,6 +17,7 @@ import (
 	"github.com/switchyard/switchyard/host/admin"
 	"github.com/switchyard/switchyard/host/apierr"
 	"github.com/switchyard/switchyard/host/billing"
+	"github.com/switchyard/switchyard/host/bodyread"
 	"github.com/switchyard/switchyard/host/cachedefaults"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/config"
@@ -73,7 +74,7 @@ type Server struct {
 	// shedder refuses work when the process is overloaded (front).
 	shedder *ratelimit.Shedder
 	// bodies bounds request body bytes held across connections (readBody).
-	bodies byteBudget
+	bodies *bodyread.Budget
 	// content stores generations' content for the accounts that opted in
 	// (host/content).
 	content *content.Service
@@ -132,7 +133,7 @@ func New(d Deps) *Server {
 	s.content = content.New(d.Ledger.DB(), d.Config.Content, d.Keys, d.Log)
 	lim := d.Config.Limits
 	s.shedder = newShedder(lim)
-	s.bodies.max = lim.MaxBodyBytesInFlight
+	s.bodies = bodyread.NewBudget(lim.MaxBodyBytesInFlight)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "switchyard",
 		BodyLimit:             d.Config.MaxBodyBytes,
@@ -226,7 +227,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		e = &apierr.Error{Status: fe.Code, Message: fe.Message}
 		switch fe.Code {
 		case http.StatusRequestEntityTooLarge:
-			e.Message = "request body exceeds the gateway's limit of " + flow.HumanBytes(s.Config.MaxBodyBytes)
+			e = bodyread.TooLarge(s.Config.MaxBodyBytes)
 		case http.StatusNotFound:
 			e.Message = "no route for " + c.Method() + " " + c.Path()
 		case http.StatusMethodNotAllowed:

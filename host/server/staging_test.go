@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/switchyard/switchyard/host/bodyread"
 	"github.com/switchyard/switchyard/host/config"
 )
 
@@ -38,7 +39,7 @@ func TestReadBodyStaging(t *testing.T) {
 	go func() { _ = app.Listener(ln) }()
 	defer app.Shutdown()
 	var kept [][]byte
-	for _, size := range []int{100, firstBodyChunk - 1, firstBodyChunk, firstBodyChunk + 1, 100 << 10, 128 << 10, 1 << 20, 1<<20 + 7} {
+	for _, size := range []int{100, bodyread.FirstChunk - 1, bodyread.FirstChunk, bodyread.FirstChunk + 1, 100 << 10, 128 << 10, 1 << 20, 1<<20 + 7} {
 		for _, chunked := range []bool{false, true} {
 			body := bytes.Repeat([]byte{byte('a' + len(kept)%26)}, size)
 			var r io.Reader = bytes.NewReader(body)

@@ -71,27 +71,10 @@ func (d *Doc) Scan(max int) Status {
 				}
 			}
 			continue // its first value
-		case c == 't':
-			if !hasPrefix(s, i, "true") {
-				return Invalid
-			}
-			i += 4
-		case c == 'f':
-			if !hasPrefix(s, i, "false") {
-				return Invalid
-			}
-			i += 5
-		case c == 'n':
-			if !hasPrefix(s, i, "null") {
-				return Invalid
-			}
-			i += 4
-		case c == '-' || c >= '0' && c <= '9':
-			if i = numberEnd(s, i); i < 0 {
-				return Invalid
-			}
 		default:
-			return Invalid
+			if i = scalarEnd(s, i); i < 0 {
+				return Invalid
+			}
 		}
 		// A value ended just before s[i]: close containers, or go to the
 		// next member or element.
@@ -136,6 +119,20 @@ func (d *Doc) Scan(max int) Status {
 			break
 		}
 	}
+}
+
+// scalarEnd is where the literal (true, false, null) or number at s[i]
+// ends, or -1 when none starts there.
+func scalarEnd(s string, i int) int {
+	switch c := s[i]; {
+	case c == 't' && hasPrefix(s, i, "true"), c == 'n' && hasPrefix(s, i, "null"):
+		return i + 4
+	case c == 'f' && hasPrefix(s, i, "false"):
+		return i + 5
+	case c == '-' || c >= '0' && c <= '9':
+		return numberEnd(s, i)
+	}
+	return -1
 }
 
 // memberKey reads `"key" :` from d.s[i], notes the key, and returns

@@ -138,17 +138,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		// in the URL or a header, carries nothing.
 		key = ""
 	}
-	if strings.Contains(path, abi.APIKeyPlaceholder) {
-		path = strings.ReplaceAll(path, abi.APIKeyPlaceholder, url.QueryEscape(key))
-	}
-	target := ep.Provider.BaseURL + path
-	if q := ep.Provider.BaseQuery; q != "" {
-		if strings.Contains(path, "?") {
-			target += "&" + q
-		} else {
-			target += "?" + q
-		}
-	}
+	target := upstreamURL(ep.Provider, path, key)
 	req, rerr := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(ubody))
 	inline := rerr == nil && d.writesInline(req)
 	if rerr == nil && out.Lent() && !inline {
@@ -160,22 +150,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		return nil, &apierr.Error{Status: http.StatusBadGateway, Retryable: true,
 			Message: fmt.Sprintf("provider %s: invalid upstream URL from module %s", ep.Provider.Slug, mod.ID)}
 	}
-	for rest := string(headers); rest != ""; {
-		var line string
-		line, rest, _ = strings.Cut(rest, "\n")
-		name, value, ok := strings.Cut(strings.TrimRight(line, "\r"), ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			continue
-		}
-		value = strings.TrimSpace(value)
-		if strings.Contains(value, abi.APIKeyPlaceholder) {
-			if key == "" {
-				continue // keyless local servers: no credential header at all
-			}
-			value = strings.ReplaceAll(value, abi.APIKeyPlaceholder, key)
-		}
-		req.Header.Set(strings.TrimSpace(name), value)
-	}
+	setHeaders(req.Header, headers, key)
 	telemetry.From(ctx).Inject(ctx, req.Header) // W3C trace context of this attempt's span
 	if auth != nil {
 		// Last: a signature covers the request exactly as it is sent.
@@ -207,6 +182,47 @@ func (d *Dispatcher) send(ctx context.Context, ep *catalog.Endpoint, hook abi.Ho
 		return u, e
 	}
 	return u, nil
+}
+
+// upstreamURL is the URL of an adapter's request path on provider p: key
+// (its API key, "" under an auth scheme) in place of the adapter's key
+// placeholder, and the provider's base query added.
+func upstreamURL(p *catalog.Provider, path, key string) string {
+	if strings.Contains(path, abi.APIKeyPlaceholder) {
+		path = strings.ReplaceAll(path, abi.APIKeyPlaceholder, url.QueryEscape(key))
+	}
+	target := p.BaseURL + path
+	if q := p.BaseQuery; q != "" {
+		if strings.Contains(path, "?") {
+			target += "&" + q
+		} else {
+			target += "?" + q
+		}
+	}
+	return target
+}
+
+// setHeaders sets the header lines an adapter returned ("Name: value",
+// one a line) on h, key in place of the key placeholder. Without a key
+// (a keyless local server, or an auth scheme's credential) a line that
+// carries the placeholder is not sent at all.
+func setHeaders(h http.Header, lines []byte, key string) {
+	for rest := string(lines); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		name, value, ok := strings.Cut(strings.TrimRight(line, "\r"), ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			continue
+		}
+		value = strings.TrimSpace(value)
+		if strings.Contains(value, abi.APIKeyPlaceholder) {
+			if key == "" {
+				continue
+			}
+			value = strings.ReplaceAll(value, abi.APIKeyPlaceholder, key)
+		}
+		h.Set(strings.TrimSpace(name), value)
+	}
 }
 
 // writesInline reports whether the gateway's own transport sends req

@@ -219,6 +219,12 @@ func testNestedBuckets(t *testing.T, db store.DB) {
 		}
 		return nil
 	}))
+	nestedNameConflicts(t, db)
+}
+
+// nestedNameConflicts: testNestedBuckets's root holds the key a and the
+// nested bucket b; neither name may turn into the other kind.
+func nestedNameConflicts(t *testing.T, db store.DB) {
 	// A nested bucket's name cannot take a value: the Update fails (bbolt
 	// at the Put, PostgreSQL at the commit) and leaves nothing behind.
 	err := db.Update(func(tx store.Tx) error {
@@ -383,97 +389,111 @@ func testCursor(t *testing.T, db store.DB) {
 			t.Fatalf("%s: %x=%q, want %x (index %d)", what, k, v, keys[i], i)
 		}
 	}
-	view := func(name string, fn func(t *testing.T, c store.Cursor)) {
-		t.Run(name, func(t *testing.T) {
+	for _, w := range []struct {
+		name string
+		walk func(*testing.T, store.Cursor, [][]byte, cursorCheck)
+	}{{"forward", cursorForward}, {"backward", cursorBackward}, {"seek", cursorSeek}, {"zigzag across pages", cursorZigzag}} {
+		t.Run(w.name, func(t *testing.T) {
 			must(t, db.View(func(tx store.Tx) error {
-				fn(t, tx.Bucket([]byte("c")).Cursor())
+				w.walk(t, tx.Bucket([]byte("c")).Cursor(), keys, check)
 				return nil
 			}))
 		})
 	}
-	view("forward", func(t *testing.T, c store.Cursor) {
-		i := 0
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			check(t, "Next", k, v, i)
-			i++
-		}
-		if i != len(keys) {
-			t.Fatalf("forward saw %d keys, want %d", i, len(keys))
-		}
-	})
-	view("backward", func(t *testing.T, c store.Cursor) {
-		i := len(keys) - 1
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			check(t, "Prev", k, v, i)
-			i--
-		}
-		if i != -1 {
-			t.Fatalf("backward stopped at %d", i)
-		}
-	})
-	view("seek", func(t *testing.T, c store.Cursor) {
-		for i, k := range keys {
-			kk, v := c.Seek(k)
-			check(t, fmt.Sprintf("Seek(%x)", k), kk, v, i)
-			// Between k and the next key: lands on the next.
-			kk, v = c.Seek(append(bytes.Clone(k), 0x00))
-			check(t, fmt.Sprintf("Seek(%x 00)", k), kk, v, i+1)
-		}
-		k, _ := c.Seek([]byte{0xff, 0xff, 0xff})
-		if k != nil {
-			t.Errorf("Seek past the end = %x", k)
-		}
-		// The newest-first idiom: Seek beyond the range, nothing there,
-		// Prev lands on the last key.
-		k, v := c.Prev()
-		check(t, "Prev after Seek past the end", k, v, len(keys)-1)
-		k, v = c.Prev()
-		check(t, "and Prev again", k, v, len(keys)-2)
-		// Seek to the first key after a prefix, then Prev: the prefix's
-		// last key.
-		k, v = c.Seek([]byte("gen-\xff"))
-		for i := range keys {
-			if bytes.Compare(keys[i], []byte("gen-\xff")) >= 0 {
-				check(t, "Seek(gen-ff)", k, v, i)
-				k, v = c.Prev()
-				check(t, "Prev after Seek(gen-ff)", k, v, i-1)
-				break
-			}
-		}
-	})
-	view("zigzag across pages", func(t *testing.T, c store.Cursor) {
-		// Forward 300, back 200, forward 100, back to the start: each
-		// turn crosses page boundaries in the other direction.
-		k, v := c.First()
-		i := 0
-		check(t, "First", k, v, i)
-		for _, steps := range []int{300, -200, 100, -200} {
-			for n := 0; n < max(steps, -steps); n++ {
-				if steps > 0 {
-					k, v = c.Next()
-					i++
-				} else {
-					k, v = c.Prev()
-					i--
-				}
-				check(t, fmt.Sprintf("step %d of %d", n, steps), k, v, i)
-			}
-		}
-		k, v = c.Last()
-		check(t, "Last", k, v, len(keys)-1)
-		for n := 0; n < 150; n++ {
+	t.Run("empty bucket", func(t *testing.T) { cursorEmpty(t, db) })
+}
+
+// cursorCheck fails t unless the cursor's k, v are keys[i] and its value
+// (i out of range: the end, k nil).
+type cursorCheck func(t *testing.T, what string, k, v []byte, i int)
+
+func cursorForward(t *testing.T, c store.Cursor, keys [][]byte, check cursorCheck) {
+	i := 0
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		check(t, "Next", k, v, i)
+		i++
+	}
+	if i != len(keys) {
+		t.Fatalf("forward saw %d keys, want %d", i, len(keys))
+	}
+}
+
+func cursorBackward(t *testing.T, c store.Cursor, keys [][]byte, check cursorCheck) {
+	i := len(keys) - 1
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		check(t, "Prev", k, v, i)
+		i--
+	}
+	if i != -1 {
+		t.Fatalf("backward stopped at %d", i)
+	}
+}
+
+func cursorSeek(t *testing.T, c store.Cursor, keys [][]byte, check cursorCheck) {
+	for i, k := range keys {
+		kk, v := c.Seek(k)
+		check(t, fmt.Sprintf("Seek(%x)", k), kk, v, i)
+		// Between k and the next key: lands on the next.
+		kk, v = c.Seek(append(bytes.Clone(k), 0x00))
+		check(t, fmt.Sprintf("Seek(%x 00)", k), kk, v, i+1)
+	}
+	k, _ := c.Seek([]byte{0xff, 0xff, 0xff})
+	if k != nil {
+		t.Errorf("Seek past the end = %x", k)
+	}
+	// The newest-first idiom: Seek beyond the range, nothing there,
+	// Prev lands on the last key.
+	k, v := c.Prev()
+	check(t, "Prev after Seek past the end", k, v, len(keys)-1)
+	k, v = c.Prev()
+	check(t, "and Prev again", k, v, len(keys)-2)
+	// Seek to the first key after a prefix, then Prev: the prefix's
+	// last key.
+	k, v = c.Seek([]byte("gen-\xff"))
+	for i := range keys {
+		if bytes.Compare(keys[i], []byte("gen-\xff")) >= 0 {
+			check(t, "Seek(gen-ff)", k, v, i)
 			k, v = c.Prev()
+			check(t, "Prev after Seek(gen-ff)", k, v, i-1)
+			break
 		}
-		check(t, "Last then 150 Prev", k, v, len(keys)-151)
-		for n := 0; n < 150; n++ {
-			k, v = c.Next()
+	}
+}
+
+func cursorZigzag(t *testing.T, c store.Cursor, keys [][]byte, check cursorCheck) {
+	// Forward 300, back 200, forward 100, back to the start: each
+	// turn crosses page boundaries in the other direction.
+	k, v := c.First()
+	i := 0
+	check(t, "First", k, v, i)
+	for _, steps := range []int{300, -200, 100, -200} {
+		for n := 0; n < max(steps, -steps); n++ {
+			if steps > 0 {
+				k, v = c.Next()
+				i++
+			} else {
+				k, v = c.Prev()
+				i--
+			}
+			check(t, fmt.Sprintf("step %d of %d", n, steps), k, v, i)
 		}
-		check(t, "and 150 Next", k, v, len(keys)-1)
-		if k, _ = c.Next(); k != nil {
-			t.Errorf("Next past the end = %x", k)
-		}
-	})
-	view("empty bucket", func(t *testing.T, _ store.Cursor) {})
+	}
+	k, v = c.Last()
+	check(t, "Last", k, v, len(keys)-1)
+	for n := 0; n < 150; n++ {
+		k, v = c.Prev()
+	}
+	check(t, "Last then 150 Prev", k, v, len(keys)-151)
+	for n := 0; n < 150; n++ {
+		k, v = c.Next()
+	}
+	check(t, "and 150 Next", k, v, len(keys)-1)
+	if k, _ = c.Next(); k != nil {
+		t.Errorf("Next past the end = %x", k)
+	}
+}
+
+func cursorEmpty(t *testing.T, db store.DB) {
 	must(t, db.Update(func(tx store.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte("empty"))
 		if err != nil {

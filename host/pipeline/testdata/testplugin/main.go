@@ -54,20 +54,7 @@ func pre(in *sdk.In, out *sdk.Out) error {
 		out.FieldString(`{"code":403,"message":"blocked by testplugin: forbidden topic","metadata":{"patterns":["forbidden"]}}`)
 		out.FieldString(`{"type":"guardrail","summary":"matched 1 pattern","data":{"action":"block","detected":true,"patterns":["forbidden"]}}`)
 	case "fetch":
-		// Fetch config.url through the host and answer with what came back.
-		url := sdk.Get(in.Field(0), "config.url").Str
-		status, _, body, err := sdk.HTTP("GET", url, "Accept: application/json\n", nil)
-		text := "fetched " + itoa(status) + ": " + string(body)
-		if err != nil {
-			text = "fetch failed: " + err.Error()
-			if e, ok := err.(*sdk.HTTPError); ok && e.Denied {
-				text = "fetch denied: " + e.Message
-			}
-		}
-		out.FieldString(abi.ActionRespond)
-		b, _ := sjson.SetBytes([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`), "choices.0.message.content", text)
-		out.Field(b)
-		out.Field(nil)
+		fetch(in, out)
 	case "trap":
 		// A fatal error of the Go runtime (not a panic, which the SDK
 		// recovers into the hook's error): the stack overflows a small
@@ -82,14 +69,7 @@ func pre(in *sdk.In, out *sdk.Out) error {
 			sink++
 		}
 	case "remember":
-		// Answer with the prompt this instance saw before, then keep this
-		// one: a host that reuses memory across calls leaks it.
-		prompt := gjson.GetBytes(body, "messages.0.content").Str
-		b, _ := sjson.SetBytes([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`), "choices.0.message.content", "previous prompt: "+remembered)
-		remembered = prompt
-		out.FieldString(abi.ActionRespond)
-		out.Field(b)
-		out.Field(nil)
+		remember(in, out)
 	case "grow":
 		// 64 MiB: more than a tenant's memory ceiling allows.
 		big := make([]byte, 64<<20)
@@ -105,35 +85,9 @@ func pre(in *sdk.In, out *sdk.Out) error {
 		out.Field(nil)
 		out.FieldString(`{"type":"plugin","summary":"priced","cost":` + sdk.Get(in.Field(0), "config.cost").Raw + `}`)
 	case "badbytes", "badtypes":
-		if gjson.GetBytes(body, "stream").Bool() {
-			// Streams get the chunks' version (post_chunk).
-			out.FieldString(abi.ActionContinue)
-			out.Field(nil)
-			out.Field(nil)
-			return nil
-		}
-		content := `123`
-		if mode(in) == "badbytes" {
-			content = "\"answered \xff\xfe by testplugin\""
-		}
-		out.FieldString(abi.ActionRespond)
-		out.FieldString(`{"choices":[{"index":0,"message":{"role":"assistant","content":` + content + `},"finish_reason":"stop"}]}`)
-		out.FieldString("{\"type\":\"plugin\",\"summary\":\"summary \xff\"}")
+		badBytes(in, out)
 	case "subchat":
-		// Send the request on as a chat sub-request whose plugins are
-		// config.sub, and answer with what came back (status and content).
-		b, _ := sjson.SetRawBytes([]byte(`{"model":""}`), "messages", []byte(gjson.GetBytes(body, "messages").Raw))
-		b, _ = sjson.SetBytes(b, "model", gjson.GetBytes(body, "model").Str)
-		b, _ = sjson.SetRawBytes(b, "plugins", []byte(sdk.Get(in.Field(0), "config.sub").Raw))
-		status, resp, err := sdk.Chat(b)
-		text := "sub-request " + itoa(status) + ": " + gjson.GetBytes(resp, "choices.0.message.content").Str + gjson.GetBytes(resp, "error.message").Str
-		if err != nil {
-			text = "sub-request failed: " + err.Error()
-		}
-		c, _ := sjson.Set(`{}`, "c", text)
-		out.FieldString(abi.ActionRespond)
-		out.FieldString(`{"choices":[{"index":0,"message":{"role":"assistant","content":` + gjson.Get(c, "c").Raw + `},"finish_reason":"stop"}]}`)
-		out.FieldString(`{"type":"plugin","summary":"answered with a sub-request"}`)
+		subChat(in, out)
 	case "logflood":
 		// Far more log than any budget allows.
 		line := ""
@@ -226,3 +180,68 @@ func itoa(i int) string {
 
 // recurse never returns: each call adds a frame.
 func recurse(n int) int { return recurse(n+1) + n }
+
+func fetch(in *sdk.In, out *sdk.Out) {
+	// Fetch config.url through the host and answer with what came back.
+	url := sdk.Get(in.Field(0), "config.url").Str
+	status, _, body, err := sdk.HTTP("GET", url, "Accept: application/json\n", nil)
+	text := "fetched " + itoa(status) + ": " + string(body)
+	if err != nil {
+		text = "fetch failed: " + err.Error()
+		if e, ok := err.(*sdk.HTTPError); ok && e.Denied {
+			text = "fetch denied: " + e.Message
+		}
+	}
+	out.FieldString(abi.ActionRespond)
+	b, _ := sjson.SetBytes([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`), "choices.0.message.content", text)
+	out.Field(b)
+	out.Field(nil)
+}
+
+func remember(in *sdk.In, out *sdk.Out) {
+	body := in.Field(1)
+	// Answer with the prompt this instance saw before, then keep this
+	// one: a host that reuses memory across calls leaks it.
+	prompt := gjson.GetBytes(body, "messages.0.content").Str
+	b, _ := sjson.SetBytes([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`), "choices.0.message.content", "previous prompt: "+remembered)
+	remembered = prompt
+	out.FieldString(abi.ActionRespond)
+	out.Field(b)
+	out.Field(nil)
+}
+
+func badBytes(in *sdk.In, out *sdk.Out) {
+	body := in.Field(1)
+	if gjson.GetBytes(body, "stream").Bool() {
+		// Streams get the chunks' version (post_chunk).
+		out.FieldString(abi.ActionContinue)
+		out.Field(nil)
+		out.Field(nil)
+		return
+	}
+	content := `123`
+	if mode(in) == "badbytes" {
+		content = "\"answered \xff\xfe by testplugin\""
+	}
+	out.FieldString(abi.ActionRespond)
+	out.FieldString(`{"choices":[{"index":0,"message":{"role":"assistant","content":` + content + `},"finish_reason":"stop"}]}`)
+	out.FieldString("{\"type\":\"plugin\",\"summary\":\"summary \xff\"}")
+}
+
+func subChat(in *sdk.In, out *sdk.Out) {
+	body := in.Field(1)
+	// Send the request on as a chat sub-request whose plugins are
+	// config.sub, and answer with what came back (status and content).
+	b, _ := sjson.SetRawBytes([]byte(`{"model":""}`), "messages", []byte(gjson.GetBytes(body, "messages").Raw))
+	b, _ = sjson.SetBytes(b, "model", gjson.GetBytes(body, "model").Str)
+	b, _ = sjson.SetRawBytes(b, "plugins", []byte(sdk.Get(in.Field(0), "config.sub").Raw))
+	status, resp, err := sdk.Chat(b)
+	text := "sub-request " + itoa(status) + ": " + gjson.GetBytes(resp, "choices.0.message.content").Str + gjson.GetBytes(resp, "error.message").Str
+	if err != nil {
+		text = "sub-request failed: " + err.Error()
+	}
+	c, _ := sjson.Set(`{}`, "c", text)
+	out.FieldString(abi.ActionRespond)
+	out.FieldString(`{"choices":[{"index":0,"message":{"role":"assistant","content":` + gjson.Get(c, "c").Raw + `},"finish_reason":"stop"}]}`)
+	out.FieldString(`{"type":"plugin","summary":"answered with a sub-request"}`)
+}

@@ -155,31 +155,41 @@ func WriteUsage(body []byte, g *usage.Generation) ([]byte, error) {
 	if old == "" || old[0] != '{' {
 		old = "{}"
 	}
-	obj, ok := mergeUsage(old, g)
+	if cur.Raw == "" || cur.Index <= 0 {
+		obj, ok := mergeUsage(make([]byte, 0, len(old)+usageRoom), old, g)
+		if !ok {
+			return writeUsageBySets(body, g)
+		}
+		return sjson.SetRawBytes(body, "usage", obj)
+	}
+	// The new object is written straight into the answer's copy: one
+	// allocation, sized for what WriteUsage adds.
+	out := make([]byte, 0, len(body)+usageRoom)
+	out = append(out, body[:cur.Index]...)
+	out, ok := mergeUsage(out, old, g)
 	if !ok {
 		return writeUsageBySets(body, g)
 	}
-	if cur.Raw == "" || cur.Index <= 0 {
-		return sjson.SetRawBytes(body, "usage", obj)
-	}
-	out := make([]byte, 0, len(body)-len(cur.Raw)+len(obj))
-	out = append(out, body[:cur.Index]...)
-	out = append(out, obj...)
 	return append(out, body[cur.Index+len(cur.Raw):]...), nil
 }
+
+// usageRoom is about what WriteUsage adds to an upstream's usage object:
+// the cost, cost_details' twelve amounts, the token details (~600 bytes
+// with a failed attempt's cost). More only costs a grow.
+const usageRoom = 768
 
 // usageKeys are the members of "usage" WriteUsage writes, in the order a
 // missing one is appended.
 var usageKeys = [...]string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details",
 	"completion_tokens_details", "estimated", "cost", "cost_details"}
 
-// mergeUsage is the usage object old (valid JSON, an object) with
-// WriteUsage's members set: each replaces the first member of its name in
+// mergeUsage appends to dst the usage object old (valid JSON, an object)
+// with WriteUsage's members set: each replaces the first member of its name in
 // place (a details object keeps its other members), the missing ones are
 // appended, every other member is kept. ok is false for what it leaves to
 // writeUsageBySets: invalid JSON, escaped keys, a details member that is
 // an array.
-func mergeUsage(old string, g *usage.Generation) (obj []byte, ok bool) {
+func mergeUsage(dst []byte, old string, g *usage.Generation) (obj []byte, ok bool) {
 	if !jsonwalk.Valid(old) || strings.IndexByte(old, '\\') >= 0 {
 		return nil, false
 	}
@@ -209,12 +219,12 @@ func mergeUsage(old string, g *usage.Generation) (obj []byte, ok bool) {
 			return appendCostDetails(b, g), true
 		}
 	}
-	b := make([]byte, 0, len(old)+320)
-	b = append(b, '{')
+	b := append(dst, '{')
+	first := len(b) // no comma before the first member
 	var done [len(usageKeys)]bool
 	ok = true
 	gjson.Parse(old).ForEach(func(k, v gjson.Result) bool {
-		if len(b) > 1 {
+		if len(b) > first {
 			b = append(b, ',')
 		}
 		b = append(b, k.Raw...)
@@ -244,7 +254,7 @@ func mergeUsage(old string, g *usage.Generation) (obj []byte, ok bool) {
 			continue
 		}
 		n := len(b)
-		if len(b) > 1 {
+		if len(b) > first {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
@@ -269,11 +279,34 @@ func detail(b []byte, cur gjson.Result, key string, n int64) ([]byte, bool) {
 		b = append(b, '"', ':')
 		return append(strconv.AppendInt(b, n, 10), '}'), true
 	}
-	set, err := sjson.SetRaw(cur.Raw, key, strconv.FormatInt(n, 10))
-	if err != nil {
-		return append(b, cur.Raw...), true
+	// Member by member, as mergeUsage does the usage object (sjson's set
+	// took four allocations per details object, on every answer).
+	b = append(b, '{')
+	first, set := len(b), false
+	cur.ForEach(func(k, v gjson.Result) bool {
+		if len(b) > first {
+			b = append(b, ',')
+		}
+		b = append(b, k.Raw...)
+		b = append(b, ':')
+		if !set && k.Str == key {
+			set = true
+			b = strconv.AppendInt(b, n, 10)
+		} else {
+			b = append(b, v.Raw...)
+		}
+		return true
+	})
+	if !set {
+		if len(b) > first {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+		b = strconv.AppendInt(b, n, 10)
 	}
-	return append(b, set...), true
+	return append(b, '}'), true
 }
 
 // appendCostDetails appends the "cost_details" object: OpenRouter's

@@ -26,6 +26,8 @@ var usageShapes = []string{
 	`{"id":"x","usage":{"prompt_tokens_details":null,"completion_tokens_details":7}}`,
 	`{"id":"x","usage":{"prompt_tokens_details":[1],"completion_tokens_details":"s"}}`,
 	`{"id":"x","usage":{"prompt_tokens_details":{},"completion_tokens_details":{}}}`,
+	`{"id":"x","usage":{"prompt_tokens_details":{"cached_tokens":1,"audio_tokens":2,"cached_tokens":9}}}`,
+	`{"id":"x","usage":{"prompt_tokens_details":{ "a" : [1, {"cached_tokens":3}] , "cached_tokens" :1},"completion_tokens_details":{"x":{}}}}`,
 	`{"id":"x","usage":{"prompt_tokens":1,"prompt_tokens":2,"cost":9,"cost":8}}`,
 	`{"id":"x","usage":{"estimated":false,"cost":"old","cost_details":{"prompt":1}}}`,
 	`{"id":"x","usage":{ "prompt_tokens" : 10 ,

@@ -194,6 +194,16 @@ func mergeUsage(dst []byte, old string, g *usage.Generation) (obj []byte, ok boo
 		return nil, false
 	}
 	u := g.Usage
+	ok = true
+	// A details member that is an array: sjson's set of a member of an
+	// array is not ours to redo.
+	setDetail := func(b []byte, cur gjson.Result, key string, n int64) ([]byte, bool) {
+		if cur.IsArray() {
+			ok = false
+			return b, false
+		}
+		return detail(b, cur, key, n)
+	}
 	// value appends member i's new value; false: WriteUsage leaves the
 	// member alone (a zero detail, estimated unset).
 	value := func(b []byte, i int, cur gjson.Result) ([]byte, bool) {
@@ -205,9 +215,9 @@ func mergeUsage(dst []byte, old string, g *usage.Generation) (obj []byte, ok boo
 		case "total_tokens":
 			return strconv.AppendInt(b, u.TotalTokens(), 10), true
 		case "prompt_tokens_details":
-			return detail(b, cur, "cached_tokens", u.CachedTokens)
+			return setDetail(b, cur, "cached_tokens", u.CachedTokens)
 		case "completion_tokens_details":
-			return detail(b, cur, "reasoning_tokens", u.ReasoningTokens)
+			return setDetail(b, cur, "reasoning_tokens", u.ReasoningTokens)
 		case "estimated":
 			if !u.Estimated {
 				return b, false
@@ -219,23 +229,31 @@ func mergeUsage(dst []byte, old string, g *usage.Generation) (obj []byte, ok boo
 			return appendCostDetails(b, g), true
 		}
 	}
-	b := append(dst, '{')
+	b := setMembers(dst, gjson.Parse(old), usageKeys[:], value)
+	if !ok {
+		return nil, false
+	}
+	return b, true
+}
+
+// setMembers appends to b the object obj (valid JSON, keys without
+// escapes) with the members named keys (at most 64) set by value: the
+// first member of each name gets value's bytes in its place, a missing
+// one is appended; value's false leaves the member as it was (a missing
+// one is then not written). Every other member is copied as it is.
+func setMembers(b []byte, obj gjson.Result, keys []string, value func(b []byte, i int, cur gjson.Result) ([]byte, bool)) []byte {
+	b = append(b, '{')
 	first := len(b) // no comma before the first member
-	var done [len(usageKeys)]bool
-	ok = true
-	gjson.Parse(old).ForEach(func(k, v gjson.Result) bool {
+	var done uint64 // bit i: keys[i] was met
+	obj.ForEach(func(k, v gjson.Result) bool {
 		if len(b) > first {
 			b = append(b, ',')
 		}
 		b = append(b, k.Raw...)
 		b = append(b, ':')
-		for i, key := range usageKeys {
-			if !done[i] && k.Str == key {
-				done[i] = true
-				if v.Type == gjson.JSON && v.Raw[0] == '[' && (i == 3 || i == 4) {
-					ok = false // sjson's set of a member of an array: not ours to redo
-					return false
-				}
+		for i, key := range keys {
+			if done&(1<<i) == 0 && k.Str == key {
+				done |= 1 << i
 				var set bool
 				if b, set = value(b, i, v); set {
 					return true
@@ -246,11 +264,8 @@ func mergeUsage(dst []byte, old string, g *usage.Generation) (obj []byte, ok boo
 		b = append(b, v.Raw...)
 		return true
 	})
-	if !ok {
-		return nil, false
-	}
-	for i, key := range usageKeys {
-		if done[i] {
+	for i, key := range keys {
+		if done&(1<<i) != 0 {
 			continue
 		}
 		n := len(b)
@@ -265,7 +280,7 @@ func mergeUsage(dst []byte, old string, g *usage.Generation) (obj []byte, ok boo
 			b = b[:n]
 		}
 	}
-	return append(b, '}'), true
+	return append(b, '}')
 }
 
 // detail appends the details object cur (absent, or anything else
@@ -279,34 +294,11 @@ func detail(b []byte, cur gjson.Result, key string, n int64) ([]byte, bool) {
 		b = append(b, '"', ':')
 		return append(strconv.AppendInt(b, n, 10), '}'), true
 	}
-	// Member by member, as mergeUsage does the usage object (sjson's set
-	// took four allocations per details object, on every answer).
-	b = append(b, '{')
-	first, set := len(b), false
-	cur.ForEach(func(k, v gjson.Result) bool {
-		if len(b) > first {
-			b = append(b, ',')
-		}
-		b = append(b, k.Raw...)
-		b = append(b, ':')
-		if !set && k.Str == key {
-			set = true
-			b = strconv.AppendInt(b, n, 10)
-		} else {
-			b = append(b, v.Raw...)
-		}
-		return true
-	})
-	if !set {
-		if len(b) > first {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, key...)
-		b = append(b, '"', ':')
-		b = strconv.AppendInt(b, n, 10)
-	}
-	return append(b, '}'), true
+	// Member by member, as the usage object (sjson's set took four
+	// allocations per details object, on every answer).
+	return setMembers(b, cur, []string{key}, func(b []byte, _ int, _ gjson.Result) ([]byte, bool) {
+		return strconv.AppendInt(b, n, 10), true
+	}), true
 }
 
 // appendCostDetails appends the "cost_details" object: OpenRouter's

@@ -116,10 +116,11 @@ type Limits struct {
 }
 
 // Read reads r to its end: a body whose Content-Length was declared
-// (declared > 0) or not (declared ≤ 0: read until EOF). The returned buffer is the
-// caller's to keep. Its errors are the client's answer: 413 past
-// l.Max, 503 when the budget is spent (retry), 408 when r's deadline
-// passed, 400 when the body ended early.
+// (declared > 0) or not (declared ≤ 0: read until EOF). The returned
+// buffer is the caller's to keep. Its errors are the client's answer:
+// 413 past l.Max, 503 when the budget is spent (retry), 408 when r's
+// deadline passed, 400 when the body ended early or ran past its
+// declared length.
 func Read(r io.Reader, declared int, l Limits) ([]byte, *apierr.Error) {
 	if declared > l.Max {
 		return nil, TooLarge(l.Max)

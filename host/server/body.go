@@ -67,13 +67,13 @@ func (s *Server) readBody(c *fiber.Ctx) error {
 		c.Locals(bodyReadKey, bodyPooled)
 		return c.Next()
 	}
+	timeout := time.Duration(s.Config.Limits.BodyTimeout)
 	if conn := c.Context().Conn(); conn != nil {
 		// The header timeout (fasthttp's ReadTimeout) covered the headers;
 		// the body gets its own bound.
-		_ = conn.SetReadDeadline(time.Now().Add(time.Duration(s.Config.Limits.BodyTimeout)))
+		_ = conn.SetReadDeadline(time.Now().Add(timeout))
 	}
-	buf, aerr := bodyread.Read(stream, declared, bodyread.Limits{Max: limit,
-		Timeout: time.Duration(s.Config.Limits.BodyTimeout), Budget: s.bodies})
+	buf, aerr := bodyread.Read(stream, declared, bodyread.Limits{Max: limit, Timeout: timeout, Budget: s.bodies})
 	if aerr != nil {
 		return aerr
 	}

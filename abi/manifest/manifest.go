@@ -264,6 +264,16 @@ const CapabilityEmbeddings = "embeddings"
 // (docs/front-doors.md, "Native mode").
 const CapabilityMessagesNative = "messages_native"
 
+// CapabilityEmbeddingTokenIDs: the adapter's provider's embeddings API
+// takes input as token ids (OpenAI's, vLLM's and llama.cpp's do), so the
+// host sends a client's ids unchanged; for an adapter without it the host
+// decodes them to text first. A provider's embedding_token_ids setting
+// overrides it (an OpenAI-compatible server that takes only text).
+const CapabilityEmbeddingTokenIDs = "embedding_token_ids"
+
+// adapterCapabilities are the capabilities an adapter may declare.
+var adapterCapabilities = []string{CapabilityFileInput, CapabilityMessagesNative, CapabilityEmbeddingTokenIDs}
+
 // Router is a router plugin's role.
 type Router struct {
 	// Model is the model id a request names to be routed by the plugin
@@ -546,10 +556,10 @@ func (m *Manifest) Validate() error {
 		return fmt.Errorf("manifest %s: config_schema is not valid JSON", m.Name)
 	}
 	for _, c := range m.Capabilities {
-		adapter := (c == CapabilityFileInput || c == CapabilityMessagesNative) && m.Kind == KindAdapter
+		adapter := slices.Contains(adapterCapabilities, c) && m.Kind == KindAdapter
 		plugin := c == CapabilityEmbeddings && m.Kind == KindPlugin
 		if !adapter && !plugin {
-			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %q or %q, a plugin %q)", m.Name, c, m.Kind, CapabilityFileInput, CapabilityMessagesNative, CapabilityEmbeddings)
+			return fmt.Errorf("manifest %s: capabilities: unknown capability %q for a %s (an adapter may declare %s; a plugin %q)", m.Name, c, m.Kind, strings.Join(adapterCapabilities, ", "), CapabilityEmbeddings)
 		}
 	}
 	for _, r := range m.Roles {

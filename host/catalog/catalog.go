@@ -55,9 +55,11 @@ type Provider struct {
 	ZDR            bool   // zero data retention
 	Region         string // where requests are served, e.g. "us"
 	Demo           bool   // the built-in offline demo upstream
-	// EmbeddingTokenIDs: the provider's embeddings API takes input as token
-	// ids (OpenAI's does); for the others the host decodes ids to text.
-	EmbeddingTokenIDs bool
+	// EmbeddingTokenIDs, when set, says whether the provider's embeddings
+	// API takes input as token ids; for one that does not, the host
+	// decodes ids to text. Nil: as its adapter's manifest declares
+	// (manifest.CapabilityEmbeddingTokenIDs), read at each request.
+	EmbeddingTokenIDs *bool
 	// RequiresModeration: the provider accepts only moderated input, so
 	// every chat request that may be routed to it runs the moderation
 	// plugin, listed or not (docs/plugins.md, section moderation).

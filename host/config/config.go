@@ -396,9 +396,10 @@ type Provider struct {
 	Region              string   `yaml:"region"`
 	SupportedParameters []string `yaml:"supported_parameters"`
 	// EmbeddingTokenIDs says whether the provider's embeddings API takes
-	// input as token ids. Unset, it is true for the openai adapter
-	// (OpenAI's API, vLLM and llama.cpp servers take ids) and false for the
-	// others, which get the ids decoded to text.
+	// input as token ids. Unset, its adapter's manifest says (capability
+	// embedding_token_ids: the openai adapter declares it, as OpenAI's API,
+	// vLLM and llama.cpp servers take ids); providers that do not take
+	// them get the ids decoded to text.
 	EmbeddingTokenIDs *bool `yaml:"embedding_token_ids"`
 	// RequiresModeration runs the moderation plugin on every chat request
 	// that may be routed to this provider.
@@ -661,10 +662,7 @@ func (p *Provider) catalogProvider(cat *catalog.Catalog, demoURL string, getenv 
 	prov := &catalog.Provider{
 		Slug: p.Slug, Name: p.Name, BaseURL: strings.TrimRight(p.BaseURL, "/"), Adapter: p.Adapter,
 		DataCollection: p.DataCollection, ZDR: p.ZDR, Region: p.Region,
-		EmbeddingTokenIDs: p.Adapter == "openai", RequiresModeration: p.RequiresModeration, MaxMessages: p.MaxMessages,
-	}
-	if p.EmbeddingTokenIDs != nil {
-		prov.EmbeddingTokenIDs = *p.EmbeddingTokenIDs
+		EmbeddingTokenIDs: p.EmbeddingTokenIDs, RequiresModeration: p.RequiresModeration, MaxMessages: p.MaxMessages,
 	}
 	if prov.DataCollection == "" {
 		prov.DataCollection = "allow"

@@ -118,6 +118,7 @@ providers:
   - {slug: p, adapter: openai, base_url: "http://x"}
   - {slug: g, adapter: gemini, base_url: "http://y"}
   - {slug: k, adapter: gemini, base_url: "http://z", api_key_env: K, embedding_token_ids: true}
+  - {slug: t, adapter: openai, base_url: "http://t", embedding_token_ids: false}
 models:
   - {id: v/a, aliases: [a], endpoints: [{provider: p}]}
   - {id: v/b, endpoints: [{provider: g}]}
@@ -159,9 +160,13 @@ models:
 			if got := cat.Resolve("off"); got != "" {
 				t.Errorf("an alias of a switched-off model resolves to %q", got)
 			}
-			if !cat.Providers["p"].EmbeddingTokenIDs || cat.Providers["g"].EmbeddingTokenIDs {
-				t.Errorf("embedding token ids: openai adapter %v, gemini %v; want true, false",
-					cat.Providers["p"].EmbeddingTokenIDs, cat.Providers["g"].EmbeddingTokenIDs)
+			// Unset, the adapter's manifest decides at each request
+			// (dispatch); set, the configuration wins.
+			if ids := cat.Providers["p"].EmbeddingTokenIDs; ids != nil {
+				t.Errorf("embedding token ids unset in the configuration: %v, want nil (the adapter's manifest decides)", *ids)
+			}
+			if ids := cat.Providers["t"].EmbeddingTokenIDs; ids == nil || *ids {
+				t.Errorf("embedding_token_ids: false gave %v", ids)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/switchyard/switchyard/abi/chatparams"
+	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/tidwall/gjson"
@@ -18,13 +19,13 @@ import (
 //   - chat: custom tools are removed for an endpoint that does not list
 //     custom_tools in its supported_parameters (drop names it), and a max
 //     output above the endpoint's maximum is clamped to it;
-//   - embeddings: token-id input goes to providers that take ids
-//     (embedding_token_ids); the others get Job.TextBody, the ids decoded.
+//   - embeddings: token-id input goes to providers that take ids (ids
+//     reports it); the others get Job.TextBody, the ids decoded.
 //
 // The common request needs none of it and gets Job.Body as it is.
-func (job *Job) bodyFor(ep *catalog.Endpoint, drop []string) []byte {
+func (job *Job) bodyFor(ep *catalog.Endpoint, drop []string, ids capabilities) []byte {
 	if job.Route.Kind == catalog.KindEmbedding {
-		if job.TextBody != nil && !ep.Provider.EmbeddingTokenIDs {
+		if job.TextBody != nil && !takesTokenIDs(ids, ep.Provider) {
 			return job.TextBody
 		}
 		return job.Body
@@ -43,6 +44,22 @@ func (job *Job) bodyFor(ep *catalog.Endpoint, drop []string) []byte {
 		}
 	}
 	return body
+}
+
+// capabilities answers what the active adapters declare in their
+// manifests; *modules.Registry outside tests.
+type capabilities interface {
+	AdapterHas(adapter, capability string) bool
+}
+
+// takesTokenIDs reports whether provider p takes embeddings input as token
+// ids: its configuration's embedding_token_ids when set, else its
+// adapter's manifest (manifest.CapabilityEmbeddingTokenIDs).
+func takesTokenIDs(ids capabilities, p *catalog.Provider) bool {
+	if p.EmbeddingTokenIDs != nil {
+		return *p.EmbeddingTokenIDs
+	}
+	return ids.AdapterHas(p.Adapter, manifest.CapabilityEmbeddingTokenIDs)
 }
 
 // withoutCustomTools removes custom tools, and a tool_choice naming one;

@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/switchyard/switchyard/abi/chatparams"
+	"github.com/switchyard/switchyard/abi/manifest"
 	"github.com/switchyard/switchyard/host/catalog"
 	"github.com/switchyard/switchyard/host/route"
 	"github.com/tidwall/gjson"
@@ -20,8 +22,13 @@ func TestBodyFor(t *testing.T) {
 	}
 	small := &catalog.Endpoint{MaxOutput: 100, Provider: &catalog.Provider{}}
 	large := &catalog.Endpoint{MaxOutput: 0, Provider: &catalog.Provider{}}
-	ids := &catalog.Endpoint{Provider: &catalog.Provider{EmbeddingTokenIDs: true}}
-	text := &catalog.Endpoint{Provider: &catalog.Provider{}}
+	yes, no := true, false
+	// "ids-adapter" declares embedding_token_ids in its manifest; a
+	// provider's configuration overrides it either way.
+	ids := &catalog.Endpoint{Provider: &catalog.Provider{Adapter: "ids-adapter"}}
+	idsConfigured := &catalog.Endpoint{Provider: &catalog.Provider{Adapter: "text-adapter", EmbeddingTokenIDs: &yes}}
+	text := &catalog.Endpoint{Provider: &catalog.Provider{Adapter: "text-adapter"}}
+	textConfigured := &catalog.Endpoint{Provider: &catalog.Provider{Adapter: "ids-adapter", EmbeddingTokenIDs: &no}}
 	embed := &Job{Route: routeKind(catalog.KindEmbedding), Body: []byte(`{"input":[1,2]}`), TextBody: []byte(`{"input":"hi"}`)}
 	cases := []struct {
 		name string
@@ -39,13 +46,15 @@ func TestBodyFor(t *testing.T) {
 		{"only custom tools dropped, with their choice", chat(0, `{"tools":[`+custom+`],"tool_choice":{"type":"custom","custom":{"name":"c"}}}`), large,
 			[]string{chatparams.CustomTools}, `{}`},
 		{"custom tools kept", chat(0, `{"tools":[`+custom+`]}`), large, nil, `{"tools":[` + custom + `]}`},
-		{"token ids to a provider that takes them", embed, ids, nil, `{"input":[1,2]}`},
+		{"token ids to a provider whose adapter takes them", embed, ids, nil, `{"input":[1,2]}`},
+		{"token ids to a provider configured to take them", embed, idsConfigured, nil, `{"input":[1,2]}`},
 		{"token ids decoded for the others", embed, text, nil, `{"input":"hi"}`},
+		{"token ids decoded for a provider configured not to take them", embed, textConfigured, nil, `{"input":"hi"}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := string(tc.job.Body)
-			got := tc.job.bodyFor(tc.ep, tc.drop)
+			got := tc.job.bodyFor(tc.ep, tc.drop, fakeCapabilities{"ids-adapter": {manifest.CapabilityEmbeddingTokenIDs}})
 			if !gjson.ValidBytes(got) || compact(got) != compact([]byte(tc.want)) {
 				t.Errorf("body %s, want %s", got, tc.want)
 			}
@@ -55,6 +64,11 @@ func TestBodyFor(t *testing.T) {
 		})
 	}
 }
+
+// fakeCapabilities is the capabilities each adapter's manifest declares.
+type fakeCapabilities map[string][]string
+
+func (f fakeCapabilities) AdapterHas(adapter, c string) bool { return slices.Contains(f[adapter], c) }
 
 func compact(b []byte) string { return gjson.ParseBytes(b).Get("@ugly").Raw }
 

@@ -265,7 +265,7 @@ func (d *Dispatcher) attempt(ctx context.Context, job *Job, ep *catalog.Endpoint
 	started := time.Now()
 	actx := wire.AdapterCtx{Model: ep.UpstreamModel, Provider: ep.Provider.Slug, Stream: job.Stream, Drop: drop,
 		GenerationID: job.GenID, CatalogModel: ep.Model.ID, API: ep.Provider.API}
-	body := job.bodyFor(ep, drop)
+	body := job.bodyFor(ep, drop, d.Modules)
 	if hook == abi.HookEmbedRequest && job.ReadPart != nil {
 		if parts, sizes := d.embedParts(ep, body); parts != nil {
 			call, joined, err := d.attemptParts(ctx, job, ep, actx, parts, sizes)

@@ -52,8 +52,8 @@ func TestAdapterCapabilitiesFollowTheActiveVersion(t *testing.T) {
 		{"1.1.0", []string{}, false},
 		{"1.2.0", []string{"file_input"}, true},
 	}
-	if r.NativeFiles("files-adapter") {
-		t.Fatal("an adapter that is not installed takes files")
+	if r.NativeFiles("files-adapter") || r.AdapterHas("files-adapter", "embedding_token_ids") {
+		t.Fatal("an adapter that is not installed has a capability")
 	}
 	for _, s := range steps {
 		mf := withFields(t, "openai", map[string]any{"name": "files-adapter", "version": s.version, "capabilities": s.caps})
@@ -62,6 +62,24 @@ func TestAdapterCapabilitiesFollowTheActiveVersion(t *testing.T) {
 		}
 		if got := r.NativeFiles("files-adapter"); got != s.want {
 			t.Fatalf("version %s with capabilities %v: NativeFiles %v", s.version, s.caps, got)
+		}
+	}
+	// Token-id embeddings (dispatch reads them per request): gained and
+	// dropped by versions in the same way.
+	for _, s := range []struct {
+		version string
+		caps    []string
+	}{{"2.0.0", []string{"embedding_token_ids"}}, {"2.1.0", nil}} {
+		mf := withFields(t, "openai", map[string]any{"name": "files-adapter", "version": s.version, "capabilities": s.caps})
+		if _, err := r.PublishAndActivate(ctx, "", mf, bin, "test"); err != nil {
+			t.Fatal(err)
+		}
+		want := len(s.caps) > 0
+		if got := r.AdapterHas("files-adapter", "embedding_token_ids"); got != want {
+			t.Fatalf("version %s with capabilities %v: embedding_token_ids %v", s.version, s.caps, got)
+		}
+		if r.NativeFiles("files-adapter") {
+			t.Fatalf("version %s with capabilities %v takes files", s.version, s.caps)
 		}
 	}
 	// A plugin cannot claim an adapter's capability.

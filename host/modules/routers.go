@@ -189,6 +189,16 @@ func (ix *routerIndex) hidden(account string, before []RouterRole, g *RouterRole
 // NativeFiles reports whether the active gateway-wide adapter of that name
 // declares the file_input capability (route.Adapters).
 func (r *Registry) NativeFiles(adapter string) bool {
+	return r.AdapterHas(adapter, manifest.CapabilityFileInput)
+}
+
+// AdapterHas reports whether the active gateway-wide adapter of that name
+// declares capability c. The host reads it at each use, so a version that
+// gains or drops a capability changes what the host does with no release.
+func (r *Registry) AdapterHas(adapter, c string) bool {
+	if r == nil { // a dispatcher built without modules (tests)
+		return false
+	}
 	m := (*r.active.Load())[adapter]
-	return m != nil && m.Manifest.Kind == manifest.KindAdapter && slices.Contains(m.Manifest.Capabilities, manifest.CapabilityFileInput)
+	return m != nil && m.Manifest.Kind == manifest.KindAdapter && slices.Contains(m.Manifest.Capabilities, c)
 }

@@ -28,6 +28,10 @@ const (
 	// child settles as the gateway does by default (AsyncSettle with a
 	// journal) instead of waiting for each commit.
 	envJournal = "SWITCHYARD_BILLING_CRASH_JOURNAL"
+	// envSegment, with envJournal, is the journal's segment size: small,
+	// with a commit window of 5 ms, so that the child fills segments and
+	// reuses them (journal.recycle) many times before the kill.
+	envSegment = "SWITCHYARD_BILLING_CRASH_SEGMENT"
 )
 
 func TestMain(m *testing.M) {
@@ -49,12 +53,19 @@ func crashChild(mode, path, keyHash string) {
 		fail(err)
 	}
 	opts := Options{}
+	segment, _ := strconv.ParseInt(os.Getenv(envSegment), 10, 64)
 	if dir := os.Getenv(envJournal); dir != "" {
 		opts = Options{AsyncSettle: true, Journal: dir}
+		if segment > 0 {
+			opts.CommitWindow = 5 * time.Millisecond
+		}
 	}
 	l, err := Open(db, opts)
 	if err != nil {
 		fail(err)
+	}
+	if segment > 0 && l.j != nil {
+		l.j.segSize = segment // before the first settlement
 	}
 	k, err := ks.Get(keyHash)
 	if err != nil {
@@ -284,8 +295,12 @@ func TestCrashAtRandomMoments(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		journal bool
-	}{{"durable", false}, {"journal", true}} {
+		segment int // bytes; 0: the journal's own size
+	}{{"durable", false, 0}, {"journal", true, 0}, {"journal reusing 256 KiB segments", true, 256 << 10}} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.segment > 0 {
+				t.Setenv(envSegment, strconv.Itoa(tc.segment))
+			}
 			credits := 1000 * NanosPerUSD
 			path, acct, k := crashEnv(t, credits)
 			journal := ""
@@ -299,6 +314,11 @@ func TestCrashAtRandomMoments(t *testing.T) {
 					all[id] = c
 				}
 				t.Logf("round %d: %d settlements acknowledged before the kill", round, len(acks))
+				if segs, _ := journalSegments(journal); tc.segment > 0 && len(segs) > 0 {
+					// Reuse is asserted by TestJournalSegmentsReused; here
+					// the count says the kills met reused segments.
+					t.Logf("journal at the kill: %d segment files, the last numbered %d", len(segs), segs[len(segs)-1].n)
+				}
 				e := checkRecovered(t, path, acct, k, credits, journal, all)
 				e.close()
 			}

@@ -107,8 +107,9 @@ func Index(tx store.Tx, g *billing.Generation) error {
 		return err
 	}
 	byTime.SetFillPercent(indexFill)
-	es := entries(g)
-	if err := byTime.Put(es[0].key, join(g.Model, g.Provider, g.Status, g.KeyHash)); err != nil {
+	k := indexKeys(g)
+	es := k.entries()
+	if err := byTime.Put(es[0].key, k.timeValue); err != nil {
 		return err
 	}
 	for _, e := range es[1:] {
@@ -130,15 +131,15 @@ func Index(tx store.Tx, g *billing.Generation) error {
 		t.CompletionTokens += g.Usage.CompletionTokens
 		t.Cost += g.Charged
 	}
-	if err := billing.UpdateRecord(tx, bucketDaily, dailyKey(g), add); err != nil {
+	if err := billing.UpdateRecord(tx, bucketDaily, k.daily, add); err != nil {
 		return err
 	}
-	return billing.UpdateRecord(tx, bucketDailyApp, dailyAppKey(g), add)
+	return billing.UpdateRecord(tx, bucketDailyApp, k.dailyApp, add)
 }
 
 // indexUnlessIndexed is Index for a record that may be indexed already.
 func indexUnlessIndexed(tx store.Tx, g *billing.Generation) error {
-	if b := tx.Bucket(bucketByTime); b != nil && b.Get(entries(g)[0].key) != nil {
+	if b := tx.Bucket(bucketByTime); b != nil && b.Get(indexKeys(g).byTime) != nil {
 		return nil
 	}
 	return Index(tx, g)
@@ -147,33 +148,88 @@ func indexUnlessIndexed(tx store.Tx, g *billing.Generation) error {
 // Reads appends what Index reads (billing.Options.IndexReads), so a
 // shared store fetches it with the rest of a group's reads.
 func Reads(g *billing.Generation, dst []store.Ref) []store.Ref {
-	return append(dst, store.Ref{Bucket: bucketDaily, Key: dailyKey(g)}, store.Ref{Bucket: bucketDailyApp, Key: dailyAppKey(g)})
+	k := indexKeys(g)
+	return append(dst, store.Ref{Bucket: bucketDaily, Key: k.daily}, store.Ref{Bucket: bucketDailyApp, Key: k.dailyApp})
+}
+
+// keySet is what Index writes for a record: its keys in the time, key
+// and model indexes, the time index's value, and its keys in the daily
+// totals. All are cut from one array: bbolt keeps a key it is given until
+// the transaction commits, so they cannot share a reused buffer, but one
+// allocation per record can hold them all (built key by key, with the
+// date formatted twice, they were ~0.9 µs and 8 allocations of the
+// store's writer per settlement).
+type keySet struct {
+	byTime, byKey, byModel, timeValue, daily, dailyApp []byte
+}
+
+// indexKeys are g's keys:
+//
+//	byTime    account 0 created(8, big endian ns) id
+//	byKey     account 0 key hash 0 created id
+//	byModel   account 0 model 0 created id
+//	timeValue model 0 provider 0 status 0 key hash
+//	daily     account 0 date 0 model 0 key hash
+//	dailyApp  account 0 date 0 http_referer 0 app_title
+//
+// The attribution values hold no 0 byte: they are cleaned of control
+// characters when recorded (host/server/attribution.go); ids, models and
+// key hashes have none.
+func indexKeys(g *billing.Generation) keySet {
+	var d [len(time.DateOnly)]byte
+	date := g.CreatedAt.UTC().AppendFormat(d[:0], time.DateOnly)
+	var created [8]byte
+	binary.BigEndian.PutUint64(created[:], uint64(g.CreatedAt.UnixNano()))
+	acct, at := len(g.AccountID)+1, len(created)+len(g.ID)
+	b := make([]byte, 0, 3*(acct+at)+len(g.KeyHash)+1+len(g.Model)+1+
+		len(g.Model)+1+len(g.Provider)+1+len(g.Status)+1+len(g.KeyHash)+
+		2*(acct+len(date)+1)+len(g.Model)+1+len(g.KeyHash)+len(g.Referer)+1+len(g.Title))
+	// cut is what was appended since the last cut; b never outgrows its
+	// capacity, so the keys stay where they are.
+	mark := 0
+	cut := func() []byte {
+		key := b[mark:len(b):len(b)]
+		mark = len(b)
+		return key
+	}
+	var k keySet
+	b = append(append(b, g.AccountID...), sep)
+	b = append(append(b, created[:]...), g.ID...)
+	k.byTime = cut()
+	b = append(append(b, g.AccountID...), sep)
+	b = append(append(b, g.KeyHash...), sep)
+	b = append(append(b, created[:]...), g.ID...)
+	k.byKey = cut()
+	b = append(append(b, g.AccountID...), sep)
+	b = append(append(b, g.Model...), sep)
+	b = append(append(b, created[:]...), g.ID...)
+	k.byModel = cut()
+	b = append(append(b, g.Model...), sep)
+	b = append(append(b, g.Provider...), sep)
+	b = append(append(b, g.Status...), sep)
+	b = append(b, g.KeyHash...)
+	k.timeValue = cut()
+	b = append(append(b, g.AccountID...), sep)
+	b = append(append(b, date...), sep)
+	b = append(append(b, g.Model...), sep)
+	b = append(b, g.KeyHash...)
+	k.daily = cut()
+	b = append(append(b, g.AccountID...), sep)
+	b = append(append(b, date...), sep)
+	b = append(append(b, g.Referer...), sep)
+	b = append(b, g.Title...)
+	k.dailyApp = cut()
+	return k
 }
 
 // entry is one index entry of a record.
 type entry struct{ bucket, key []byte }
 
-// entries are g's entries in the time, key and model indexes (in that
-// order): what Index writes besides the daily totals, and Unindex removes.
-func entries(g *billing.Generation) [3]entry {
-	var id [64]byte
-	suffix := string(appendTimeID(id[:0], g.CreatedAt, g.ID))
-	return [3]entry{
-		{bucketByTime, join(g.AccountID, suffix)},
-		{bucketByKey, join(g.AccountID, g.KeyHash, suffix)},
-		{bucketByModel, join(g.AccountID, g.Model, suffix)},
-	}
-}
-
-func dailyKey(g *billing.Generation) []byte {
-	return join(g.AccountID, g.CreatedAt.UTC().Format(time.DateOnly), g.Model, g.KeyHash)
-}
-
-// dailyAppKey is g's key in the totals per app. The attribution values
-// hold no 0 byte: they are cleaned of control characters when recorded
-// (host/server/attribution.go).
-func dailyAppKey(g *billing.Generation) []byte {
-	return join(g.AccountID, g.CreatedAt.UTC().Format(time.DateOnly), g.Referer, g.Title)
+// entries are the record's entries in the time, key and model indexes (in
+// that order): what Index writes besides the daily totals, and Unindex
+// removes.
+func (k keySet) entries() [3]entry {
+	return [3]entry{{bucketByTime, k.byTime}, {bucketByKey, k.byKey}, {bucketByModel, k.byModel}}
 }
 
 // join is parts separated by 0 bytes (ids, models and key hashes have none),
@@ -191,11 +247,6 @@ func join(parts ...string) []byte {
 		b = append(b, p...)
 	}
 	return b
-}
-
-func appendTimeID(b []byte, t time.Time, id string) []byte {
-	b = binary.BigEndian.AppendUint64(b, uint64(t.UnixNano()))
-	return append(b, id...)
 }
 
 type totals struct {

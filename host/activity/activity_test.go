@@ -1,6 +1,8 @@
 package activity
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	bolt "go.etcd.io/bbolt"
 	"path/filepath"
@@ -288,5 +290,40 @@ func TestBackfillAgainIndexesOnce(t *testing.T) {
 	}
 	if tot := total(rows); len(got) != n || tot[0] != n {
 		t.Fatalf("%d records listed and %d requests counted, want %d", len(got), tot[0], n)
+	}
+}
+
+// The keys cut from one array are byte for byte the keys the indexes
+// were written with before (each its own join), so a store written by
+// an earlier version reads and prunes as it did — empty provider, status
+// and attribution fields included.
+func TestIndexKeysAsBefore(t *testing.T) {
+	at := time.Date(2026, 11, 30, 23, 59, 59, 999_999_999, time.FixedZone("x", -3600))
+	for _, g := range []*billing.Generation{
+		{ID: "gen-08E0vlcfkh3aqBIoAUnsG1g7", AccountID: "acct_c8d65c9f3d7d09fb", KeyHash: "98fc69", Model: "bench/chat",
+			Provider: "fake", Status: "success", Attribution: usage.Attribution{Referer: "https://app.example", Title: "App"}, CreatedAt: at},
+		{ID: "gen-1", AccountID: "a", CreatedAt: at},
+	} {
+		suffix := string(binary.BigEndian.AppendUint64(nil, uint64(g.CreatedAt.UnixNano()))) + g.ID
+		date := g.CreatedAt.UTC().Format(time.DateOnly)
+		k := indexKeys(g)
+		for _, c := range []struct {
+			name      string
+			got, want []byte
+		}{
+			{"by time", k.byTime, join(g.AccountID, suffix)},
+			{"by key", k.byKey, join(g.AccountID, g.KeyHash, suffix)},
+			{"by model", k.byModel, join(g.AccountID, g.Model, suffix)},
+			{"time value", k.timeValue, join(g.Model, g.Provider, g.Status, g.KeyHash)},
+			{"daily", k.daily, join(g.AccountID, date, g.Model, g.KeyHash)},
+			{"daily app", k.dailyApp, join(g.AccountID, date, g.Referer, g.Title)},
+		} {
+			if !bytes.Equal(c.got, c.want) || cap(c.got) != len(c.got) {
+				t.Errorf("%s %s: %q (cap %d), want %q", g.ID, c.name, c.got, cap(c.got), c.want)
+			}
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = indexKeys(g) }); n != 1 {
+			t.Errorf("indexKeys allocated %v times, want once", n)
+		}
 	}
 }

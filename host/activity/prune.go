@@ -11,7 +11,7 @@ import (
 // GET /activity reads, a few rows per account and day, and stay after
 // the records are pruned.
 func Unindex(tx store.Tx, g *billing.Generation) error {
-	for _, e := range entries(g) {
+	for _, e := range indexKeys(g).entries() {
 		if b := tx.Bucket(e.bucket); b != nil {
 			if err := b.Delete(e.key); err != nil {
 				return err

@@ -20,7 +20,12 @@ const NanosPerUSD Nanos = 1_000_000_000
 // USD renders n as an exact decimal number of dollars with no trailing
 // zeros ("0.0042", "12.5", "0"); it is used both for JSON numbers and for
 // messages.
-func (n Nanos) USD() string { return string(n.AppendUSD(nil)) }
+func (n Nanos) USD() string {
+	// On the stack: appended to nil, the digits took three allocations
+	// before the string's own (every request's log line has a cost).
+	var b [32]byte // "-9223372036.854775808" is the longest
+	return string(n.AppendUSD(b[:0]))
+}
 
 // AppendUSD appends USD() to b (the ledger's records encode amounts on
 // every settlement: no intermediate strings).

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"math"
 	"math/big"
 	"math/rand/v2"
 	"testing"
@@ -57,4 +58,25 @@ func BenchmarkAppendUSD(b *testing.B) {
 	for b.Loop() {
 		buf = Nanos(1234_002500013).AppendUSD(buf[:0])
 	}
+}
+
+// USD renders exactly, extremes included, in at most one allocation (the
+// string's).
+func TestUSD(t *testing.T) {
+	for _, c := range []struct {
+		n    Nanos
+		want string
+	}{
+		{0, "0"}, {4_200_000, "0.0042"}, {12_500_000_000, "12.5"}, {-1, "-0.000000001"},
+		{math.MaxInt64, "9223372036.854775807"}, {math.MinInt64, "-9223372036.854775808"},
+	} {
+		if got := c.n.USD(); got != c.want {
+			t.Errorf("%d: %q, want %q", int64(c.n), got, c.want)
+		}
+	}
+	var sink string
+	if n := testing.AllocsPerRun(100, func() { sink = Nanos(math.MinInt64).USD() }); n > 1 {
+		t.Errorf("USD allocated %v times, want at most once", n)
+	}
+	_ = sink
 }

@@ -611,7 +611,10 @@ func commitSettlement(tx store.Tx, g *Generation, rec []byte, leaseOwner string)
 	// filled to 95% instead of bbolt's 50% split less and take half the
 	// space.
 	gens.SetFillPercent(generationsFill)
-	if gens.Get([]byte(g.ID)) != nil {
+	// One copy of the id for the three calls: the store keeps Put's key
+	// until the commit, and nothing changes it.
+	id := []byte(g.ID)
+	if gens.Get(id) != nil {
 		return false, nil
 	}
 	if err := updateAccount(tx, g.AccountID, func(r *accountRec) {
@@ -625,7 +628,7 @@ func commitSettlement(tx store.Tx, g *Generation, rec []byte, leaseOwner string)
 	}); err != nil {
 		return false, err
 	}
-	if err := tx.Bucket(bucketHolds).Delete([]byte(g.ID)); err != nil {
+	if err := tx.Bucket(bucketHolds).Delete(id); err != nil {
 		return false, err
 	}
 	if leaseOwner != "" {
@@ -643,7 +646,7 @@ func commitSettlement(tx store.Tx, g *Generation, rec []byte, leaseOwner string)
 		// outgrowing its buffer into a second one.
 		rec = appendGeneration(make([]byte, 0, 1024), g)
 	}
-	return true, gens.Put([]byte(g.ID), rec)
+	return true, gens.Put(id, rec)
 }
 
 // recover turns the holds found on disk into open reservations again and

@@ -199,7 +199,7 @@ func (r *Registry) Acquire(name string) (*wasm.Module, func()) {
 		// If a swap happened between the load and the retain, the module may
 		// already be retired: let go and take the new one.
 		if (*r.active.Load())[name] == m {
-			return m, m.Release
+			return m, m.ReleaseFunc()
 		}
 		m.Release()
 	}

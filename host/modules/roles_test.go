@@ -126,3 +126,23 @@ func TestRoutersByScope(t *testing.T) {
 		t.Fatalf("acct-b's routers: %+v", rs)
 	}
 }
+
+// Pinning the active version of a module — every request does it for its
+// adapter and its plugins — allocates nothing, and its release unpins.
+func TestAcquireAllocatesNothing(t *testing.T) {
+	ctx := context.Background()
+	r, closeAll := open(t, filepath.Join(t.TempDir(), "sy.db"))
+	defer closeAll()
+	if _, err := r.PublishAndActivate(ctx, "", withFields(t, "openai", nil), builtBinary(t, "openai"), "test"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		m, release := r.Acquire("openai")
+		if m == nil {
+			t.Fatal("openai is not active")
+		}
+		release()
+	}); n != 0 {
+		t.Errorf("Acquire and its release allocated %v times a call, want 0", n)
+	}
+}

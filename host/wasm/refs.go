@@ -13,6 +13,7 @@ type refcount struct {
 	n       atomic.Int64
 	retired atomic.Bool
 	once    sync.Once
+	release atomic.Pointer[func()] // ReleaseFunc's
 }
 
 // Retain pins m. Pair every Retain with a Release.
@@ -23,6 +24,18 @@ func (m *Module) Release() {
 	if m.refs.n.Add(-1) == 0 && m.refs.retired.Load() {
 		m.closeOnce()
 	}
+}
+
+// ReleaseFunc is m.Release as a func value, made once per module: a
+// registry that hands out the method value with each pin allocated a
+// closure each time (three a request).
+func (m *Module) ReleaseFunc() func() {
+	if f := m.refs.release.Load(); f != nil {
+		return *f
+	}
+	f := m.Release
+	m.refs.release.CompareAndSwap(nil, &f)
+	return *m.refs.release.Load()
 }
 
 // Retire marks m as replaced. It closes now if nothing holds it, otherwise

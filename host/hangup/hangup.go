@@ -177,11 +177,9 @@ func (w *watch) Stop() {
 func rawConn(conn net.Conn) syscall.RawConn {
 	for range 8 {
 		if sc, ok := conn.(syscall.Conn); ok {
-			rc, err := sc.SyscallConn()
-			if err != nil {
-				return nil
+			if rc, err := sc.SyscallConn(); err == nil {
+				return rc
 			}
-			return rc
 		}
 		w, ok := conn.(interface{ NetConn() net.Conn })
 		if !ok {

@@ -290,6 +290,25 @@ type conn struct {
 	l    *Listener
 	addr string
 	once sync.Once
+
+	// The socket's raw connection, asked for once (SyscallConn).
+	rcOnce sync.Once
+	rc     syscall.RawConn
+	rcErr  error
+}
+
+// SyscallConn returns the socket's raw connection, the same one every
+// time: a handler asks for it with each request (host/hangup watches the
+// client), and *net.TCPConn makes a new one at each call.
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	c.rcOnce.Do(func() {
+		if sc, ok := c.Conn.(syscall.Conn); ok {
+			c.rc, c.rcErr = sc.SyscallConn()
+		} else {
+			c.rcErr = errors.ErrUnsupported
+		}
+	})
+	return c.rc, c.rcErr
 }
 
 func (c *conn) Close() error {

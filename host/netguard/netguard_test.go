@@ -298,3 +298,39 @@ func TestLingeringConnectionKeepsItsSlot(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// An accepted connection hands out its socket's raw connection once made:
+// the same one at every request of the connection, with no allocation.
+func TestSyscallConnIsKept(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := Wrap(inner, Config{MaxConns: 10, Logf: t.Logf})
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		t.Fatal("an accepted connection is not a syscall.Conn")
+	}
+	first, err := sc.SyscallConn()
+	if err != nil || first == nil {
+		t.Fatalf("SyscallConn: %v, %v", first, err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if rc, _ := sc.SyscallConn(); rc != first {
+			t.Fatal("a second SyscallConn returned another raw connection")
+		}
+	}); n != 0 {
+		t.Errorf("SyscallConn allocated %v times, want 0", n)
+	}
+}

@@ -2,8 +2,6 @@
 
 package upstream
 
-import "net"
-
 // peerClosed cannot peek on this platform: a closed idle connection is
 // found by the request written to it.
-func peerClosed(net.Conn) bool { return false }
+func peerClosed(*conn) bool { return false }

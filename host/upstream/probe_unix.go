@@ -2,23 +2,16 @@
 
 package upstream
 
-import (
-	"net"
-	"syscall"
-)
+import "syscall"
 
 // peerClosed reports whether an idle connection can no longer carry a
 // request: the peer closed or reset it, or sent bytes nobody asked for.
 // It peeks without blocking (one recv(2) with MSG_PEEK|MSG_DONTWAIT, about
 // a microsecond) and consumes nothing.
-func peerClosed(nc net.Conn) bool {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return true
+func peerClosed(c *conn) bool {
+	rc, err := c.raw()
+	if rc == nil {
+		return err != nil // not a socket: nothing to peek at
 	}
 	closed := false
 	var b [1]byte

@@ -264,7 +264,7 @@ func (t *Transport) get(ctx context.Context, key string, fresh bool) (*conn, boo
 		list[len(list)-1] = nil
 		t.idle[key] = list[:len(list)-1]
 		t.mu.Unlock()
-		if now.Sub(c.idleSince) < t.idleTimeout() && c.br.Buffered() == 0 && !peerClosed(c.Conn) {
+		if now.Sub(c.idleSince) < t.idleTimeout() && c.br.Buffered() == 0 && !peerClosed(c) {
 			return c, true, nil
 		}
 		_ = c.Conn.Close()
@@ -387,6 +387,24 @@ type conn struct {
 	graceEnd time.Time   // zero: the context is watched, or cannot end
 	stop     func() bool // the watch's, once it runs
 	aborted  bool        // the context ended: the deadline stays in the past
+
+	// The socket's raw connection, for peerClosed: made once (raw), not
+	// at each reuse. Read only by the goroutine that took the connection.
+	rc    syscall.RawConn
+	rcErr error
+	rcSet bool
+}
+
+// raw is the socket's raw connection: nil with a nil error when the
+// connection is not a socket, nil with the error when the socket has none.
+func (c *conn) raw() (syscall.RawConn, error) {
+	if !c.rcSet {
+		c.rcSet = true
+		if sc, ok := c.Conn.(syscall.Conn); ok {
+			c.rc, c.rcErr = sc.SyscallConn()
+		}
+	}
+	return c.rc, c.rcErr
 }
 
 // aLongTimeAgo is a deadline that has passed: setting it ends a blocked

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strconv"
@@ -207,6 +208,10 @@ func upstreamURL(p *catalog.Provider, path, key string) string {
 // (a keyless local server, or an auth scheme's credential) a line that
 // carries the placeholder is not sent at all.
 func setHeaders(h http.Header, lines []byte, key string) {
+	// Every header's value in one array: Header.Set makes a slice for
+	// each (four or five a request). Each entry is capped at its one
+	// value, so a later Add to it copies instead of overwriting the next.
+	vals := make([]string, 0, bytes.Count(lines, []byte{'\n'})+1)
 	for rest := string(lines); rest != ""; {
 		var line string
 		line, rest, _ = strings.Cut(rest, "\n")
@@ -221,7 +226,9 @@ func setHeaders(h http.Header, lines []byte, key string) {
 			}
 			value = strings.ReplaceAll(value, abi.APIKeyPlaceholder, key)
 		}
-		h.Set(strings.TrimSpace(name), value)
+		vals = append(vals, value)
+		n := len(vals)
+		h[textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))] = vals[n-1 : n : n]
 	}
 }
 

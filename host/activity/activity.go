@@ -184,8 +184,9 @@ func indexKeys(g *billing.Generation) keySet {
 	b := make([]byte, 0, 3*(acct+at)+len(g.KeyHash)+1+len(g.Model)+1+
 		len(g.Model)+1+len(g.Provider)+1+len(g.Status)+1+len(g.KeyHash)+
 		2*(acct+len(date)+1)+len(g.Model)+1+len(g.KeyHash)+len(g.Referer)+1+len(g.Title))
-	// cut is what was appended since the last cut; b never outgrows its
-	// capacity, so the keys stay where they are.
+	// cut is what was appended since the last cut, capped there so that a
+	// later append cannot reach into it; b is sized for all six keys, one
+	// allocation (TestIndexKeysAsBefore counts it).
 	mark := 0
 	cut := func() []byte {
 		key := b[mark:len(b):len(b)]

@@ -369,8 +369,7 @@ func (j *journal) retire() {
 	if s == nil || s.off == 0 || s.pending.Load() != 0 {
 		return
 	}
-	var zero [frameHeader]byte
-	if err := s.put(zero[:], 0); err != nil {
+	if err := s.empty(); err != nil {
 		s.broken.Store(true)
 		j.seal()
 		return
@@ -391,6 +390,13 @@ func (j *journal) synced(s *segment) error {
 		return nil
 	}
 	return syscall.Fdatasync(int(s.f.Fd()))
+}
+
+// empty writes a zero length over the segment's first frame: a replay
+// reads nothing of it from then on (retire, recycle).
+func (s *segment) empty() error {
+	var zero [frameHeader]byte
+	return s.put(zero[:], 0)
 }
 
 // restart makes the segment's next frame its first, in a new epoch (a
@@ -564,8 +570,7 @@ func (j *journal) recycle(s *segment) {
 	}
 	go func() {
 		defer j.bg.Done()
-		var zero [frameHeader]byte
-		if err := s.put(zero[:], 0); err != nil || syscall.Fdatasync(int(s.f.Fd())) != nil {
+		if err := s.empty(); err != nil || syscall.Fdatasync(int(s.f.Fd())) != nil {
 			s.remove()
 			j.offerSpare(nil)
 			return

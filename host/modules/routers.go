@@ -196,9 +196,6 @@ func (r *Registry) NativeFiles(adapter string) bool {
 // declares capability c. The host reads it at each use, so a version that
 // gains or drops a capability changes what the host does with no release.
 func (r *Registry) AdapterHas(adapter, c string) bool {
-	if r == nil { // a dispatcher built without modules (tests)
-		return false
-	}
 	m := (*r.active.Load())[adapter]
 	return m != nil && m.Manifest.Kind == manifest.KindAdapter && slices.Contains(m.Manifest.Capabilities, c)
 }

@@ -192,7 +192,11 @@ func (l *Listener) Accept() (net.Conn, error) {
 			l.refuse(c, addr)
 			continue
 		}
-		return &conn{Conn: c, l: l, addr: addr}, nil
+		gc := &conn{Conn: c, l: l, addr: addr, rcErr: errors.ErrUnsupported}
+		if sc, ok := c.(syscall.Conn); ok {
+			gc.rc, gc.rcErr = sc.SyscallConn()
+		}
+		return gc, nil
 	}
 }
 
@@ -291,25 +295,15 @@ type conn struct {
 	addr string
 	once sync.Once
 
-	// The socket's raw connection, asked for once (SyscallConn).
-	rcOnce sync.Once
-	rc     syscall.RawConn
-	rcErr  error
+	// The socket's raw connection, made once at the accept (SyscallConn).
+	rc    syscall.RawConn
+	rcErr error
 }
 
 // SyscallConn returns the socket's raw connection, the same one every
 // time: a handler asks for it with each request (host/hangup watches the
 // client), and *net.TCPConn makes a new one at each call.
-func (c *conn) SyscallConn() (syscall.RawConn, error) {
-	c.rcOnce.Do(func() {
-		if sc, ok := c.Conn.(syscall.Conn); ok {
-			c.rc, c.rcErr = sc.SyscallConn()
-		} else {
-			c.rcErr = errors.ErrUnsupported
-		}
-	})
-	return c.rc, c.rcErr
-}
+func (c *conn) SyscallConn() (syscall.RawConn, error) { return c.rc, c.rcErr }
 
 func (c *conn) Close() error {
 	err := net.ErrClosed

@@ -9,13 +9,15 @@ import "syscall"
 // It peeks without blocking (one recv(2) with MSG_PEEK|MSG_DONTWAIT, about
 // a microsecond) and consumes nothing.
 func peerClosed(c *conn) bool {
-	rc, err := c.raw()
+	rc := c.rc
 	if rc == nil {
-		return err != nil // not a socket: nothing to peek at
+		// Not a socket (nothing to peek at), or a socket without a raw
+		// connection (not to be trusted).
+		return c.rcErr != nil
 	}
 	closed := false
 	var b [1]byte
-	err = rc.Read(func(fd uintptr) bool {
+	err := rc.Read(func(fd uintptr) bool {
 		for {
 			n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 			switch {

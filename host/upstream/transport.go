@@ -278,6 +278,9 @@ func (t *Transport) get(ctx context.Context, key string, fresh bool) (*conn, boo
 		return nil, false, err
 	}
 	c := &conn{Conn: nc, t: t, key: key}
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.rc, c.rcErr = sc.SyscallConn()
+	}
 	c.lim = limitReader{r: (*connReader)(c), n: -1}
 	c.br = bufio.NewReaderSize(&c.lim, 4<<10)
 	return c, false, nil
@@ -388,23 +391,11 @@ type conn struct {
 	stop     func() bool // the watch's, once it runs
 	aborted  bool        // the context ended: the deadline stays in the past
 
-	// The socket's raw connection, for peerClosed: made once (raw), not
-	// at each reuse. Read only by the goroutine that took the connection.
+	// The socket's raw connection, for peerClosed, made once at the dial
+	// rather than at each reuse: nil with a nil rcErr when the connection
+	// is not a socket, nil with rcErr when the socket has none.
 	rc    syscall.RawConn
 	rcErr error
-	rcSet bool
-}
-
-// raw is the socket's raw connection: nil with a nil error when the
-// connection is not a socket, nil with the error when the socket has none.
-func (c *conn) raw() (syscall.RawConn, error) {
-	if !c.rcSet {
-		c.rcSet = true
-		if sc, ok := c.Conn.(syscall.Conn); ok {
-			c.rc, c.rcErr = sc.SyscallConn()
-		}
-	}
-	return c.rc, c.rcErr
 }
 
 // aLongTimeAgo is a deadline that has passed: setting it ends a blocked

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -235,8 +236,8 @@ func testJournalRetired(t *testing.T, syncEvery time.Duration) {
 // segment stays unsynced until the close.
 func TestJournalSyncPeriod(t *testing.T) {
 	dirty := func(j *journal) bool {
-		j.flushMu.Lock()
-		defer j.flushMu.Unlock()
+		j.mu.Lock()
+		defer j.mu.Unlock()
 		return j.dirty
 	}
 	for _, c := range []struct {
@@ -377,9 +378,9 @@ func TestJournalSegmentsReused(t *testing.T) {
 		files, _ := journalSegments(dir)
 		maxFiles = max(maxFiles, len(files))
 	}
-	j.flushMu.Lock()
+	j.mu.Lock()
 	made := j.segN
-	j.flushMu.Unlock()
+	j.mu.Unlock()
 	if made > 4 {
 		t.Errorf("%d segments made for %d settlements of ~%d per segment, want at most 4 (reused)", made, total, j.segSize/700)
 	}
@@ -429,5 +430,67 @@ func TestJournalSegmentsReused(t *testing.T) {
 	}
 	for _, a := range log[total-lag:] {
 		a.seg.committed()
+	}
+}
+
+// A settlement never waits for the flusher's fdatasync (settle: journal):
+// the sync runs outside the lock settlements write under, so while the
+// disk works — 0.5–3 ms each period on the development machine, far more
+// on a busy one — settlements keep being written and acknowledged. Here
+// the sync is held until the test ends; a settlement before it and
+// twenty during it return, and the frames of all are in the file a
+// replay would read.
+func TestJournalWritesDuringSync(t *testing.T) {
+	dir := t.TempDir()
+	j, err := openJournal(dir, time.Millisecond, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	j.datasync = func(f *os.File) error {
+		once.Do(func() {
+			entered <- struct{}{}
+			<-release
+		})
+		return fdatasync(f)
+	}
+	defer j.close()
+	defer close(release)
+	gen := func(i int) []byte {
+		return journalPayload("", &Generation{ID: fmt.Sprintf("gen-%d", i), AccountID: "a", Charged: 1, SettledAt: time.Now().UTC()})
+	}
+	if _, err := j.append(gen(0)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered: // the flusher is inside its fdatasync, and stays
+	case <-time.After(10 * time.Second):
+		t.Fatal("the flusher did not sync the first settlement")
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := 1; i <= 20; i++ {
+			if _, err := j.append(gen(i)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("settlements waited for the flusher's fdatasync")
+	}
+	files, _ := journalSegments(dir)
+	if len(files) != 1 {
+		t.Fatalf("segments %v", files)
+	}
+	if _, gens, _ := readJournal(files[0].path); len(gens) != 21 {
+		t.Fatalf("%d settlements in the journal, want 21", len(gens))
 	}
 }

@@ -50,11 +50,6 @@ var (
 	ErrNotFound = errors.New("billing: not found")
 )
 
-// DefaultJournalSync is the journal's sync period with settle: journal
-// (the default): what a power loss can lose, and the most fdatasyncs a
-// second a busy gateway pays (200).
-const DefaultJournalSync = 5 * time.Millisecond
-
 // Options tune a Ledger; the zero value is usable.
 type Options struct {
 	// RequestDeadline bounds a request's life. A hold that outlives it by a

@@ -86,11 +86,12 @@ type Config struct {
 	// Settle says what a response waits for before it tells the client
 	// its cost (docs/billing.md has the trade-offs and figures):
 	//   - journal (default, ""): the charge appended to a local journal in
-	//     data_dir, fsynced within 5 ms (one fdatasync per period); the
+	//     data_dir, fsynced within settle_journal_sync (5 ms: one fdatasync
+	//     per period); the
 	//     store commits it within settle_commit_window. A crash of the
 	//     process (kill -9, OOM) loses no acknowledged charge: the next
 	//     start replays the journal; a power loss or kernel crash can lose
-	//     the last 5 ms.
+	//     the last settle_journal_sync.
 	//   - journal-fsync: the same, with each charge's fdatasync before its
 	//     answer (group commit): nothing acknowledged is lost even to a
 	//     power loss, for ~0.5 ms more per request.
@@ -106,6 +107,16 @@ type Config struct {
 	// PostgreSQL (billing.DefaultCommitWindow, SharedCommitWindow);
 	// at most 1s.
 	SettleCommitWindow Duration `yaml:"settle_commit_window"`
+	// SettleJournalSync is, with settle: journal, the longest an
+	// acknowledged charge waits for the journal's fdatasync: what a power
+	// loss or kernel crash can lose (a crash of the process loses nothing
+	// either way). Unset: 5ms; from 1ms to 1s (MySQL's
+	// innodb_flush_log_at_trx_commit=2 and Redis's appendfsync everysec
+	// make the same trade at one second). A sync costs about the same
+	// whatever it covers — on the 2-vCPU VM of docs/performance.md ~0.2–0.4
+	// ms of CPU, most of it the virtual disk's and the interrupts' — so a
+	// longer period is cheaper the fewer requests share one.
+	SettleJournalSync Duration `yaml:"settle_journal_sync"`
 	// GCPercent is the Go garbage collector's target the gateway serves
 	// with when the GOGC environment variable is not set (GOGC wins): 0 =
 	// tuned after every collection, up to 400 while the live heap is small
@@ -464,6 +475,17 @@ func (c *Config) SettleMode() string {
 	return c.Settle
 }
 
+// DefaultSettleJournalSync is settle_journal_sync unset.
+const DefaultSettleJournalSync = 5 * time.Millisecond
+
+// JournalSync is the journal's sync period with settle: journal.
+func (c *Config) JournalSync() time.Duration {
+	if d := time.Duration(c.SettleJournalSync); d > 0 {
+		return d
+	}
+	return DefaultSettleJournalSync
+}
+
 // Parse decodes YAML, rejecting unknown fields so typos surface.
 func Parse(data []byte) (*Config, error) {
 	c := &Config{}
@@ -506,6 +528,14 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if c.DurableSettle && c.Settle != "" && c.Settle != SettleCommit {
 		return nil, fmt.Errorf("config: durable_settle: true means settle: commit, which contradicts settle: %s; keep one of them", c.Settle)
+	}
+	if d := time.Duration(c.SettleJournalSync); d != 0 {
+		if d < time.Millisecond || d > time.Second {
+			return nil, fmt.Errorf("config: settle_journal_sync: want a duration from 1ms to 1s (unset: %s), not %s", DefaultSettleJournalSync, d)
+		}
+		if m := c.SettleMode(); m != SettleJournal {
+			return nil, fmt.Errorf("config: settle_journal_sync applies to settle: journal, not settle: %s (journal-fsync syncs every charge before its answer)", m)
+		}
 	}
 	if f := c.Limits.MaxSubRequestCost; f < 0 || f > 1e6 || f != f {
 		return nil, fmt.Errorf("config: limits.max_sub_request_cost: want a dollar amount from 0 (unset: $%g) to 1000000, not %g", DefaultMaxSubRequestCost, f)

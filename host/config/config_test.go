@@ -75,6 +75,10 @@ func TestParseRejects(t *testing.T) {
 		{"negative commit window", "settle_commit_window: -1ms\n", "settle_commit_window"},
 		{"commit window over a second", "settle_commit_window: 2s\n", "at most 1s"},
 		{"unknown settle mode", "settle: fsync\n", "want journal"},
+		{"journal sync under a millisecond", "settle_journal_sync: 500us\n", "from 1ms to 1s"},
+		{"journal sync over a second", "settle_journal_sync: 2s\n", "from 1ms to 1s"},
+		{"journal sync without the journal's period", "settle: journal-fsync\nsettle_journal_sync: 10ms\n", "applies to settle: journal"},
+		{"journal sync with settle: commit", "durable_settle: true\nsettle_journal_sync: 10ms\n", "not settle: commit"},
 		{"durable_settle contradicting settle", "durable_settle: true\nsettle: memory\n", "contradicts"},
 	}
 	for _, tc := range cases {
@@ -349,6 +353,25 @@ func TestParseCreated(t *testing.T) {
 		got, err := parseCreated(tc.in)
 		if (err != nil) != tc.bad || got != tc.want {
 			t.Errorf("parseCreated(%q) = %d, %v; want %d (error: %t)", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+func TestJournalSync(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want time.Duration
+	}{
+		{"listen: x\n", 5 * time.Millisecond},
+		{"settle_journal_sync: 100ms\n", 100 * time.Millisecond},
+		{"settle: journal\nsettle_journal_sync: 1s\n", time.Second},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.JournalSync(); got != tc.want {
+			t.Errorf("%q: journal sync %s, want %s", tc.yaml, got, tc.want)
 		}
 	}
 }

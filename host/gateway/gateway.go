@@ -225,7 +225,7 @@ func (g *Gateway) openLedger(opts Options) (err error) {
 	journal, journalSync := "", time.Duration(0)
 	switch cfg.SettleMode() {
 	case config.SettleJournal:
-		journal, journalSync = filepath.Join(cfg.DataDir, "journal"), billing.DefaultJournalSync
+		journal, journalSync = filepath.Join(cfg.DataDir, "journal"), cfg.JournalSync()
 	case config.SettleJournalFsync:
 		journal = filepath.Join(cfg.DataDir, "journal")
 	}

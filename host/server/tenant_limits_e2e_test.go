@@ -130,10 +130,17 @@ func TestTenantPluginMemoryDoesNotOutliveACall(t *testing.T) {
 }
 
 // One tenant's hostile loops cannot take the cores from another: with its
-// calls capped at one at a time (concurrent_calls), tenant B keeps at least
-// 80% of the requests it completes in the same window without the attacker.
-// Counts only, over interleaved rounds of generous windows, so a loaded
-// machine slows both sides alike.
+// calls capped at one at a time (concurrent_calls), an attacker takes at
+// most what one busy core takes, so tenant B completes at least half of
+// what it completes beside one goroutine spinning in the gateway's process
+// for the same window. Counts only, over interleaved rounds of generous
+// windows. The spinning goroutine, not the victim alone, is what the
+// attack is compared with: the victim's client is sequential, so alone it
+// leaves a core idle that absorbs load from outside the test (a CI
+// machine shared with other jobs), and under attack it does not — a CI
+// run once measured 34% of the victim alone, its "alone" itself at 40% of
+// a quiet machine's. Beside one busy core the victim has no spare core
+// either, so outside load weighs on both windows alike.
 func TestTenantLoopsDoNotStarveOtherTenants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
@@ -180,6 +187,30 @@ func TestTenantLoopsDoNotStarveOtherTenants(t *testing.T) {
 		}
 		return n
 	}
+	// control runs count beside a goroutine that spins for the window:
+	// one core taken, as by an attacker held to one call at a time.
+	control := func() int {
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			x := 0
+			for {
+				select {
+				case <-stop:
+					_ = x
+					return
+				default:
+				}
+				for i := range 1 << 16 {
+					x += i
+				}
+			}
+		}()
+		n := count()
+		close(stop)
+		<-done
+		return n
+	}
 	var attackCalls, cut atomic.Int64
 	attack := func(stop <-chan struct{}, wg *sync.WaitGroup) {
 		defer wg.Done()
@@ -204,7 +235,7 @@ func TestTenantLoopsDoNotStarveOtherTenants(t *testing.T) {
 	count() // warm up: connections, pools, compiled code
 	var base, underAttack int
 	for r := 0; r < rounds; r++ {
-		base += count()
+		base += control()
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := 0; i < attackers; i++ {
@@ -218,17 +249,16 @@ func TestTenantLoopsDoNotStarveOtherTenants(t *testing.T) {
 		close(stop)
 		wg.Wait()
 	}
-	t.Logf("victim requests: %d alone, %d under attack (%.0f%%); attacker calls %d, %d cut at the time limit",
+	t.Logf("victim requests: %d beside one busy core, %d under attack (%.0f%%); attacker calls %d, %d cut at the time limit",
 		base, underAttack, 100*float64(underAttack)/float64(base), attackCalls.Load(), cut.Load())
 	if cut.Load() == 0 {
 		t.Fatal("the attacker's loops never ran")
 	}
 	// Without the tenant limits the victim keeps about 1% of its
-	// throughput (measured: 63 of 9,528 requests); with them 70-100%,
-	// depending on what else the machine runs. Half is far from both, so
-	// a loaded machine does not fail the test and starvation still does.
+	// throughput (measured: 63 of 9,528 requests alone); with them about
+	// as much as beside one busy core. Half is far from both.
 	if underAttack*2 < base {
-		t.Fatalf("victim completed %d requests under attack, fewer than half of its %d alone (its other answers by status: %v)", underAttack, base, others)
+		t.Fatalf("victim completed %d requests under attack, fewer than half of its %d beside one busy core (its other answers by status: %v)", underAttack, base, others)
 	}
 }
 

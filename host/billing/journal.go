@@ -31,7 +31,8 @@ import (
 // How durable the append is before Settle returns is Options.JournalSync:
 //   - zero (settle: journal-fsync): the file's fdatasync. Nothing
 //     acknowledged is lost even to a power loss or a kernel crash.
-//   - a period (settle: journal, the default, 5 ms): the write(2) only;
+//   - a period (settle: journal, the default 5 ms, settle_journal_sync):
+//     the copy into the segment (or its write(2)) only;
 //     the flusher fdatasyncs the segment within the period after its
 //     first unsynced write. The record is in the kernel's page cache
 //     when the client hears its cost, so a crash of the process (kill -9,
@@ -48,8 +49,8 @@ import (
 // a record appended to a preallocated file costs one fdatasync of the
 // pages written (~0.5 ms on the development machine), shared by every
 // settlement that arrives while the previous one is in flight (group
-// commit: the flusher writes what accumulated, syncs, and wakes all of
-// their waiters at once). The store still gathers a commit window of
+// commit: each settling goroutine writes its own frame, and the flusher's
+// one sync wakes all of them at once). The store still gathers a commit window of
 // writes into one transaction, so its cost per request is unchanged.
 //
 // On disk: segments journal-<n>.log in one directory, each preallocated
@@ -96,8 +97,9 @@ type journal struct {
 	// segment — never across an fdatasync of the current segment: the
 	// flusher syncs outside it, so settlements keep being written while
 	// the disk works (it held every settlement for the 0.5–3 ms of each
-	// sync when the sync was taken under the writers' lock: ~5 µs of a
-	// 1 KB chat's CPU at 16 clients in wake-ups, docs/performance.md).
+	// sync when the sync was taken under the writers' lock: 2.5 µs of a
+	// 1 KB chat's CPU at 16 clients in hand-offs and wake-ups,
+	// docs/performance.md).
 	mu      sync.Mutex
 	closed  bool
 	seg     *segment

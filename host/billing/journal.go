@@ -342,7 +342,7 @@ func (j *journal) loop() {
 // Only the flusher calls it.
 func (j *journal) sync() {
 	j.mu.Lock()
-	s, dirty, b, err := j.seg, j.dirty, j.batch, j.sealErr
+	s, dirty, b, sealErr := j.seg, j.dirty, j.batch, j.sealErr
 	j.dirty, j.armed, j.sealErr = false, false, nil
 	if b != nil {
 		j.batch = &jbatch{done: make(chan struct{})}
@@ -355,6 +355,7 @@ func (j *journal) sync() {
 		}
 	}
 	j.mu.Unlock()
+	var err error
 	if dirty {
 		// The pages written in full since the last sync leave the page
 		// table first (one madvise, one TLB flush for the range), so the
@@ -369,12 +370,10 @@ func (j *journal) sync() {
 		if written != nil {
 			_ = syscall.Madvise(written, syscall.MADV_DONTNEED)
 		}
-		if serr := j.datasync(s.f); serr != nil {
-			err = serr
-		}
+		err = j.datasync(s.f)
 		s.use.RUnlock()
 	}
-	if err != nil && dirty {
+	if err != nil {
 		// The frames are in the page cache and reach the disk with the
 		// kernel's writeback; a segment that cannot sync takes no more.
 		if j.logf != nil {
@@ -388,7 +387,9 @@ func (j *journal) sync() {
 		j.mu.Unlock()
 	}
 	if b != nil {
-		b.err = err
+		// Either failure leaves some of the batch's frames unsynced: a
+		// seal's (the sealed segment's) or this sync's (the current one's).
+		b.err = cmp.Or(err, sealErr)
 		close(b.done)
 	}
 }
@@ -607,11 +608,12 @@ func (j *journal) recycle(s *segment) {
 	}()
 }
 
-// put writes b at off in the segment. Through the mapping it is a copy
+// put writes a then b at off in the segment (one part only when the
+// segment is not mapped: a frame is one pwrite). Through the mapping it is a copy
 // into the file's page cache — where a write(2) would have put it, so a
 // process that dies once put returned loses nothing — without the system
 // call: at a settlement a request, the pwrite was ~3% of a 1 KB chat's
-// gateway CPU. The fdatasync that follows (sync, synced) writes the
+// gateway CPU. The fdatasync that follows (sync, seal) writes the
 // mapped pages back like any other dirty page of the file.
 //
 // A page of the mapping that cannot be read in (an I/O error) would kill

@@ -3,6 +3,7 @@ package billing
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -567,4 +568,38 @@ func TestJournalPagesDroppedAfterSync(t *testing.T) {
 	if gens := read(); len(gens) != 3 || gens[0].ID != "gen-040" {
 		t.Fatalf("after the restart %d settlements read back, want 3", len(gens))
 	}
+}
+
+// A seal whose sync failed fails the group commit waiting on it (journal-
+// fsync: those settlements then wait for the store), and only that: the
+// segment the sync after it syncs successfully stays the current one.
+func TestJournalSealFailureFailsOnlyItsBatch(t *testing.T) {
+	j, err := openJournal(t.TempDir(), 0, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	s, err := j.append(journalPayload("", &Generation{ID: "gen-1", AccountID: "a", Charged: 1, SettledAt: time.Now().UTC()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As after a rotation whose seal could not sync the sealed segment,
+	// with a write to the new one since.
+	sealErr := errors.New("the sealed segment's fdatasync failed")
+	j.mu.Lock()
+	j.sealErr, j.dirty = sealErr, true
+	b := j.batch
+	j.mu.Unlock()
+	j.sync()
+	<-b.done
+	if b.err != sealErr {
+		t.Fatalf("the batch's error %v, want the seal's", b.err)
+	}
+	j.mu.Lock()
+	cur := j.seg
+	j.mu.Unlock()
+	if cur != s || s.broken.Load() || s.sealed.Load() {
+		t.Fatalf("the segment that synced was sealed (current %p, was %p, broken %v)", cur, s, s.broken.Load())
+	}
+	s.committed()
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/switchyard/switchyard/host/sockpeek"
 )
 
 const supported = true
@@ -17,45 +17,22 @@ const supported = true
 func peekGoneNow(rc syscall.RawConn) bool {
 	p := peekers.Get().(*peeker)
 	err := rc.Control(p.fn)
-	gone := err == nil && p.result == peekedGone
+	gone := err == nil && p.result == sockpeek.Closed
 	peekers.Put(p)
 	return gone
 }
 
 type peeker struct {
 	fn     func(fd uintptr) // peeks into buf, sets result
-	result int
+	result sockpeek.State
 	buf    [1]byte
 }
 
 var peekers = sync.Pool{New: func() any {
 	p := new(peeker)
-	p.fn = func(fd uintptr) { p.result = peek(int(fd), p.buf[:]) }
+	p.fn = func(fd uintptr) { p.result = sockpeek.Peek(int(fd), p.buf[:]) }
 	return p
 }}
-
-const (
-	peekedNothing = iota // nothing to read yet
-	peekedGone           // end of stream, a reset, or a dead socket
-	peekedData           // a pipelined request waits: the client is there
-)
-
-// peek looks at the socket without consuming or waiting; b (one byte) is
-// where the peeked byte goes.
-func peek(fd int, b []byte) int {
-	for {
-		n, _, err := unix.Recvfrom(fd, b, unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return peekedNothing
-		case err != nil, n == 0:
-			return peekedGone
-		}
-		return peekedData
-	}
-}
 
 // peekGone waits until the socket is readable, or the read deadline
 // passes, and reports whether the peer closed or reset it.
@@ -63,10 +40,10 @@ func peekGone(rc syscall.RawConn) bool {
 	var gone bool
 	var b [1]byte
 	err := rc.Read(func(fd uintptr) bool {
-		switch peek(int(fd), b[:]) {
-		case peekedNothing:
+		switch sockpeek.Peek(int(fd), b[:]) {
+		case sockpeek.Empty:
 			return false // wait in the poller
-		case peekedGone:
+		case sockpeek.Closed:
 			gone = true
 		}
 		return true

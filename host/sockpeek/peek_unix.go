@@ -1,0 +1,18 @@
+//go:build unix && !linux
+
+package sockpeek
+
+import "syscall"
+
+// Supported reports whether Peek can look at a socket here.
+const Supported = true
+
+var (
+	errIntr  error = syscall.EINTR
+	errAgain error = syscall.EAGAIN
+)
+
+func recvPeek(fd int, b []byte) (int, error) {
+	n, _, err := syscall.Recvfrom(fd, b, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return n, err
+}

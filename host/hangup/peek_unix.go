@@ -6,7 +6,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/switchyard/switchyard/host/sockpeek"
+	"github.com/switchyard/switchyard/host/sockio"
 )
 
 const supported = true
@@ -17,20 +17,20 @@ const supported = true
 func peekGoneNow(rc syscall.RawConn) bool {
 	p := peekers.Get().(*peeker)
 	err := rc.Control(p.fn)
-	gone := err == nil && p.result == sockpeek.Closed
+	gone := err == nil && p.result == sockio.Closed
 	peekers.Put(p)
 	return gone
 }
 
 type peeker struct {
 	fn     func(fd uintptr) // peeks into buf, sets result
-	result sockpeek.State
+	result sockio.State
 	buf    [1]byte
 }
 
 var peekers = sync.Pool{New: func() any {
 	p := new(peeker)
-	p.fn = func(fd uintptr) { p.result = sockpeek.Peek(int(fd), p.buf[:]) }
+	p.fn = func(fd uintptr) { p.result = sockio.Peek(int(fd), p.buf[:]) }
 	return p
 }}
 
@@ -40,10 +40,10 @@ func peekGone(rc syscall.RawConn) bool {
 	var gone bool
 	var b [1]byte
 	err := rc.Read(func(fd uintptr) bool {
-		switch sockpeek.Peek(int(fd), b[:]) {
-		case sockpeek.Empty:
+		switch sockio.Peek(int(fd), b[:]) {
+		case sockio.Empty:
 			return false // wait in the poller
-		case sockpeek.Closed:
+		case sockio.Closed:
 			gone = true
 		}
 		return true

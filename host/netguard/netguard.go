@@ -31,6 +31,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/switchyard/switchyard/host/sockio"
 )
 
 // Config sets the caps. Zero values take the defaults of Defaults.
@@ -195,6 +197,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 		gc := &conn{Conn: c, l: l, addr: addr, rcErr: errors.ErrUnsupported}
 		if sc, ok := c.(syscall.Conn); ok {
 			gc.rc, gc.rcErr = sc.SyscallConn()
+			if gc.rcErr == nil {
+				gc.raw = sockio.New(c, gc.rc)
+			}
 		}
 		return gc, nil
 	}
@@ -298,6 +303,23 @@ type conn struct {
 	// The socket's raw connection, made once at the accept (SyscallConn).
 	rc    syscall.RawConn
 	rcErr error
+	// raw, when set, reads and writes the socket with raw system calls
+	// (host/sockio says why).
+	raw *sockio.Conn
+}
+
+func (c *conn) Read(b []byte) (int, error) {
+	if c.raw != nil {
+		return c.raw.Read(b)
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *conn) Write(b []byte) (int, error) {
+	if c.raw != nil {
+		return c.raw.Write(b)
+	}
+	return c.Conn.Write(b)
 }
 
 // SyscallConn returns the socket's raw connection, the same one every

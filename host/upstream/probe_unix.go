@@ -2,7 +2,7 @@
 
 package upstream
 
-import "github.com/switchyard/switchyard/host/sockpeek"
+import "github.com/switchyard/switchyard/host/sockio"
 
 // peerClosed reports whether an idle connection can no longer carry a
 // request: the peer closed or reset it, or sent bytes nobody asked for.
@@ -19,7 +19,7 @@ func peerClosed(c *conn) bool {
 	// readable, so it needs the descriptor only, not the poller's read
 	// lock and deadline checks.
 	var b [1]byte
-	state := sockpeek.Closed
-	err := rc.Control(func(fd uintptr) { state = sockpeek.Peek(int(fd), b[:]) })
-	return err != nil || state != sockpeek.Empty
+	state := sockio.Closed
+	err := rc.Control(func(fd uintptr) { state = sockio.Peek(int(fd), b[:]) })
+	return err != nil || state != sockio.Empty
 }

@@ -43,6 +43,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchyard/switchyard/host/sockio"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -280,6 +281,11 @@ func (t *Transport) get(ctx context.Context, key string, fresh bool) (*conn, boo
 	c := &conn{Conn: nc, t: t, key: key}
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.rc, c.rcErr = sc.SyscallConn()
+		if raw := sockio.New(nc, c.rc); raw != nil && c.rcErr == nil {
+			// Reads and writes with raw system calls (host/sockio says
+			// why); everything else is nc's.
+			c.Conn = raw
+		}
 	}
 	c.lim = limitReader{r: (*connReader)(c), n: -1}
 	c.br = bufio.NewReaderSize(&c.lim, 4<<10)

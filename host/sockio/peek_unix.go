@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package sockpeek
+package sockio
 
 import "syscall"
 
@@ -16,3 +16,8 @@ func recvPeek(fd int, b []byte) (int, error) {
 	n, _, err := syscall.Recvfrom(fd, b, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 	return n, err
 }
+
+const rawSupported = false
+
+func rawRead(int, []byte) (int, syscall.Errno)  { return 0, syscall.ENOSYS }
+func rawWrite(int, []byte) (int, syscall.Errno) { return 0, syscall.ENOSYS }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package sockpeek
+package sockio
 
 import (
 	"io"

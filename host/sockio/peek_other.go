@@ -1,8 +1,11 @@
 //go:build !unix
 
-package sockpeek
+package sockio
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // Supported reports whether Peek can look at a socket here.
 const Supported = false
@@ -13,3 +16,8 @@ var (
 )
 
 func recvPeek(int, []byte) (int, error) { return 0, errors.ErrUnsupported }
+
+const rawSupported = false
+
+func rawRead(int, []byte) (int, syscall.Errno)  { return 0, syscall.ENOSYS }
+func rawWrite(int, []byte) (int, syscall.Errno) { return 0, syscall.ENOSYS }

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchyard/switchyard/host/datasync"
 	"github.com/switchyard/switchyard/host/store"
 )
 
@@ -89,8 +90,11 @@ type journal struct {
 	// segSize is a segment's preallocated size (journalSegment; tests
 	// make it small to fill segments quickly).
 	segSize int64
-	// datasync is fdatasync(2) of a segment's file (tests hold it).
+	// datasync is fdatasync(2) of a segment's file (tests hold it):
+	// syncer's, which waits for the disk without holding a P of the
+	// scheduler where io_uring is available (host/datasync says why).
 	datasync func(*os.File) error
+	syncer   *datasync.Syncer
 
 	// mu is held by whoever writes a frame (a settling goroutine, which
 	// copies its own frame into the segment) or changes the current
@@ -188,8 +192,9 @@ func openJournal(dir string, syncEvery time.Duration, logf func(string, ...any))
 	if err != nil {
 		return nil, err
 	}
-	j := &journal{dir: dir, lock: lock, logf: logf, syncEvery: syncEvery, segSize: journalSegment, datasync: fdatasync,
+	j := &journal{dir: dir, lock: lock, logf: logf, syncEvery: syncEvery, segSize: journalSegment, syncer: datasync.New(),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
+	j.datasync = j.syncer.Datasync
 	if syncEvery == 0 {
 		j.batch = &jbatch{done: make(chan struct{})}
 	}
@@ -661,8 +666,6 @@ func (j *journal) seal() {
 	}
 }
 
-func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
-
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -725,6 +728,7 @@ func (j *journal) close() {
 	if spare != nil {
 		spare.remove()
 	}
+	_ = j.syncer.Close()
 	j.lock.Close()
 }
 

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package datasync
+
+import (
+	"errors"
+	"os"
+)
+
+func fdatasync(f *os.File) error { return f.Sync() }
+
+type ring struct{}
+
+func newRing() (*ring, error)           { return nil, errors.ErrUnsupported }
+func (*ring) datasync(f *os.File) error { return f.Sync() }
+func (*ring) close() error              { return nil }

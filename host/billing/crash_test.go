@@ -32,6 +32,9 @@ const (
 	// with a commit window of 5 ms, so that the child fills segments and
 	// reuses them (journal.recycle) many times before the kill.
 	envSegment = "SWITCHYARD_BILLING_CRASH_SEGMENT"
+	// envSync, with envJournal, is the journal's sync period (default
+	// zero: each settlement waits for its sync).
+	envSync = "SWITCHYARD_BILLING_CRASH_SYNC"
 )
 
 func TestMain(m *testing.M) {
@@ -56,6 +59,7 @@ func crashChild(mode, path, keyHash string) {
 	segment, _ := strconv.ParseInt(os.Getenv(envSegment), 10, 64)
 	if dir := os.Getenv(envJournal); dir != "" {
 		opts = Options{AsyncSettle: true, Journal: dir}
+		opts.JournalSync, _ = time.ParseDuration(os.Getenv(envSync))
 		if segment > 0 {
 			opts.CommitWindow = 5 * time.Millisecond
 		}
@@ -295,12 +299,24 @@ func TestCrashAtRandomMoments(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		journal bool
-		segment int // bytes; 0: the journal's own size
-	}{{"durable", false, 0}, {"journal", true, 0}, {"journal reusing 256 KiB segments", true, 256 << 10}} {
+		segment int    // bytes; 0: the journal's own size
+		sync    string // the journal's sync period; empty: each settlement's
+	}{
+		{"durable", false, 0, ""},
+		{"journal", true, 0, ""},
+		{"journal reusing 256 KiB segments", true, 256 << 10, ""},
+		// Never synced before the kill: an acknowledged settlement is only
+		// in the process's copy into the segment (its mirror in shared
+		// memory, or the file's page cache without one), which a kill -9
+		// does not take.
+		{"journal synced hourly", true, 0, "1h"},
+		{"journal synced hourly, reusing 256 KiB segments", true, 256 << 10, "1h"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.segment > 0 {
 				t.Setenv(envSegment, strconv.Itoa(tc.segment))
 			}
+			t.Setenv(envSync, tc.sync)
 			credits := 1000 * NanosPerUSD
 			path, acct, k := crashEnv(t, credits)
 			journal := ""
@@ -328,6 +344,11 @@ func TestCrashAtRandomMoments(t *testing.T) {
 			if tc.journal {
 				if segs, err := journalSegments(journal); err != nil || len(segs) != 0 {
 					t.Fatalf("journal segments left after a clean close: %v %v", segs, err)
+				}
+				if prefix := mirrorPrefix(mirrorRoot, journal); prefix != "" {
+					if left, _ := filepath.Glob(prefix + "*"); len(left) != 0 {
+						t.Fatalf("segment mirrors left in shared memory after a clean close: %v", left)
+					}
 				}
 			}
 		})

@@ -33,10 +33,12 @@ import (
 //   - zero (settle: journal-fsync): the file's fdatasync. Nothing
 //     acknowledged is lost even to a power loss or a kernel crash.
 //   - a period (settle: journal, the default 5 ms, settle_journal_sync):
-//     the copy into the segment (or its write(2)) only;
-//     the flusher fdatasyncs the segment within the period after its
-//     first unsynced write. The record is in the kernel's page cache
-//     when the client hears its cost, so a crash of the process (kill -9,
+//     the copy into the segment's mirror in shared memory
+//     (journal_mirror.go; without one, into the segment's mapped file, or
+//     its write(2)) only; the flusher copies what is new into the file
+//     and fdatasyncs it within the period after its first unsynced
+//     write. The record is in a file of the kernel's (tmpfs or the page
+//     cache) when the client hears its cost, so a crash of the process (kill -9,
 //     an OOM kill, a panic) loses nothing; a power loss or kernel crash
 //     loses at most the last period's settlements. What this buys: an
 //     fdatasync (~0.5 ms on the development machine, and a blocked thread
@@ -113,6 +115,13 @@ type journal struct {
 	batch   *jbatch // syncEvery 0: the settlements waiting for the next sync
 	sealErr error   // syncEvery 0: a seal's sync failed, which fails the batch
 	scratch []byte  // a frame assembled for pwrite (a segment not mapped)
+	// syncing: the flusher is copying the current segment's mirror into
+	// its file outside mu, so the segment must not restart (its frames
+	// would be overwritten under the copy).
+	syncing bool
+	// mirrors names the segments' mirrors in shared memory
+	// (journal_mirror.go); empty: segments are not mirrored.
+	mirrors string
 
 	wake   chan struct{}
 	quit   chan struct{}
@@ -140,13 +149,18 @@ type jbatch struct {
 type segment struct {
 	path string
 	f    *os.File
-	// m maps the whole preallocated file (MAP_SHARED): frames are copied
-	// into it (put). nil when the mapping failed: frames are written with
+	// m maps the segment's mirror (journal_mirror.go) or, without one,
+	// the whole preallocated file (MAP_SHARED): frames are copied into it
+	// (put). nil when the mapping failed: frames are written with
 	// pwrite(2) instead.
-	m     []byte
-	off   int64
-	size  int64
-	epoch uint32
+	m []byte
+	// mirror is the mirror's path, empty without one; [dlo, dhi) is what
+	// changed in it since the last copy into the file.
+	mirror   string
+	dlo, dhi int64
+	off      int64
+	size     int64
+	epoch    uint32
 	// dropped: the mapping's pages below it, all written in this epoch,
 	// have been taken out of the process's page table (sync).
 	dropped int64
@@ -195,6 +209,15 @@ func openJournal(dir string, syncEvery time.Duration, logf func(string, ...any))
 	j := &journal{dir: dir, lock: lock, logf: logf, syncEvery: syncEvery, segSize: journalSegment, syncer: datasync.New(),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
 	j.datasync = j.syncer.Datasync
+	sweepMirrors(mirrorRoot)
+	if j.mirrors = mirrorPrefix(mirrorRoot, dir); j.mirrors != "" {
+		if err := claimMirrors(j.mirrors, dir); err != nil {
+			if logf != nil {
+				logf("billing: journal segments not mirrored in shared memory: %v", err)
+			}
+			j.mirrors = ""
+		}
+	}
 	if syncEvery == 0 {
 		j.batch = &jbatch{done: make(chan struct{})}
 	}
@@ -352,16 +375,28 @@ func (j *journal) sync() {
 	if b != nil {
 		j.batch = &jbatch{done: make(chan struct{})}
 	}
-	var written []byte
+	var written, out []byte
+	var outOff int64
 	if dirty { // seal syncs and clears dirty: dirty implies a segment
 		s.use.RLock()
-		if to := s.off &^ int64(pageSize-1); s.m != nil && to > s.dropped {
+		if s.mirror != "" {
+			out, outOff = s.takeDirty()
+			j.syncing = true
+		} else if to := s.off &^ int64(pageSize-1); s.m != nil && to > s.dropped {
 			written, s.dropped = s.m[s.dropped:to], to
 		}
 	}
 	j.mu.Unlock()
 	var err error
-	if dirty {
+	if dirty && s.mirror != "" {
+		// What changed in the mirror goes into the file's page cache (one
+		// pwrite), and the fdatasync below takes it to the disk.
+		err = s.copyOut(out, outOff)
+		j.mu.Lock()
+		j.syncing = false
+		j.mu.Unlock()
+	}
+	if dirty && err == nil {
 		// The pages written in full since the last sync leave the page
 		// table first (one madvise, one TLB flush for the range), so the
 		// writeback below finds them unmapped: otherwise it write-protects
@@ -376,6 +411,8 @@ func (j *journal) sync() {
 			_ = syscall.Madvise(written, syscall.MADV_DONTNEED)
 		}
 		err = j.datasync(s.f)
+	}
+	if dirty {
 		s.use.RUnlock()
 	}
 	if err != nil {
@@ -440,8 +477,11 @@ func (s *segment) restart() { s.off, s.epoch, s.dropped = 0, s.epoch+1, 0 }
 func (j *journal) write(hdr, payload []byte) (*segment, error) {
 	n := int64(len(hdr) + len(payload))
 	now := time.Now()
-	if s := j.seg; s != nil && s.off > 0 && s.pending.Load() == 0 {
-		s.restart() // the store has it all: no need to keep it
+	if s := j.seg; s != nil && s.off > 0 && s.pending.Load() == 0 && !j.syncing {
+		// The store has it all: no need to keep it, nor to copy what the
+		// mirror has of it into the file.
+		s.dlo, s.dhi = 0, 0
+		s.restart()
 	}
 	if s := j.seg; s == nil || s.off+n > s.size || (s.off > 0 && now.Sub(s.born) > journalMaxAge) {
 		if err := j.rotate(max(j.segSize, n)); err != nil {
@@ -530,6 +570,16 @@ func (j *journal) createSegment(n uint64, size int64) (*segment, error) {
 		return nil, err
 	}
 	s := &segment{path: path, f: f, size: size, j: j}
+	if mp := mirrorOf(j.mirrors, path); mp != "" {
+		m, err := createMirror(mp, size)
+		if err == nil {
+			s.m, s.mirror = m, mp
+			return s, nil
+		}
+		if j.logf != nil {
+			j.logf("billing: journal segment not mirrored in shared memory, its file is mapped instead: %v", err)
+		}
+	}
 	if m, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED); err == nil {
 		s.m = m
 	} else if j.logf != nil {
@@ -603,13 +653,15 @@ func (j *journal) recycle(s *segment) {
 		// returned (none begins now: it is sealed).
 		s.use.Lock()
 		s.use.Unlock()
-		if err := s.empty(); err != nil || j.datasync(s.f) != nil {
+		if err := s.empty(); err != nil || s.copyOut(s.takeDirty()) != nil || j.datasync(s.f) != nil {
 			s.remove()
 			j.offerSpare(nil)
 			return
 		}
-		_ = syscall.Madvise(s.m, syscall.MADV_DONTNEED)
-		j.offerSpare(&segment{path: s.path, f: s.f, m: s.m, size: s.size, epoch: s.epoch + 1, j: j})
+		if s.mirror == "" {
+			_ = syscall.Madvise(s.m, syscall.MADV_DONTNEED)
+		}
+		j.offerSpare(&segment{path: s.path, f: s.f, m: s.m, mirror: s.mirror, size: s.size, epoch: s.epoch + 1, j: j})
 	}()
 }
 
@@ -645,6 +697,9 @@ func (s *segment) put(a, b []byte, off int64) (err error) {
 	}(debug.SetPanicOnFault(true))
 	copy(s.m[off+int64(len(a)):], b)
 	copy(s.m[off:], a)
+	if s.mirror != "" {
+		s.markDirty(off, off+n)
+	}
 	return nil
 }
 
@@ -655,7 +710,11 @@ func (j *journal) seal() {
 		if j.dirty {
 			// A write that failed sealed the segment; a sync that fails
 			// here fails the group commit waiting for it.
-			if err := j.datasync(s.f); err != nil && j.batch != nil {
+			err := s.copyOut(s.takeDirty())
+			if err == nil {
+				err = j.datasync(s.f)
+			}
+			if err != nil && j.batch != nil {
 				j.sealErr = err
 			}
 			j.dirty = false
@@ -705,6 +764,9 @@ func (s *segment) remove() {
 	if err := os.Remove(s.path); err != nil && s.j.logf != nil {
 		s.j.logf("billing: journal: %v", err)
 	}
+	if s.mirror != "" {
+		_ = os.Remove(s.mirror)
+	}
 }
 
 // close stops appends and deletes the segments whose settlements are all
@@ -729,6 +791,10 @@ func (j *journal) close() {
 		spare.remove()
 	}
 	_ = j.syncer.Close()
+	if segs, err := journalSegments(j.dir); err == nil && len(segs) == 0 && j.mirrors != "" {
+		// Nothing kept for a replay: no mirror of this journal is left.
+		_ = os.Remove(j.mirrors + mirrorDirSuffix)
+	}
 	j.lock.Close()
 }
 
@@ -743,8 +809,8 @@ func journalPayload(owner string, g *Generation) []byte {
 
 // readJournal returns the settlements of one segment, up to its end: a
 // zero length, a torn frame or a frame of an earlier epoch.
-func readJournal(path string) (owners []string, gens []*Generation, err error) {
-	data, err := os.ReadFile(path)
+func readJournal(mirrors, path string) (owners []string, gens []*Generation, err error) {
+	data, err := readSegment(mirrors, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -795,7 +861,7 @@ func (l *Ledger) replayJournal(j *journal) (int, error) {
 	replayed := 0
 	now := l.now()
 	for _, s := range segs {
-		owners, gens, err := readJournal(s.path)
+		owners, gens, err := readJournal(j.mirrors, s.path)
 		if err != nil {
 			return replayed, err
 		}
@@ -837,7 +903,13 @@ func (l *Ledger) replayJournal(j *journal) (int, error) {
 			return replayed, err
 		}
 	}
-	return replayed, syncDir(j.dir)
+	if err := syncDir(j.dir); err != nil {
+		return replayed, err
+	}
+	// Only once the segments' deletion is durable: a mirror is what a
+	// replay reads of its segment.
+	removeMirrors(j.mirrors)
+	return replayed, nil
 }
 
 // pruneSafe bounds the age of a settlement replayed on a shared store: well

@@ -104,7 +104,8 @@ func TestReadJournalStopsAtTornFrame(t *testing.T) {
 	if len(segs) != 1 {
 		t.Fatalf("segments %v (three settlements nobody committed must be kept)", segs)
 	}
-	owners, gens, err := readJournal(segs[0].path)
+	// Closing synced every frame into the file: read it, not the mirror.
+	owners, gens, err := readJournal("", segs[0].path)
 	if err != nil || len(gens) != 3 || owners[2] != "owner" || gens[2].ID != "gen-2" || gens[2].Charged != 3 {
 		t.Fatalf("%v %+v %v", owners, gens, err)
 	}
@@ -121,7 +122,7 @@ func TestReadJournalStopsAtTornFrame(t *testing.T) {
 	if err := os.WriteFile(segs[0].path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, gens, err := readJournal(segs[0].path); err != nil || len(gens) != 2 {
+	if _, gens, err := readJournal("", segs[0].path); err != nil || len(gens) != 2 {
 		t.Fatalf("after tearing the third frame: %d frames, %v", len(gens), err)
 	}
 }
@@ -155,7 +156,7 @@ func FuzzReadJournal(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		owners, gens, err := readJournal(path)
+		owners, gens, err := readJournal("", path)
 		if err != nil {
 			return
 		}
@@ -202,18 +203,18 @@ func testJournalRetired(t *testing.T, syncEvery time.Duration) {
 	if len(files) != 1 {
 		t.Fatalf("segments %v", files)
 	}
-	if _, gens, _ := readJournal(files[0].path); len(gens) != 3 {
+	if _, gens, _ := readJournal(j.mirrors, files[0].path); len(gens) != 3 {
 		t.Fatalf("%d settlements in the journal before the store has them, want 3", len(gens))
 	}
 	for _, s := range segs[:2] {
 		s.committed()
 	}
-	if _, gens, _ := readJournal(files[0].path); len(gens) != 3 {
+	if _, gens, _ := readJournal(j.mirrors, files[0].path); len(gens) != 3 {
 		t.Fatalf("%d settlements in the journal with one not in the store, want 3", len(gens))
 	}
 	segs[2].committed()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		_, gens, err := readJournal(files[0].path)
+		_, gens, err := readJournal(j.mirrors, files[0].path)
 		if err == nil && len(gens) == 0 {
 			break
 		}
@@ -226,7 +227,7 @@ func testJournalRetired(t *testing.T, syncEvery time.Duration) {
 	if _, err := j.append(journalPayload("", &Generation{ID: "gen-next", AccountID: "a", Charged: 1})); err != nil {
 		t.Fatal(err)
 	}
-	if _, gens, _ := readJournal(files[0].path); len(gens) != 1 || gens[0].ID != "gen-next" {
+	if _, gens, _ := readJournal(j.mirrors, files[0].path); len(gens) != 1 || gens[0].ID != "gen-next" {
 		t.Fatalf("after the next settlement the journal holds %+v", gens)
 	}
 }
@@ -264,7 +265,7 @@ func TestJournalSyncPeriod(t *testing.T) {
 			if len(files) != 1 {
 				t.Fatalf("segments %v", files)
 			}
-			if _, gens, _ := readJournal(files[0].path); len(gens) != 1 || gens[0].Charged != 7 {
+			if _, gens, _ := readJournal(j.mirrors, files[0].path); len(gens) != 1 || gens[0].Charged != 7 {
 				t.Fatalf("journal after append: %+v", gens)
 			}
 			deadline := time.Now().Add(2 * time.Second)
@@ -296,51 +297,66 @@ func TestJournalSyncPeriod(t *testing.T) {
 	}
 }
 
-// Frames go into the segment through its mapping. A mapped page that
-// cannot be read in — here the file was truncated under the journal, so
-// the copy touches a page past its end (SIGBUS) — fails that write like a
-// failed pwrite would, instead of killing the gateway: the segment is
-// sealed and the next settlement gets a new one.
+// Frames go into the segment through a mapping: of its mirror in shared
+// memory or, without one, of its file. A mapped page that cannot be read
+// in — here the mapped file was truncated under the journal, so the copy
+// touches a page past its end (SIGBUS) — fails that write like a failed
+// pwrite would, instead of killing the gateway: the segment is sealed and
+// the next settlement gets a new one.
 func TestJournalMappedWriteFault(t *testing.T) {
-	dir := t.TempDir()
-	j, err := openJournal(dir, 0, t.Logf)
-	if err != nil {
-		t.Fatal(err)
+	for _, mirrored := range []bool{true, false} {
+		t.Run(fmt.Sprintf("mirrored=%v", mirrored), func(t *testing.T) {
+			dir := t.TempDir()
+			j, err := openJournal(dir, 0, t.Logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.close()
+			if mirrored && j.mirrors == "" {
+				t.Skip("no tmpfs at /dev/shm: segments are not mirrored here")
+			}
+			if !mirrored {
+				j.mirrors = ""
+			}
+			gen := func(id string) []byte {
+				return journalPayload("", &Generation{ID: id, AccountID: "a", Charged: 1, SettledAt: time.Now().UTC()})
+			}
+			first, err := j.append(gen("gen-1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.m == nil || (first.mirror != "") != mirrored {
+				t.Fatalf("the segment is mapped: %v, mirrored: %q", first.m != nil, first.mirror)
+			}
+			if _, gens, _ := readJournal(j.mirrors, first.path); len(gens) != 1 || gens[0].ID != "gen-1" {
+				t.Fatalf("the mapped frame is not what a replay reads: %+v", gens)
+			}
+			mapped := first.path
+			if mirrored {
+				mapped = first.mirror
+			}
+			if err := os.Truncate(mapped, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.append(gen("gen-2")); err == nil {
+				t.Fatal("a write into a truncated segment succeeded")
+			}
+			if !first.sealed.Load() {
+				t.Fatal("the faulted segment was not sealed")
+			}
+			next, err := j.append(gen("gen-3"))
+			if err != nil {
+				t.Fatalf("the settlement after the fault: %v", err)
+			}
+			if next == first {
+				t.Fatal("the settlement after the fault went into the faulted segment")
+			}
+			if _, gens, _ := readJournal(j.mirrors, next.path); len(gens) != 1 || gens[0].ID != "gen-3" {
+				t.Fatalf("the new segment holds %+v", gens)
+			}
+			first.committed() // its settlement is in the store: the segment goes
+		})
 	}
-	defer j.close()
-	gen := func(id string) []byte {
-		return journalPayload("", &Generation{ID: id, AccountID: "a", Charged: 1, SettledAt: time.Now().UTC()})
-	}
-	first, err := j.append(gen("gen-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.m == nil {
-		t.Fatal("the segment is not mapped: frames were written with pwrite")
-	}
-	if _, gens, _ := readJournal(first.path); len(gens) != 1 || gens[0].ID != "gen-1" {
-		t.Fatalf("the mapped frame is not in the file: %+v", gens)
-	}
-	if err := os.Truncate(first.path, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.append(gen("gen-2")); err == nil {
-		t.Fatal("a write into a truncated segment succeeded")
-	}
-	if !first.sealed.Load() {
-		t.Fatal("the faulted segment was not sealed")
-	}
-	next, err := j.append(gen("gen-3"))
-	if err != nil {
-		t.Fatalf("the settlement after the fault: %v", err)
-	}
-	if next == first {
-		t.Fatal("the settlement after the fault went into the faulted segment")
-	}
-	if _, gens, _ := readJournal(next.path); len(gens) != 1 || gens[0].ID != "gen-3" {
-		t.Fatalf("the new segment holds %+v", gens)
-	}
-	first.committed() // its settlement is in the store: the segment goes
 }
 
 // Under steady load the journal reuses its segments: one whose
@@ -394,7 +410,7 @@ func TestJournalSegmentsReused(t *testing.T) {
 	found := map[string]bool{}
 	files, _ := journalSegments(dir)
 	for _, f := range files {
-		_, gens, err := readJournal(f.path)
+		_, gens, err := readJournal(j.mirrors, f.path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -420,7 +436,7 @@ func TestJournalSegmentsReused(t *testing.T) {
 		spare := j.spare
 		j.spareMu.Unlock()
 		if spare != nil {
-			if _, gens, _ := readJournal(spare.path); len(gens) != 0 {
+			if _, gens, _ := readJournal(j.mirrors, spare.path); len(gens) != 0 {
 				t.Fatalf("the spare segment holds %d settlements", len(gens))
 			}
 			break
@@ -493,7 +509,7 @@ func TestJournalWritesDuringSync(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("segments %v", files)
 	}
-	if _, gens, _ := readJournal(files[0].path); len(gens) != 21 {
+	if _, gens, _ := readJournal(j.mirrors, files[0].path); len(gens) != 21 {
 		t.Fatalf("%d settlements in the journal, want 21", len(gens))
 	}
 }
@@ -509,6 +525,7 @@ func TestJournalPagesDroppedAfterSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.close()
+	j.mirrors = "" // a mirror's pages are never written back: nothing to drop
 	var segs []*segment
 	appendN := func(from, n int) {
 		for i := from; i < from+n; i++ {
@@ -540,7 +557,7 @@ func TestJournalPagesDroppedAfterSync(t *testing.T) {
 		if len(files) != 1 {
 			t.Fatalf("segments %v", files)
 		}
-		_, gens, err := readJournal(files[0].path)
+		_, gens, err := readJournal(j.mirrors, files[0].path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -603,4 +620,58 @@ func TestJournalSealFailureFailsOnlyItsBatch(t *testing.T) {
 		t.Fatalf("the segment that synced was sealed (current %p, was %p, broken %v)", cur, s, s.broken.Load())
 	}
 	s.committed()
+}
+
+// A journal closed with settlements the store lacks keeps its segments —
+// and their mirrors in shared memory — for the next Open's replay. When
+// its directory is deleted instead (a killed gateway's data_dir wiped),
+// the next journal opened on the machine deletes those orphaned mirrors,
+// and leaves alone the mirrors of a journal whose directory is there.
+func TestJournalOrphanedMirrorsSwept(t *testing.T) {
+	if mirrorRoot == "" {
+		t.Skip("no tmpfs at /dev/shm: segments are not mirrored here")
+	}
+	keep := func(dir string) string {
+		j, err := openJournal(dir, time.Hour, t.Logf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.append(journalPayload("", &Generation{ID: "gen-1", AccountID: "a", Charged: 1, SettledAt: time.Now().UTC()})); err != nil {
+			t.Fatal(err)
+		}
+		prefix := j.mirrors
+		j.close() // the settlement is not in the store: its segment is kept
+		if left, _ := filepath.Glob(prefix + "*"); len(left) != 2 {
+			t.Fatalf("after a close with a settlement kept: %v, want its mirror and the directory's name", left)
+		}
+		return prefix
+	}
+	gone, live := filepath.Join(t.TempDir(), "gone"), filepath.Join(t.TempDir(), "live")
+	gonePrefix, livePrefix := keep(gone), keep(live)
+	t.Cleanup(func() {
+		removeMirrors(livePrefix)
+		os.Remove(livePrefix + mirrorDirSuffix)
+	})
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	j, err := openJournal(t.TempDir(), time.Hour, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	if left, _ := filepath.Glob(gonePrefix + "*"); len(left) != 0 {
+		t.Fatalf("mirrors of a deleted journal left: %v", left)
+	}
+	if left, _ := filepath.Glob(livePrefix + "*"); len(left) != 2 {
+		t.Fatalf("mirrors of a journal still there: %v, want its mirror and the directory's name kept", left)
+	}
+	// Its replay reads the kept settlement from the mirror.
+	segs, _ := journalSegments(live)
+	if len(segs) != 1 {
+		t.Fatalf("segments %v", segs)
+	}
+	if _, gens, err := readJournal(livePrefix, segs[0].path); err != nil || len(gens) != 1 {
+		t.Fatalf("replay of the kept segment: %d settlements, %v", len(gens), err)
+	}
 }

@@ -92,11 +92,12 @@ type journal struct {
 	// segSize is a segment's preallocated size (journalSegment; tests
 	// make it small to fill segments quickly).
 	segSize int64
-	// datasync is fdatasync(2) of a segment's file (tests hold it):
-	// syncer's, which waits for the disk without holding a P of the
-	// scheduler where io_uring is available (host/datasync says why).
-	datasync func(*os.File) error
-	syncer   *datasync.Syncer
+	// flush writes b (what changed in a segment's mirror, if anything)
+	// at off in the segment's file, then fdatasyncs it (tests hold it):
+	// syncer's, which does both without holding a P of the scheduler
+	// where io_uring is available (host/datasync says why).
+	flush  func(f *os.File, b []byte, off int64) error
+	syncer *datasync.Syncer
 
 	// mu is held by whoever writes a frame (a settling goroutine, which
 	// copies its own frame into the segment) or changes the current
@@ -208,7 +209,7 @@ func openJournal(dir string, syncEvery time.Duration, logf func(string, ...any))
 	}
 	j := &journal{dir: dir, lock: lock, logf: logf, syncEvery: syncEvery, segSize: journalSegment, syncer: datasync.New(),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
-	j.datasync = j.syncer.Datasync
+	j.flush = j.syncer.WriteDatasync
 	sweepMirrors(mirrorRoot)
 	if j.mirrors = mirrorPrefix(mirrorRoot, dir); j.mirrors != "" {
 		if err := claimMirrors(j.mirrors, dir); err != nil {
@@ -388,15 +389,7 @@ func (j *journal) sync() {
 	}
 	j.mu.Unlock()
 	var err error
-	if dirty && s.mirror != "" {
-		// What changed in the mirror goes into the file's page cache (one
-		// pwrite), and the fdatasync below takes it to the disk.
-		err = s.copyOut(out, outOff)
-		j.mu.Lock()
-		j.syncing = false
-		j.mu.Unlock()
-	}
-	if dirty && err == nil {
+	if dirty {
 		// The pages written in full since the last sync leave the page
 		// table first (one madvise, one TLB flush for the range), so the
 		// writeback below finds them unmapped: otherwise it write-protects
@@ -410,10 +403,15 @@ func (j *journal) sync() {
 		if written != nil {
 			_ = syscall.Madvise(written, syscall.MADV_DONTNEED)
 		}
-		err = j.datasync(s.f)
-	}
-	if dirty {
+		// What changed in the mirror, if any, goes into the file, and
+		// the file to the disk.
+		err = j.flush(s.f, out, outOff)
 		s.use.RUnlock()
+		if out != nil {
+			j.mu.Lock()
+			j.syncing = false
+			j.mu.Unlock()
+		}
 	}
 	if err != nil {
 		// The frames are in the page cache and reach the disk with the
@@ -653,7 +651,7 @@ func (j *journal) recycle(s *segment) {
 		// returned (none begins now: it is sealed).
 		s.use.Lock()
 		s.use.Unlock()
-		if err := s.empty(); err != nil || s.copyOut(s.takeDirty()) != nil || j.datasync(s.f) != nil {
+		if err := s.empty(); err != nil || j.flushDirty(s) != nil {
 			s.remove()
 			j.offerSpare(nil)
 			return
@@ -710,11 +708,7 @@ func (j *journal) seal() {
 		if j.dirty {
 			// A write that failed sealed the segment; a sync that fails
 			// here fails the group commit waiting for it.
-			err := s.copyOut(s.takeDirty())
-			if err == nil {
-				err = j.datasync(s.f)
-			}
-			if err != nil && j.batch != nil {
+			if err := j.flushDirty(s); err != nil && j.batch != nil {
 				j.sealErr = err
 			}
 			j.dirty = false

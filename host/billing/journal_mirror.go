@@ -191,11 +191,9 @@ func (s *segment) takeDirty() (b []byte, off int64) {
 	return b, off
 }
 
-// copyOut writes b, taken from the mirror at off, into the segment's file.
-func (s *segment) copyOut(b []byte, off int64) error {
-	if len(b) == 0 {
-		return nil
-	}
-	_, err := s.f.WriteAt(b, off)
-	return err
+// flushDirty copies what changed in s's mirror into its file, and syncs
+// the file. mu is held (or see markDirty).
+func (j *journal) flushDirty(s *segment) error {
+	b, off := s.takeDirty()
+	return j.flush(s.f, b, off)
 }

@@ -466,13 +466,13 @@ func TestJournalWritesDuringSync(t *testing.T) {
 	}
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	var once sync.Once
-	orig := j.datasync
-	j.datasync = func(f *os.File) error {
+	orig := j.flush
+	j.flush = func(f *os.File, b []byte, off int64) error {
 		once.Do(func() {
 			entered <- struct{}{}
 			<-release
 		})
-		return orig(f)
+		return orig(f, b, off)
 	}
 	defer j.close()
 	defer close(release)

@@ -60,6 +60,33 @@ func (s *Syncer) Datasync(f *os.File) error {
 	return fdatasync(f)
 }
 
+// WriteDatasync writes b at off in f, then makes f's data durable: as
+// f.WriteAt and fdatasync(2), in one round trip to the kernel's worker
+// when the ring is used — the write does not hold a P either.
+func (s *Syncer) WriteDatasync(f *os.File, b []byte, off int64) error {
+	if len(b) == 0 {
+		return s.Datasync(f)
+	}
+	if s.mu.TryLock() {
+		if r := s.ring; r != nil {
+			n, err := r.writeDatasync(f, b, off)
+			s.mu.Unlock()
+			if err != nil || n == len(b) {
+				return err
+			}
+			// Cut short (the sync was cancelled with it): the rest, then
+			// the sync.
+			b, off = b[n:], off+int64(n)
+		} else {
+			s.mu.Unlock()
+		}
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		return err
+	}
+	return s.Datasync(f)
+}
+
 // Close releases the ring; later syncs are plain fdatasyncs.
 func (s *Syncer) Close() error {
 	s.mu.Lock()

@@ -1,6 +1,8 @@
 package datasync
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -89,5 +91,44 @@ func TestDatasyncReportsErrors(t *testing.T) {
 	defer s.Close()
 	if err := s.Datasync(f); err == nil {
 		t.Error("Datasync(closed file) = nil, want an error")
+	}
+}
+
+// TestWriteDatasync: the bytes are in the file where they were asked for,
+// through the ring (write and sync linked) and plain, and a write that
+// cannot be made is reported, not synced over.
+func TestWriteDatasync(t *testing.T) {
+	for _, s := range []*Syncer{New(), {}} {
+		t.Run(fmt.Sprintf("io_uring=%v", s.Async()), func(t *testing.T) {
+			defer s.Close()
+			path := filepath.Join(t.TempDir(), "seg")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := f.Truncate(1 << 20); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]byte, 1<<20)
+			for i, off := range []int64{0, 4096, 100_000, 1<<20 - 700} {
+				b := bytes.Repeat([]byte{byte('a' + i)}, 700)
+				if err := s.WriteDatasync(f, b, off); err != nil {
+					t.Fatalf("write %d at %d: %v", i, off, err)
+				}
+				copy(want[off:], b)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+				t.Fatal("the file does not hold the bytes written where they were written")
+			}
+			ro, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ro.Close()
+			if err := s.WriteDatasync(ro, []byte("x"), 0); err == nil {
+				t.Fatal("a write to a file opened read-only succeeded")
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -18,11 +19,15 @@ import (
 // at a time needs.
 const (
 	opFsync       = 3          // IORING_OP_FSYNC
+	opWrite       = 23         // IORING_OP_WRITE (Linux 5.6)
+	sqeIOLink     = 1 << 2     // IOSQE_IO_LINK: the next entry runs after this one succeeded
+	ringEntries   = 2          // a write and the sync linked to it
 	fsyncDatasync = 1          // IORING_FSYNC_DATASYNC
 	offSQRing     = 0          // IORING_OFF_SQ_RING
 	offCQRing     = 0x8000000  // IORING_OFF_CQ_RING
 	offSQEs       = 0x10000000 // IORING_OFF_SQES
 	featSingleMap = 1 << 0     // IORING_FEAT_SINGLE_MMAP
+	featRWCurPos  = 1 << 3     // IORING_FEAT_RW_CUR_POS: Linux 5.6, which has IORING_OP_WRITE
 	registerEFD   = 4          // IORING_REGISTER_EVENTFD
 	sqeSize       = 64
 	cqeSize       = 16
@@ -63,7 +68,7 @@ type ring struct {
 
 func newRing() (*ring, error) {
 	var p params
-	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&p)), 0)
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, ringEntries, uintptr(unsafe.Pointer(&p)), 0)
 	if errno != 0 {
 		return nil, os.NewSyscallError("io_uring_setup", errno)
 	}
@@ -74,6 +79,9 @@ func newRing() (*ring, error) {
 			r.close()
 		}
 	}()
+	if p.features&featRWCurPos == 0 {
+		return nil, errors.New("datasync: io_uring without IORING_OP_WRITE (Linux before 5.6)")
+	}
 	sqSize := int(p.sqOff.array + p.sqEntries*4)
 	cqSize := int(p.cqOff.cqes + p.cqEntries*cqeSize)
 	if p.features&featSingleMap != 0 {
@@ -116,66 +124,119 @@ func newRing() (*ring, error) {
 
 func u32(mem []byte, off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&mem[off])) }
 
-// datasync submits one IORING_OP_FSYNC of f with IORING_FSYNC_DATASYNC and
-// waits for its completion in the poller.
+// sqe is one submission: an operation on the file being synced.
+type sqe struct {
+	opcode, flags uint8
+	off           uint64
+	addr          uintptr
+	len           uint32
+	opFlags       uint32
+}
+
+// datasync is fdatasync(2) of f through the ring.
 func (r *ring) datasync(f *os.File) error {
-	rc, err := f.SyscallConn()
+	res, err := r.do(f, []sqe{{opcode: opFsync, opFlags: fsyncDatasync}})
 	if err != nil {
 		return err
 	}
-	r.seq++
-	var submitErr error
-	// Control keeps f open until the submission has taken its reference
-	// to the file (io_uring holds its own until the operation completes).
-	if err := rc.Control(func(fd uintptr) { submitErr = r.submit(int(fd)) }); err != nil {
-		return err
+	if res[0] < 0 {
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syscall.Errno(-res[0])}
 	}
-	if submitErr != nil {
-		return submitErr
-	}
-	for {
-		res, seq, ok := r.reap()
-		if ok && seq == r.seq {
-			if res < 0 {
-				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syscall.Errno(-res)}
-			}
-			return nil
-		}
-		if ok {
-			continue // a completion of an earlier, abandoned submission
-		}
-		var b [8]byte
-		if _, err := r.efd.Read(b[:]); err != nil {
-			return fmt.Errorf("datasync: waiting for io_uring: %w", err)
-		}
-	}
+	return nil
 }
 
-// submit queues the fsync of fd and tells the kernel. io_uring_enter with
-// no wait returns at once (an fsync always goes to an io-wq worker).
-func (r *ring) submit(fd int) error {
+// writeDatasync writes b at off in f and then fdatasyncs f, as one linked
+// chain: the sync runs only if the write wrote all of b. A write cut short
+// is finished, and synced, by the caller.
+func (r *ring) writeDatasync(f *os.File, b []byte, off int64) (wrote int, err error) {
+	res, err := r.do(f, []sqe{
+		{opcode: opWrite, flags: sqeIOLink, off: uint64(off), addr: uintptr(unsafe.Pointer(&b[0])), len: uint32(len(b))},
+		{opcode: opFsync, opFlags: fsyncDatasync},
+	})
+	runtime.KeepAlive(b) // read by the kernel until the write completed
+	switch {
+	case err != nil:
+		return 0, err
+	case res[0] < 0:
+		return 0, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.Errno(-res[0])}
+	case int(res[0]) < len(b):
+		return int(res[0]), nil // the sync was cancelled with the link
+	case res[1] < 0:
+		return len(b), &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syscall.Errno(-res[1])}
+	}
+	return len(b), nil
+}
+
+// do submits ops on f as one chain and waits in the poller until each has
+// completed; it returns their results (negative: -errno).
+func (r *ring) do(f *os.File, ops []sqe) ([]int32, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	first := r.seq + 1
+	r.seq += uint64(len(ops))
+	var submitErr error
+	// Control keeps f open until the submission has taken its reference
+	// to the file (io_uring holds its own until the operations complete).
+	if err := rc.Control(func(fd uintptr) { submitErr = r.submit(int(fd), ops, first) }); err != nil {
+		return nil, err
+	}
+	if submitErr != nil {
+		return nil, submitErr
+	}
+	res := make([]int32, len(ops))
+	for left := len(ops); left > 0; {
+		v, seq, ok := r.reap()
+		if !ok {
+			var b [8]byte
+			if _, err := r.efd.Read(b[:]); err != nil {
+				return nil, fmt.Errorf("datasync: waiting for io_uring: %w", err)
+			}
+			continue
+		}
+		if seq >= first && seq < first+uint64(len(ops)) {
+			res[seq-first] = v
+			left--
+		} // else: a completion of an earlier, abandoned submission
+	}
+	return res, nil
+}
+
+// submit queues ops on fd, with user data first, first+1, …, and tells
+// the kernel. io_uring_enter without waiting returns at once (a write is
+// tried inline without blocking, else queued; an fsync always goes to an
+// io-wq worker): a raw system call, like sockio's.
+func (r *ring) submit(fd int, ops []sqe, first uint64) error {
 	tail := atomic.LoadUint32(r.sqTail)
-	idx := tail & r.sqMask
-	sqe := r.sqes[idx*sqeSize : (idx+1)*sqeSize]
-	clear(sqe)
-	sqe[0] = opFsync
-	binary.LittleEndian.PutUint32(sqe[4:], uint32(int32(fd)))
-	binary.LittleEndian.PutUint32(sqe[28:], fsyncDatasync)
-	binary.LittleEndian.PutUint64(sqe[32:], r.seq)
-	*(*uint32)(unsafe.Add(unsafe.Pointer(r.sqArray), 4*uintptr(idx))) = idx
-	atomic.StoreUint32(r.sqTail, tail+1) // publishes the entry
+	for i, op := range ops {
+		idx := (tail + uint32(i)) & r.sqMask
+		e := r.sqes[idx*sqeSize : (idx+1)*sqeSize]
+		clear(e)
+		e[0], e[1] = op.opcode, op.flags
+		binary.LittleEndian.PutUint32(e[4:], uint32(int32(fd)))
+		binary.LittleEndian.PutUint64(e[8:], op.off)
+		binary.LittleEndian.PutUint64(e[16:], uint64(op.addr))
+		binary.LittleEndian.PutUint32(e[24:], op.len)
+		binary.LittleEndian.PutUint32(e[28:], op.opFlags)
+		binary.LittleEndian.PutUint64(e[32:], first+uint64(i))
+		*(*uint32)(unsafe.Add(unsafe.Pointer(r.sqArray), 4*uintptr(idx))) = idx
+	}
+	n := uint32(len(ops))
+	atomic.StoreUint32(r.sqTail, tail+n) // publishes the entries
 	for {
-		n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), 1, 0, 0, 0, 0)
+		got, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(n), 0, 0, 0, 0)
 		switch {
 		case errno == unix.EINTR:
 			continue
 		case errno != 0:
-			// Not submitted: take the entry back.
+			// Not submitted: take the entries back.
 			atomic.StoreUint32(r.sqTail, tail)
 			return os.NewSyscallError("io_uring_enter", errno)
-		case n != 1:
-			atomic.StoreUint32(r.sqTail, tail)
-			return errors.New("datasync: io_uring_enter submitted nothing")
+		case uint32(got) != n:
+			// The kernel took only part of the chain: it runs it, cut at
+			// the entry it refused. Wait for nothing more of it.
+			return fmt.Errorf("datasync: io_uring_enter took %d of %d entries", got, n)
 		}
 		return nil
 	}

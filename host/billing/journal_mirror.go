@@ -11,8 +11,9 @@ import (
 
 // A segment's mirror is a file in shared memory (tmpfs, /dev/shm) of the
 // segment's size, mapped into the gateway: settlements copy their frames
-// into the mirror, and the flusher copies what is new there into the
-// segment's file with one pwrite(2) before each fdatasync.
+// into the mirror, and the flusher writes what is new there into the
+// segment's file just before each fdatasync (flush: one linked io_uring
+// chain, or a pwrite(2)).
 //
 // Why not map the segment's file itself, as a segment without a mirror
 // is: the kernel's writeback write-protects every mapped page it cleans,
@@ -23,7 +24,7 @@ import (
 // is written, synced and written again each time the segment restarts,
 // so a settlement paid ~0.7 µs in faults and the sync ~0.5 µs in TLB
 // shootdowns and madvise (docs/performance.md, 2026-12-01). A tmpfs page
-// is never written back: once touched it stays writable, and the pwrite
+// is never written back: once touched it stays writable, and the write
 // copies from it into the page cache like any write.
 //
 // A process that dies loses nothing: the mirror outlives it (tmpfs keeps

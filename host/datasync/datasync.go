@@ -10,9 +10,10 @@
 // every sync restarts that, and it cost 1.5 µs of a 58 µs request at 16
 // clients (docs/performance.md, 2026-12-01).
 //
-// On Linux a Syncer hands the fdatasync to io_uring: the kernel runs it on
-// a worker thread of its own and signals an eventfd, which the goroutine
-// waits on in the runtime's network poller like any socket. Where io_uring
+// On Linux a Syncer hands the fdatasync — and the write before it, when
+// there is one (WriteDatasync: a linked chain) — to io_uring: the kernel
+// runs them on a worker thread of its own and signals an eventfd, which
+// the goroutine waits on in the runtime's network poller like any socket. Where io_uring
 // is not available (an old kernel, a seccomp profile that refuses it,
 // kernel.io_uring_disabled), or fails, it is a plain fdatasync.
 package datasync

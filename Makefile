@@ -158,6 +158,10 @@ gotest:
 	# The gateway's suite once more on PostgreSQL, the cluster store (one
 	# throwaway server, a database per test gateway; docs/cluster.md).
 	SWITCHYARD_TEST_STORE=postgres $(GO) test -count=1 -timeout 30m ./host/server/
+	# host/sockio's raw system calls run only without -race (under it they
+	# are syscall.Read and Write, which the detector understands): its own
+	# tests once more without it.
+	$(GO) test -count=1 ./host/sockio/
 
 # Hot-path Go benchmarks (among them each module host function's per-call
 # cost, BenchmarkHostFunctions in host/wasm), the per-call cost of one plugin

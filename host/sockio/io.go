@@ -33,12 +33,23 @@ type Conn struct {
 // of one direction (net.Conn allows concurrent Reads; the descriptor's
 // own lock orders them only inside the callback).
 type rawOp struct {
-	mu      sync.Mutex
-	b       []byte
-	n       int
-	errno   syscall.Errno
-	call    func(fd uintptr) bool
-	written int
+	mu    sync.Mutex
+	b     []byte
+	n     int // read: what the call read; write: how much of b is written
+	errno syscall.Errno
+	call  func(fd uintptr) bool
+}
+
+// run makes the calls on b through wait (the raw connection's Read or
+// Write, which waits in the poller while call returns false) and returns
+// what they did.
+func (op *rawOp) run(b []byte, wait func(func(fd uintptr) bool) error) (int, syscall.Errno, error) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.b, op.n, op.errno = b, 0, 0
+	err := wait(op.call)
+	op.b = nil
+	return op.n, op.errno, err
 }
 
 // New returns c reading and writing through rc, its raw connection; nil
@@ -71,13 +82,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if len(b) > maxRW {
 		b = b[:maxRW]
 	}
-	op := &c.rd
-	op.mu.Lock()
-	op.b, op.n, op.errno = b, 0, 0
-	err := c.rc.Read(op.call)
-	n, errno := op.n, op.errno
-	op.b = nil
-	op.mu.Unlock()
+	n, errno, err := c.rd.run(b, c.rc.Read)
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -105,13 +110,7 @@ func (op *rawOp) readOnce(fd uintptr) bool {
 }
 
 func (c *Conn) Write(b []byte) (int, error) {
-	op := &c.wr
-	op.mu.Lock()
-	op.b, op.written, op.errno = b, 0, 0
-	err := c.rc.Write(op.call)
-	written, errno := op.written, op.errno
-	op.b = nil
-	op.mu.Unlock()
+	written, errno, err := c.wr.run(b, c.rc.Write)
 	switch {
 	case err != nil:
 		return written, c.opError("write", err)
@@ -124,8 +123,8 @@ func (c *Conn) Write(b []byte) (int, error) {
 // writeAll is the write callback: write(2) until all of b is written, or
 // false to wait in the poller until the socket takes more.
 func (op *rawOp) writeAll(fd uintptr) bool {
-	for op.written < len(op.b) {
-		chunk := op.b[op.written:]
+	for op.n < len(op.b) {
+		chunk := op.b[op.n:]
 		if len(chunk) > maxRW {
 			chunk = chunk[:maxRW]
 		}
@@ -139,7 +138,7 @@ func (op *rawOp) writeAll(fd uintptr) bool {
 			op.errno = errno
 			return true
 		}
-		op.written += n
+		op.n += n
 	}
 	return true
 }

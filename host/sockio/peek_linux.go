@@ -7,9 +7,6 @@ import (
 	"unsafe"
 )
 
-// Supported reports whether Peek can look at a socket here.
-const Supported = true
-
 var (
 	errIntr  error = syscall.EINTR
 	errAgain error = syscall.EAGAIN

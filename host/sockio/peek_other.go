@@ -2,13 +2,7 @@
 
 package sockio
 
-import (
-	"errors"
-	"syscall"
-)
-
-// Supported reports whether Peek can look at a socket here.
-const Supported = false
+import "errors"
 
 var (
 	errIntr  = errors.New("unreachable")
@@ -16,8 +10,3 @@ var (
 )
 
 func recvPeek(int, []byte) (int, error) { return 0, errors.ErrUnsupported }
-
-const rawSupported = false
-
-func rawRead(int, []byte) (int, syscall.Errno)  { return 0, syscall.ENOSYS }
-func rawWrite(int, []byte) (int, syscall.Errno) { return 0, syscall.ENOSYS }

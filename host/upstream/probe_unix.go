@@ -6,7 +6,7 @@ import "github.com/switchyard/switchyard/host/sockio"
 
 // peerClosed reports whether an idle connection can no longer carry a
 // request: the peer closed or reset it, or sent bytes nobody asked for.
-// It peeks without blocking and consumes nothing (sockpeek: one raw
+// It peeks without blocking and consumes nothing (sockio: one raw
 // recv(2) on Linux, well under a microsecond).
 func peerClosed(c *conn) bool {
 	rc := c.rc

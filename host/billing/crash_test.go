@@ -345,7 +345,7 @@ func TestCrashAtRandomMoments(t *testing.T) {
 				if segs, err := journalSegments(journal); err != nil || len(segs) != 0 {
 					t.Fatalf("journal segments left after a clean close: %v %v", segs, err)
 				}
-				if prefix := mirrorPrefix(mirrorRoot, journal); prefix != "" {
+				if prefix := mirrorPrefix(mirrorRoot(), journal); prefix != "" {
 					if left, _ := filepath.Glob(prefix + "*"); len(left) != 0 {
 						t.Fatalf("segment mirrors left in shared memory after a clean close: %v", left)
 					}

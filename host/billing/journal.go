@@ -210,8 +210,8 @@ func openJournal(dir string, syncEvery time.Duration, logf func(string, ...any))
 	j := &journal{dir: dir, lock: lock, logf: logf, syncEvery: syncEvery, segSize: journalSegment, syncer: datasync.New(),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
 	j.flush = j.syncer.WriteDatasync
-	sweepMirrors(mirrorRoot)
-	if j.mirrors = mirrorPrefix(mirrorRoot, dir); j.mirrors != "" {
+	sweepMirrors(mirrorRoot())
+	if j.mirrors = mirrorPrefix(mirrorRoot(), dir); j.mirrors != "" {
 		if err := claimMirrors(j.mirrors, dir); err != nil {
 			if logf != nil {
 				logf("billing: journal segments not mirrored in shared memory: %v", err)
@@ -665,7 +665,8 @@ func (j *journal) recycle(s *segment) {
 
 // put writes a then b at off in the segment (one part only when the
 // segment is not mapped: a frame is one pwrite). Through the mapping it is a copy
-// into the file's page cache — where a write(2) would have put it, so a
+// into the segment's mirror, or into the file's page cache — where a
+// write(2) would have put it; either way a
 // process that dies once put returned loses nothing — without the system
 // call: at a settlement a request, the pwrite was ~3% of a 1 KB chat's
 // gateway CPU. The fdatasync that follows (sync, seal) writes the

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -43,14 +44,15 @@ import (
 // deletes (sweepMirrors) instead of tmpfs keeping them until a restart.
 
 // mirrorRoot is where mirrors live; empty when there is no tmpfs there.
-var mirrorRoot = func() string {
+// Asked the first time a journal opens, not when the package loads.
+var mirrorRoot = sync.OnceValue(func() string {
 	const dir = "/dev/shm"
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil || st.Type != tmpfsMagic {
 		return ""
 	}
 	return dir
-}()
+})
 
 const tmpfsMagic = 0x01021994
 

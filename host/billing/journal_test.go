@@ -628,7 +628,7 @@ func TestJournalSealFailureFailsOnlyItsBatch(t *testing.T) {
 // the next journal opened on the machine deletes those orphaned mirrors,
 // and leaves alone the mirrors of a journal whose directory is there.
 func TestJournalOrphanedMirrorsSwept(t *testing.T) {
-	if mirrorRoot == "" {
+	if mirrorRoot() == "" {
 		t.Skip("no tmpfs at /dev/shm: segments are not mirrored here")
 	}
 	keep := func(dir string) string {

@@ -49,25 +49,13 @@ func (s *Syncer) Async() bool {
 }
 
 // Datasync makes f's data durable, as fdatasync(2).
-func (s *Syncer) Datasync(f *os.File) error {
-	if s.mu.TryLock() {
-		if r := s.ring; r != nil {
-			err := r.datasync(f)
-			s.mu.Unlock()
-			return err
-		}
-		s.mu.Unlock()
-	}
-	return fdatasync(f)
-}
+func (s *Syncer) Datasync(f *os.File) error { return s.WriteDatasync(f, nil, 0) }
 
-// WriteDatasync writes b at off in f, then makes f's data durable: as
-// f.WriteAt and fdatasync(2), in one round trip to the kernel's worker
-// when the ring is used — the write does not hold a P either.
+// WriteDatasync writes b (if any) at off in f, then makes f's data
+// durable: as f.WriteAt and fdatasync(2), in one round trip to the
+// kernel's worker when the ring is used — the write does not hold a P
+// either.
 func (s *Syncer) WriteDatasync(f *os.File, b []byte, off int64) error {
-	if len(b) == 0 {
-		return s.Datasync(f)
-	}
 	if s.mu.TryLock() {
 		if r := s.ring; r != nil {
 			n, err := r.writeDatasync(f, b, off)
@@ -82,10 +70,12 @@ func (s *Syncer) WriteDatasync(f *os.File, b []byte, off int64) error {
 			s.mu.Unlock()
 		}
 	}
-	if _, err := f.WriteAt(b, off); err != nil {
-		return err
+	if len(b) > 0 {
+		if _, err := f.WriteAt(b, off); err != nil {
+			return err
+		}
 	}
-	return s.Datasync(f)
+	return fdatasync(f)
 }
 
 // Close releases the ring; later syncs are plain fdatasyncs.

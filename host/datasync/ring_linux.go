@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The io_uring ABI (include/uapi/linux/io_uring.h): only what one fsync
-// at a time needs.
+// The io_uring ABI (include/uapi/linux/io_uring.h): only what one write
+// and fsync at a time need.
 const (
 	opFsync       = 3          // IORING_OP_FSYNC
 	opWrite       = 23         // IORING_OP_WRITE (Linux 5.6)
@@ -51,7 +51,8 @@ type cqOffsets struct {
 	userAddr                                                        uint64
 }
 
-// ring is an io_uring of one entry whose completions signal an eventfd.
+// ring is an io_uring of two entries (a write and the sync linked to
+// it) whose completions signal an eventfd.
 type ring struct {
 	fd             int
 	sqMem, cqMem   []byte // cqMem aliases sqMem with a single mapping
@@ -133,36 +134,30 @@ type sqe struct {
 	opFlags       uint32
 }
 
-// datasync is fdatasync(2) of f through the ring.
-func (r *ring) datasync(f *os.File) error {
-	res, err := r.do(f, []sqe{{opcode: opFsync, opFlags: fsyncDatasync}})
-	if err != nil {
-		return err
-	}
-	if res[0] < 0 {
-		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syscall.Errno(-res[0])}
-	}
-	return nil
-}
-
-// writeDatasync writes b at off in f and then fdatasyncs f, as one linked
-// chain: the sync runs only if the write wrote all of b. A write cut short
-// is finished, and synced, by the caller.
+// writeDatasync writes b (if any) at off in f and then fdatasyncs f, as
+// one linked chain: the sync runs only if the write wrote all of b. A
+// write cut short is finished, and synced, by the caller.
 func (r *ring) writeDatasync(f *os.File, b []byte, off int64) (wrote int, err error) {
-	res, err := r.do(f, []sqe{
-		{opcode: opWrite, flags: sqeIOLink, off: uint64(off), addr: uintptr(unsafe.Pointer(&b[0])), len: uint32(len(b))},
-		{opcode: opFsync, opFlags: fsyncDatasync},
-	})
+	sync := sqe{opcode: opFsync, opFlags: fsyncDatasync}
+	ops := []sqe{sync}
+	if len(b) > 0 {
+		ops = []sqe{{opcode: opWrite, flags: sqeIOLink, off: uint64(off), addr: uintptr(unsafe.Pointer(&b[0])), len: uint32(len(b))}, sync}
+	}
+	res, err := r.do(f, ops)
 	runtime.KeepAlive(b) // read by the kernel until the write completed
-	switch {
-	case err != nil:
+	if err != nil {
 		return 0, err
-	case res[0] < 0:
-		return 0, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.Errno(-res[0])}
-	case int(res[0]) < len(b):
-		return int(res[0]), nil // the sync was cancelled with the link
-	case res[1] < 0:
-		return len(b), &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syscall.Errno(-res[1])}
+	}
+	if len(b) > 0 {
+		switch {
+		case res[0] < 0:
+			return 0, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.Errno(-res[0])}
+		case int(res[0]) < len(b):
+			return int(res[0]), nil // the sync was cancelled with the link
+		}
+	}
+	if last := res[len(res)-1]; last < 0 {
+		return len(b), &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syscall.Errno(-last)}
 	}
 	return len(b), nil
 }
